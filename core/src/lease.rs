@@ -1,0 +1,463 @@
+//! Leases: what a successful acquire returns. A lease knows its fencing token (the czxid of its
+//! node), its node, its state, and fires its lost signal exactly once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::sync::watch;
+use zookeeper_client as zk;
+
+use crate::error::{Error, Result};
+use crate::lock::LockInner;
+use crate::runtime;
+use crate::session::Session;
+
+/// Where a lease stands. `Lost` and `Released` are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LeaseState {
+    /// We hold the lock.
+    Held,
+    /// Disconnected from the ensemble: we cannot know whether we still hold it.
+    Suspended,
+    /// Session expired, our node deleted, the client closed, or no server contact for the
+    /// session timeout. Fired once.
+    Lost,
+    /// Released by its holder.
+    Released,
+}
+
+impl LeaseState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeaseState::Held => "held",
+            LeaseState::Suspended => "suspended",
+            LeaseState::Lost => "lost",
+            LeaseState::Released => "released",
+        }
+    }
+
+    fn is_final(self) -> bool {
+        matches!(self, LeaseState::Lost | LeaseState::Released)
+    }
+
+    /// The state of several leases taken as one: the worst of them.
+    fn combine(states: impl Iterator<Item = LeaseState>) -> LeaseState {
+        let rank = |s: LeaseState| match s {
+            LeaseState::Held => 0,
+            LeaseState::Suspended => 1,
+            LeaseState::Released => 2,
+            LeaseState::Lost => 3,
+        };
+        states
+            .max_by_key(|s| rank(*s))
+            .unwrap_or(LeaseState::Released)
+    }
+}
+
+/// What `release` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// Our node was deleted; the lock is free for the next waiter.
+    Released,
+    /// A re-entrant hold count went down; the lock is still held by this lock value.
+    StillHeld,
+    /// The lease had already been lost; there was nothing to delete.
+    WasLost,
+}
+
+/// One lock node we own. Shared by the re-entrant holds of one lock value.
+pub(crate) struct LeaseShared {
+    session: Arc<Session>,
+    registration: u64,
+    node: String,
+    token: i64,
+    state: watch::Sender<LeaseState>,
+    released: AtomicBool,
+    /// Nodes to delete with this one (a write node kept to cover a downgraded read, see rw).
+    pub(crate) riders: Mutex<Vec<Arc<LeaseShared>>>,
+    /// Set on a read lease taken while our own write lease was held (a downgrade).
+    pub(crate) downgrade_of: Option<String>,
+}
+
+impl LeaseShared {
+    pub(crate) fn new(
+        session: Arc<Session>,
+        node: String,
+        token: i64,
+        downgrade_of: Option<String>,
+    ) -> Arc<Self> {
+        let lease = Arc::new_cyclic(|weak: &Weak<LeaseShared>| LeaseShared {
+            session: session.clone(),
+            registration: session.register(weak.clone()),
+            node,
+            token,
+            state: watch::channel(LeaseState::Held).0,
+            released: AtomicBool::new(false),
+            riders: Mutex::new(Vec::new()),
+            downgrade_of,
+        });
+        if session.is_dead() {
+            lease.lose(
+                session
+                    .dead_reason()
+                    .map(|e| e.message().to_owned())
+                    .as_deref()
+                    .unwrap_or("session closed"),
+            );
+        }
+        tokio::spawn(watch_own_node(Arc::downgrade(&lease), session));
+        lease
+    }
+
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+
+    pub(crate) fn token(&self) -> i64 {
+        self.token
+    }
+
+    pub(crate) fn state(&self) -> LeaseState {
+        *self.state.borrow()
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<LeaseState> {
+        self.state.subscribe()
+    }
+
+    pub(crate) fn set_state(&self, new: LeaseState) {
+        self.state.send_if_modified(|s| {
+            if s.is_final() || *s == new {
+                false
+            } else {
+                *s = new;
+                true
+            }
+        });
+    }
+
+    pub(crate) fn lose(&self, _why: &str) {
+        self.set_state(LeaseState::Lost);
+    }
+
+    pub(crate) fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// Deletes our node (and riders). Runs on the runtime. Retries across connection loss until
+    /// the session dies, in which case the ephemeral node is gone anyway.
+    pub(crate) async fn delete(self: Arc<Self>) -> Result<Released> {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Err(Error::NotHeld(format!(
+                "the lease on {} was already released",
+                self.node
+            )));
+        }
+        let was_lost = self.state() == LeaseState::Lost;
+        self.set_state(LeaseState::Released);
+        self.session.deregister(self.registration);
+        let riders = std::mem::take(&mut *self.riders.lock().unwrap());
+        for rider in riders {
+            Box::pin(rider.delete()).await.ok();
+        }
+        if was_lost {
+            return Ok(Released::WasLost);
+        }
+        match delete_node(&self.session, &self.node).await {
+            Ok(()) => Ok(Released::Released),
+            Err(e)
+                if e.kind() == crate::ErrorKind::SessionExpired
+                    || e.kind() == crate::ErrorKind::Closed =>
+            {
+                Ok(Released::WasLost)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn is_released(&self) -> bool {
+        self.released.load(Ordering::Acquire)
+    }
+}
+
+/// Deletes `node`, waiting out connection loss. `NoNode` counts as done.
+pub(crate) async fn delete_node(session: &Session, node: &str) -> Result<()> {
+    loop {
+        let zk = session.zk()?;
+        match zk.delete(node, None).await {
+            Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+            Err(zk::Error::ConnectionLoss) => session.wait_connected(None, "delete").await?,
+            Err(err) => return Err(Error::from_zk(err, &format!("delete {node}"))),
+        }
+    }
+}
+
+/// Watches our own node so that its deletion by anyone but us makes the lease lost.
+async fn watch_own_node(lease: Weak<LeaseShared>, session: Arc<Session>) {
+    let session_weak = Arc::downgrade(&session);
+    drop(session);
+    loop {
+        let (Some(l), Some(s)) = (lease.upgrade(), session_weak.upgrade()) else {
+            return;
+        };
+        if l.is_released() || l.state().is_final() {
+            return;
+        }
+        let Ok(zk) = s.zk() else { return };
+        let node = l.node.clone();
+        drop(l);
+        let watched = zk.get_and_watch_data(&node).await;
+        drop(zk);
+        match watched {
+            Ok((_, _, watcher)) => {
+                let event = tokio::select! {
+                    e = watcher.changed() => e,
+                    _ = s.died() => return,
+                };
+                drop(s);
+                if event.event_type == zk::EventType::NodeDeleted {
+                    if let Some(l) = lease.upgrade() {
+                        if !l.is_released() {
+                            l.lose("our lock node was deleted by someone else");
+                        }
+                    }
+                    return;
+                }
+            }
+            Err(zk::Error::NoNode) => {
+                if let Some(l) = lease.upgrade() {
+                    if !l.is_released() {
+                        l.lose("our lock node was deleted by someone else");
+                    }
+                }
+                return;
+            }
+            Err(zk::Error::ConnectionLoss) => {
+                if s.wait_connected(None, "watch").await.is_err() {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// One member of a lease: the node, and the re-entrant lock value that counts its holds.
+pub(crate) struct Part {
+    pub(crate) shared: Arc<LeaseShared>,
+    pub(crate) owner: Option<Arc<LockInner>>,
+}
+
+/// A held lock. Dropping a lease releases it in the background; call [`Lease::release`] to
+/// know when the node is gone.
+pub struct Lease {
+    parts: Vec<Part>,
+    done: bool,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("path", &self.path())
+            .field("token", &self.token())
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl Lease {
+    pub(crate) fn new(parts: Vec<Part>) -> Lease {
+        Lease { parts, done: false }
+    }
+
+    pub(crate) fn take_parts(&mut self) -> Vec<Part> {
+        self.done = true;
+        std::mem::take(&mut self.parts)
+    }
+
+    /// The fencing token: the czxid of our lock node. For a multi-lock, the largest of its
+    /// members' tokens (each member's is in [`Lease::tokens`]).
+    pub fn token(&self) -> i64 {
+        self.parts
+            .iter()
+            .map(|p| p.shared.token())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Every member's token, in acquisition (path) order.
+    pub fn tokens(&self) -> Vec<i64> {
+        self.parts.iter().map(|p| p.shared.token()).collect()
+    }
+
+    /// Full path of our lock node (the first member's for a multi-lock).
+    pub fn path(&self) -> &str {
+        self.parts.first().map(|p| p.shared.node()).unwrap_or("")
+    }
+
+    /// Full paths of every member's node.
+    pub fn paths(&self) -> Vec<String> {
+        self.parts
+            .iter()
+            .map(|p| p.shared.node().to_owned())
+            .collect()
+    }
+
+    pub fn state(&self) -> LeaseState {
+        if self.done {
+            return LeaseState::Released;
+        }
+        LeaseState::combine(self.parts.iter().map(|p| p.shared.state()))
+    }
+
+    /// True while the state is `Held`.
+    pub fn is_held(&self) -> bool {
+        self.state() == LeaseState::Held
+    }
+
+    /// Resolves once the lease is lost (never, if it is released first).
+    pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rxs: Vec<_> = self.parts.iter().map(|p| p.shared.subscribe()).collect();
+        async move {
+            loop {
+                if LeaseState::combine(rxs.iter_mut().map(|r| *r.borrow_and_update()))
+                    == LeaseState::Lost
+                {
+                    return;
+                }
+                let changes = rxs.iter_mut().map(|r| Box::pin(r.changed()));
+                let (res, _, _) = futures_select_all(changes).await;
+                if res.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+    }
+
+    /// Calls `callback` on the library's callback thread at every change of the lease's state
+    /// (held, suspended, lost, released), ending after a final state. Lost is reported once.
+    pub fn on_state(&self, callback: impl Fn(LeaseState) + Send + Sync + 'static) {
+        let mut rxs: Vec<_> = self.parts.iter().map(|p| p.shared.subscribe()).collect();
+        let callback = Arc::new(callback);
+        let mut last = self.state();
+        runtime::spawn(async move {
+            loop {
+                let changes = rxs.iter_mut().map(|r| Box::pin(r.changed()));
+                let (res, _, _) = futures_select_all(changes).await;
+                if res.is_err() {
+                    return;
+                }
+                let now = LeaseState::combine(rxs.iter_mut().map(|r| *r.borrow_and_update()));
+                if now != last {
+                    last = now;
+                    let cb = callback.clone();
+                    runtime::run_callback(move || cb(now));
+                }
+                if now.is_final() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Calls `callback` once, on the callback thread, if the lease is lost.
+    pub fn on_lost(&self, callback: impl FnOnce() + Send + 'static) {
+        let lost = self.lost();
+        let mut released: Vec<_> = self.parts.iter().map(|p| p.shared.subscribe()).collect();
+        runtime::spawn(async move {
+            let all_released = async {
+                for r in released.iter_mut() {
+                    let _ = r.wait_for(|s| *s == LeaseState::Released).await;
+                }
+            };
+            tokio::select! {
+                _ = lost => runtime::run_callback(callback),
+                _ = all_released => {}
+            }
+        });
+    }
+
+    /// Releases the lease: the node is deleted (members in reverse order for a multi-lock), or a
+    /// re-entrant hold count goes down. Releasing a lost lease succeeds with `WasLost`.
+    pub async fn release(mut self) -> Result<Released> {
+        let parts = std::mem::take(&mut self.parts);
+        self.done = true;
+        on_runtime(release_parts(parts)).await
+    }
+
+    /// Blocking twin of [`Lease::release`].
+    pub fn blocking_release(mut self) -> Result<Released> {
+        let parts = std::mem::take(&mut self.parts);
+        self.done = true;
+        runtime::block_on(release_parts(parts))
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.parts.is_empty() {
+            let parts = std::mem::take(&mut self.parts);
+            runtime::spawn(async move {
+                let _ = release_parts(parts).await;
+            });
+        }
+    }
+}
+
+async fn release_parts(parts: Vec<Part>) -> Result<Released> {
+    let mut outcome = Released::StillHeld;
+    let mut first_error = None;
+    for part in parts.into_iter().rev() {
+        let result = match &part.owner {
+            Some(owner) => owner.clone().release_hold(part.shared.clone()).await,
+            None => part.shared.clone().delete().await,
+        };
+        match result {
+            Ok(Released::WasLost) => outcome = Released::WasLost,
+            Ok(Released::Released) if outcome != Released::WasLost => outcome = Released::Released,
+            Ok(_) => {}
+            Err(e) => first_error = first_error.or(Some(e)),
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(outcome),
+    }
+}
+
+/// Runs `fut` on the private runtime and awaits it from any executor. Dropping the returned
+/// future aborts the task, so cancellation reaches the runtime (and its cleanup guards).
+pub(crate) async fn on_runtime<T: Send + 'static>(
+    fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+    impl<T> Drop for AbortOnDrop<T> {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut task = AbortOnDrop(runtime::spawn(fut));
+    match (&mut task.0).await {
+        Ok(r) => r,
+        Err(e) if e.is_cancelled() => Err(Error::Cancelled("the operation was cancelled".into())),
+        Err(_) => Err(Error::ZooKeeper(
+            "internal error: a zklock task panicked".into(),
+        )),
+    }
+}
+
+/// Waits for the first of several futures (a tiny `select_all` without the futures crate).
+async fn futures_select_all<F: std::future::Future + Unpin>(
+    futs: impl Iterator<Item = F>,
+) -> (F::Output, usize, ()) {
+    let mut futs: Vec<F> = futs.collect();
+    std::future::poll_fn(move |cx| {
+        for (i, f) in futs.iter_mut().enumerate() {
+            if let std::task::Poll::Ready(out) = std::pin::Pin::new(f).poll(cx) {
+                return std::task::Poll::Ready((out, i, ()));
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}

@@ -1,0 +1,499 @@
+//! The recipes users hold: a re-entrant (or not) exclusive lock, the two sides of a read/write
+//! lock, and their queue introspection. Re-entrancy is per lock value, with a hold count.
+
+use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::lease::{on_runtime, Lease, LeaseShared, LeaseState, Part, Released};
+use crate::protocol::{self, Library, NodeKind};
+use crate::recipe::{self, Request};
+use crate::runtime;
+
+/// A lock on one path: a mutex, or one side of a [`RwLock`]. Re-entrant per value by default:
+/// while this value holds the lock, acquiring it again (from any task) only counts up.
+pub struct Lock {
+    pub(crate) inner: Arc<LockInner>,
+}
+
+/// The exclusive lock (Curator's `InterProcessMutex`).
+pub type Mutex = Lock;
+
+pub(crate) struct LockInner {
+    pub(crate) client: Client,
+    pub(crate) path: String,
+    pub(crate) kind: NodeKind,
+    reentrant: bool,
+    hold: StdMutex<Option<Hold>>,
+    /// Serialises first acquisitions among tasks sharing this value, so they share one node.
+    gate: tokio::sync::Mutex<()>,
+    /// The other side of a read/write lock.
+    peer: OnceLock<Weak<LockInner>>,
+}
+
+struct Hold {
+    shared: Arc<LeaseShared>,
+    count: usize,
+}
+
+impl Lock {
+    pub(crate) fn new(client: Client, path: &str, kind: NodeKind) -> Result<Lock> {
+        protocol::validate_path(path)?;
+        Ok(Lock {
+            inner: Arc::new(LockInner {
+                client,
+                path: path.to_owned(),
+                kind,
+                reentrant: true,
+                hold: StdMutex::new(None),
+                gate: tokio::sync::Mutex::new(()),
+                peer: OnceLock::new(),
+            }),
+        })
+    }
+
+    /// `reentrant(false)`: every acquire takes its own place in the queue, like Curator's
+    /// `InterProcessSemaphoreMutex` (acquiring twice from one holder waits for itself).
+    pub fn reentrant(self, reentrant: bool) -> Lock {
+        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| LockInner {
+            client: shared.client.clone(),
+            path: shared.path.clone(),
+            kind: shared.kind,
+            reentrant: shared.reentrant,
+            hold: StdMutex::new(None),
+            gate: tokio::sync::Mutex::new(()),
+            peer: OnceLock::new(),
+        });
+        Lock {
+            inner: Arc::new(LockInner { reentrant, ..inner }),
+        }
+    }
+
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    pub fn is_reentrant(&self) -> bool {
+        self.inner.reentrant
+    }
+
+    /// How many holds this value has (0 when not held, or after the lease was lost).
+    pub fn hold_count(&self) -> usize {
+        match &*self.inner.hold.lock().unwrap() {
+            Some(h) if h.shared.state() != LeaseState::Lost => h.count,
+            _ => 0,
+        }
+    }
+
+    /// Waits until the lock is ours.
+    pub async fn acquire(&self) -> Result<Lease> {
+        self.inner.clone().acquire_until(None).await
+    }
+
+    /// Waits at most `timeout`; `Timeout` error after it (no node left behind).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
+        self.inner
+            .clone()
+            .acquire_until(Some(Instant::now() + timeout))
+            .await
+    }
+
+    /// One attempt: `None` when someone else holds the lock (no node left behind).
+    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
+        none_on_timeout(self.inner.clone().acquire_until(Some(Instant::now())).await)
+    }
+
+    /// Blocking twin of [`Lock::acquire`].
+    pub fn blocking_acquire(&self) -> Result<Lease> {
+        self.blocking_acquire_until(None)
+    }
+
+    /// Blocking twin of [`Lock::acquire_timeout`].
+    pub fn blocking_acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
+        self.blocking_acquire_until(Some(Instant::now() + timeout))
+    }
+
+    /// Blocking twin of [`Lock::try_acquire`].
+    pub fn blocking_try_acquire(&self) -> Result<Option<Lease>> {
+        none_on_timeout(self.blocking_acquire_until(Some(Instant::now())))
+    }
+
+    fn blocking_acquire_until(&self, deadline: Option<Instant>) -> Result<Lease> {
+        // The re-entrant case needs no runtime hop.
+        if let Some(lease) = self.inner.try_reenter() {
+            return Ok(lease);
+        }
+        let inner = self.inner.clone();
+        runtime::block_on(async move { inner.acquire_until(deadline).await })
+    }
+
+    /// The acquire future for bindings that drive their own waiting (deadline `None` = forever).
+    pub fn acquire_until(
+        &self,
+        deadline: Option<std::time::Instant>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let inner = self.inner.clone();
+        async move { inner.acquire_until(deadline.map(Instant::from_std)).await }
+    }
+
+    /// The queue: holder first, then waiters in order.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        let client = self.inner.client.clone();
+        let path = self.inner.path.clone();
+        on_runtime(async move { participants(&client, &path).await }).await
+    }
+
+    /// Blocking twin of [`Lock::participants`].
+    pub fn blocking_participants(&self) -> Result<Vec<Participant>> {
+        let client = self.inner.client.clone();
+        let path = self.inner.path.clone();
+        runtime::block_on(async move { participants(&client, &path).await })
+    }
+}
+
+fn none_on_timeout(result: Result<Lease>) -> Result<Option<Lease>> {
+    match result {
+        Ok(lease) => Ok(Some(lease)),
+        Err(Error::Timeout(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl LockInner {
+    /// Counts up an existing, not lost hold of this value.
+    fn try_reenter(self: &Arc<Self>) -> Option<Lease> {
+        if !self.reentrant {
+            return None;
+        }
+        let mut hold = self.hold.lock().unwrap();
+        match hold.as_mut() {
+            Some(h) if h.shared.state() != LeaseState::Lost => {
+                h.count += 1;
+                Some(Lease::new(vec![Part {
+                    shared: h.shared.clone(),
+                    owner: Some(self.clone()),
+                }]))
+            }
+            _ => None,
+        }
+    }
+
+    fn peer(&self) -> Option<Arc<LockInner>> {
+        self.peer.get().and_then(Weak::upgrade)
+    }
+
+    /// The node of this value's live hold, if any.
+    fn held_node(&self) -> Option<Arc<LeaseShared>> {
+        match &*self.hold.lock().unwrap() {
+            Some(h) if h.shared.state() != LeaseState::Lost => Some(h.shared.clone()),
+            _ => None,
+        }
+    }
+
+    pub(crate) async fn acquire_until(self: Arc<Self>, deadline: Option<Instant>) -> Result<Lease> {
+        if let Some(lease) = self.try_reenter() {
+            return Ok(lease);
+        }
+        on_runtime(async move { self.acquire_on_runtime(deadline).await }).await
+    }
+
+    async fn acquire_on_runtime(self: Arc<Self>, deadline: Option<Instant>) -> Result<Lease> {
+        let _gate = if self.reentrant {
+            Some(match deadline {
+                None => self.gate.lock().await,
+                Some(d) => match tokio::time::timeout_at(d, self.gate.lock()).await {
+                    Ok(g) => g,
+                    Err(_) => {
+                        return Err(Error::Timeout(format!(
+                            "timed out waiting for the lock {}",
+                            self.path
+                        )))
+                    }
+                },
+            })
+        } else {
+            None
+        };
+        if let Some(lease) = self.try_reenter() {
+            return Ok(lease);
+        }
+        let mut downgrade_of = None;
+        if let Some(peer) = self.peer() {
+            let peer_held = peer.held_node();
+            match (self.kind, peer_held) {
+                (NodeKind::Write, Some(_)) => {
+                    return Err(Error::UpgradeNotAllowed(format!(
+                        "cannot take the write lock on {} while holding its read lock (upgrade is not allowed; release the read lock first)",
+                        self.path
+                    )))
+                }
+                (NodeKind::Read, Some(writer)) => downgrade_of = Some(writer.node().to_owned()),
+                _ => {}
+            }
+        }
+        let session = self.client.session().await?;
+        let identity = self.client.identity();
+        let shared = recipe::acquire_node(
+            session,
+            Request {
+                dir: &self.path,
+                kind: self.kind,
+                identity: &identity,
+                acl: self.client.acl(),
+                deadline,
+                downgrade_of,
+            },
+        )
+        .await?;
+        let owner = if self.reentrant {
+            *self.hold.lock().unwrap() = Some(Hold {
+                shared: shared.clone(),
+                count: 1,
+            });
+            Some(self.clone())
+        } else {
+            None
+        };
+        Ok(Lease::new(vec![Part { shared, owner }]))
+    }
+
+    /// One re-entrant release: counts down, and deletes the node at zero.
+    pub(crate) async fn release_hold(
+        self: Arc<Self>,
+        shared: Arc<LeaseShared>,
+    ) -> Result<Released> {
+        {
+            let mut hold = self.hold.lock().unwrap();
+            if let Some(h) = hold.as_mut() {
+                if Arc::ptr_eq(&h.shared, &shared) {
+                    h.count -= 1;
+                    if h.count > 0 {
+                        return Ok(Released::StillHeld);
+                    }
+                    *hold = None;
+                }
+            }
+        }
+        if self.kind == NodeKind::Write && self.keep_for_downgrade(&shared).await {
+            return Ok(Released::Released);
+        }
+        shared.delete().await
+    }
+
+    /// A write node whose holder downgraded to a read node that sorts after another writer's
+    /// waiting node must stay until the read is released: deleting it would let that writer in
+    /// beside our reader (CURATOR-621). Returns true when the node was handed to the read lease.
+    async fn keep_for_downgrade(&self, writer: &Arc<LeaseShared>) -> bool {
+        let Some(reader) = self.peer().and_then(|p| p.held_node()) else {
+            return false;
+        };
+        if reader.downgrade_of.as_deref() != Some(writer.node()) {
+            return false;
+        }
+        let Ok(children) = recipe::list_children(writer.session(), &self.path, None).await else {
+            return false;
+        };
+        let name_of = |node: &str| node.rsplit('/').next().unwrap_or_default().to_owned();
+        let (w, r) = (name_of(writer.node()), name_of(reader.node()));
+        let queue =
+            protocol::queue_of(&children, protocol::parse_contender(&w).map(|c| c.sequence));
+        let (Some(wi), Some(ri)) = (
+            queue.iter().position(|c| c.name == w),
+            queue.iter().position(|c| c.name == r),
+        ) else {
+            return false;
+        };
+        let writer_between = queue[wi + 1..ri.max(wi + 1)]
+            .iter()
+            .any(|c| c.kind.is_exclusive());
+        if writer_between {
+            reader.riders.lock().unwrap().push(writer.clone());
+        }
+        writer_between
+    }
+}
+
+/// A read/write lock (Curator's `InterProcessReadWriteLock`): any number of readers or one
+/// writer. A write holder may take the read side (downgrade); a read holder asking for the write
+/// side gets `UpgradeNotAllowed` at once.
+pub struct RwLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl RwLock {
+    pub(crate) fn new(client: Client, path: &str) -> Result<RwLock> {
+        let read = Lock::new(client.clone(), path, NodeKind::Read)?;
+        let write = Lock::new(client, path, NodeKind::Write)?;
+        read.inner.peer.set(Arc::downgrade(&write.inner)).ok();
+        write.inner.peer.set(Arc::downgrade(&read.inner)).ok();
+        Ok(RwLock { read, write })
+    }
+
+    pub fn read(&self) -> &Lock {
+        &self.read
+    }
+
+    pub fn write(&self) -> &Lock {
+        &self.write
+    }
+
+    pub fn path(&self) -> &str {
+        self.read.path()
+    }
+
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        self.read.participants().await
+    }
+}
+
+/// Several locks taken as one (Curator's `InterProcessMultiLock`): all or nothing, one deadline
+/// for all, members taken in path order (no deadlock between differently ordered lists), and
+/// released in reverse order.
+pub struct MultiLock {
+    members: Vec<Arc<LockInner>>,
+}
+
+impl MultiLock {
+    pub(crate) fn from_paths<S: AsRef<str>>(
+        client: &Client,
+        paths: impl IntoIterator<Item = S>,
+    ) -> Result<MultiLock> {
+        let locks = paths
+            .into_iter()
+            .map(|p| Lock::new(client.clone(), p.as_ref(), NodeKind::Mutex))
+            .collect::<Result<Vec<_>>>()?;
+        Self::from_locks(locks.iter())
+    }
+
+    /// A multi-lock over existing lock values (their re-entrancy is shared with them).
+    pub fn from_locks<'a>(locks: impl IntoIterator<Item = &'a Lock>) -> Result<MultiLock> {
+        let mut members: Vec<Arc<LockInner>> = locks.into_iter().map(|l| l.inner.clone()).collect();
+        if members.is_empty() {
+            return Err(Error::invalid("a multi-lock needs at least one lock"));
+        }
+        members
+            .sort_by(|a, b| (a.path.as_str(), a.kind as u8).cmp(&(b.path.as_str(), b.kind as u8)));
+        for pair in members.windows(2) {
+            if Arc::ptr_eq(&pair[0], &pair[1])
+                || (pair[0].path == pair[1].path && pair[0].kind == pair[1].kind)
+            {
+                return Err(Error::invalid(format!(
+                    "the multi-lock lists {} twice",
+                    pair[0].path
+                )));
+            }
+        }
+        Ok(MultiLock { members })
+    }
+
+    pub fn paths(&self) -> Vec<&str> {
+        self.members.iter().map(|m| m.path.as_str()).collect()
+    }
+
+    pub async fn acquire(&self) -> Result<Lease> {
+        self.acquire_until_instant(None).await
+    }
+
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
+        self.acquire_until_instant(Some(Instant::now() + timeout))
+            .await
+    }
+
+    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
+        none_on_timeout(self.acquire_until_instant(Some(Instant::now())).await)
+    }
+
+    pub fn blocking_acquire(&self) -> Result<Lease> {
+        runtime::block_on(self.acquire_until(None))
+    }
+
+    pub fn blocking_acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
+        runtime::block_on(self.acquire_until(Some(std::time::Instant::now() + timeout)))
+    }
+
+    pub fn blocking_try_acquire(&self) -> Result<Option<Lease>> {
+        none_on_timeout(runtime::block_on(
+            self.acquire_until(Some(std::time::Instant::now())),
+        ))
+    }
+
+    /// The acquire future for bindings (deadline `None` = forever).
+    pub fn acquire_until(
+        &self,
+        deadline: Option<std::time::Instant>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let members = self.members.clone();
+        async move { acquire_all(members, deadline.map(Instant::from_std)).await }
+    }
+
+    fn acquire_until_instant(
+        &self,
+        deadline: Option<Instant>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        acquire_all(self.members.clone(), deadline)
+    }
+}
+
+async fn acquire_all(members: Vec<Arc<LockInner>>, deadline: Option<Instant>) -> Result<Lease> {
+    on_runtime(async move {
+        let mut parts = Vec::with_capacity(members.len());
+        for member in members {
+            match member.acquire_until(deadline).await {
+                Ok(mut lease) => parts.append(&mut lease.take_parts()),
+                Err(e) => {
+                    // Roll back what we took, in reverse order; dropping the lease does it.
+                    let taken = Lease::new(parts);
+                    taken.release().await.ok();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Lease::new(parts))
+    })
+    .await
+}
+
+/// One contender in a lock's queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Participant {
+    /// Full path of the node.
+    pub node: String,
+    /// The node's data (zklock writes its identity there; Curator its IP address).
+    pub identity: String,
+    /// The node's czxid: the fencing token its holder got.
+    pub token: i64,
+    /// Which library created it.
+    pub library: Library,
+    /// Mutex, read or write.
+    pub kind: NodeKind,
+    /// The ZooKeeper session that owns the node.
+    pub session_id: i64,
+}
+
+async fn participants(client: &Client, path: &str) -> Result<Vec<Participant>> {
+    let session = client.session().await?;
+    let children = recipe::list_children(&session, path, None).await?;
+    let queue = protocol::queue_of(&children, None);
+    let zk = session.zk()?;
+    let nodes: Vec<String> = queue.iter().map(|c| format!("{path}/{}", c.name)).collect();
+    // Pipelined: every getData is sent before the first reply is awaited.
+    let pending: Vec<_> = nodes.iter().map(|n| zk.get_data(n)).collect();
+    let mut out = Vec::with_capacity(queue.len());
+    for ((contender, node), reply) in queue.into_iter().zip(nodes).zip(pending) {
+        if let Ok((data, stat)) = reply.await {
+            out.push(Participant {
+                identity: String::from_utf8_lossy(&data).into_owned(),
+                node,
+                token: stat.czxid,
+                library: contender.library,
+                kind: contender.kind,
+                session_id: stat.ephemeral_owner,
+            });
+        }
+    }
+    Ok(out)
+}

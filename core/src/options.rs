@@ -1,0 +1,213 @@
+//! Client options and the checks that turn foreign numbers (seconds, milliseconds) into durations.
+
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::error::{Error, Result};
+
+/// Who may touch the lock nodes we create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AclPolicy {
+    /// world:anyone may do anything (ZooKeeper's default, what Curator and kazoo use).
+    #[default]
+    Open,
+    /// Only the authenticated creator (needs `auth`).
+    CreatorAll,
+    /// Anyone may read (see the queue), only the creator may change or delete.
+    ReadAnyoneCreatorAll,
+}
+
+impl AclPolicy {
+    pub(crate) fn acls(self) -> zk::Acls<'static> {
+        static READ_CREATOR: std::sync::OnceLock<Vec<zk::Acl>> = std::sync::OnceLock::new();
+        match self {
+            AclPolicy::Open => zk::Acls::anyone_all(),
+            AclPolicy::CreatorAll => zk::Acls::creator_all(),
+            AclPolicy::ReadAnyoneCreatorAll => zk::Acls::new(READ_CREATOR.get_or_init(|| {
+                vec![
+                    zk::Acl::new(zk::Permission::READ, zk::AuthId::anyone()),
+                    zk::Acl::new(zk::Permission::ALL, zk::AuthId::authed()),
+                ]
+            })),
+        }
+    }
+}
+
+/// How a [`crate::Client`] connects. `Options::default()` suits most uses.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The session timeout asked of the server (it may clamp it). Default 10 s.
+    pub session_timeout: Duration,
+    /// How long `connect` keeps trying before it fails with `Connection`. Default 15 s.
+    pub connect_timeout: Duration,
+    /// Digest credentials `user:password`, added to the session.
+    pub auth: Option<String>,
+    /// ACL of the lock nodes (and lock parents) we create.
+    pub acl: AclPolicy,
+    /// Identity written into our lock nodes, shown by `participants()`.
+    /// Default `host/pid`.
+    pub identity: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            session_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(15),
+            auth: None,
+            acl: AclPolicy::Open,
+            identity: None,
+        }
+    }
+}
+
+impl Options {
+    pub fn session_timeout(mut self, d: Duration) -> Self {
+        self.session_timeout = d;
+        self
+    }
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    pub fn auth(mut self, user_password: impl Into<String>) -> Self {
+        self.auth = Some(user_password.into());
+        self
+    }
+    pub fn acl(mut self, acl: AclPolicy) -> Self {
+        self.acl = acl;
+        self
+    }
+    pub fn identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = Some(identity.into());
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.session_timeout < Duration::from_millis(100) {
+            return Err(Error::invalid(format!(
+                "session timeout {:?} is too short (at least 100 ms)",
+                self.session_timeout
+            )));
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(Error::invalid("connect timeout must be positive"));
+        }
+        if let Some(auth) = &self.auth {
+            if !auth.contains(':') || auth.starts_with(':') {
+                return Err(Error::invalid(format!(
+                    "auth {:?} must look like user:password",
+                    redact(auth)
+                )));
+            }
+        }
+        if self.acl != AclPolicy::Open && self.auth.is_none() {
+            return Err(Error::invalid(format!(
+                "ACL policy {:?} needs auth (user:password)",
+                self.acl
+            )));
+        }
+        if let Some(identity) = &self.identity {
+            if identity.len() > 1024 {
+                return Err(Error::invalid(format!(
+                    "identity is {} bytes long (at most 1024)",
+                    identity.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn identity_bytes(&self) -> Vec<u8> {
+        match &self.identity {
+            Some(id) => id.clone().into_bytes(),
+            None => default_identity().into_bytes(),
+        }
+    }
+}
+
+fn redact(auth: &str) -> String {
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => "***".into(),
+    }
+}
+
+/// `host/pid` of this process.
+pub fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}/{}", std::process::id())
+}
+
+/// Seconds from a foreign face (Python floats) to a duration. `None` for "no deadline" is the
+/// caller's business; here negative, NaN and infinite values are `InvalidArgument`.
+pub fn duration_from_secs_f64(secs: f64, what: &str) -> Result<Duration> {
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(Error::invalid(format!(
+            "{what} must be a non-negative number of seconds, got {secs}"
+        )));
+    }
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| Error::invalid(format!("{what} {secs} is out of range")))
+}
+
+/// Milliseconds from a foreign face (Node, C) to a duration; negative is `InvalidArgument`.
+pub fn duration_from_millis_i64(ms: i64, what: &str) -> Result<Duration> {
+    if ms < 0 {
+        return Err(Error::invalid(format!(
+            "{what} must be a non-negative number of milliseconds, got {ms}"
+        )));
+    }
+    Ok(Duration::from_millis(ms as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn foreign_durations_are_checked() {
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            let e = duration_from_secs_f64(bad, "timeout").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.message().contains("timeout"), "{e}");
+        }
+        assert_eq!(
+            duration_from_secs_f64(0.25, "t").unwrap(),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            duration_from_millis_i64(-5, "timeoutMs")
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn options_are_checked() {
+        assert!(Options::default().validate().is_ok());
+        let e = Options::default()
+            .auth("nopassword")
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let e = Options::default()
+            .acl(AclPolicy::CreatorAll)
+            .validate()
+            .unwrap_err();
+        assert!(e.message().contains("needs auth"), "{e}");
+        let e = Options::default()
+            .session_timeout(Duration::from_millis(1))
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+}

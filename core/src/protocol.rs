@@ -1,0 +1,378 @@
+//! The lock protocol on the wire: validating paths, naming our nodes byte-for-byte like Curator,
+//! and reading every peer's node names (Curator, kazoo, go-zookeeper) into an ordered queue.
+
+use crate::error::{Error, Result};
+
+/// What a lock node asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// Exclusive mutex node (`-lock-`, `__lock__`).
+    Mutex,
+    /// Shared read node (`__READ__`, `__rlock__`).
+    Read,
+    /// Exclusive write node (`__WRIT__`).
+    Write,
+}
+
+impl NodeKind {
+    /// Curator's marker between the protected prefix and the sequence.
+    pub(crate) fn marker(self) -> &'static str {
+        match self {
+            NodeKind::Mutex => "lock-",
+            NodeKind::Read => "__READ__",
+            NodeKind::Write => "__WRIT__",
+        }
+    }
+
+    pub fn is_exclusive(self) -> bool {
+        self != NodeKind::Read
+    }
+}
+
+/// Which library wrote a lock node, judged by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Library {
+    Zklock,
+    Curator,
+    Kazoo,
+    GoZookeeper,
+    Unknown,
+}
+
+impl Library {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Library::Zklock => "zklock",
+            Library::Curator => "curator",
+            Library::Kazoo => "kazoo",
+            Library::GoZookeeper => "go-zookeeper",
+            Library::Unknown => "unknown",
+        }
+    }
+}
+
+/// One lock node found under a lock path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contender {
+    /// The child's name (not the full path).
+    pub name: String,
+    pub sequence: i32,
+    pub kind: NodeKind,
+    pub library: Library,
+}
+
+/// Checks an absolute ZooKeeper path: `/a/b`, no empty, `.` or `..` segment, no trailing `/`,
+/// no NUL or control character.
+pub fn validate_path(path: &str) -> Result<()> {
+    let bad = |why: &str| Err(Error::invalid(format!("invalid lock path {path:?}: {why}")));
+    if path.is_empty() {
+        return bad("it is empty");
+    }
+    if !path.starts_with('/') {
+        return bad("it must be absolute (start with '/')");
+    }
+    if path == "/" {
+        return bad("the root cannot be a lock path");
+    }
+    if path.ends_with('/') {
+        return bad("it must not end with '/'");
+    }
+    if let Some(c) = path.chars().find(|c| {
+        c.is_control()
+            || ('\u{e000}'..='\u{f8ff}').contains(c)
+            || ('\u{fff0}'..='\u{ffff}').contains(c)
+    }) {
+        return bad(&format!("it contains the character {c:?}"));
+    }
+    for (i, segment) in path[1..].split('/').enumerate() {
+        match segment {
+            "" => return bad("it contains an empty segment ('//')"),
+            "." | ".." => return bad("it contains a '.' or '..' segment"),
+            "zookeeper" if i == 0 => return bad("/zookeeper is reserved by the server"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The protected prefix of one acquire attempt: `_c_<uuid>-`. Its uuid is a version-8 uuid so
+/// that `participants()` can tell zklock's nodes from Curator's (whose uuids are version 4);
+/// both are the same 36 dashed characters, so Curator reads ours as its own kind.
+pub(crate) fn protected_prefix() -> String {
+    let mut bytes = *uuid::Uuid::new_v4().as_bytes();
+    bytes[0] ^= 0x5a; // any bytes will do; new_v8 stamps the version and variant
+    format!("_c_{}-", uuid::Uuid::new_v8(bytes).hyphenated())
+}
+
+/// The child name we create (before ZooKeeper appends the sequence).
+pub(crate) fn node_prefix(protected: &str, kind: NodeKind) -> String {
+    format!("{protected}{}", kind.marker())
+}
+
+/// Reads a child name; `None` for anything that is no lock node (it is then ignored).
+pub fn parse_contender(name: &str) -> Option<Contender> {
+    // Order matters: `__rlock__` contains `lock__`, and `__lock__` must not be read as `lock-`.
+    const MARKERS: [(&str, NodeKind); 5] = [
+        ("__READ__", NodeKind::Read),
+        ("__WRIT__", NodeKind::Write),
+        ("__rlock__", NodeKind::Read),
+        ("__lock__", NodeKind::Mutex),
+        ("lock-", NodeKind::Mutex),
+    ];
+    for (marker, kind) in MARKERS {
+        let Some(at) = name.rfind(marker) else {
+            continue;
+        };
+        let digits = &name[at + marker.len()..];
+        if digits.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+            continue;
+        }
+        let Ok(sequence) = digits.parse::<i32>() else {
+            continue;
+        };
+        let head = &name[..at];
+        return Some(Contender {
+            name: name.to_owned(),
+            sequence,
+            kind,
+            library: library_of(head, marker),
+        });
+    }
+    None
+}
+
+fn library_of(head: &str, marker: &str) -> Library {
+    let is_hex = |s: &str| s.bytes().all(|b| b.is_ascii_hexdigit());
+    if let Some(id) = head.strip_prefix("_c_").and_then(|h| h.strip_suffix('-')) {
+        if id.len() == 36 && uuid::Uuid::try_parse(id).is_ok() {
+            return if id.as_bytes()[14] == b'8' {
+                Library::Zklock
+            } else {
+                Library::Curator
+            };
+        }
+        if id.len() == 32 && is_hex(id) {
+            return Library::GoZookeeper;
+        }
+    }
+    if marker.starts_with("__") && marker.ends_with("lock__") && head.len() == 32 && is_hex(head) {
+        return Library::Kazoo;
+    }
+    Library::Unknown
+}
+
+/// Sorts contenders into queue order. Sequences are compared relative to `reference` with
+/// wrapping arithmetic, so the order stays right when the parent's cversion wraps past i32::MAX
+/// (as long as the live nodes span less than 2^31 sequence numbers, which always holds).
+pub fn sort_queue(contenders: &mut [Contender], reference: i32) {
+    contenders.sort_by_key(|c| (c.sequence.wrapping_sub(reference), c.name.clone()));
+}
+
+/// Reads and orders the lock nodes among `children`, ignoring the rest.
+pub fn queue_of(children: &[String], reference: Option<i32>) -> Vec<Contender> {
+    let mut queue: Vec<Contender> = children.iter().filter_map(|c| parse_contender(c)).collect();
+    if let Some(reference) = reference.or_else(|| queue.first().map(|c| c.sequence)) {
+        sort_queue(&mut queue, reference);
+    }
+    queue
+}
+
+/// What blocks `me` in `queue` (sorted): for exclusive nodes the immediate predecessor, for
+/// readers the nearest earlier exclusive node. Returns (index of blocker, number of nodes before
+/// the blocker that would also block us) or `None` when `me` may take the lock.
+pub(crate) fn blocker(
+    queue: &[Contender],
+    me: &str,
+    kind: NodeKind,
+) -> Result<Option<(usize, usize)>> {
+    let Some(my_index) = queue.iter().position(|c| c.name == me) else {
+        return Err(Error::ZooKeeper(format!(
+            "our lock node {me} is no longer among the children"
+        )));
+    };
+    let before = &queue[..my_index];
+    if kind.is_exclusive() {
+        Ok(my_index.checked_sub(1).map(|i| (i, i)))
+    } else {
+        let blocking: Vec<usize> = (0..before.len())
+            .filter(|&i| before[i].kind.is_exclusive())
+            .collect();
+        Ok(blocking.last().map(|&i| (i, blocking.len() - 1)))
+    }
+}
+
+/// Checks a connect string: `host:port[,host:port...][/chroot]`.
+pub fn validate_hosts(hosts: &str) -> Result<()> {
+    let bad = |why: String| {
+        Err(Error::invalid(format!(
+            "invalid connect string {hosts:?}: {why}"
+        )))
+    };
+    let (list, chroot) = match hosts.find('/') {
+        Some(i) => (&hosts[..i], Some(&hosts[i..])),
+        None => (hosts, None),
+    };
+    if list.trim().is_empty() {
+        return bad("no host given".into());
+    }
+    for entry in list.split(',') {
+        let entry = entry.trim();
+        let (host, port) = match entry.rsplit_once(':') {
+            // an unbracketed IPv6 address has no port
+            Some((h, _)) if h.contains(':') && !h.starts_with('[') => (entry, None),
+            Some((h, p)) => (h, Some(p)),
+            None => (entry, None),
+        };
+        if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return bad(format!("bad host {entry:?}"));
+        }
+        if let Some(port) = port {
+            match port.parse::<u16>() {
+                Ok(p) if p > 0 => {}
+                _ => return bad(format!("bad port {port:?} in {entry:?}")),
+            }
+        }
+    }
+    if let Some(chroot) = chroot {
+        if chroot != "/" {
+            validate_path(chroot).map_err(|e| {
+                Error::invalid(format!("invalid connect string {hosts:?}: chroot: {e}"))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_paths_are_invalid_and_named() {
+        for p in [
+            "",
+            "locks",
+            "/",
+            "/a/",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/a\0b",
+            "/zookeeper/x",
+        ] {
+            let err = validate_path(p).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+            assert!(err.message().contains(&format!("{p:?}")), "{err}");
+        }
+        validate_path("/locks/orders-1").unwrap();
+    }
+
+    #[test]
+    fn bad_hosts_are_invalid() {
+        for h in [
+            "",
+            ",",
+            "a:b",
+            "a:0",
+            "a:70000",
+            "host:2181/",
+            "host:2181/a/",
+            "h o:1",
+        ] {
+            let err = validate_hosts(h).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument, "{h}");
+            assert!(err.message().contains(&format!("{h:?}")), "{err}");
+        }
+        validate_hosts("127.0.0.1:2181,localhost:2182/chroot/x").unwrap();
+        validate_hosts("zk1").unwrap();
+    }
+
+    #[test]
+    fn reads_every_peer_name() {
+        let zk = format!("{}lock-0000000007", protected_prefix());
+        let c = parse_contender(&zk).unwrap();
+        assert_eq!(
+            (c.sequence, c.kind, c.library),
+            (7, NodeKind::Mutex, Library::Zklock)
+        );
+        let cur =
+            parse_contender("_c_0f8fad5b-d9cb-469f-a165-70867728950e-__READ__0000000012").unwrap();
+        assert_eq!(
+            (c.kind, cur.kind, cur.library),
+            (NodeKind::Mutex, NodeKind::Read, Library::Curator)
+        );
+        let w =
+            parse_contender("_c_0f8fad5b-d9cb-469f-a165-70867728950e-__WRIT__0000000013").unwrap();
+        assert_eq!(w.kind, NodeKind::Write);
+        let kz = parse_contender("9a8b7c6d5e4f30211203948576abcdef__lock__0000000003").unwrap();
+        assert_eq!(
+            (kz.kind, kz.library, kz.sequence),
+            (NodeKind::Mutex, Library::Kazoo, 3)
+        );
+        let kr = parse_contender("9a8b7c6d5e4f30211203948576abcdef__rlock__0000000004").unwrap();
+        assert_eq!((kr.kind, kr.library), (NodeKind::Read, Library::Kazoo));
+        let go = parse_contender("_c_9a8b7c6d5e4f30211203948576abcdef-lock-0000000005").unwrap();
+        assert_eq!(go.library, Library::GoZookeeper);
+        assert!(parse_contender("config").is_none());
+        assert!(parse_contender("leases").is_none());
+        assert!(parse_contender("lock-abc").is_none());
+    }
+
+    #[test]
+    fn sequences_order_across_the_i32_wrap() {
+        let names = [
+            "x-lock--2147483647",
+            "x-lock-2147483646",
+            "x-lock--2147483648",
+            "x-lock-2147483647",
+        ];
+        let children: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        // reference: any live node; the queue spans 4 sequence numbers across the wrap
+        for reference in [2147483646, -2147483647] {
+            let q = queue_of(&children, Some(reference));
+            let seqs: Vec<i32> = q.iter().map(|c| c.sequence).collect();
+            assert_eq!(seqs, vec![2147483646, 2147483647, -2147483648, -2147483647]);
+        }
+    }
+
+    #[test]
+    fn blockers_follow_the_recipes() {
+        let q = queue_of(
+            &[
+                "a__WRIT__0000000001",
+                "b__READ__0000000002",
+                "c__READ__0000000003",
+                "d__WRIT__0000000004",
+                "e__READ__0000000005",
+            ]
+            .map(String::from),
+            None,
+        );
+        assert_eq!(
+            blocker(&q, "a__WRIT__0000000001", NodeKind::Write).unwrap(),
+            None
+        );
+        assert_eq!(
+            blocker(&q, "c__READ__0000000003", NodeKind::Read).unwrap(),
+            Some((0, 0))
+        );
+        assert_eq!(
+            blocker(&q, "d__WRIT__0000000004", NodeKind::Write).unwrap(),
+            Some((2, 2))
+        );
+        assert_eq!(
+            blocker(&q, "e__READ__0000000005", NodeKind::Read).unwrap(),
+            Some((3, 1))
+        );
+        assert!(blocker(&q, "zz", NodeKind::Read).is_err());
+    }
+
+    #[test]
+    fn our_names_are_curators_bytes() {
+        let p = node_prefix(&protected_prefix(), NodeKind::Write);
+        assert!(
+            p.starts_with("_c_") && p.ends_with("-__WRIT__") && p.len() == 3 + 36 + 1 + 8,
+            "{p}"
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! `zk-harness [--nodes N] [--force-sync]`: starts a real ZooKeeper (standalone, or an ensemble
+//! of N) for test suites in any language. Prints `servers=<connect string>` on stdout once it
+//! serves, then obeys commands on stdin, one per line, answering `ok` or `error: ...`:
+//!   stop I | restart I | pause I | resume I   (I is 1-based)
+//!   leader                                    (prints the leader's 1-based index)
+//!   mntr I                                    (prints the server's mntr, then `end`)
+//! End of input or `quit` stops every server and removes its data.
+
+use std::io::{BufRead, Write};
+
+use zklock_testkit::{Config, ZooKeeper};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut nodes = 1;
+    let mut config = Config::default();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--nodes" => {
+                nodes = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| usage())
+            }
+            "--force-sync" => config.force_sync = true,
+            "-h" | "--help" => usage(),
+            _ => usage(),
+        }
+    }
+    let mut zk = match ZooKeeper::start(nodes, &config) {
+        Ok(zk) => zk,
+        Err(e) => {
+            eprintln!("zk-harness: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mut out = std::io::stdout();
+    writeln!(out, "servers={}", zk.connect_string()).ok();
+    out.flush().ok();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let member = |w: Option<&&str>| -> Option<usize> {
+            w.and_then(|s| s.parse::<usize>().ok())
+                .filter(|&i| i >= 1 && i <= zk.len())
+                .map(|i| i - 1)
+        };
+        let reply = match (words.first().copied(), member(words.get(1))) {
+            (Some("quit"), _) => break,
+            (Some("stop"), Some(i)) => {
+                zk.stop(i);
+                Ok(String::new())
+            }
+            (Some("restart"), Some(i)) => zk.restart(i).map(|_| String::new()),
+            (Some("pause"), Some(i)) => {
+                zk.pause(i);
+                Ok(String::new())
+            }
+            (Some("resume"), Some(i)) => {
+                zk.resume(i);
+                Ok(String::new())
+            }
+            (Some("leader"), _) => zk
+                .leader()
+                .map(|i| format!("{}\n", i + 1))
+                .ok_or_else(|| "no leader".to_string()),
+            (Some("mntr"), Some(i)) => zk.four_letter(i, "mntr").map(|m| format!("{m}end\n")),
+            (None, _) => continue,
+            _ => Err(format!("unknown command {line:?}")),
+        };
+        match reply {
+            Ok(text) => write!(out, "{text}ok\n").ok(),
+            Err(e) => writeln!(out, "error: {e}").ok(),
+        };
+        out.flush().ok();
+    }
+    drop(zk);
+}
+
+fn usage() -> ! {
+    eprintln!("usage: zk-harness [--nodes N] [--force-sync]  (commands on stdin: stop|restart|pause|resume I, leader, mntr I, quit)");
+    std::process::exit(2);
+}

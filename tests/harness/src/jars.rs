@@ -1,0 +1,42 @@
+//! Finds the ZooKeeper server's jars that Debian's `zookeeper` package installs.
+
+use std::path::Path;
+
+const JAR_DIR: &str = "/usr/share/java";
+
+/// The jars a 3.8 server needs (Debian names, without versions).
+const JARS: &[&str] = &[
+    "zookeeper",
+    "zookeeper-jute",
+    "netty-handler",
+    "netty-common",
+    "netty-buffer",
+    "netty-transport",
+    "netty-codec",
+    "netty-resolver",
+    "netty-transport-native-epoll",
+    "netty-transport-native-unix-common",
+    "slf4j-api",
+    "slf4j-simple",
+    "metrics-core",
+    "commons-cli",
+    "commons-io",
+    "snappy-java",
+];
+
+/// The server's class path, or a message naming the missing package.
+pub fn classpath() -> crate::Result<String> {
+    let dir = std::env::var("ZKLOCK_JAR_DIR").unwrap_or_else(|_| JAR_DIR.into());
+    let mut parts = Vec::new();
+    for jar in JARS {
+        let p = Path::new(&dir).join(format!("{jar}.jar"));
+        if !p.exists() {
+            return Err(format!(
+                "ZooKeeper cannot start: {} is missing (install Debian's `zookeeper` package: apt-get install -y zookeeper; `make test` does)",
+                p.display()
+            ));
+        }
+        parts.push(p.display().to_string());
+    }
+    Ok(parts.join(":"))
+}

@@ -1,0 +1,404 @@
+//! Starts real Apache ZooKeeper servers for tests: Debian's `zookeeper` package and the
+//! machine's Java, on free 127.0.0.1 ports with temporary data directories. A standalone server
+//! or an ensemble; members can be stopped, restarted, paused (SIGSTOP) and resumed. Everything
+//! is killed and removed on drop, and the servers die with the test process.
+//!
+//! It installs nothing: when Java or the jars are missing it fails with a message saying what to
+//! install (`make test` installs them). `ZKLOCK_TEST_SERVERS` points tests at an existing
+//! ensemble instead.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+mod jars;
+
+pub use jars::classpath;
+
+/// Harness failures: always with a message saying what to do.
+pub type Result<T> = std::result::Result<T, String>;
+
+/// How the servers run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `forceSync=no` trades durability for speed (tests); `yes` is ZooKeeper's default.
+    pub force_sync: bool,
+    /// ZooKeeper's tick; session timeouts are clamped to [2, 300] ticks.
+    pub tick_ms: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            force_sync: false,
+            tick_ms: 200,
+        }
+    }
+}
+
+struct Member {
+    id: usize,
+    client_port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+    paused: bool,
+}
+
+/// A running standalone server or ensemble.
+pub struct ZooKeeper {
+    members: Vec<Member>,
+    root: Option<PathBuf>,
+    external: Option<String>,
+}
+
+fn free_port() -> Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("cannot bind a loopback port: {e}"))?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+fn java() -> Result<PathBuf> {
+    if let Ok(home) = std::env::var("JAVA_HOME") {
+        let p = Path::new(&home).join("bin/java");
+        if p.exists() {
+            return Ok(p);
+        }
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        let p = Path::new(dir).join("java");
+        if p.exists() {
+            return Ok(p);
+        }
+    }
+    Err("ZooKeeper cannot start: no `java` found (install Debian's default-jre-headless; `make test` does)".into())
+}
+
+impl ZooKeeper {
+    /// One standalone server.
+    pub fn standalone() -> Result<ZooKeeper> {
+        Self::start(1, &Config::default())
+    }
+
+    /// An ensemble of `n` servers (n ≥ 3 for quorum tests).
+    pub fn ensemble(n: usize) -> Result<ZooKeeper> {
+        Self::start(n, &Config::default())
+    }
+
+    /// `ZKLOCK_TEST_SERVERS` when set (nothing is started or managed), else a standalone server.
+    pub fn from_env_or_standalone() -> Result<ZooKeeper> {
+        match std::env::var("ZKLOCK_TEST_SERVERS") {
+            Ok(s) if !s.trim().is_empty() => Ok(ZooKeeper {
+                members: Vec::new(),
+                root: None,
+                external: Some(s),
+            }),
+            _ => Self::standalone(),
+        }
+    }
+
+    pub fn start(n: usize, config: &Config) -> Result<ZooKeeper> {
+        assert!(n >= 1);
+        let classpath = classpath()?;
+        let java = java()?;
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "zklock-zk-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let ports: Vec<(u16, u16, u16)> = (0..n)
+            .map(|_| Ok((free_port()?, free_port()?, free_port()?)))
+            .collect::<Result<_>>()?;
+        let mut members = Vec::new();
+        for (i, &(client_port, _, _)) in ports.iter().enumerate() {
+            let id = i + 1;
+            let dir = root.join(format!("server{id}"));
+            std::fs::create_dir_all(dir.join("data"))
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            let mut cfg = format!(
+                "tickTime={}\ndataDir={}\nclientPort={client_port}\nclientPortAddress=127.0.0.1\n\
+                 admin.enableServer=false\n4lw.commands.whitelist=*\nforceSync={}\n\
+                 maxSessionTimeout=60000\ninitLimit=20\nsyncLimit=10\nmaxClientCnxns=0\n\
+                 autopurge.purgeInterval=0\nreconfigEnabled=false\nstandaloneEnabled=true\n",
+                config.tick_ms,
+                dir.join("data").display(),
+                if config.force_sync { "yes" } else { "no" },
+            );
+            if n > 1 {
+                for (j, &(_, peer, election)) in ports.iter().enumerate() {
+                    cfg.push_str(&format!("server.{}=127.0.0.1:{peer}:{election}\n", j + 1));
+                }
+                std::fs::write(dir.join("data/myid"), format!("{id}\n"))
+                    .map_err(|e| e.to_string())?;
+            }
+            std::fs::write(dir.join("zoo.cfg"), cfg).map_err(|e| e.to_string())?;
+            members.push(Member {
+                id,
+                client_port,
+                dir,
+                child: None,
+                paused: false,
+            });
+        }
+        let mut zk = ZooKeeper {
+            members,
+            root: Some(root),
+            external: None,
+        };
+        for i in 0..n {
+            zk.spawn(i, &java, &classpath)?;
+        }
+        zk.wait_serving(Duration::from_secs(60))?;
+        Ok(zk)
+    }
+
+    fn spawn(&mut self, i: usize, java: &Path, classpath: &str) -> Result<()> {
+        let m = &mut self.members[i];
+        let log = std::fs::File::create(m.dir.join("server.log")).map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(java);
+        cmd.args([
+            "-Xms64m",
+            "-Xmx512m",
+            "-XX:+UseSerialGC",
+            "-Dzookeeper.jmx.log4j.disable=true",
+        ])
+        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        .arg("-cp")
+        .arg(classpath)
+        .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+        .arg(m.dir.join("zoo.cfg"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log);
+        // The server dies with the thread that started it; harness threads live as long as
+        // the process (see `shared`), so no server outlives a killed test run.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("ZooKeeper cannot start: {e}"))?;
+        m.child = Some(child);
+        m.paused = false;
+        Ok(())
+    }
+
+    /// Waits until every running member answers `srvr` with a mode (it serves requests).
+    pub fn wait_serving(&self, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        for (i, m) in self.members.iter().enumerate() {
+            if m.child.is_none() || m.paused {
+                continue;
+            }
+            loop {
+                if let Ok(reply) = self.four_letter(i, "srvr") {
+                    if reply.contains("Mode: ") {
+                        break;
+                    }
+                }
+                if Instant::now() > deadline {
+                    let log = std::fs::read_to_string(m.dir.join("server.log")).unwrap_or_default();
+                    let tail: String = log
+                        .lines()
+                        .rev()
+                        .take(20)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    return Err(format!(
+                        "ZooKeeper server {} on 127.0.0.1:{} did not start serving within {limit:?}; log tail:\n{tail}",
+                        m.id, m.client_port
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        Ok(())
+    }
+
+    /// The connect string of every member: `127.0.0.1:p1,127.0.0.1:p2,...`.
+    pub fn connect_string(&self) -> String {
+        if let Some(s) = &self.external {
+            return s.clone();
+        }
+        self.members
+            .iter()
+            .map(|m| format!("127.0.0.1:{}", m.client_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The address of member `i` (0-based).
+    pub fn address(&self, i: usize) -> String {
+        format!("127.0.0.1:{}", self.members[i].client_port)
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    pub fn is_external(&self) -> bool {
+        self.external.is_some()
+    }
+
+    /// Kills member `i` (SIGKILL: a crash, not a clean shutdown).
+    pub fn stop(&mut self, i: usize) {
+        if let Some(mut child) = self.members[i].child.take() {
+            if self.members[i].paused {
+                unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.members[i].paused = false;
+    }
+
+    /// Starts member `i` again with its data, and waits until the running members serve.
+    pub fn restart(&mut self, i: usize) -> Result<()> {
+        self.stop(i);
+        let (java, classpath) = (java()?, classpath()?);
+        self.spawn(i, &java, &classpath)?;
+        self.wait_serving(Duration::from_secs(60))
+    }
+
+    /// SIGSTOP member `i`.
+    pub fn pause(&mut self, i: usize) {
+        if let Some(child) = &self.members[i].child {
+            unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+            self.members[i].paused = true;
+        }
+    }
+
+    /// SIGCONT member `i`.
+    pub fn resume(&mut self, i: usize) {
+        if let Some(child) = &self.members[i].child {
+            unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+            self.members[i].paused = false;
+        }
+    }
+
+    /// The index of the current leader, if any member says it leads.
+    pub fn leader(&self) -> Option<usize> {
+        (0..self.members.len()).find(|&i| {
+            self.four_letter(i, "srvr")
+                .map(|r| r.contains("Mode: leader"))
+                .unwrap_or(false)
+        })
+    }
+
+    /// Sends a four-letter word to member `i` and returns the reply.
+    pub fn four_letter(&self, i: usize, word: &str) -> Result<String> {
+        let addr = match &self.external {
+            Some(s) => s
+                .split(',')
+                .next()
+                .unwrap_or_default()
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+            None => self.address(i),
+        };
+        four_letter(&addr, word)
+    }
+
+    /// `mntr` of member `i` as (key, value) pairs.
+    pub fn mntr(&self, i: usize) -> Result<Vec<(String, String)>> {
+        Ok(self
+            .four_letter(i, "mntr")?
+            .lines()
+            .filter_map(|l| {
+                l.split_once('\t')
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            })
+            .collect())
+    }
+
+    /// One `mntr` counter of member `i` as a number.
+    pub fn mntr_value(&self, i: usize, key: &str) -> Result<i64> {
+        self.mntr(i)?
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.trim().parse().ok())
+            .ok_or_else(|| format!("mntr has no numeric {key}"))
+    }
+}
+
+/// Sends a four-letter word to `addr` and returns the reply.
+pub fn four_letter(addr: &str, word: &str) -> Result<String> {
+    let sock: std::net::SocketAddr = addr
+        .parse()
+        .map_err(|e| format!("bad address {addr}: {e}"))?;
+    let mut s =
+        TcpStream::connect_timeout(&sock, Duration::from_secs(2)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+    s.write_all(word.as_bytes()).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+impl Drop for ZooKeeper {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.stop(i);
+        }
+        if let Some(root) = &self.root {
+            let _ = std::fs::remove_dir_all(root);
+        }
+    }
+}
+
+/// One standalone server shared by every test of this process (or `ZKLOCK_TEST_SERVERS`). It is
+/// started from a thread that lives until the process exits, and dies with the process.
+pub fn shared() -> &'static str {
+    static SHARED: OnceLock<std::result::Result<String, String>> = OnceLock::new();
+    let result = SHARED.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("zk-harness".into())
+            .spawn(move || match ZooKeeper::from_env_or_standalone() {
+                Ok(zk) => {
+                    tx.send(Ok(zk.connect_string())).ok();
+                    let _keep = zk;
+                    loop {
+                        std::thread::park();
+                    }
+                }
+                Err(e) => {
+                    tx.send(Err(e)).ok();
+                }
+            })
+            .expect("spawn harness thread");
+        rx.recv()
+            .unwrap_or_else(|_| Err("harness thread died".into()))
+    });
+    match result {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// A lock path no other test uses.
+pub fn unique_path(name: &str) -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    format!(
+        "/zklock-test/{}-{}-{}",
+        name,
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
