@@ -1,0 +1,1 @@
+//! zklock's c face (placeholder until the binding lands).

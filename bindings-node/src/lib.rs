@@ -1,0 +1,1 @@
+//! zklock's node face (placeholder until the binding lands).

@@ -1,0 +1,1 @@
+//! zklock's python face (placeholder until the binding lands).
