@@ -1,1 +1,4 @@
-fn main() { eprintln!("zklock: not built yet"); std::process::exit(2); }
+fn main() {
+    eprintln!("zklock: not built yet");
+    std::process::exit(2);
+}

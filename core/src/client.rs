@@ -176,34 +176,4 @@ impl Client {
         }
         Ok(())
     }
-
-    /// Test hook: makes the server expire this client's current session, the way a paused
-    /// process loses it (a second connection with the same credentials closes it; Curator's
-    /// tests do the same). The client notices on its next contact with the server.
-    #[doc(hidden)]
-    pub async fn expire_session_for_test(&self) -> Result<()> {
-        let this = self.clone();
-        on_runtime(async move {
-            let session = this.session().await?;
-            let credentials = session
-                .credentials()
-                .ok_or_else(|| Error::Closed("session already gone".into()))?;
-            let twin = zookeeper_client::Client::connector()
-                .with_session(credentials)
-                .with_session_timeout(session.timeout)
-                .connect(&this.inner.hosts)
-                .await
-                .map_err(|e| Error::from_zk(e, "connect with the same session"))?;
-            drop(twin); // closing the twin closes the session on the server
-            Ok(())
-        })
-        .await
-    }
-
-    /// Blocking twin of the test hook.
-    #[doc(hidden)]
-    pub fn blocking_expire_session_for_test(&self) -> Result<()> {
-        let this = self.clone();
-        runtime::block_on(async move { this.expire_session_for_test().await })
-    }
 }

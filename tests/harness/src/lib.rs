@@ -16,8 +16,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 mod jars;
+mod proxy;
 
 pub use jars::classpath;
+pub use proxy::Proxy;
 
 /// Harness failures: always with a message saying what to do.
 pub type Result<T> = std::result::Result<T, String>;

@@ -1,6 +1,8 @@
-//! `zk-harness [--nodes N] [--force-sync]`: starts a real ZooKeeper (standalone, or an ensemble
-//! of N) for test suites in any language. Prints `servers=<connect string>` on stdout once it
-//! serves, then obeys commands on stdin, one per line, answering `ok` or `error: ...`:
+//! `zk-harness [--nodes N] [--force-sync] [--proxy]`: starts a real ZooKeeper (standalone, or an
+//! ensemble of N) for test suites in any language. Prints `servers=<connect string>` on stdout
+//! once it serves (and with --proxy, `proxy=<addr>`: a fault proxy in front of server 1), then
+//! obeys commands on stdin, one per line, answering `ok` or `error: ...`:
+//!   blackhole | heal | cut | refuse | delay MS | drop-next-reply   (the proxy; see Proxy)
 //!   stop I | restart I | pause I | resume I   (I is 1-based)
 //!   leader                                    (prints the leader's 1-based index)
 //!   mntr I                                    (prints the server's mntr, then `end`)
@@ -8,11 +10,12 @@
 
 use std::io::{BufRead, Write};
 
-use zklock_testkit::{Config, ZooKeeper};
+use zklock_testkit::{Config, Proxy, ZooKeeper};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut nodes = 1;
+    let mut with_proxy = false;
     let mut config = Config::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -24,6 +27,7 @@ fn main() {
                     .unwrap_or_else(|| usage())
             }
             "--force-sync" => config.force_sync = true,
+            "--proxy" => with_proxy = true,
             "-h" | "--help" => usage(),
             _ => usage(),
         }
@@ -37,6 +41,20 @@ fn main() {
     };
     let mut out = std::io::stdout();
     writeln!(out, "servers={}", zk.connect_string()).ok();
+    let proxy = if with_proxy {
+        match Proxy::start(&zk.address(0)) {
+            Ok(p) => {
+                writeln!(out, "proxy={}", p.addr()).ok();
+                Some(p)
+            }
+            Err(e) => {
+                eprintln!("zk-harness: cannot start the proxy: {e}");
+                std::process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
     out.flush().ok();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
@@ -61,6 +79,23 @@ fn main() {
                 zk.resume(i);
                 Ok(String::new())
             }
+            (
+                Some(cmd @ ("blackhole" | "heal" | "cut" | "refuse" | "drop-next-reply" | "delay")),
+                _,
+            ) => match &proxy {
+                None => Err("no proxy (start with --proxy)".to_string()),
+                Some(p) => {
+                    match cmd {
+                        "blackhole" => p.blackhole(),
+                        "heal" => p.heal(),
+                        "cut" => p.cut(),
+                        "refuse" => p.refuse(),
+                        "drop-next-reply" => p.drop_next_reply(),
+                        _ => p.delay(words.get(1).and_then(|w| w.parse().ok()).unwrap_or(0)),
+                    }
+                    Ok(String::new())
+                }
+            },
             (Some("leader"), _) => zk
                 .leader()
                 .map(|i| format!("{}\n", i + 1))
@@ -75,10 +110,11 @@ fn main() {
         };
         out.flush().ok();
     }
+    drop(proxy);
     drop(zk);
 }
 
 fn usage() -> ! {
-    eprintln!("usage: zk-harness [--nodes N] [--force-sync]  (commands on stdin: stop|restart|pause|resume I, leader, mntr I, quit)");
+    eprintln!("usage: zk-harness [--nodes N] [--force-sync] [--proxy]  (stdin: stop|restart|pause|resume I, leader, mntr I, blackhole, heal, cut, refuse, delay MS, drop-next-reply, quit)");
     std::process::exit(2);
 }
