@@ -1,0 +1,358 @@
+//! Mutex scenarios against a real ZooKeeper (issue 2, acceptance 1–3, 6, 7, 11).
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use common::*;
+use zklock::{ErrorKind, Released};
+
+/// Records entries into a critical section and fails on any overlap.
+#[derive(Default)]
+struct Exclusion {
+    inside: AtomicBool,
+    entries: AtomicUsize,
+}
+
+impl Exclusion {
+    fn enter(&self) {
+        assert!(
+            !self.inside.swap(true, Ordering::SeqCst),
+            "two holders inside the critical section"
+        );
+        self.entries.fetch_add(1, Ordering::SeqCst);
+    }
+    fn leave(&self) {
+        assert!(self.inside.swap(false, Ordering::SeqCst));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_clients_exclude_each_other() {
+    let path = unique_path("two-clients");
+    let check = Arc::new(Exclusion::default());
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let (path, check) = (path.clone(), check.clone());
+        tasks.push(tokio::spawn(async move {
+            let client = client().await;
+            let mutex = client.mutex(&path).unwrap();
+            for _ in 0..25 {
+                let lease = mutex.acquire().await.unwrap();
+                check.enter();
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                check.leave();
+                lease.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(check.entries.load(Ordering::SeqCst), 50);
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tasks_on_one_mutex_value_share_its_hold_and_another_value_contends() {
+    let path = unique_path("shared-hold");
+    let client = client().await;
+    let mutex = Arc::new(client.mutex(&path).unwrap());
+    let barrier = Arc::new(tokio::sync::Barrier::new(10));
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let (mutex, barrier) = (mutex.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            let lease = mutex.acquire().await.unwrap();
+            barrier.wait().await; // all ten hold at once: the hold is shared
+            lease
+        }));
+    }
+    let mut leases = Vec::new();
+    for t in tasks {
+        leases.push(t.await.unwrap());
+    }
+    assert_eq!(mutex.hold_count(), 10);
+    let tokens: std::collections::HashSet<i64> = leases.iter().map(|l| l.token()).collect();
+    assert_eq!(tokens.len(), 1, "one node, one token");
+    assert_eq!(
+        children(&path).await.len(),
+        1,
+        "re-entrant holds share one node"
+    );
+
+    // A second Mutex value in the same process contends like another process.
+    let other = client.mutex(&path).unwrap();
+    assert!(other.try_acquire().await.unwrap().is_none());
+
+    let last = leases.pop().unwrap();
+    for lease in leases {
+        assert_eq!(lease.release().await.unwrap(), Released::StillHeld);
+    }
+    assert!(
+        other.try_acquire().await.unwrap().is_none(),
+        "still held once"
+    );
+    assert_eq!(last.release().await.unwrap(), Released::Released);
+    let lease = other.acquire_timeout(Duration::from_secs(5)).await.unwrap();
+    lease.release().await.unwrap();
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test]
+async fn waiters_acquire_in_arrival_order() {
+    let path = unique_path("fifo");
+    let client = client().await;
+    let holder = client.mutex(&path).unwrap().acquire().await.unwrap();
+    let order = Arc::new(StdMutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..5 {
+        let (path, order) = (path.clone(), order.clone());
+        let waiter = client.mutex(&path).unwrap();
+        tasks.push(tokio::spawn(async move {
+            let lease = waiter.acquire().await.unwrap();
+            order.lock().unwrap().push(i);
+            lease.release().await.unwrap();
+        }));
+        // Wait until waiter i is queued before the next one arrives.
+        while children(&path).await.len() < i + 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    holder.release().await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_concurrent_try_locks_one_wins() {
+    let path = unique_path("try20");
+    let clients = [client().await, client().await];
+    let barrier = Arc::new(tokio::sync::Barrier::new(20));
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let mutex = clients[i % 2].mutex(&path).unwrap();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let got = mutex.try_acquire().await.unwrap();
+            // hold until every attempt finished
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            got.is_some()
+        }));
+    }
+    let mut winners = 0;
+    for t in tasks {
+        winners += t.await.unwrap() as usize;
+    }
+    assert_eq!(winners, 1);
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test]
+async fn a_stray_child_does_not_block_acquire() {
+    let path = unique_path("stray");
+    let zk = zookeeper_client::Client::connect(servers()).await.unwrap();
+    let persistent =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    zk.mkdir(&path, &persistent).await.unwrap();
+    zk.create(&format!("{path}/config"), b"x", &persistent)
+        .await
+        .unwrap();
+    zk.create(&format!("{path}/leases"), b"", &persistent)
+        .await
+        .unwrap();
+    let client = client().await;
+    let lease = client
+        .mutex(&path)
+        .unwrap()
+        .acquire_timeout(Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(lease.is_held());
+    lease.release().await.unwrap();
+    let mut left = children(&path).await;
+    left.sort();
+    assert_eq!(
+        left,
+        vec!["config".to_string(), "leases".to_string()],
+        "only the stray children remain"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_try_lock_and_cancellation_leave_no_node() {
+    let path = unique_path("no-leftovers");
+    let a = client().await;
+    let b = client().await;
+    let holder = a.mutex(&path).unwrap().acquire().await.unwrap();
+    let holder_node = holder.path().rsplit('/').next().unwrap().to_owned();
+    let contender = b.mutex(&path).unwrap();
+
+    assert!(contender.try_acquire().await.unwrap().is_none());
+    let err = contender
+        .acquire_timeout(Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(err.message().contains(&path), "{err}");
+    // Cancellation: drop the acquire future while it waits.
+    let waiting = tokio::time::timeout(Duration::from_millis(300), contender.acquire()).await;
+    assert!(waiting.is_err(), "still waiting when cancelled");
+    // Cancellation of a spawned acquire.
+    let task = {
+        let m = b.mutex(&path).unwrap();
+        tokio::spawn(async move { m.acquire().await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    task.abort();
+    let _ = task.await;
+
+    for _ in 0..50 {
+        if children(&path).await == vec![holder_node.clone()] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        children(&path).await,
+        vec![holder_node],
+        "only the holder's node is left"
+    );
+    holder.release().await.unwrap();
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tokens_strictly_increase_over_1000_handoffs() {
+    let path = unique_path("tokens");
+    let tokens = Arc::new(StdMutex::new(Vec::with_capacity(1000)));
+    let remaining = Arc::new(AtomicUsize::new(1000));
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let (path, tokens, remaining) = (path.clone(), tokens.clone(), remaining.clone());
+        tasks.push(tokio::spawn(async move {
+            let client = client().await;
+            let mutex = client.mutex(&path).unwrap();
+            loop {
+                let lease = mutex.acquire().await.unwrap();
+                // Recorded inside the critical section, so the vector is in holding order.
+                let more = remaining
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                if more {
+                    tokens.lock().unwrap().push(lease.token());
+                }
+                lease.release().await.unwrap();
+                if !more {
+                    return;
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let tokens = tokens.lock().unwrap();
+    assert_eq!(tokens.len(), 1000);
+    for pair in tokens.windows(2) {
+        assert!(pair[1] > pair[0], "token {} after {}", pair[1], pair[0]);
+    }
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test]
+async fn bad_input_is_invalid_argument_naming_the_value() {
+    let client = client().await;
+    for path in [
+        "", "locks/a", "/", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\0b",
+    ] {
+        let err = client.mutex(path).err().expect(path);
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{path:?}");
+        assert!(err.message().contains(&format!("{path:?}")), "{err}");
+        assert_eq!(
+            client.rw_lock(path).err().unwrap().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            client.multi_lock(["/ok", path]).err().unwrap().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    for hosts in ["", "host:notaport", "host:0", "host:2181/bad/", ","] {
+        let err = zklock::Client::connect(hosts, zklock::Options::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{hosts:?}");
+        assert!(err.message().contains(&format!("{hosts:?}")), "{err}");
+    }
+    for secs in [-1.0, f64::NAN] {
+        let err = zklock::duration_from_secs_f64(secs, "timeout").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.message().contains(&format!("{secs}")), "{err}");
+    }
+    let err = zklock::duration_from_millis_i64(-3, "timeoutMs").unwrap_err();
+    assert!(err.message().contains("-3"), "{err}");
+    let err = client.multi_lock(["/a", "/a"]).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    let err = client.multi_lock(Vec::<String>::new()).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+
+#[tokio::test]
+async fn an_unreachable_ensemble_is_a_connection_error_not_a_hang() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let options = zklock::Options::default().connect_timeout(Duration::from_secs(1));
+    let started = std::time::Instant::now();
+    let err = zklock::Client::connect(&format!("127.0.0.1:{port}"), options)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn participants_show_the_queue_in_order() {
+    let path = unique_path("participants");
+    let a = client_with(zklock::Options::default().identity("alice")).await;
+    let b = client_with(zklock::Options::default().identity("bob")).await;
+    let held = a.mutex(&path).unwrap().acquire().await.unwrap();
+    let bm = b.mutex(&path).unwrap();
+    let waiting = tokio::spawn(async move { bm.acquire().await.map(|l| l.token()) });
+    while children(&path).await.len() < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let queue = a.mutex(&path).unwrap().participants().await.unwrap();
+    let ids: Vec<&str> = queue.iter().map(|p| p.identity.as_str()).collect();
+    assert_eq!(ids, vec!["alice", "bob"]);
+    assert_eq!(queue[0].token, held.token());
+    assert_eq!(queue[0].library, zklock::Library::Zklock);
+    assert_eq!(queue[0].session_id, a.session_id());
+    held.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap() > queue[0].token);
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test]
+async fn closed_client_fails_with_closed_and_its_leases_are_lost() {
+    let path = unique_path("closed");
+    let client = client().await;
+    let mutex = client.mutex(&path).unwrap();
+    let lease = mutex.acquire().await.unwrap();
+    client.close().await;
+    tokio::time::timeout(Duration::from_secs(5), lease.lost())
+        .await
+        .expect("lost on close");
+    assert_eq!(mutex.acquire().await.unwrap_err().kind(), ErrorKind::Closed);
+    assert_eq!(lease.release().await.unwrap(), Released::WasLost);
+    assert_empty_eventually(&path).await;
+}
