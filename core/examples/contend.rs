@@ -6,6 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// One critical section: worker, token, entered, left (since the demo started).
+type Section = (usize, i64, Duration, Duration);
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _local;
     let servers = match std::env::var("ZKLOCK_SERVERS") {
@@ -18,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let path = "/zklock-demo/contend";
     let start = Instant::now();
-    let log: Arc<Mutex<Vec<(usize, i64, Duration, Duration)>>> = Arc::default();
+    let log: Arc<Mutex<Vec<Section>>> = Arc::default();
     let workers: Vec<_> = (0..4)
         .map(|w| {
             let (servers, log) = (servers.clone(), log.clone());

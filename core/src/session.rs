@@ -196,15 +196,6 @@ impl Session {
             }
         }
     }
-
-    #[doc(hidden)]
-    pub(crate) fn credentials(&self) -> Option<zk::SessionInfo> {
-        self.zk
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|c| c.session().clone())
-    }
 }
 
 /// Follows the connection states of one session until it ends.

@@ -258,7 +258,7 @@ async fn tokens_strictly_increase_over_1000_handoffs() {
     for t in tasks {
         t.await.unwrap();
     }
-    let tokens = tokens.lock().unwrap();
+    let tokens = std::mem::take(&mut *tokens.lock().unwrap());
     assert_eq!(tokens.len(), 1000);
     for pair in tokens.windows(2) {
         assert!(pair[1] > pair[0], "token {} after {}", pair[1], pair[0]);
@@ -355,4 +355,25 @@ async fn closed_client_fails_with_closed_and_its_leases_are_lost() {
     assert_eq!(mutex.acquire().await.unwrap_err().kind(), ErrorKind::Closed);
     assert_eq!(lease.release().await.unwrap(), Released::WasLost);
     assert_empty_eventually(&path).await;
+}
+
+#[tokio::test]
+async fn creator_only_acl_refuses_an_unauthenticated_client() {
+    let path = unique_path("acl");
+    let owner = client_with(
+        zklock::Options::default()
+            .auth("alice:secret")
+            .acl(zklock::AclPolicy::CreatorAll),
+    )
+    .await;
+    let lease = owner.mutex(&path).unwrap().acquire().await.unwrap();
+    let stranger = client().await;
+    let err = stranger
+        .mutex(&path)
+        .unwrap()
+        .try_acquire()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Permission, "{err}");
+    lease.release().await.unwrap();
 }

@@ -105,7 +105,7 @@ fn main() {
             _ => Err(format!("unknown command {line:?}")),
         };
         match reply {
-            Ok(text) => write!(out, "{text}ok\n").ok(),
+            Ok(text) => writeln!(out, "{text}ok").ok(),
             Err(e) => writeln!(out, "error: {e}").ok(),
         };
         out.flush().ok();

@@ -1,0 +1,234 @@
+//! Faults against a real ZooKeeper: server restart, lost create reply, cancel while suspended,
+//! a waiter's own session expiry (issue 2, acceptance 9; safety.md scenarios 3, 4, 6).
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use zklock::{ErrorKind, LeaseState, Options};
+use zklock_testkit::{Proxy, ZooKeeper};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn server_restart_while_held_and_others_wait() {
+    let mut zk = ZooKeeper::standalone().expect("ZooKeeper must start");
+    let servers = zk.connect_string();
+    let path = unique_path("restart");
+    let options = Options::default().session_timeout(Duration::from_secs(20));
+    let holder = zklock::Client::connect(&servers, options.clone())
+        .await
+        .unwrap();
+    let lease = holder.mutex(&path).unwrap().acquire().await.unwrap();
+    let inside = Arc::new(AtomicBool::new(true));
+    let mut waiters = Vec::new();
+    for _ in 0..3 {
+        let (servers, path, options, inside) = (
+            servers.clone(),
+            path.clone(),
+            options.clone(),
+            inside.clone(),
+        );
+        waiters.push(tokio::spawn(async move {
+            let client = zklock::Client::connect(&servers, options).await.unwrap();
+            let lease = client
+                .mutex(&path)
+                .unwrap()
+                .acquire_timeout(Duration::from_secs(60))
+                .await
+                .unwrap();
+            assert!(
+                !inside.swap(true, Ordering::SeqCst),
+                "exclusion broken after restart"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            inside.store(false, Ordering::SeqCst);
+            lease.release().await.unwrap();
+        }));
+    }
+    while children_at(&servers, &path).await.len() < 4 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let states = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = states.clone();
+    lease.on_state(move |st| s.lock().unwrap().push(st));
+
+    tokio::task::block_in_place(|| zk.stop(0));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::task::block_in_place(|| zk.restart(0)).expect("restart");
+
+    // The session survives the restart: suspended, then held again once our node is seen.
+    for _ in 0..100 {
+        if lease.state() == LeaseState::Held
+            && states.lock().unwrap().contains(&LeaseState::Suspended)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(lease.state(), LeaseState::Held);
+    assert!(
+        states.lock().unwrap().contains(&LeaseState::Suspended),
+        "{:?}",
+        states.lock().unwrap()
+    );
+    inside.store(false, Ordering::SeqCst);
+    lease.release().await.unwrap();
+    for w in waiters {
+        tokio::time::timeout(Duration::from_secs(60), w)
+            .await
+            .expect("every waiter finishes")
+            .unwrap();
+    }
+    assert!(children_at(&servers, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_lost_create_reply_is_recovered_by_the_protected_prefix() {
+    let path = unique_path("lost-reply");
+    let proxy = proxy();
+    let client = zklock::Client::connect(proxy.addr(), Options::default())
+        .await
+        .unwrap();
+    let mutex = client.mutex(&path).unwrap();
+    // Make sure the lock parent exists so the next request is our create.
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    proxy.drop_next_reply();
+    let lease = mutex
+        .acquire_timeout(Duration::from_secs(20))
+        .await
+        .unwrap();
+    let nodes = children(&path).await;
+    assert_eq!(nodes.len(), 1, "no duplicate, no orphan: {nodes:?}");
+    assert!(lease.path().ends_with(&nodes[0]));
+    lease.release().await.unwrap();
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_while_suspended_leaves_no_orphan() {
+    let path = unique_path("cancel-suspended");
+    let holder = client().await;
+    let held = holder.mutex(&path).unwrap().acquire().await.unwrap();
+    let proxy = proxy();
+    let waiter = zklock::Client::connect(proxy.addr(), Options::default())
+        .await
+        .unwrap();
+    let mutex = waiter.mutex(&path).unwrap();
+    let waiting = tokio::spawn(async move { mutex.acquire().await });
+    while children(&path).await.len() < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    proxy.blackhole();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    waiting.abort(); // cancelled while we cannot reach the server
+    let _ = waiting.await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.heal();
+    let holder_node = held.path().rsplit('/').next().unwrap().to_owned();
+    for _ in 0..100 {
+        if children(&path).await == vec![holder_node.clone()] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(children(&path).await, vec![holder_node]);
+    held.release().await.unwrap();
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test]
+async fn a_waiters_own_expiry_fails_promptly() {
+    let path = unique_path("waiter-expiry");
+    let holder = client().await;
+    let held = holder.mutex(&path).unwrap().acquire().await.unwrap();
+    let proxy = Proxy::start(servers().split(',').next().unwrap()).unwrap();
+    let options = Options::default().session_timeout(Duration::from_secs(2));
+    let waiter = zklock::Client::connect(proxy.addr(), options)
+        .await
+        .unwrap();
+    let mutex = waiter.mutex(&path).unwrap();
+    let waiting = tokio::spawn(async move { mutex.acquire().await });
+    while children(&path).await.len() < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    proxy.blackhole();
+    let result = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("fails promptly")
+        .unwrap();
+    assert_eq!(result.unwrap_err().kind(), ErrorKind::SessionExpired);
+    proxy.heal();
+    held.release().await.unwrap();
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test]
+async fn a_stale_release_never_deletes_a_newer_holders_node() {
+    let path = unique_path("stale-release");
+    let proxy = proxy();
+    let options = Options::default().session_timeout(Duration::from_secs(2));
+    let old = zklock::Client::connect(proxy.addr(), options)
+        .await
+        .unwrap();
+    let stale = old.mutex(&path).unwrap().acquire().await.unwrap();
+    proxy.blackhole();
+    tokio::time::timeout(Duration::from_secs(10), stale.lost())
+        .await
+        .expect("lost");
+    let newer = client().await;
+    let fresh = newer
+        .mutex(&path)
+        .unwrap()
+        .acquire_timeout(Duration::from_secs(10))
+        .await
+        .unwrap();
+    proxy.heal();
+    assert_eq!(stale.release().await.unwrap(), zklock::Released::WasLost);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(fresh.is_held());
+    assert_eq!(
+        children(&path).await.len(),
+        1,
+        "the newer holder's node is still there"
+    );
+    fresh.release().await.unwrap();
+    assert_empty_eventually(&path).await;
+}
+
+#[tokio::test]
+async fn release_from_the_lost_callback_does_not_deadlock() {
+    let path = unique_path("release-in-callback");
+    let proxy = proxy();
+    let options = Options::default().session_timeout(Duration::from_secs(2));
+    let client = zklock::Client::connect(proxy.addr(), options)
+        .await
+        .unwrap();
+    let lease = client.mutex(&path).unwrap().acquire().await.unwrap();
+    let lease = Arc::new(std::sync::Mutex::new(Some(lease)));
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let slot = lease.clone();
+    let tx = std::sync::Mutex::new(Some(tx));
+    lease
+        .lock()
+        .unwrap()
+        .as_ref()
+        .unwrap()
+        .on_state(move |state| {
+            if state == LeaseState::Lost {
+                // A blocking zklock call from inside the callback.
+                let outcome = slot.lock().unwrap().take().map(|l| l.blocking_release());
+                if let Some(tx) = tx.lock().unwrap().take() {
+                    tx.send(outcome).ok();
+                }
+            }
+        });
+    proxy.blackhole();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), rx)
+        .await
+        .expect("callback ran")
+        .unwrap();
+    assert_eq!(outcome.unwrap().unwrap(), zklock::Released::WasLost);
+    proxy.heal();
+}
