@@ -1,0 +1,41 @@
+"""A real kazoo client for zklock's interop tests: takes a lock ROUNDS times and logs each
+critical section as "<who> <kind> <token> <enter_ns> <exit_ns>" (token = czxid of its node).
+
+    python3 kazoo_worker.py SERVERS PATH MODE ROUNDS LOGFILE     MODE: mutex | read | write
+
+kazoo only sees Curator-style names (ours) when told their marker (peers.md).
+"""
+import random
+import sys
+import time
+
+from kazoo.client import KazooClient
+
+
+def main():
+    servers, path, mode, rounds, log = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    zk = KazooClient(hosts=servers, timeout=10.0)
+    zk.start(timeout=20)
+    if mode == "mutex":
+        lock = zk.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
+    elif mode == "read":
+        lock = zk.ReadLock(path, "kazoo", extra_lock_patterns=["__WRIT__"])
+    else:
+        lock = zk.WriteLock(path, "kazoo", extra_lock_patterns=["__WRIT__", "__READ__"])
+    with open(log, "a") as out:
+        for _ in range(rounds):
+            lock.acquire()
+            token = zk.exists(path + "/" + lock.node).czxid
+            enter = time.time_ns()
+            time.sleep(random.uniform(0.001, 0.003))
+            exit_ = time.time_ns()
+            lock.release()
+            kind = "shared" if mode == "read" else "exclusive"
+            out.write(f"kazoo {kind} {token} {enter} {exit_}\n")
+            out.flush()
+    zk.stop()
+    zk.close()
+
+
+if __name__ == "__main__":
+    main()

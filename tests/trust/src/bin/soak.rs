@@ -1,0 +1,1 @@
+fn main() { eprintln!("soak: not written yet"); std::process::exit(2); }

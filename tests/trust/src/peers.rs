@@ -1,0 +1,143 @@
+//! Launchers for the workers that contend in the interop and cross-language suites. Each worker
+//! takes `SERVERS PATH MODE ROUNDS LOGFILE` and appends checker lines to LOGFILE.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The repository root (this crate lives in tests/trust).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"))
+}
+
+const CURATOR_JARS: &[&str] = &[
+    "curator-client",
+    "curator-framework",
+    "curator-recipes",
+    "zookeeper",
+    "zookeeper-jute",
+    "guava",
+    "slf4j-api",
+    "slf4j-nop",
+    "netty-handler",
+    "netty-common",
+    "netty-buffer",
+    "netty-transport",
+    "netty-codec",
+    "netty-resolver",
+    "netty-transport-native-epoll",
+    "netty-transport-native-unix-common",
+];
+
+fn curator_classpath() -> Result<String, String> {
+    CURATOR_JARS
+        .iter()
+        .map(|j| {
+            let p = PathBuf::from(format!("/usr/share/java/{j}.jar"));
+            if p.exists() {
+                Ok(p.display().to_string())
+            } else {
+                Err(format!("{} missing: install Debian's libcurator-recipes-java (`make test` does)", p.display()))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(|v| v.join(":"))
+}
+
+/// Compiles the Curator worker once (javac against Debian's jars) and returns its class path.
+pub fn curator_worker_classpath() -> Result<String, String> {
+    let jars = curator_classpath()?;
+    let out = target_dir().join("trust-java");
+    let class = out.join("org/apache/curator/framework/recipes/locks/CuratorWorker.class");
+    let source = repo_root().join("tests/trust/peers/CuratorWorker.java");
+    let stale = match (std::fs::metadata(&class), std::fs::metadata(&source)) {
+        (Ok(c), Ok(s)) => c.modified().ok() < s.modified().ok(),
+        _ => true,
+    };
+    if stale {
+        std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+        let status = Command::new("javac")
+            .args(["-nowarn", "-d"])
+            .arg(&out)
+            .arg("-cp")
+            .arg(&jars)
+            .arg(&source)
+            .status()
+            .map_err(|e| format!("javac: {e} (install default-jdk-headless)"))?;
+        if !status.success() {
+            return Err("javac failed on CuratorWorker.java".into());
+        }
+    }
+    Ok(format!("{}:{jars}", out.display()))
+}
+
+/// A real Curator client taking the lock `rounds` times.
+pub fn spawn_curator(servers: &str, path: &str, mode: &str, rounds: usize, log: &Path) -> Result<Child, String> {
+    Command::new("java")
+        .args(["-Xmx256m", "-XX:+UseSerialGC", "-cp"])
+        .arg(curator_worker_classpath()?)
+        .arg("org.apache.curator.framework.recipes.locks.CuratorWorker")
+        .args([servers, path, mode, &rounds.to_string()])
+        .arg(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("java: {e}"))
+}
+
+/// Debian's python3 (where python3-kazoo lives), else the python3 on PATH.
+fn kazoo_python() -> String {
+    for p in ["/usr/bin/python3", "python3"] {
+        let ok = Command::new(p)
+            .args(["-c", "import kazoo"])
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if ok {
+            return p.into();
+        }
+    }
+    "/usr/bin/python3".into()
+}
+
+/// A real kazoo client taking the lock `rounds` times.
+pub fn spawn_kazoo(servers: &str, path: &str, mode: &str, rounds: usize, log: &Path) -> Result<Child, String> {
+    Command::new(kazoo_python())
+        .arg(repo_root().join("tests/trust/peers/kazoo_worker.py"))
+        .args([servers, path, mode, &rounds.to_string()])
+        .arg(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("python3 (kazoo, install python3-kazoo): {e}"))
+}
+
+/// zklock's own worker: the `trust-worker` binary of this crate (tests pass
+/// `env!("CARGO_BIN_EXE_trust-worker")`).
+pub fn spawn_zklock(exe: &str, servers: &str, path: &str, mode: &str, rounds: usize, log: &Path) -> Result<Child, String> {
+    Command::new(exe)
+        .args([servers, path, mode, &rounds.to_string()])
+        .arg(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("trust-worker: {e}"))
+}
+
+/// Waits for every worker; fails if one failed.
+pub fn wait_all(children: Vec<(String, Child)>) -> Result<(), String> {
+    let mut failures = Vec::new();
+    for (name, mut child) in children {
+        match child.wait() {
+            Ok(s) if s.success() => {}
+            Ok(s) => failures.push(format!("{name} exited with {s}")),
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
+}
