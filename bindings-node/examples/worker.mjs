@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// Cross-language demo worker: `node worker.mjs SERVERS PATH ROUNDS LOGFILE`.
+// ROUNDS times: take the mutex on PATH, append `node <token> <enter_ns> <exit_ns>` (wall-clock
+// nanoseconds since the Unix epoch) to LOGFILE, hold it ~20 ms, release. Then close.
+import { appendFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+let zklock
+try {
+  zklock = require('zklock')
+} catch {
+  zklock = require('../index.js') // run from a checkout without `npm install ./bindings-node`
+}
+const { Client } = zklock
+
+const [servers, path, roundsArg, logfile] = process.argv.slice(2)
+const rounds = Number(roundsArg)
+if (!servers || !path || !logfile || !Number.isInteger(rounds) || rounds < 0) {
+  console.error('usage: node worker.mjs SERVERS PATH ROUNDS LOGFILE')
+  process.exit(2)
+}
+
+// Wall clock in ns: one reading of the epoch clock, then the monotonic clock's progress.
+const base =
+  BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)) - process.hrtime.bigint()
+const nowNs = () => base + process.hrtime.bigint()
+
+const client = await Client.connect(servers, { sessionTimeoutMs: 10_000 })
+try {
+  const mutex = client.mutex(path)
+  for (let i = 0; i < rounds; i++) {
+    const lease = await mutex.acquire()
+    try {
+      const enter = nowNs()
+      await sleep(20)
+      const exit = nowNs()
+      appendFileSync(logfile, `node ${lease.token} ${enter} ${exit}\n`)
+    } finally {
+      await lease.release()
+    }
+  }
+} finally {
+  await client.close()
+}

@@ -1,0 +1,156 @@
+// Types of the zklock npm package (index.js over the native addon built from src/lib.rs).
+
+/// <reference types="node" />
+import { EventEmitter } from 'node:events'
+
+/** Every `err.code` zklock rejects or throws with (the error table of the API contract). */
+export declare const ErrorCode: {
+  readonly TIMEOUT: 'ZKLOCK_TIMEOUT'
+  readonly ABORTED: 'ZKLOCK_ABORTED'
+  readonly LOST: 'ZKLOCK_LOST'
+  readonly SESSION_EXPIRED: 'ZKLOCK_SESSION_EXPIRED'
+  readonly CONNECTION: 'ZKLOCK_CONNECTION'
+  readonly NOT_HELD: 'ZKLOCK_NOT_HELD'
+  readonly UPGRADE: 'ZKLOCK_UPGRADE'
+  readonly INVALID_ARGUMENT: 'ZKLOCK_INVALID_ARGUMENT'
+  readonly CLOSED: 'ZKLOCK_CLOSED'
+  readonly PERMISSION: 'ZKLOCK_PERMISSION'
+  readonly ZOOKEEPER: 'ZKLOCK_ZOOKEEPER'
+}
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
+
+/** What every zklock failure is: a plain `Error` with one of the `ErrorCode` codes. */
+export interface ZkLockError extends Error {
+  code: ErrorCode
+}
+
+/** True for an error thrown or rejected by zklock. */
+export declare function isZkLockError(e: unknown): e is ZkLockError
+
+export interface ConnectOptions {
+  /** Session timeout asked of the server (it may clamp it). Default 10 000. */
+  sessionTimeoutMs?: number
+  /** How long `connect` keeps trying before ZKLOCK_CONNECTION. Default 15 000. */
+  connectTimeoutMs?: number
+  /** Digest credentials `user:password`. */
+  auth?: string
+  /** Written into our lock nodes and shown by `participants()`. Default `host/pid`. */
+  identity?: string
+}
+
+export interface MutexOptions {
+  /** Default true: re-entrant per Mutex object. false: every acquire queues (a semaphore-mutex). */
+  reentrant?: boolean
+}
+
+export interface AcquireOptions {
+  /** Give up after this long with ZKLOCK_TIMEOUT; 0 makes one attempt. Default: wait forever. */
+  timeoutMs?: number
+  /** Aborting it rejects the pending acquire with ZKLOCK_ABORTED and removes its node. */
+  signal?: AbortSignal
+}
+
+export type LeaseState = 'held' | 'suspended' | 'lost' | 'released'
+
+/** What `release()` found. */
+export type ReleaseResult = 'released' | 'stillHeld' | 'wasLost'
+
+export interface Participant {
+  /** Full path of the node. */
+  node: string
+  /** The node's data: zklock's identity, or what another library wrote. */
+  identity: string
+  /** The node's czxid: the fencing token its holder got. */
+  token: bigint
+  /** Which library made the node: 'zklock' | 'curator' | 'kazoo' | ... */
+  library: string
+  /** 'mutex' | 'read' | 'write' */
+  kind: string
+  /** The ZooKeeper session that owns the node. */
+  sessionId: bigint
+}
+
+/** One ZooKeeper session over an ensemble connect string. */
+export declare class Client implements AsyncDisposable {
+  private constructor()
+  /** Connects to `hosts` (`host:port,host:port/optional/chroot`). */
+  static connect(hosts: string, options?: ConnectOptions): Promise<Client>
+  readonly hosts: string
+  readonly sessionId: bigint
+  readonly closed: boolean
+  /** An exclusive lock on `path`. */
+  mutex(path: string, options?: MutexOptions): Mutex
+  /** A read/write lock on `path`. */
+  rwLock(path: string): RwLock
+  /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
+  multiLock(paths: readonly string[]): MultiLock
+  /** Closes the session: its leases are lost; later calls reject with ZKLOCK_CLOSED. */
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** A lock on one path (a mutex, or one side of a RwLock), or a multi-lock. */
+export declare class Lock {
+  protected constructor()
+  readonly path: string
+  /** How many holds this object has now (0 when not held). */
+  readonly holdCount: number
+  /** Waits until the lock is ours. */
+  acquire(options?: AcquireOptions): Promise<Lease>
+  /** One attempt: null when someone else holds the lock. */
+  tryAcquire(): Promise<Lease | null>
+  /** Runs `fn` under the lock and releases it afterwards, also when `fn` throws. */
+  using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>>
+  /** The queue: holder(s) first, then waiters in order. */
+  participants(): Promise<Participant[]>
+}
+
+/** An exclusive lock (Curator's InterProcessMutex). Re-entrant per object by default. */
+export declare class Mutex extends Lock {}
+
+/** Several exclusive locks taken as one. */
+export declare class MultiLock extends Lock {
+  readonly paths: string[]
+}
+
+/** A read/write lock: any number of readers or one writer. A read holder asking for the write
+ * side is rejected with ZKLOCK_UPGRADE; a write holder may take the read side. */
+export declare class RwLock {
+  private constructor()
+  readonly path: string
+  readonly read: Lock
+  readonly write: Lock
+  participants(): Promise<Participant[]>
+}
+
+export interface LeaseEvents {
+  /** The connection to ZooKeeper was lost: whether we still hold the lock is unknown. */
+  suspended: []
+  /** Reconnected to the same session; the lock is still ours. */
+  resumed: []
+  /** Final, once: the session expired, our node was deleted or the client closed. */
+  lost: [error: ZkLockError]
+}
+
+/** A held lock. It stays held until released or lost, also when no longer referenced. */
+export declare class Lease extends EventEmitter implements AsyncDisposable {
+  private constructor()
+  /** The fencing token: strictly increases from one holder of the lock to the next. */
+  readonly token: bigint
+  /** Every member's token (a multi-lock has several), in path order. */
+  readonly tokens: bigint[]
+  /** Full path of our lock node (the first member's for a multi-lock). */
+  readonly path: string
+  readonly paths: string[]
+  /** The path of the lock this lease holds. */
+  readonly lockPath: string
+  readonly state: LeaseState
+  /** Aborted once when the lease is lost; its reason is a ZKLOCK_LOST error. */
+  readonly signal: AbortSignal
+  on<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
+  once<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
+  off<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
+  /** Releases the lease; a second call rejects with ZKLOCK_NOT_HELD. */
+  release(): Promise<ReleaseResult>
+  [Symbol.asyncDispose](): Promise<void>
+}

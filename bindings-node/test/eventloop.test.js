@@ -1,0 +1,89 @@
+// Acceptance 2: while 100 acquires wait on one held lock, the event loop keeps running (a
+// 10 ms interval is never late by more than 50 ms) and the libuv pool stays free (an
+// fs.promises.readFile completes). Waiting happens on the core's runtime.
+'use strict'
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fsp = require('node:fs/promises')
+const { startZooKeeper, uniquePath, eventually } = require('./harness.js')
+const { Client } = require('../index.js')
+
+const WAITERS = 100
+
+let zk
+let holderClient
+let waiterClient
+test.before(async () => {
+  zk = await startZooKeeper()
+  holderClient = await Client.connect(zk.servers)
+  waiterClient = await Client.connect(zk.servers)
+})
+test.after(async () => {
+  if (holderClient) await holderClient.close()
+  if (waiterClient) await waiterClient.close()
+  if (zk) await zk.stop()
+})
+
+function measureLoop(ms) {
+  return new Promise((resolve) => {
+    let last = performance.now()
+    let worst = 0
+    let ticks = 0
+    const timer = setInterval(() => {
+      const now = performance.now()
+      worst = Math.max(worst, now - last - 10)
+      last = now
+      ticks++
+    }, 10)
+    setTimeout(() => {
+      clearInterval(timer)
+      resolve({ worst, ticks })
+    }, ms)
+  })
+}
+
+test(`${WAITERS} pending acquires block neither the event loop nor the libuv pool`, async () => {
+  const lockPath = uniquePath('eventloop')
+  const held = await holderClient.mutex(lockPath).acquire()
+  // Separate Mutex objects: each acquire takes its own place in the queue.
+  const pending = Array.from({ length: WAITERS }, () =>
+    waiterClient.mutex(lockPath).acquire({ timeoutMs: 120_000 }),
+  )
+  const probe = holderClient.mutex(lockPath)
+  await eventually(
+    async () => (await probe.participants()).length === WAITERS + 1,
+    30_000,
+    `${WAITERS} waiter nodes`,
+  )
+
+  // The libuv pool has 4 threads: if waiters sat on them, this would never complete.
+  const readStarted = performance.now()
+  const [loop, text] = await Promise.all([
+    measureLoop(1_000),
+    fsp.readFile(__filename, 'utf8').then((t) => ({ t, ms: performance.now() - readStarted })),
+  ])
+  assert.ok(text.t.includes('libuv pool'), 'readFile read this file')
+  assert.ok(text.ms < 1_000, `readFile took ${text.ms} ms`)
+  assert.ok(loop.ticks >= 50, `the 10 ms interval fired only ${loop.ticks} times in 1 s`)
+  assert.ok(loop.worst < 50, `the event loop was blocked for ${loop.worst.toFixed(1)} ms`)
+
+  // Hand the lock down the queue: every waiter gets it once, one at a time.
+  await held.release()
+  let holding = 0
+  const tokens = []
+  await Promise.all(
+    pending.map(async (p) => {
+      const lease = await p
+      holding++
+      assert.equal(holding, 1, 'two waiters held the lock at once')
+      tokens.push(lease.token)
+      await new Promise((r) => setImmediate(r))
+      holding--
+      await lease.release()
+    }),
+  )
+  assert.equal(tokens.length, WAITERS)
+  const sorted = [...tokens].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
+  assert.deepEqual(tokens, sorted, 'tokens increase in the order the lock was handed on')
+  assert.equal((await probe.participants()).length, 0)
+})
