@@ -1,0 +1,76 @@
+//! The Rust face's demo worker: `worker SERVERS PATH ROUNDS LOGFILE`.
+//!
+//! Takes the mutex at PATH ROUNDS times; in each critical section (about 20 ms) it appends
+//! `rust <token> <enter_ns> <exit_ns>` (wall-clock ns since the epoch) to LOGFILE and prints its
+//! token and times. The same protocol as the Python, Node and C workers, so `zklock check-log`
+//! can judge them all together.
+
+use std::io::Write;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn clock(ns: u128) -> String {
+    let secs = (ns / 1_000_000_000) % 86_400;
+    let micros = (ns / 1_000) % 1_000_000;
+    format!(
+        "{:02}:{:02}:{:02}.{micros:06}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [servers, path, rounds, logfile] = &args[..] else {
+        eprintln!("usage: worker SERVERS PATH ROUNDS LOGFILE");
+        std::process::exit(64);
+    };
+    let Ok(rounds) = rounds.parse::<u32>() else {
+        eprintln!("worker: ROUNDS must be a number, got {rounds:?}");
+        std::process::exit(64);
+    };
+    if let Err(e) = work(servers, path, rounds, logfile) {
+        eprintln!("rust worker: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn work(
+    servers: &str,
+    path: &str,
+    rounds: u32,
+    logfile: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let identity = format!("rust-worker/{}", std::process::id());
+    let client =
+        zklock::Client::blocking_connect(servers, zklock::Options::default().identity(identity))?;
+    let mutex = client.mutex(path)?;
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logfile)?;
+    for _ in 0..rounds {
+        let lease = mutex.blocking_acquire()?;
+        let enter = now_ns();
+        std::thread::sleep(Duration::from_millis(20));
+        let exit = now_ns();
+        // One write per line: O_APPEND keeps lines from different processes whole.
+        log.write_all(format!("rust {} {enter} {exit}\n", lease.token()).as_bytes())?;
+        println!(
+            "rust    token {:>12}  in {} .. {}",
+            lease.token(),
+            clock(enter),
+            clock(exit)
+        );
+        lease.blocking_release()?;
+    }
+    client.blocking_close();
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! Exit statuses (see `zklock --help`) and the one error type of the command line.
+
+/// Bad usage: unknown option, bad lock path or duration, missing `--` before the command.
+pub const USAGE: i32 = 64;
+/// A malformed critical-section log (check-log).
+pub const DATA: i32 = 65;
+/// No ZooKeeper reachable, or none configured.
+pub const UNAVAILABLE: i32 = 69;
+/// Anything else that went wrong inside zklock or ZooKeeper (server error, expired session).
+pub const SOFTWARE: i32 = 70;
+/// The lock is held: `--try` found it busy, or `--timeout` passed while waiting.
+pub const BUSY: i32 = 75;
+/// The lock was lost while the command ran; the command was stopped.
+pub const LOST: i32 = 76;
+/// ZooKeeper's ACL refused the operation.
+pub const PERMISSION: i32 = 77;
+/// The command could not be executed (found but not runnable).
+pub const CANNOT_EXECUTE: i32 = 126;
+/// The command was not found.
+pub const NOT_FOUND: i32 = 127;
+/// `zklock server status`: no local server runs.
+pub const NOT_RUNNING: i32 = 3;
+/// A mutual-exclusion violation found by check-log.
+pub const VIOLATION: i32 = 1;
+
+pub const EXIT_STATUS_HELP: &str = "\
+Exit status:
+  exec passes the command's own status through (128+N when a signal N killed it).
+  Its own statuses, and those of the other commands:
+    0    success
+    64   usage: bad option or argument, invalid lock path, missing `--` before the command
+    69   no ZooKeeper reachable within --connect-timeout, or no servers configured
+    70   another ZooKeeper or internal error
+    75   lock busy: --try found it held, or --timeout passed while waiting
+    76   lock lost while the command ran (session expired, node deleted): the command got
+         SIGTERM, then SIGKILL after --kill-after
+    77   ZooKeeper's ACL refused the operation
+    126  the command could not be executed; 127 the command was not found
+    130  (143, 129) SIGINT (SIGTERM, SIGHUP) while waiting for the lock; no node is left behind
+  server status: 0 running, 3 not running.
+
+Environment:
+  ZKLOCK_SERVERS     default for --servers
+  ZKLOCK_SERVER_DIR  where `zklock server` keeps its data, log and state
+  exec sets ZKLOCK_TOKEN (fencing token), ZKLOCK_PATH (lock path) and ZKLOCK_NODE (our node)
+  for the command.
+
+Examples:
+  zklock server start
+  zklock exec /locks/nightly -- ./job.sh
+  zklock --servers zk1:2181,zk2:2181 exec --try /locks/nightly -- ./job.sh
+  zklock ls --json /locks/nightly";
+
+/// Why a command failed: one line for stderr and the exit status.
+#[derive(Debug)]
+pub struct Failure {
+    pub status: i32,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(status: i32, message: impl Into<String>) -> Failure {
+        Failure {
+            status,
+            message: message.into(),
+        }
+    }
+
+    pub fn software(message: impl Into<String>) -> Failure {
+        Failure::new(SOFTWARE, message)
+    }
+}
+
+impl From<zklock::Error> for Failure {
+    fn from(e: zklock::Error) -> Failure {
+        use zklock::ErrorKind as K;
+        let status = match e.kind() {
+            K::InvalidArgument => USAGE,
+            K::Connection => UNAVAILABLE,
+            K::Timeout => BUSY,
+            K::Permission => PERMISSION,
+            _ => SOFTWARE,
+        };
+        Failure::new(status, crate::one_line(e.message()))
+    }
+}
