@@ -1,0 +1,142 @@
+//! Helpers for the command-line tests: the built `zklock` binary, a real ZooKeeper from the
+//! test harness (a test FAILS when it cannot start), and small polling utilities.
+#![allow(dead_code)]
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub use zklock_testkit::unique_path;
+
+/// The shared test ZooKeeper's connect string (panics, failing the test, if it cannot start).
+pub fn servers() -> &'static str {
+    zklock_testkit::shared()
+}
+
+/// A fresh scratch directory.
+pub fn scratch(name: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "zklock-cli-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `zklock` with a clean environment: no ZKLOCK_SERVERS, a local-server directory that holds
+/// nothing, backtraces on (so that a test would see one if it were printed). Started in its
+/// own process group so that signals sent by tests reach it as they would from `kill`.
+pub fn zklock() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zklock"));
+    cmd.env_remove("ZKLOCK_SERVERS")
+        .env("ZKLOCK_SERVER_DIR", scratch("no-local-server"))
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .process_group(0);
+    cmd
+}
+
+/// `zklock --servers <test server> ARGS...`
+pub fn zk(args: &[&str]) -> Command {
+    let mut cmd = zklock();
+    cmd.arg("--servers").arg(servers()).args(args);
+    cmd
+}
+
+pub fn run(mut cmd: Command) -> Output {
+    cmd.output().expect("run zklock")
+}
+
+pub fn spawn(mut cmd: Command) -> Child {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn zklock")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Polls `cond` every 20 ms until it holds; panics with `what` after `limit`.
+pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for a child with a limit; kills it and panics when it does not exit.
+pub fn wait_exit(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: zklock did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The rest of a child's stderr (after it exited).
+pub fn child_stderr(child: &mut Child) -> String {
+    use std::io::Read;
+    let mut s = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut s).ok();
+    }
+    s
+}
+
+pub fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as i32, sig);
+    }
+}
+
+pub use libc::{SIGINT, SIGTERM};
+
+/// `zklock ls --json PATH` parsed.
+pub fn ls_json(path: &str) -> serde_json::Value {
+    let out = run(zk(&["ls", "--json", path]));
+    assert!(out.status.success(), "ls failed: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("ls --json prints JSON")
+}
+
+pub fn participants(path: &str) -> Vec<serde_json::Value> {
+    ls_json(path)["participants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A shell command for exec that touches `ready` once it runs, then waits for `release` to
+/// appear (or for ever when `release` is None).
+pub fn hold_until(ready: &Path, release: Option<&Path>) -> Vec<String> {
+    let wait = match release {
+        Some(r) => format!("while [ ! -e '{}' ]; do sleep 0.05; done", r.display()),
+        None => "while :; do sleep 0.05; done".into(),
+    };
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!("echo $ZKLOCK_TOKEN > '{}'; {wait}", ready.display()),
+    ]
+}
