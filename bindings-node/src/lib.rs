@@ -104,20 +104,18 @@ unsafe fn make_js_error(env: sys::napi_env, e: &zklock::Error) -> napi::Error {
 // ---------------------------------------------------------------------------------------------
 // Numbers from JS
 
-/// Milliseconds from JS (a number) to a duration: finite, non-negative, at most ~292 years.
+/// Milliseconds from JS (a number) to a duration: finite and non-negative.
 fn millis(ms: f64, what: &str) -> Result<Duration, zklock::Error> {
     if !ms.is_finite() || ms < 0.0 {
         return Err(invalid(format!(
             "{what} must be a non-negative, finite number of milliseconds, got {ms}"
         )));
     }
-    if ms > 9.0e15 {
-        return Err(invalid(format!("{what} {ms} is out of range")));
-    }
-    zklock::duration_from_millis_i64(ms.ceil() as i64, what)
+    Duration::try_from_secs_f64(ms.ceil() / 1000.0)
+        .map_err(|_| invalid(format!("{what} {ms} is out of range")))
 }
 
-/// `timeoutMs` of an acquire: `None` (or a negative-free infinity-free number) to a deadline.
+/// `timeoutMs` of an acquire to a deadline (`None`: wait forever).
 fn deadline(timeout_ms: Option<f64>) -> Result<Option<Instant>, zklock::Error> {
     match timeout_ms {
         None => Ok(None),

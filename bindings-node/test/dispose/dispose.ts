@@ -1,0 +1,67 @@
+// Compiled by tsc (see dispose.test.js): `await using` as a TypeScript user writes it. Node 20's
+// V8 cannot parse `await using` yet; tsc lowers it to Symbol.asyncDispose calls.
+import { Client, type Lease } from 'zklock'
+
+export interface Outcome {
+  nodesInside: number
+  stateAfter: string
+  nodesAfter: number
+  error?: string
+}
+
+/** The lease is released when the block exits normally. */
+export async function releasedAtBlockExit(client: Client, path: string): Promise<Outcome> {
+  const mutex = client.mutex(path)
+  let captured: Lease
+  let nodesInside: number
+  {
+    await using lease = await mutex.acquire({ timeoutMs: 5_000 })
+    captured = lease
+    nodesInside = (await mutex.participants()).length
+  }
+  return { nodesInside, stateAfter: captured.state, nodesAfter: (await mutex.participants()).length }
+}
+
+/** The lease is released when the block throws, and the error propagates. */
+export async function releasedWhenThrowing(client: Client, path: string): Promise<Outcome> {
+  const mutex = client.mutex(path)
+  let captured: Lease | undefined
+  let nodesInside = -1
+  let error: string | undefined
+  try {
+    await using lease = await mutex.acquire({ timeoutMs: 5_000 })
+    captured = lease
+    nodesInside = (await mutex.participants()).length
+    throw new Error('boom inside the block')
+  } catch (e) {
+    error = (e as Error).message
+  }
+  return {
+    nodesInside,
+    stateAfter: captured ? captured.state : 'none',
+    nodesAfter: (await mutex.participants()).length,
+    error,
+  }
+}
+
+/** A lease released by hand inside the block is not released twice. */
+export async function releasedByHand(client: Client, path: string): Promise<Outcome> {
+  const mutex = client.mutex(path)
+  let captured: Lease
+  {
+    await using lease = await mutex.acquire({ timeoutMs: 5_000 })
+    captured = lease
+    await lease.release()
+  }
+  return { nodesInside: 0, stateAfter: captured.state, nodesAfter: (await mutex.participants()).length }
+}
+
+/** `await using` on a client closes it. */
+export async function clientDisposed(servers: string): Promise<boolean> {
+  let captured: Client
+  {
+    await using client = await Client.connect(servers)
+    captured = client
+  }
+  return captured.closed
+}

@@ -1,0 +1,75 @@
+// A TypeScript user's program: `tsc --noEmit --strict -p test/types` must accept it.
+import { Client, ErrorCode, isZkLockError, type Lease, type LeaseState, type Participant } from 'zklock'
+
+async function writeWithFence(row: string, fence: bigint, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) throw signal.reason
+  void row
+  void fence
+}
+
+export async function main(servers: string): Promise<void> {
+  await using client = await Client.connect(servers, {
+    sessionTimeoutMs: 10_000,
+    connectTimeoutMs: 5_000,
+    identity: 'example',
+  })
+  const mutex = client.mutex('/locks/orders')
+  const controller = new AbortController()
+
+  {
+    await using lease = await mutex.acquire({ timeoutMs: 5_000, signal: controller.signal })
+    const token: bigint = lease.token
+    const state: LeaseState = lease.state
+    lease.on('suspended', () => console.log('suspended'))
+    lease.on('resumed', () => console.log('resumed'))
+    lease.on('lost', (err) => console.log(err.code satisfies ErrorCode, err.message))
+    await writeWithFence('row', token, lease.signal)
+    console.log(state, lease.path, lease.lockPath, mutex.holdCount)
+  }
+
+  const maybe: Lease | null = await mutex.tryAcquire()
+  if (maybe) {
+    const outcome: 'released' | 'stillHeld' | 'wasLost' = await maybe.release()
+    console.log(outcome)
+  }
+
+  const total: number = await mutex.using(async (lease) => {
+    await writeWithFence('row', lease.token, lease.signal)
+    return 42
+  }, { timeoutMs: 1_000 })
+  console.log(total)
+
+  const semaphore = client.mutex('/locks/jobs', { reentrant: false })
+  const queue: Participant[] = await semaphore.participants()
+  for (const p of queue) console.log(p.node, p.identity, p.token + 1n, p.kind, p.sessionId)
+
+  const rw = client.rwLock('/locks/table')
+  await rw.read.using(async () => {})
+  try {
+    await rw.read.using(() => rw.write.acquire())
+  } catch (e) {
+    if (isZkLockError(e) && e.code === ErrorCode.UPGRADE) console.log('no upgrade')
+  }
+
+  const both = client.multiLock(['/locks/a', '/locks/b'])
+  const all = await both.acquire({ signal: AbortSignal.timeout(1_000) })
+  const tokens: bigint[] = all.tokens
+  console.log(tokens, both.paths)
+  await all.release()
+
+  try {
+    await mutex.acquire({ timeoutMs: 0 })
+  } catch (e) {
+    if (isZkLockError(e)) {
+      switch (e.code) {
+        case 'ZKLOCK_TIMEOUT':
+        case 'ZKLOCK_ABORTED':
+          break
+        default:
+          throw e
+      }
+    }
+  }
+  console.log(client.hosts, client.sessionId, client.closed)
+  await client.close()
+}
