@@ -35,7 +35,8 @@ Exit status:
     76   lock lost while the command ran (session expired, node deleted): the command got
          SIGTERM, then SIGKILL after --kill-after
     77   ZooKeeper's ACL refused the operation
-    126  the command could not be executed; 127 the command was not found
+    126  the command could not be executed
+    127  the command was not found
     130  (143, 129) SIGINT (SIGTERM, SIGHUP) while waiting for the lock; no node is left behind
   server status: 0 running, 3 not running.
 

@@ -1,6 +1,6 @@
 //! Helpers for the command-line tests: the built `zklock` binary, a real ZooKeeper from the
 //! test harness (a test FAILS when it cannot start), and small polling utilities.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,125 @@
+//! Acceptance 5: bad input prints one clear line on stderr and a non-zero status, never a
+//! backtrace (RUST_BACKTRACE=1 is set by the helper).
+
+mod common;
+
+use common::*;
+
+fn check(args: &[&str], status: i32, needle: &str) {
+    let mut cmd = zklock();
+    cmd.args(args);
+    let out = run(cmd);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(status), "{args:?}: stderr {err:?}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one line expected, got {err:?}");
+    assert!(lines[0].starts_with("zklock: "), "{args:?}: {err:?}");
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: {needle:?} not in {err:?}"
+    );
+    for bad in ["panicked", "backtrace", "RUST_BACKTRACE", "stack"] {
+        assert!(!err.contains(bad), "{args:?}: {err:?}");
+    }
+    assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+}
+
+#[test]
+fn no_server_reachable() {
+    let args = [
+        "--servers",
+        "127.0.0.1:1",
+        "--connect-timeout",
+        "1s",
+        "exec",
+        "/locks/x",
+        "--",
+        "true",
+    ];
+    check(&args, 69, "127.0.0.1:1");
+    check(
+        &[
+            "--servers",
+            "127.0.0.1:1",
+            "--connect-timeout",
+            "1s",
+            "ls",
+            "/locks/x",
+        ],
+        69,
+        "127.0.0.1:1",
+    );
+}
+
+#[test]
+fn no_server_configured() {
+    check(
+        &["exec", "/locks/x", "--", "true"],
+        69,
+        "zklock server start",
+    );
+    check(&["ls", "/locks/x"], 69, "ZKLOCK_SERVERS");
+}
+
+#[test]
+fn bad_lock_path() {
+    let s = servers();
+    check(
+        &["--servers", s, "exec", "locks/x", "--", "true"],
+        64,
+        "invalid lock path",
+    );
+    check(
+        &["--servers", s, "exec", "/locks/x/", "--", "true"],
+        64,
+        "invalid lock path",
+    );
+    check(&["--servers", s, "ls", "/a//b"], 64, "invalid lock path");
+    check(&["--servers", s, "ls", "/zookeeper/x"], 64, "reserved");
+}
+
+#[test]
+fn missing_double_dash() {
+    check(&["exec", "/locks/x", "echo", "hi"], 64, "`--`");
+    check(&["exec", "/locks/x"], 64, "`--`");
+}
+
+#[test]
+fn bad_options() {
+    check(
+        &["--servers", "bad host:x", "ls", "/locks/x"],
+        64,
+        "connect string",
+    );
+    check(
+        &["--timeout", "soon", "exec", "/a", "--", "true"],
+        64,
+        "duration",
+    );
+    check(
+        &["exec", "--frobnicate", "/a", "--", "true"],
+        64,
+        "--frobnicate",
+    );
+    check(&["frobnicate"], 64, "frobnicate");
+    check(
+        &["exec", "--read", "--write", "/a", "--", "true"],
+        64,
+        "--write",
+    );
+}
+
+#[test]
+fn help_documents_the_exit_statuses() {
+    let mut cmd = zklock();
+    cmd.arg("--help");
+    let out = run(cmd);
+    assert!(out.status.success());
+    let help = stdout(&out);
+    for status in ["64", "69", "75", "76", "126", "127", "130"] {
+        assert!(
+            help.contains(&format!("    {status}")),
+            "{status} missing:\n{help}"
+        );
+    }
+}
