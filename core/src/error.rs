@@ -114,6 +114,19 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Errors that say nothing about the data, only that the connection broke under the request
+/// (ConnectionLoss, or the raw I/O error the client hands to requests in flight): wait for the
+/// reconnect and try again.
+pub(crate) fn is_transient(err: &zk::Error) -> bool {
+    matches!(
+        err,
+        zk::Error::ConnectionLoss
+            | zk::Error::Custom(_)
+            | zk::Error::UnexpectedError(_)
+            | zk::Error::Timeout
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
-use crate::error::{Error, Result};
+use crate::error::{is_transient, Error, Result};
 use crate::lock::LockInner;
 use crate::runtime;
 use crate::session::Session;
@@ -186,7 +186,7 @@ pub(crate) async fn delete_node(session: &Session, node: &str) -> Result<()> {
         let zk = session.zk()?;
         match zk.delete(node, None).await {
             Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
-            Err(zk::Error::ConnectionLoss) => session.wait_connected(None, "delete").await?,
+            Err(e) if is_transient(&e) => session.recover(None, "delete").await?,
             Err(err) => return Err(Error::from_zk(err, &format!("delete {node}"))),
         }
     }
@@ -232,8 +232,8 @@ async fn watch_own_node(lease: Weak<LeaseShared>, session: Arc<Session>) {
                 }
                 return;
             }
-            Err(zk::Error::ConnectionLoss) => {
-                if s.wait_connected(None, "watch").await.is_err() {
+            Err(e) if is_transient(&e) => {
+                if s.recover(None, "watch").await.is_err() {
                     return;
                 }
             }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use crate::error::{Error, Result};
+use crate::error::{is_transient, Error, Result};
 use crate::lease::LeaseShared;
 use crate::options::AclPolicy;
 use crate::protocol::{self, NodeKind};
@@ -91,8 +91,8 @@ async fn find_own(session: &Session, dir: &str, prefix: &str) -> Result<Option<(
         let children = match zk.list_children(dir).await {
             Ok(c) => c,
             Err(zk::Error::NoNode) => return Ok(None),
-            Err(zk::Error::ConnectionLoss) => {
-                session.wait_connected(None, "find node").await?;
+            Err(e) if is_transient(&e) => {
+                session.recover(None, "find node").await?;
                 continue;
             }
             Err(e) => return Err(Error::from_zk(e, &format!("list {dir}"))),
@@ -106,7 +106,7 @@ async fn find_own(session: &Session, dir: &str, prefix: &str) -> Result<Option<(
                 return Ok(Some((node, stat.czxid)))
             }
             Ok(_) => return Ok(None),
-            Err(zk::Error::ConnectionLoss) => session.wait_connected(None, "find node").await?,
+            Err(e) if is_transient(&e) => session.recover(None, "find node").await?,
             Err(e) => return Err(Error::from_zk(e, &format!("stat {node}"))),
         }
     }
@@ -117,12 +117,9 @@ fn timeout_error(dir: &str) -> Error {
 }
 
 /// Creates the lock parent and its ancestors as container nodes (the server reaps them empty).
-async fn make_parents(zk: &zk::Client, dir: &str, acl: AclPolicy) -> Result<()> {
-    let options = zk::CreateMode::Container.with_acls(acl.acls());
-    match zk.mkdir(dir, &options).await {
-        Ok(()) => Ok(()),
-        Err(e) => Err(Error::from_zk(e, &format!("create lock parent {dir}"))),
-    }
+async fn make_parents(zk: &zk::Client, dir: &str, acl: AclPolicy) -> Result<(), zk::Error> {
+    zk.mkdir(dir, &zk::CreateMode::Container.with_acls(acl.acls()))
+        .await
 }
 
 /// Takes one lock node for `req`; returns the lease once it is ours.
@@ -162,11 +159,20 @@ pub(crate) async fn acquire_node(
                     }
                 }
             }
-            Err(zk::Error::NoNode) => make_parents(&zk, req.dir, req.acl).await?,
-            Err(zk::Error::ConnectionLoss) => {
+            Err(zk::Error::NoNode) => match make_parents(&zk, req.dir, req.acl).await {
+                Err(e) if is_transient(&e) => session.recover(req.deadline, req.dir).await?,
+                Err(e) => {
+                    return Err(Error::from_zk(
+                        e,
+                        &format!("create lock parent {}", req.dir),
+                    ))
+                }
+                Ok(()) => {}
+            },
+            Err(e) if is_transient(&e) => {
                 // The server may have applied the create before the connection broke:
                 // look for our protected prefix before trying again (never a duplicate).
-                session.wait_connected(req.deadline, req.dir).await?;
+                session.recover(req.deadline, req.dir).await?;
                 if let Some((node, czxid)) = find_own(&session, req.dir, &protected).await? {
                     cleanup.node = Some(node.clone());
                     let name = node.rsplit('/').next().unwrap_or_default().to_owned();
@@ -214,9 +220,7 @@ pub(crate) async fn acquire_node(
                     }
                 }
                 Err(zk::Error::NoNode) => {}
-                Err(zk::Error::ConnectionLoss) => {
-                    session.wait_connected(req.deadline, req.dir).await?
-                }
+                Err(e) if is_transient(&e) => session.recover(req.deadline, req.dir).await?,
                 Err(e) => return Err(Error::from_zk(e, &format!("watch {blocker}"))),
             }
             children = list_children(&session, req.dir, req.deadline).await?;
@@ -247,7 +251,7 @@ pub(crate) async fn list_children(
         match listed {
             Ok(children) => return Ok(children),
             Err(zk::Error::NoNode) => return Ok(Vec::new()),
-            Err(zk::Error::ConnectionLoss) => session.wait_connected(deadline, dir).await?,
+            Err(e) if is_transient(&e) => session.recover(deadline, dir).await?,
             Err(e) => return Err(Error::from_zk(e, &format!("list {dir}"))),
         }
     }

@@ -126,6 +126,13 @@ impl Session {
         }
     }
 
+    /// After a transient error: a short pause (the monitor may not have seen the disconnect
+    /// yet), then wait for the connection to come back.
+    pub(crate) async fn recover(&self, deadline: Option<Instant>, what: &str) -> Result<()> {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.wait_connected(deadline, what).await
+    }
+
     /// Declares the session dead: every lease of it is lost, waiters fail, and the ZooKeeper
     /// session is closed (which deletes its ephemeral nodes when a server is reachable).
     pub(crate) fn kill(&self, reason: Error) {

@@ -169,6 +169,8 @@ impl ZooKeeper {
             "-Dzookeeper.jmx.log4j.disable=true",
         ])
         .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        // Reap empty container parents within a second (default: a minute) so tests see it.
+        .arg("-Dznode.container.checkIntervalMs=1000")
         .arg("-cp")
         .arg(classpath)
         .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
@@ -273,6 +275,24 @@ impl ZooKeeper {
         self.stop(i);
         let (java, classpath) = (java()?, classpath()?);
         self.spawn(i, &java, &classpath)?;
+        self.wait_serving(Duration::from_secs(60))
+    }
+
+    /// Starts member `i` again without waiting (for a full restart: start all, then wait).
+    pub fn start_member(&mut self, i: usize) -> Result<()> {
+        self.stop(i);
+        let (java, classpath) = (java()?, classpath()?);
+        self.spawn(i, &java, &classpath)
+    }
+
+    /// Kills every member, starts them all again and waits until they serve.
+    pub fn restart_all(&mut self) -> Result<()> {
+        for i in 0..self.members.len() {
+            self.stop(i);
+        }
+        for i in 0..self.members.len() {
+            self.start_member(i)?;
+        }
         self.wait_serving(Duration::from_secs(60))
     }
 

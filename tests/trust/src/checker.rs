@@ -37,7 +37,10 @@ pub fn parse(text: &str) -> Result<Vec<Section>, String> {
             if f.len() != 5 {
                 return Err(format!("bad log line {line:?}"));
             }
-            let num = |s: &str| s.parse::<i128>().map_err(|_| format!("bad number {s:?} in {line:?}"));
+            let num = |s: &str| {
+                s.parse::<i128>()
+                    .map_err(|_| format!("bad number {s:?} in {line:?}"))
+            };
             Ok(Section {
                 who: f[0].to_owned(),
                 exclusive: match f[1] {
@@ -56,7 +59,10 @@ pub fn parse(text: &str) -> Result<Vec<Section>, String> {
 /// Checks exclusion and token order.
 pub fn check(mut sections: Vec<Section>) -> Verdict {
     sections.sort_by_key(|s| s.enter);
-    let mut verdict = Verdict { sections: sections.len(), ..Verdict::default() };
+    let mut verdict = Verdict {
+        sections: sections.len(),
+        ..Verdict::default()
+    };
     let mut last_exclusive: Option<&Section> = None;
     // Sections are sorted by entry, so any section overlapping `s` and entered before it is
     // among those whose exit is later than s.enter.
@@ -73,7 +79,10 @@ pub fn check(mut sections: Vec<Section>) -> Verdict {
         if s.exclusive {
             if let Some(prev) = last_exclusive {
                 if s.token <= prev.token {
-                    verdict.token_regressions.push(format!("token {} ({}) after {} ({})", s.token, s.who, prev.token, prev.who));
+                    verdict.token_regressions.push(format!(
+                        "token {} ({}) after {} ({})",
+                        s.token, s.who, prev.token, prev.who
+                    ));
                 }
             }
             last_exclusive = Some(s);
@@ -84,7 +93,8 @@ pub fn check(mut sections: Vec<Section>) -> Verdict {
 
 /// Reads and checks a log file.
 pub fn check_file(path: &std::path::Path) -> Result<Verdict, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
     Ok(check(parse(&text)?))
 }
 

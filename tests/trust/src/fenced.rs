@@ -18,7 +18,10 @@ impl FencedRegister {
     pub fn write(&self, token: i64, value: impl Into<String>) -> Result<(), Rejected> {
         let mut state = self.state.lock().unwrap();
         if token < state.0 {
-            return Err(Rejected { token, largest_seen: state.0 });
+            return Err(Rejected {
+                token,
+                largest_seen: state.0,
+            });
         }
         state.0 = token;
         state.1.push((token, value.into()));

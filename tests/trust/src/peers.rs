@@ -6,11 +6,16 @@ use std::process::{Child, Command, Stdio};
 
 /// The repository root (this crate lives in tests/trust).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
 }
 
 fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"))
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
 }
 
 const CURATOR_JARS: &[&str] = &[
@@ -40,7 +45,10 @@ fn curator_classpath() -> Result<String, String> {
             if p.exists() {
                 Ok(p.display().to_string())
             } else {
-                Err(format!("{} missing: install Debian's libcurator-recipes-java (`make test` does)", p.display()))
+                Err(format!(
+                    "{} missing: install Debian's libcurator-recipes-java (`make test` does)",
+                    p.display()
+                ))
             }
         })
         .collect::<Result<Vec<_>, _>>()
@@ -75,7 +83,13 @@ pub fn curator_worker_classpath() -> Result<String, String> {
 }
 
 /// A real Curator client taking the lock `rounds` times.
-pub fn spawn_curator(servers: &str, path: &str, mode: &str, rounds: usize, log: &Path) -> Result<Child, String> {
+pub fn spawn_curator(
+    servers: &str,
+    path: &str,
+    mode: &str,
+    rounds: usize,
+    log: &Path,
+) -> Result<Child, String> {
     Command::new("java")
         .args(["-Xmx256m", "-XX:+UseSerialGC", "-cp"])
         .arg(curator_worker_classpath()?)
@@ -104,7 +118,13 @@ fn kazoo_python() -> String {
 }
 
 /// A real kazoo client taking the lock `rounds` times.
-pub fn spawn_kazoo(servers: &str, path: &str, mode: &str, rounds: usize, log: &Path) -> Result<Child, String> {
+pub fn spawn_kazoo(
+    servers: &str,
+    path: &str,
+    mode: &str,
+    rounds: usize,
+    log: &Path,
+) -> Result<Child, String> {
     Command::new(kazoo_python())
         .arg(repo_root().join("tests/trust/peers/kazoo_worker.py"))
         .args([servers, path, mode, &rounds.to_string()])
@@ -116,7 +136,14 @@ pub fn spawn_kazoo(servers: &str, path: &str, mode: &str, rounds: usize, log: &P
 
 /// zklock's own worker: the `trust-worker` binary of this crate (tests pass
 /// `env!("CARGO_BIN_EXE_trust-worker")`).
-pub fn spawn_zklock(exe: &str, servers: &str, path: &str, mode: &str, rounds: usize, log: &Path) -> Result<Child, String> {
+pub fn spawn_zklock(
+    exe: &str,
+    servers: &str,
+    path: &str,
+    mode: &str,
+    rounds: usize,
+    log: &Path,
+) -> Result<Child, String> {
     Command::new(exe)
         .args([servers, path, mode, &rounds.to_string()])
         .arg(log)

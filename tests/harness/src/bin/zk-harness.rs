@@ -3,7 +3,7 @@
 //! once it serves (and with --proxy, `proxy=<addr>`: a fault proxy in front of server 1), then
 //! obeys commands on stdin, one per line, answering `ok` or `error: ...`:
 //!   blackhole | heal | cut | refuse | delay MS | drop-next-reply   (the proxy; see Proxy)
-//!   stop I | restart I | pause I | resume I   (I is 1-based)
+//!   stop I | restart I | pause I | resume I   (I is 1-based) | restart-all
 //!   leader                                    (prints the leader's 1-based index)
 //!   mntr I                                    (prints the server's mntr, then `end`)
 //! End of input or `quit` stops every server and removes its data.
@@ -71,6 +71,7 @@ fn main() {
                 Ok(String::new())
             }
             (Some("restart"), Some(i)) => zk.restart(i).map(|_| String::new()),
+            (Some("restart-all"), _) => zk.restart_all().map(|_| String::new()),
             (Some("pause"), Some(i)) => {
                 zk.pause(i);
                 Ok(String::new())
@@ -115,6 +116,6 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: zk-harness [--nodes N] [--force-sync] [--proxy]  (stdin: stop|restart|pause|resume I, leader, mntr I, blackhole, heal, cut, refuse, delay MS, drop-next-reply, quit)");
+    eprintln!("usage: zk-harness [--nodes N] [--force-sync] [--proxy]  (stdin: stop|restart|pause|resume I, restart-all, leader, mntr I, blackhole, heal, cut, refuse, delay MS, drop-next-reply, quit)");
     std::process::exit(2);
 }

@@ -1,1 +1,4 @@
-fn main() { eprintln!("soak: not written yet"); std::process::exit(2); }
+fn main() {
+    eprintln!("soak: not written yet");
+    std::process::exit(2);
+}

@@ -7,7 +7,10 @@ use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn now_ns() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
 }
 
 fn main() {
@@ -18,14 +21,20 @@ fn main() {
     }
     let (servers, path, mode, log) = (&args[0], &args[1], args[2].as_str(), &args[4]);
     let rounds: usize = args[3].parse().expect("ROUNDS");
-    let options = zklock::Options::default().session_timeout(Duration::from_secs(4)).identity(format!("trust-worker/{}", std::process::id()));
+    let options = zklock::Options::default()
+        .session_timeout(Duration::from_secs(4))
+        .identity(format!("trust-worker/{}", std::process::id()));
     let client = zklock::Client::blocking_connect(servers, options).unwrap_or_else(|e| {
         eprintln!("trust-worker: {e}");
         std::process::exit(1);
     });
     let mutex = client.mutex(path).unwrap();
     let rw = client.rw_lock(path).unwrap();
-    let mut out = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log file");
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("log file");
     let mut seed = (std::process::id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut done = 0;
     while done < rounds {
@@ -33,7 +42,7 @@ fn main() {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         let kind = match mode {
-            "rw-random" if seed % 4 == 0 => "write",
+            "rw-random" if seed.is_multiple_of(4) => "write",
             "rw-random" => "read",
             m => m,
         };
@@ -59,9 +68,14 @@ fn main() {
         let token = lease.token();
         match lease.blocking_release() {
             Ok(zklock::Released::Released) if held => {
-                let kind = if kind == "read" { "shared" } else { "exclusive" };
+                let kind = if kind == "read" {
+                    "shared"
+                } else {
+                    "exclusive"
+                };
                 // One write per line: O_APPEND keeps concurrent writers' lines whole.
-                out.write_all(format!("zklock {kind} {token} {enter} {exit}\n").as_bytes()).ok();
+                out.write_all(format!("zklock {kind} {token} {enter} {exit}\n").as_bytes())
+                    .ok();
                 done += 1;
             }
             other => eprintln!("trust-worker: section not counted: held={held} release={other:?}"),
