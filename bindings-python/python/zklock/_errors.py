@@ -98,3 +98,9 @@ class ZooKeeperError(ZkLockError):
     """Any other server error; ZooKeeper's own code is in the message."""
 
     kind = "zookeeper"
+
+
+for _cls in list(globals().values()):
+    if isinstance(_cls, type) and issubclass(_cls, ZkLockError):
+        _cls.__module__ = "zklock"
+del _cls
