@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The C face's suite (make test-c): builds libzklock.{so,a}, checks include/zklock.h is current,
+# starts a real ZooKeeper (zk-harness, with its fault proxy), runs the C test program linked
+# against the shared and against the static library, the same under valgrind, the C++ wrapper
+# test, and a pkg-config build of examples/worker.c after `make install PREFIX=<tmp>`.
+# Exits non-zero when anything fails; the last line is `N passed, N failed` (steps and tests).
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export PATH="$HOME/.cargo/bin:$PATH"
+CARGO="${CARGO:-cargo}"
+CC="${CC:-cc}"
+CXX="${CXX:-c++}"
+ROUNDS="${ZKLOCK_TEST_ROUNDS:-200}"
+VALGRIND_ROUNDS="${ZKLOCK_VALGRIND_ROUNDS:-10}"
+
+passed=0
+failed=0
+step() { # step NAME COMMAND...: runs a step, counts it
+  local name="$1"; shift
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1)); echo "ok   $name"
+  else
+    failed=$((failed + 1)); echo "FAIL $name"
+  fi
+}
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+  exit $?
+}
+# Adds a test program's own `N passed, N failed` to the totals; fails the step when it failed.
+run_counted() { # run_counted LOG COMMAND...
+  local log="$1"; shift
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local line
+  line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)"
+  if [ -z "$line" ]; then
+    echo "(no summary line: the program crashed or was killed; exit status $rc)"
+    return 1
+  fi
+  local p f
+  p="${line%% passed*}"; f="${line#*passed, }"; f="${f%% failed*}"
+  sub_passed=$((sub_passed + p)); sub_failed=$((sub_failed + f))
+  [ "$rc" -eq 0 ] && [ "$f" -eq 0 ]
+}
+sub_passed=0
+sub_failed=0
+
+tmp="$(mktemp -d /tmp/zklock-c-test.XXXXXX)"
+harness_pid=""
+cleanup() {
+  exec 3>&- 2>/dev/null || true
+  if [ -n "$harness_pid" ]; then
+    for _ in $(seq 1 100); do kill -0 "$harness_pid" 2>/dev/null || break; sleep 0.1; done
+    kill "$harness_pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# --- build --------------------------------------------------------------------------------
+target_dir="$("$CARGO" metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+target_dir="${target_dir:-$root/target}"
+out="$target_dir/zklock-c/debug"
+build_lib() {
+  "$CARGO" build -q -p zklock-c &&
+    mkdir -p "$out" &&
+    cp -f "$target_dir/debug/libzklock_c.so" "$out/libzklock.so" &&
+    cp -f "$target_dir/debug/libzklock_c.a" "$out/libzklock.a" &&
+    readelf -d "$out/libzklock.so" | grep -q 'SONAME.*\[libzklock.so\]'
+}
+step "build libzklock.so and libzklock.a" build_lib || true
+[ -f "$out/libzklock.so" ] || { echo "ci-test: no library, stopping"; finish; }
+step "include/zklock.h is generated from the code (cbindgen --verify)" bindings-c/gen-header.sh --verify
+step "cargo test -p zklock-c (panic guard, status mapping)" "$CARGO" test -q -p zklock-c
+
+cflags=(-std=c11 -Wall -Wextra -Werror -g -O1 -D_GNU_SOURCE -I"$root/include")
+build_tests() {
+  "$CC" "${cflags[@]}" bindings-c/tests/test_zklock.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
+      -o "$tmp/test_shared" &&
+    "$CC" "${cflags[@]}" bindings-c/tests/test_zklock.c "$out/libzklock.a" -lpthread -ldl -lm -lrt \
+      -o "$tmp/test_static" &&
+    ldd "$tmp/test_shared" | grep -q "$out/libzklock.so" &&
+    ! ldd "$tmp/test_static" | grep -q libzklock &&
+    "$CXX" -std=c++17 -Wall -Wextra -Werror -g -O1 -I"$root/include" bindings-c/tests/test_zklock.cpp \
+      -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -o "$tmp/test_cpp"
+}
+step "build the C tests (shared, static) and the C++17 wrapper test (-Wall -Werror)" build_tests
+
+# --- ZooKeeper ----------------------------------------------------------------------------
+start_harness() {
+  "$CARGO" build -q -p zklock-testkit --bin zk-harness || return 1
+  mkfifo "$tmp/ctl"
+  "$target_dir/debug/zk-harness" --proxy <"$tmp/ctl" >"$tmp/harness.out" 2>"$tmp/harness.err" &
+  harness_pid=$!
+  exec 3>"$tmp/ctl"
+  for _ in $(seq 1 1200); do
+    if grep -q '^proxy=' "$tmp/harness.out" 2>/dev/null; then break; fi
+    kill -0 "$harness_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  servers="$(sed -n 's/^servers=//p' "$tmp/harness.out" | head -n1)"
+  proxy="$(sed -n 's/^proxy=//p' "$tmp/harness.out" | head -n1)"
+  if [ -z "$servers" ] || [ -z "$proxy" ]; then
+    echo "ci-test: ZooKeeper did not start (this is a failure, not a skip):"
+    cat "$tmp/harness.err"
+    return 1
+  fi
+  echo "ZooKeeper at $servers, fault proxy at $proxy"
+}
+servers=""
+proxy=""
+step "start ZooKeeper (zk-harness --proxy)" start_harness
+if [ -z "$servers" ]; then finish; fi
+
+# --- tests --------------------------------------------------------------------------------
+export ZKLOCK_TEST_ROUNDS="$ROUNDS"
+step "C test linked against libzklock.so" \
+  run_counted "$tmp/shared.log" "$tmp/test_shared" "$servers" "$proxy" "$tmp/ctl"
+step "C test linked against libzklock.a" \
+  run_counted "$tmp/static.log" "$tmp/test_static" "$servers" "$proxy" "$tmp/ctl"
+
+# Valgrind: no memory errors, and no definitely or indirectly lost block. The library's
+# runtime and callback threads live as long as the process, so what they own at exit is
+# "still reachable" (not a leak); nothing is suppressed.
+export ZKLOCK_TEST_ROUNDS="$VALGRIND_ROUNDS"
+valgrind_opts=(--error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect
+  --errors-for-leak-kinds=definite,indirect --num-callers=40 --child-silent-after-fork=yes)
+step "C test (libzklock.so) under valgrind: no errors, no leaks" \
+  run_counted "$tmp/valgrind.log" valgrind "${valgrind_opts[@]}" "$tmp/test_shared" "$servers" "$proxy" "$tmp/ctl"
+export ZKLOCK_TEST_ROUNDS="$ROUNDS"
+
+step "C++ wrapper test (include/zklock.hpp)" \
+  run_counted "$tmp/cpp.log" "$tmp/test_cpp" "$servers"
+
+# --- install + pkg-config -----------------------------------------------------------------
+install_check() {
+  local prefix="$tmp/prefix"
+  make -s -C bindings-c install PREFIX="$prefix" PROFILE=debug >/dev/null || return 1
+  export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+  local flags
+  flags="$(pkg-config --cflags --libs zklock)" || return 1
+  echo "pkg-config --cflags --libs zklock: $flags"
+  # shellcheck disable=SC2086
+  "$CC" -std=c11 -Wall -Werror -D_GNU_SOURCE bindings-c/examples/worker.c $flags -o "$tmp/worker" || return 1
+  # shellcheck disable=SC2086
+  "$CC" -std=c11 -Wall -Werror -D_GNU_SOURCE bindings-c/examples/worker.c \
+    $(pkg-config --cflags zklock) "$prefix/lib/libzklock.a" $(pkg-config --static --libs-only-l zklock | sed 's/-lzklock//') \
+    -o "$tmp/worker_static" || return 1
+  local log="$tmp/worker.log"
+  LD_LIBRARY_PATH="$prefix/lib" "$tmp/worker" "$servers" /zklock-c-test/worker 3 "$log" || return 1
+  "$tmp/worker_static" "$servers" /zklock-c-test/worker 2 "$log" || return 1
+  [ "$(grep -c '^c [0-9]* [0-9]* [0-9]*$' "$log")" -eq 5 ] || { cat "$log"; return 1; }
+  echo "worker (pkg-config build, shared and static) logged 5 rounds"
+}
+step "make install PREFIX=tmp; pkg-config --cflags --libs zklock; build and run examples/worker.c" install_check
+
+echo "test programs: $sub_passed passed, $sub_failed failed"
+passed=$((passed + sub_passed))
+failed=$((failed + sub_failed))
+finish

@@ -1,0 +1,185 @@
+//! `zklock_client`: one ZooKeeper session, and its options.
+
+use std::ffi::c_char;
+use std::mem::{offset_of, size_of};
+use std::time::Duration;
+
+use crate::error::{guard, guard_value, zklock_status, Failure};
+use crate::str_arg;
+
+/// ACL policy for `zklock_client_options.acl`: world:anyone may do anything (the default).
+pub const ZKLOCK_ACL_OPEN: i32 = 0;
+/// ACL policy: only the authenticated creator (needs `auth`).
+pub const ZKLOCK_ACL_CREATOR_ALL: i32 = 1;
+/// ACL policy: anyone may read (see the queue), only the creator may change or delete.
+pub const ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL: i32 = 2;
+
+/// A connection to a ZooKeeper ensemble (one session). Opaque; thread-safe: any number of
+/// threads may use it and the locks made from it at once.
+pub struct zklock_client {
+    pub(crate) client: zklock::Client,
+}
+
+/// Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
+/// `zklock_client_options_init`): the library reads only the fields that fit in `size`, so a
+/// program built against an older header keeps working. Zero in a field means its default.
+#[repr(C)]
+pub struct zklock_client_options {
+    /// `sizeof(zklock_client_options)` as the caller knows it.
+    pub size: usize,
+    /// Session timeout asked of the server, in milliseconds (0: 10000; at least 100).
+    pub session_timeout_ms: i64,
+    /// How long connect keeps trying before it fails with `ZKLOCK_CONNECTION`, in milliseconds
+    /// (0: 15000).
+    pub connect_timeout_ms: i64,
+    /// Digest credentials "user:password", or NULL.
+    pub auth: *const c_char,
+    /// `ZKLOCK_ACL_OPEN` (0), `ZKLOCK_ACL_CREATOR_ALL` or `ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL`.
+    pub acl: i32,
+    /// Identity written into our lock nodes (NULL: "host/pid").
+    pub identity: *const c_char,
+}
+
+/// Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_options) {
+    guard_value((), || {
+        if !opts.is_null() {
+            opts.write(zklock_client_options {
+                size: size_of::<zklock_client_options>(),
+                session_timeout_ms: 10_000,
+                connect_timeout_ms: 15_000,
+                auth: std::ptr::null(),
+                acl: ZKLOCK_ACL_OPEN,
+                identity: std::ptr::null(),
+            });
+        }
+        Ok(())
+    })
+}
+
+/// Whether a field ending at `end` bytes fits in the caller's `size`.
+fn fits(size: usize, end: usize) -> bool {
+    size >= end
+}
+
+/// Checks the caller's `size` against ours: smaller than the first version or larger with
+/// non-zero unknown bytes (options this library does not know) is an error.
+pub(crate) unsafe fn check_size(
+    base: *const u8,
+    size: usize,
+    ours: usize,
+    what: &str,
+) -> Result<(), Failure> {
+    if size < size_of::<usize>() {
+        return Err(Failure::invalid(format!(
+            "{what}.size is {size}; set it to sizeof({what})"
+        )));
+    }
+    if size > ours {
+        let extra = std::slice::from_raw_parts(base.add(ours), size - ours);
+        if extra.iter().any(|b| *b != 0) {
+            return Err(Failure::invalid(format!(
+                "{what}.size is {size} but this libzklock knows {ours} bytes of it, and the rest sets options it does not support"
+            )));
+        }
+    }
+    Ok(())
+}
+
+unsafe fn read_options(opts: *const zklock_client_options) -> Result<zklock::Options, Failure> {
+    let mut options = zklock::Options::default();
+    if opts.is_null() {
+        return Ok(options);
+    }
+    let size = std::ptr::addr_of!((*opts).size).read();
+    check_size(
+        opts.cast(),
+        size,
+        size_of::<zklock_client_options>(),
+        "zklock_client_options",
+    )?;
+    macro_rules! field {
+        ($name:ident, $ty:ty) => {{
+            if fits(
+                size,
+                offset_of!(zklock_client_options, $name) + size_of::<$ty>(),
+            ) {
+                Some(std::ptr::addr_of!((*opts).$name).read())
+            } else {
+                None
+            }
+        }};
+    }
+    let ms = |v: i64, what: &str| -> Result<Option<Duration>, Failure> {
+        if v == 0 {
+            Ok(None)
+        } else {
+            Ok(Some(zklock::duration_from_millis_i64(v, what)?))
+        }
+    };
+    if let Some(d) = ms(
+        field!(session_timeout_ms, i64).unwrap_or(0),
+        "session_timeout_ms",
+    )? {
+        options.session_timeout = d;
+    }
+    if let Some(d) = ms(
+        field!(connect_timeout_ms, i64).unwrap_or(0),
+        "connect_timeout_ms",
+    )? {
+        options.connect_timeout = d;
+    }
+    if let Some(auth) = field!(auth, *const c_char).filter(|p| !p.is_null()) {
+        options.auth = Some(str_arg(auth, "zklock_client_options.auth")?.to_owned());
+    }
+    options.acl = match field!(acl, i32).unwrap_or(ZKLOCK_ACL_OPEN) {
+        ZKLOCK_ACL_OPEN => zklock::AclPolicy::Open,
+        ZKLOCK_ACL_CREATOR_ALL => zklock::AclPolicy::CreatorAll,
+        ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL => zklock::AclPolicy::ReadAnyoneCreatorAll,
+        other => {
+            return Err(Failure::invalid(format!(
+                "zklock_client_options.acl is {other}; use one of the ZKLOCK_ACL_ constants"
+            )))
+        }
+    };
+    if let Some(identity) = field!(identity, *const c_char).filter(|p| !p.is_null()) {
+        options.identity = Some(str_arg(identity, "zklock_client_options.identity")?.to_owned());
+    }
+    Ok(options)
+}
+
+/// Connects to `hosts` ("host:port,host:port/optional/chroot"); `opts` NULL means defaults.
+/// Blocks until the session is established or the connect timeout passes
+/// (`ZKLOCK_CONNECTION`). On success `*out` gets a client to free with `zklock_client_free`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_connect(
+    hosts: *const c_char,
+    opts: *const zklock_client_options,
+    out: *mut *mut zklock_client,
+) -> zklock_status {
+    guard(|| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let hosts = str_arg(hosts, "hosts")?;
+        let options = read_options(opts)?;
+        let client = zklock::Client::blocking_connect(hosts, options)?;
+        out.write(Box::into_raw(Box::new(zklock_client { client })));
+        Ok(())
+    })
+}
+
+/// Closes the session (every lease taken through it becomes lost; locks made from it then fail
+/// with `ZKLOCK_CLOSED`) and frees the client. Locks and leases made from it stay valid to free.
+/// NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_free(client: *mut zklock_client) {
+    guard_value((), || {
+        if !client.is_null() {
+            let client = Box::from_raw(client);
+            client.client.blocking_close();
+        }
+        Ok(())
+    })
+}

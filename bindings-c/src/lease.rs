@@ -1,0 +1,229 @@
+//! `zklock_lease`: a held lock (token, node path, state, state callback, release).
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::ThreadId;
+
+use zklock::LeaseState;
+
+use crate::error::{guard, guard_value, zklock_status, Failure};
+use crate::UserPtr;
+
+/// Where a lease stands. `ZKLOCK_LEASE_LOST` is final and reported once.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum zklock_lease_state {
+    /// We hold the lock.
+    ZKLOCK_LEASE_HELD = 0,
+    /// Disconnected from the ensemble: we cannot know whether we still hold it.
+    ZKLOCK_LEASE_SUSPENDED = 1,
+    /// Session expired, our node deleted, the client closed, or no server contact for the
+    /// session timeout. Final.
+    ZKLOCK_LEASE_LOST = 2,
+    /// Released by its holder. Not seen through this API in practice: `zklock_lease_release`
+    /// frees the lease, and no state callback comes after it.
+    ZKLOCK_LEASE_RELEASED = 3,
+}
+
+impl From<LeaseState> for zklock_lease_state {
+    fn from(s: LeaseState) -> Self {
+        match s {
+            LeaseState::Held => zklock_lease_state::ZKLOCK_LEASE_HELD,
+            LeaseState::Suspended => zklock_lease_state::ZKLOCK_LEASE_SUSPENDED,
+            LeaseState::Lost => zklock_lease_state::ZKLOCK_LEASE_LOST,
+            LeaseState::Released => zklock_lease_state::ZKLOCK_LEASE_RELEASED,
+        }
+    }
+}
+
+/// Called on the library's callback thread at each change of a lease's state (suspended, held
+/// again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
+/// that release it is not called again.
+pub type zklock_state_cb = Option<
+    unsafe extern "C" fn(user: *mut c_void, lease: *mut zklock_lease, state: zklock_lease_state),
+>;
+
+/// A held lock. Opaque; give it back with `zklock_lease_release`, which also frees it.
+pub struct zklock_lease {
+    lease: Mutex<Option<zklock::Lease>>,
+    token: i64,
+    path: CString,
+    watcher: Mutex<Option<Arc<StateWatcher>>>,
+}
+
+/// One registered state callback. The C callback runs with no lock held; `release` (from
+/// another thread) waits for a running call to end before the lease memory goes away.
+struct StateWatcher {
+    cb: unsafe extern "C" fn(*mut c_void, *mut zklock_lease, zklock_lease_state),
+    user: UserPtr,
+    lease: UserPtr,
+    inner: Mutex<WatcherInner>,
+    idle: Condvar,
+}
+
+struct WatcherInner {
+    active: bool,
+    running_on: Option<ThreadId>,
+    last: LeaseState,
+}
+
+impl StateWatcher {
+    fn fire(&self, state: LeaseState) {
+        {
+            let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if !inner.active || inner.last == state || inner.last == LeaseState::Lost {
+                return;
+            }
+            inner.last = state;
+            inner.running_on = Some(std::thread::current().id());
+        }
+        // No lock is held here: the callback may release the lease (and so deactivate us).
+        unsafe { (self.cb)(self.user.0, self.lease.0.cast(), state.into()) };
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.running_on = None;
+        self.idle.notify_all();
+    }
+
+    /// No call starts after this returns, and none is running unless on this very thread
+    /// (a callback releasing its own lease).
+    fn deactivate(&self) {
+        let me = std::thread::current().id();
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.active = false;
+        while inner.running_on.is_some() && inner.running_on != Some(me) {
+            inner = self.idle.wait(inner).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl zklock_lease {
+    pub(crate) fn boxed(lease: zklock::Lease) -> *mut zklock_lease {
+        let path = CString::new(lease.path().replace('\0', "")).unwrap_or_default();
+        Box::into_raw(Box::new(zklock_lease {
+            token: lease.token(),
+            path,
+            lease: Mutex::new(Some(lease)),
+            watcher: Mutex::new(None),
+        }))
+    }
+
+    fn state(&self) -> LeaseState {
+        match &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(lease) => lease.state(),
+            None => LeaseState::Released,
+        }
+    }
+
+    fn take_watcher(&self) -> Option<Arc<StateWatcher>> {
+        self.watcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+}
+
+/// The fencing token: the czxid of our lock node, strictly increasing from one holder of a lock
+/// to the next (for a multi-lock the largest of its members'). -1 when `lease` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_token(lease: *const zklock_lease) -> i64 {
+    guard_value(-1, || {
+        let lease = lease.as_ref().ok_or_else(|| Failure::null("lease"))?;
+        Ok(lease.token)
+    })
+}
+
+/// The full path of our lock node (the first member's for a multi-lock); valid until the lease
+/// is released. NULL when `lease` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_path(lease: *const zklock_lease) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        let lease = lease.as_ref().ok_or_else(|| Failure::null("lease"))?;
+        Ok(lease.path.as_ptr())
+    })
+}
+
+/// The lease's current state. `ZKLOCK_LEASE_LOST` when `lease` is NULL (with the last error set).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_state_get(lease: *const zklock_lease) -> zklock_lease_state {
+    guard_value(zklock_lease_state::ZKLOCK_LEASE_LOST, || {
+        let lease = lease.as_ref().ok_or_else(|| Failure::null("lease"))?;
+        Ok(lease.state().into())
+    })
+}
+
+/// Calls `cb(user, lease, state)` on the library's callback thread at every change of the
+/// lease's state; LOST is reported exactly once (at once, if the lease is already lost or
+/// suspended). A later call replaces the callback; `cb` NULL removes it. The callback may call
+/// any zklock function, `zklock_lease_release(lease)` included.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_on_state(
+    lease: *mut zklock_lease,
+    cb: zklock_state_cb,
+    user: *mut c_void,
+) -> zklock_status {
+    guard(|| {
+        let lease_ref = lease.as_ref().ok_or_else(|| Failure::null("lease"))?;
+        if let Some(old) = lease_ref.take_watcher() {
+            old.deactivate();
+        }
+        let Some(cb) = cb else { return Ok(()) };
+        let watcher = Arc::new(StateWatcher {
+            cb,
+            user: UserPtr(user),
+            lease: UserPtr(lease.cast()),
+            inner: Mutex::new(WatcherInner {
+                active: true,
+                running_on: None,
+                last: LeaseState::Held,
+            }),
+            idle: Condvar::new(),
+        });
+        let guard = lease_ref.lease.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(core) = guard.as_ref() else {
+            return Err(Failure::new(
+                zklock_status::ZKLOCK_NOT_HELD,
+                "the lease was released",
+            ));
+        };
+        let w = watcher.clone();
+        core.on_state(move |state| w.fire(state));
+        // A change before the registration would be missed: report the state we see now
+        // (the watcher reports each state once, so a race with the core's report is harmless).
+        let now = core.state();
+        drop(guard);
+        *lease_ref.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher.clone());
+        if now != LeaseState::Held {
+            zklock::runtime::run_callback(move || watcher.fire(now));
+        }
+        Ok(())
+    })
+}
+
+/// Releases the lease and frees it, whatever the outcome: the node is deleted (members in
+/// reverse order for a multi-lock) or a re-entrant hold count goes down. Returns `ZKLOCK_OK`,
+/// or `ZKLOCK_LOST` when the lease had been lost (there was nothing left to delete), or another
+/// error when the node could not be deleted (the session's end removes it). Blocks until done;
+/// may be called from any thread, including from the lease's own state callback.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_release(lease: *mut zklock_lease) -> zklock_status {
+    guard(|| {
+        if lease.is_null() {
+            return Err(Failure::null("lease"));
+        }
+        let lease = Box::from_raw(lease);
+        if let Some(watcher) = lease.take_watcher() {
+            watcher.deactivate();
+        }
+        let core = lease.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let path = lease.path.to_string_lossy().into_owned();
+        drop(lease);
+        let Some(core) = core else { return Ok(()) };
+        match core.blocking_release()? {
+            zklock::Released::Released | zklock::Released::StillHeld => Ok(()),
+            zklock::Released::WasLost => Err(Failure::new(
+                zklock_status::ZKLOCK_LOST,
+                format!("the lease on {path} had been lost before it was released"),
+            )),
+        }
+    })
+}

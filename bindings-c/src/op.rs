@@ -1,0 +1,112 @@
+//! `zklock_op`: an asynchronous acquire in flight, completed through a callback.
+
+use std::ffi::c_void;
+
+use crate::error::{guard, guard_value, set_last_error, zklock_status, Failure};
+use crate::lease::zklock_lease;
+use crate::lock::{zklock_lock, Wait};
+use crate::UserPtr;
+
+/// Called once when an asynchronous acquire ends, on the library's callback thread. `status` is
+/// `ZKLOCK_OK` with a `lease` the callee now owns (release it with `zklock_lease_release`, from
+/// any thread), or an error with `lease` NULL and `zklock_last_error()` holding the message.
+/// It may call any zklock function.
+pub type zklock_acquire_cb = Option<
+    unsafe extern "C" fn(user: *mut c_void, status: zklock_status, lease: *mut zklock_lease),
+>;
+
+/// An asynchronous acquire: cancel it with `zklock_op_cancel`, free it with `zklock_op_free`
+/// (at any time: freeing does not cancel, and the callback still comes).
+pub struct zklock_op {
+    cancel: Box<dyn Fn() + Send + Sync>,
+}
+
+/// Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
+/// on the library's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries
+/// once and reports `ZKLOCK_TIMEOUT` through the callback when the lock is held). The attempt
+/// belongs to the calling thread's re-entrancy. On success `*op` gets a handle to free with
+/// `zklock_op_free`; on failure the callback is never called.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_acquire_async(
+    lock: *mut zklock_lock,
+    timeout_ms: i64,
+    cb: zklock_acquire_cb,
+    user: *mut c_void,
+    op: *mut *mut zklock_op,
+) -> zklock_status {
+    guard(|| {
+        let lock = lock.as_ref().ok_or_else(|| Failure::null("lock"))?;
+        let cb = cb.ok_or_else(|| Failure::null("cb"))?;
+        if op.is_null() {
+            return Err(Failure::null("op"));
+        }
+        let wait = Wait::from_ms(timeout_ms)?;
+        let holder = lock.holder()?;
+        let what = lock.describe();
+        let future = holder.acquire_future(wait);
+        let user = UserPtr(user);
+        let task = zklock::runtime::spawn(future);
+        let abort = task.abort_handle();
+        zklock::runtime::spawn(async move {
+            let result = match task.await {
+                Ok(Ok(lease)) => Ok(lease),
+                Ok(Err(e)) => Err(Failure::from(e)),
+                Err(e) if e.is_cancelled() => Err(Failure::new(
+                    zklock_status::ZKLOCK_CANCELLED,
+                    format!("the acquire of {what} was cancelled"),
+                )),
+                Err(_) => Err(Failure::new(
+                    zklock_status::ZKLOCK_PANIC,
+                    format!("internal error in zklock while acquiring {what}"),
+                )),
+            };
+            // This thread's value must live as long as the attempt (its re-entrancy count).
+            drop(holder);
+            zklock::runtime::run_callback(move || deliver(cb, user, result));
+        });
+        op.write(Box::into_raw(Box::new(zklock_op {
+            cancel: Box::new(move || abort.abort()),
+        })));
+        Ok(())
+    })
+}
+
+fn deliver(
+    cb: unsafe extern "C" fn(*mut c_void, zklock_status, *mut zklock_lease),
+    user: UserPtr,
+    result: Result<zklock::Lease, Failure>,
+) {
+    match result {
+        Ok(lease) => {
+            let lease = zklock_lease::boxed(lease);
+            unsafe { cb(user.0, zklock_status::ZKLOCK_OK, lease) }
+        }
+        Err(failure) => {
+            set_last_error(&failure.message);
+            unsafe { cb(user.0, failure.status, std::ptr::null_mut()) }
+        }
+    }
+}
+
+/// Cancels the acquire: the waiting node is removed and the callback gets `ZKLOCK_CANCELLED`,
+/// unless the acquire had already ended (then the callback reports how). Returns `ZKLOCK_OK`
+/// for any non-NULL op; safe to call more than once and from inside callbacks.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_op_cancel(op: *mut zklock_op) -> zklock_status {
+    guard(|| {
+        let op = op.as_ref().ok_or_else(|| Failure::null("op"))?;
+        (op.cancel)();
+        Ok(())
+    })
+}
+
+/// Frees the handle; does not cancel (the callback still comes). NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_op_free(op: *mut zklock_op) {
+    guard_value((), || {
+        if !op.is_null() {
+            drop(Box::from_raw(op));
+        }
+        Ok(())
+    })
+}

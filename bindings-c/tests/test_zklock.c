@@ -1,0 +1,770 @@
+/* The C face's test program, run against a real ZooKeeper (bindings-c/ci-test.sh starts one).
+ *
+ *   test_zklock SERVERS PROXY CONTROL_FIFO
+ *
+ * SERVERS is the connect string, PROXY the address of the harness's fault proxy in front of the
+ * server, CONTROL_FIFO the harness's command input (we write `blackhole` / `heal` to it).
+ * ZKLOCK_TEST_ROUNDS sets the acquires per thread of the contention test (default 200).
+ * The last line of the output is `N passed, N failed`.
+ */
+#include <stdatomic.h>
+
+#include "../../include/zklock.h"
+#include "testutil.h"
+
+static const char *servers, *proxy, *control;
+static char base[128];
+static int rounds = 200;
+
+static void path_of(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", base, name); }
+
+static zklock_client *connect_to(const char *hosts, int64_t session_ms) {
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    if (session_ms) opts.session_timeout_ms = session_ms;
+    opts.identity = "c-test";
+    zklock_client *c = NULL;
+    zklock_status st = zklock_client_connect(hosts, &opts, &c);
+    if (st != ZKLOCK_OK) {
+        printf("    connect to %s failed: %s: %s\n", hosts, zklock_status_str(st), zklock_last_error());
+        return NULL;
+    }
+    return c;
+}
+
+static void harness(const char *command) {
+    FILE *f = fopen(control, "w");
+    if (!f) {
+        printf("    cannot open the harness control %s\n", control);
+        return;
+    }
+    fprintf(f, "%s\n", command);
+    fclose(f);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void test_status_strings(void) {
+    CHECK(strncmp(zklock_status_str(ZKLOCK_OK), "ZKLOCK_OK", 9) == 0);
+    int codes[] = {ZKLOCK_TIMEOUT,    ZKLOCK_CANCELLED,  ZKLOCK_LOST,
+                   ZKLOCK_SESSION_EXPIRED, ZKLOCK_CONNECTION, ZKLOCK_NOT_HELD,
+                   ZKLOCK_UPGRADE,    ZKLOCK_INVALID_ARGUMENT, ZKLOCK_CLOSED,
+                   ZKLOCK_PERMISSION, ZKLOCK_ZOOKEEPER,  ZKLOCK_PANIC};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        CHECK(codes[i] < 0);
+        CHECK(strncmp(zklock_status_str(codes[i]), "ZKLOCK_", 7) == 0);
+    }
+    CHECK(strcmp(zklock_status_str(12345), "unknown zklock status") == 0);
+    CHECK(zklock_version() != NULL && zklock_version()[0] != 0);
+}
+
+static void *other_thread_last_error(void *arg) {
+    (void)arg;
+    return (void *)(intptr_t)(zklock_last_error()[0] == 0);
+}
+
+static void test_last_error_is_per_thread(void) {
+    zklock_lease *lease = NULL;
+    CHECK(zklock_acquire(NULL, 0, &lease) == ZKLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(zklock_last_error(), "lock is NULL") != NULL);
+    pthread_t t;
+    void *empty = NULL;
+    pthread_create(&t, NULL, other_thread_last_error, NULL);
+    pthread_join(t, &empty);
+    CHECK(empty == (void *)1);
+}
+
+static void dummy_acquire_cb(void *user, zklock_status st, zklock_lease *lease) {
+    (void)user, (void)st, (void)lease;
+}
+static void dummy_state_cb(void *user, zklock_lease *lease, zklock_lease_state s) {
+    (void)user, (void)lease, (void)s;
+}
+
+#define EXPECT_INVALID(call)                                                                   \
+    do {                                                                                       \
+        zklock_status st_ = (call);                                                            \
+        if (st_ != ZKLOCK_INVALID_ARGUMENT || zklock_last_error()[0] == 0) {                   \
+            printf("    %s gave %d (%s)\n", #call, st_, zklock_last_error());                  \
+            CHECK(0);                                                                          \
+        }                                                                                      \
+    } while (0)
+
+static void test_null_arguments(void) {
+    char p[256];
+    path_of(p, sizeof p, "nulls");
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    /* Sentinels: out-parameters are written only on success. */
+    zklock_client *sc = (zklock_client *)&p;
+    zklock_lock *sl = (zklock_lock *)&p, *sl2 = (zklock_lock *)&p;
+    zklock_lease *sle = (zklock_lease *)&p;
+    zklock_op *so = (zklock_op *)&p;
+    EXPECT_INVALID(zklock_client_connect(NULL, NULL, &sc));
+    EXPECT_INVALID(zklock_client_connect(servers, NULL, NULL));
+    EXPECT_INVALID(zklock_mutex_new(NULL, p, NULL, &sl));
+    EXPECT_INVALID(zklock_mutex_new(c, NULL, NULL, &sl));
+    EXPECT_INVALID(zklock_mutex_new(c, p, NULL, NULL));
+    EXPECT_INVALID(zklock_rwlock_new(NULL, p, &sl, &sl2));
+    EXPECT_INVALID(zklock_rwlock_new(c, NULL, &sl, &sl2));
+    EXPECT_INVALID(zklock_rwlock_new(c, p, NULL, &sl2));
+    EXPECT_INVALID(zklock_rwlock_new(c, p, &sl, NULL));
+    const char *paths[] = {p, NULL};
+    EXPECT_INVALID(zklock_multi_new(NULL, paths, 1, &sl));
+    EXPECT_INVALID(zklock_multi_new(c, NULL, 1, &sl));
+    EXPECT_INVALID(zklock_multi_new(c, paths, 1, NULL));
+    EXPECT_INVALID(zklock_multi_new(c, paths, 2, &sl));
+    EXPECT_INVALID(zklock_multi_new(c, paths, 0, &sl));
+    EXPECT_INVALID(zklock_acquire(NULL, -1, &sle));
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK && l);
+    EXPECT_INVALID(zklock_acquire(l, -1, NULL));
+    EXPECT_INVALID(zklock_acquire_async(NULL, -1, dummy_acquire_cb, NULL, &so));
+    EXPECT_INVALID(zklock_acquire_async(l, -1, NULL, NULL, &so));
+    EXPECT_INVALID(zklock_acquire_async(l, -1, dummy_acquire_cb, NULL, NULL));
+    EXPECT_INVALID(zklock_op_cancel(NULL));
+    EXPECT_INVALID(zklock_lease_on_state(NULL, dummy_state_cb, NULL));
+    EXPECT_INVALID(zklock_lease_release(NULL));
+    CHECK(zklock_lease_token(NULL) == -1);
+    CHECK(zklock_lease_path(NULL) == NULL);
+    CHECK(zklock_lease_state_get(NULL) == ZKLOCK_LEASE_LOST);
+    CHECK(strstr(zklock_last_error(), "NULL") != NULL);
+    /* The _free and _init functions take NULL quietly. */
+    zklock_client_free(NULL);
+    zklock_lock_free(NULL);
+    zklock_op_free(NULL);
+    zklock_client_options_init(NULL);
+    zklock_mutex_options_init(NULL);
+    CHECK(sc == (zklock_client *)&p && sl == (zklock_lock *)&p && sl2 == (zklock_lock *)&p);
+    CHECK(sle == (zklock_lease *)&p && so == (zklock_op *)&p);
+    zklock_lock_free(l);
+    zklock_client_free(c);
+}
+
+static void test_bad_arguments(void) {
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    zklock_lock *l = (zklock_lock *)&c;
+    const char *bad_paths[] = {"", "relative/path", "/", "/a//b", "/a/", "/zookeeper/x", "/a/../b",
+                               "/bad\xff\xfeutf8"};
+    for (size_t i = 0; i < sizeof bad_paths / sizeof bad_paths[0]; i++) {
+        EXPECT_INVALID(zklock_mutex_new(c, bad_paths[i], NULL, &l));
+        zklock_lock *w = NULL;
+        EXPECT_INVALID(zklock_rwlock_new(c, bad_paths[i], &l, &w));
+    }
+    CHECK(strstr(zklock_last_error(), "UTF-8") != NULL);
+    EXPECT_INVALID(zklock_mutex_new(c, "relative", NULL, &l));
+    CHECK(strstr(zklock_last_error(), "relative") != NULL);
+    const char *dup[] = {"/x/a", "/x/b", "/x/a"};
+    EXPECT_INVALID(zklock_multi_new(c, dup, 3, &l));
+    CHECK(strstr(zklock_last_error(), "/x/a") != NULL);
+    const char *badmulti[] = {"/x/a", "nope"};
+    EXPECT_INVALID(zklock_multi_new(c, badmulti, 2, &l));
+    CHECK(l == (zklock_lock *)&c);
+
+    zklock_client *c2 = (zklock_client *)&c;
+    const char *bad_hosts[] = {"", "   ", "host:notaport", "host:99999", "a b:2181", ",", "/chroot"};
+    for (size_t i = 0; i < sizeof bad_hosts / sizeof bad_hosts[0]; i++) {
+        EXPECT_INVALID(zklock_client_connect(bad_hosts[i], NULL, &c2));
+    }
+    CHECK(strstr(zklock_last_error(), "connect string") != NULL);
+
+    zklock_client_options o;
+    zklock_client_options_init(&o);
+    CHECK(o.size == sizeof o && o.session_timeout_ms == 10000 && o.acl == ZKLOCK_ACL_OPEN);
+    o.size = 0;
+    EXPECT_INVALID(zklock_client_connect(servers, &o, &c2));
+    CHECK(strstr(zklock_last_error(), "size") != NULL);
+    zklock_client_options_init(&o);
+    o.acl = 7;
+    EXPECT_INVALID(zklock_client_connect(servers, &o, &c2));
+    zklock_client_options_init(&o);
+    o.auth = "nopassword";
+    EXPECT_INVALID(zklock_client_connect(servers, &o, &c2));
+    zklock_client_options_init(&o);
+    o.session_timeout_ms = -5;
+    EXPECT_INVALID(zklock_client_connect(servers, &o, &c2));
+    zklock_client_options_init(&o);
+    o.acl = ZKLOCK_ACL_CREATOR_ALL; /* needs auth */
+    EXPECT_INVALID(zklock_client_connect(servers, &o, &c2));
+    /* A newer caller's larger struct: unknown trailing bytes must be zero. */
+    struct {
+        zklock_client_options o;
+        int64_t future_field;
+    } bigger;
+    memset(&bigger, 0, sizeof bigger);
+    zklock_client_options_init(&bigger.o);
+    bigger.o.size = sizeof bigger;
+    bigger.future_field = 42;
+    EXPECT_INVALID(zklock_client_connect(servers, &bigger.o, &c2));
+    CHECK(c2 == (zklock_client *)&c);
+    bigger.future_field = 0;
+    zklock_client *ok = NULL;
+    CHECK(zklock_client_connect(servers, &bigger.o, &ok) == ZKLOCK_OK && ok);
+    zklock_client_free(ok);
+    /* An older caller's smaller struct (only size and session_timeout_ms). */
+    zklock_client_options_init(&o);
+    o.size = offsetof(zklock_client_options, connect_timeout_ms);
+    o.connect_timeout_ms = -99; /* beyond size: must be ignored */
+    ok = NULL;
+    CHECK(zklock_client_connect(servers, &o, &ok) == ZKLOCK_OK && ok);
+    zklock_client_free(ok);
+
+    /* Nobody listens on port 1: ZKLOCK_CONNECTION after the connect timeout. */
+    zklock_client_options_init(&o);
+    o.connect_timeout_ms = 500;
+    int64_t t0 = now_ms();
+    CHECK(zklock_client_connect("127.0.0.1:1", &o, &c2) == ZKLOCK_CONNECTION);
+    CHECK(now_ms() - t0 < 5000);
+    CHECK(strstr(zklock_last_error(), "127.0.0.1:1") != NULL);
+
+    zklock_mutex_options mo;
+    zklock_mutex_options_init(&mo);
+    CHECK(mo.reentrant == true && mo.size == sizeof mo);
+    mo.size = 3;
+    EXPECT_INVALID(zklock_mutex_new(c, "/x/y", &mo, &l));
+
+    char p[256];
+    path_of(p, sizeof p, "badtimeout");
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    zklock_lease *lease = NULL;
+    EXPECT_INVALID(zklock_acquire(l, -2, &lease));
+    CHECK(strstr(zklock_last_error(), "timeout_ms") != NULL);
+    zklock_op *op = NULL;
+    EXPECT_INVALID(zklock_acquire_async(l, -100, dummy_acquire_cb, NULL, &op));
+    CHECK(lease == NULL && op == NULL);
+    zklock_lock_free(l);
+    zklock_client_free(c);
+}
+
+static void test_acquire_release(void) {
+    char p[256];
+    path_of(p, sizeof p, "basic");
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    zklock_lease *lease = NULL;
+    CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK && lease);
+    CHECK(zklock_lease_token(lease) > 0);
+    const char *node = zklock_lease_path(lease);
+    CHECK(node && strncmp(node, p, strlen(p)) == 0 && strstr(node, "-lock-"));
+    CHECK(zklock_lease_state_get(lease) == ZKLOCK_LEASE_HELD);
+    CHECK(ephemerals_under(servers, p) == 1);
+    int64_t first = zklock_lease_token(lease);
+    CHECK(zklock_lease_release(lease) == ZKLOCK_OK);
+    CHECK(ephemerals_under(servers, p) == 0);
+    CHECK(zklock_acquire(l, 1000, &lease) == ZKLOCK_OK);
+    CHECK(zklock_lease_token(lease) > first);
+    CHECK(zklock_lease_release(lease) == ZKLOCK_OK);
+    zklock_lock_free(l);
+    zklock_client_free(c);
+}
+
+static void test_reentrant_per_handle(void) {
+    char p[256];
+    path_of(p, sizeof p, "reentrant");
+    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
+    CHECK(a && b);
+    zklock_lock *la = NULL, *lb = NULL;
+    CHECK(zklock_mutex_new(a, p, NULL, &la) == ZKLOCK_OK);
+    CHECK(zklock_mutex_new(b, p, NULL, &lb) == ZKLOCK_OK);
+    zklock_lease *l1 = NULL, *l2 = NULL, *other = NULL;
+    CHECK(zklock_acquire(la, -1, &l1) == ZKLOCK_OK);
+    CHECK(zklock_acquire(la, 0, &l2) == ZKLOCK_OK); /* same handle, same thread: counted */
+    CHECK(zklock_lease_token(l1) == zklock_lease_token(l2));
+    CHECK(ephemerals_under(servers, p) == 1);
+    CHECK(zklock_acquire(lb, 0, &other) == ZKLOCK_TIMEOUT && other == NULL);
+    CHECK(strstr(zklock_last_error(), p) != NULL);
+    CHECK(zklock_lease_release(l2) == ZKLOCK_OK);
+    CHECK(zklock_acquire(lb, 0, &other) == ZKLOCK_TIMEOUT); /* still held once */
+    CHECK(zklock_lease_release(l1) == ZKLOCK_OK);
+    CHECK(zklock_acquire(lb, 0, &other) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(other) == ZKLOCK_OK);
+
+    /* Non-re-entrant: the holder's second try waits for itself. */
+    zklock_mutex_options mo;
+    zklock_mutex_options_init(&mo);
+    mo.reentrant = false;
+    zklock_lock *nr = NULL;
+    CHECK(zklock_mutex_new(a, p, &mo, &nr) == ZKLOCK_OK);
+    CHECK(zklock_acquire(nr, -1, &l1) == ZKLOCK_OK);
+    CHECK(zklock_acquire(nr, 0, &l2) == ZKLOCK_TIMEOUT);
+    CHECK(zklock_acquire(nr, 200, &l2) == ZKLOCK_TIMEOUT);
+    CHECK(zklock_lease_release(l1) == ZKLOCK_OK);
+    CHECK(wait_ephemerals(servers, p, 0, 2000) == 0);
+    zklock_lock_free(nr);
+    zklock_lock_free(la);
+    zklock_lock_free(lb);
+    zklock_client_free(a);
+    zklock_client_free(b);
+}
+
+struct shared_handle {
+    zklock_lock *lock;
+    zklock_status status;
+    int64_t elapsed;
+};
+
+static void *try_on_shared_handle(void *arg) {
+    struct shared_handle *s = arg;
+    zklock_lease *lease = NULL;
+    int64_t t0 = now_ms();
+    s->status = zklock_acquire(s->lock, 300, &lease);
+    s->elapsed = now_ms() - t0;
+    if (lease) zklock_lease_release(lease);
+    return NULL;
+}
+
+static void test_reentrant_per_thread(void) {
+    char p[256];
+    path_of(p, sizeof p, "perthread");
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    zklock_lease *lease = NULL;
+    CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
+    /* Another thread using the same handle contends. */
+    struct shared_handle s = {l, ZKLOCK_OK, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, try_on_shared_handle, &s);
+    pthread_join(t, NULL);
+    EXPECT(s.status == ZKLOCK_TIMEOUT);
+    EXPECT(s.elapsed >= 250);
+    CHECK(zklock_lease_release(lease) == ZKLOCK_OK);
+    /* Free, the other thread gets it through the same handle. */
+    pthread_create(&t, NULL, try_on_shared_handle, &s);
+    pthread_join(t, NULL);
+    CHECK(s.status == ZKLOCK_OK);
+    CHECK(wait_ephemerals(servers, p, 0, 2000) == 0);
+    zklock_lock_free(l);
+    zklock_client_free(c);
+}
+
+/* 8 threads x ROUNDS blocking acquires, one handle per thread: never two inside, tokens rise. */
+#define THREADS 8
+static atomic_int inside;
+static atomic_int overlaps;
+static atomic_int token_errors;
+static atomic_int acquire_errors;
+static int64_t last_token; /* only touched while holding the ZooKeeper lock */
+static zklock_client *contention_client;
+static char contention_path[256];
+
+static void *contend(void *arg) {
+    (void)arg;
+    zklock_lock *l = NULL;
+    if (zklock_mutex_new(contention_client, contention_path, NULL, &l) != ZKLOCK_OK) {
+        atomic_fetch_add(&acquire_errors, 1);
+        return NULL;
+    }
+    for (int i = 0; i < rounds; i++) {
+        zklock_lease *lease = NULL;
+        zklock_status st = zklock_acquire(l, 60000, &lease);
+        if (st != ZKLOCK_OK) {
+            printf("    acquire failed: %s: %s\n", zklock_status_str(st), zklock_last_error());
+            atomic_fetch_add(&acquire_errors, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&inside, 1) != 0) atomic_fetch_add(&overlaps, 1);
+        int64_t token = zklock_lease_token(lease);
+        if (token <= last_token) atomic_fetch_add(&token_errors, 1);
+        last_token = token;
+        atomic_fetch_sub(&inside, 1);
+        if (zklock_lease_release(lease) != ZKLOCK_OK) atomic_fetch_add(&acquire_errors, 1);
+    }
+    zklock_lock_free(l);
+    return NULL;
+}
+
+static void test_contention_threads(void) {
+    path_of(contention_path, sizeof contention_path, "contend");
+    contention_client = connect_to(servers, 0);
+    CHECK(contention_client);
+    pthread_t t[THREADS];
+    int64_t t0 = now_ms();
+    for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, contend, NULL);
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    printf("    %d threads x %d acquires in %lld ms, last token %lld\n", THREADS, rounds,
+           (long long)(now_ms() - t0), (long long)last_token);
+    EXPECT(atomic_load(&overlaps) == 0);
+    EXPECT(atomic_load(&token_errors) == 0);
+    EXPECT(atomic_load(&acquire_errors) == 0);
+    EXPECT(ephemerals_under(servers, contention_path) == 0);
+    zklock_client_free(contention_client);
+}
+
+struct async_result {
+    tu_event done;
+    void *user_seen;
+    zklock_status status;
+    zklock_lease *lease;
+    int64_t token;
+    zklock_status release_status;
+    int release_in_callback;
+    char message[256];
+    int calls;
+};
+
+static void async_cb(void *user, zklock_status status, zklock_lease *lease) {
+    struct async_result *r = user;
+    r->user_seen = user;
+    r->status = status;
+    r->calls++;
+    snprintf(r->message, sizeof r->message, "%s", status == ZKLOCK_OK ? "" : zklock_last_error());
+    if (lease) r->token = zklock_lease_token(lease);
+    if (lease && r->release_in_callback) {
+        r->release_status = zklock_lease_release(lease); /* calling back into the library */
+        lease = NULL;
+    }
+    r->lease = lease;
+    tu_event_set(&r->done);
+}
+
+static void async_init(struct async_result *r, int release_in_callback) {
+    memset(r, 0, sizeof *r);
+    tu_event_init(&r->done);
+    r->status = 99;
+    r->release_status = 99;
+    r->release_in_callback = release_in_callback;
+}
+
+static void test_async_acquire(void) {
+    char p[256];
+    path_of(p, sizeof p, "async");
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    struct async_result r;
+    async_init(&r, 1);
+    zklock_op *op = NULL;
+    CHECK(zklock_acquire_async(l, 5000, async_cb, &r, &op) == ZKLOCK_OK && op);
+    CHECK(tu_event_wait(&r.done, 1, 10000) == 1);
+    CHECK(r.user_seen == &r);
+    CHECK(r.status == ZKLOCK_OK);
+    CHECK(r.token > 0);
+    CHECK(r.release_status == ZKLOCK_OK);
+    CHECK(ephemerals_under(servers, p) == 0);
+    CHECK(zklock_op_cancel(op) == ZKLOCK_OK); /* after completion: harmless */
+    zklock_op_free(op);
+    sleep_ms(100);
+    CHECK(r.calls == 1);
+    tu_event_destroy(&r.done);
+
+    /* Freeing the op at once does not cancel; the callback still comes. */
+    async_init(&r, 0);
+    CHECK(zklock_acquire_async(l, -1, async_cb, &r, &op) == ZKLOCK_OK);
+    zklock_op_free(op);
+    CHECK(tu_event_wait(&r.done, 1, 10000) == 1);
+    CHECK(r.status == ZKLOCK_OK && r.lease);
+    CHECK(zklock_lease_release(r.lease) == ZKLOCK_OK);
+    tu_event_destroy(&r.done);
+    zklock_lock_free(l);
+    zklock_client_free(c);
+}
+
+static void test_async_try_and_timeout_while_held(void) {
+    char p[256];
+    path_of(p, sizeof p, "asynctry");
+    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
+    CHECK(a && b);
+    zklock_lock *la = NULL, *lb = NULL;
+    CHECK(zklock_mutex_new(a, p, NULL, &la) == ZKLOCK_OK);
+    CHECK(zklock_mutex_new(b, p, NULL, &lb) == ZKLOCK_OK);
+    zklock_lease *held = NULL, *none = NULL;
+    CHECK(zklock_acquire(la, -1, &held) == ZKLOCK_OK);
+    /* Blocking try and timed wait. */
+    CHECK(zklock_acquire(lb, 0, &none) == ZKLOCK_TIMEOUT && none == NULL);
+    int64_t t0 = now_ms();
+    CHECK(zklock_acquire(lb, 300, &none) == ZKLOCK_TIMEOUT && none == NULL);
+    CHECK(now_ms() - t0 >= 250);
+    CHECK(wait_ephemerals(servers, p, 1, 2000) == 1); /* the timed-out attempt's node is gone */
+    /* Async try (timeout 0) reports ZKLOCK_TIMEOUT through the callback. */
+    struct async_result r;
+    async_init(&r, 0);
+    zklock_op *op = NULL;
+    CHECK(zklock_acquire_async(lb, 0, async_cb, &r, &op) == ZKLOCK_OK);
+    CHECK(tu_event_wait(&r.done, 1, 10000) == 1);
+    CHECK(r.status == ZKLOCK_TIMEOUT && r.lease == NULL && r.user_seen == &r);
+    CHECK(r.message[0] != 0);
+    zklock_op_free(op);
+    tu_event_destroy(&r.done);
+    /* Async with a deadline. */
+    async_init(&r, 0);
+    t0 = now_ms();
+    CHECK(zklock_acquire_async(lb, 300, async_cb, &r, &op) == ZKLOCK_OK);
+    CHECK(tu_event_wait(&r.done, 1, 10000) == 1);
+    CHECK(r.status == ZKLOCK_TIMEOUT && now_ms() - t0 >= 250);
+    zklock_op_free(op);
+    tu_event_destroy(&r.done);
+    CHECK(wait_ephemerals(servers, p, 1, 2000) == 1);
+    CHECK(zklock_lease_release(held) == ZKLOCK_OK);
+    zklock_lock_free(la);
+    zklock_lock_free(lb);
+    zklock_client_free(a);
+    zklock_client_free(b);
+}
+
+static void test_async_cancel_leaves_no_node(void) {
+    char p[256];
+    path_of(p, sizeof p, "cancel");
+    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
+    CHECK(a && b);
+    zklock_lock *la = NULL, *lb = NULL;
+    CHECK(zklock_mutex_new(a, p, NULL, &la) == ZKLOCK_OK);
+    CHECK(zklock_mutex_new(b, p, NULL, &lb) == ZKLOCK_OK);
+    zklock_lease *held = NULL;
+    CHECK(zklock_acquire(la, -1, &held) == ZKLOCK_OK);
+    struct async_result r;
+    async_init(&r, 0);
+    zklock_op *op = NULL;
+    CHECK(zklock_acquire_async(lb, -1, async_cb, &r, &op) == ZKLOCK_OK);
+    CHECK(wait_ephemerals(servers, p, 2, 5000) == 2); /* the waiter's node is there */
+    CHECK(r.calls == 0);
+    CHECK(zklock_op_cancel(op) == ZKLOCK_OK);
+    CHECK(zklock_op_cancel(op) == ZKLOCK_OK); /* twice is fine */
+    CHECK(tu_event_wait(&r.done, 1, 10000) == 1);
+    CHECK(r.status == ZKLOCK_CANCELLED && r.lease == NULL && r.user_seen == &r);
+    CHECK(strstr(r.message, "cancel") != NULL);
+    CHECK(wait_ephemerals(servers, p, 1, 3000) == 1); /* only the holder's node is left */
+    CHECK(zklock_lease_release(held) == ZKLOCK_OK);
+    CHECK(ephemerals_under(servers, p) == 0);
+    /* And the lock is free for the next one at once. */
+    zklock_lease *next = NULL;
+    CHECK(zklock_acquire(lb, 0, &next) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(next) == ZKLOCK_OK);
+    zklock_op_free(op);
+    tu_event_destroy(&r.done);
+    zklock_lock_free(la);
+    zklock_lock_free(lb);
+    zklock_client_free(a);
+    zklock_client_free(b);
+}
+
+static void test_rwlock(void) {
+    char p[256];
+    path_of(p, sizeof p, "rw");
+    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0), *c = connect_to(servers, 0);
+    CHECK(a && b && c);
+    zklock_lock *ra = NULL, *wa = NULL, *rb = NULL, *wb = NULL, *rc = NULL, *wc = NULL;
+    CHECK(zklock_rwlock_new(a, p, &ra, &wa) == ZKLOCK_OK && ra && wa);
+    CHECK(zklock_rwlock_new(b, p, &rb, &wb) == ZKLOCK_OK && rb && wb);
+    CHECK(zklock_rwlock_new(c, p, &rc, &wc) == ZKLOCK_OK && rc && wc);
+    zklock_lease *r1 = NULL, *r2 = NULL, *w = NULL, *x = NULL;
+    CHECK(zklock_acquire(ra, -1, &r1) == ZKLOCK_OK);
+    CHECK(strstr(zklock_lease_path(r1), "__READ__") != NULL);
+    CHECK(zklock_acquire(rb, 0, &r2) == ZKLOCK_OK); /* readers share */
+    CHECK(zklock_acquire(wc, 0, &x) == ZKLOCK_TIMEOUT);
+    CHECK(zklock_acquire(wa, -1, &w) == ZKLOCK_UPGRADE); /* at once, no deadlock */
+    CHECK(strstr(zklock_last_error(), "upgrade") != NULL);
+    CHECK(zklock_lease_release(r1) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(r2) == ZKLOCK_OK);
+    CHECK(zklock_acquire(wa, 5000, &w) == ZKLOCK_OK);
+    CHECK(strstr(zklock_lease_path(w), "__WRIT__") != NULL);
+    CHECK(zklock_acquire(rb, 0, &x) == ZKLOCK_TIMEOUT);
+    CHECK(zklock_acquire(wc, 0, &x) == ZKLOCK_TIMEOUT);
+    CHECK(zklock_acquire(ra, 0, &r1) == ZKLOCK_OK); /* downgrade: the writer may read */
+    CHECK(zklock_lease_release(w) == ZKLOCK_OK);
+    CHECK(zklock_acquire(wc, 0, &x) == ZKLOCK_TIMEOUT); /* our read still holds */
+    CHECK(zklock_acquire(rb, 5000, &r2) == ZKLOCK_OK);  /* and other readers may join */
+    CHECK(zklock_lease_release(r2) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(r1) == ZKLOCK_OK);
+    CHECK(zklock_acquire(wc, 5000, &x) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(x) == ZKLOCK_OK);
+    CHECK(wait_ephemerals(servers, p, 0, 2000) == 0);
+    zklock_lock_free(ra);
+    zklock_lock_free(wa);
+    zklock_lock_free(rb);
+    zklock_lock_free(wb);
+    zklock_lock_free(rc);
+    zklock_lock_free(wc);
+    zklock_client_free(a);
+    zklock_client_free(b);
+    zklock_client_free(c);
+}
+
+static void test_multi_lock(void) {
+    char p1[256], p2[256];
+    path_of(p1, sizeof p1, "multi-b");
+    path_of(p2, sizeof p2, "multi-a");
+    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
+    CHECK(a && b);
+    const char *paths[] = {p1, p2};
+    zklock_lock *m = NULL, *single = NULL;
+    CHECK(zklock_multi_new(a, paths, 2, &m) == ZKLOCK_OK && m);
+    CHECK(zklock_mutex_new(b, p1, NULL, &single) == ZKLOCK_OK);
+    zklock_lease *ml = NULL, *sl = NULL;
+    CHECK(zklock_acquire(m, 5000, &ml) == ZKLOCK_OK);
+    CHECK(zklock_lease_token(ml) > 0);
+    CHECK(strncmp(zklock_lease_path(ml), p2, strlen(p2)) == 0); /* path order: multi-a first */
+    CHECK(ephemerals_under(servers, p1) == 1 && ephemerals_under(servers, p2) == 1);
+    CHECK(zklock_acquire(single, 0, &sl) == ZKLOCK_TIMEOUT);
+    CHECK(zklock_lease_release(ml) == ZKLOCK_OK);
+    CHECK(ephemerals_under(servers, p1) == 0 && ephemerals_under(servers, p2) == 0);
+    /* All or nothing: with one member held elsewhere, a timed-out multi leaves no node. */
+    CHECK(zklock_acquire(single, 0, &sl) == ZKLOCK_OK);
+    CHECK(zklock_acquire(m, 300, &ml) == ZKLOCK_TIMEOUT);
+    CHECK(wait_ephemerals(servers, p2, 0, 2000) == 0);
+    CHECK(ephemerals_under(servers, p1) == 1);
+    CHECK(zklock_lease_release(sl) == ZKLOCK_OK);
+    zklock_lock_free(m);
+    zklock_lock_free(single);
+    zklock_client_free(a);
+    zklock_client_free(b);
+}
+
+static void test_client_free_makes_leases_lost(void) {
+    char p[256];
+    path_of(p, sizeof p, "closed");
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    zklock_lease *lease = NULL;
+    CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
+    zklock_client_free(c);
+    CHECK(zklock_lease_state_get(lease) == ZKLOCK_LEASE_LOST);
+    zklock_lease *again = NULL;
+    CHECK(zklock_acquire(l, 0, &again) == ZKLOCK_CLOSED && again == NULL);
+    CHECK(zklock_lease_release(lease) == ZKLOCK_LOST); /* freed all the same */
+    CHECK(wait_ephemerals(servers, p, 0, 3000) == 0);
+    zklock_lock_free(l);
+}
+
+struct state_log {
+    tu_event lost;
+    atomic_int held, suspended, lost_count, calls_after_release;
+    atomic_int released;
+    zklock_status release_status;
+    zklock_lease *expected;
+    int release_on_lost;
+};
+
+static void state_cb(void *user, zklock_lease *lease, zklock_lease_state state) {
+    struct state_log *s = user;
+    if (atomic_load(&s->released)) atomic_fetch_add(&s->calls_after_release, 1);
+    if (lease != s->expected) return;
+    switch (state) {
+    case ZKLOCK_LEASE_HELD: atomic_fetch_add(&s->held, 1); break;
+    case ZKLOCK_LEASE_SUSPENDED: atomic_fetch_add(&s->suspended, 1); break;
+    case ZKLOCK_LEASE_LOST:
+        atomic_fetch_add(&s->lost_count, 1);
+        if (s->release_on_lost) {
+            s->release_status = zklock_lease_release(lease); /* from inside the callback */
+            atomic_store(&s->released, 1);
+        }
+        tu_event_set(&s->lost);
+        break;
+    default: break;
+    }
+}
+
+static void test_state_callback_not_called_after_release(void) {
+    char p[256];
+    path_of(p, sizeof p, "statequiet");
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    zklock_lease *lease = NULL;
+    CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
+    struct state_log s;
+    memset(&s, 0, sizeof s);
+    tu_event_init(&s.lost);
+    s.expected = lease;
+    CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK);
+    CHECK(zklock_lease_on_state(lease, NULL, NULL) == ZKLOCK_OK); /* removed */
+    CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK); /* and back */
+    CHECK(zklock_lease_release(lease) == ZKLOCK_OK);
+    zklock_client_free(c); /* would make a still-registered lease lost */
+    sleep_ms(300);
+    CHECK(atomic_load(&s.lost_count) == 0 && atomic_load(&s.suspended) == 0);
+    tu_event_destroy(&s.lost);
+    zklock_lock_free(l);
+}
+
+/* Session expiry: the holder talks through the fault proxy with a 2 s session; a blackhole
+ * makes its lease suspended, then lost (client side, after the session timeout); the state
+ * callback reports LOST once and releases the lease from inside the callback. */
+static void test_lost_on_session_expiry(void) {
+    char p[256];
+    path_of(p, sizeof p, "expiry");
+    zklock_client *holder = connect_to(proxy, 2000);
+    zklock_client *other = connect_to(servers, 0);
+    CHECK(holder && other);
+    zklock_lock *l = NULL, *lo = NULL;
+    CHECK(zklock_mutex_new(holder, p, NULL, &l) == ZKLOCK_OK);
+    CHECK(zklock_mutex_new(other, p, NULL, &lo) == ZKLOCK_OK);
+    zklock_lease *lease = NULL, *next = NULL;
+    CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
+    int64_t token = zklock_lease_token(lease);
+    static struct state_log s;
+    memset(&s, 0, sizeof s);
+    tu_event_init(&s.lost);
+    s.expected = lease;
+    s.release_on_lost = 1;
+    s.release_status = 99;
+    CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK);
+    harness("blackhole");
+    int64_t t0 = now_ms();
+    int fired = tu_event_wait(&s.lost, 1, 20000);
+    printf("    lost after %lld ms (suspended reported %d times)\n", (long long)(now_ms() - t0),
+           atomic_load(&s.suspended));
+    EXPECT(fired == 1);
+    sleep_ms(1500); /* nothing more may come */
+    harness("heal");
+    EXPECT(atomic_load(&s.lost_count) == 1);
+    EXPECT(atomic_load(&s.suspended) >= 1);
+    EXPECT(atomic_load(&s.calls_after_release) == 0);
+    EXPECT(s.release_status == ZKLOCK_LOST || s.release_status == ZKLOCK_OK);
+    /* The server ends the dead session; then the lock is someone else's, with a larger token. */
+    EXPECT(zklock_acquire(lo, 30000, &next) == ZKLOCK_OK);
+    if (next) {
+        EXPECT(zklock_lease_token(next) > token);
+        EXPECT(zklock_lease_release(next) == ZKLOCK_OK);
+    }
+    /* The holder's client opens a fresh session on its next acquire. */
+    EXPECT(zklock_acquire(l, 20000, &next) == ZKLOCK_OK);
+    if (next) EXPECT(zklock_lease_release(next) == ZKLOCK_OK);
+    tu_event_destroy(&s.lost);
+    zklock_lock_free(l);
+    zklock_lock_free(lo);
+    zklock_client_free(holder);
+    zklock_client_free(other);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s SERVERS PROXY CONTROL_FIFO\n", argv[0]);
+        printf("0 passed, 1 failed\n");
+        return 2;
+    }
+    servers = argv[1];
+    proxy = argv[2];
+    control = argv[3];
+    const char *r = getenv("ZKLOCK_TEST_ROUNDS");
+    if (r && atoi(r) > 0) rounds = atoi(r);
+    snprintf(base, sizeof base, "/zklock-c-test/%ld-%ld", (long)getpid(), (long)time(NULL));
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    printf("zklock %s against %s (proxy %s)\n", zklock_version(), servers, proxy);
+
+    RUN(test_status_strings);
+    RUN(test_last_error_is_per_thread);
+    RUN(test_null_arguments);
+    RUN(test_bad_arguments);
+    RUN(test_acquire_release);
+    RUN(test_reentrant_per_handle);
+    RUN(test_reentrant_per_thread);
+    RUN(test_contention_threads);
+    RUN(test_async_acquire);
+    RUN(test_async_try_and_timeout_while_held);
+    RUN(test_async_cancel_leaves_no_node);
+    RUN(test_rwlock);
+    RUN(test_multi_lock);
+    RUN(test_client_free_makes_leases_lost);
+    RUN(test_state_callback_not_called_after_release);
+    RUN(test_lost_on_session_expiry);
+    return tu_summary();
+}

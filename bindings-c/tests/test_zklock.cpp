@@ -1,0 +1,239 @@
+// Test of the C++17 RAII wrapper (include/zklock.hpp) against a real ZooKeeper.
+//   test_zklock_cpp SERVERS        (last line: `N passed, N failed`)
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "zklock.hpp"
+
+using namespace std::chrono_literals;
+
+static std::string servers;
+static std::string base;
+static int passed_count = 0, failed_count = 0;
+
+struct check_failed {};
+
+#define CHECK(cond)                                                                \
+    do {                                                                           \
+        if (!(cond)) {                                                             \
+            std::printf("    check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            throw check_failed{};                                                  \
+        }                                                                          \
+    } while (0)
+
+template <class F>
+static void run(const char *name, F test) {
+    std::printf("--- %s\n", name);
+    bool ok = false;
+    try {
+        test();
+        ok = true;
+    } catch (const check_failed &) {
+    } catch (const zklock::error &e) {
+        std::printf("    unexpected zklock::error %s: %s\n", e.status_str(), e.what());
+    } catch (const std::exception &e) {
+        std::printf("    unexpected exception: %s\n", e.what());
+    }
+    (ok ? passed_count : failed_count)++;
+    std::printf("%s %s\n", ok ? "ok  " : "FAIL", name);
+    std::fflush(stdout);
+}
+
+template <class F>
+static zklock_status status_of(F f) {
+    try {
+        f();
+    } catch (const zklock::error &e) {
+        return e.status();
+    }
+    return ZKLOCK_OK;
+}
+
+static std::string path(const char *name) { return base + "/" + name; }
+
+// A one-shot latch for callbacks.
+struct latch {
+    std::mutex mu;
+    std::condition_variable cv;
+    int count = 0;
+    void set() {
+        std::lock_guard<std::mutex> g(mu);
+        count++;
+        cv.notify_all();
+    }
+    bool wait(std::chrono::milliseconds d, int n = 1) {
+        std::unique_lock<std::mutex> g(mu);
+        return cv.wait_for(g, d, [&] { return count >= n; });
+    }
+};
+
+static void test_raii_lease_releases_at_scope_end() {
+    zklock::client a(servers), b(servers);
+    zklock::lock la = a.mutex(path("raii")), lb = b.mutex(path("raii"));
+    int64_t token = 0;
+    {
+        zklock::lease lease = la.acquire();
+        CHECK(lease && lease.is_held());
+        token = lease.token();
+        CHECK(token > 0);
+        CHECK(lease.path().rfind(path("raii"), 0) == 0);
+        CHECK(!lb.try_acquire().has_value());
+    }
+    auto other = lb.try_acquire();  // released by the destructor
+    CHECK(other.has_value() && other->token() > token);
+    CHECK(other->release());
+    CHECK(!*other);
+    CHECK(status_of([&] { other->token(); }) == ZKLOCK_NOT_HELD);
+}
+
+static void test_move_semantics() {
+    zklock::client c(servers);
+    zklock::lock l = c.mutex(path("move"));
+    zklock::lock moved = std::move(l);
+    CHECK(!l && moved);
+    std::vector<zklock::lease> held;
+    held.push_back(moved.acquire());
+    held.push_back(moved.acquire());  // re-entrant: same handle, same thread
+    CHECK(held[0].token() == held[1].token());
+    zklock::lease taken = std::move(held[0]);
+    CHECK(!held[0] && taken);
+    held.clear();
+    CHECK(taken.release());
+    zklock::client c2 = std::move(c);
+    zklock::lock l2 = c2.mutex(path("move"));
+    zklock::lease again = l2.acquire_for(1s);
+    CHECK(again.is_held());
+}
+
+static void test_errors_carry_the_status() {
+    zklock::client c(servers);
+    try {
+        c.mutex("relative/path");
+        CHECK(false);
+    } catch (const zklock::error &e) {
+        CHECK(e.status() == ZKLOCK_INVALID_ARGUMENT);
+        CHECK(std::strstr(e.what(), "relative/path") != nullptr);
+    }
+    CHECK(status_of([&] { c.multi({}); }) == ZKLOCK_INVALID_ARGUMENT);
+    zklock::options bad;
+    bad.connect_timeout = 300ms;
+    CHECK(status_of([&] { zklock::client x("127.0.0.1:1", bad); }) == ZKLOCK_CONNECTION);
+    CHECK(status_of([&] { zklock::client x("no port:x"); }) == ZKLOCK_INVALID_ARGUMENT);
+    zklock::client other(servers);
+    zklock::lock mine = c.mutex(path("errors")), theirs = other.mutex(path("errors"));
+    zklock::lease held = mine.acquire();
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(status_of([&] { theirs.acquire_for(200ms); }) == ZKLOCK_TIMEOUT);
+    CHECK(std::chrono::steady_clock::now() - t0 >= 150ms);
+}
+
+static void test_rwlock_and_upgrade() {
+    zklock::client c(servers), d(servers), e(servers);
+    auto [read, write] = c.rwlock(path("rw"));
+    zklock::rw_lock other = d.rwlock(path("rw"));
+    zklock::rw_lock third = e.rwlock(path("rw"));
+    zklock::lease r = read.acquire();
+    zklock::lease r2 = other.read.acquire_for(2s);
+    CHECK(status_of([&] { write.acquire(); }) == ZKLOCK_UPGRADE);
+    CHECK(!third.write.try_acquire());
+    r.release();
+    r2.release();
+    zklock::lease w = write.acquire_for(2s);
+    zklock::lease down = read.acquire_for(2s);  // downgrade
+    CHECK(down.is_held());
+    CHECK(!third.read.try_acquire());
+}
+
+static void test_multi() {
+    zklock::client c(servers), d(servers);
+    zklock::lock m = c.multi({path("m2"), path("m1")});
+    zklock::lock single = d.mutex(path("m2"));
+    {
+        zklock::lease all = m.acquire_for(2s);
+        CHECK(all.path().rfind(path("m1"), 0) == 0);
+        CHECK(!single.try_acquire());
+    }
+    CHECK(single.try_acquire().has_value());
+}
+
+static void test_async_with_lambda() {
+    zklock::client c(servers), d(servers);
+    zklock::lock l = c.mutex(path("async")), other = d.mutex(path("async"));
+    latch done;
+    zklock_status seen = ZKLOCK_PANIC;
+    int64_t token = 0;
+    zklock::operation op = l.acquire_async([&](zklock_status st, zklock::lease lease) {
+        seen = st;
+        if (lease) token = lease.token();
+        done.set();  // the lease is released when it goes out of scope here
+    });
+    CHECK(done.wait(10s));
+    CHECK(seen == ZKLOCK_OK && token > 0);
+
+    // Cancel while someone else holds it.
+    zklock::lease held = other.acquire();
+    latch cancelled;
+    bool got_lease = true;
+    zklock::operation waiting = l.acquire_async([&](zklock_status st, zklock::lease lease) {
+        seen = st;
+        got_lease = static_cast<bool>(lease);
+        cancelled.set();
+    });
+    std::this_thread::sleep_for(200ms);
+    waiting.cancel();
+    CHECK(cancelled.wait(10s));
+    CHECK(seen == ZKLOCK_CANCELLED && !got_lease);
+}
+
+static void test_state_callback_and_release_inside() {
+    zklock::client c(servers);
+    zklock::lock l = c.mutex(path("state"));
+    zklock::lease lease = l.acquire();
+    std::atomic<int> calls{0};
+    lease.on_state([&](zklock::lease_state) { calls++; });
+    lease.on_state([&](zklock::lease_state) { calls++; });  // replaced
+    lease.on_state(nullptr);                                 // removed
+    latch lost;
+    zklock::lease *self = &lease;
+    bool released_inside = false;
+    lease.on_state([&](zklock::lease_state s) {
+        if (s == zklock::lease_state::lost) {
+            released_inside = !self->release();  // false: it had been lost
+            lost.set();
+        }
+    });
+    // Closing another holder's client is not possible here; lose it by closing our own client.
+    zklock::client moved = std::move(c);
+    { zklock::client closing = std::move(moved); }
+    CHECK(lost.wait(10s));
+    CHECK(released_inside);
+    CHECK(!lease);
+    CHECK(calls == 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s SERVERS\n", argv[0]);
+        std::printf("0 passed, 1 failed\n");
+        return 2;
+    }
+    servers = argv[1];
+    base = "/zklock-cpp-test/" + std::to_string(getpid());
+    std::printf("zklock %s (C++ wrapper) against %s\n", zklock_version(), servers.c_str());
+    run("raii_lease_releases_at_scope_end", test_raii_lease_releases_at_scope_end);
+    run("move_semantics", test_move_semantics);
+    run("errors_carry_the_status", test_errors_carry_the_status);
+    run("rwlock_and_upgrade", test_rwlock_and_upgrade);
+    run("multi", test_multi);
+    run("async_with_lambda", test_async_with_lambda);
+    run("state_callback_and_release_inside", test_state_callback_and_release_inside);
+    std::printf("%d passed, %d failed\n", passed_count, failed_count);
+    return failed_count == 0 ? 0 : 1;
+}

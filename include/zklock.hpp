@@ -1,0 +1,343 @@
+// zklock.hpp: header-only C++17 RAII wrapper over the C API of libzklock (zklock.h).
+//
+//   zklock::client client("127.0.0.1:2181");
+//   zklock::lock mutex = client.mutex("/locks/orders");
+//   {
+//       zklock::lease lease = mutex.acquire();            // throws zklock::error on failure
+//       write(row, lease.token());                        // fencing token
+//   }                                                     // released when it goes out of scope
+//   if (auto lease = mutex.try_acquire()) { ... }         // std::optional<zklock::lease>
+//   auto [read, write] = client.rw_lock("/locks/x");
+//
+// Handles are move-only and free what they own; errors are zklock::error exceptions carrying the
+// zklock_status (`e.status()`) and the library's message. Callbacks (std::function) run on the
+// library's callback thread; an exception escaping one is swallowed there (it cannot cross the C
+// library), so handle errors inside. Link with -lzklock (pkg-config zklock).
+#ifndef ZKLOCK_HPP
+#define ZKLOCK_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zklock.h"
+
+namespace zklock {
+
+/// A failed zklock call: the status and the library's message.
+class error : public std::runtime_error {
+public:
+    error(zklock_status status, const std::string &message)
+        : std::runtime_error(message), status_(status) {}
+    zklock_status status() const noexcept { return status_; }
+    /// The status's static description, e.g. "ZKLOCK_TIMEOUT: ...".
+    const char *status_str() const noexcept { return zklock_status_str(status_); }
+
+private:
+    zklock_status status_;
+};
+
+namespace detail {
+inline void check(zklock_status status) {
+    if (status != ZKLOCK_OK) {
+        const char *message = zklock_last_error();
+        throw error(status, message && *message ? message : zklock_status_str(status));
+    }
+}
+
+// The state callback that is running on this thread, so that a lease released from inside its
+// own callback frees the std::function only after the call returns.
+struct running_callback {
+    const void *function = nullptr;
+    bool delete_after = false;
+};
+inline running_callback &running() {
+    static thread_local running_callback r;
+    return r;
+}
+}  // namespace detail
+
+enum class lease_state {
+    held = ZKLOCK_LEASE_HELD,
+    suspended = ZKLOCK_LEASE_SUSPENDED,
+    lost = ZKLOCK_LEASE_LOST,
+    released = ZKLOCK_LEASE_RELEASED,
+};
+
+/// A held lock. Move-only; released when destroyed (errors ignored: call release() to see them).
+class lease {
+public:
+    using state_callback = std::function<void(lease_state)>;
+
+    lease() noexcept = default;
+    /// Takes ownership of a C lease.
+    explicit lease(zklock_lease *raw) noexcept : raw_(raw) {}
+    lease(lease &&other) noexcept
+        : raw_(std::exchange(other.raw_, nullptr)), on_state_(std::move(other.on_state_)) {}
+    lease &operator=(lease &&other) noexcept {
+        if (this != &other) {
+            reset();
+            raw_ = std::exchange(other.raw_, nullptr);
+            on_state_ = std::move(other.on_state_);
+        }
+        return *this;
+    }
+    lease(const lease &) = delete;
+    lease &operator=(const lease &) = delete;
+    ~lease() { reset(); }
+
+    explicit operator bool() const noexcept { return raw_ != nullptr; }
+    /// The fencing token (strictly increasing from one holder to the next).
+    int64_t token() const { return zklock_lease_token(need()); }
+    /// Full path of our lock node.
+    std::string path() const { return zklock_lease_path(need()); }
+    lease_state state() const { return static_cast<lease_state>(zklock_lease_state_get(need())); }
+    bool is_held() const { return state() == lease_state::held; }
+
+    /// Releases the lock now. Returns true, or false when the lease had been lost before (there
+    /// was nothing to delete); throws zklock::error on other failures. The lease is empty after.
+    bool release() {
+        zklock_lease *raw = std::exchange(raw_, nullptr);
+        if (!raw) throw error(ZKLOCK_NOT_HELD, "the lease is empty (moved from or released)");
+        zklock_status status = zklock_lease_release(raw);
+        drop_callback();
+        if (status == ZKLOCK_LOST) return false;
+        detail::check(status);
+        return true;
+    }
+
+    /// Calls `callback(state)` on the library's callback thread at every state change (lost is
+    /// reported once). It may release this lease (release() from inside is fine) as long as the
+    /// lease object itself is still alive. Replaces an earlier callback; an empty one removes it.
+    void on_state(state_callback callback) {
+        zklock_lease *raw = need();
+        if (!callback) {
+            detail::check(zklock_lease_on_state(raw, nullptr, nullptr));
+            drop_callback();
+            return;
+        }
+        auto fresh = std::make_unique<state_callback>(std::move(callback));
+        detail::check(zklock_lease_on_state(raw, &lease::state_trampoline, fresh.get()));
+        drop_callback();  // the old one is deactivated: nothing runs it any more
+        on_state_ = std::move(fresh);
+    }
+
+    /// The C lease (still owned by this object).
+    zklock_lease *get() const noexcept { return raw_; }
+    /// Gives up ownership of the C lease (the caller releases it; no callback set here remains).
+    zklock_lease *detach() noexcept {
+        if (on_state_ && raw_) zklock_lease_on_state(raw_, nullptr, nullptr);
+        drop_callback();
+        return std::exchange(raw_, nullptr);
+    }
+
+private:
+    zklock_lease *need() const {
+        if (!raw_) throw error(ZKLOCK_NOT_HELD, "the lease is empty (moved from or released)");
+        return raw_;
+    }
+    void reset() noexcept {
+        if (raw_) zklock_lease_release(std::exchange(raw_, nullptr));
+        drop_callback();
+    }
+    void drop_callback() noexcept {
+        detail::running_callback &r = detail::running();
+        if (on_state_ && r.function == on_state_.get()) {
+            on_state_.release();  // deleted by the trampoline once the call returns
+            r.delete_after = true;
+        }
+        on_state_.reset();
+    }
+    static void state_trampoline(void *user, zklock_lease *, zklock_lease_state state) noexcept {
+        auto *callback = static_cast<state_callback *>(user);
+        detail::running_callback saved = detail::running();
+        detail::running() = {callback, false};
+        try {
+            (*callback)(static_cast<lease_state>(state));
+        } catch (...) {
+        }
+        bool delete_after = detail::running().delete_after;
+        detail::running() = saved;
+        if (delete_after) delete callback;
+    }
+
+    zklock_lease *raw_ = nullptr;
+    std::unique_ptr<state_callback> on_state_;
+};
+
+/// An asynchronous acquire in flight. Move-only; destroying it does not cancel.
+class operation {
+public:
+    operation() noexcept = default;
+    explicit operation(zklock_op *raw) noexcept : raw_(raw) {}
+    operation(operation &&other) noexcept : raw_(std::exchange(other.raw_, nullptr)) {}
+    operation &operator=(operation &&other) noexcept {
+        if (this != &other) {
+            zklock_op_free(raw_);
+            raw_ = std::exchange(other.raw_, nullptr);
+        }
+        return *this;
+    }
+    operation(const operation &) = delete;
+    operation &operator=(const operation &) = delete;
+    ~operation() { zklock_op_free(raw_); }
+
+    /// The callback then gets ZKLOCK_CANCELLED (unless the acquire had already ended).
+    void cancel() {
+        if (raw_) detail::check(zklock_op_cancel(raw_));
+    }
+
+private:
+    zklock_op *raw_ = nullptr;
+};
+
+/// A lock handle (mutex, one side of a read/write lock, or a multi-lock). Move-only.
+/// Re-entrant per handle and thread.
+class lock {
+public:
+    using acquire_callback = std::function<void(zklock_status, lease)>;
+
+    lock() noexcept = default;
+    explicit lock(zklock_lock *raw) noexcept : raw_(raw) {}
+    lock(lock &&other) noexcept : raw_(std::exchange(other.raw_, nullptr)) {}
+    lock &operator=(lock &&other) noexcept {
+        if (this != &other) {
+            zklock_lock_free(raw_);
+            raw_ = std::exchange(other.raw_, nullptr);
+        }
+        return *this;
+    }
+    lock(const lock &) = delete;
+    lock &operator=(const lock &) = delete;
+    ~lock() { zklock_lock_free(raw_); }
+
+    explicit operator bool() const noexcept { return raw_ != nullptr; }
+
+    /// Waits as long as it takes.
+    lease acquire() { return acquire_ms(-1); }
+    /// Waits at most `timeout`; throws zklock::error with ZKLOCK_TIMEOUT after it.
+    template <class Rep, class Period>
+    lease acquire_for(std::chrono::duration<Rep, Period> timeout) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+        return acquire_ms(ms < 0 ? 0 : static_cast<int64_t>(ms));
+    }
+    /// One try: an empty optional when someone else holds the lock.
+    std::optional<lease> try_acquire() {
+        zklock_lease *raw = nullptr;
+        zklock_status status = zklock_acquire(raw_, 0, &raw);
+        if (status == ZKLOCK_TIMEOUT) return std::nullopt;
+        detail::check(status);
+        return lease(raw);
+    }
+    /// Starts acquiring without blocking; `callback(status, lease)` runs once on the library's
+    /// callback thread (the lease is empty unless status is ZKLOCK_OK). timeout: -1 forever,
+    /// 0 one try, > 0 milliseconds.
+    operation acquire_async(acquire_callback callback, int64_t timeout_ms = -1) {
+        auto owned = std::make_unique<acquire_callback>(std::move(callback));
+        zklock_op *op = nullptr;
+        detail::check(
+            zklock_acquire_async(raw_, timeout_ms, &lock::acquire_trampoline, owned.get(), &op));
+        owned.release();  // the trampoline deletes it
+        return operation(op);
+    }
+
+    zklock_lock *get() const noexcept { return raw_; }
+
+private:
+    lease acquire_ms(int64_t timeout_ms) {
+        zklock_lease *raw = nullptr;
+        detail::check(zklock_acquire(raw_, timeout_ms, &raw));
+        return lease(raw);
+    }
+    static void acquire_trampoline(void *user, zklock_status status, zklock_lease *raw) noexcept {
+        std::unique_ptr<acquire_callback> callback(static_cast<acquire_callback *>(user));
+        lease held(raw);
+        try {
+            (*callback)(status, std::move(held));
+        } catch (...) {
+        }
+    }
+
+    zklock_lock *raw_ = nullptr;
+};
+
+/// The two sides of a read/write lock.
+struct rw_lock {
+    lock read;
+    lock write;
+};
+
+/// Options of a client; zero durations mean the library's defaults.
+struct options {
+    std::chrono::milliseconds session_timeout{0};
+    std::chrono::milliseconds connect_timeout{0};
+    std::string auth;      // "user:password", empty for none
+    std::string identity;  // empty: "host/pid"
+    int32_t acl = ZKLOCK_ACL_OPEN;
+};
+
+/// One ZooKeeper session. Move-only; closed when destroyed.
+class client {
+public:
+    explicit client(const std::string &hosts, const options &opts = options()) {
+        zklock_client_options o;
+        zklock_client_options_init(&o);
+        if (opts.session_timeout.count() > 0) o.session_timeout_ms = opts.session_timeout.count();
+        if (opts.connect_timeout.count() > 0) o.connect_timeout_ms = opts.connect_timeout.count();
+        o.auth = opts.auth.empty() ? nullptr : opts.auth.c_str();
+        o.identity = opts.identity.empty() ? nullptr : opts.identity.c_str();
+        o.acl = opts.acl;
+        detail::check(zklock_client_connect(hosts.c_str(), &o, &raw_));
+    }
+    client(client &&other) noexcept : raw_(std::exchange(other.raw_, nullptr)) {}
+    client &operator=(client &&other) noexcept {
+        if (this != &other) {
+            zklock_client_free(raw_);
+            raw_ = std::exchange(other.raw_, nullptr);
+        }
+        return *this;
+    }
+    client(const client &) = delete;
+    client &operator=(const client &) = delete;
+    ~client() { zklock_client_free(raw_); }
+
+    /// An exclusive lock on `path` (re-entrant per handle and thread unless `reentrant` is false).
+    lock mutex(const std::string &path, bool reentrant = true) {
+        zklock_mutex_options o;
+        zklock_mutex_options_init(&o);
+        o.reentrant = reentrant;
+        zklock_lock *raw = nullptr;
+        detail::check(zklock_mutex_new(raw_, path.c_str(), &o, &raw));
+        return lock(raw);
+    }
+    /// A read/write lock on `path`.
+    rw_lock rwlock(const std::string &path) {
+        zklock_lock *read = nullptr, *write = nullptr;
+        detail::check(zklock_rwlock_new(raw_, path.c_str(), &read, &write));
+        return rw_lock{lock(read), lock(write)};
+    }
+    /// Locks on several paths taken as one (all or nothing).
+    lock multi(const std::vector<std::string> &paths) {
+        std::vector<const char *> c_paths;
+        c_paths.reserve(paths.size());
+        for (const auto &p : paths) c_paths.push_back(p.c_str());
+        zklock_lock *raw = nullptr;
+        detail::check(zklock_multi_new(raw_, c_paths.data(), c_paths.size(), &raw));
+        return lock(raw);
+    }
+
+    zklock_client *get() const noexcept { return raw_; }
+
+private:
+    zklock_client *raw_ = nullptr;
+};
+
+}  // namespace zklock
+
+#endif  // ZKLOCK_HPP
