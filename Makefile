@@ -33,3 +33,8 @@ test-interop:
 
 demo: deps
 	$(CARGO) run -q -p zklock --example contend
+
+# A bounded soak with random faults on a 3-node ensemble (SOAK_SECONDS, default 600).
+SOAK_SECONDS ?= 600
+soak: deps
+	$(CARGO) run -q --release -p zklock-trust --bin soak -- $(SOAK_SECONDS)
