@@ -1,0 +1,195 @@
+"""asyncio: one owner per task, the loop never blocked, cancellation leaves no node (acceptance 4)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import List, Tuple
+
+import pytest
+
+import zklock
+from conftest import assert_empty_eventually, nodes, wait_until
+
+
+def test_fifty_tasks_one_at_a_time_while_the_loop_keeps_ticking(client, path):
+    lock = client.lock(path)
+    tasks_n = 50
+
+    async def main() -> Tuple[List[Tuple[int, int, int]], float, int]:
+        inside = 0
+        overlaps = 0
+        records: List[Tuple[int, int, int]] = []
+        stop = asyncio.Event()
+        worst_gap = 0.0
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal worst_gap, ticks
+            last = time.monotonic()
+            while not stop.is_set():
+                await asyncio.sleep(0.002)
+                now = time.monotonic()
+                worst_gap = max(worst_gap, now - last)
+                last = now
+                ticks += 1
+
+        async def worker() -> None:
+            nonlocal inside, overlaps
+            async with lock as lease:
+                enter = time.time_ns()
+                if inside:
+                    overlaps += 1
+                inside += 1
+                await asyncio.sleep(0.005)  # yield to the loop inside the critical section
+                inside -= 1
+                records.append((lease.token, enter, time.time_ns()))
+
+        tick = asyncio.create_task(ticker())
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(tasks_n))), 120)
+        stop.set()
+        await tick
+        assert overlaps == 0
+        return records, worst_gap, ticks
+
+    records, worst_gap, ticks = asyncio.run(main())
+    assert len(records) == tasks_n
+    records.sort(key=lambda r: r[1])
+    for a, b in zip(records, records[1:]):
+        assert a[2] <= b[1], f"overlap: {a} {b}"
+        assert a[0] < b[0], f"tokens not increasing: {a} {b}"
+    # The loop was never blocked: the 2 ms ticker never waited much longer than asked.
+    # (Generous bound for a loaded 2-core CI machine; a blocking wait would show seconds.)
+    assert worst_gap < 0.25, f"event loop blocked for {worst_gap * 1000:.0f} ms"
+    assert ticks > 20
+    assert_empty_eventually(client, path)
+
+
+def test_reentrant_per_task_and_tasks_contend(client, path):
+    lock = client.lock(path)
+
+    async def main() -> None:
+        async with lock as outer:
+            async with lock as inner:  # same task: re-entrant, no new node
+                assert inner.token == outer.token
+                assert len(await asyncio.to_thread(nodes, client, path)) == 1
+
+                async def other_task() -> bool:
+                    try:
+                        await lock.acquire_async(timeout=0.3)
+                    except zklock.LockTimeout:
+                        return False
+                    return True
+
+                # another task of the same thread contends like another process would
+                assert await asyncio.create_task(other_task()) is False
+            assert lock.lease is outer
+        assert lock.lease is None
+
+    asyncio.run(main())
+    assert_empty_eventually(client, path)
+
+
+def test_acquire_async_timeout_raises_and_leaves_no_node(client, other, path):
+    async def main() -> None:
+        with other.lock(path) as holder:
+            with pytest.raises(zklock.LockTimeout) as info:
+                await client.lock(path).acquire_async(timeout=0.2)
+            assert path in str(info.value)
+            left = await asyncio.to_thread(nodes, client, path)
+            assert [p.node for p in left] == [holder.path]
+            with pytest.raises(zklock.LockTimeout):
+                async with client.lock(path).hold(timeout=0.1):
+                    pass
+
+    asyncio.run(main())
+
+
+def test_cancelling_a_waiting_task_removes_its_node(client, other, path):
+    async def main() -> None:
+        with other.lock(path) as holder:
+            lock = client.lock(path)
+            task = asyncio.create_task(lock.acquire_async())
+            ok = await asyncio.to_thread(wait_until, lambda: len(nodes(client, path)) == 2, 5)
+            assert ok, "the waiter never queued"
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            gone = await asyncio.to_thread(
+                wait_until, lambda: [p.node for p in nodes(client, path)] == [holder.path], 5
+            )
+            assert gone, f"the cancelled waiter left {nodes(client, path)}"
+            assert not lock.locked()
+
+            # asyncio.wait_for cancels the same way
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(lock.acquire_async(), 0.2)
+        # the lock is usable afterwards
+        async with lock:
+            pass
+
+    asyncio.run(main())
+    assert_empty_eventually(client, path)
+
+
+def test_async_release_and_lease_release_async(client, path):
+    lock = client.lock(path)
+
+    async def main() -> None:
+        lease = await lock.acquire_async()
+        assert lock.locked()
+        await lock.release_async()
+        assert lease.state == "released"
+        with pytest.raises(zklock.NotHeld):
+            await lock.release_async()
+        lease2 = await lock.acquire_async(timeout=5)
+        await lease2.release_async()
+        with pytest.raises(zklock.NotHeld):
+            await lease2.release_async()
+
+    asyncio.run(main())
+    assert_empty_eventually(client, path)
+
+
+def test_async_errors_are_typed(client, path):
+    rw = client.rw_lock(path)
+
+    async def main() -> None:
+        async with rw.read:
+            with pytest.raises(zklock.UpgradeNotAllowed):
+                await rw.write.acquire_async()
+        with pytest.raises(zklock.InvalidArgument):
+            await client.lock(path).acquire_async(timeout=-1)
+
+    asyncio.run(main())
+
+
+def test_many_loops_in_threads(client, path):
+    """Several threads, each with its own event loop, contend for one lock."""
+    import threading
+
+    lock = client.lock(path)
+    inside = [0]
+    overlaps = [0]
+
+    def run() -> None:
+        async def main() -> None:
+            for _ in range(10):
+                async with lock:
+                    if inside[0]:
+                        overlaps[0] += 1
+                    inside[0] += 1
+                    await asyncio.sleep(0.001)
+                    inside[0] -= 1
+
+        asyncio.run(main())
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+        assert not t.is_alive()
+    assert overlaps[0] == 0
+    assert_empty_eventually(client, path)
