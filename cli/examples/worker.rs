@@ -1,9 +1,9 @@
 //! The Rust face's demo worker: `worker SERVERS PATH ROUNDS LOGFILE`.
 //!
 //! Takes the mutex at PATH ROUNDS times; in each critical section (about 20 ms) it appends
-//! `rust <token> <enter_ns> <exit_ns>` (wall-clock ns since the epoch) to LOGFILE and prints its
-//! token and times. The same protocol as the Python, Node and C workers, so `zklock check-log`
-//! can judge them all together.
+//! `rust <token> <enter_ns> <exit_ns>` (wall-clock ns since the epoch) to LOGFILE. The same
+//! protocol as the Python, Node and C workers, so `zklock check-log --timeline` can show and
+//! judge them all together.
 
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -13,17 +13,6 @@ fn now_ns() -> u128 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0)
-}
-
-fn clock(ns: u128) -> String {
-    let secs = (ns / 1_000_000_000) % 86_400;
-    let micros = (ns / 1_000) % 1_000_000;
-    format!(
-        "{:02}:{:02}:{:02}.{micros:06}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
 }
 
 fn main() {
@@ -63,12 +52,6 @@ fn work(
         let exit = now_ns();
         // One write per line: O_APPEND keeps lines from different processes whole.
         log.write_all(format!("rust {} {enter} {exit}\n", lease.token()).as_bytes())?;
-        println!(
-            "rust    token {:>12}  in {} .. {}",
-            lease.token(),
-            clock(enter),
-            clock(exit)
-        );
         lease.blocking_release()?;
     }
     client.blocking_close();

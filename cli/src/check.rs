@@ -111,7 +111,25 @@ pub fn check(mut sections: Vec<Section>) -> Verdict {
     verdict
 }
 
-pub fn run(files: &[PathBuf], expect: Option<usize>) -> Result<i32, Failure> {
+/// The sections in entry order, one line each: face, token, entry and exit time, time held.
+pub fn timeline(sections: &[Section]) -> String {
+    let mut sorted: Vec<&Section> = sections.iter().collect();
+    sorted.sort_by_key(|s| (s.enter_ns, s.exit_ns));
+    let mut out = String::new();
+    for s in sorted {
+        out.push_str(&format!(
+            "  {:<7} token {:>12}  in {} .. {}  ({:.1} ms)\n",
+            s.face,
+            s.token,
+            clock(s.enter_ns),
+            clock(s.exit_ns),
+            s.exit_ns.saturating_sub(s.enter_ns) as f64 / 1e6
+        ));
+    }
+    out
+}
+
+pub fn run(files: &[PathBuf], expect: Option<usize>, show_timeline: bool) -> Result<i32, Failure> {
     let mut sections = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(f)
@@ -119,6 +137,9 @@ pub fn run(files: &[PathBuf], expect: Option<usize>) -> Result<i32, Failure> {
         sections.extend(
             parse(&text, &f.display().to_string()).map_err(|e| Failure::new(status::DATA, e))?,
         );
+    }
+    if show_timeline {
+        print!("{}", timeline(&sections));
     }
     let mut verdict = check(sections);
     if verdict.sections == 0 {
@@ -215,6 +236,24 @@ mod tests {
         assert!(e.starts_with("log:1: expected"), "{e}");
         let e = parse("rust x 1 2\n", "log").unwrap_err();
         assert!(e.contains("token"), "{e}");
+    }
+
+    #[test]
+    fn timeline_is_in_entry_order() {
+        let t = timeline(&[
+            s("c", 20, 3_000_000, 5_000_000),
+            s("rust", 10, 1_000_000, 2_000_000),
+        ]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].contains("rust") && lines[0].contains("(1.0 ms)"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("c ") && lines[1].contains("token           20"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -105,6 +105,9 @@ pub enum Command {
         /// Fail unless exactly N sections are logged.
         #[arg(long, value_name = "N")]
         expect: Option<usize>,
+        /// Print every section in entry order first.
+        #[arg(long)]
+        timeline: bool,
     },
 }
 
@@ -209,7 +212,11 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> i32 {
 fn run(cli: Cli) -> Result<i32, Failure> {
     match &cli.command {
         Command::Server { action } => server::run(*action),
-        Command::CheckLog { files, expect } => check::run(files, *expect),
+        Command::CheckLog {
+            files,
+            expect,
+            timeline,
+        } => check::run(files, *expect, *timeline),
         Command::Exec { .. } | Command::Ls { .. } => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
