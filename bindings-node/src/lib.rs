@@ -491,17 +491,24 @@ impl NativeLease {
     }
 
     /// Calls `callback(state)` on the JS thread at every state change. The callback does not
-    /// keep the event loop alive.
+    /// keep the event loop alive, and is let go after a final state (lost, released), so that
+    /// a JS lease object that references it can be collected.
     #[napi(catch_unwind)]
     pub fn on_state(&self, callback: StateCallback) {
         let guard = self.lease.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(lease) = guard.as_ref() {
-            let callback = Arc::new(callback);
+            let slot = Mutex::new(Some(callback));
             lease.on_state(move |state| {
-                callback.call(
-                    state.as_str().to_owned(),
-                    ThreadsafeFunctionCallMode::NonBlocking,
-                );
+                let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(callback) = slot.as_ref() {
+                    callback.call(
+                        state.as_str().to_owned(),
+                        ThreadsafeFunctionCallMode::NonBlocking,
+                    );
+                }
+                if matches!(state, LeaseState::Lost | LeaseState::Released) {
+                    slot.take();
+                }
             });
         }
     }
