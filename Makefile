@@ -34,6 +34,15 @@ test-interop:
 demo: deps
 	$(CARGO) run -q -p zklock --example contend
 
+# Installs libzklock, its headers and zklock.pc under PREFIX (default /usr/local).
+PREFIX ?= /usr/local
+install:
+	$(MAKE) -C bindings-c install PREFIX=$(PREFIX)
+
+# Benchmarks against Curator, kazoo and the raw ZooKeeper limit; results in bench/results/.
+bench: deps
+	bench/run.sh
+
 # A bounded soak with random faults on a 3-node ensemble (SOAK_SECONDS, default 600).
 SOAK_SECONDS ?= 600
 soak: deps
