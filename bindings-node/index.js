@@ -429,6 +429,26 @@ class Lease extends EventEmitter {
     }
   }
 
+  on(event, listener) {
+    return super.on(event, checkListener(event, listener))
+  }
+
+  addListener(event, listener) {
+    return super.addListener(event, checkListener(event, listener))
+  }
+
+  once(event, listener) {
+    return super.once(event, checkListener(event, listener))
+  }
+
+  prependListener(event, listener) {
+    return super.prependListener(event, checkListener(event, listener))
+  }
+
+  prependOnceListener(event, listener) {
+    return super.prependOnceListener(event, checkListener(event, listener))
+  }
+
   /** The fencing token (bigint): strictly increases from one holder of the lock to the next. */
   get token() {
     return this.#native.token
@@ -489,6 +509,20 @@ class Lease extends EventEmitter {
     }
     await this.release()
   }
+}
+
+const leaseEvents = new Set(['suspended', 'resumed', 'lost', 'newListener', 'removeListener'])
+
+function checkListener(event, listener) {
+  if (!leaseEvents.has(event)) {
+    throw invalid(
+      `a lease emits 'suspended', 'resumed' and 'lost', not ${describe(event)}`,
+    )
+  }
+  if (typeof listener !== 'function') {
+    throw invalid(`the ${String(event)} listener must be a function, got ${describe(listener)}`)
+  }
+  return listener
 }
 
 exports.Client = Client

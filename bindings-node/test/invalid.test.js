@@ -95,6 +95,18 @@ test('bad acquire options reject with ZKLOCK_INVALID_ARGUMENT and create nothing
   await forever.release()
 })
 
+test('bad lease listeners throw ZKLOCK_INVALID_ARGUMENT', async () => {
+  const lease = await client.mutex(uniquePath('listeners')).acquire()
+  try {
+    assert.throws(() => lease.on('lost', /** @type {any} */ (5)), INVALID)
+    assert.throws(() => lease.once('gone', () => {}), INVALID)
+    assert.throws(() => lease.addListener(/** @type {any} */ (Symbol('x')), () => {}), INVALID)
+    assert.equal(lease.on('lost', () => {}), lease, 'on() chains')
+  } finally {
+    await lease.release()
+  }
+})
+
 test('objects cannot be constructed directly', () => {
   for (const C of [zklock.Client, zklock.Mutex, zklock.Lock, zklock.Lease, zklock.MultiLock, zklock.RwLock]) {
     assert.throws(() => new /** @type {any} */ (C)(), INVALID)
