@@ -61,6 +61,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+for tool in valgrind pkg-config readelf "$CC" "$CXX"; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "ci-test: $tool is missing (scripts/install-deps.sh installs valgrind and pkg-config)"; failed=$((failed + 1)); }
+done
+
 # --- build --------------------------------------------------------------------------------
 target_dir="$("$CARGO" metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 target_dir="${target_dir:-$root/target}"
@@ -135,6 +139,8 @@ export ZKLOCK_TEST_ROUNDS="$ROUNDS"
 
 step "C++ wrapper test (include/zklock.hpp)" \
   run_counted "$tmp/cpp.log" "$tmp/test_cpp" "$servers"
+step "C++ wrapper test under valgrind: no errors, no leaks" \
+  run_counted "$tmp/cpp-valgrind.log" valgrind "${valgrind_opts[@]}" "$tmp/test_cpp" "$servers"
 
 # --- install + pkg-config -----------------------------------------------------------------
 install_check() {

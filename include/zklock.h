@@ -184,7 +184,8 @@ enum zklock_status zklock_lease_on_state(struct zklock_lease *lease,
 // reverse order for a multi-lock) or a re-entrant hold count goes down. Returns `ZKLOCK_OK`,
 // or `ZKLOCK_LOST` when the lease had been lost (there was nothing left to delete), or another
 // error when the node could not be deleted (the session's end removes it). Blocks until done;
-// may be called from any thread, including from the lease's own state callback.
+// may be called from any thread, including from the lease's own state callback. Called from
+// another thread while that callback runs, it first waits for the callback to return.
 enum zklock_status zklock_lease_release(struct zklock_lease *lease);
 
 // Fills `opts` with the defaults (re-entrant) and sets its `size`. NULL is a no-op.

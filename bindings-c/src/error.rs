@@ -160,7 +160,9 @@ pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> Result<T, Failu
 /// passed; unknown values give "unknown zklock status".
 #[no_mangle]
 pub extern "C" fn zklock_status_str(status: c_int) -> *const c_char {
-    zklock_status::name(status).as_ptr().cast()
+    guard_value(c"ZKLOCK_PANIC".as_ptr(), || {
+        Ok(zklock_status::name(status).as_ptr().cast())
+    })
 }
 
 /// The message of the last failed zklock call on this thread (never NULL; "" when none failed

@@ -28,7 +28,9 @@ use std::ffi::{c_char, CStr};
 /// The library version, e.g. "0.1.0" (a static string).
 #[no_mangle]
 pub extern "C" fn zklock_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    error::guard_value(c"".as_ptr(), || {
+        Ok(concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast())
+    })
 }
 
 /// Borrows a C string argument as UTF-8 (`what` names the argument in the error).

@@ -342,6 +342,44 @@ static void test_reentrant_per_thread(void) {
     zklock_client_free(c);
 }
 
+/* Many short-lived threads on one handle: each has its own re-entrancy, and the handle forgets
+ * the idle ones (no growth without bound); a thread's re-entrancy survives the pruning. */
+static void *acquire_release_once(void *arg) {
+    zklock_lock *l = arg;
+    zklock_lease *a = NULL, *b = NULL;
+    intptr_t ok = zklock_acquire(l, 10000, &a) == ZKLOCK_OK && zklock_acquire(l, 0, &b) == ZKLOCK_OK &&
+                  zklock_lease_token(a) == zklock_lease_token(b);
+    if (b) ok &= zklock_lease_release(b) == ZKLOCK_OK;
+    if (a) ok &= zklock_lease_release(a) == ZKLOCK_OK;
+    return (void *)ok;
+}
+
+static void test_many_threads_one_handle(void) {
+    char p[256];
+    path_of(p, sizeof p, "manythreads");
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    zklock_lease *mine = NULL, *again = NULL;
+    CHECK(zklock_acquire(l, -1, &mine) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(mine) == ZKLOCK_OK);
+    for (int i = 0; i < 40; i++) {
+        pthread_t t;
+        void *ok = NULL;
+        pthread_create(&t, NULL, acquire_release_once, l);
+        pthread_join(t, &ok);
+        CHECK(ok == (void *)1);
+    }
+    CHECK(zklock_acquire(l, -1, &mine) == ZKLOCK_OK);
+    CHECK(zklock_acquire(l, 0, &again) == ZKLOCK_OK); /* still re-entrant for this thread */
+    CHECK(zklock_lease_release(again) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(mine) == ZKLOCK_OK);
+    CHECK(wait_ephemerals(servers, p, 0, 2000) == 0);
+    zklock_lock_free(l);
+    zklock_client_free(c);
+}
+
 /* 8 threads x ROUNDS blocking acquires, one handle per thread: never two inside, tokens rise. */
 #define THREADS 8
 static atomic_int inside;
@@ -633,6 +671,34 @@ static void test_client_free_makes_leases_lost(void) {
     zklock_lock_free(l);
 }
 
+/* Freeing the client ends a waiting async acquire with ZKLOCK_CLOSED (and its node). */
+static void test_client_free_ends_waiting_async(void) {
+    char p[256];
+    path_of(p, sizeof p, "closewait");
+    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
+    CHECK(a && b);
+    zklock_lock *la = NULL, *lb = NULL;
+    CHECK(zklock_mutex_new(a, p, NULL, &la) == ZKLOCK_OK);
+    CHECK(zklock_mutex_new(b, p, NULL, &lb) == ZKLOCK_OK);
+    zklock_lease *held = NULL;
+    CHECK(zklock_acquire(la, -1, &held) == ZKLOCK_OK);
+    struct async_result r;
+    async_init(&r, 0);
+    zklock_op *op = NULL;
+    CHECK(zklock_acquire_async(lb, -1, async_cb, &r, &op) == ZKLOCK_OK);
+    CHECK(wait_ephemerals(servers, p, 2, 5000) == 2);
+    zklock_client_free(b);
+    CHECK(tu_event_wait(&r.done, 1, 10000) == 1);
+    CHECK(r.status == ZKLOCK_CLOSED && r.lease == NULL);
+    CHECK(wait_ephemerals(servers, p, 1, 5000) == 1);
+    CHECK(zklock_lease_release(held) == ZKLOCK_OK);
+    zklock_op_free(op);
+    tu_event_destroy(&r.done);
+    zklock_lock_free(la);
+    zklock_lock_free(lb);
+    zklock_client_free(a);
+}
+
 struct state_log {
     tu_event lost;
     atomic_int held, suspended, lost_count, calls_after_release;
@@ -757,6 +823,7 @@ int main(int argc, char **argv) {
     RUN(test_acquire_release);
     RUN(test_reentrant_per_handle);
     RUN(test_reentrant_per_thread);
+    RUN(test_many_threads_one_handle);
     RUN(test_contention_threads);
     RUN(test_async_acquire);
     RUN(test_async_try_and_timeout_while_held);
@@ -764,6 +831,7 @@ int main(int argc, char **argv) {
     RUN(test_rwlock);
     RUN(test_multi_lock);
     RUN(test_client_free_makes_leases_lost);
+    RUN(test_client_free_ends_waiting_async);
     RUN(test_state_callback_not_called_after_release);
     RUN(test_lost_on_session_expiry);
     return tu_summary();
