@@ -62,7 +62,14 @@ const napiArgumentCodes = new Set([
 
 /** Gives an error from the native side one of our codes (it has one already, nearly always). */
 function translate(e) {
-  if (isZkLockError(e)) return e
+  if (isZkLockError(e)) {
+    // Errors made on the native side settle a promise from an empty JS stack: give them the
+    // caller's (async) stack instead.
+    if (typeof e.stack !== 'string' || !e.stack.includes('\n    at ')) {
+      Error.captureStackTrace(e, translate)
+    }
+    return e
+  }
   if (e instanceof Error && napiArgumentCodes.has(/** @type {any} */ (e).code)) {
     return zkError(ErrorCode.INVALID_ARGUMENT, e.message, e)
   }

@@ -24,7 +24,11 @@ test('an expired holder sees signal.aborted and one lost event; others take over
     const events = []
     lease.on('suspended', () => events.push('suspended'))
     lease.on('resumed', () => events.push('resumed'))
-    lease.on('lost', (err) => events.push(['lost', err.code]))
+    let lostError
+    lease.on('lost', (err) => {
+      lostError = err
+      events.push(['lost', err.code])
+    })
     let abortEvents = 0
     lease.signal.addEventListener('abort', () => abortEvents++)
 
@@ -46,8 +50,13 @@ test('an expired holder sees signal.aborted and one lost event; others take over
     assert.deepEqual(lost, [['lost', ErrorCode.LOST]], `events: ${JSON.stringify(events)}`)
     assert.equal(abortEvents, 1)
     assert.ok(!events.includes('resumed'), `events: ${JSON.stringify(events)}`)
+    assert.equal(lostError, lease.signal.reason, "the 'lost' event carries the signal's reason")
     assert.equal(await lease.release(), 'wasLost')
     await next.release()
+    // The holder's client opens a new session and works again.
+    const again = await holder.mutex(lockPath).acquire({ timeoutMs: 20_000 })
+    assert.ok(again.token > next.token)
+    assert.equal(await again.release(), 'released')
   } finally {
     await zk.command('heal').catch(() => {})
     await holder.close()
