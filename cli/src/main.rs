@@ -199,12 +199,21 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> i32 {
         );
         return status::USAGE;
     }
+    // clap's first paragraph, as one line (it may list missing arguments on the next lines).
     let rendered = e.render().to_string();
-    let line = rendered
+    let paragraph: Vec<&str> = rendered
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("bad arguments")
-        .trim_start_matches("error: ");
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let line = paragraph.join(" ");
+    let line = line.trim_start_matches("error: ");
+    let line = if line.is_empty() {
+        "bad arguments"
+    } else {
+        line
+    };
     eprintln!("zklock: {line} (see zklock --help)");
     status::USAGE
 }

@@ -82,6 +82,7 @@ fn bad_lock_path() {
 fn missing_double_dash() {
     check(&["exec", "/locks/x", "echo", "hi"], 64, "`--`");
     check(&["exec", "/locks/x"], 64, "`--`");
+    check(&["exec", "/locks/x", "--"], 64, "<CMD>");
 }
 
 #[test]
