@@ -36,7 +36,14 @@ export interface ConnectOptions {
   auth?: string
   /** Written into our lock nodes and shown by `participants()`. Default `host/pid`. */
   identity?: string
+  /** ACL of the lock nodes (and parents) we create. Default 'open'; the others need `auth`. */
+  acl?: AclPolicy
 }
+
+/** 'open': anyone may do anything; 'creator-all': only the authenticated creator;
+ * 'read-anyone-creator-all': anyone may read, only the creator may change. */
+export type AclPolicy = 'open' | 'creator-all' | 'read-anyone-creator-all'
+
 
 export interface MutexOptions {
   /** Default true: re-entrant per Mutex object. false: every acquire queues (a semaphore-mutex). */

@@ -162,7 +162,7 @@ class Client {
 
   /**
    * Connects to `hosts` (`host:port,host:port/optional/chroot`).
-   * Options: sessionTimeoutMs, connectTimeoutMs, auth ('user:password'), identity.
+   * Options: sessionTimeoutMs, connectTimeoutMs, auth ('user:password'), identity, acl.
    */
   static async connect(hosts, options) {
     checkString(hosts, 'hosts')
@@ -175,6 +175,7 @@ class Client {
         o.identity === undefined || o.identity === null
           ? undefined
           : checkString(o.identity, 'identity'),
+      acl: o.acl === undefined || o.acl === null ? undefined : checkString(o.acl, 'acl'),
     }
     let nativeClient
     try {

@@ -143,6 +143,8 @@ pub struct NativeConnectOptions {
     pub connect_timeout_ms: Option<f64>,
     pub auth: Option<String>,
     pub identity: Option<String>,
+    /// `open` (default), `creator-all` or `read-anyone-creator-all`.
+    pub acl: Option<String>,
 }
 
 fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::Error> {
@@ -159,6 +161,16 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
         }
         if let Some(identity) = o.identity {
             options = options.identity(identity);
+        }
+        if let Some(acl) = o.acl {
+            options = options.acl(match acl.as_str() {
+                "open" => zklock::AclPolicy::Open,
+                "creator-all" => zklock::AclPolicy::CreatorAll,
+                "read-anyone-creator-all" => zklock::AclPolicy::ReadAnyoneCreatorAll,
+                other => return Err(invalid(format!(
+                    "acl must be 'open', 'creator-all' or 'read-anyone-creator-all', got {other:?}"
+                ))),
+            });
         }
     }
     Ok(options)

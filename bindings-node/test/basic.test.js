@@ -243,3 +243,19 @@ test('connect to an unreachable ensemble rejects with ZKLOCK_CONNECTION', async 
     return true
   })
 })
+
+test('a creator-only ACL refuses another client with ZKLOCK_PERMISSION', async () => {
+  const p = uniquePath('acl')
+  const owner = await Client.connect(zk.servers, { auth: 'alice:secret', acl: 'creator-all' })
+  try {
+    const lease = await owner.mutex(p).acquire()
+    await assert.rejects(b.mutex(p).tryAcquire(), (e) => {
+      assert.equal(e.code, ErrorCode.PERMISSION)
+      assert.ok(e.message.includes(p), e.message)
+      return true
+    })
+    await lease.release()
+  } finally {
+    await owner.close()
+  }
+})

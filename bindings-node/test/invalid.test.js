@@ -43,6 +43,9 @@ test('bad connect options reject with ZKLOCK_INVALID_ARGUMENT', async () => {
     { auth: 42 },
     { identity: 'x'.repeat(2000) },
     { identity: {} },
+    { acl: 'closed' },
+    { acl: 'creator-all' },
+    { acl: 1 },
   ]
   for (const options of bad) {
     await assert.rejects(
