@@ -161,6 +161,19 @@ pub async fn run(cli: &Cli, args: Args<'_>) -> Result<i32, Failure> {
         .env("ZKLOCK_TOKEN", token.to_string())
         .env("ZKLOCK_PATH", path)
         .env("ZKLOCK_NODE", lease.path());
+    // If zklock itself dies (SIGKILL, OOM), its session and so the lock go soon after: the
+    // command then gets SIGTERM instead of running on unprotected.
+    let parent = std::process::id() as i32;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            if libc::getppid() != parent {
+                libc::raise(libc::SIGTERM);
+            }
+            Ok(())
+        });
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {

@@ -407,3 +407,32 @@ fn lost_lease_kills_a_command_that_ignores_sigterm() {
     assert!(err.contains("SIGKILL"), "{err}");
     proxy.heal();
 }
+
+/// If zklock itself is killed (SIGKILL), the command gets SIGTERM: without zklock its session,
+/// and with it the lock, is about to go.
+#[test]
+fn command_gets_sigterm_when_zklock_is_killed() {
+    let path = unique_path("cli-killed");
+    let dir = scratch("killed");
+    let (ready, got) = (dir.join("ready"), dir.join("got"));
+    let script = format!(
+        "trap 'echo TERM > \"{got}\"; exit 0' TERM; touch '{ready}'; while :; do sleep 0.05; done",
+        got = got.display(),
+        ready = ready.display()
+    );
+    let mut holder = spawn(exec_cmd(&["--session-timeout", "2s"], &path, &sh(&script)));
+    wait_for("the command to run", Duration::from_secs(20), || {
+        ready.exists()
+    });
+    signal(&holder, libc::SIGKILL);
+    let _ = holder.wait();
+    wait_for(
+        "the command to get SIGTERM",
+        Duration::from_secs(10),
+        || std::fs::read_to_string(&got).is_ok_and(|s| s.trim() == "TERM"),
+    );
+    // The node goes with the session (its timeout is 2 s).
+    wait_for("the node to go", Duration::from_secs(20), || {
+        participants(&path).is_empty()
+    });
+}
