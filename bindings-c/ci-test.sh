@@ -31,9 +31,9 @@ finish() {
   exit $?
 }
 # Adds a test program's own `N passed, N failed` to the totals; fails the step when it failed.
-run_counted() { # run_counted LOG COMMAND...
+run_counted() { # run_counted LOG COMMAND... (killed after $TEST_TIMEOUT s: a hang is a failure)
   local log="$1"; shift
-  "$@" 2>&1 | tee "$log"
+  timeout --signal=KILL "${TEST_TIMEOUT:-900}" "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local line
   line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)"
@@ -156,11 +156,20 @@ install_check() {
   "$CC" -std=c11 -Wall -Werror -D_GNU_SOURCE bindings-c/examples/worker.c \
     $(pkg-config --cflags zklock) "$prefix/lib/libzklock.a" $(pkg-config --static --libs-only-l zklock | sed 's/-lzklock//') \
     -o "$tmp/worker_static" || return 1
-  local log="$tmp/worker.log"
-  LD_LIBRARY_PATH="$prefix/lib" "$tmp/worker" "$servers" /zklock-c-test/worker 3 "$log" || return 1
-  "$tmp/worker_static" "$servers" /zklock-c-test/worker 2 "$log" || return 1
-  [ "$(grep -c '^c [0-9]* [0-9]* [0-9]*$' "$log")" -eq 5 ] || { cat "$log"; return 1; }
-  echo "worker (pkg-config build, shared and static) logged 5 rounds"
+  # Three workers at once (two shared, one static): 15 rounds that never overlap in time and
+  # whose tokens rise in the order the rounds ran.
+  local log="$tmp/worker.log" pids=() rc=0
+  LD_LIBRARY_PATH="$prefix/lib" "$tmp/worker" "$servers" /zklock-c-test/worker 5 "$log" & pids+=($!)
+  LD_LIBRARY_PATH="$prefix/lib" "$tmp/worker" "$servers" /zklock-c-test/worker 5 "$log" & pids+=($!)
+  "$tmp/worker_static" "$servers" /zklock-c-test/worker 5 "$log" & pids+=($!)
+  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  [ "$rc" -eq 0 ] || return 1
+  [ "$(grep -c '^c [0-9]* [0-9]* [0-9]*$' "$log")" -eq 15 ] || { cat "$log"; return 1; }
+  sort -k3,3n "$log" | awk '
+    NR > 1 && ($3 < last_exit || $2 <= last_token) { bad = 1; print "overlap or token order: " $0 }
+    { last_exit = $4; last_token = $2 }
+    END { exit bad }' || return 1
+  echo "3 workers (pkg-config builds, shared and static) ran 15 rounds without overlap, tokens rising"
 }
 step "make install PREFIX=tmp; pkg-config --cflags --libs zklock; build and run examples/worker.c" install_check
 

@@ -11,6 +11,7 @@
 // caller's (documented in the header), as for any C library.
 #![allow(clippy::missing_safety_doc)]
 
+// Declared in the order the header presents them.
 mod client;
 mod error;
 mod lease;
