@@ -156,7 +156,7 @@ where
     let future_ref = py_future.clone().unbind();
     let task = zklock::runtime::spawn(async move {
         let result = fut.await;
-        zklock::runtime::run_callback(move || {
+        deliver(move || {
             Python::attach(|py| {
                 let outcome: Outcome = match result {
                     Ok(value) => Box::new(move |py| convert(py, value)),
@@ -181,6 +181,50 @@ where
     };
     py_future.call_method1("add_done_callback", (canceller,))?;
     Ok(py_future)
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The thread that hands asyncio results to their loops, and the process it belongs to.
+static DELIVERY: Mutex<Option<(u32, std::sync::mpsc::Sender<Job>)>> = Mutex::new(None);
+
+/// Runs `job` on this module's delivery thread. asyncio results do not go through zklock's
+/// callback thread, where user callbacks (`on_lost`) run and may block: a callback waiting for
+/// a lock that an asyncio task has just been granted must not keep that task from learning it.
+/// Like the core runtime, the thread is started again in a child process after fork().
+fn deliver(job: impl FnOnce() + Send + 'static) {
+    let pid = std::process::id();
+    let mut slot = DELIVERY.lock().unwrap_or_else(|e| e.into_inner());
+    let job: Job = Box::new(job);
+    if let Some((owner, tx)) = slot.as_ref() {
+        if *owner == pid {
+            match tx.send(job) {
+                Ok(()) => return,
+                Err(std::sync::mpsc::SendError(job)) => return start_delivery(&mut slot, pid, job),
+            }
+        }
+    }
+    start_delivery(&mut slot, pid, job)
+}
+
+fn start_delivery(slot: &mut Option<(u32, std::sync::mpsc::Sender<Job>)>, pid: u32, first: Job) {
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    let spawned = std::thread::Builder::new()
+        .name("zklock-py-asyncio".into())
+        .spawn(move || {
+            for job in rx {
+                // Nothing may unwind out of this thread (it serves every loop of the process).
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            }
+        });
+    match spawned {
+        Ok(_) => {
+            let _ = tx.send(first);
+            *slot = Some((pid, tx));
+        }
+        // No thread to be had: fall back to zklock's callback thread.
+        Err(_) => zklock::runtime::run_callback(first),
+    }
 }
 
 /// Sets an asyncio future's result or exception; runs on the loop's thread.
@@ -363,12 +407,8 @@ impl PyClient {
     fn rw_lock(&self, py: Python<'_>, path: &str) -> PyResult<(NativeLock, NativeLock)> {
         let rw = Arc::new(self.client.rw_lock(path).map_err(|e| to_py_err(py, e))?);
         Ok((
-            NativeLock {
-                inner: Inner::Read(rw.clone()),
-            },
-            NativeLock {
-                inner: Inner::Write(rw),
-            },
+            NativeLock::new(Inner::Read(rw.clone())),
+            NativeLock::new(Inner::Write(rw)),
         ))
     }
 
@@ -387,9 +427,7 @@ impl PyClient {
             }
         }
         let multi = zklock::MultiLock::from_locks(locks).map_err(|e| to_py_err(py, e))?;
-        Ok(NativeLock {
-            inner: Inner::Multi(multi),
-        })
+        Ok(NativeLock::new(Inner::Multi(multi)))
     }
 
     fn __repr__(&self) -> String {
@@ -420,13 +458,34 @@ enum Inner {
 #[pyclass(frozen, module = "zklock._zklock")]
 struct NativeLock {
     inner: Inner,
+    /// The process this value was made in. The core's re-entrant fast path does not check for
+    /// fork(), so a child would "re-enter" a hold that belongs to its parent; refuse instead.
+    pid: u32,
 }
 
 impl NativeLock {
-    fn single(lock: zklock::Lock) -> Self {
+    fn new(inner: Inner) -> Self {
         NativeLock {
-            inner: Inner::Single(Arc::new(lock)),
+            inner,
+            pid: std::process::id(),
         }
+    }
+
+    fn single(lock: zklock::Lock) -> Self {
+        NativeLock::new(Inner::Single(Arc::new(lock)))
+    }
+
+    fn check_process(&self, py: Python<'_>) -> PyResult<()> {
+        if self.pid == std::process::id() {
+            return Ok(());
+        }
+        Err(to_py_err(
+            py,
+            zklock::Error::Closed(
+                "this lock was created before fork(); create a new client in the child process"
+                    .into(),
+            ),
+        ))
     }
 
     fn as_lock(&self) -> Option<&zklock::Lock> {
@@ -486,6 +545,7 @@ impl NativeLock {
     /// `LockTimeout` when the deadline passes. The GIL is released while waiting.
     #[pyo3(signature = (timeout=None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<NativeLease> {
+        self.check_process(py)?;
         let deadline = deadline_of(py, timeout)?;
         let fut = self.acquire_future(deadline);
         wait(py, fut).map(NativeLease::new)
@@ -498,6 +558,7 @@ impl NativeLock {
         py: Python<'py>,
         timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.check_process(py)?;
         let deadline = deadline_of(py, timeout)?;
         let fut = self.acquire_future(deadline);
         future_into_py(py, fut, lease_into_py)
@@ -530,6 +591,7 @@ impl NativeLock {
     /// The queue of the lock path: `[(node, identity, token, library, kind, session_id)]`,
     /// holder first.
     fn participants(&self, py: Python<'_>) -> PyResult<Vec<ParticipantTuple>> {
+        self.check_process(py)?;
         let fut = self.participants_future();
         let list = wait(py, fut)?;
         Ok(list
@@ -569,11 +631,14 @@ struct NativeLease {
     tokens: Vec<i64>,
     path: String,
     paths: Vec<String>,
+    /// The process the lease was taken in (its session cannot be used after fork()).
+    pid: u32,
 }
 
 impl NativeLease {
     fn new(lease: zklock::Lease) -> Self {
         NativeLease {
+            pid: std::process::id(),
             token: lease.token(),
             tokens: lease.tokens(),
             path: lease.path().to_owned(),
@@ -582,8 +647,18 @@ impl NativeLease {
         }
     }
 
-    fn take(&self) -> Option<zklock::Lease> {
-        self.lease.lock().unwrap_or_else(|e| e.into_inner()).take()
+    fn take(&self, py: Python<'_>) -> PyResult<zklock::Lease> {
+        if self.pid != std::process::id() {
+            return Err(to_py_err(
+                py,
+                zklock::Error::Closed(format!(
+                    "the lease on {} was taken before fork(); only the parent process can release it",
+                    self.path
+                )),
+            ));
+        }
+        let taken = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+        taken.ok_or_else(|| to_py_err(py, self.not_held()))
     }
 
     fn not_held(&self) -> zklock::Error {
@@ -658,18 +733,14 @@ impl NativeLease {
     /// Releases the lease: 'released', 'still_held' (a re-entrant count went down) or
     /// 'was_lost'. Raises `NotHeld` when it was already released.
     fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
-        let Some(lease) = self.take() else {
-            return Err(to_py_err(py, self.not_held()));
-        };
+        let lease = self.take(py)?;
         let result = py.detach(move || lease.blocking_release());
         result.map(released_str).map_err(|e| to_py_err(py, e))
     }
 
     /// The asyncio twin of `release`.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let Some(lease) = self.take() else {
-            return Err(to_py_err(py, self.not_held()));
-        };
+        let lease = self.take(py)?;
         future_into_py(py, lease.release(), released_into_py)
     }
 
