@@ -77,6 +77,8 @@ pub(crate) struct LeaseShared {
     pub(crate) riders: Mutex<Vec<Arc<LeaseShared>>>,
     /// Set on a read lease taken while our own write lease was held (a downgrade).
     pub(crate) downgrade_of: Option<String>,
+    /// Why the lease was lost, once it was.
+    lost_reason: Mutex<Option<String>>,
 }
 
 impl LeaseShared {
@@ -95,6 +97,7 @@ impl LeaseShared {
             released: AtomicBool::new(false),
             riders: Mutex::new(Vec::new()),
             downgrade_of,
+            lost_reason: Mutex::new(None),
         });
         if session.is_dead() {
             lease.lose(
@@ -136,7 +139,14 @@ impl LeaseShared {
         });
     }
 
-    pub(crate) fn lose(&self, _why: &str) {
+    pub(crate) fn lose(&self, why: &str) {
+        if self.state().is_final() {
+            return;
+        }
+        self.lost_reason
+            .lock()
+            .unwrap()
+            .get_or_insert_with(|| format!("lease on {} lost: {why}", self.node));
         self.set_state(LeaseState::Lost);
     }
 
@@ -308,6 +318,14 @@ impl Lease {
             return LeaseState::Released;
         }
         LeaseState::combine(self.parts.iter().map(|p| p.shared.state()))
+    }
+
+    /// Why the lease was lost (session expired, node deleted, client closed, no server contact
+    /// for the session timeout), once it was; `None` while it is not lost.
+    pub fn lost_reason(&self) -> Option<String> {
+        self.parts
+            .iter()
+            .find_map(|p| p.shared.lost_reason.lock().unwrap().clone())
     }
 
     /// True while the state is `Held`.

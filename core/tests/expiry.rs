@@ -50,6 +50,8 @@ async fn holder_session_expiry_passes_the_lock_and_fires_lost_once() {
         .await
         .expect("lost signal fires");
     assert_eq!(lease.state(), LeaseState::Lost);
+    let reason = lease.lost_reason().expect("a lost lease says why");
+    assert!(reason.contains(&path), "{reason}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(fired.load(Ordering::SeqCst), 1, "on_lost runs exactly once");
     assert_eq!(lease.release().await.unwrap(), Released::WasLost);
