@@ -265,6 +265,8 @@ static void test_acquire_release(void) {
     CHECK(zklock_acquire(l, 1000, &lease) == ZKLOCK_OK);
     CHECK(zklock_lease_token(lease) > first);
     CHECK(zklock_lease_release(lease) == ZKLOCK_OK);
+    CHECK(zklock_acquire(l, INT64_MAX, &lease) == ZKLOCK_OK); /* an absurd wait is "forever" */
+    CHECK(zklock_lease_release(lease) == ZKLOCK_OK);
     zklock_lock_free(l);
     zklock_client_free(c);
 }
