@@ -694,7 +694,7 @@ class MultiLock(Lock):
     def members(self) -> List[Lock]:
         return list(self._members)
 
-    def participants(self) -> List[Participant]:  # type: ignore[override]
+    def participants(self) -> List[Participant]:
         """The queues of every member path, one after the other."""
         return [p for m in self._members for p in m.participants()]
 

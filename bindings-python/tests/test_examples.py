@@ -1,0 +1,67 @@
+"""The shipped examples: the cross-language worker, and the typed example under mypy --strict
+(acceptance 9)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent / "examples"
+
+
+def test_two_workers_share_a_log_without_overlap(servers, path, tmp_path):
+    log = tmp_path / "demo.log"
+    procs = [
+        subprocess.Popen([sys.executable, str(EXAMPLES / "worker.py"), servers, path, "10", str(log)],
+                         stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert len(lines) == 20
+    assert all(parts[0] == "python" and len(parts) == 4 for parts in lines)
+    records = sorted((int(e), int(x), int(t)) for _, t, e, x in lines)
+    for (e1, x1, t1), (e2, x2, t2) in zip(records, records[1:]):
+        assert x1 <= e2, "critical sections overlap"
+        assert t1 < t2, "tokens do not increase"
+        assert x1 - e1 >= 15_000_000  # ~20 ms inside
+
+
+def test_worker_usage_errors(tmp_path):
+    out = subprocess.run([sys.executable, str(EXAMPLES / "worker.py")], capture_output=True, text=True)
+    assert out.returncode == 2 and "usage" in out.stderr
+    out = subprocess.run([sys.executable, str(EXAMPLES / "worker.py"), "h:1", "/p", "x", "l"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+
+
+def test_typed_example_runs(servers):
+    out = subprocess.run([sys.executable, str(EXAMPLES / "typed_example.py"), servers],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "upgrade_not_allowed" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        [str(EXAMPLES / "typed_example.py"), str(EXAMPLES / "worker.py")],
+        ["-p", "zklock"],  # the package itself: its annotations agree with _zklock.pyi
+    ],
+    ids=["examples", "package"],
+)
+def test_mypy_strict_accepts_the_typed_code(target):
+    if importlib.util.find_spec("mypy") is None:
+        pytest.fail("mypy is not installed in this environment (ci-test.sh installs it)")
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *target],
+        capture_output=True, text=True, timeout=300, cwd=str(EXAMPLES),
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
