@@ -91,20 +91,16 @@ prepare_c() {
   [ -f "$src" ] || { SKIP="$src is not there yet"; return; }
   command -v cc >/dev/null || { SKIP="no C compiler (cc)"; return; }
   [ -f include/zklock.h ] || { SKIP="include/zklock.h is not there yet"; return; }
-  # The face's own recipe when it has one (make -C bindings-c worker), else the same by hand.
-  if command -v make >/dev/null && grep -q '^worker:' bindings-c/Makefile 2>/dev/null; then
-    if make -s -C bindings-c worker PROFILE=debug CARGO="$CARGO" TARGET_DIR="$TARGET" >"$blog" 2>&1 &&
-      [ -x "$TARGET/zklock-c/debug/worker" ]; then
-      WORKER=("$TARGET/zklock-c/debug/worker"); return
-    fi
-    SKIP="make -C bindings-c worker failed (see $blog)"; return
-  fi
+  # As `make -C bindings-c worker` does, but with the library copied into target/demo/lib, so
+  # that a concurrent build of bindings-c cannot swap it under the running worker.
   if ! "$CARGO" build -q -p zklock-c >"$blog" 2>&1; then
     SKIP="cargo build -p zklock-c failed (see $blog)"; return
   fi
-  # The library's soname is libzklock.so (bindings-c's Makefile installs it under that name).
-  mkdir -p "$DEMO/lib" && ln -sf "$TARGET/debug/libzklock_c.so" "$DEMO/lib/libzklock.so"
-  if ! cc -std=c11 -D_GNU_SOURCE -O1 -Iinclude "$src" -L"$DEMO/lib" -lzklock \
+  mkdir -p "$DEMO/lib" &&
+    cp -f "$TARGET/debug/libzklock_c.so" "$DEMO/lib/.libzklock.so.$$" &&
+    mv -f "$DEMO/lib/.libzklock.so.$$" "$DEMO/lib/libzklock.so" ||
+    { SKIP="cannot copy libzklock_c.so to $DEMO/lib"; return; }
+  if ! cc -std=c11 -O2 -Wall -D_GNU_SOURCE -Iinclude "$src" -L"$DEMO/lib" -lzklock \
     -Wl,-rpath,"$DEMO/lib" -o "$DEMO/c-worker" >>"$blog" 2>&1; then
     SKIP="compiling $src failed (see $blog)"; return
   fi
