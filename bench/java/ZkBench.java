@@ -1,0 +1,276 @@
+// Curator 5 workers for the zklock benchmarks (issue 8). Same command line and output as the
+// Rust workers: `--scenario sN --servers S --path P [--warmup s] [--secs s] ...`, one JSON line
+// on stdout (scenarios 2, 5 and 6 print `ready ...` lines and wait for a line on stdin).
+// Times come from System.nanoTime(), CLOCK_MONOTONIC on Linux, like the other workers.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class ZkBench {
+    static Map<String, String> args = new HashMap<>();
+    static BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in));
+
+    static String arg(String k) {
+        String v = args.get(k);
+        if (v == null) throw new IllegalArgumentException("missing --" + k);
+        return v;
+    }
+
+    static double num(String k, double d) {
+        String v = args.get(k);
+        return v == null ? d : Double.parseDouble(v);
+    }
+
+    static CuratorFramework connect() throws Exception {
+        CuratorFramework c = CuratorFrameworkFactory.newClient(arg("servers"), 10_000, 15_000,
+                new ExponentialBackoffRetry(100, 3));
+        c.start();
+        c.blockUntilConnected();
+        return c;
+    }
+
+    static long rss() throws Exception {
+        for (String l : Files.readAllLines(Paths.get("/proc/self/status"))) {
+            if (l.startsWith("VmRSS:")) {
+                return Long.parseLong(l.substring(6).replace("kB", "").trim()) * 1024;
+            }
+        }
+        return 0;
+    }
+
+    static String latencyJson(long[] lat, int n, double secs) {
+        long[] v = Arrays.copyOf(lat, n);
+        Arrays.sort(v);
+        return String.format("{\"ops\":%d,\"secs\":%f,\"ops_s\":%f,\"p50_us\":%f,\"p99_us\":%f}", n, secs,
+                n / secs, pct(v, 50) / 1000.0, pct(v, 99) / 1000.0);
+    }
+
+    static long pct(long[] sorted, double p) {
+        if (sorted.length == 0) return 0;
+        int rank = (int) Math.ceil(p / 100.0 * sorted.length);
+        return sorted[Math.max(1, Math.min(rank, sorted.length)) - 1];
+    }
+
+    static void ready(String json) {
+        System.out.println("ready " + json);
+        System.out.flush();
+    }
+
+    public static void main(String[] argv) throws Exception {
+        for (int i = 0; i + 1 < argv.length; i += 2) args.put(argv[i].replaceFirst("^--", ""), argv[i + 1]);
+        String out;
+        switch (arg("scenario")) {
+            case "s1": out = s1(); break;
+            case "s2": out = s2(); break;
+            case "s3": out = s3(); break;
+            case "s4": out = s4(); break;
+            case "s5": out = s5(); break;
+            case "s6": out = s6(); break;
+            default: throw new IllegalArgumentException("no scenario " + arg("scenario"));
+        }
+        System.out.println(out);
+        System.out.flush();
+        System.exit(0);
+    }
+
+    // 1. Uncontended acquire+release cycles on one lock.
+    static String s1() throws Exception {
+        CuratorFramework c = connect();
+        InterProcessMutex m = new InterProcessMutex(c, arg("path"));
+        long warm = (long) (num("warmup", 1) * 1e9), secs = (long) (num("secs", 3) * 1e9);
+        long[] lat = new long[1 << 22];
+        int n = 0;
+        long start = System.nanoTime();
+        while (true) {
+            long t0 = System.nanoTime();
+            m.acquire();
+            m.release();
+            long t1 = System.nanoTime();
+            if (t1 > start + warm + secs) break;
+            if (t0 >= start + warm && n < lat.length) lat[n++] = t1 - t0;
+        }
+        c.close();
+        return latencyJson(lat, n, secs / 1e9);
+    }
+
+    // 2. Re-entrant acquire+release while this thread already holds the lock.
+    static String s2() throws Exception {
+        CuratorFramework c = connect();
+        InterProcessMutex m = new InterProcessMutex(c, arg("path"));
+        m.acquire();
+        ready("{}");
+        stdin.readLine();
+        long warm = (long) (num("warmup", 1) * 1e9), secs = (long) (num("secs", 3) * 1e9);
+        long start = System.nanoTime(), from = 0, fromOps = 0, ops = 0;
+        String res;
+        while (true) {
+            for (int i = 0; i < 1000; i++) {
+                m.acquire();
+                m.release();
+            }
+            ops += 1000;
+            long now = System.nanoTime();
+            if (from == 0 && now >= start + warm) {
+                from = now;
+                fromOps = ops;
+            }
+            if (from != 0 && now >= from + secs) {
+                double ns = (double) (now - from) / (ops - fromOps);
+                res = String.format("{\"ops\":%d,\"ns_per_op\":%f,\"ops_s\":%f}", ops - fromOps, ns, 1e9 / ns);
+                break;
+            }
+        }
+        ready(res);
+        stdin.readLine();
+        m.release();
+        c.close();
+        return res;
+    }
+
+    // 3. One of several contending processes: acquire, note the time, release at once.
+    static String s3() throws Exception {
+        CuratorFramework c = connect();
+        InterProcessMutex m = new InterProcessMutex(c, arg("path"));
+        long start = (long) num("start-at", 0);
+        long end = start + (long) (num("warmup", 1) * 1e9) + (long) (num("secs", 3) * 1e9);
+        long wait = start - System.nanoTime();
+        if (wait > 0) Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+        StringBuilder sb = new StringBuilder("{\"events\":[");
+        boolean first = true;
+        while (System.nanoTime() < end) {
+            m.acquire();
+            long acquired = System.nanoTime();
+            long releasing = System.nanoTime();
+            m.release();
+            if (!first) sb.append(',');
+            first = false;
+            sb.append('[').append(acquired).append(',').append(releasing).append(']');
+        }
+        c.close();
+        return sb.append("]}").toString();
+    }
+
+    // 4. `--locks` distinct locks cycled concurrently by as many threads over one CuratorFramework.
+    static String s4() throws Exception {
+        CuratorFramework c = connect();
+        int n = (int) num("locks", 64);
+        long warm = (long) (num("warmup", 1) * 1e9), secs = (long) (num("secs", 3) * 1e9);
+        long start = System.nanoTime();
+        List<long[]> lats = new ArrayList<>();
+        int[] counts = new int[n];
+        Thread[] threads = new Thread[n];
+        for (int i = 0; i < n; i++) {
+            final int idx = i;
+            final long[] lat = new long[1 << 18];
+            lats.add(lat);
+            InterProcessMutex m = new InterProcessMutex(c, arg("path") + "/" + i);
+            threads[i] = new Thread(() -> {
+                try {
+                    while (true) {
+                        long t0 = System.nanoTime();
+                        m.acquire();
+                        m.release();
+                        long t1 = System.nanoTime();
+                        if (t1 > start + warm + secs) break;
+                        if (t0 >= start + warm && counts[idx] < lat.length) lat[counts[idx]++] = t1 - t0;
+                    }
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            threads[i].start();
+        }
+        int total = 0;
+        for (int i = 0; i < n; i++) {
+            threads[i].join();
+            total += counts[i];
+        }
+        long[] all = new long[total];
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            System.arraycopy(lats.get(i), 0, all, k, counts[i]);
+            k += counts[i];
+        }
+        c.close();
+        return latencyJson(all, total, secs / 1e9);
+    }
+
+    // 5. `--waiters` threads (over `--sessions` CuratorFrameworks) queue on one lock; on a stdin
+    // line the holder releases and every waiter releases as soon as it holds the lock.
+    static String s5() throws Exception {
+        int waiters = (int) num("waiters", 1000);
+        int sessions = Math.max(1, (int) num("sessions", waiters));
+        String path = arg("path");
+        CuratorFramework holder = connect();
+        InterProcessMutex hm = new InterProcessMutex(holder, path);
+        hm.acquire();
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) clients.add(connect());
+        Thread[] threads = new Thread[waiters];
+        for (int i = 0; i < waiters; i++) {
+            InterProcessMutex m = new InterProcessMutex(clients.get(i % sessions), path);
+            threads[i] = new Thread(() -> {
+                try {
+                    m.acquire();
+                    m.release();
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            }, "waiter-" + i);
+            threads[i].setDaemon(true);
+            threads[i].start();
+        }
+        while (holder.getChildren().forPath(path).size() < waiters + 1) Thread.sleep(100);
+        Thread.sleep(500);
+        ready(String.format("{\"queued\":%d,\"sessions\":%d,\"rss\":%d}", waiters, sessions, rss()));
+        stdin.readLine();
+        long t0 = System.nanoTime();
+        hm.release();
+        for (Thread t : threads) t.join();
+        long elapsed = System.nanoTime() - t0;
+        for (CuratorFramework c : clients) c.close();
+        holder.close();
+        return String.format("{\"releases\":%d,\"handoffs_s\":%f}", waiters + 1, waiters / (elapsed / 1e9));
+    }
+
+    // 6. RSS of this process while one thread holds `--locks` distinct locks.
+    static String s6() throws Exception {
+        CuratorFramework c = connect();
+        int n = (int) num("locks", 10000);
+        String path = arg("path");
+        InterProcessMutex warm = new InterProcessMutex(c, path + "-warm");
+        for (int i = 0; i < 200; i++) {
+            warm.acquire();
+            warm.release();
+        }
+        System.gc();
+        Thread.sleep(200);
+        long before = rss();
+        List<InterProcessMutex> held = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            InterProcessMutex m = new InterProcessMutex(c, path + "/" + i);
+            m.acquire();
+            held.add(m);
+        }
+        System.gc();
+        Thread.sleep(500);
+        long after = rss();
+        String res = String.format("{\"locks\":%d,\"mode\":\"hold\",\"rss_before\":%d,\"rss_after\":%d,\"bytes_per_lock\":%f}",
+                n, before, after, (after - before) / (double) n);
+        ready(res);
+        stdin.readLine();
+        return res;
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Benchmarks of issue 8: zklock (Rust core and the faces that are built) against Curator 5,
+# kazoo and the raw ZooKeeper limit, side by side on ZooKeeper servers started by the harness,
+# once with forceSync=no and once with the default fsync. Prints the table and the targets,
+# writes bench/results/results.json.
+#
+#   bench/run.sh                      everything (about 8 minutes on 2 cores)
+#   BENCH_SECS=2 bench/run.sh         shorter measured windows
+#   bench/run.sh --modes nosync --scenarios s1,s4 --impls zklock,raw,curator
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+build="$here/build"
+mkdir -p "$build" "$here/results"
+
+command -v java >/dev/null && [ -f /usr/share/java/curator-recipes.jar ] && [ -d /usr/lib/python3/dist-packages/kazoo ] \
+  || "$root/scripts/install-deps.sh"
+
+echo "bench: building the Rust workers (release)"
+cargo build --release --quiet --manifest-path "$here/Cargo.toml"
+# A private copy: the shared target dir may be rebuilt by others while we run.
+cp "$CARGO_TARGET_DIR/release/zkbench" "$build/zkbench"
+
+echo "bench: compiling the Curator workers"
+J=/usr/share/java
+cp="$J/curator-recipes.jar:$J/curator-framework.jar:$J/curator-client.jar:$J/zookeeper.jar:$J/zookeeper-jute.jar"
+cp="$cp:$J/guava.jar:$J/slf4j-api.jar:$J/slf4j-nop.jar:$J/netty-handler.jar:$J/netty-common.jar:$J/netty-buffer.jar"
+cp="$cp:$J/netty-transport.jar:$J/netty-codec.jar:$J/netty-resolver.jar:$J/netty-transport-native-epoll.jar"
+cp="$cp:$J/netty-transport-native-unix-common.jar:$J/metrics-core.jar:$J/commons-io.jar"
+mkdir -p "$build/java"
+javac -nowarn -d "$build/java" -cp "$cp" "$here/java/ZkBench.java"
+
+faces=()
+# Python face: a venv with the package built from bindings-python.
+if [ -f "$root/bindings-python/pyproject.toml" ] && [ -f "$here/face_python.py" ]; then
+  if [ ! -x "$build/py-venv/bin/python" ]; then python3 -m venv "$build/py-venv"; fi
+  if "$build/py-venv/bin/pip" install -q "$root/bindings-python" >"$build/pip.log" 2>&1 \
+     && "$build/py-venv/bin/python" -c "import zklock; zklock.Client" 2>/dev/null; then
+    faces+=(--python-face "$build/py-venv/bin/python")
+  else
+    faces+=(--skip "python=bindings-python did not build or import (see bench/build/pip.log)")
+  fi
+else
+  faces+=(--skip "python=bindings-python not ready when measured (not built)")
+fi
+# Node face: the package from bindings-node.
+if [ -f "$root/bindings-node/package.json" ] && [ -f "$here/face_node.mjs" ]; then
+  mkdir -p "$build/node"
+  if (cd "$build/node" && npm install --silent --no-audit --no-fund "$root/bindings-node" >"$build/npm.log" 2>&1) \
+     && (cd "$build/node" && node -e "require('zklock')" 2>/dev/null || node --input-type=module -e "import 'zklock'" 2>/dev/null); then
+    cp "$here/face_node.mjs" "$build/node/"
+    faces+=(--node-face "$build/node")
+  else
+    faces+=(--skip "node=bindings-node did not install or load (see bench/build/npm.log)")
+  fi
+else
+  faces+=(--skip "node=bindings-node not ready when measured (not built)")
+fi
+# C face: libzklock + include/zklock.h.
+if [ -f "$root/bindings-c/include/zklock.h" ] && [ -f "$here/face_c.c" ]; then
+  if cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p zklock-c >"$build/c.log" 2>&1 \
+     && cc -O2 -o "$build/face_c" "$here/face_c.c" -I"$root/bindings-c/include" \
+          "$CARGO_TARGET_DIR/release/libzklock.a" -lpthread -ldl -lm >>"$build/c.log" 2>&1; then
+    faces+=(--c-face "$build/face_c")
+  else
+    faces+=(--skip "c=bindings-c did not build (see bench/build/c.log)")
+  fi
+else
+  faces+=(--skip "c=bindings-c not ready when measured (not built)")
+fi
+
+exec "$build/zkbench" orchestrate \
+  --secs "${BENCH_SECS:-3}" \
+  --out "$here/results/results.json" \
+  --bench-dir "$here" \
+  --java-cp "$build/java:$cp" \
+  --kazoo-python /usr/bin/python3 \
+  "${faces[@]}" "$@"

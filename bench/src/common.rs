@@ -1,0 +1,105 @@
+//! What every worker shares: arguments, the monotonic clock (CLOCK_MONOTONIC, the clock Java's
+//! nanoTime, Python's monotonic_ns and Node's hrtime read too), percentiles and RSS.
+
+use std::collections::HashMap;
+
+/// `--key value` pairs.
+pub struct Args(HashMap<String, String>);
+
+impl Args {
+    pub fn parse(args: impl Iterator<Item = String>) -> Args {
+        let mut map = HashMap::new();
+        let mut key: Option<String> = None;
+        for a in args {
+            if let Some(k) = a.strip_prefix("--") {
+                if let Some(prev) = key.replace(k.to_owned()) {
+                    map.insert(prev, "true".to_owned());
+                }
+            } else if let Some(k) = key.take() {
+                map.insert(k, a);
+            }
+        }
+        if let Some(k) = key {
+            map.insert(k, "true".to_owned());
+        }
+        Args(map)
+    }
+
+    pub fn str(&self, key: &str) -> String {
+        self.0
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| panic!("missing --{key}"))
+    }
+
+    pub fn opt(&self, key: &str) -> Option<String> {
+        self.0.get(key).cloned()
+    }
+
+    pub fn num(&self, key: &str, default: f64) -> f64 {
+        self.0
+            .get(key)
+            .map(|v| {
+                v.parse()
+                    .unwrap_or_else(|_| panic!("--{key} {v}: not a number"))
+            })
+            .unwrap_or(default)
+    }
+
+    pub fn int(&self, key: &str, default: u64) -> u64 {
+        self.num(key, default as f64) as u64
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleeps until the monotonic clock reads `t`.
+pub fn sleep_until_mono(t: u64) {
+    let now = mono_ns();
+    if t > now {
+        std::thread::sleep(std::time::Duration::from_nanos(t - now));
+    }
+}
+
+/// The p-th percentile (0..=100) of `v` (sorted in place), nearest rank.
+pub fn percentile(v: &mut [u64], p: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+/// VmRSS of this process in bytes.
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
+/// A throughput/latency result line: `{"ops", "secs", "ops_s", "p50_us", "p99_us", ...}`.
+pub fn latency_result(mut lat_ns: Vec<u64>, secs: f64) -> serde_json::Value {
+    let ops = lat_ns.len();
+    let p50 = percentile(&mut lat_ns, 50.0);
+    let p99 = percentile(&mut lat_ns, 99.0);
+    serde_json::json!({
+        "ops": ops,
+        "secs": secs,
+        "ops_s": ops as f64 / secs,
+        "p50_us": p50 as f64 / 1000.0,
+        "p99_us": p99 as f64 / 1000.0,
+    })
+}

@@ -1,0 +1,155 @@
+//! zkbench: the benchmarks of issue 8.
+//!
+//! `zkbench orchestrate [--modes nosync|fsync|both] [--secs S] [--scenarios s1,s3] --out FILE
+//!   --java-cp CP --kazoo-python PY --bench-dir DIR [--python-face PY] [--node-face DIR]
+//!   [--c-face BIN] [--skip "key=why"]...` runs everything (see `run.sh`);
+//! `zkbench worker --impl zklock|raw --scenario sN ...` is one Rust worker process.
+
+mod common;
+mod orchestrate;
+mod rust_worker;
+
+use orchestrate::Impl;
+
+fn main() {
+    let mut argv = std::env::args().skip(1);
+    let cmd = argv.next().unwrap_or_default();
+    let raw: Vec<String> = argv.collect();
+    let args = common::Args::parse(raw.clone().into_iter());
+    match cmd.as_str() {
+        "worker" => match rust_worker::run(&args) {
+            Ok(v) => println!("{v}"),
+            Err(e) => {
+                eprintln!("zkbench worker: {e}");
+                std::process::exit(1);
+            }
+        },
+        "orchestrate" => {
+            let (impls, skipped) = implementations(&args, &raw);
+            match orchestrate::run(&args, impls, skipped) {
+                Ok(results) => {
+                    let out = args.opt("out").unwrap_or_else(|| "results.json".into());
+                    if let Some(dir) = std::path::Path::new(&out).parent() {
+                        std::fs::create_dir_all(dir).ok();
+                    }
+                    let text = serde_json::to_string_pretty(&results).unwrap_or_default();
+                    if let Err(e) = std::fs::write(&out, text) {
+                        eprintln!("zkbench: cannot write {out}: {e}");
+                        std::process::exit(1);
+                    }
+                    println!("\nresults written to {out}");
+                }
+                Err(e) => {
+                    eprintln!("zkbench: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+        _ => {
+            eprintln!("usage: zkbench orchestrate ... | zkbench worker ... (see bench/run.sh)");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(String, String)>) {
+    let me = std::env::current_exe()
+        .expect("own path")
+        .display()
+        .to_string();
+    let bench_dir = args.opt("bench-dir").unwrap_or_else(|| "bench".into());
+    let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut impls = vec![
+        Impl {
+            key: "zklock".into(),
+            label: "zklock Rust core (async)".into(),
+            cmd: v(&[&me, "worker", "--impl", "zklock"]),
+            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait"],
+            startup: 0.5,
+            warmup: 1.0,
+        },
+        Impl {
+            key: "zklock-blocking".into(),
+            label: "zklock Rust core (blocking_*)".into(),
+            cmd: v(&[&me, "worker", "--impl", "zklock", "--api", "blocking"]),
+            scenarios: vec!["s1", "s2"],
+            startup: 0.5,
+            warmup: 1.0,
+        },
+        Impl {
+            key: "raw".into(),
+            label: "raw limit (zookeeper-client)".into(),
+            cmd: v(&[&me, "worker", "--impl", "raw"]),
+            scenarios: vec!["s1", "s4"],
+            startup: 0.5,
+            warmup: 1.0,
+        },
+    ];
+    let mut skipped = Vec::new();
+    match args.opt("java-cp") {
+        Some(cp) => impls.push(Impl {
+            key: "curator".into(),
+            label: "Curator 5.4 (Java 17)".into(),
+            cmd: v(&["java", "-cp", &cp, "ZkBench"]),
+            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6"],
+            startup: 3.0,
+            warmup: 3.0,
+        }),
+        None => skipped.push(("curator".into(), "no --java-cp".into())),
+    }
+    match args.opt("kazoo-python") {
+        Some(py) => impls.push(Impl {
+            key: "kazoo".into(),
+            label: "kazoo 2.8 (CPython)".into(),
+            cmd: v(&[&py, &format!("{bench_dir}/kazoo_bench.py")]),
+            scenarios: vec!["s1", "s3", "s4", "s5", "s6"],
+            startup: 1.0,
+            warmup: 1.0,
+        }),
+        None => skipped.push(("kazoo".into(), "no --kazoo-python".into())),
+    }
+    if let Some(py) = args.opt("python-face") {
+        impls.push(Impl {
+            key: "python".into(),
+            label: "zklock Python face".into(),
+            cmd: v(&[&py, &format!("{bench_dir}/face_python.py")]),
+            scenarios: vec!["s1", "s2", "s3", "s4", "s6"],
+            startup: 1.0,
+            warmup: 1.0,
+        });
+    }
+    if let Some(dir) = args.opt("node-face") {
+        impls.push(Impl {
+            key: "node".into(),
+            label: "zklock Node face".into(),
+            cmd: v(&["node", &format!("{dir}/face_node.mjs")]),
+            scenarios: vec!["s1", "s3", "s4"],
+            startup: 1.0,
+            warmup: 1.0,
+        });
+    }
+    if let Some(bin) = args.opt("c-face") {
+        impls.push(Impl {
+            key: "c".into(),
+            label: "zklock C face".into(),
+            cmd: v(&[&bin]),
+            scenarios: vec!["s1", "s3"],
+            startup: 0.5,
+            warmup: 1.0,
+        });
+    }
+    // --skip key=why, repeatable (faces run.sh found missing).
+    let mut it = raw.iter();
+    while let Some(a) = it.next() {
+        if a == "--skip" {
+            if let Some((k, why)) = it.next().and_then(|s| s.split_once('=')) {
+                skipped.push((k.to_owned(), why.to_owned()));
+            }
+        }
+    }
+    if let Some(only) = args.opt("impls") {
+        let keep: Vec<&str> = only.split(',').collect();
+        impls.retain(|i| keep.contains(&i.key.as_str()));
+    }
+    (impls, skipped)
+}

@@ -1,0 +1,664 @@
+//! `zkbench orchestrate`: starts ZooKeeper through the harness (once with forceSync=no, once
+//! with the default fsync), runs every scenario of issue 8 for every implementation side by
+//! side, prints the table and the targets, and writes the JSON.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use zklock_testkit::{Config, ZooKeeper};
+
+use crate::common::{mono_ns, percentile, Args};
+
+type Res<T> = Result<T, String>;
+
+/// One implementation under test: how to start its worker and what it can run.
+#[derive(Clone)]
+pub struct Impl {
+    pub key: String,
+    pub label: String,
+    pub cmd: Vec<String>,
+    pub scenarios: Vec<&'static str>,
+    /// Seconds its process needs before it can start measuring (the JVM).
+    pub startup: f64,
+    pub warmup: f64,
+}
+
+struct Proc {
+    child: Child,
+    out: BufReader<ChildStdout>,
+    stdin: Option<ChildStdin>,
+    label: String,
+    killed: Arc<AtomicBool>,
+}
+
+impl Proc {
+    fn spawn(imp: &Impl, args: &[String], limit: Duration) -> Res<Proc> {
+        let mut cmd = Command::new(&imp.cmd[0]);
+        cmd.args(&imp.cmd[1..])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", imp.cmd[0]))?;
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let stdin = child.stdin.take();
+        // A watchdog: a worker that hangs is killed and reported, the run goes on.
+        let pid = child.id() as i32;
+        let killed = Arc::new(AtomicBool::new(false));
+        let k = killed.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            k.store(true, Ordering::SeqCst);
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        });
+        Ok(Proc {
+            child,
+            out,
+            stdin,
+            label: imp.label.clone(),
+            killed,
+        })
+    }
+
+    /// The next `ready ...` or JSON line.
+    fn next(&mut self) -> Res<Value> {
+        loop {
+            let mut line = String::new();
+            let n = self.out.read_line(&mut line).map_err(|e| e.to_string())?;
+            if n == 0 {
+                let why = if self.killed.load(Ordering::SeqCst) {
+                    "timed out (killed)"
+                } else {
+                    "exited without a result"
+                };
+                return Err(format!("{}: worker {why}", self.label));
+            }
+            let line = line.trim();
+            let json_text = line.strip_prefix("ready ").unwrap_or(line);
+            if json_text.starts_with('{') {
+                return serde_json::from_str(json_text)
+                    .map_err(|e| format!("{}: bad output {line:?}: {e}", self.label));
+            }
+        }
+    }
+
+    fn go(&mut self) {
+        if let Some(s) = self.stdin.as_mut() {
+            let _ = writeln!(s, "go");
+            let _ = s.flush();
+        }
+    }
+
+    fn finish(mut self) -> Res<Value> {
+        self.go();
+        let v = self.next();
+        self.stdin.take();
+        // Kill whatever is left (a worker that printed its result may still be closing).
+        let killer = std::thread::spawn({
+            let pid = self.child.id() as i32;
+            move || {
+                std::thread::sleep(Duration::from_secs(5));
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        });
+        let _ = self.child.wait();
+        drop(killer);
+        v
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Run<'a> {
+    zk: &'a ZooKeeper,
+    servers: String,
+    secs: f64,
+    mode: &'static str,
+    seq: std::cell::Cell<u32>,
+}
+
+impl Run<'_> {
+    fn path(&self, scenario: &str, imp: &Impl) -> String {
+        self.seq.set(self.seq.get() + 1);
+        format!(
+            "/bench/{}/{scenario}/{}-{}",
+            self.mode,
+            imp.key,
+            self.seq.get()
+        )
+    }
+
+    fn base_args(&self, scenario: &str, imp: &Impl, path: &str) -> Vec<String> {
+        vec![
+            "--scenario".into(),
+            scenario.into(),
+            "--servers".into(),
+            self.servers.clone(),
+            "--path".into(),
+            path.into(),
+            "--warmup".into(),
+            imp.warmup.to_string(),
+            "--secs".into(),
+            self.secs.to_string(),
+        ]
+    }
+
+    fn mntr(&self, key: &str) -> i64 {
+        self.zk.mntr_value(0, key).unwrap_or(-1)
+    }
+
+    /// Scenarios 1 and 4: one worker, one JSON line.
+    fn simple(&self, scenario: &str, imp: &Impl, extra: &[&str]) -> Res<Value> {
+        let path = self.path(scenario, imp);
+        let mut args = self.base_args(scenario, imp, &path);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let limit = Duration::from_secs_f64(imp.startup + imp.warmup + self.secs + 60.0);
+        Proc::spawn(imp, &args, limit)?.finish()
+    }
+
+    /// Scenario 2: ready (held) → server counters → go → ready (result) → counters → go.
+    fn reentrant(&self, imp: &Impl, extra: &[&str]) -> Res<Value> {
+        let path = self.path("s2", imp);
+        let mut args = self.base_args("s2", imp, &path);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let limit = Duration::from_secs_f64(imp.startup + imp.warmup + self.secs + 60.0);
+        let mut p = Proc::spawn(imp, &args, limit)?;
+        p.next()?;
+        let before = self.mntr("zk_packets_received");
+        p.go();
+        let mut result = p.next()?;
+        let after = self.mntr("zk_packets_received");
+        p.finish().ok();
+        // Session pings are packets too: ZooKeeper clients ping every third of the session
+        // timeout when idle, so a few per window are expected and are no lock request.
+        result["server_packets_in_window"] = json!(after - before);
+        result["window_s"] = json!(imp.warmup + self.secs);
+        Ok(result)
+    }
+
+    /// Scenario 3: `procs` processes contend on one lock from the same start instant.
+    fn contended(&self, imp: &Impl, procs: usize) -> Res<Value> {
+        let path = self.path("s3", imp);
+        let start = mono_ns() + ((imp.startup + 1.0) * 1e9) as u64;
+        let limit = Duration::from_secs_f64(imp.startup + imp.warmup + self.secs + 90.0);
+        let mut ps = Vec::new();
+        for _ in 0..procs {
+            let mut args = self.base_args("s3", imp, &path);
+            args.extend(["--start-at".into(), start.to_string()]);
+            ps.push(Proc::spawn(imp, &args, limit)?);
+        }
+        let mut events: Vec<(u64, u64)> = Vec::new();
+        for p in ps {
+            let v = p.finish()?;
+            for e in v["events"].as_array().cloned().unwrap_or_default() {
+                events.push((e[0].as_u64().unwrap_or(0), e[1].as_u64().unwrap_or(0)));
+            }
+        }
+        events.sort();
+        let from = start + (imp.warmup * 1e9) as u64;
+        let to = from + (self.secs * 1e9) as u64;
+        let mut handoffs = Vec::new();
+        let mut acquisitions = 0;
+        let mut overlaps = 0;
+        for w in events.windows(2) {
+            let ((_, r0), (a1, _)) = (w[0], w[1]);
+            if a1 < from || a1 > to {
+                continue;
+            }
+            acquisitions += 1;
+            if a1 < r0 {
+                overlaps += 1; // would be a broken lock (or clocks that disagree)
+            } else {
+                handoffs.push(a1 - r0);
+            }
+        }
+        let mut h = handoffs;
+        Ok(json!({
+            "processes": procs,
+            "acquisitions": acquisitions,
+            "ops_s": acquisitions as f64 / self.secs,
+            "handoff_p50_us": percentile(&mut h, 50.0) as f64 / 1000.0,
+            "handoff_p99_us": percentile(&mut h, 99.0) as f64 / 1000.0,
+            "overlaps": overlaps,
+        }))
+    }
+
+    fn notifications(&self) -> i64 {
+        ["deleted", "children", "changed", "created"]
+            .iter()
+            .map(|k| self.mntr(&format!("zk_sum_node_{k}_watch_count")).max(0))
+            .sum()
+    }
+
+    /// Scenario 5: watches while `waiters` wait, then notifications per release.
+    fn herd(&self, imp: &Impl, waiters: usize, sessions: usize) -> Res<Value> {
+        let path = self.path("s5", imp);
+        let mut args = self.base_args("s5", imp, &path);
+        args.extend([
+            "--waiters".into(),
+            waiters.to_string(),
+            "--sessions".into(),
+            sessions.to_string(),
+        ]);
+        let mut p = Proc::spawn(imp, &args, Duration::from_secs(240))?;
+        let queued = p.next()?;
+        let watch_count = self.mntr("zk_watch_count");
+        let wchs = self.zk.four_letter(0, "wchs").unwrap_or_default();
+        let (n0, pk0) = (self.notifications(), self.mntr("zk_packets_received"));
+        let result = p.finish()?;
+        // Let the last notifications and closes settle before reading.
+        std::thread::sleep(Duration::from_millis(300));
+        let (n1, pk1) = (self.notifications(), self.mntr("zk_packets_received"));
+        let releases = result["releases"].as_f64().unwrap_or(1.0);
+        Ok(json!({
+            "waiters": waiters,
+            "sessions": sessions,
+            "watch_count_while_queued": watch_count,
+            "wchs": wchs.trim().replace('\n', "; "),
+            "notifications": n1 - n0,
+            "notifications_per_release": (n1 - n0) as f64 / releases,
+            "requests_per_release": (pk1 - pk0) as f64 / releases,
+            "handoffs_s": result["handoffs_s"],
+            "rss_while_queued": queued["rss"],
+            "worker": result,
+        }))
+    }
+
+    /// Scenario 6: RSS of a process holding (or waiting on) `locks` locks.
+    fn memory(&self, imp: &Impl, locks: usize, wait: bool) -> Res<Value> {
+        let path = self.path("s6", imp);
+        let mut args = self.base_args("s6", imp, &path);
+        args.extend(["--locks".into(), locks.to_string()]);
+        let limit = Duration::from_secs(300);
+        if !wait {
+            return Proc::spawn(imp, &args, limit)?.finish();
+        }
+        let mut holder = Proc::spawn(imp, &args, limit)?;
+        holder.next()?;
+        args.extend(["--mode".into(), "wait".into()]);
+        let waiter = Proc::spawn(imp, &args, limit)?;
+        let v = waiter.finish();
+        holder.finish().ok();
+        v
+    }
+}
+
+fn print_table(title: &str, header: &[&str], rows: &[(String, Vec<String>)]) {
+    println!("\n  {title}");
+    print!("    {:<34}", "");
+    for h in header {
+        print!("{h:>14}");
+    }
+    println!();
+    for (label, cells) in rows {
+        print!("    {label:<34}");
+        for c in cells {
+            print!("{c:>14}");
+        }
+        println!();
+    }
+}
+
+fn f(v: &Value, key: &str, digits: usize) -> String {
+    match v.get(key).and_then(Value::as_f64) {
+        Some(x) => format!("{x:.digits$}"),
+        None => match v.get("error") {
+            Some(_) => "error".into(),
+            None => match v.get("skipped") {
+                Some(_) => "n/a".into(),
+                None => "-".into(),
+            },
+        },
+    }
+}
+
+fn num(v: &Value, path: &[&str]) -> Option<f64> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.get(*p)?;
+    }
+    cur.as_f64()
+}
+
+pub fn run(args: &Args, impls: Vec<Impl>, skipped: Vec<(String, String)>) -> Res<Value> {
+    let secs = args.num("secs", 3.0);
+    let modes: Vec<(&'static str, bool)> = match args.opt("modes").as_deref() {
+        Some("nosync") => vec![("nosync", false)],
+        Some("fsync") => vec![("fsync", true)],
+        _ => vec![("nosync", false), ("fsync", true)],
+    };
+    let only: Option<Vec<String>> = args
+        .opt("scenarios")
+        .map(|s| s.split(',').map(str::to_owned).collect());
+    let wants = |s: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == s));
+    let waiters = args.int("waiters", 1000) as usize;
+    let mem_locks = args.int("mem-locks", 10_000) as usize;
+    let mut all = serde_json::Map::new();
+    for (mode, force_sync) in modes {
+        println!(
+            "\n== ZooKeeper 3.8 standalone, forceSync={} ==",
+            if force_sync {
+                "yes (default fsync)"
+            } else {
+                "no"
+            }
+        );
+        let zk = ZooKeeper::start(
+            1,
+            &Config {
+                force_sync,
+                tick_ms: 200,
+            },
+        )?;
+        let run = Run {
+            servers: zk.connect_string(),
+            zk: &zk,
+            secs,
+            mode,
+            seq: std::cell::Cell::new(0),
+        };
+        let mut res = serde_json::Map::new();
+        let record =
+            |res: &mut serde_json::Map<String, Value>, s: &str, imp: &Impl, v: Res<Value>| {
+                let v = v.unwrap_or_else(|e| {
+                    eprintln!("  ! {s} {}: {e}", imp.label);
+                    json!({ "error": e })
+                });
+                eprintln!("  . {s} {:<28} {}", imp.label, v);
+                res.entry(s.to_owned())
+                    .or_insert_with(|| json!({}))
+                    .as_object_mut()
+                    .unwrap()
+                    .insert(imp.key.clone(), v);
+            };
+        let has = |imp: &Impl, s: &str| imp.scenarios.contains(&s);
+        if wants("s1") {
+            for imp in impls.iter().filter(|i| has(i, "s1")) {
+                let v = run.simple("s1", imp, &[]);
+                record(&mut res, "s1", imp, v);
+            }
+        }
+        if wants("s2") {
+            for imp in impls.iter().filter(|i| has(i, "s2")) {
+                let v = run.reentrant(imp, &[]);
+                record(&mut res, "s2", imp, v);
+            }
+        }
+        if wants("s3") {
+            for imp in impls.iter().filter(|i| has(i, "s3")) {
+                let v = run.contended(imp, 4);
+                record(&mut res, "s3", imp, v);
+            }
+        }
+        if wants("s4") {
+            for imp in impls.iter().filter(|i| has(i, "s4")) {
+                let v = run.simple("s4", imp, &["--locks", "64"]);
+                record(&mut res, "s4", imp, v);
+            }
+        }
+        if wants("s5") {
+            for imp in impls.iter().filter(|i| has(i, "s5")) {
+                let v = run.herd(imp, waiters, waiters);
+                record(&mut res, "s5", imp, v);
+            }
+        }
+        // Memory does not depend on how the server syncs: measured once, without fsync.
+        if wants("s6") && !force_sync {
+            for imp in impls.iter().filter(|i| has(i, "s6")) {
+                let v = run.memory(imp, mem_locks, false);
+                record(&mut res, "s6", imp, v);
+                if has(imp, "s6wait") {
+                    let mut w = imp.clone();
+                    w.key = format!("{}-wait", imp.key);
+                    w.label = format!("{} (waiting)", imp.label);
+                    let v = run.memory(imp, mem_locks, true);
+                    record(&mut res, "s6", &w, v);
+                }
+            }
+        }
+        all.insert(mode.to_owned(), Value::Object(res));
+        drop(zk);
+    }
+    let results = json!({
+        "date": chrono_now(),
+        "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+                    "load_before": std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()},
+        "secs": secs,
+        "implementations": impls.iter().map(|i| json!({"key": i.key, "label": i.label})).collect::<Vec<_>>(),
+        "skipped": skipped.iter().map(|(k, why)| json!({"key": k, "why": why})).collect::<Vec<_>>(),
+        "modes": Value::Object(all),
+    });
+    let targets = report(&results, &impls, &skipped);
+    let mut results = results;
+    results["targets"] = targets;
+    Ok(results)
+}
+
+fn chrono_now() -> String {
+    let out = Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    out.unwrap_or_default()
+}
+
+/// Prints the tables and the targets of issue 8; returns the targets as JSON.
+fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Value {
+    let modes = results["modes"].as_object().cloned().unwrap_or_default();
+    let mut targets = Vec::new();
+    for (mode, res) in &modes {
+        println!(
+            "\n==== results, forceSync={} ====",
+            if mode == "fsync" {
+                "yes (default)"
+            } else {
+                "no"
+            }
+        );
+        let rows = |s: &str, cols: &[(&str, usize)]| -> Vec<(String, Vec<String>)> {
+            impls
+                .iter()
+                .flat_map(|i| {
+                    let mut keys = vec![(i.key.clone(), i.label.clone())];
+                    keys.push((format!("{}-wait", i.key), format!("{} (waiting)", i.label)));
+                    keys
+                })
+                .filter_map(|(k, label)| {
+                    let v = res.get(s)?.get(&k)?;
+                    Some((label, cols.iter().map(|(c, d)| f(v, c, *d)).collect()))
+                })
+                .collect()
+        };
+        print_table(
+            "1. uncontended acquire+release, one client",
+            &["cycles/s", "p50 µs", "p99 µs"],
+            &rows("s1", &[("ops_s", 0), ("p50_us", 0), ("p99_us", 0)]),
+        );
+        print_table(
+            "2. re-entrant acquire+release while held",
+            &["ns/op", "server pkts", "window s"],
+            &rows(
+                "s2",
+                &[
+                    ("ns_per_op", 0),
+                    ("server_packets_in_window", 0),
+                    ("window_s", 1),
+                ],
+            ),
+        );
+        print_table(
+            "3. contended, 4 processes on one lock",
+            &["acq/s", "handoff p50", "handoff p99"],
+            &rows(
+                "s3",
+                &[("ops_s", 0), ("handoff_p50_us", 0), ("handoff_p99_us", 0)],
+            ),
+        );
+        print_table(
+            "4. 64 locks over one client/session",
+            &["cycles/s", "p50 µs", "p99 µs"],
+            &rows("s4", &[("ops_s", 0), ("p50_us", 0), ("p99_us", 0)]),
+        );
+        print_table(
+            "5. 1,000 waiters on one lock",
+            &["watches", "notif/rel", "reqs/rel", "handoffs/s"],
+            &rows(
+                "s5",
+                &[
+                    ("watch_count_while_queued", 0),
+                    ("notifications_per_release", 2),
+                    ("requests_per_release", 2),
+                    ("handoffs_s", 0),
+                ],
+            ),
+        );
+        if res.get("s6").is_some() {
+            print_table(
+                "6. memory, 10,000 locks in one process",
+                &["bytes/lock", "RSS before", "RSS after"],
+                &rows(
+                    "s6",
+                    &[("bytes_per_lock", 0), ("rss_before", 0), ("rss_after", 0)],
+                ),
+            );
+        }
+        // Targets.
+        let g = |s: &str, k: &str, field: &str| num(res, &[s, k, field]);
+        let mut t = |name: &str, measured: Option<f64>, target: &str, holds: Option<bool>| {
+            targets.push(json!({"mode": mode, "target": name, "measured": measured,
+                                "goal": target, "holds": holds}));
+        };
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        let r = ratio(g("s1", "zklock", "ops_s"), g("s1", "curator", "ops_s"));
+        t(
+            "s1 Rust / Curator (cycles/s)",
+            r,
+            ">= 2.0",
+            r.map(|r| r >= 2.0),
+        );
+        let r = ratio(g("s1", "zklock", "ops_s"), g("s1", "raw", "ops_s"));
+        t(
+            "s1 Rust / raw create+delete limit",
+            r,
+            ">= 0.75",
+            r.map(|r| r >= 0.75),
+        );
+        let r = ratio(g("s1", "python", "ops_s"), g("s1", "kazoo", "ops_s"));
+        t("s1 Python face / kazoo", r, ">= 2.0", r.map(|r| r >= 2.0));
+        let r = ratio(g("s1", "node", "ops_s"), g("s1", "zklock", "ops_s"));
+        t("s1 Node face / Rust", r, ">= 0.8", r.map(|r| r >= 0.8));
+        let r = ratio(g("s1", "c", "ops_s"), g("s1", "zklock", "ops_s"));
+        t("s1 C face / Rust", r, ">= 0.8", r.map(|r| r >= 0.8));
+        let ns = g("s2", "zklock", "ns_per_op");
+        t(
+            "s2 Rust re-entrant ns/op",
+            ns,
+            "< 2000",
+            ns.map(|n| n < 2000.0),
+        );
+        let ns = g("s2", "python", "ns_per_op");
+        t(
+            "s2 Python re-entrant ns/op",
+            ns,
+            "< 5000",
+            ns.map(|n| n < 5000.0),
+        );
+        let rt = g("s2", "zklock", "acquire_round_trips");
+        t(
+            "s2 Rust acquire round trips while re-entering",
+            rt,
+            "== 0",
+            rt.map(|n| n == 0.0),
+        );
+        let r = ratio(
+            g("s3", "zklock", "handoff_p50_us"),
+            g("s3", "curator", "handoff_p50_us"),
+        );
+        t(
+            "s3 median handoff Rust / Curator",
+            r,
+            "<= 0.7",
+            r.map(|r| r <= 0.7),
+        );
+        let r = ratio(g("s3", "zklock", "ops_s"), g("s3", "curator", "ops_s"));
+        t(
+            "s3 throughput Rust / Curator",
+            r,
+            ">= 1.3",
+            r.map(|r| r >= 1.3),
+        );
+        let r = ratio(g("s4", "zklock", "ops_s"), g("s4", "curator", "ops_s"));
+        t(
+            "s4 64 locks Rust / Curator (64 threads)",
+            r,
+            ">= 2.5",
+            r.map(|r| r >= 2.5),
+        );
+        let n = g("s5", "zklock", "notifications_per_release");
+        t(
+            "s5 notifications per release (zklock)",
+            n,
+            "== 1",
+            n.map(|n| (n - 1.0).abs() < 0.01),
+        );
+        let b = g("s6", "zklock", "bytes_per_lock");
+        t(
+            "s6 bytes per held lock (core)",
+            b,
+            "<= 2048",
+            b.map(|b| b <= 2048.0),
+        );
+        let b = g("s6", "zklock-wait", "bytes_per_lock");
+        t(
+            "s6 bytes per waiting lock (core)",
+            b,
+            "<= 2048",
+            b.map(|b| b <= 2048.0),
+        );
+    }
+    println!("\n==== targets of issue 8 (ratios measured side by side in the same run) ====");
+    for t in &targets {
+        let measured = t["measured"]
+            .as_f64()
+            .map(|m| format!("{m:.2}"))
+            .unwrap_or_else(|| "not measured".into());
+        let verdict = match t["holds"].as_bool() {
+            Some(true) => "holds",
+            Some(false) => "MISSED",
+            None => "-",
+        };
+        println!(
+            "  [{:<6}] {:<46} {:>12}  goal {:<8} {}",
+            t["mode"].as_str().unwrap_or(""),
+            t["target"].as_str().unwrap_or(""),
+            measured,
+            t["goal"].as_str().unwrap_or(""),
+            verdict
+        );
+    }
+    for (k, why) in skipped {
+        println!("  not built: {k}: {why}");
+    }
+    Value::Array(targets)
+}

@@ -1,0 +1,429 @@
+//! The Rust workers: zklock's core (`--impl zklock`) and the raw limit (`--impl raw`: the bare
+//! ZooKeeper operations of an uncontended lock cycle through zookeeper-client, nothing else).
+//! Each prints one JSON line on stdout (scenario 5 and 6 also a `ready` line first and wait for
+//! a line on stdin).
+
+use std::io::BufRead;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use zookeeper_client as zk;
+
+use crate::common::{latency_result, mono_ns, rss_bytes, sleep_until_mono, Args};
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+pub fn run(args: &Args) -> Res<serde_json::Value> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let imp = args.str("impl");
+    let scenario = args.str("scenario");
+    rt.block_on(async {
+        match (imp.as_str(), scenario.as_str()) {
+            ("zklock", "s1") => zk_s1(args).await,
+            ("zklock", "s2") => zk_s2(args).await,
+            ("zklock", "s3") => zk_s3(args).await,
+            ("zklock", "s4") => zk_s4(args).await,
+            ("zklock", "s5") => zk_s5(args).await,
+            ("zklock", "s6") => zk_s6(args).await,
+            ("raw", "s1") => raw_s1(args).await,
+            ("raw", "s4") => raw_s4(args).await,
+            (i, s) => Err(format!("no scenario {s} for {i}").into()),
+        }
+    })
+}
+
+fn windows(args: &Args) -> (u64, u64) {
+    let warm = (args.num("warmup", 1.0) * 1e9) as u64;
+    let secs = (args.num("secs", 3.0) * 1e9) as u64;
+    (warm, secs)
+}
+
+async fn zk_client(args: &Args) -> Res<zklock::Client> {
+    Ok(zklock::Client::connect(&args.str("servers"), zklock::Options::default()).await?)
+}
+
+/// Scenario 1: Uncontended acquire+release cycles on one lock. `--api blocking` uses the blocking twins
+/// from a plain thread (what the faces call).
+async fn zk_s1(args: &Args) -> Res<serde_json::Value> {
+    let client = zk_client(args).await?;
+    let mutex = client.mutex(&args.str("path"))?;
+    let (warm, secs) = windows(args);
+    let blocking = args.opt("api").as_deref() == Some("blocking");
+    let rt0 = zklock::round_trips();
+    let lat = if blocking {
+        tokio::task::spawn_blocking(move || -> Res<(u64, Vec<u64>)> {
+            let start = mono_ns();
+            let mut lat = Vec::new();
+            let mut cycles = 0;
+            loop {
+                let t0 = mono_ns();
+                mutex.blocking_acquire()?.blocking_release()?;
+                cycles += 1;
+                let t1 = mono_ns();
+                if t1 > start + warm + secs {
+                    break;
+                }
+                if t0 >= start + warm {
+                    lat.push(t1 - t0);
+                }
+            }
+            Ok((cycles, lat))
+        })
+        .await??
+    } else {
+        let start = mono_ns();
+        let mut lat = Vec::new();
+        let mut cycles = 0;
+        loop {
+            let t0 = mono_ns();
+            mutex.acquire().await?.release().await?;
+            cycles += 1;
+            let t1 = mono_ns();
+            if t1 > start + warm + secs {
+                break;
+            }
+            if t0 >= start + warm {
+                lat.push(t1 - t0);
+            }
+        }
+        (cycles, lat)
+    };
+    let (cycles, lat) = lat;
+    let mut out = latency_result(lat, secs as f64 / 1e9);
+    out["round_trips_per_cycle"] =
+        json!((zklock::round_trips() - rt0) as f64 / cycles.max(1) as f64);
+    client.close().await;
+    Ok(out)
+}
+
+/// Scenario 2: Re-entrant acquire+release while the same lock value already holds the lock. Prints
+/// `ready` once held and waits for a line, then `ready <result>` and waits again (the
+/// orchestrator reads the server's request counters in between).
+async fn zk_s2(args: &Args) -> Res<serde_json::Value> {
+    let client = zk_client(args).await?;
+    let mutex = client.mutex(&args.str("path"))?;
+    let outer = mutex.acquire().await?;
+    let (warm, secs) = windows(args);
+    let blocking = args.opt("api").as_deref() == Some("blocking");
+    ready(json!({}));
+    tokio::task::spawn_blocking(read_stdin_line).await?;
+    let rt0 = zklock::round_trips();
+    let start = mono_ns();
+    let mut ops = 0u64;
+    let mut measured_from = 0;
+    let mut measured_ops = 0;
+    let result = loop {
+        for _ in 0..1000 {
+            if blocking {
+                mutex.blocking_acquire()?.blocking_release()?;
+            } else {
+                mutex.acquire().await?.release().await?;
+            }
+        }
+        ops += 1000;
+        let now = mono_ns();
+        if measured_from == 0 && now >= start + warm {
+            measured_from = now;
+            measured_ops = ops;
+        }
+        if measured_from != 0 && now >= measured_from + secs {
+            let n = ops - measured_ops;
+            let ns = (now - measured_from) as f64 / n as f64;
+            break json!({"ops": n, "ns_per_op": ns, "ops_s": 1e9 / ns,
+                         "acquire_round_trips": zklock::round_trips() - rt0});
+        }
+    };
+    ready(result.clone());
+    tokio::task::spawn_blocking(read_stdin_line).await?;
+    outer.release().await?;
+    client.close().await;
+    Ok(result)
+}
+
+/// Scenario 3: One of several contending processes: acquire, note the time, release at once.
+async fn zk_s3(args: &Args) -> Res<serde_json::Value> {
+    let client = zk_client(args).await?;
+    let mutex = client.mutex(&args.str("path"))?;
+    let start = args.int("start-at", 0);
+    let (warm, secs) = windows(args);
+    let end = start + warm + secs;
+    sleep_until_mono(start);
+    let mut events = Vec::new();
+    while mono_ns() < end {
+        let lease = mutex.acquire().await?;
+        let acquired = mono_ns();
+        let releasing = mono_ns();
+        lease.release().await?;
+        events.push([acquired, releasing]);
+    }
+    client.close().await;
+    Ok(json!({ "events": events }))
+}
+
+/// Runs `cycle` on `n` tasks of this runtime at once, each on its own index; counts cycles
+/// in the measured window.
+async fn concurrent_cycles<F, Fut>(
+    n: usize,
+    warm: u64,
+    secs: u64,
+    cycle: F,
+) -> Res<serde_json::Value>
+where
+    F: Fn(usize) -> Fut + Clone + 'static,
+    Fut: std::future::Future<Output = Res<()>> + 'static,
+{
+    let start = mono_ns();
+    let local = tokio::task::LocalSet::new();
+    let lat = local
+        .run_until(async move {
+            let mut tasks = Vec::new();
+            for i in 0..n {
+                let cycle = cycle.clone();
+                tasks.push(tokio::task::spawn_local(async move {
+                    let mut lat = Vec::new();
+                    loop {
+                        let t0 = mono_ns();
+                        cycle(i).await?;
+                        let t1 = mono_ns();
+                        if t1 > start + warm + secs {
+                            return Res::Ok(lat);
+                        }
+                        if t0 >= start + warm {
+                            lat.push(t1 - t0);
+                        }
+                    }
+                }));
+            }
+            let mut all = Vec::new();
+            for t in tasks {
+                all.extend(t.await??);
+            }
+            Res::Ok(all)
+        })
+        .await?;
+    Ok(latency_result(lat, secs as f64 / 1e9))
+}
+
+/// Scenario 4: `--locks` distinct locks cycled concurrently over one client (one session).
+async fn zk_s4(args: &Args) -> Res<serde_json::Value> {
+    let client = zk_client(args).await?;
+    let n = args.int("locks", 64) as usize;
+    let path = args.str("path");
+    let locks: Arc<Vec<zklock::Mutex>> = Arc::new(
+        (0..n)
+            .map(|i| client.mutex(&format!("{path}/{i}")))
+            .collect::<zklock::Result<_>>()?,
+    );
+    let (warm, secs) = windows(args);
+    let out = concurrent_cycles(n, warm, secs, move |i| {
+        let locks = locks.clone();
+        async move {
+            locks[i].acquire().await?.release().await?;
+            Ok(())
+        }
+    })
+    .await?;
+    client.close().await;
+    Ok(out)
+}
+
+fn read_stdin_line() -> String {
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).ok();
+    line
+}
+
+fn ready(v: serde_json::Value) {
+    println!("ready {v}");
+}
+
+/// Scenario 5: `--waiters` waiters (over `--sessions` sessions) queue on one lock; on a stdin line the
+/// holder releases and every waiter, once it holds the lock, releases at once.
+async fn zk_s5(args: &Args) -> Res<serde_json::Value> {
+    let servers = args.str("servers");
+    let path = args.str("path");
+    let waiters = args.int("waiters", 1000) as usize;
+    let sessions = args.int("sessions", waiters as u64).max(1) as usize;
+    let holder = zk_client(args).await?;
+    let held = holder.mutex(&path)?.acquire().await?;
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        clients.push(zklock::Client::connect(&servers, zklock::Options::default()).await?);
+    }
+    let done = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..waiters {
+        let mutex = clients[i % sessions].mutex(&path)?;
+        let done = done.clone();
+        tasks.push(tokio::spawn(async move {
+            let lease = mutex.acquire().await?;
+            done.fetch_add(1, Ordering::Relaxed);
+            lease.release().await?;
+            Ok::<(), zklock::Error>(())
+        }));
+        // Queue them in order, one after another, so that the queue is what we think it is.
+        if i % 50 == 49 {
+            tokio::task::yield_now().await;
+        }
+    }
+    // Wait until every waiter's node is in the queue and its watch is set.
+    let counter = holder.mutex(&path)?;
+    loop {
+        let n = counter.participants().await?.len();
+        if n == waiters + 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let rt_queued = zklock::round_trips();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    ready(json!({"queued": waiters, "sessions": sessions, "rss": rss_bytes()}));
+    tokio::task::spawn_blocking(read_stdin_line).await?;
+    let rt0 = zklock::round_trips();
+    let t0 = mono_ns();
+    held.release().await?;
+    for t in tasks {
+        t.await??;
+    }
+    let elapsed = mono_ns() - t0;
+    let acquire_round_trips = zklock::round_trips() - rt0;
+    let _ = rt_queued;
+    for c in clients {
+        c.close().await;
+    }
+    holder.close().await;
+    Ok(json!({
+        "releases": waiters + 1,
+        "handoffs_s": waiters as f64 / (elapsed as f64 / 1e9),
+        "acquire_round_trips_after_release": acquire_round_trips,
+    }))
+}
+
+/// Scenario 6: RSS of this process while it holds (`--mode hold`) or waits on (`--mode wait`) `--locks`
+/// distinct locks. Waiting needs another process holding them first.
+async fn zk_s6(args: &Args) -> Res<serde_json::Value> {
+    let client = zk_client(args).await?;
+    let n = args.int("locks", 10_000) as usize;
+    let path = args.str("path");
+    let waiting = args.opt("mode").as_deref() == Some("wait");
+    // Warm up what is allocated once (runtime, session buffers, first lock).
+    let warm = client.mutex(&format!("{path}-warm"))?;
+    for _ in 0..20 {
+        warm.acquire().await?.release().await?;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = rss_bytes();
+    let rt0 = zklock::round_trips();
+    let mut locks = Vec::with_capacity(n);
+    for i in 0..n {
+        locks.push(client.mutex(&format!("{path}/{i}"))?);
+    }
+    let mut leases = Vec::new();
+    let mut tasks = Vec::new();
+    if waiting {
+        for m in locks.iter() {
+            let fut = m.acquire_until(None);
+            tasks.push(tokio::spawn(fut));
+        }
+        // Each waiter: create+list, then the watch on its predecessor.
+        while zklock::round_trips() - rt0 < 2 * n as u64 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    } else {
+        // Pipelined in batches like a busy service would.
+        for chunk in locks.chunks(200) {
+            let futs: Vec<_> = chunk
+                .iter()
+                .map(|m| tokio::spawn(m.acquire_until(None)))
+                .collect();
+            for f in futs {
+                leases.push(f.await??);
+            }
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_bytes();
+    let out = json!({
+        "locks": n,
+        "mode": if waiting { "wait" } else { "hold" },
+        "rss_before": before,
+        "rss_after": after,
+        "bytes_per_lock": (after as f64 - before as f64) / n as f64,
+    });
+    ready(out.clone());
+    tokio::task::spawn_blocking(read_stdin_line).await?;
+    std::process::exit(0);
+}
+
+async fn raw_client(args: &Args) -> Res<zk::Client> {
+    Ok(zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(10))
+        .connect(&args.str("servers"))
+        .await?)
+}
+
+/// The bare operations of one uncontended lock cycle: create(ephemeral sequential) pipelined
+/// with getChildren (one round trip, as zklock does), then delete.
+async fn raw_cycle(zk: &zk::Client, dir: &str, prefix: &str) -> Res<()> {
+    let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let create = zk.create(prefix, b"raw", &options);
+    let list = zk.list_children(dir);
+    let ((_, seq), _children) = (create.await?, list.await?);
+    zk.delete(&format!("{prefix}{seq}"), None).await?;
+    Ok(())
+}
+
+async fn raw_s1(args: &Args) -> Res<serde_json::Value> {
+    let zk = raw_client(args).await?;
+    let dir = args.str("path");
+    zk.mkdir(
+        &dir,
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .ok();
+    let prefix = format!("{dir}/_c_00000000-0000-0000-0000-000000000000-lock-");
+    let (warm, secs) = windows(args);
+    let start = mono_ns();
+    let mut lat = Vec::new();
+    loop {
+        let t0 = mono_ns();
+        raw_cycle(&zk, &dir, &prefix).await?;
+        let t1 = mono_ns();
+        if t1 > start + warm + secs {
+            break;
+        }
+        if t0 >= start + warm {
+            lat.push(t1 - t0);
+        }
+    }
+    Ok(latency_result(lat, secs as f64 / 1e9))
+}
+
+async fn raw_s4(args: &Args) -> Res<serde_json::Value> {
+    let zk = raw_client(args).await?;
+    let n = args.int("locks", 64) as usize;
+    let path = args.str("path");
+    for i in 0..n {
+        zk.mkdir(
+            &format!("{path}/{i}"),
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .ok();
+    }
+    let (warm, secs) = windows(args);
+    concurrent_cycles(n, warm, secs, move |i| {
+        let zk = zk.clone();
+        let dir = format!("{path}/{i}");
+        async move {
+            let prefix = format!("{dir}/_c_00000000-0000-0000-0000-000000000000-lock-");
+            raw_cycle(&zk, &dir, &prefix).await
+        }
+    })
+    .await
+}
