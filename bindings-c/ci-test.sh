@@ -68,12 +68,14 @@ done
 # --- build --------------------------------------------------------------------------------
 target_dir="$("$CARGO" metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 target_dir="${target_dir:-$root/target}"
-out="$target_dir/zklock-c/debug"
+# The target directory is shared with other work trees: the tests use this run's own copy of
+# the libraries (a library overwritten under a running test would crash it with SIGBUS).
+out="$tmp/lib"
 build_lib() {
   "$CARGO" build -q -p zklock-c &&
     mkdir -p "$out" &&
-    cp -f "$target_dir/debug/libzklock_c.so" "$out/libzklock.so" &&
-    cp -f "$target_dir/debug/libzklock_c.a" "$out/libzklock.a" &&
+    cp "$target_dir/debug/libzklock_c.so" "$out/libzklock.so" &&
+    cp "$target_dir/debug/libzklock_c.a" "$out/libzklock.a" &&
     readelf -d "$out/libzklock.so" | grep -q 'SONAME.*\[libzklock.so\]'
 }
 step "build libzklock.so and libzklock.a" build_lib || true
