@@ -124,10 +124,13 @@ where
                 }
             }
             Err(RecvTimeoutError::Disconnected) => {
+                // The task ended without sending: it panicked inside the core.
                 return Err(to_py_err(
                     py,
-                    zklock::Error::Closed("the zklock runtime stopped".into()),
-                ))
+                    zklock::Error::ZooKeeper(
+                        "internal error: a zklock task ended without a result".into(),
+                    ),
+                ));
             }
         }
     }

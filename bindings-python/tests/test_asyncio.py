@@ -193,3 +193,12 @@ def test_many_loops_in_threads(client, path):
         assert not t.is_alive()
     assert overlaps[0] == 0
     assert_empty_eventually(client, path)
+
+
+def test_connect_async_and_async_with_client(servers, path):
+    async def main() -> int:
+        async with await zklock.Client.connect_async(servers, identity="async-client") as c:
+            async with c.lock(path) as lease:
+                return lease.token
+
+    assert asyncio.run(main()) > 0

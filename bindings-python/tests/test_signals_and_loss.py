@@ -155,6 +155,8 @@ def test_holder_whose_session_expires_sees_its_lease_lost(harness, other, path):
         time.sleep(0.3)
         assert calls[0] == "lost" and len(calls) == 2, calls
         assert threads[0] != threading.main_thread().name
+        assert lock.lease is None  # not held any more
+        assert lock.locked() is False
         # releasing a lost lease does not raise
         lease.release()
         assert not lock.locked()

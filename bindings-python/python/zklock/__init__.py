@@ -489,12 +489,15 @@ class Lock:
 
     @property
     def lease(self) -> Optional[Lease]:
-        """This thread's (task's) most recent unreleased lease, else None."""
+        """This thread's (task's) lease while it holds the lock (state ``'held'`` or
+        ``'suspended'``), else None. A lost lease is not returned, but still needs releasing
+        (``release()`` does that without raising)."""
         with _mu:
             entry = self._family.peek(self._key())
             if entry is None or not entry.stacks[self._side]:
                 return None
-            return entry.stacks[self._side][-1]
+            lease = entry.stacks[self._side][-1]
+        return lease if lease.state in ("held", "suspended") else None
 
     def hold(self, timeout: Optional[float] = None) -> "_Holding":
         """A context manager (``with`` and ``async with``) that takes the lock within
@@ -729,6 +732,23 @@ class Client:
         acl = _check_str(acl, "acl")
         self._native = _zklock.Client(hosts, session, connect, auth, identity, acl)
         self._finalizer = weakref.finalize(self, self._native.close)
+
+    @classmethod
+    async def connect_async(
+        cls,
+        hosts: str,
+        session_timeout: float = 10.0,
+        connect_timeout: float = 15.0,
+        auth: Optional[str] = None,
+        identity: Optional[str] = None,
+        acl: str = "open",
+    ) -> "Client":
+        """Connects without blocking the event loop (the connect runs in the loop's default
+        executor)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None, lambda: cls(hosts, session_timeout, connect_timeout, auth, identity, acl)
+        )
 
     @property
     def hosts(self) -> str:
