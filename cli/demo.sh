@@ -38,6 +38,9 @@ else
   SERVERS="$("$ZK" server start)" || die "could not start the local ZooKeeper (see the message above)"
 fi
 
+"$ZK" --servers "$SERVERS" --connect-timeout 10s ls /zklock-demo >/dev/null ||
+  die "cannot reach ZooKeeper at $SERVERS (see the message above)"
+
 # ---- the faces: each prepare_* sets WORKER (an array) or SKIP (the reason) ----------------------
 prepare_rust() { WORKER=("$RUST_WORKER"); }
 
@@ -136,7 +139,10 @@ rm -f "$GATE".*
   'touch "$1.held"; while [ ! -e "$1.open" ]; do sleep 0.02; done' sh "$GATE" &
 GATE_PID=$!
 trap 'touch "$GATE.open"; rm -f "$GATE".*' EXIT
-for _ in $(seq 500); do [ -e "$GATE.held" ] && break; sleep 0.02; done
+for _ in $(seq 1000); do
+  [ -e "$GATE.held" ] || ! kill -0 "$GATE_PID" 2>/dev/null && break
+  sleep 0.02
+done
 [ -e "$GATE.held" ] || die "the start gate could not take $LOCK"
 
 declare -A PID

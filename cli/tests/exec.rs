@@ -436,3 +436,42 @@ fn command_gets_sigterm_when_zklock_is_killed() {
         participants(&path).is_empty()
     });
 }
+
+/// A short connection loss (the proxy cuts every connection; the client reconnects within the
+/// session timeout) only suspends the lease: the command is not stopped and zklock exits with
+/// the command's own status.
+#[test]
+fn a_connection_cut_within_the_session_timeout_does_not_stop_the_command() {
+    let path = unique_path("cli-cut");
+    let dir = scratch("cut");
+    let (ready, release) = (dir.join("ready"), dir.join("release"));
+    let proxy = zklock_testkit::Proxy::start(servers().split(',').next().unwrap())
+        .expect("start the fault proxy");
+    let mut cmd = zklock();
+    cmd.args(["--servers", proxy.addr(), "--session-timeout", "10s"])
+        .args(["exec", &path, "--"])
+        .args(hold_until(&ready, Some(&release)));
+    let mut holder = spawn(cmd);
+    wait_for("the command to run", Duration::from_secs(20), || {
+        ready.exists()
+    });
+    let node = participants(&path)[0]["node"].clone();
+    proxy.cut();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        holder.try_wait().unwrap().is_none(),
+        "the command must keep running"
+    );
+    let queue = participants(&path);
+    assert_eq!(queue.len(), 1, "{queue:?}");
+    assert_eq!(queue[0]["node"], node, "still our node");
+    std::fs::write(&release, "").unwrap();
+    let status = wait_exit(&mut holder, Duration::from_secs(20), "holder");
+    let err = child_stderr(&mut holder);
+    assert_eq!(status.code(), Some(0), "stderr: {err}");
+    assert!(participants(&path).is_empty());
+    assert!(
+        err.contains("suspended") && err.contains("still holding"),
+        "the cut is reported, then the recovery: {err}"
+    );
+}
