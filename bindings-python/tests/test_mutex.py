@@ -59,6 +59,7 @@ def test_eight_threads_never_overlap_and_tokens_increase(client, path):
     assert shared["counter"] == threads_n * rounds
     check_log(records, threads_n * rounds)
     assert not lock.locked()
+    assert not lock._family.entries, "per-thread bookkeeping was not cleaned up"
     assert_empty_eventually(client, path)
 
 

@@ -170,6 +170,28 @@ def test_holder_whose_session_expires_sees_its_lease_lost(harness, other, path):
         holder.close()
 
 
+def test_a_short_partition_suspends_the_lease_and_reconnecting_restores_it(harness, path):
+    holder = zklock.Client(harness.proxy, session_timeout=6.0)
+    try:
+        lock = holder.lock(path)
+        with lock as lease:
+            lost_calls: List[int] = []
+            lease.on_lost(lambda: lost_calls.append(1))
+            harness.command("blackhole")
+            try:
+                assert wait_until(lambda: lease.state == "suspended", 15, 0.02), lease.state
+                assert not lease.is_held()
+                assert lock.lease is lease  # suspended: maybe still ours
+            finally:
+                harness.command("heal")
+            assert wait_until(lambda: lease.state == "held", 15, 0.02), lease.state
+            assert lease.is_held() and not lease.lost.is_set()
+        assert lease.state == "released"
+        assert lost_calls == []
+    finally:
+        holder.close()
+
+
 def test_closing_the_client_loses_its_leases(servers, path):
     c = zklock.Client(servers)
     lock = c.lock(path)
