@@ -663,6 +663,34 @@ static void test_multi_lock(void) {
     zklock_client_free(b);
 }
 
+struct state_log {
+    tu_event lost;
+    atomic_int held, suspended, lost_count, calls_after_release;
+    atomic_int released;
+    zklock_status release_status;
+    zklock_lease *expected;
+    int release_on_lost;
+};
+
+static void state_cb(void *user, zklock_lease *lease, zklock_lease_state state) {
+    struct state_log *s = user;
+    if (atomic_load(&s->released)) atomic_fetch_add(&s->calls_after_release, 1);
+    if (lease != s->expected) return;
+    switch (state) {
+    case ZKLOCK_LEASE_HELD: atomic_fetch_add(&s->held, 1); break;
+    case ZKLOCK_LEASE_SUSPENDED: atomic_fetch_add(&s->suspended, 1); break;
+    case ZKLOCK_LEASE_LOST:
+        atomic_fetch_add(&s->lost_count, 1);
+        if (s->release_on_lost) {
+            s->release_status = zklock_lease_release(lease); /* from inside the callback */
+            atomic_store(&s->released, 1);
+        }
+        tu_event_set(&s->lost);
+        break;
+    default: break;
+    }
+}
+
 static void test_client_free_makes_leases_lost(void) {
     char p[256];
     path_of(p, sizeof p, "closed");
@@ -674,6 +702,16 @@ static void test_client_free_makes_leases_lost(void) {
     CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
     zklock_client_free(c);
     CHECK(zklock_lease_state_get(lease) == ZKLOCK_LEASE_LOST);
+    /* A callback registered on a lease that is already lost hears LOST at once, once. */
+    struct state_log s;
+    memset(&s, 0, sizeof s);
+    tu_event_init(&s.lost);
+    s.expected = lease;
+    CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK);
+    CHECK(tu_event_wait(&s.lost, 1, 5000) == 1);
+    sleep_ms(200);
+    CHECK(atomic_load(&s.lost_count) == 1);
+    tu_event_destroy(&s.lost);
     zklock_lease *again = NULL;
     CHECK(zklock_acquire(l, 0, &again) == ZKLOCK_CLOSED && again == NULL);
     CHECK(zklock_lease_release(lease) == ZKLOCK_LOST); /* freed all the same */
@@ -707,34 +745,6 @@ static void test_client_free_ends_waiting_async(void) {
     zklock_lock_free(la);
     zklock_lock_free(lb);
     zklock_client_free(a);
-}
-
-struct state_log {
-    tu_event lost;
-    atomic_int held, suspended, lost_count, calls_after_release;
-    atomic_int released;
-    zklock_status release_status;
-    zklock_lease *expected;
-    int release_on_lost;
-};
-
-static void state_cb(void *user, zklock_lease *lease, zklock_lease_state state) {
-    struct state_log *s = user;
-    if (atomic_load(&s->released)) atomic_fetch_add(&s->calls_after_release, 1);
-    if (lease != s->expected) return;
-    switch (state) {
-    case ZKLOCK_LEASE_HELD: atomic_fetch_add(&s->held, 1); break;
-    case ZKLOCK_LEASE_SUSPENDED: atomic_fetch_add(&s->suspended, 1); break;
-    case ZKLOCK_LEASE_LOST:
-        atomic_fetch_add(&s->lost_count, 1);
-        if (s->release_on_lost) {
-            s->release_status = zklock_lease_release(lease); /* from inside the callback */
-            atomic_store(&s->released, 1);
-        }
-        tu_event_set(&s->lost);
-        break;
-    default: break;
-    }
 }
 
 static void test_state_callback_not_called_after_release(void) {
