@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Regenerates include/zklock.h from bindings-c/src with cbindgen 0.29 (installed from crates.io
+# Regenerates include/zklock.h from bindings-c/src with cbindgen 0.29.4 (installed from crates.io
 # into ~/.cargo/bin when missing). `--verify`: fail, changing nothing, when the header differs.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export PATH="$HOME/.cargo/bin:$PATH"
-if ! cbindgen --version 2>/dev/null | grep -q '^cbindgen 0\.29\.'; then
-  echo "gen-header: installing cbindgen 0.29 from crates.io"
-  cargo install --locked --version '^0.29' cbindgen >&2
+if ! cbindgen --version 2>/dev/null | grep -qx 'cbindgen 0.29.4'; then
+  echo "gen-header: installing cbindgen 0.29.4 from crates.io (the header is generated with exactly this version)"
+  cargo install --locked --version '=0.29.4' cbindgen >&2
 fi
 cd "$root"
 if [ "${1:-}" = "--verify" ]; then

@@ -11,7 +11,6 @@
 // caller's (documented in the header), as for any C library.
 #![allow(clippy::missing_safety_doc)]
 
-// Declared in the order the header presents them.
 mod client;
 mod error;
 mod lease;
