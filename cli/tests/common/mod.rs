@@ -14,12 +14,26 @@ pub fn servers() -> &'static str {
     zklock_testkit::shared()
 }
 
-/// A fresh scratch directory.
+/// A fresh scratch directory, under one directory per test process
+/// ($TMPDIR/zklock-cli-tests/<pid>, emptied of earlier processes' leftovers on first use).
 pub fn scratch(name: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "zklock-cli-{name}-{}-{}",
-        std::process::id(),
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let root = ROOT.get_or_init(|| {
+        let base = std::env::temp_dir().join("zklock-cli-tests");
+        // Remove what finished test processes left behind (their pid is gone).
+        if let Ok(entries) = std::fs::read_dir(&base) {
+            for e in entries.flatten() {
+                let pid = e.file_name().to_string_lossy().parse::<u32>().ok();
+                if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        base.join(std::process::id().to_string())
+    });
+    let dir = root.join(format!(
+        "{name}-{}",
         N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let _ = std::fs::remove_dir_all(&dir);
@@ -33,11 +47,17 @@ pub fn scratch(name: &str) -> PathBuf {
 pub fn zklock() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zklock"));
     cmd.env_remove("ZKLOCK_SERVERS")
-        .env("ZKLOCK_SERVER_DIR", scratch("no-local-server"))
+        .env("ZKLOCK_SERVER_DIR", no_local_server())
         .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null())
         .process_group(0);
     cmd
+}
+
+/// A local-server directory that holds no server (so no test uses one by accident).
+fn no_local_server() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| scratch("no-local-server")).clone()
 }
 
 /// `zklock --servers <test server> ARGS...`
