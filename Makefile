@@ -17,7 +17,7 @@ lint:
 
 test-rust:
 	$(CARGO) build -q -p zklock-testkit --bin zk-harness
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --exclude zklock-cli
 
 # Each face owns its test script; a face that is not there yet has none.
 test-python:
@@ -31,8 +31,10 @@ test-cli:
 test-interop:
 	@if [ -x tests/ci-test.sh ]; then tests/ci-test.sh; else echo "test-interop: no suite yet"; fi
 
+# Starts (or reuses) a local ZooKeeper when ZKLOCK_SERVERS is unset, then workers of every
+# face contend for one lock and a checker gives its verdict.
 demo: deps
-	$(CARGO) run -q -p zklock --example contend
+	cli/demo.sh
 
 # Installs libzklock, its headers and zklock.pc under PREFIX (default /usr/local).
 PREFIX ?= /usr/local
