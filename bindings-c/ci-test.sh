@@ -85,6 +85,9 @@ step "cargo test -p zklock-c (panic guard, status mapping)" "$CARGO" test -q -p 
 
 cflags=(-std=c11 -Wall -Wextra -Werror -g -O1 -D_GNU_SOURCE -I"$root/include")
 build_tests() {
+  # The header alone: strict C99 and C++11 (cbindgen's extern "C" guards).
+  echo '#include "zklock.h"' | "$CC" -std=c99 -pedantic -Wall -Wextra -Werror -I"$root/include" -fsyntax-only -x c - &&
+    echo '#include "zklock.h"' | "$CXX" -std=c++11 -pedantic -Wall -Wextra -Werror -I"$root/include" -fsyntax-only -x c++ - &&
   "$CC" "${cflags[@]}" bindings-c/tests/test_zklock.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
       -o "$tmp/test_shared" &&
     "$CC" "${cflags[@]}" bindings-c/tests/test_zklock.c "$out/libzklock.a" -lpthread -ldl -lm -lrt \
