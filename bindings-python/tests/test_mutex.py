@@ -280,3 +280,16 @@ def test_participants_show_identity_and_tokens(servers, path):
             assert queue[1].identity == "worker-b"
         assert got.wait(10)
         t.join(10)
+
+
+def test_acl_refusal_raises_permission_denied(servers, path):
+    with zklock.Client(servers, auth="alice:secret", acl="creator") as alice, \
+            zklock.Client(servers) as stranger:
+        with alice.lock(path) as lease:
+            assert lease.is_held()
+            with pytest.raises(zklock.PermissionDenied) as info:
+                stranger.lock(path).acquire(timeout=2)
+            assert isinstance(info.value, PermissionError)
+            assert path in str(info.value)
+        # alice can take it again; her nodes are hers only
+        assert alice.lock(path).acquire(timeout=2)
