@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The cross-language suite (make test-interop): Rust, Python, Node and C workers contend on one
+# lock through a connection-cutting proxy (tests/trust/tests/cross_language.rs). Each face's
+# worker is built here if its own suite has not built it yet; a face that fails to build fails
+# this suite (nothing is skipped silently).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+CARGO="${CARGO:-cargo}"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+workers=()
+
+# Python: the suite's virtualenv with the package installed from the checkout.
+venv="${ZKLOCK_PY_VENV:-$target_dir/py-venv}"
+if ! "$venv/bin/python" -c 'import zklock' >/dev/null 2>&1; then
+  echo "cross-language: installing the Python face into $venv"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q ./bindings-python
+fi
+workers+=("python=$venv/bin/python $root/bindings-python/examples/worker.py")
+
+# Node: the addon built in place by npm install.
+if [ ! -f bindings-node/zklock.node ]; then
+  echo "cross-language: building the Node face"
+  (cd bindings-node && npm install --no-audit --no-fund >/dev/null)
+fi
+workers+=("node=node $root/bindings-node/examples/worker.mjs")
+
+# C: libzklock and the example worker linked against it.
+make -s -C bindings-c worker PROFILE=debug >/dev/null
+cworker="$target_dir/zklock-c/debug/worker"  # built by bindings-c/Makefile
+workers+=("c=$cworker")
+
+export ZKLOCK_XLANG_WORKERS
+ZKLOCK_XLANG_WORKERS="$(IFS=';'; echo "${workers[*]}")"
+echo "cross-language workers: $ZKLOCK_XLANG_WORKERS"
+"$CARGO" test -p zklock-trust --test cross_language -- --ignored --nocapture
