@@ -733,6 +733,25 @@ impl NativeLease {
         Ok(())
     }
 
+    /// Calls `callback(state)` on zklock's callback thread at every change of the lease's state
+    /// ('held', 'suspended', 'lost', 'released'), ending after a final state.
+    fn on_state(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        if !callback.bind(py).is_callable() {
+            return Err(PyTypeError::new_err("on_state() needs a callable"));
+        }
+        if let Some(lease) = &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
+            lease.on_state(move |state| {
+                Python::attach(|py| {
+                    let callback = callback.bind(py);
+                    if let Err(err) = callback.call1((state.as_str(),)) {
+                        err.write_unraisable(py, Some(callback));
+                    }
+                })
+            });
+        }
+        Ok(())
+    }
+
     /// Releases the lease: 'released', 'still_held' (a re-entrant count went down) or
     /// 'was_lost'. Raises `NotHeld` when it was already released.
     fn release(&self, py: Python<'_>) -> PyResult<&'static str> {

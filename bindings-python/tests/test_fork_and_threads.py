@@ -14,6 +14,8 @@ import time
 import uuid
 from typing import List
 
+import pytest
+
 import zklock
 from conftest import assert_empty_eventually, nodes
 
@@ -102,6 +104,7 @@ def fork_child_connect(servers: str, queue) -> None:  # type: ignore[no-untyped-
         queue.put(f"other: {e!r}")
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_multiprocessing_fork_after_use_fails_fast_and_spawn_works(client, servers, path):
     client.lock(path).participants()  # this process has used zklock
     ctx = multiprocessing.get_context("fork")

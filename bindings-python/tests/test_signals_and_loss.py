@@ -176,7 +176,9 @@ def test_a_short_partition_suspends_the_lease_and_reconnecting_restores_it(harne
         lock = holder.lock(path)
         with lock as lease:
             lost_calls: List[int] = []
+            states: List[str] = []
             lease.on_lost(lambda: lost_calls.append(1))
+            lease.on_state(states.append)
             harness.command("blackhole")
             try:
                 assert wait_until(lambda: lease.state == "suspended", 15, 0.02), lease.state
@@ -188,6 +190,7 @@ def test_a_short_partition_suspends_the_lease_and_reconnecting_restores_it(harne
             assert lease.is_held() and not lease.lost.is_set()
         assert lease.state == "released"
         assert lost_calls == []
+        assert wait_until(lambda: states == ["suspended", "held", "released"], 5), states
     finally:
         holder.close()
 

@@ -268,6 +268,14 @@ class Lease:
             raise InvalidArgumentType(f"on_lost() needs a callable, got {_type_name(callback)}")
         self._signal.add(callback)
 
+    def on_state(self, callback: Callable[[str], object]) -> None:
+        """Calls ``callback(state)`` from zklock's callback thread at every change of the
+        lease's state (``'held'``, ``'suspended'``, ``'lost'``, ``'released'``), ending after a
+        final state. Changes after the call only: read :attr:`state` for the current one."""
+        if not callable(callback):
+            raise InvalidArgumentType(f"on_state() needs a callable, got {_type_name(callback)}")
+        self._native.on_state(callback)
+
     def _claim(self) -> None:
         with _mu:
             if self._done:
