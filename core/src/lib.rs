@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod cancel;
 mod client;
 mod error;
 mod lease;
@@ -25,6 +26,7 @@ mod recipe;
 pub mod runtime;
 mod session;
 
+pub use cancel::CancelToken;
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
 pub use lease::{Lease, LeaseState, Released};

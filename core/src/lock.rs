@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::cancel::CancelToken;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::lease::{on_runtime, Lease, LeaseShared, LeaseState, Part, Released};
@@ -90,20 +91,25 @@ impl Lock {
 
     /// Waits until the lock is ours.
     pub async fn acquire(&self) -> Result<Lease> {
-        self.inner.clone().acquire_until(None).await
+        self.inner.clone().acquire_until(None, None).await
     }
 
     /// Waits at most `timeout`; `Timeout` error after it (no node left behind).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
         self.inner
             .clone()
-            .acquire_until(Some(Instant::now() + timeout))
+            .acquire_until(Some(Instant::now() + timeout), None)
             .await
     }
 
     /// One attempt: `None` when someone else holds the lock (no node left behind).
     pub async fn try_acquire(&self) -> Result<Option<Lease>> {
-        none_on_timeout(self.inner.clone().acquire_until(Some(Instant::now())).await)
+        none_on_timeout(
+            self.inner
+                .clone()
+                .acquire_until(Some(Instant::now()), None)
+                .await,
+        )
     }
 
     /// Blocking twin of [`Lock::acquire`].
@@ -127,7 +133,7 @@ impl Lock {
             return Ok(lease);
         }
         let inner = self.inner.clone();
-        runtime::block_on(async move { inner.acquire_until(deadline).await })
+        runtime::block_on(async move { inner.acquire_until(deadline, None).await })
     }
 
     /// The acquire future for bindings that drive their own waiting (deadline `None` = forever).
@@ -136,7 +142,26 @@ impl Lock {
         deadline: Option<std::time::Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let inner = self.inner.clone();
-        async move { inner.acquire_until(deadline.map(Instant::from_std)).await }
+        async move {
+            inner
+                .acquire_until(deadline.map(Instant::from_std), None)
+                .await
+        }
+    }
+
+    /// The acquire future with a cancellation token: `cancel.cancel()` makes it remove its node
+    /// and fail with `Cancelled` (deadline `None` = forever).
+    pub fn acquire_with(
+        &self,
+        deadline: Option<std::time::Instant>,
+        cancel: CancelToken,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let inner = self.inner.clone();
+        async move {
+            inner
+                .acquire_until(deadline.map(Instant::from_std), Some(cancel))
+                .await
+        }
     }
 
     /// The queue: holder first, then waiters in order.
@@ -193,26 +218,42 @@ impl LockInner {
         }
     }
 
-    pub(crate) async fn acquire_until(self: Arc<Self>, deadline: Option<Instant>) -> Result<Lease> {
+    pub(crate) async fn acquire_until(
+        self: Arc<Self>,
+        deadline: Option<Instant>,
+        cancel: Option<CancelToken>,
+    ) -> Result<Lease> {
         if let Some(lease) = self.try_reenter() {
             return Ok(lease);
         }
-        on_runtime(async move { self.acquire_on_runtime(deadline).await }).await
+        on_runtime(async move { self.acquire_on_runtime(deadline, cancel).await }).await
     }
 
-    async fn acquire_on_runtime(self: Arc<Self>, deadline: Option<Instant>) -> Result<Lease> {
+    async fn acquire_on_runtime(
+        self: Arc<Self>,
+        deadline: Option<Instant>,
+        cancel: Option<CancelToken>,
+    ) -> Result<Lease> {
         let _gate = if self.reentrant {
-            Some(match deadline {
-                None => self.gate.lock().await,
-                Some(d) => match tokio::time::timeout_at(d, self.gate.lock()).await {
-                    Ok(g) => g,
-                    Err(_) => {
-                        return Err(Error::Timeout(format!(
-                            "timed out waiting for the lock {}",
-                            self.path
-                        )))
-                    }
-                },
+            let wait = async {
+                match deadline {
+                    None => Ok(self.gate.lock().await),
+                    Some(d) => tokio::time::timeout_at(d, self.gate.lock())
+                        .await
+                        .map_err(|_| {
+                            Error::Timeout(format!("timed out waiting for the lock {}", self.path))
+                        }),
+                }
+            };
+            let cancelled = async {
+                match &cancel {
+                    Some(token) => token.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            Some(tokio::select! {
+                gate = wait => gate?,
+                _ = cancelled => return Err(Error::Cancelled(format!("the acquire of {} was cancelled", self.path))),
             })
         } else {
             None
@@ -246,6 +287,7 @@ impl LockInner {
                 deadline,
                 downgrade_of,
             },
+            cancel.as_ref(),
         )
         .await?;
         let owner = if self.reentrant {
@@ -427,22 +469,36 @@ impl MultiLock {
         deadline: Option<std::time::Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let members = self.members.clone();
-        async move { acquire_all(members, deadline.map(Instant::from_std)).await }
+        async move { acquire_all(members, deadline.map(Instant::from_std), None).await }
+    }
+
+    /// The acquire future with a cancellation token (see [`Lock::acquire_with`]).
+    pub fn acquire_with(
+        &self,
+        deadline: Option<std::time::Instant>,
+        cancel: CancelToken,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let members = self.members.clone();
+        async move { acquire_all(members, deadline.map(Instant::from_std), Some(cancel)).await }
     }
 
     fn acquire_until_instant(
         &self,
         deadline: Option<Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        acquire_all(self.members.clone(), deadline)
+        acquire_all(self.members.clone(), deadline, None)
     }
 }
 
-async fn acquire_all(members: Vec<Arc<LockInner>>, deadline: Option<Instant>) -> Result<Lease> {
+async fn acquire_all(
+    members: Vec<Arc<LockInner>>,
+    deadline: Option<Instant>,
+    cancel: Option<CancelToken>,
+) -> Result<Lease> {
     on_runtime(async move {
         let mut parts = Vec::with_capacity(members.len());
         for member in members {
-            match member.acquire_until(deadline).await {
+            match member.acquire_until(deadline, cancel.clone()).await {
                 Ok(mut lease) => parts.append(&mut lease.take_parts()),
                 Err(e) => {
                     // Roll back what we took, in reverse order; dropping the lease does it.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
+use crate::cancel::CancelToken;
 use crate::error::{is_transient, Error, Result};
 use crate::lease::LeaseShared;
 use crate::options::AclPolicy;
@@ -48,6 +49,20 @@ struct Cleanup {
     prefix: String,
     node: Option<String>,
     armed: bool,
+}
+
+impl Cleanup {
+    /// Removes the attempt's node now, waiting at most a session timeout (then in the background).
+    async fn remove_now(&mut self) {
+        self.armed = false;
+        let removal = remove_attempt(&self.session, &self.dir, &self.prefix, self.node.clone());
+        if tokio::time::timeout(self.session.timeout, removal)
+            .await
+            .is_err()
+        {
+            self.armed = true;
+        }
+    }
 }
 
 impl Drop for Cleanup {
@@ -122,14 +137,15 @@ async fn make_parents(zk: &zk::Client, dir: &str, acl: AclPolicy) -> Result<(), 
         .await
 }
 
-/// Takes one lock node for `req`; returns the lease once it is ours.
+/// Takes one lock node for `req`; returns the lease once it is ours. A failed, timed-out or
+/// cancelled (through `cancel`) attempt removes its node before it returns; only a dropped
+/// future leaves that to a background task.
 pub(crate) async fn acquire_node(
     session: Arc<Session>,
     req: Request<'_>,
+    cancel: Option<&CancelToken>,
 ) -> Result<Arc<LeaseShared>> {
     let protected = protocol::protected_prefix();
-    let name_prefix = protocol::node_prefix(&protected, req.kind);
-    let create_path = format!("{}/{}", req.dir, name_prefix);
     let mut cleanup = Cleanup {
         session: session.clone(),
         dir: req.dir.to_owned(),
@@ -137,6 +153,36 @@ pub(crate) async fn acquire_node(
         node: None,
         armed: true,
     };
+    let attempt = attempt(&session, &req, &protected, &mut cleanup);
+    let result = match cancel {
+        None => attempt.await,
+        Some(token) => tokio::select! {
+            r = attempt => r,
+            _ = token.cancelled() => Err(Error::Cancelled(format!("the acquire of {} was cancelled", req.dir))),
+        },
+    };
+    match result {
+        Ok(token) => {
+            cleanup.armed = false;
+            let node = cleanup.node.take().unwrap_or_default();
+            Ok(LeaseShared::new(session, node, token, req.downgrade_of))
+        }
+        Err(e) => {
+            cleanup.remove_now().await;
+            Err(e)
+        }
+    }
+}
+
+/// Creates our node and waits until it holds the lock; returns its czxid.
+async fn attempt(
+    session: &Arc<Session>,
+    req: &Request<'_>,
+    protected: &str,
+    cleanup: &mut Cleanup,
+) -> Result<i64> {
+    let name_prefix = protocol::node_prefix(protected, req.kind);
+    let create_path = format!("{}/{}", req.dir, name_prefix);
     let create_options = zk::CreateMode::EphemeralSequential.with_acls(req.acl.acls());
 
     // 1. Create our node and list the children in one round trip.
@@ -154,7 +200,7 @@ pub(crate) async fn acquire_node(
                     Ok(children) => break (name, stat.czxid, children),
                     Err(_) => {
                         // Our node exists; list again (waiting out a disconnect).
-                        let children = list_children(&session, req.dir, req.deadline).await?;
+                        let children = list_children(session, req.dir, req.deadline).await?;
                         break (name, stat.czxid, children);
                     }
                 }
@@ -173,10 +219,10 @@ pub(crate) async fn acquire_node(
                 // The server may have applied the create before the connection broke:
                 // look for our protected prefix before trying again (never a duplicate).
                 session.recover(req.deadline, req.dir).await?;
-                if let Some((node, czxid)) = find_own(&session, req.dir, &protected).await? {
+                if let Some((node, czxid)) = find_own(session, req.dir, protected).await? {
                     cleanup.node = Some(node.clone());
                     let name = node.rsplit('/').next().unwrap_or_default().to_owned();
-                    let children = list_children(&session, req.dir, req.deadline).await?;
+                    let children = list_children(session, req.dir, req.deadline).await?;
                     break (name, czxid, children);
                 }
             }
@@ -223,12 +269,10 @@ pub(crate) async fn acquire_node(
                 Err(e) if is_transient(&e) => session.recover(req.deadline, req.dir).await?,
                 Err(e) => return Err(Error::from_zk(e, &format!("watch {blocker}"))),
             }
-            children = list_children(&session, req.dir, req.deadline).await?;
+            children = list_children(session, req.dir, req.deadline).await?;
         }
     }
-    cleanup.armed = false;
-    let node = cleanup.node.take().unwrap_or_default();
-    Ok(LeaseShared::new(session, node, token, req.downgrade_of))
+    Ok(token)
 }
 
 async fn sleep_until_opt(deadline: Option<Instant>) {
