@@ -293,3 +293,29 @@ def test_acl_refusal_raises_permission_denied(servers, path):
             assert path in str(info.value)
         # alice can take it again; her nodes are hers only
         assert alice.lock(path).acquire(timeout=2)
+
+
+def test_waiting_releases_the_gil(client, other, path):
+    """While threads wait for the lock, pure-Python work in this thread runs at full speed."""
+    lock = client.lock(path)
+
+    def spin(seconds: float) -> int:
+        n = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            n += 1
+        return n
+
+    baseline = spin(0.3)
+    with other.lock(path):
+        waiters = [threading.Thread(target=lambda: lock.acquire(timeout=2) and lock.release())
+                   for _ in range(4)]
+        for t in waiters:
+            t.start()
+        assert wait_until(lambda: len(nodes(client, path)) == 5, 5)
+        busy = spin(0.3)
+    for t in waiters:
+        t.join(10)
+    # Holding the GIL while waiting would stall this thread completely; allow for the waiters'
+    # periodic signal checks and a loaded machine.
+    assert busy > baseline * 0.3, (busy, baseline)
