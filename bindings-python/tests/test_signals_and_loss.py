@@ -239,3 +239,24 @@ def test_an_exception_in_on_lost_does_not_break_other_callbacks(servers, path):
             assert after.wait(5)
     finally:
         c.close()
+
+
+def test_closing_the_client_wakes_its_waiters_with_client_closed(servers, other, path):
+    c = zklock.Client(servers)
+    outcome: List[BaseException] = []
+
+    def waiter() -> None:
+        try:
+            c.lock(path).acquire()
+        except BaseException as e:  # noqa: BLE001
+            outcome.append(e)
+
+    with other.lock(path):
+        t = threading.Thread(target=waiter)
+        t.start()
+        assert wait_until(lambda: len(nodes(other, path)) == 2, 5)
+        c.close()
+        t.join(10)
+        assert not t.is_alive(), "the waiter was not woken by close()"
+    assert len(outcome) == 1 and isinstance(outcome[0], zklock.ClientClosed), outcome
+    assert_empty_eventually(other, path)
