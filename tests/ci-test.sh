@@ -35,3 +35,6 @@ export ZKLOCK_XLANG_WORKERS
 ZKLOCK_XLANG_WORKERS="$(IFS=';'; echo "${workers[*]}")"
 echo "cross-language workers: $ZKLOCK_XLANG_WORKERS"
 "$CARGO" test -p zklock-trust --test cross_language -- --ignored --nocapture
+
+# The README's tour: each face's snippet is the same text as a file that runs here.
+scripts/check-readme.sh

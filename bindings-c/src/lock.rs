@@ -255,11 +255,12 @@ impl Holder {
         }
     }
 
-    pub(crate) fn acquire_future(&self, wait: Wait) -> AcquireFuture {
+    /// The acquire future; `cancel` makes it remove its node and fail with `Cancelled`.
+    pub(crate) fn acquire_future(&self, wait: Wait, cancel: zklock::CancelToken) -> AcquireFuture {
         let deadline = wait.deadline();
         match (self.lock(), self) {
-            (Some(lock), _) => Box::pin(lock.acquire_until(deadline)),
-            (None, Holder::Multi(m)) => Box::pin(m.multi.acquire_until(deadline)),
+            (Some(lock), _) => Box::pin(lock.acquire_with(deadline, cancel)),
+            (None, Holder::Multi(m)) => Box::pin(m.multi.acquire_with(deadline, cancel)),
             (None, _) => unreachable!("only a multi-lock has no single lock"),
         }
     }

@@ -43,10 +43,12 @@ pub unsafe extern "C" fn zklock_acquire_async(
         let wait = Wait::from_ms(timeout_ms)?;
         let holder = lock.holder()?;
         let what = lock.describe();
-        let future = holder.acquire_future(wait);
+        // Cancelling through the token (not by aborting the task) lets the acquire remove its
+        // node before the callback reports ZKLOCK_CANCELLED.
+        let token = zklock::CancelToken::new();
+        let future = holder.acquire_future(wait, token.clone());
         let user = UserPtr(user);
         let task = zklock::runtime::spawn(future);
-        let abort = task.abort_handle();
         zklock::runtime::spawn(async move {
             let result = match task.await {
                 Ok(Ok(lease)) => Ok(lease),
@@ -65,7 +67,7 @@ pub unsafe extern "C" fn zklock_acquire_async(
             zklock::runtime::run_callback(move || deliver(cb, user, result));
         });
         op.write(Box::into_raw(Box::new(zklock_op {
-            cancel: Box::new(move || abort.abort()),
+            cancel: Box::new(move || token.cancel()),
         })));
         Ok(())
     })

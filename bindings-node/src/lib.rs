@@ -167,9 +167,11 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
                 "open" => zklock::AclPolicy::Open,
                 "creator-all" => zklock::AclPolicy::CreatorAll,
                 "read-anyone-creator-all" => zklock::AclPolicy::ReadAnyoneCreatorAll,
-                other => return Err(invalid(format!(
+                other => {
+                    return Err(invalid(format!(
                     "acl must be 'open', 'creator-all' or 'read-anyone-creator-all', got {other:?}"
-                ))),
+                )))
+                }
             });
         }
     }
@@ -285,11 +287,15 @@ impl Target {
         }
     }
 
-    fn acquire_until(&self, deadline: Option<Instant>) -> AcquireFuture {
+    fn acquire_until(
+        &self,
+        deadline: Option<Instant>,
+        cancel: zklock::CancelToken,
+    ) -> AcquireFuture {
         match self {
-            Target::Multi(m) => Box::pin(m.acquire_until(deadline)),
+            Target::Multi(m) => Box::pin(m.acquire_with(deadline, cancel)),
             _ => match self.lock() {
-                Some(l) => Box::pin(l.acquire_until(deadline)),
+                Some(l) => Box::pin(l.acquire_with(deadline, cancel)),
                 None => Box::pin(async { Err(invalid("no lock")) }),
             },
         }
@@ -336,10 +342,13 @@ impl NativeLock {
     #[napi(catch_unwind)]
     pub fn start_acquire(&self, timeout_ms: Option<f64>) -> napi::Result<NativePending, Code> {
         let deadline = deadline(timeout_ms).map_err(js_err)?;
-        let fut = self.target.acquire_until(deadline);
+        // Cancelling through the token (not by aborting the task) lets the acquire remove its
+        // node before `wait()` rejects with ZKLOCK_ABORTED.
+        let cancel = zklock::CancelToken::new();
+        let fut = self.target.acquire_until(deadline, cancel.clone());
         let handle = zklock::runtime::spawn(fut);
         Ok(NativePending {
-            abort: handle.abort_handle(),
+            cancel,
             handle: Mutex::new(Some(handle)),
             path: self.path.clone(),
         })
@@ -348,7 +357,9 @@ impl NativeLock {
     /// One attempt: the lease, or `null` when someone else holds the lock (no node left).
     #[napi]
     pub async fn try_acquire(&self) -> napi::Result<Settled<Option<NativeLease>>> {
-        let fut = self.target.acquire_until(Some(Instant::now()));
+        let fut = self
+            .target
+            .acquire_until(Some(Instant::now()), zklock::CancelToken::new());
         let path = self.path.clone();
         let result = match join(zklock::runtime::spawn(fut), &path).await {
             Ok(lease) => Ok(Some(NativeLease::new(lease))),
@@ -412,7 +423,7 @@ async fn join(
 #[napi]
 pub struct NativePending {
     handle: Mutex<Option<tokio::task::JoinHandle<zklock::Result<zklock::Lease>>>>,
-    abort: tokio::task::AbortHandle,
+    cancel: zklock::CancelToken,
     path: String,
 }
 
@@ -433,7 +444,7 @@ impl NativePending {
     /// `ZKLOCK_ABORTED` (unless the lock was already acquired).
     #[napi]
     pub fn cancel(&self) {
-        self.abort.abort();
+        self.cancel.cancel();
     }
 }
 

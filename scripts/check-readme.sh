@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Keeps the README's tour honest: every snippet in docs/tour/ (and core/examples/tour.rs) must
+# appear in README.md verbatim, and each one runs against a real ZooKeeper here. Needs the faces
+# built (tests/ci-test.sh runs this after building them).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+CARGO="${CARGO:-cargo}"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+passed=0; failed=0
+check() { # check NAME COMMAND...
+  local name="$1"; shift
+  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+in_readme() { python3 - "$1" <<'PY'
+import sys
+snippet = open(sys.argv[1]).read().strip("\n")
+readme = open("README.md").read()
+sys.exit(0 if snippet in readme else 1)
+PY
+}
+for f in docs/tour/tour.py docs/tour/tour.mjs docs/tour/tour.c docs/tour/tour.sh; do
+  check "README shows $f verbatim" in_readme "$f"
+done
+# The Rust snippet is the body of main() in core/examples/tour.rs.
+rust_body="$(mktemp)"; sed -n '/^async fn main/,/^}/p' core/examples/tour.rs | sed '1d;$d' | sed 's/^    //' > "$rust_body"
+check "README shows core/examples/tour.rs verbatim" in_readme "$rust_body"
+
+"$CARGO" build -q -p zklock-testkit --bin zk-harness
+"$CARGO" build -q -p zklock --example tour
+"$CARGO" build -q -p zklock-cli --bin zklock
+coproc HARNESS { "$target_dir/debug/zk-harness"; }
+read -r line <&"${HARNESS[0]}"
+export ZKLOCK_SERVERS="${line#servers=}"
+trap 'exec {HARNESS[1]}>&-; wait' EXIT
+
+tmp="$(mktemp -d)"
+venv="${ZKLOCK_PY_VENV:-$target_dir/py-venv}"
+check "tour.rs runs" "$target_dir/debug/examples/tour"
+check "tour.py runs" "$venv/bin/python" docs/tour/tour.py
+mkdir -p "$tmp/node_modules" && ln -s "$root/bindings-node" "$tmp/node_modules/zklock" && cp docs/tour/tour.mjs "$tmp/"
+check "tour.mjs runs" node "$tmp/tour.mjs"
+make -s -C bindings-c build PROFILE=debug >/dev/null
+check "tour.c builds" cc -std=c11 -Wall -Werror -I include docs/tour/tour.c -o "$tmp/tour" -L "$target_dir/zklock-c/debug" -lzklock -Wl,-rpath,"$target_dir/zklock-c/debug"
+check "tour.c runs" "$tmp/tour"
+check "tour.sh runs" env PATH="$target_dir/debug:$PATH" bash -c 'set -e; source docs/tour/tour.sh'
+rm -rf "$tmp" "$rust_body"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
