@@ -54,6 +54,7 @@ impl Client {
     async fn connect_on_runtime(hosts: String, options: Options) -> Result<Client> {
         protocol::validate_hosts(&hosts)?;
         options.validate()?;
+        runtime::claim_transport()?;
         let session = Session::open(&hosts, &options).await?;
         Ok(Client {
             inner: Arc::new(ClientInner {
@@ -161,7 +162,7 @@ impl Client {
         Ok(fresh)
     }
 
-    fn check_usable(&self) -> Result<()> {
+    pub(crate) fn check_usable(&self) -> Result<()> {
         if self.is_closed() {
             return Err(Error::Closed(format!(
                 "the client for {} is closed",

@@ -188,9 +188,9 @@ fn none_on_timeout(result: Result<Lease>) -> Result<Option<Lease>> {
 }
 
 impl LockInner {
-    /// Counts up an existing, not lost hold of this value.
+    /// Counts up an existing, not lost hold of this value (not in a forked child, nor after close).
     fn try_reenter(self: &Arc<Self>) -> Option<Lease> {
-        if !self.reentrant {
+        if !self.reentrant || self.client.check_usable().is_err() {
             return None;
         }
         let mut hold = self.hold.lock().unwrap();

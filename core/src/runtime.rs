@@ -3,7 +3,10 @@
 //! here, so callers may be plain threads (the blocking twins), another runtime, or a binding.
 //!
 //! After `fork()` the child has no runtime thread; the first use in the child notices the new pid
-//! and starts a fresh runtime (clients made before the fork refuse to work there, see `Client`).
+//! and starts a fresh runtime. The ZooKeeper transport (async-io's process-wide reactor) does not
+//! survive a fork once it has been used, so a child forked after its parent connected cannot
+//! connect: `Client::connect` says so at once (`Closed`) instead of timing out, and clients made
+//! before the fork refuse to work in the child.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -86,6 +89,23 @@ fn start() -> Handle {
 /// The pid the runtime was started in (for fork detection by clients).
 pub(crate) fn current_pid() -> u32 {
     std::process::id()
+}
+
+/// The process that first opened a ZooKeeper connection (the transport's reactor lives there).
+static TRANSPORT_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Records this process as the transport's, or fails in a child forked after the parent used it.
+pub(crate) fn claim_transport() -> Result<()> {
+    let pid = *TRANSPORT_PID.get_or_init(std::process::id);
+    if pid == std::process::id() {
+        Ok(())
+    } else {
+        Err(Error::Closed(
+            "this process was forked after its parent connected to ZooKeeper, and the connection machinery does not survive fork(); \
+             connect before forking no client, or start children with spawn/forkserver (or exec)"
+                .into(),
+        ))
+    }
 }
 
 /// Runs `fut` on the private runtime.
