@@ -92,7 +92,7 @@ fn deadline_of(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Instant>
 /// runs `check_signals()`: when a handler raises (Ctrl-C), the spawned future is aborted (its
 /// node is removed) and the exception is returned. A result that won the race with the abort is
 /// dropped here, which releases a lease in the background.
-fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
+fn wait<T, F>(py: Python<'_>, fut: F, cancel: Option<zklock::CancelToken>) -> PyResult<T>
 where
     F: Future<Output = zklock::Result<T>> + Send + 'static,
     T: Send + 'static,
@@ -115,7 +115,12 @@ where
             Ok(result) => return result.map_err(|e| to_py_err(py, e)),
             Err(RecvTimeoutError::Timeout) => {
                 if let Err(signal) = py.check_signals() {
-                    task.abort();
+                    // An acquire cancelled through its token removes its node before it ends;
+                    // anything else is aborted (and cleans up in the background).
+                    match &cancel {
+                        Some(token) => token.cancel(),
+                        None => task.abort(),
+                    }
                     // Wait until the task is gone (its sender dropped), so that the cleanup of
                     // the waiting node has been started before the exception reaches Python.
                     let late = py.detach(move || rx.recv_timeout(Duration::from_secs(5)).ok());
@@ -147,6 +152,7 @@ fn future_into_py<'py, T, F>(
     py: Python<'py>,
     fut: F,
     convert: fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
+    cancel: Option<zklock::CancelToken>,
 ) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = zklock::Result<T>> + Send + 'static,
@@ -181,6 +187,7 @@ where
     });
     let canceller = Canceller {
         abort: task.abort_handle(),
+        cancel,
     };
     py_future.call_method1("add_done_callback", (canceller,))?;
     Ok(py_future)
@@ -266,13 +273,18 @@ impl Completer {
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Canceller {
     abort: tokio::task::AbortHandle,
+    /// For an acquire: cancelling through the token removes the node before the task ends.
+    cancel: Option<zklock::CancelToken>,
 }
 
 #[pymethods]
 impl Canceller {
     fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
         if future.call_method0("cancelled")?.is_truthy()? {
-            self.abort.abort();
+            match &self.cancel {
+                Some(token) => token.cancel(),
+                None => self.abort.abort(),
+            }
         }
         Ok(())
     }
@@ -369,6 +381,7 @@ impl PyClient {
         let client = wait(
             py,
             async move { zklock::Client::connect(&hosts, options).await },
+            None,
         )?;
         Ok(PyClient { client })
     }
@@ -503,11 +516,12 @@ impl NativeLock {
     fn acquire_future(
         &self,
         deadline: Option<Instant>,
+        cancel: zklock::CancelToken,
     ) -> std::pin::Pin<Box<dyn Future<Output = zklock::Result<zklock::Lease>> + Send + 'static>>
     {
         match (&self.inner, self.as_lock()) {
-            (Inner::Multi(m), _) => Box::pin(m.acquire_until(deadline)),
-            (_, Some(lock)) => Box::pin(lock.acquire_until(deadline)),
+            (Inner::Multi(m), _) => Box::pin(m.acquire_with(deadline, cancel)),
+            (_, Some(lock)) => Box::pin(lock.acquire_with(deadline, cancel)),
             (_, None) => Box::pin(async { Err(zklock::Error::InvalidArgument("no lock".into())) }),
         }
     }
@@ -550,8 +564,9 @@ impl NativeLock {
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<NativeLease> {
         self.check_process(py)?;
         let deadline = deadline_of(py, timeout)?;
-        let fut = self.acquire_future(deadline);
-        wait(py, fut).map(NativeLease::new)
+        let cancel = zklock::CancelToken::new();
+        let fut = self.acquire_future(deadline, cancel.clone());
+        wait(py, fut, Some(cancel)).map(NativeLease::new)
     }
 
     /// The asyncio twin of `acquire`: an awaitable future of the running loop.
@@ -563,8 +578,9 @@ impl NativeLock {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.check_process(py)?;
         let deadline = deadline_of(py, timeout)?;
-        let fut = self.acquire_future(deadline);
-        future_into_py(py, fut, lease_into_py)
+        let cancel = zklock::CancelToken::new();
+        let fut = self.acquire_future(deadline, cancel.clone());
+        future_into_py(py, fut, lease_into_py, Some(cancel))
     }
 
     /// This core value's re-entrant hold count (0 for a multi-lock or a non re-entrant lock).
@@ -596,7 +612,7 @@ impl NativeLock {
     fn participants(&self, py: Python<'_>) -> PyResult<Vec<ParticipantTuple>> {
         self.check_process(py)?;
         let fut = self.participants_future();
-        let list = wait(py, fut)?;
+        let list = wait(py, fut, None)?;
         Ok(list
             .into_iter()
             .map(|p| {
@@ -763,7 +779,7 @@ impl NativeLease {
     /// The asyncio twin of `release`.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let lease = self.take(py)?;
-        future_into_py(py, lease.release(), released_into_py)
+        future_into_py(py, lease.release(), released_into_py, None)
     }
 
     fn __repr__(&self) -> String {
