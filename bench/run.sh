@@ -32,11 +32,17 @@ mkdir -p "$build/java"
 javac -nowarn -d "$build/java" -cp "$cp" "$here/java/ZkBench.java"
 
 faces=()
-# Python face: a venv with the package built from bindings-python.
-if [ -f "$root/bindings-python/pyproject.toml" ] && [ -f "$here/face_python.py" ]; then
-  if [ ! -x "$build/py-venv/bin/python" ]; then python3 -m venv "$build/py-venv"; fi
-  if "$build/py-venv/bin/pip" install -q "$root/bindings-python" >"$build/pip.log" 2>&1 \
-     && "$build/py-venv/bin/python" -c "import zklock; zklock.Client" 2>/dev/null; then
+# Rebuild a face only when its sources (or the core's) changed since the last build.
+stale() { [ ! -f "$1" ] || [ -n "$(find "$root/core/src" "${@:2}" -newer "$1" -type f 2>/dev/null | head -1)" ]; }
+# Python face: a venv with the package built from bindings-python (pip, maturin).
+if [ -f "$root/bindings-python/pyproject.toml" ]; then
+  [ -x "$build/py-venv/bin/python" ] || python3 -m venv "$build/py-venv"
+  if stale "$build/py.stamp" "$root/bindings-python"; then
+    echo "bench: building the Python face (pip install ./bindings-python)"
+    rm -f "$build/py.stamp"
+    "$build/py-venv/bin/pip" install -q "$root/bindings-python" >"$build/pip.log" 2>&1 && touch "$build/py.stamp" || true
+  fi
+  if [ -f "$build/py.stamp" ] && "$build/py-venv/bin/python" -c "import zklock; zklock.Client" 2>/dev/null; then
     faces+=(--python-face "$build/py-venv/bin/python")
   else
     faces+=(--skip "python=bindings-python did not build or import (see bench/build/pip.log)")
@@ -44,12 +50,12 @@ if [ -f "$root/bindings-python/pyproject.toml" ] && [ -f "$here/face_python.py" 
 else
   faces+=(--skip "python=bindings-python not ready when measured (not built)")
 fi
-# Node face: the package from bindings-node.
-if [ -f "$root/bindings-node/package.json" ] && [ -f "$here/face_node.mjs" ]; then
+# Node face: the package from bindings-node (npm links the local directory).
+if [ -f "$root/bindings-node/package.json" ]; then
   mkdir -p "$build/node"
-  if (cd "$build/node" && npm install --silent --no-audit --no-fund "$root/bindings-node" >"$build/npm.log" 2>&1) \
-     && (cd "$build/node" && node -e "require('zklock')" 2>/dev/null || node --input-type=module -e "import 'zklock'" 2>/dev/null); then
-    cp "$here/face_node.mjs" "$build/node/"
+  cp "$here/face_node.mjs" "$build/node/"
+  if (cd "$build/node" && { [ -d node_modules/zklock ] || npm install --silent --no-audit --no-fund "$root/bindings-node" >"$build/npm.log" 2>&1; } \
+        && node -e "require('zklock').Client" >>"$build/npm.log" 2>&1); then
     faces+=(--node-face "$build/node")
   else
     faces+=(--skip "node=bindings-node did not install or load (see bench/build/npm.log)")
@@ -57,11 +63,18 @@ if [ -f "$root/bindings-node/package.json" ] && [ -f "$here/face_node.mjs" ]; th
 else
   faces+=(--skip "node=bindings-node not ready when measured (not built)")
 fi
-# C face: libzklock + include/zklock.h.
-if [ -f "$root/bindings-c/include/zklock.h" ] && [ -f "$here/face_c.c" ]; then
-  if cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p zklock-c >"$build/c.log" 2>&1 \
-     && cc -O2 -o "$build/face_c" "$here/face_c.c" -I"$root/bindings-c/include" \
-          "$CARGO_TARGET_DIR/release/libzklock.a" -lpthread -ldl -lm >>"$build/c.log" 2>&1; then
+# C face: libzklock.so from bindings-c and include/zklock.h.
+if [ -f "$root/include/zklock.h" ] && [ -f "$root/bindings-c/Makefile" ]; then
+  if stale "$build/face_c" "$root/bindings-c/src" "$here/face_c.c"; then
+    echo "bench: building the C face (make -C bindings-c build)"
+    rm -f "$build/face_c"
+    if make -C "$root/bindings-c" build >"$build/c.log" 2>&1; then
+      cp "$CARGO_TARGET_DIR/zklock-c/release/libzklock.so" "$build/libzklock.so"
+      cc -O2 -o "$build/face_c" "$here/face_c.c" -I"$root/include" -L"$build" -lzklock \
+         -Wl,-rpath,"$build" >>"$build/c.log" 2>&1 || true
+    fi
+  fi
+  if [ -x "$build/face_c" ]; then
     faces+=(--c-face "$build/face_c")
   else
     faces+=(--skip "c=bindings-c did not build (see bench/build/c.log)")
@@ -71,7 +84,7 @@ else
 fi
 
 exec "$build/zkbench" orchestrate \
-  --secs "${BENCH_SECS:-3}" \
+  --secs "${BENCH_SECS:-2}" \
   --out "$here/results/results.json" \
   --bench-dir "$here" \
   --java-cp "$build/java:$cp" \

@@ -85,24 +85,109 @@ public class ZkBench {
         System.exit(0);
     }
 
+    // Time slots shared by workers running side by side (see bench/src/common.rs, Slots).
+    static final class Slots {
+        long start, warm, slot, n, me, rounds;
+
+        Slots() {
+            if (args.containsKey("start-at")) {
+                start = Long.parseLong(arg("start-at"));
+                warm = (long) num("warm-ms", 1000) * 1_000_000L;
+                slot = (long) num("slot-ms", 500) * 1_000_000L;
+                n = (long) num("nslots", 1);
+                me = (long) num("my-slot", 0);
+                rounds = (long) num("rounds", 1);
+            } else {
+                start = System.nanoTime();
+                warm = (long) (num("warmup", 1) * 1e9);
+                slot = (long) (num("secs", 3) * 1e9 / 0.9);
+                n = 1;
+                me = 0;
+                rounds = 1;
+            }
+        }
+
+        long warmFrom() { return start + me * warm; }
+        long warmTo() { return warmFrom() + warm; }
+        long from(long r) { return start + n * warm + (r * n + me) * slot; }
+        long to(long r) { return from(r) + slot * 9 / 10; }
+        double measuredSecs() { return (slot * 9 / 10) / 1e9; }
+    }
+
+    static void sleepUntil(long t) throws InterruptedException {
+        long d = t - System.nanoTime();
+        if (d > 0) Thread.sleep(d / 1_000_000, (int) (d % 1_000_000));
+    }
+
+    // Runs acquire+release on `mutexes` (one thread each) in the warm-up window and the slots.
+    static String slotted(List<InterProcessMutex> mutexes) throws Exception {
+        Slots sl = new Slots();
+        int n = mutexes.size();
+        long[][] counts = new long[n][(int) sl.rounds];
+        List<long[]> lats = new ArrayList<>();
+        int[] nlat = new int[n];
+        Thread[] threads = new Thread[n];
+        for (int i = 0; i < n; i++) {
+            final int idx = i;
+            final long[] lat = new long[1 << 20];
+            lats.add(lat);
+            InterProcessMutex m = mutexes.get(i);
+            threads[i] = new Thread(() -> {
+                try {
+                    sleepUntil(sl.warmFrom());
+                    while (System.nanoTime() < sl.warmTo()) {
+                        m.acquire();
+                        m.release();
+                    }
+                    for (int r = 0; r < sl.rounds; r++) {
+                        sleepUntil(sl.from(r));
+                        long to = sl.to(r);
+                        while (true) {
+                            long t0 = System.nanoTime();
+                            if (t0 >= to) break;
+                            m.acquire();
+                            m.release();
+                            long t1 = System.nanoTime();
+                            if (t1 <= to) {
+                                counts[idx][r]++;
+                                if (nlat[idx] < lat.length) lat[nlat[idx]++] = t1 - t0;
+                            }
+                        }
+                    }
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            threads[i].start();
+        }
+        int total = 0;
+        for (int i = 0; i < n; i++) {
+            threads[i].join();
+            total += nlat[i];
+        }
+        long[] all = new long[total];
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            System.arraycopy(lats.get(i), 0, all, k, nlat[i]);
+            k += nlat[i];
+        }
+        StringBuilder rounds = new StringBuilder("[");
+        for (int r = 0; r < sl.rounds; r++) {
+            long c = 0;
+            for (int i = 0; i < n; i++) c += counts[i][r];
+            rounds.append(r == 0 ? "" : ",").append(c / sl.measuredSecs());
+        }
+        rounds.append("]");
+        String lat = latencyJson(all, total, sl.measuredSecs() * sl.rounds);
+        return lat.substring(0, lat.length() - 1) + ",\"rounds\":" + rounds + "}";
+    }
+
     // 1. Uncontended acquire+release cycles on one lock.
     static String s1() throws Exception {
         CuratorFramework c = connect();
-        InterProcessMutex m = new InterProcessMutex(c, arg("path"));
-        long warm = (long) (num("warmup", 1) * 1e9), secs = (long) (num("secs", 3) * 1e9);
-        long[] lat = new long[1 << 22];
-        int n = 0;
-        long start = System.nanoTime();
-        while (true) {
-            long t0 = System.nanoTime();
-            m.acquire();
-            m.release();
-            long t1 = System.nanoTime();
-            if (t1 > start + warm + secs) break;
-            if (t0 >= start + warm && n < lat.length) lat[n++] = t1 - t0;
-        }
+        String out = slotted(List.of(new InterProcessMutex(c, arg("path"))));
         c.close();
-        return latencyJson(lat, n, secs / 1e9);
+        return out;
     }
 
     // 2. Re-entrant acquire+release while this thread already holds the lock.
@@ -165,46 +250,11 @@ public class ZkBench {
     // 4. `--locks` distinct locks cycled concurrently by as many threads over one CuratorFramework.
     static String s4() throws Exception {
         CuratorFramework c = connect();
-        int n = (int) num("locks", 64);
-        long warm = (long) (num("warmup", 1) * 1e9), secs = (long) (num("secs", 3) * 1e9);
-        long start = System.nanoTime();
-        List<long[]> lats = new ArrayList<>();
-        int[] counts = new int[n];
-        Thread[] threads = new Thread[n];
-        for (int i = 0; i < n; i++) {
-            final int idx = i;
-            final long[] lat = new long[1 << 18];
-            lats.add(lat);
-            InterProcessMutex m = new InterProcessMutex(c, arg("path") + "/" + i);
-            threads[i] = new Thread(() -> {
-                try {
-                    while (true) {
-                        long t0 = System.nanoTime();
-                        m.acquire();
-                        m.release();
-                        long t1 = System.nanoTime();
-                        if (t1 > start + warm + secs) break;
-                        if (t0 >= start + warm && counts[idx] < lat.length) lat[counts[idx]++] = t1 - t0;
-                    }
-                } catch (Exception e) {
-                    throw new RuntimeException(e);
-                }
-            });
-            threads[i].start();
-        }
-        int total = 0;
-        for (int i = 0; i < n; i++) {
-            threads[i].join();
-            total += counts[i];
-        }
-        long[] all = new long[total];
-        int k = 0;
-        for (int i = 0; i < n; i++) {
-            System.arraycopy(lats.get(i), 0, all, k, counts[i]);
-            k += counts[i];
-        }
+        List<InterProcessMutex> ms = new ArrayList<>();
+        for (int i = 0; i < (int) num("locks", 64); i++) ms.add(new InterProcessMutex(c, arg("path") + "/" + i));
+        String out = slotted(ms);
         c.close();
-        return latencyJson(all, total, secs / 1e9);
+        return out;
     }
 
     // 5. `--waiters` threads (over `--sessions` CuratorFrameworks) queue on one lock; on a stdin
@@ -240,9 +290,12 @@ public class ZkBench {
         hm.release();
         for (Thread t : threads) t.join();
         long elapsed = System.nanoTime() - t0;
+        String res = String.format("{\"releases\":%d,\"handoffs_s\":%f}", waiters + 1, waiters / (elapsed / 1e9));
+        ready(res); // the server's counters are read now, before the sessions close
+        stdin.readLine();
         for (CuratorFramework c : clients) c.close();
         holder.close();
-        return String.format("{\"releases\":%d,\"handoffs_s\":%f}", waiters + 1, waiters / (elapsed / 1e9));
+        return res;
     }
 
     // 6. RSS of this process while one thread holds `--locks` distinct locks.

@@ -103,3 +103,67 @@ pub fn latency_result(mut lat_ns: Vec<u64>, secs: f64) -> serde_json::Value {
         "p99_us": p99 as f64 / 1000.0,
     })
 }
+
+/// Time slots shared by workers that run side by side: every worker warms up in its own window,
+/// then measures in its own slot of every round, idle otherwise, so that the figures of all
+/// implementations are taken under the same (noisy) machine conditions, interleaved.
+/// `--start-at T --warm-ms W --slot-ms S --nslots N --my-slot I --rounds R`; without them one
+/// worker warms for `--warmup` s and measures one round of `--secs` s.
+#[derive(Clone, Copy, Debug)]
+pub struct Slots {
+    pub start: u64,
+    pub warm: u64,
+    pub slot: u64,
+    pub n: u64,
+    pub me: u64,
+    pub rounds: u64,
+}
+
+impl Slots {
+    pub fn from_args(args: &Args) -> Slots {
+        match args.opt("start-at") {
+            Some(t) => Slots {
+                start: t.parse().expect("--start-at"),
+                warm: args.int("warm-ms", 1000) * 1_000_000,
+                slot: args.int("slot-ms", 500) * 1_000_000,
+                n: args.int("nslots", 1),
+                me: args.int("my-slot", 0),
+                rounds: args.int("rounds", 1),
+            },
+            None => Slots {
+                start: mono_ns(),
+                warm: (args.num("warmup", 1.0) * 1e9) as u64,
+                slot: (args.num("secs", 3.0) * 1e9 / 0.9) as u64,
+                n: 1,
+                me: 0,
+                rounds: 1,
+            },
+        }
+    }
+
+    pub fn warm_window(&self) -> (u64, u64) {
+        let from = self.start + self.me * self.warm;
+        (from, from + self.warm)
+    }
+
+    /// The measured window of round `r`: the first 90% of this worker's slot.
+    pub fn round_window(&self, r: u64) -> (u64, u64) {
+        let from = self.start + self.n * self.warm + (r * self.n + self.me) * self.slot;
+        (from, from + self.slot * 9 / 10)
+    }
+
+    pub fn measured_secs(&self) -> f64 {
+        (self.slot * 9 / 10) as f64 / 1e9
+    }
+
+    /// Per-round counts and all latencies as the result line.
+    pub fn result(&self, counts: &[u64], lat: Vec<u64>) -> serde_json::Value {
+        let secs = self.measured_secs() * self.rounds as f64;
+        let mut out = latency_result(lat, secs);
+        out["rounds"] = serde_json::json!(counts
+            .iter()
+            .map(|c| *c as f64 / self.measured_secs())
+            .collect::<Vec<_>>());
+        out
+    }
+}

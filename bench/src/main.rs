@@ -3,7 +3,8 @@
 //! `zkbench orchestrate [--modes nosync|fsync|both] [--secs S] [--scenarios s1,s3] --out FILE
 //!   --java-cp CP --kazoo-python PY --bench-dir DIR [--python-face PY] [--node-face DIR]
 //!   [--c-face BIN] [--skip "key=why"]...` runs everything (see `run.sh`);
-//! `zkbench worker --impl zklock|raw --scenario sN ...` is one Rust worker process.
+//! `zkbench worker --impl zklock|raw --scenario sN ...` is one Rust worker process;
+//! `zkbench serve [--force-sync]` runs a server for trying workers by hand.
 
 mod common;
 mod orchestrate;
@@ -38,6 +39,30 @@ fn main() {
                         std::process::exit(1);
                     }
                     println!("\nresults written to {out}");
+                }
+                Err(e) => {
+                    eprintln!("zkbench: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+        "serve" => {
+            // A server for running workers by hand: prints `servers=...`, stops at end of input.
+            let config = zklock_testkit::Config {
+                force_sync: args.opt("force-sync").is_some(),
+                tick_ms: 200,
+            };
+            match zklock_testkit::ZooKeeper::start(1, &config) {
+                Ok(zk) => {
+                    println!("servers={}", zk.connect_string());
+                    let mut sink = String::new();
+                    while std::io::stdin()
+                        .read_line(&mut sink)
+                        .map(|n| n > 0)
+                        .unwrap_or(false)
+                    {
+                        sink.clear();
+                    }
                 }
                 Err(e) => {
                     eprintln!("zkbench: {e}");
@@ -85,6 +110,21 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             warmup: 1.0,
         },
     ];
+    // The raw cycle plus one of zklock's extra costs at a time (diagnostics of scenario 1).
+    for (key, variant, label) in [
+        ("raw-watch", "watch", "raw + own-node watch"),
+        ("raw-hop", "hop", "raw + runtime hops"),
+        ("raw-watch-hop", "watch,hop", "raw + watch + hops"),
+    ] {
+        impls.push(Impl {
+            key: key.into(),
+            label: label.into(),
+            cmd: v(&[&me, "worker", "--impl", "raw", "--variant", variant]),
+            scenarios: vec!["s1"],
+            startup: 0.5,
+            warmup: 1.0,
+        });
+    }
     let mut skipped = Vec::new();
     match args.opt("java-cp") {
         Some(cp) => impls.push(Impl {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 use zookeeper_client as zk;
 
-use crate::common::{latency_result, mono_ns, rss_bytes, sleep_until_mono, Args};
+use crate::common::{mono_ns, rss_bytes, sleep_until_mono, Args, Slots};
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -46,58 +46,128 @@ async fn zk_client(args: &Args) -> Res<zklock::Client> {
     Ok(zklock::Client::connect(&args.str("servers"), zklock::Options::default()).await?)
 }
 
-/// Scenario 1: Uncontended acquire+release cycles on one lock. `--api blocking` uses the blocking twins
-/// from a plain thread (what the faces call).
+/// Scenario 1: uncontended acquire+release cycles on one lock. `--api blocking` uses the
+/// blocking twins from a plain thread (what the faces call).
 async fn zk_s1(args: &Args) -> Res<serde_json::Value> {
     let client = zk_client(args).await?;
     let mutex = client.mutex(&args.str("path"))?;
-    let (warm, secs) = windows(args);
-    let blocking = args.opt("api").as_deref() == Some("blocking");
+    let slots = Slots::from_args(args);
     let rt0 = zklock::round_trips();
-    let lat = if blocking {
-        tokio::task::spawn_blocking(move || -> Res<(u64, Vec<u64>)> {
-            let start = mono_ns();
-            let mut lat = Vec::new();
-            let mut cycles = 0;
-            loop {
-                let t0 = mono_ns();
-                mutex.blocking_acquire()?.blocking_release()?;
-                cycles += 1;
-                let t1 = mono_ns();
-                if t1 > start + warm + secs {
-                    break;
-                }
-                if t0 >= start + warm {
-                    lat.push(t1 - t0);
-                }
-            }
-            Ok((cycles, lat))
-        })
-        .await??
+    let (out, cycles) = if args.opt("api").as_deref() == Some("blocking") {
+        tokio::task::spawn_blocking(move || blocking_slotted(slots, &mutex)).await??
     } else {
-        let start = mono_ns();
-        let mut lat = Vec::new();
-        let mut cycles = 0;
-        loop {
-            let t0 = mono_ns();
-            mutex.acquire().await?.release().await?;
-            cycles += 1;
-            let t1 = mono_ns();
-            if t1 > start + warm + secs {
-                break;
+        let mutex = Arc::new(mutex);
+        slotted(slots, 1, move |_| {
+            let mutex = mutex.clone();
+            async move {
+                mutex.acquire().await?.release().await?;
+                Ok(())
             }
-            if t0 >= start + warm {
-                lat.push(t1 - t0);
-            }
-        }
-        (cycles, lat)
+        })
+        .await?
     };
-    let (cycles, lat) = lat;
-    let mut out = latency_result(lat, secs as f64 / 1e9);
+    let mut out = out;
     out["round_trips_per_cycle"] =
         json!((zklock::round_trips() - rt0) as f64 / cycles.max(1) as f64);
     client.close().await;
     Ok(out)
+}
+
+/// Scenario 1 through the blocking twins, on this thread, in the slots.
+fn blocking_slotted(slots: Slots, mutex: &zklock::Mutex) -> Res<(serde_json::Value, u64)> {
+    let mut all = 0;
+    let (w0, w1) = slots.warm_window();
+    sleep_until_mono(w0);
+    while mono_ns() < w1 {
+        mutex.blocking_acquire()?.blocking_release()?;
+        all += 1;
+    }
+    let mut counts = vec![0; slots.rounds as usize];
+    let mut lat = Vec::new();
+    for r in 0..slots.rounds {
+        let (from, to) = slots.round_window(r);
+        sleep_until_mono(from);
+        loop {
+            let t0 = mono_ns();
+            if t0 >= to {
+                break;
+            }
+            mutex.blocking_acquire()?.blocking_release()?;
+            all += 1;
+            let t1 = mono_ns();
+            if t1 <= to {
+                counts[r as usize] += 1;
+                lat.push(t1 - t0);
+            }
+        }
+    }
+    Ok((slots.result(&counts, lat), all))
+}
+
+async fn sleep_until_mono_async(t: u64) {
+    let now = mono_ns();
+    if t > now {
+        tokio::time::sleep(Duration::from_nanos(t - now)).await;
+    }
+}
+
+/// Runs `cycle(i)` on `n` tasks of this thread at once, each in the warm-up window and the
+/// measured slots; returns the result line and the number of cycles run in all.
+async fn slotted<F, Fut>(slots: Slots, n: usize, cycle: F) -> Res<(serde_json::Value, u64)>
+where
+    F: Fn(usize) -> Fut + Clone + 'static,
+    Fut: std::future::Future<Output = Res<()>> + 'static,
+{
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            let mut tasks = Vec::new();
+            for i in 0..n {
+                let cycle = cycle.clone();
+                tasks.push(tokio::task::spawn_local(async move {
+                    let mut all = 0u64;
+                    let (w0, w1) = slots.warm_window();
+                    sleep_until_mono_async(w0).await;
+                    while mono_ns() < w1 {
+                        cycle(i).await?;
+                        all += 1;
+                    }
+                    let mut counts = vec![0u64; slots.rounds as usize];
+                    let mut lat = Vec::new();
+                    for r in 0..slots.rounds {
+                        let (from, to) = slots.round_window(r);
+                        sleep_until_mono_async(from).await;
+                        loop {
+                            let t0 = mono_ns();
+                            if t0 >= to {
+                                break;
+                            }
+                            cycle(i).await?;
+                            all += 1;
+                            let t1 = mono_ns();
+                            if t1 <= to {
+                                counts[r as usize] += 1;
+                                lat.push(t1 - t0);
+                            }
+                        }
+                    }
+                    Res::Ok((counts, lat, all))
+                }));
+            }
+            let mut counts = vec![0u64; slots.rounds as usize];
+            let mut lat = Vec::new();
+            let mut all = 0;
+            for t in tasks {
+                let (c, l, a) = t.await??;
+                for (x, y) in counts.iter_mut().zip(c) {
+                    *x += y;
+                }
+                lat.extend(l);
+                all += a;
+            }
+            Ok((slots.result(&counts, lat), all))
+        })
+        .await
 }
 
 /// Scenario 2: Re-entrant acquire+release while the same lock value already holds the lock. Prints
@@ -137,6 +207,28 @@ async fn zk_s2(args: &Args) -> Res<serde_json::Value> {
                          "acquire_round_trips": zklock::round_trips() - rt0});
         }
     };
+    // Where the time goes: 1,000 re-entrant acquires kept, then their 1,000 releases.
+    let mut result = result;
+    let mut leases = Vec::with_capacity(1000);
+    let t0 = mono_ns();
+    for _ in 0..1000 {
+        leases.push(if blocking {
+            mutex.blocking_acquire()?
+        } else {
+            mutex.acquire().await?
+        });
+    }
+    let t1 = mono_ns();
+    for lease in leases.drain(..) {
+        if blocking {
+            lease.blocking_release()?;
+        } else {
+            lease.release().await?;
+        }
+    }
+    let t2 = mono_ns();
+    result["acquire_ns"] = json!((t1 - t0) as f64 / 1000.0);
+    result["release_ns"] = json!((t2 - t1) as f64 / 1000.0);
     ready(result.clone());
     tokio::task::spawn_blocking(read_stdin_line).await?;
     outer.release().await?;
@@ -164,50 +256,6 @@ async fn zk_s3(args: &Args) -> Res<serde_json::Value> {
     Ok(json!({ "events": events }))
 }
 
-/// Runs `cycle` on `n` tasks of this runtime at once, each on its own index; counts cycles
-/// in the measured window.
-async fn concurrent_cycles<F, Fut>(
-    n: usize,
-    warm: u64,
-    secs: u64,
-    cycle: F,
-) -> Res<serde_json::Value>
-where
-    F: Fn(usize) -> Fut + Clone + 'static,
-    Fut: std::future::Future<Output = Res<()>> + 'static,
-{
-    let start = mono_ns();
-    let local = tokio::task::LocalSet::new();
-    let lat = local
-        .run_until(async move {
-            let mut tasks = Vec::new();
-            for i in 0..n {
-                let cycle = cycle.clone();
-                tasks.push(tokio::task::spawn_local(async move {
-                    let mut lat = Vec::new();
-                    loop {
-                        let t0 = mono_ns();
-                        cycle(i).await?;
-                        let t1 = mono_ns();
-                        if t1 > start + warm + secs {
-                            return Res::Ok(lat);
-                        }
-                        if t0 >= start + warm {
-                            lat.push(t1 - t0);
-                        }
-                    }
-                }));
-            }
-            let mut all = Vec::new();
-            for t in tasks {
-                all.extend(t.await??);
-            }
-            Res::Ok(all)
-        })
-        .await?;
-    Ok(latency_result(lat, secs as f64 / 1e9))
-}
-
 /// Scenario 4: `--locks` distinct locks cycled concurrently over one client (one session).
 async fn zk_s4(args: &Args) -> Res<serde_json::Value> {
     let client = zk_client(args).await?;
@@ -218,8 +266,7 @@ async fn zk_s4(args: &Args) -> Res<serde_json::Value> {
             .map(|i| client.mutex(&format!("{path}/{i}")))
             .collect::<zklock::Result<_>>()?,
     );
-    let (warm, secs) = windows(args);
-    let out = concurrent_cycles(n, warm, secs, move |i| {
+    let (out, _) = slotted(Slots::from_args(args), n, move |i| {
         let locks = locks.clone();
         async move {
             locks[i].acquire().await?.release().await?;
@@ -292,15 +339,19 @@ async fn zk_s5(args: &Args) -> Res<serde_json::Value> {
     let elapsed = mono_ns() - t0;
     let acquire_round_trips = zklock::round_trips() - rt0;
     let _ = rt_queued;
+    let result = json!({
+        "releases": waiters + 1,
+        "handoffs_s": waiters as f64 / (elapsed as f64 / 1e9),
+        "acquire_round_trips_after_release": acquire_round_trips,
+    });
+    // The server's counters are read now, before the sessions close.
+    ready(result.clone());
+    tokio::task::spawn_blocking(read_stdin_line).await?;
     for c in clients {
         c.close().await;
     }
     holder.close().await;
-    Ok(json!({
-        "releases": waiters + 1,
-        "handoffs_s": waiters as f64 / (elapsed as f64 / 1e9),
-        "acquire_round_trips_after_release": acquire_round_trips,
-    }))
+    Ok(result)
 }
 
 /// Scenario 6: RSS of this process while it holds (`--mode hold`) or waits on (`--mode wait`) `--locks`
@@ -377,8 +428,42 @@ async fn raw_cycle(zk: &zk::Client, dir: &str, prefix: &str) -> Res<()> {
     Ok(())
 }
 
+/// The raw cycle plus what zklock adds, one cost at a time (`--variant`, comma-separated), to
+/// measure each cause of a gap side by side:
+///   watch: a getData watch on our own node after the create (zklock's lost-node watch): one
+///          more request per cycle and one more notification per delete;
+///   hop:   acquire and release each run as a task on a private runtime thread and are awaited
+///          from this one (zklock's `on_runtime`): two cross-thread hand-offs per operation.
 async fn raw_s1(args: &Args) -> Res<serde_json::Value> {
-    let zk = raw_client(args).await?;
+    let variant = args.opt("variant").unwrap_or_default();
+    let watch = variant.split(',').any(|v| v == "watch");
+    let hop = variant.split(',').any(|v| v == "hop");
+    // The private runtime (only used with `hop`): one thread, like zklock's.
+    let private = if hop {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            tx.send(rt.handle().clone()).ok();
+            rt.block_on(std::future::pending::<()>());
+        });
+        Some(rx.recv()?)
+    } else {
+        None
+    };
+    let servers = args.str("servers");
+    let connect = async move {
+        zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(10))
+            .connect(&servers)
+            .await
+    };
+    let zk = match &private {
+        Some(h) => h.spawn(connect).await??,
+        None => connect.await?,
+    };
     let dir = args.str("path");
     zk.mkdir(
         &dir,
@@ -387,21 +472,44 @@ async fn raw_s1(args: &Args) -> Res<serde_json::Value> {
     .await
     .ok();
     let prefix = format!("{dir}/_c_00000000-0000-0000-0000-000000000000-lock-");
-    let (warm, secs) = windows(args);
-    let start = mono_ns();
-    let mut lat = Vec::new();
-    loop {
-        let t0 = mono_ns();
-        raw_cycle(&zk, &dir, &prefix).await?;
-        let t1 = mono_ns();
-        if t1 > start + warm + secs {
-            break;
+    let acquire = move |zk: zk::Client, dir: String, prefix: String| async move {
+        let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        let create = zk.create(&prefix, b"raw", &options);
+        let list = zk.list_children(&dir);
+        let ((_, seq), _children) = (create.await?, list.await?);
+        let node = format!("{prefix}{seq}");
+        if watch {
+            let (zk, node) = (zk.clone(), node.clone());
+            tokio::spawn(async move {
+                if let Ok((_, _, w)) = zk.get_and_watch_data(&node).await {
+                    w.changed().await;
+                }
+            });
         }
-        if t0 >= start + warm {
-            lat.push(t1 - t0);
+        Res::Ok(node)
+    };
+    let release = |zk: zk::Client, node: String| async move {
+        zk.delete(&node, None).await?;
+        Res::Ok(())
+    };
+    let (out, _) = slotted(Slots::from_args(args), 1, move |_| {
+        let (zk, dir, prefix, private) = (zk.clone(), dir.clone(), prefix.clone(), private.clone());
+        async move {
+            match &private {
+                Some(h) => {
+                    let node = h.spawn(acquire(zk.clone(), dir, prefix)).await??;
+                    h.spawn(release(zk, node)).await??;
+                }
+                None => {
+                    let node = acquire(zk.clone(), dir, prefix).await?;
+                    release(zk, node).await?;
+                }
+            }
+            Ok(())
         }
-    }
-    Ok(latency_result(lat, secs as f64 / 1e9))
+    })
+    .await?;
+    Ok(out)
 }
 
 async fn raw_s4(args: &Args) -> Res<serde_json::Value> {
@@ -416,8 +524,7 @@ async fn raw_s4(args: &Args) -> Res<serde_json::Value> {
         .await
         .ok();
     }
-    let (warm, secs) = windows(args);
-    concurrent_cycles(n, warm, secs, move |i| {
+    let (out, _) = slotted(Slots::from_args(args), n, move |i| {
         let zk = zk.clone();
         let dir = format!("{path}/{i}");
         async move {
@@ -425,5 +532,6 @@ async fn raw_s4(args: &Args) -> Res<serde_json::Value> {
             raw_cycle(&zk, &dir, &prefix).await
         }
     })
-    .await
+    .await?;
+    Ok(out)
 }
