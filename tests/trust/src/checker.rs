@@ -118,6 +118,6 @@ mod tests {
         let clean = check(parse("a exclusive 1 0 10\nb exclusive 2 11 20\n").unwrap());
         assert!(clean.ok());
         assert!(parse("a exclusive x 1 2").is_err());
-        assert_eq!(parse("python 7 1 2").unwrap()[0].exclusive, true);
+        assert!(parse("python 7 1 2").unwrap()[0].exclusive);
     }
 }
