@@ -79,7 +79,14 @@ pub(crate) struct LeaseShared {
     pub(crate) downgrade_of: Option<String>,
     /// Why the lease was lost, once it was.
     lost_reason: Mutex<Option<String>>,
+    /// The task that watches our own node; stopped before we delete the node ourselves.
+    own_watch: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
+
+/// How long a lease is held before we watch its node for deletion by others. Most holds are
+/// shorter: they cost the server no watch and no notification on release (one notification per
+/// release, the next waiter's). A deletion by someone else is noticed at most this much later.
+const OWN_WATCH_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl LeaseShared {
     pub(crate) fn new(
@@ -98,6 +105,7 @@ impl LeaseShared {
             riders: Mutex::new(Vec::new()),
             downgrade_of,
             lost_reason: Mutex::new(None),
+            own_watch: Mutex::new(None),
         });
         if session.is_dead() {
             lease.lose(
@@ -108,7 +116,8 @@ impl LeaseShared {
                     .unwrap_or("session closed"),
             );
         }
-        tokio::spawn(watch_own_node(Arc::downgrade(&lease), session));
+        let watcher = tokio::spawn(watch_own_node(Arc::downgrade(&lease), session));
+        *lease.own_watch.lock().unwrap() = Some(watcher);
         lease
     }
 
@@ -173,6 +182,13 @@ impl LeaseShared {
         if was_lost {
             return Ok(Released::WasLost);
         }
+        // Stop watching our node first: dropping the watcher queues its removal on the server
+        // ahead of our delete, so the delete notifies only the next waiter.
+        let own_watch = self.own_watch.lock().unwrap().take();
+        if let Some(task) = own_watch {
+            task.abort();
+            let _ = task.await;
+        }
         match delete_node(&self.session, &self.node).await {
             Ok(()) => Ok(Released::Released),
             Err(e)
@@ -206,6 +222,7 @@ pub(crate) async fn delete_node(session: &Session, node: &str) -> Result<()> {
 async fn watch_own_node(lease: Weak<LeaseShared>, session: Arc<Session>) {
     let session_weak = Arc::downgrade(&session);
     drop(session);
+    tokio::time::sleep(OWN_WATCH_DELAY).await;
     loop {
         let (Some(l), Some(s)) = (lease.upgrade(), session_weak.upgrade()) else {
             return;
@@ -398,6 +415,9 @@ impl Lease {
     /// Releases the lease: the node is deleted (members in reverse order for a multi-lock), or a
     /// re-entrant hold count goes down. Releasing a lost lease succeeds with `WasLost`.
     pub async fn release(mut self) -> Result<Released> {
+        if self.count_down_reentrant() {
+            return Ok(Released::StillHeld);
+        }
         let parts = std::mem::take(&mut self.parts);
         self.done = true;
         on_runtime(release_parts(parts)).await
@@ -405,15 +425,36 @@ impl Lease {
 
     /// Blocking twin of [`Lease::release`].
     pub fn blocking_release(mut self) -> Result<Released> {
+        if self.count_down_reentrant() {
+            return Ok(Released::StillHeld);
+        }
         let parts = std::mem::take(&mut self.parts);
         self.done = true;
         runtime::block_on(release_parts(parts))
+    }
+
+    /// The common re-entrant case without a trip to the runtime: one member whose lock value
+    /// holds it more than once only counts down.
+    fn count_down_reentrant(&mut self) -> bool {
+        let [Part {
+            shared,
+            owner: Some(owner),
+        }] = self.parts.as_slice()
+        else {
+            return false;
+        };
+        if owner.count_down_if_shared(shared) {
+            self.parts.clear();
+            self.done = true;
+            return true;
+        }
+        false
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if !self.parts.is_empty() {
+        if !self.parts.is_empty() && !self.count_down_reentrant() {
             let parts = std::mem::take(&mut self.parts);
             runtime::spawn(async move {
                 let _ = release_parts(parts).await;

@@ -302,6 +302,19 @@ impl LockInner {
         Ok(Lease::new(vec![Part { shared, owner }]))
     }
 
+    /// Counts down a hold of `shared` that is held more than once; false if this release is the
+    /// last one (or the hold is another node's), which must go through `release_hold`.
+    pub(crate) fn count_down_if_shared(&self, shared: &Arc<LeaseShared>) -> bool {
+        let mut hold = self.hold.lock().unwrap();
+        match hold.as_mut() {
+            Some(h) if Arc::ptr_eq(&h.shared, shared) && h.count > 1 => {
+                h.count -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// One re-entrant release: counts down, and deletes the node at zero.
     pub(crate) async fn release_hold(
         self: Arc<Self>,

@@ -232,3 +232,43 @@ async fn release_from_the_lost_callback_does_not_deadlock() {
     assert_eq!(outcome.unwrap().unwrap(), zklock::Released::WasLost);
     proxy.heal();
 }
+
+#[tokio::test]
+async fn our_node_deleted_by_someone_else_makes_the_lease_lost() {
+    let path = unique_path("deleted-node");
+    let client = client().await;
+    let lease = client.mutex(&path).unwrap().acquire().await.unwrap();
+    let raw = zookeeper_client::Client::connect(servers()).await.unwrap();
+    raw.delete(lease.path(), None).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), lease.lost())
+        .await
+        .expect("lost after our node was deleted");
+    let reason = lease.lost_reason().unwrap();
+    assert!(reason.contains("deleted"), "{reason}");
+    assert_eq!(lease.release().await.unwrap(), zklock::Released::WasLost);
+}
+
+#[tokio::test]
+async fn a_release_leaves_no_watch_on_the_server() {
+    let zk = ZooKeeper::standalone().expect("ZooKeeper must start");
+    let client = zklock::Client::connect(&zk.connect_string(), Options::default())
+        .await
+        .unwrap();
+    let mutex = client.mutex("/watches/lock").unwrap();
+    // A short hold and a long one (which watches its own node for deletion meanwhile).
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    let lease = mutex.acquire().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        zk.mntr_value(0, "zk_watch_count").unwrap(),
+        1,
+        "the holder watches its own node"
+    );
+    lease.release().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        zk.mntr_value(0, "zk_watch_count").unwrap(),
+        0,
+        "the watch was removed before the delete"
+    );
+}
