@@ -564,6 +564,10 @@ impl NativeLock {
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<NativeLease> {
         self.check_process(py)?;
         let deadline = deadline_of(py, timeout)?;
+        // A re-entrant hold needs no trip to the runtime.
+        if let Some(lease) = self.as_lock().and_then(|l| l.reenter()) {
+            return Ok(NativeLease::new(lease));
+        }
         let cancel = zklock::CancelToken::new();
         let fut = self.acquire_future(deadline, cancel.clone());
         wait(py, fut, Some(cancel)).map(NativeLease::new)

@@ -89,6 +89,12 @@ impl Lock {
         }
     }
 
+    /// Takes the lock again if this value already holds it (a re-entrant hold, no I/O);
+    /// `None` when it does not (then acquire it normally).
+    pub fn reenter(&self) -> Option<Lease> {
+        self.inner.try_reenter()
+    }
+
     /// Waits until the lock is ours.
     pub async fn acquire(&self) -> Result<Lease> {
         self.inner.clone().acquire_until(None, None).await
