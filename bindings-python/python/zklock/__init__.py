@@ -220,7 +220,7 @@ class Lease:
     lease is lost; ``on_lost(callback)`` calls ``callback()`` once, from zklock's callback thread.
     """
 
-    __slots__ = ("_native", "_lock", "_key", "_entry", "_done", "_signal", "lost", "__weakref__")
+    __slots__ = ("_native", "_lock", "_key", "_entry", "_done", "_signal", "__weakref__")
 
     def __init__(self, native: _zklock.NativeLease, lock: "Lock", key: object, entry: "_Entry"):
         self._native = native
@@ -228,9 +228,27 @@ class Lease:
         self._key = key
         self._entry = entry
         self._done = False
-        self.lost: threading.Event = threading.Event()
-        self._signal = _LostSignal(self.lost)
-        native.on_lost(self._signal.fire)
+        # Made on first use of `lost` / `on_lost`: most leases are never asked, and a
+        # re-entrant hold then costs no event and no registration.
+        self._signal: Optional[_LostSignal] = None
+
+    def _lost_signal(self) -> _LostSignal:
+        signal = self._signal
+        if signal is None:
+            with _mu:
+                signal = self._signal
+                if signal is None:
+                    signal = _LostSignal(threading.Event())
+                    if self._native.state == "lost":
+                        signal.event.set()  # visible at once; callbacks still run once via fire()
+                    self._native.on_lost(signal.fire)
+                    self._signal = signal
+        return signal
+
+    @property
+    def lost(self) -> threading.Event:
+        """A :class:`threading.Event`, set once the lease is lost."""
+        return self._lost_signal().event
 
     @property
     def token(self) -> int:
@@ -266,7 +284,7 @@ class Lease:
         once, on that thread, if it already is). The callback may call into zklock."""
         if not callable(callback):
             raise InvalidArgumentType(f"on_lost() needs a callable, got {_type_name(callback)}")
-        self._signal.add(callback)
+        self._lost_signal().add(callback)
 
     def on_state(self, callback: Callable[[str], object]) -> None:
         """Calls ``callback(state)`` from zklock's callback thread at every change of the
