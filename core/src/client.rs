@@ -157,7 +157,9 @@ impl Client {
         if !current.is_dead() {
             return Ok(current);
         }
-        let fresh = Session::open(&self.inner.hosts, &self.inner.options).await?;
+        // Boxed: connecting is a large future, and every acquire future would otherwise carry
+        // its size (memory per waiting lock).
+        let fresh = Box::pin(Session::open(&self.inner.hosts, &self.inner.options)).await?;
         *self.inner.current.lock().unwrap() = fresh.clone();
         Ok(fresh)
     }

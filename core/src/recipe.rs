@@ -188,9 +188,14 @@ async fn attempt(
     // 1. Create our node and list the children in one round trip.
     let (name, token, mut children) = loop {
         let zk = session.zk()?;
-        let create = zk.create(&create_path, req.identity, &create_options);
-        let list = zk.list_children(req.dir);
-        let (created, listed) = (create.await, list.await);
+        // Both requests are sent before either reply is awaited: one round trip. Boxed so that
+        // a waiting acquire does not carry these futures' size.
+        let (created, listed) = Box::pin(async {
+            let create = zk.create(&create_path, req.identity, &create_options);
+            let list = zk.list_children(req.dir);
+            (create.await, list.await)
+        })
+        .await;
         count_round_trip();
         match created {
             Ok((stat, sequence)) => {
@@ -250,7 +255,7 @@ async fn attempt(
             let blocker = format!("{}/{}", req.dir, queue[index].name);
             // getData watch, like Curator: an exists watch on a vanished node would leak.
             let zk = session.zk()?;
-            let watched = zk.get_and_watch_data(&blocker).await;
+            let watched = Box::pin(zk.get_and_watch_data(&blocker)).await;
             count_round_trip();
             drop(zk);
             match watched {
