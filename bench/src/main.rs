@@ -125,6 +125,21 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             warmup: 1.0,
         });
     }
+    // `--extra-zklock BIN`: another build of this bench against a patched core (a prototype of
+    // a proposed change), measured side by side with the current core.
+    if let Some(bin) = args.opt("extra-zklock") {
+        impls.insert(
+            1,
+            Impl {
+                key: "zklock-proposed".into(),
+                label: "zklock core, patched (--extra-zklock)".into(),
+                cmd: v(&[&bin, "worker", "--impl", "zklock"]),
+                scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait"],
+                startup: 0.5,
+                warmup: 1.0,
+            },
+        );
+    }
     let mut skipped = Vec::new();
     match args.opt("java-cp") {
         Some(cp) => impls.push(Impl {

@@ -692,27 +692,89 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
             ">= 2.5",
             r.map(|r| r >= 2.5),
         );
-        let n = g("s5", "zklock", "notifications_per_release");
-        t(
-            "s5 notifications per release (zklock)",
-            n,
-            "== 1",
-            n.map(|n| (n - 1.0).abs() < 0.01),
-        );
-        let b = g("s6", "zklock", "bytes_per_lock");
-        t(
-            "s6 bytes per held lock (core)",
-            b,
-            "<= 2048",
-            b.map(|b| b <= 2048.0),
-        );
-        let b = g("s6", "zklock-wait", "bytes_per_lock");
-        t(
-            "s6 bytes per waiting lock (core)",
-            b,
-            "<= 2048",
-            b.map(|b| b <= 2048.0),
-        );
+        if res.get("s5").is_some() || res.get("s6").is_some() {
+            let n = g("s5", "zklock", "notifications_per_release");
+            t(
+                "s5 notifications per release (zklock)",
+                n,
+                "== 1",
+                n.map(|n| (n - 1.0).abs() < 0.01),
+            );
+            let b = g("s6", "zklock", "bytes_per_lock");
+            t(
+                "s6 bytes per held lock (core)",
+                b,
+                "<= 2048",
+                b.map(|b| b <= 2048.0),
+            );
+            let b = g("s6", "zklock-wait", "bytes_per_lock");
+            t(
+                "s6 bytes per waiting lock (core)",
+                b,
+                "<= 2048",
+                b.map(|b| b <= 2048.0),
+            );
+        }
+        let r = rr("s4", "zklock", "raw");
+        t("s4 Rust / raw (diagnostic)", r, "-", None);
+        let r = rr("s4", "curator", "raw");
+        t("s4 curator / raw (diagnostic)", r, "-", None);
+        if impls.iter().any(|i| i.key == "zklock-proposed") {
+            let r = rr("s1", "zklock-proposed", "curator");
+            t(
+                "s1 patched Rust / Curator",
+                r,
+                ">= 2.0",
+                r.map(|r| r >= 2.0),
+            );
+            let r = rr("s4", "zklock-proposed", "curator");
+            t(
+                "s4 patched Rust / Curator",
+                r,
+                ">= 2.5",
+                r.map(|r| r >= 2.5),
+            );
+            let r = rr("s4", "zklock-proposed", "raw");
+            t("s4 patched Rust / raw (diagnostic)", r, "-", None);
+            let ns = g("s2", "zklock-proposed", "ns_per_op");
+            t(
+                "s2 patched Rust re-entrant ns/op",
+                ns,
+                "< 2000",
+                ns.map(|n| n < 2000.0),
+            );
+            let r = ratio(
+                g("s3", "zklock-proposed", "handoff_p50_us"),
+                g("s3", "curator", "handoff_p50_us"),
+            );
+            t(
+                "s3 patched median handoff / Curator",
+                r,
+                "<= 0.7",
+                r.map(|r| r <= 0.7),
+            );
+            let n = g("s5", "zklock-proposed", "notifications_per_release");
+            t(
+                "s5 patched notifications per release",
+                n,
+                "== 1",
+                n.map(|n| (n - 1.0).abs() < 0.01),
+            );
+            let b = g("s6", "zklock-proposed", "bytes_per_lock");
+            t(
+                "s6 patched bytes per held lock",
+                b,
+                "<= 2048",
+                b.map(|b| b <= 2048.0),
+            );
+            let b = g("s6", "zklock-proposed-wait", "bytes_per_lock");
+            t(
+                "s6 patched bytes per waiting lock",
+                b,
+                "<= 2048",
+                b.map(|b| b <= 2048.0),
+            );
+        }
     }
     println!("\n==== targets of issue 8 (ratios measured side by side in the same run) ====");
     for t in &targets {
