@@ -36,5 +36,23 @@ ZKLOCK_XLANG_WORKERS="$(IFS=';'; echo "${workers[*]}")"
 echo "cross-language workers: $ZKLOCK_XLANG_WORKERS"
 "$CARGO" test -p zklock-trust --test cross_language -- --ignored --nocapture
 
+# safety.md's scenarios 3-7 (lost create reply, cancel while suspended, stale release, a
+# waiter's own expiry, release from the lost callback) again, on a 3-node ensemble.
+"$CARGO" build -q -p zklock-testkit --bin zk-harness
+coproc ENSEMBLE { "$target_dir/debug/zk-harness" --nodes 3; }
+read -r line <&"${ENSEMBLE[0]}"
+echo "3-node ensemble: ${line#servers=}"
+ZKLOCK_TEST_SERVERS="${line#servers=}" "$CARGO" test -p zklock --test faults --test expiry --test mutex
+exec {ENSEMBLE[1]}>&-
+wait "$ENSEMBLE_PID" 2>/dev/null || true
+
 # The README's tour: each face's snippet is the same text as a file that runs here.
 scripts/check-readme.sh
+
+# No test may leave a server or worker behind.
+sleep 1
+if pgrep -f 'zklock-zk-|trust-worker|CuratorWorker|kazoo_worker' >/dev/null; then
+  echo "leftover test processes:"; pgrep -af 'zklock-zk-|trust-worker|CuratorWorker|kazoo_worker'
+  exit 1
+fi
+echo "no leftover test processes"
