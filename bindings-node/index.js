@@ -422,9 +422,11 @@ class Lease extends EventEmitter {
         this.emit('resumed')
       } else if (state === 'lost' && !this.#lost) {
         this.#lost = true
+        const reason = this.#native.lostReason
         const err = zkError(
           ErrorCode.LOST,
-          `the lease on ${this.#lockPath} (node ${this.path}, token ${this.token}) was lost`,
+          `the lease on ${this.#lockPath} (node ${this.path}, token ${this.token}) was lost` +
+            (reason ? `: ${reason}` : ''),
         )
         this.#controller.abort(err)
         this.emit('lost', err)

@@ -504,6 +504,17 @@ impl NativeLease {
         self.paths.clone()
     }
 
+    /// Why the lease was lost (session expired, node deleted, client closed, no server contact
+    /// for the session timeout), once it was.
+    #[napi(getter)]
+    pub fn lost_reason(&self) -> Option<String> {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|l| l.lost_reason())
+    }
+
     /// `held`, `suspended`, `lost` or `released`.
     #[napi(getter)]
     pub fn state(&self) -> String {

@@ -38,6 +38,8 @@ test('an expired holder sees signal.aborted and one lost event; others take over
     assert.equal(lease.signal.reason.code, ErrorCode.LOST)
     assert.ok(lease.signal.reason instanceof Error)
     assert.ok(lease.signal.reason.message.includes(lockPath), lease.signal.reason.message)
+    // The core says why: here no server contact for the session timeout, or the session expired.
+    assert.match(lease.signal.reason.message, /lost: /, lease.signal.reason.message)
 
     // The server expires the session too; then someone else gets the lock.
     const next = await other.mutex(lockPath).acquire({ timeoutMs: 20_000 })
