@@ -111,7 +111,7 @@ pub(crate) fn node_prefix(protected: &str, kind: NodeKind) -> String {
 
 /// Reads a child name; `None` for anything that is no lock node (it is then ignored).
 pub fn parse_contender(name: &str) -> Option<Contender> {
-    // Order matters: `__rlock__` contains `lock__`, and `__lock__` must not be read as `lock-`.
+    // `__rlock__` ends like `__lock__`, so it is tried first.
     const MARKERS: [(&str, NodeKind); 5] = [
         ("__READ__", NodeKind::Read),
         ("__WRIT__", NodeKind::Write),
@@ -119,22 +119,34 @@ pub fn parse_contender(name: &str) -> Option<Contender> {
         ("__lock__", NodeKind::Mutex),
         ("lock-", NodeKind::Mutex),
     ];
-    for (marker, kind) in MARKERS {
-        let Some(at) = name.rfind(marker) else {
-            continue;
-        };
-        let digits = &name[at + marker.len()..];
-        if digits.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+    // The sequence is the trailing digits, with a '-' before them when it wrapped negative
+    // (`%010d` of a signed int32). This runs for every child at every listing: no searching,
+    // just suffix comparisons.
+    let bytes = name.as_bytes();
+    let digits_at = bytes.len()
+        - bytes
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+    let signed = digits_at > 0 && bytes[digits_at - 1] == b'-';
+    let splits = [signed.then(|| digits_at - 1), Some(digits_at)];
+    for at in splits.into_iter().flatten() {
+        let (head, digits) = name.split_at(at);
+        if digits.len() < 10 {
             continue;
         }
+        let Some((marker, kind)) = MARKERS.iter().find(|(m, _)| head.ends_with(m)) else {
+            continue;
+        };
         let Ok(sequence) = digits.parse::<i32>() else {
             continue;
         };
-        let head = &name[..at];
+        let head = &head[..head.len() - marker.len()];
         return Some(Contender {
             name: name.to_owned(),
             sequence,
-            kind,
+            kind: *kind,
             library: library_of(head, marker),
         });
     }
