@@ -8,6 +8,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 CARGO="${CARGO:-cargo}"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
+# A private temp dir: every server, worker and log of this suite lives below it, so the check for
+# leftover processes at the end sees only ours (not another run's on the same machine).
+TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/zklock-trust.XXXXXX")"
+export TMPDIR
 workers=()
 
 # Python: the suite's virtualenv with the package installed from the checkout.
@@ -51,8 +55,9 @@ scripts/check-readme.sh
 
 # No test may leave a server or worker behind.
 sleep 1
-if pgrep -f 'zklock-zk-|trust-worker|CuratorWorker|kazoo_worker' >/dev/null; then
-  echo "leftover test processes:"; pgrep -af 'zklock-zk-|trust-worker|CuratorWorker|kazoo_worker'
+if pgrep -f "$TMPDIR" >/dev/null; then
+  echo "leftover test processes:"; pgrep -af "$TMPDIR"
   exit 1
 fi
 echo "no leftover test processes"
+rm -rf "$TMPDIR"
