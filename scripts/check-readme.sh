@@ -45,5 +45,5 @@ check "tour.c builds" cc -std=c11 -Wall -Werror -I include docs/tour/tour.c -o "
 check "tour.c runs" "$tmp/tour"
 check "tour.sh runs" env PATH="$target_dir/debug:$PATH" bash -c 'set -e; source docs/tour/tour.sh'
 rm -rf "$tmp" "$rust_body"
-echo "$passed passed, $failed failed"
+echo "readme: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
