@@ -233,7 +233,8 @@ async fn watch_own_node(lease: Weak<LeaseShared>, session: Arc<Session>) {
         let Ok(zk) = s.zk() else { return };
         let node = l.node.clone();
         drop(l);
-        let watched = zk.get_and_watch_data(&node).await;
+        // Boxed: only briefly alive, so the long wait below does not carry its size.
+        let watched = Box::pin(zk.get_and_watch_data(&node)).await;
         drop(zk);
         match watched {
             Ok((_, _, watcher)) => {
@@ -486,9 +487,11 @@ async fn release_parts(parts: Vec<Part>) -> Result<Released> {
 
 /// Runs `fut` on the private runtime and awaits it from any executor. Dropping the returned
 /// future aborts the task, so cancellation reaches the runtime (and its cleanup guards).
-pub(crate) async fn on_runtime<T: Send + 'static>(
+/// A plain function that spawns at once: the caller's future then holds only the task handle,
+/// not a copy of `fut` (memory per waiting lock).
+pub(crate) fn on_runtime<T: Send + 'static>(
     fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
-) -> Result<T> {
+) -> impl std::future::Future<Output = Result<T>> + Send + 'static {
     struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
     impl<T> Drop for AbortOnDrop<T> {
         fn drop(&mut self) {
@@ -496,12 +499,16 @@ pub(crate) async fn on_runtime<T: Send + 'static>(
         }
     }
     let mut task = AbortOnDrop(runtime::spawn(fut));
-    match (&mut task.0).await {
-        Ok(r) => r,
-        Err(e) if e.is_cancelled() => Err(Error::Cancelled("the operation was cancelled".into())),
-        Err(_) => Err(Error::ZooKeeper(
-            "internal error: a zklock task panicked".into(),
-        )),
+    async move {
+        match (&mut task.0).await {
+            Ok(r) => r,
+            Err(e) if e.is_cancelled() => {
+                Err(Error::Cancelled("the operation was cancelled".into()))
+            }
+            Err(_) => Err(Error::ZooKeeper(
+                "internal error: a zklock task panicked".into(),
+            )),
+        }
     }
 }
 

@@ -205,13 +205,16 @@ async fn attempt(
                     Ok(children) => break (name, stat.czxid, children),
                     Err(_) => {
                         // Our node exists; list again (waiting out a disconnect).
-                        let children = list_children(session, req.dir, req.deadline).await?;
+                        let children =
+                            Box::pin(list_children(session, req.dir, req.deadline)).await?;
                         break (name, stat.czxid, children);
                     }
                 }
             }
-            Err(zk::Error::NoNode) => match make_parents(&zk, req.dir, req.acl).await {
-                Err(e) if is_transient(&e) => session.recover(req.deadline, req.dir).await?,
+            Err(zk::Error::NoNode) => match Box::pin(make_parents(&zk, req.dir, req.acl)).await {
+                Err(e) if is_transient(&e) => {
+                    Box::pin(session.recover(req.deadline, req.dir)).await?
+                }
                 Err(e) => {
                     return Err(Error::from_zk(
                         e,
@@ -223,11 +226,12 @@ async fn attempt(
             Err(e) if is_transient(&e) => {
                 // The server may have applied the create before the connection broke:
                 // look for our protected prefix before trying again (never a duplicate).
-                session.recover(req.deadline, req.dir).await?;
-                if let Some((node, czxid)) = find_own(session, req.dir, protected).await? {
+                Box::pin(session.recover(req.deadline, req.dir)).await?;
+                if let Some((node, czxid)) = Box::pin(find_own(session, req.dir, protected)).await?
+                {
                     cleanup.node = Some(node.clone());
                     let name = node.rsplit('/').next().unwrap_or_default().to_owned();
-                    let children = list_children(session, req.dir, req.deadline).await?;
+                    let children = Box::pin(list_children(session, req.dir, req.deadline)).await?;
                     break (name, czxid, children);
                 }
             }
@@ -271,10 +275,12 @@ async fn attempt(
                     }
                 }
                 Err(zk::Error::NoNode) => {}
-                Err(e) if is_transient(&e) => session.recover(req.deadline, req.dir).await?,
+                Err(e) if is_transient(&e) => {
+                    Box::pin(session.recover(req.deadline, req.dir)).await?
+                }
                 Err(e) => return Err(Error::from_zk(e, &format!("watch {blocker}"))),
             }
-            children = list_children(session, req.dir, req.deadline).await?;
+            children = Box::pin(list_children(session, req.dir, req.deadline)).await?;
         }
     }
     Ok(token)
