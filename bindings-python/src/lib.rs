@@ -166,7 +166,7 @@ where
     let task = zklock::runtime::spawn(async move {
         let result = fut.await;
         deliver(move || {
-            Python::attach(|py| {
+            let _ = Python::try_attach(|py| {
                 let outcome: Outcome = match result {
                     Ok(value) => Box::new(move |py| convert(py, value)),
                     Err(err) => Box::new(move |py| Err(to_py_err(py, err))),
@@ -182,7 +182,7 @@ where
                     // The loop is closed: nobody can await the result any more.
                     drop(e);
                 }
-            })
+            });
         });
     });
     let canceller = Canceller {
@@ -298,7 +298,9 @@ fn run_callback(callback: Py<PyAny>) {
 }
 
 fn call_unraisable(callback: Py<PyAny>) {
-    Python::attach(|py| {
+    // After the interpreter has shut down (a client closed at exit makes its leases lost)
+    // there is no Python left to call: the callback is skipped instead of panicking.
+    let _ = Python::try_attach(|py| {
         let callback = callback.bind(py);
         if let Err(err) = callback.call0() {
             err.write_unraisable(py, Some(callback));
@@ -761,12 +763,12 @@ impl NativeLease {
         }
         if let Some(lease) = &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
             lease.on_state(move |state| {
-                Python::attach(|py| {
+                let _ = Python::try_attach(|py| {
                     let callback = callback.bind(py);
                     if let Err(err) = callback.call1((state.as_str(),)) {
                         err.write_unraisable(py, Some(callback));
                     }
-                })
+                });
             });
         }
         Ok(())
