@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use zklock::{ErrorKind, LeaseState, Options};
-use zklock_testkit::{Proxy, ZooKeeper};
+use zklock_testkit::ZooKeeper;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn server_restart_while_held_and_others_wait() {
@@ -87,10 +87,7 @@ async fn server_restart_while_held_and_others_wait() {
 #[tokio::test]
 async fn a_lost_create_reply_is_recovered_by_the_protected_prefix() {
     let path = unique_path("lost-reply");
-    let proxy = proxy();
-    let client = zklock::Client::connect(proxy.addr(), Options::default())
-        .await
-        .unwrap();
+    let (proxy, client) = client_behind_proxy(Duration::from_secs(10)).await;
     let mutex = client.mutex(&path).unwrap();
     // Make sure the lock parent exists so the next request is our create.
     mutex.acquire().await.unwrap().release().await.unwrap();
@@ -111,10 +108,7 @@ async fn cancel_while_suspended_leaves_no_orphan() {
     let path = unique_path("cancel-suspended");
     let holder = client().await;
     let held = holder.mutex(&path).unwrap().acquire().await.unwrap();
-    let proxy = proxy();
-    let waiter = zklock::Client::connect(proxy.addr(), Options::default())
-        .await
-        .unwrap();
+    let (proxy, waiter) = client_behind_proxy(Duration::from_secs(10)).await;
     let mutex = waiter.mutex(&path).unwrap();
     let waiting = tokio::spawn(async move { mutex.acquire().await });
     while children(&path).await.len() < 2 {
@@ -143,11 +137,7 @@ async fn a_waiters_own_expiry_fails_promptly() {
     let path = unique_path("waiter-expiry");
     let holder = client().await;
     let held = holder.mutex(&path).unwrap().acquire().await.unwrap();
-    let proxy = Proxy::start(servers().split(',').next().unwrap()).unwrap();
-    let options = Options::default().session_timeout(Duration::from_secs(2));
-    let waiter = zklock::Client::connect(proxy.addr(), options)
-        .await
-        .unwrap();
+    let (proxy, waiter) = client_behind_proxy(Duration::from_secs(2)).await;
     let mutex = waiter.mutex(&path).unwrap();
     let waiting = tokio::spawn(async move { mutex.acquire().await });
     while children(&path).await.len() < 2 {
@@ -167,11 +157,7 @@ async fn a_waiters_own_expiry_fails_promptly() {
 #[tokio::test]
 async fn a_stale_release_never_deletes_a_newer_holders_node() {
     let path = unique_path("stale-release");
-    let proxy = proxy();
-    let options = Options::default().session_timeout(Duration::from_secs(2));
-    let old = zklock::Client::connect(proxy.addr(), options)
-        .await
-        .unwrap();
+    let (proxy, old) = client_behind_proxy(Duration::from_secs(2)).await;
     let stale = old.mutex(&path).unwrap().acquire().await.unwrap();
     proxy.blackhole();
     tokio::time::timeout(Duration::from_secs(10), stale.lost())
@@ -200,11 +186,7 @@ async fn a_stale_release_never_deletes_a_newer_holders_node() {
 #[tokio::test]
 async fn release_from_the_lost_callback_does_not_deadlock() {
     let path = unique_path("release-in-callback");
-    let proxy = proxy();
-    let options = Options::default().session_timeout(Duration::from_secs(2));
-    let client = zklock::Client::connect(proxy.addr(), options)
-        .await
-        .unwrap();
+    let (proxy, client) = client_behind_proxy(Duration::from_secs(2)).await;
     let lease = client.mutex(&path).unwrap().acquire().await.unwrap();
     let lease = Arc::new(std::sync::Mutex::new(Some(lease)));
     let (tx, rx) = tokio::sync::oneshot::channel();

@@ -54,3 +54,16 @@ pub fn proxy() -> zklock_testkit::Proxy {
     let first = servers().split(',').next().unwrap().to_owned();
     zklock_testkit::Proxy::start(&first).expect("start proxy")
 }
+
+/// A client that reaches the shared server through its own fault proxy, with the given session
+/// timeout: black-hole the proxy to pause the client's connection.
+pub async fn client_behind_proxy(
+    session_timeout: Duration,
+) -> (zklock_testkit::Proxy, zklock::Client) {
+    let proxy = proxy();
+    let options = zklock::Options::default().session_timeout(session_timeout);
+    let client = zklock::Client::connect(proxy.addr(), options)
+        .await
+        .expect("connect through the proxy");
+    (proxy, client)
+}
