@@ -18,27 +18,16 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target"))
 }
 
+/// Curator's own jars; the ZooKeeper client, netty and slf4j come from the harness's class path.
 const CURATOR_JARS: &[&str] = &[
     "curator-client",
     "curator-framework",
     "curator-recipes",
-    "zookeeper",
-    "zookeeper-jute",
     "guava",
-    "slf4j-api",
-    "slf4j-nop",
-    "netty-handler",
-    "netty-common",
-    "netty-buffer",
-    "netty-transport",
-    "netty-codec",
-    "netty-resolver",
-    "netty-transport-native-epoll",
-    "netty-transport-native-unix-common",
 ];
 
 fn curator_classpath() -> Result<String, String> {
-    CURATOR_JARS
+    let mut parts = CURATOR_JARS
         .iter()
         .map(|j| {
             let p = PathBuf::from(format!("/usr/share/java/{j}.jar"));
@@ -51,8 +40,9 @@ fn curator_classpath() -> Result<String, String> {
                 ))
             }
         })
-        .collect::<Result<Vec<_>, _>>()
-        .map(|v| v.join(":"))
+        .collect::<Result<Vec<_>, _>>()?;
+    parts.push(zklock_testkit::classpath()?);
+    Ok(parts.join(":"))
 }
 
 /// Compiles the Curator worker once (javac against Debian's jars) and returns its class path.
@@ -91,7 +81,12 @@ pub fn spawn_curator(
     log: &Path,
 ) -> Result<Child, String> {
     Command::new("java")
-        .args(["-Xmx256m", "-XX:+UseSerialGC", "-cp"])
+        .args([
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+        ])
         .arg(curator_worker_classpath()?)
         .arg("org.apache.curator.framework.recipes.locks.CuratorWorker")
         .args([servers, path, mode, &rounds.to_string()])
