@@ -33,6 +33,30 @@ static zklock_client *connect_to(const char *hosts, int64_t session_ms) {
     return c;
 }
 
+/* Two clients, each with a mutex on the same fresh path: `la` for a holder, `lb` for a
+ * contender (the setup of most contention tests). */
+struct pair {
+    char p[256];
+    zklock_client *a, *b;
+    zklock_lock *la, *lb;
+};
+
+static int pair_open(struct pair *s, const char *name) {
+    path_of(s->p, sizeof s->p, name);
+    s->a = connect_to(servers, 0);
+    s->b = connect_to(servers, 0);
+    s->la = s->lb = NULL;
+    return s->a && s->b && zklock_mutex_new(s->a, s->p, NULL, &s->la) == ZKLOCK_OK &&
+           zklock_mutex_new(s->b, s->p, NULL, &s->lb) == ZKLOCK_OK;
+}
+
+static void pair_close(struct pair *s) {
+    zklock_lock_free(s->la);
+    zklock_lock_free(s->lb);
+    zklock_client_free(s->a);
+    zklock_client_free(s->b);
+}
+
 static void harness(const char *command) {
     /* Non-blocking: if the harness is gone, fail at once instead of waiting for a reader. */
     int fd = open(control, O_WRONLY | O_NONBLOCK);
@@ -272,13 +296,11 @@ static void test_acquire_release(void) {
 }
 
 static void test_reentrant_per_handle(void) {
-    char p[256];
-    path_of(p, sizeof p, "reentrant");
-    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
-    CHECK(a && b);
-    zklock_lock *la = NULL, *lb = NULL;
-    CHECK(zklock_mutex_new(a, p, NULL, &la) == ZKLOCK_OK);
-    CHECK(zklock_mutex_new(b, p, NULL, &lb) == ZKLOCK_OK);
+    struct pair s;
+    CHECK(pair_open(&s, "reentrant"));
+    const char *p = s.p;
+    zklock_client *a = s.a;
+    zklock_lock *la = s.la, *lb = s.lb;
     zklock_lease *l1 = NULL, *l2 = NULL, *other = NULL;
     CHECK(zklock_acquire(la, -1, &l1) == ZKLOCK_OK);
     CHECK(zklock_acquire(la, 0, &l2) == ZKLOCK_OK); /* same handle, same thread: counted */
@@ -304,10 +326,7 @@ static void test_reentrant_per_handle(void) {
     CHECK(zklock_lease_release(l1) == ZKLOCK_OK);
     CHECK(wait_ephemerals(servers, p, 0, 2000) == 0);
     zklock_lock_free(nr);
-    zklock_lock_free(la);
-    zklock_lock_free(lb);
-    zklock_client_free(a);
-    zklock_client_free(b);
+    pair_close(&s);
 }
 
 struct shared_handle {
@@ -514,13 +533,10 @@ static void test_async_acquire(void) {
 }
 
 static void test_async_try_and_timeout_while_held(void) {
-    char p[256];
-    path_of(p, sizeof p, "asynctry");
-    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
-    CHECK(a && b);
-    zklock_lock *la = NULL, *lb = NULL;
-    CHECK(zklock_mutex_new(a, p, NULL, &la) == ZKLOCK_OK);
-    CHECK(zklock_mutex_new(b, p, NULL, &lb) == ZKLOCK_OK);
+    struct pair s;
+    CHECK(pair_open(&s, "asynctry"));
+    const char *p = s.p;
+    zklock_lock *la = s.la, *lb = s.lb;
     zklock_lease *held = NULL, *none = NULL;
     CHECK(zklock_acquire(la, -1, &held) == ZKLOCK_OK);
     /* Blocking try and timed wait. */
@@ -549,20 +565,14 @@ static void test_async_try_and_timeout_while_held(void) {
     tu_event_destroy(&r.done);
     CHECK(wait_ephemerals(servers, p, 1, 2000) == 1);
     CHECK(zklock_lease_release(held) == ZKLOCK_OK);
-    zklock_lock_free(la);
-    zklock_lock_free(lb);
-    zklock_client_free(a);
-    zklock_client_free(b);
+    pair_close(&s);
 }
 
 static void test_async_cancel_leaves_no_node(void) {
-    char p[256];
-    path_of(p, sizeof p, "cancel");
-    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
-    CHECK(a && b);
-    zklock_lock *la = NULL, *lb = NULL;
-    CHECK(zklock_mutex_new(a, p, NULL, &la) == ZKLOCK_OK);
-    CHECK(zklock_mutex_new(b, p, NULL, &lb) == ZKLOCK_OK);
+    struct pair s;
+    CHECK(pair_open(&s, "cancel"));
+    const char *p = s.p;
+    zklock_lock *la = s.la, *lb = s.lb;
     zklock_lease *held = NULL;
     CHECK(zklock_acquire(la, -1, &held) == ZKLOCK_OK);
     struct async_result r;
@@ -585,10 +595,7 @@ static void test_async_cancel_leaves_no_node(void) {
     CHECK(zklock_lease_release(next) == ZKLOCK_OK);
     zklock_op_free(op);
     tu_event_destroy(&r.done);
-    zklock_lock_free(la);
-    zklock_lock_free(lb);
-    zklock_client_free(a);
-    zklock_client_free(b);
+    pair_close(&s);
 }
 
 static void test_rwlock(void) {
@@ -721,13 +728,11 @@ static void test_client_free_makes_leases_lost(void) {
 
 /* Freeing the client ends a waiting async acquire with ZKLOCK_CLOSED (and its node). */
 static void test_client_free_ends_waiting_async(void) {
-    char p[256];
-    path_of(p, sizeof p, "closewait");
-    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
-    CHECK(a && b);
-    zklock_lock *la = NULL, *lb = NULL;
-    CHECK(zklock_mutex_new(a, p, NULL, &la) == ZKLOCK_OK);
-    CHECK(zklock_mutex_new(b, p, NULL, &lb) == ZKLOCK_OK);
+    struct pair s;
+    CHECK(pair_open(&s, "closewait"));
+    const char *p = s.p;
+    zklock_client *a = s.a, *b = s.b;
+    zklock_lock *la = s.la, *lb = s.lb;
     zklock_lease *held = NULL;
     CHECK(zklock_acquire(la, -1, &held) == ZKLOCK_OK);
     struct async_result r;
