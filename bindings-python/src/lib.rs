@@ -15,7 +15,6 @@
 //! the Python package (`zklock/__init__.py`, `zklock/_errors.py`).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -311,30 +310,6 @@ fn call_unraisable(callback: Py<PyAny>) {
 // ---------------------------------------------------------------------------------------------
 // Client
 
-/// The process that opened the first ZooKeeper connection (0: none yet).
-static FIRST_USE_PID: AtomicU32 = AtomicU32::new(0);
-
-/// The ZooKeeper transport under the core (zookeeper-client over async-io) keeps a process-wide
-/// I/O reactor whose driver thread and epoll instance do not survive `fork()`: in a child of a
-/// process that had connected, new connections never complete. Refuse at once, with the way
-/// out, instead of failing after the connect timeout.
-fn check_not_forked_after_use(py: Python<'_>) -> PyResult<()> {
-    let me = std::process::id();
-    match FIRST_USE_PID.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => Ok(()),
-        Err(pid) if pid == me => Ok(()),
-        Err(pid) => Err(to_py_err(
-            py,
-            zklock::Error::Closed(format!(
-                "zklock cannot connect in this process (pid {me}): it was forked from process {pid} \
-                 after that process had used zklock, and the ZooKeeper transport's I/O reactor \
-                 does not survive fork(); start worker processes with multiprocessing's 'spawn' \
-                 or 'forkserver' method, or fork before the first zklock.Client is created"
-            )),
-        )),
-    }
-}
-
 /// One ZooKeeper session (see `zklock.Client` for the documented face).
 #[pyclass(frozen, module = "zklock._zklock", name = "Client")]
 struct PyClient {
@@ -379,7 +354,6 @@ impl PyClient {
         if let Some(identity) = identity {
             options = options.identity(identity);
         }
-        check_not_forked_after_use(py)?;
         let client = wait(
             py,
             async move { zklock::Client::connect(&hosts, options).await },

@@ -102,7 +102,7 @@ pub(crate) fn claim_transport() -> Result<()> {
     } else {
         Err(Error::Closed(
             "this process was forked after its parent connected to ZooKeeper, and the connection machinery does not survive fork(); \
-             connect before forking no client, or start children with spawn/forkserver (or exec)"
+             fork before the first client connects, or start child processes fresh (exec, or a spawn/forkserver start method)"
                 .into(),
         ))
     }
