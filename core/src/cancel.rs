@@ -4,19 +4,27 @@
 
 use std::sync::Arc;
 
-use tokio::sync::watch;
+use crate::signal::Signal;
 
 /// Clone it, hand one clone to `acquire_with`, call `cancel()` on another.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct CancelToken {
-    state: Arc<watch::Sender<bool>>,
+    state: Arc<Signal>,
 }
 
 impl Default for CancelToken {
     fn default() -> Self {
         CancelToken {
-            state: Arc::new(watch::channel(false).0),
+            state: Arc::new(Signal::new(0)),
         }
+    }
+}
+
+impl std::fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
     }
 }
 
@@ -27,16 +35,20 @@ impl CancelToken {
 
     /// Cancels every acquire given this token (now or later).
     pub fn cancel(&self) {
-        self.state.send_replace(true);
+        self.state.set(1);
     }
 
     pub fn is_cancelled(&self) -> bool {
-        *self.state.borrow()
+        self.state.get() == 1
+    }
+
+    /// Resolves at the next change (see `Signal::changed`).
+    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.state.changed()
     }
 
     /// Resolves once `cancel()` was called.
     pub(crate) async fn cancelled(&self) {
-        let mut rx = self.state.subscribe();
-        let _ = rx.wait_for(|c| *c).await;
+        self.state.wait_until(|c| c == 1).await;
     }
 }

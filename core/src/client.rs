@@ -136,8 +136,8 @@ impl Client {
         }
     }
 
-    pub(crate) fn identity(&self) -> Vec<u8> {
-        self.inner.identity.clone()
+    pub(crate) fn identity(&self) -> &[u8] {
+        &self.inner.identity
     }
 
     pub(crate) fn acl(&self) -> AclPolicy {

@@ -4,13 +4,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use tokio::sync::watch;
 use zookeeper_client as zk;
 
 use crate::error::{is_transient, Error, Result};
 use crate::lock::LockInner;
+use crate::own_watch::OwnWatch;
 use crate::runtime;
 use crate::session::Session;
+use crate::signal::{wait_any, Signal};
 
 /// Where a lease stands. `Lost` and `Released` are final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,6 +39,15 @@ impl LeaseState {
 
     fn is_final(self) -> bool {
         matches!(self, LeaseState::Lost | LeaseState::Released)
+    }
+
+    fn from_u8(value: u8) -> LeaseState {
+        match value {
+            0 => LeaseState::Held,
+            1 => LeaseState::Suspended,
+            2 => LeaseState::Lost,
+            _ => LeaseState::Released,
+        }
     }
 
     /// The state of several leases taken as one: the worst of them.
@@ -71,7 +81,8 @@ pub(crate) struct LeaseShared {
     registration: u64,
     node: String,
     token: i64,
-    state: watch::Sender<LeaseState>,
+    /// A `LeaseState` as its discriminant.
+    state: Signal,
     released: AtomicBool,
     /// Nodes to delete with this one (a write node kept to cover a downgraded read, see rw).
     pub(crate) riders: Mutex<Vec<Arc<LeaseShared>>>,
@@ -79,14 +90,9 @@ pub(crate) struct LeaseShared {
     pub(crate) downgrade_of: Option<String>,
     /// Why the lease was lost, once it was.
     lost_reason: Mutex<Option<String>>,
-    /// The task that watches our own node; stopped before we delete the node ourselves.
-    own_watch: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The watch on our own node (see `own_watch`); dropped before we delete the node ourselves.
+    pub(crate) own_watch: Mutex<OwnWatch>,
 }
-
-/// How long a lease is held before we watch its node for deletion by others. Most holds are
-/// shorter: they cost the server no watch and no notification on release (one notification per
-/// release, the next waiter's). A deletion by someone else is noticed at most this much later.
-const OWN_WATCH_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl LeaseShared {
     pub(crate) fn new(
@@ -100,12 +106,12 @@ impl LeaseShared {
             registration: session.register(weak.clone()),
             node,
             token,
-            state: watch::channel(LeaseState::Held).0,
+            state: Signal::new(LeaseState::Held as u8),
             released: AtomicBool::new(false),
             riders: Mutex::new(Vec::new()),
             downgrade_of,
             lost_reason: Mutex::new(None),
-            own_watch: Mutex::new(None),
+            own_watch: Mutex::new(OwnWatch::Idle),
         });
         if session.is_dead() {
             lease.lose(
@@ -116,8 +122,7 @@ impl LeaseShared {
                     .unwrap_or("session closed"),
             );
         }
-        let watcher = tokio::spawn(watch_own_node(Arc::downgrade(&lease), session));
-        *lease.own_watch.lock().unwrap() = Some(watcher);
+        session.own_watches.schedule(Arc::downgrade(&lease));
         lease
     }
 
@@ -130,22 +135,30 @@ impl LeaseShared {
     }
 
     pub(crate) fn state(&self) -> LeaseState {
-        *self.state.borrow()
-    }
-
-    pub(crate) fn subscribe(&self) -> watch::Receiver<LeaseState> {
-        self.state.subscribe()
+        LeaseState::from_u8(self.state.get())
     }
 
     pub(crate) fn set_state(&self, new: LeaseState) {
-        self.state.send_if_modified(|s| {
-            if s.is_final() || *s == new {
-                false
-            } else {
-                *s = new;
-                true
-            }
-        });
+        self.state
+            .update(|s| (!LeaseState::from_u8(s).is_final()).then_some(new as u8));
+    }
+
+    /// Released by us, or lost.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.is_released() || self.state().is_final()
+    }
+
+    /// Drops the watch on our own node (the client queues its removal at once) and never
+    /// watches again.
+    pub(crate) fn stop_watching(&self) {
+        let watch = std::mem::replace(&mut *self.own_watch.lock().unwrap(), OwnWatch::Stopped);
+        drop(watch);
+    }
+
+    pub(crate) fn lose_unless_released(&self, why: &str) {
+        if !self.is_released() {
+            self.lose(why);
+        }
     }
 
     pub(crate) fn lose(&self, why: &str) {
@@ -157,6 +170,7 @@ impl LeaseShared {
             .unwrap()
             .get_or_insert_with(|| format!("lease on {} lost: {why}", self.node));
         self.set_state(LeaseState::Lost);
+        self.stop_watching();
     }
 
     pub(crate) fn session(&self) -> &Arc<Session> {
@@ -184,11 +198,7 @@ impl LeaseShared {
         }
         // Stop watching our node first: dropping the watcher queues its removal on the server
         // ahead of our delete, so the delete notifies only the next waiter.
-        let own_watch = self.own_watch.lock().unwrap().take();
-        if let Some(task) = own_watch {
-            task.abort();
-            let _ = task.await;
-        }
+        self.stop_watching();
         match delete_node(&self.session, &self.node).await {
             Ok(()) => Ok(Released::Released),
             Err(e)
@@ -214,58 +224,6 @@ pub(crate) async fn delete_node(session: &Session, node: &str) -> Result<()> {
             Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
             Err(e) if is_transient(&e) => session.recover(None, "delete").await?,
             Err(err) => return Err(Error::from_zk(err, &format!("delete {node}"))),
-        }
-    }
-}
-
-/// Watches our own node so that its deletion by anyone but us makes the lease lost.
-async fn watch_own_node(lease: Weak<LeaseShared>, session: Arc<Session>) {
-    let session_weak = Arc::downgrade(&session);
-    drop(session);
-    tokio::time::sleep(OWN_WATCH_DELAY).await;
-    loop {
-        let (Some(l), Some(s)) = (lease.upgrade(), session_weak.upgrade()) else {
-            return;
-        };
-        if l.is_released() || l.state().is_final() {
-            return;
-        }
-        let Ok(zk) = s.zk() else { return };
-        let node = l.node.clone();
-        drop(l);
-        // Boxed: only briefly alive, so the long wait below does not carry its size.
-        let watched = Box::pin(zk.get_and_watch_data(&node)).await;
-        drop(zk);
-        match watched {
-            Ok((_, _, watcher)) => {
-                let event = tokio::select! {
-                    e = watcher.changed() => e,
-                    _ = s.died() => return,
-                };
-                drop(s);
-                if event.event_type == zk::EventType::NodeDeleted {
-                    if let Some(l) = lease.upgrade() {
-                        if !l.is_released() {
-                            l.lose("our lock node was deleted by someone else");
-                        }
-                    }
-                    return;
-                }
-            }
-            Err(zk::Error::NoNode) => {
-                if let Some(l) = lease.upgrade() {
-                    if !l.is_released() {
-                        l.lose("our lock node was deleted by someone else");
-                    }
-                }
-                return;
-            }
-            Err(e) if is_transient(&e) => {
-                if s.recover(None, "watch").await.is_err() {
-                    return;
-                }
-            }
-            Err(_) => return,
         }
     }
 }
@@ -353,64 +311,53 @@ impl Lease {
 
     /// Resolves once the lease is lost (never, if it is released first).
     pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut rxs: Vec<_> = self.parts.iter().map(|p| p.shared.subscribe()).collect();
+        let shared = self.shared_parts();
         async move {
-            loop {
-                if LeaseState::combine(rxs.iter_mut().map(|r| *r.borrow_and_update()))
-                    == LeaseState::Lost
-                {
-                    return;
-                }
-                let changes = rxs.iter_mut().map(|r| Box::pin(r.changed()));
-                let (res, _, _) = futures_select_all(changes).await;
-                if res.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
+            let signals: Vec<&Signal> = shared.iter().map(|p| &p.state).collect();
+            wait_any(&signals, || combined_state(&shared) == LeaseState::Lost).await
         }
     }
 
     /// Calls `callback` on the library's callback thread at every change of the lease's state
     /// (held, suspended, lost, released), ending after a final state. Lost is reported once.
     pub fn on_state(&self, callback: impl Fn(LeaseState) + Send + Sync + 'static) {
-        let mut rxs: Vec<_> = self.parts.iter().map(|p| p.shared.subscribe()).collect();
+        let shared = self.shared_parts();
         let callback = Arc::new(callback);
         let mut last = self.state();
         runtime::spawn(async move {
-            loop {
-                let changes = rxs.iter_mut().map(|r| Box::pin(r.changed()));
-                let (res, _, _) = futures_select_all(changes).await;
-                if res.is_err() {
-                    return;
-                }
-                let now = LeaseState::combine(rxs.iter_mut().map(|r| *r.borrow_and_update()));
-                if now != last {
-                    last = now;
-                    let cb = callback.clone();
-                    runtime::run_callback(move || cb(now));
-                }
-                if now.is_final() {
-                    return;
-                }
+            let signals: Vec<&Signal> = shared.iter().map(|p| &p.state).collect();
+            while !last.is_final() {
+                let mut now = last;
+                wait_any(&signals, || {
+                    now = combined_state(&shared);
+                    now != last
+                })
+                .await;
+                last = now;
+                let cb = callback.clone();
+                runtime::run_callback(move || cb(now));
             }
         });
     }
 
     /// Calls `callback` once, on the callback thread, if the lease is lost.
     pub fn on_lost(&self, callback: impl FnOnce() + Send + 'static) {
-        let lost = self.lost();
-        let mut released: Vec<_> = self.parts.iter().map(|p| p.shared.subscribe()).collect();
+        let shared = self.shared_parts();
         runtime::spawn(async move {
-            let all_released = async {
-                for r in released.iter_mut() {
-                    let _ = r.wait_for(|s| *s == LeaseState::Released).await;
-                }
-            };
-            tokio::select! {
-                _ = lost => runtime::run_callback(callback),
-                _ = all_released => {}
+            let signals: Vec<&Signal> = shared.iter().map(|p| &p.state).collect();
+            let all_released = || shared.iter().all(|p| p.state() == LeaseState::Released);
+            wait_any(&signals, || {
+                combined_state(&shared) == LeaseState::Lost || all_released()
+            })
+            .await;
+            if combined_state(&shared) == LeaseState::Lost {
+                runtime::run_callback(callback);
             }
         });
+    }
+
+    fn shared_parts(&self) -> Vec<Arc<LeaseShared>> {
+        self.parts.iter().map(|p| p.shared.clone()).collect()
     }
 
     /// Releases the lease: the node is deleted (members in reverse order for a multi-lock), or a
@@ -464,6 +411,10 @@ impl Drop for Lease {
     }
 }
 
+fn combined_state(shared: &[Arc<LeaseShared>]) -> LeaseState {
+    LeaseState::combine(shared.iter().map(|p| p.state()))
+}
+
 async fn release_parts(parts: Vec<Part>) -> Result<Released> {
     let mut outcome = Released::StillHeld;
     let mut first_error = None;
@@ -510,20 +461,4 @@ pub(crate) fn on_runtime<T: Send + 'static>(
             )),
         }
     }
-}
-
-/// Waits for the first of several futures (a tiny `select_all` without the futures crate).
-async fn futures_select_all<F: std::future::Future + Unpin>(
-    futs: impl Iterator<Item = F>,
-) -> (F::Output, usize, ()) {
-    let mut futs: Vec<F> = futs.collect();
-    std::future::poll_fn(move |cx| {
-        for (i, f) in futs.iter_mut().enumerate() {
-            if let std::task::Poll::Ready(out) = std::pin::Pin::new(f).poll(cx) {
-                return std::task::Poll::Ready((out, i, ()));
-            }
-        }
-        std::task::Poll::Pending
-    })
-    .await
 }

@@ -21,10 +21,12 @@ mod error;
 mod lease;
 mod lock;
 mod options;
+mod own_watch;
 pub mod protocol;
 mod recipe;
 pub mod runtime;
 mod session;
+mod signal;
 
 pub use cancel::CancelToken;
 pub use client::Client;

@@ -232,80 +232,94 @@ impl LockInner {
         if let Some(lease) = self.try_reenter() {
             return Ok(lease);
         }
-        on_runtime(async move { self.acquire_on_runtime(deadline, cancel).await }).await
+        on_runtime(self.acquire_on_runtime(deadline, cancel)).await
     }
 
-    async fn acquire_on_runtime(
+    /// Waits for the gate that serialises first acquisitions of this value.
+    async fn enter_gate(
+        &self,
+        deadline: Option<Instant>,
+        cancel: Option<&CancelToken>,
+    ) -> Result<tokio::sync::MutexGuard<'_, ()>> {
+        let wait = async {
+            match deadline {
+                None => Ok(self.gate.lock().await),
+                Some(d) => tokio::time::timeout_at(d, self.gate.lock())
+                    .await
+                    .map_err(|_| {
+                        Error::Timeout(format!("timed out waiting for the lock {}", self.path))
+                    }),
+            }
+        };
+        let cancelled = async {
+            match cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            gate = wait => gate,
+            _ = cancelled => Err(Error::Cancelled(format!("the acquire of {} was cancelled", self.path))),
+        }
+    }
+
+    /// Written as an `async move` block: an `async fn` keeps a second copy of its arguments,
+    /// and a waiting acquire is mostly this future (memory per waiting lock).
+    #[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
+    fn acquire_on_runtime(
         self: Arc<Self>,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
-    ) -> Result<Lease> {
-        let _gate = if self.reentrant {
-            let wait = async {
-                match deadline {
-                    None => Ok(self.gate.lock().await),
-                    Some(d) => tokio::time::timeout_at(d, self.gate.lock())
-                        .await
-                        .map_err(|_| {
-                            Error::Timeout(format!("timed out waiting for the lock {}", self.path))
-                        }),
-                }
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        async move {
+            // Boxed, like the session lookup below: only the wait for the lock node is inline.
+            let _gate = if self.reentrant {
+                Some(Box::pin(self.enter_gate(deadline, cancel.as_ref())).await?)
+            } else {
+                None
             };
-            let cancelled = async {
-                match &cancel {
-                    Some(token) => token.cancelled().await,
-                    None => std::future::pending().await,
-                }
-            };
-            Some(tokio::select! {
-                gate = wait => gate?,
-                _ = cancelled => return Err(Error::Cancelled(format!("the acquire of {} was cancelled", self.path))),
-            })
-        } else {
-            None
-        };
-        if let Some(lease) = self.try_reenter() {
-            return Ok(lease);
-        }
-        let mut downgrade_of = None;
-        if let Some(peer) = self.peer() {
-            let peer_held = peer.held_node();
-            match (self.kind, peer_held) {
-                (NodeKind::Write, Some(_)) => {
-                    return Err(Error::UpgradeNotAllowed(format!(
-                        "cannot take the write lock on {} while holding its read lock (upgrade is not allowed; release the read lock first)",
-                        self.path
-                    )))
-                }
-                (NodeKind::Read, Some(writer)) => downgrade_of = Some(writer.node().to_owned()),
-                _ => {}
+            if let Some(lease) = self.try_reenter() {
+                return Ok(lease);
             }
-        }
-        let session = self.client.session().await?;
-        let identity = self.client.identity();
-        let shared = recipe::acquire_node(
-            session,
-            Request {
+            let downgrade_of = self.downgrade_of()?;
+            let session = Box::pin(self.client.session()).await?;
+            let request = Request {
                 dir: &self.path,
                 kind: self.kind,
-                identity: &identity,
+                identity: self.client.identity(),
                 acl: self.client.acl(),
                 deadline,
                 downgrade_of,
-            },
-            cancel.as_ref(),
-        )
-        .await?;
-        let owner = if self.reentrant {
-            *self.hold.lock().unwrap() = Some(Hold {
-                shared: shared.clone(),
-                count: 1,
-            });
-            Some(self.clone())
-        } else {
-            None
+                cancel: cancel.as_ref(),
+            };
+            let shared = recipe::acquire_node(&session, &request).await?;
+            let owner = if self.reentrant {
+                *self.hold.lock().unwrap() = Some(Hold {
+                    shared: shared.clone(),
+                    count: 1,
+                });
+                Some(self.clone())
+            } else {
+                None
+            };
+            Ok(Lease::new(vec![Part { shared, owner }]))
+        }
+    }
+
+    /// For a read taken while this value's write side is held: the write node (a downgrade,
+    /// granted at once). Taking the write while holding the read is refused.
+    fn downgrade_of(&self) -> Result<Option<String>> {
+        let Some(peer) = self.peer() else {
+            return Ok(None);
         };
-        Ok(Lease::new(vec![Part { shared, owner }]))
+        match (self.kind, peer.held_node()) {
+            (NodeKind::Write, Some(_)) => Err(Error::UpgradeNotAllowed(format!(
+                "cannot take the write lock on {} while holding its read lock (upgrade is not allowed; release the read lock first)",
+                self.path
+            ))),
+            (NodeKind::Read, Some(writer)) => Ok(Some(writer.node().to_owned())),
+            _ => Ok(None),
+        }
     }
 
     /// Counts down a hold of `shared` that is held more than once; false if this release is the

@@ -7,24 +7,40 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use crate::error::{Error, Result};
 use crate::lease::{LeaseShared, LeaseState};
 use crate::options::Options;
+use crate::own_watch;
+use crate::signal::Signal;
+
+/// The values of `Session::link`.
+const CONNECTED: u8 = 0;
+const DISCONNECTED: u8 = 1;
+/// Final: the session can no longer hold locks (`Session::dead` says why).
+const DEAD: u8 = 2;
 
 pub(crate) struct Session {
     /// `None` once the session is dead: dropping the last clone closes it.
     zk: Mutex<Option<zk::Client>>,
     pub(crate) id: i64,
     pub(crate) timeout: Duration,
-    /// Why the session can no longer hold locks; `None` while it can.
-    dead: watch::Sender<Option<Error>>,
-    connected: watch::Sender<bool>,
+    /// Connected, disconnected or dead.
+    link: Signal,
+    /// Why the session can no longer hold locks; set before `link` becomes `DEAD`.
+    dead: Mutex<Option<Error>>,
     leases: Mutex<HashMap<u64, Weak<LeaseShared>>>,
     next_lease: AtomicU64,
+    /// Leases waiting to have their own node watched (see `own_watch`).
+    pub(crate) own_watches: Arc<own_watch::Queue>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.own_watches.close();
+    }
 }
 
 impl Session {
@@ -68,12 +84,14 @@ impl Session {
             id: client.session_id().0,
             timeout: client.session_timeout(),
             zk: Mutex::new(Some(client)),
-            dead: watch::channel(None).0,
-            connected: watch::channel(true).0,
+            link: Signal::new(CONNECTED),
+            dead: Mutex::new(None),
             leases: Mutex::new(HashMap::new()),
             next_lease: AtomicU64::new(1),
+            own_watches: Arc::default(),
         });
         tokio::spawn(monitor(Arc::downgrade(&session), states));
+        tokio::spawn(own_watch::run(session.own_watches.clone()));
         Ok(session)
     }
 
@@ -90,30 +108,40 @@ impl Session {
     }
 
     pub(crate) fn dead_reason(&self) -> Option<Error> {
-        self.dead.borrow().clone()
+        if !self.is_dead() {
+            return None;
+        }
+        Some(
+            self.dead
+                .lock()
+                .unwrap()
+                .clone()
+                .unwrap_or_else(|| Error::Closed("session closed".into())),
+        )
     }
 
     pub(crate) fn is_dead(&self) -> bool {
-        self.dead.borrow().is_some()
+        self.link.get() == DEAD
+    }
+
+    /// Resolves at the next change of the connection (see `Signal::changed`).
+    pub(crate) fn link_changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.link.changed()
     }
 
     /// Resolves with the reason once the session dies.
     pub(crate) async fn died(&self) -> Error {
-        let mut rx = self.dead.subscribe();
-        let reason = match rx.wait_for(|d| d.is_some()).await {
-            Ok(reason) => reason.clone(),
-            Err(_) => None,
-        };
-        reason.unwrap_or_else(|| Error::Closed("session closed".into()))
+        self.link.wait_until(|l| l == DEAD).await;
+        self.dead_reason()
+            .unwrap_or_else(|| Error::Closed("session closed".into()))
     }
 
     /// Waits until connected (or returns at once). Fails when the session dies or the deadline passes.
     pub(crate) async fn wait_connected(&self, deadline: Option<Instant>, what: &str) -> Result<()> {
-        let mut connected = self.connected.subscribe();
         let wait = async {
-            tokio::select! {
-                r = connected.wait_for(|c| *c) => r.map(|_| ()).map_err(|_| Error::Closed("session closed".into())),
-                err = self.died() => Err(err),
+            match self.link.wait_until(|l| l != DISCONNECTED).await {
+                DEAD => Err(self.died().await),
+                _ => Ok(()),
             }
         };
         match deadline {
@@ -127,27 +155,31 @@ impl Session {
     }
 
     /// After a transient error: a short pause (the monitor may not have seen the disconnect
-    /// yet), then wait for the connection to come back.
-    pub(crate) async fn recover(&self, deadline: Option<Instant>, what: &str) -> Result<()> {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        self.wait_connected(deadline, what).await
+    /// yet), then wait for the connection to come back. Boxed: it is rare, and the futures
+    /// of its many callers stay small without it inline (memory per waiting lock).
+    pub(crate) fn recover<'a>(
+        &'a self,
+        deadline: Option<Instant>,
+        what: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            self.wait_connected(deadline, what).await
+        })
     }
 
     /// Declares the session dead: every lease of it is lost, waiters fail, and the ZooKeeper
     /// session is closed (which deletes its ephemeral nodes when a server is reachable).
     pub(crate) fn kill(&self, reason: Error) {
-        let changed = self.dead.send_if_modified(|d| {
-            if d.is_none() {
-                *d = Some(reason.clone());
-                true
-            } else {
-                false
+        {
+            let mut dead = self.dead.lock().unwrap();
+            if dead.is_some() {
+                return;
             }
-        });
-        if !changed {
-            return;
+            *dead = Some(reason.clone());
         }
-        self.connected.send_replace(false);
+        self.link.set(DEAD);
+        self.own_watches.close();
         let client = self.zk.lock().unwrap().take();
         drop(client);
         let leases: Vec<_> = self
@@ -182,8 +214,8 @@ impl Session {
     }
 
     fn set_connected(&self, connected: bool) {
-        self.connected
-            .send_if_modified(|c| std::mem::replace(c, connected) != connected);
+        let link = if connected { CONNECTED } else { DISCONNECTED };
+        self.link.update(|l| (l != DEAD).then_some(link));
     }
 
     /// After a reconnect to the same session: a lease is held again only if its node still exists
