@@ -29,8 +29,9 @@ pub(crate) struct LockInner {
     pub(crate) kind: NodeKind,
     reentrant: bool,
     hold: StdMutex<Option<Hold>>,
-    /// Serialises first acquisitions among tasks sharing this value, so they share one node.
-    gate: tokio::sync::Mutex<()>,
+    /// Serialises first acquisitions among tasks sharing this value, so they share one node:
+    /// one permit, taken by a `GatePass` (owned, so it can wait in the caller's future).
+    gate: tokio::sync::Semaphore,
     /// The other side of a read/write lock.
     peer: OnceLock<Weak<LockInner>>,
 }
@@ -38,6 +39,84 @@ pub(crate) struct LockInner {
 struct Hold {
     shared: Arc<LeaseShared>,
     count: usize,
+}
+
+/// Holds a lock value's gate (its one permit) until dropped.
+struct GatePass(Arc<LockInner>);
+
+impl Drop for GatePass {
+    fn drop(&mut self) {
+        self.0.gate.add_permits(1);
+    }
+}
+
+/// Where an acquire stands after a step on the runtime.
+enum Step {
+    Done(Lease),
+    Wait(Waiting),
+}
+
+/// An acquire waiting for its turn, kept in the caller's future between steps.
+struct Waiting {
+    lock: Arc<LockInner>,
+    gate: Option<GatePass>,
+    queued: recipe::Queued,
+    deadline: Option<Instant>,
+    cancel: Option<CancelToken>,
+    /// Made on the runtime (a timer needs one to be made), polled wherever the caller is.
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Waiting {
+    /// Step 2, in the caller's future: the watched node's event (true if deleted).
+    fn wait_turn(&mut self) -> recipe::EventWait<'_> {
+        self.queued
+            .wait_turn(&self.lock.path, self.cancel.as_ref(), self.timer.as_mut())
+    }
+
+    /// Step 3, on the runtime: look at the queue again after the event.
+    async fn resume(mut self, turn: Result<bool>) -> Result<Step> {
+        let advanced = match turn {
+            Ok(deleted) => {
+                let request = self.lock.request(self.deadline, None, self.cancel.as_ref());
+                self.queued.advance(&request, deleted).await
+            }
+            Err(e) => Err(e),
+        };
+        match advanced {
+            Ok(()) => self.settle(None).await,
+            Err(e) => Err(self.queued.abandon(e).await),
+        }
+    }
+
+    /// The lease once the lock is ours (unless cancelled meanwhile), else wait again.
+    async fn settle(self, downgrade_of: Option<String>) -> Result<Step> {
+        if !self.queued.is_ours() {
+            return Ok(Step::Wait(self));
+        }
+        let Waiting {
+            lock,
+            gate,
+            queued,
+            cancel,
+            ..
+        } = self;
+        if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+            return Err(queued.abandon(recipe::cancelled_error(&lock.path)).await);
+        }
+        let shared = queued.into_lease(downgrade_of);
+        let owner = if lock.reentrant {
+            *lock.hold.lock().unwrap() = Some(Hold {
+                shared: shared.clone(),
+                count: 1,
+            });
+            Some(lock)
+        } else {
+            None
+        };
+        drop(gate);
+        Ok(Step::Done(Lease::new(vec![Part { shared, owner }])))
+    }
 }
 
 impl Lock {
@@ -50,7 +129,7 @@ impl Lock {
                 kind,
                 reentrant: true,
                 hold: StdMutex::new(None),
-                gate: tokio::sync::Mutex::new(()),
+                gate: tokio::sync::Semaphore::new(1),
                 peer: OnceLock::new(),
             }),
         })
@@ -65,7 +144,7 @@ impl Lock {
             kind: shared.kind,
             reentrant: shared.reentrant,
             hold: StdMutex::new(None),
-            gate: tokio::sync::Mutex::new(()),
+            gate: tokio::sync::Semaphore::new(1),
             peer: OnceLock::new(),
         });
         Lock {
@@ -147,12 +226,9 @@ impl Lock {
         &self,
         deadline: Option<std::time::Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        let inner = self.inner.clone();
-        async move {
-            inner
-                .acquire_until(deadline.map(Instant::from_std), None)
-                .await
-        }
+        self.inner
+            .clone()
+            .acquire_until(deadline.map(Instant::from_std), None)
     }
 
     /// The acquire future with a cancellation token: `cancel.cancel()` makes it remove its node
@@ -162,12 +238,9 @@ impl Lock {
         deadline: Option<std::time::Instant>,
         cancel: CancelToken,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        let inner = self.inner.clone();
-        async move {
-            inner
-                .acquire_until(deadline.map(Instant::from_std), Some(cancel))
-                .await
-        }
+        self.inner
+            .clone()
+            .acquire_until(deadline.map(Instant::from_std), Some(cancel))
     }
 
     /// The queue: holder first, then waiters in order.
@@ -224,32 +297,49 @@ impl LockInner {
         }
     }
 
-    pub(crate) async fn acquire_until(
+    /// The acquire, as the caller's future. The steps that talk to ZooKeeper run on the runtime;
+    /// the wait for our turn runs here, in the caller's future, so a waiting acquire has no
+    /// task of its own on the runtime (memory per waiting lock, bench scenario 6).
+    #[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
+    pub(crate) fn acquire_until(
         self: Arc<Self>,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
-    ) -> Result<Lease> {
-        if let Some(lease) = self.try_reenter() {
-            return Ok(lease);
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        async move {
+            if let Some(lease) = self.try_reenter() {
+                return Ok(lease);
+            }
+            let mut step = on_runtime(self.begin(deadline, cancel)).await?;
+            loop {
+                let mut waiting = match step {
+                    Step::Done(lease) => return Ok(lease),
+                    Step::Wait(waiting) => waiting,
+                };
+                let turn = waiting.wait_turn().await;
+                step = on_runtime(waiting.resume(turn)).await?;
+            }
         }
-        on_runtime(self.acquire_on_runtime(deadline, cancel)).await
     }
 
     /// Waits for the gate that serialises first acquisitions of this value.
     async fn enter_gate(
-        &self,
+        self: Arc<Self>,
         deadline: Option<Instant>,
         cancel: Option<&CancelToken>,
-    ) -> Result<tokio::sync::MutexGuard<'_, ()>> {
+    ) -> Result<GatePass> {
         let wait = async {
-            match deadline {
-                None => Ok(self.gate.lock().await),
-                Some(d) => tokio::time::timeout_at(d, self.gate.lock())
+            let permit = match deadline {
+                None => self.gate.acquire().await,
+                Some(d) => tokio::time::timeout_at(d, self.gate.acquire())
                     .await
                     .map_err(|_| {
                         Error::Timeout(format!("timed out waiting for the lock {}", self.path))
-                    }),
-            }
+                    })?,
+            };
+            permit
+                .map(|p| p.forget())
+                .map_err(|_| Error::Closed("the lock's gate was closed".into()))
         };
         let cancelled = async {
             match cancel {
@@ -258,52 +348,56 @@ impl LockInner {
             }
         };
         tokio::select! {
-            gate = wait => gate,
-            _ = cancelled => Err(Error::Cancelled(format!("the acquire of {} was cancelled", self.path))),
+            entered = wait => entered?,
+            _ = cancelled => return Err(recipe::cancelled_error(&self.path)),
+        }
+        Ok(GatePass(self.clone()))
+    }
+
+    fn request<'a>(
+        &'a self,
+        deadline: Option<Instant>,
+        downgrade_of: Option<String>,
+        cancel: Option<&'a CancelToken>,
+    ) -> Request<'a> {
+        Request {
+            dir: &self.path,
+            kind: self.kind,
+            identity: self.client.identity(),
+            acl: self.client.acl(),
+            deadline,
+            downgrade_of,
+            cancel,
         }
     }
 
-    /// Written as an `async move` block: an `async fn` keeps a second copy of its arguments,
-    /// and a waiting acquire is mostly this future (memory per waiting lock).
-    #[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
-    fn acquire_on_runtime(
+    /// Step 1, on the runtime: the gate, our node, our place in the queue.
+    async fn begin(
         self: Arc<Self>,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
-    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        async move {
-            // Boxed, like the session lookup below: only the wait for the lock node is inline.
-            let _gate = if self.reentrant {
-                Some(Box::pin(self.enter_gate(deadline, cancel.as_ref())).await?)
-            } else {
-                None
-            };
-            if let Some(lease) = self.try_reenter() {
-                return Ok(lease);
-            }
-            let downgrade_of = self.downgrade_of()?;
-            let session = Box::pin(self.client.session()).await?;
-            let request = Request {
-                dir: &self.path,
-                kind: self.kind,
-                identity: self.client.identity(),
-                acl: self.client.acl(),
-                deadline,
-                downgrade_of,
-                cancel: cancel.as_ref(),
-            };
-            let shared = recipe::acquire_node(&session, &request).await?;
-            let owner = if self.reentrant {
-                *self.hold.lock().unwrap() = Some(Hold {
-                    shared: shared.clone(),
-                    count: 1,
-                });
-                Some(self.clone())
-            } else {
-                None
-            };
-            Ok(Lease::new(vec![Part { shared, owner }]))
+    ) -> Result<Step> {
+        let gate = if self.reentrant {
+            Some(self.clone().enter_gate(deadline, cancel.as_ref()).await?)
+        } else {
+            None
+        };
+        if let Some(lease) = self.try_reenter() {
+            return Ok(Step::Done(lease));
         }
+        let downgrade_of = self.downgrade_of()?;
+        let session = self.client.session().await?;
+        let request = self.request(deadline, downgrade_of.clone(), cancel.as_ref());
+        let queued = recipe::enqueue(&session, &request).await?;
+        let waiting = Waiting {
+            timer: deadline.map(|d| Box::pin(tokio::time::sleep_until(d))),
+            lock: self.clone(),
+            gate,
+            queued,
+            deadline,
+            cancel,
+        };
+        waiting.settle(downgrade_of).await
     }
 
     /// For a read taken while this value's write side is held: the write node (a downgrade,

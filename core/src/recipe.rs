@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::sync::futures::Notified;
+use tokio::time::Sleep;
 
 use tokio::time::Instant;
 use zookeeper_client as zk;
@@ -48,10 +49,6 @@ pub(crate) struct Request<'a> {
 }
 
 impl Request<'_> {
-    fn cancelled_error(&self) -> Error {
-        Error::Cancelled(format!("the acquire of {} was cancelled", self.dir))
-    }
-
     /// Waits out a disconnect, unless the acquire is cancelled first.
     async fn recover(&self, session: &Session) -> Result<()> {
         recover(session, self.deadline, self.cancel, self.dir).await
@@ -71,7 +68,7 @@ async fn recover(
     };
     tokio::select! {
         r = session.recover(deadline, dir) => r,
-        _ = token.cancelled() => Err(Error::Cancelled(format!("the acquire of {dir} was cancelled"))),
+        _ = token.cancelled() => Err(cancelled_error(dir)),
     }
 }
 
@@ -182,6 +179,10 @@ async fn find_own(session: &Session, dir: &str, prefix: &str) -> Result<Option<(
     }
 }
 
+pub(crate) fn cancelled_error(dir: &str) -> Error {
+    Error::Cancelled(format!("the acquire of {dir} was cancelled"))
+}
+
 fn timeout_error(dir: &str) -> Error {
     Error::Timeout(format!("timed out waiting for the lock {dir}"))
 }
@@ -192,67 +193,111 @@ async fn make_parents(zk: &zk::Client, dir: &str, acl: AclPolicy) -> Result<(), 
         .await
 }
 
-/// Takes one lock node for `req`; returns the lease once it is ours. A failed, timed-out or
-/// cancelled (through `cancel`) attempt removes its node before it returns; only a dropped
-/// future leaves that to a background task.
+/// An acquire between its steps: our node in the queue (with the cleanup that removes it if we
+/// give up) and the watch on the node we wait for.
 ///
-/// A waiting acquire is mostly this future, so it is kept small (bench scenario 6, memory per
-/// waiting lock): the short phases (create, list, watch, cleanup) are boxed, so that only the
-/// wait itself is carried inline.
-///
-/// Written as `async move` blocks rather than `async fn`s: an `async fn` keeps a second copy of
-/// its arguments in its state.
-#[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
-pub(crate) fn acquire_node<'a>(
-    session: &'a Arc<Session>,
-    req: &'a Request<'a>,
-) -> impl Future<Output = Result<Arc<LeaseShared>>> + Send + 'a {
-    async move {
-        let mut cleanup = Cleanup::new(session.clone(), req.dir);
-        let mut result = attempt(session, req, &mut cleanup).await;
-        if result.is_ok() && req.cancel.is_some_and(CancelToken::is_cancelled) {
-            result = Err(req.cancelled_error());
+/// The steps that talk to ZooKeeper ([`enqueue`], [`Queued::advance`], [`Queued::abandon`]) run
+/// on the runtime; the wait between them ([`Queued::wait_turn`]) does no I/O and runs in the
+/// caller's future. A waiting acquire therefore has no task of its own on the runtime, only
+/// this state in the caller's future (memory per waiting lock, bench scenario 6).
+pub(crate) struct Queued {
+    cleanup: Cleanup,
+    token: i64,
+    /// `None` once the lock is ours.
+    blocker: Option<Blocker>,
+}
+
+/// The node before us that we watch, and how many other nodes before us would still block us
+/// after it.
+struct Blocker {
+    watcher: Option<zk::OneshotWatcher>,
+    others_before: usize,
+}
+
+/// Step 1, on the runtime: creates our node and finds our place in the queue (one round trip),
+/// watching the node before us if there is one. A failure removes our node before it returns.
+pub(crate) async fn enqueue(session: &Arc<Session>, req: &Request<'_>) -> Result<Queued> {
+    let mut cleanup = Cleanup::new(session.clone(), req.dir);
+    let placed = async {
+        let (token, children) = Box::pin(create_node(session, req, &mut cleanup)).await?;
+        if req.downgrade_of.is_some() {
+            return Ok((token, None));
         }
-        match result {
-            Ok(token) => {
-                cleanup.armed = false;
-                let node = std::mem::take(&mut cleanup.path);
-                let downgrade_of = req.downgrade_of.clone();
-                Ok(LeaseShared::new(session.clone(), node, token, downgrade_of))
-            }
-            Err(e) => {
-                Box::pin(cleanup.remove_now()).await;
-                Err(e)
-            }
+        let blocker = Box::pin(watch_blocker(session, req, &cleanup, Some(children))).await?;
+        Ok((token, blocker))
+    }
+    .await;
+    match placed {
+        Ok((token, blocker)) => Ok(Queued {
+            cleanup,
+            token,
+            blocker: blocker.map(|(watcher, others_before)| Blocker {
+                watcher: Some(watcher),
+                others_before,
+            }),
+        }),
+        Err(e) => {
+            Box::pin(cleanup.remove_now()).await;
+            Err(e)
         }
     }
 }
 
-/// Creates our node and waits until it holds the lock; returns its czxid.
-#[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
-fn attempt<'a>(
-    session: &'a Session,
-    req: &'a Request<'a>,
-    cleanup: &'a mut Cleanup,
-) -> impl Future<Output = Result<i64>> + Send + 'a {
-    async move {
-        let (token, children) = Box::pin(create_node(session, req, cleanup)).await?;
-        if req.downgrade_of.is_some() {
-            return Ok(token);
+impl Queued {
+    pub(crate) fn is_ours(&self) -> bool {
+        self.blocker.is_none()
+    }
+
+    /// Step 2, anywhere (no I/O): waits for the watched node's event; true if it was deleted.
+    /// Fails when the session dies, `timer` fires (the deadline) or `cancel` is cancelled.
+    pub(crate) fn wait_turn<'a>(
+        &'a mut self,
+        dir: &'a str,
+        cancel: Option<&'a CancelToken>,
+        timer: Option<&'a mut Pin<Box<Sleep>>>,
+    ) -> EventWait<'a> {
+        let session = &*self.cleanup.session;
+        let watcher = self.blocker.as_mut().and_then(|b| b.watcher.take());
+        EventWait {
+            event: watcher.map(|w| Box::pin(w.changed()) as EventFuture),
+            died: session.link_changed(),
+            cancelled: cancel.map(|t| Box::pin(t.changed())),
+            timer,
+            session,
+            cancel,
+            dir,
         }
-        let mut listed = Some(children);
-        loop {
-            let Some((watcher, others_before)) =
-                Box::pin(watch_blocker(session, req, cleanup, listed.take())).await?
-            else {
-                return Ok(token);
-            };
-            let deleted = wait_for_event(session, watcher, req).await?;
-            if deleted && others_before == 0 {
-                // The set of nodes before us only shrinks: nothing else can block us.
-                return Ok(token);
-            }
+    }
+
+    /// Step 3, on the runtime: after the watched node's event, the lock is ours, or we watch
+    /// the node that blocks us now.
+    pub(crate) async fn advance(&mut self, req: &Request<'_>, deleted: bool) -> Result<()> {
+        let others_before = self.blocker.as_ref().map_or(0, |b| b.others_before);
+        if deleted && others_before == 0 {
+            // The set of nodes before us only shrinks: nothing else can block us.
+            self.blocker = None;
+            return Ok(());
         }
+        let session = self.cleanup.session.clone();
+        let next = Box::pin(watch_blocker(&session, req, &self.cleanup, None)).await?;
+        self.blocker = next.map(|(watcher, others_before)| Blocker {
+            watcher: Some(watcher),
+            others_before,
+        });
+        Ok(())
+    }
+
+    /// The lease, once the lock is ours (on the runtime: it registers with the session).
+    pub(crate) fn into_lease(mut self, downgrade_of: Option<String>) -> Arc<LeaseShared> {
+        self.cleanup.armed = false;
+        let node = std::mem::take(&mut self.cleanup.path);
+        LeaseShared::new(self.cleanup.session.clone(), node, self.token, downgrade_of)
+    }
+
+    /// Gives up, on the runtime: removes our node before it returns `err`.
+    pub(crate) async fn abandon(mut self, err: Error) -> Error {
+        Box::pin(self.cleanup.remove_now()).await;
+        err
     }
 }
 
@@ -383,44 +428,33 @@ async fn watch_node(
     }
 }
 
-/// Waits for the watched node's event; true if it was deleted. Fails when the session dies, the
-/// deadline passes or the acquire is cancelled.
-fn wait_for_event<'a>(
-    session: &'a Session,
-    watcher: zk::OneshotWatcher,
-    req: &'a Request<'a>,
-) -> EventWait<'a, impl Future<Output = zk::WatchedEvent>> {
-    EventWait {
-        event: watcher.changed(),
-        died: session.link_changed(),
-        cancelled: req.cancel.map(CancelToken::changed),
-        timer: req.deadline.map(|d| Box::pin(tokio::time::sleep_until(d))),
-        session,
-        req,
-    }
-}
+type EventFuture = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
 
-/// The one long wait of an acquire, written out by hand: as an async block with `select!` it
-/// took 544 bytes, this takes about 330 (memory per waiting lock, bench scenario 6). The timer
-/// is boxed, and only made with a deadline.
-struct EventWait<'a, F> {
-    event: F,
+/// The wait of an acquire for its turn, written out by hand rather than with `select!` (which
+/// took 544 bytes; see `Queued::wait_turn`). The watch future is boxed, so this state stays
+/// small when the acquire is not waiting.
+pub(crate) struct EventWait<'a> {
+    /// `None`: nothing to wait for (resolves at once, as a deletion).
+    event: Option<EventFuture>,
     died: Notified<'a>,
-    cancelled: Option<Notified<'a>>,
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    cancelled: Option<Pin<Box<Notified<'a>>>>,
+    timer: Option<&'a mut Pin<Box<Sleep>>>,
     session: &'a Session,
-    req: &'a Request<'a>,
+    cancel: Option<&'a CancelToken>,
+    dir: &'a str,
 }
 
-impl<F: Future<Output = zk::WatchedEvent>> Future for EventWait<'_, F> {
+impl Future for EventWait<'_> {
     type Output = Result<bool>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<bool>> {
-        // SAFETY: no field is moved out of the pinned struct; the pinned ones (`event`, `died`,
-        // `cancelled`) are only polled in place or replaced in place through `Pin::set`.
+        // SAFETY: `died` is the only field pinned in place; it is polled where it is and only
+        // replaced through `Pin::set`. Nothing is moved out of the struct.
         let this = unsafe { self.get_unchecked_mut() };
-        let event = unsafe { Pin::new_unchecked(&mut this.event) };
-        if let Poll::Ready(event) = event.poll(cx) {
+        let Some(event) = this.event.as_mut() else {
+            return Poll::Ready(Ok(true));
+        };
+        if let Poll::Ready(event) = event.as_mut().poll(cx) {
             return Poll::Ready(Ok(event.event_type == zk::EventType::NodeDeleted));
         }
         // A signal's `Notified` is polled (registered) before its value is read, and made anew
@@ -436,12 +470,11 @@ impl<F: Future<Output = zk::WatchedEvent>> Future for EventWait<'_, F> {
             }
             died.set(this.session.link_changed());
         }
-        if let (Some(token), Some(cancelled)) = (this.req.cancel, this.cancelled.as_mut()) {
+        if let (Some(token), Some(cancelled)) = (this.cancel, this.cancelled.as_mut()) {
             loop {
-                let mut cancelled = unsafe { Pin::new_unchecked(&mut *cancelled) };
                 let fired = cancelled.as_mut().poll(cx).is_ready();
                 if token.is_cancelled() {
-                    return Poll::Ready(Err(this.req.cancelled_error()));
+                    return Poll::Ready(Err(cancelled_error(this.dir)));
                 }
                 if !fired {
                     break;
@@ -451,7 +484,7 @@ impl<F: Future<Output = zk::WatchedEvent>> Future for EventWait<'_, F> {
         }
         if let Some(timer) = this.timer.as_mut() {
             if timer.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Err(timeout_error(this.req.dir)));
+                return Poll::Ready(Err(timeout_error(this.dir)));
             }
         }
         Poll::Pending
