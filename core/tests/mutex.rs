@@ -377,3 +377,48 @@ async fn creator_only_acl_refuses_an_unauthenticated_client() {
     assert_eq!(err.kind(), ErrorKind::Permission, "{err}");
     lease.release().await.unwrap();
 }
+
+/// Drives a future on the calling thread with no tokio runtime around it (a waiting acquire
+/// waits in its caller's future, so it must not need one).
+fn block_on_plain_thread<F: std::future::Future>(fut: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
+
+#[test]
+fn a_waiting_acquire_needs_no_runtime_of_the_caller() {
+    let path = unique_path("plain-executor");
+    let holder = zklock::Client::blocking_connect(servers(), zklock::Options::default()).unwrap();
+    let waiter = zklock::Client::blocking_connect(servers(), zklock::Options::default()).unwrap();
+    let held = holder.mutex(&path).unwrap().blocking_acquire().unwrap();
+    let mutex = waiter.mutex(&path).unwrap();
+
+    // A deadline while someone holds the lock: the timer fires on a plain thread.
+    let timed_out = block_on_plain_thread(mutex.acquire_timeout(Duration::from_millis(300)));
+    assert_eq!(timed_out.unwrap_err().kind(), ErrorKind::Timeout);
+
+    // A wait that ends when the holder releases.
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        held.blocking_release().unwrap()
+    });
+    let lease = block_on_plain_thread(mutex.acquire()).expect("acquired after the release");
+    assert_eq!(releaser.join().unwrap(), Released::Released);
+    assert!(lease.is_held());
+    assert_eq!(lease.blocking_release().unwrap(), Released::Released);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(assert_empty_eventually(&path));
+}
