@@ -89,21 +89,28 @@ impl Waiting {
         }
     }
 
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
+    }
+
     /// The lease once the lock is ours (unless cancelled meanwhile), else wait again.
     async fn settle(self, downgrade_of: Option<String>) -> Result<Step> {
         if !self.queued.is_ours() {
             return Ok(Step::Wait(self));
         }
-        let Waiting {
-            lock,
-            gate,
-            queued,
-            cancel,
-            ..
-        } = self;
-        if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
-            return Err(queued.abandon(recipe::cancelled_error(&lock.path)).await);
+        if self.cancelled() {
+            let err = recipe::cancelled_error(&self.lock.path);
+            return Err(self.queued.abandon(err).await);
         }
+        Ok(Step::Done(self.finish(downgrade_of)))
+    }
+
+    /// The lease of a lock that is ours: the hold of this value, and the gate let go. No I/O,
+    /// so it runs wherever the caller is.
+    fn finish(self, downgrade_of: Option<String>) -> Lease {
+        let Waiting {
+            lock, gate, queued, ..
+        } = self;
         let shared = queued.into_lease(downgrade_of);
         let owner = if lock.reentrant {
             *lock.hold.lock().unwrap() = Some(Hold {
@@ -115,7 +122,7 @@ impl Waiting {
             None
         };
         drop(gate);
-        Ok(Step::Done(Lease::new(vec![Part { shared, owner }])))
+        Lease::new(vec![Part { shared, owner }])
     }
 }
 
@@ -317,6 +324,12 @@ impl LockInner {
                     Step::Wait(waiting) => waiting,
                 };
                 let turn = waiting.wait_turn().await;
+                if matches!(turn, Ok(true))
+                    && !waiting.cancelled()
+                    && waiting.queued.take_turn_if_next()
+                {
+                    return Ok(waiting.finish(None));
+                }
                 step = on_runtime(waiting.resume(turn)).await?;
             }
         }

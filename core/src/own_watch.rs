@@ -28,6 +28,9 @@ use crate::lease::LeaseShared;
 /// How long a lease is held before we watch its node.
 pub(crate) const DELAY: Duration = Duration::from_millis(100);
 
+/// How much earlier than its `DELAY` a lease may be watched, to batch the queue's wake-ups.
+const SLACK: Duration = Duration::from_millis(10);
+
 type EventFuture = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
 
 /// Where one lease's own-node watch stands (kept in the lease).
@@ -95,9 +98,11 @@ pub(crate) async fn run(queue: Arc<Queue>) {
                 }
             }
             Some(_) => {
-                let now = Instant::now();
+                // Entries due a little later are taken too: one wake-up per `SLACK` at most
+                // under a steady stream of short holds, instead of one per lease.
+                let until = Instant::now() + SLACK;
                 let mut due = queue.due.lock().unwrap();
-                while due.front().is_some_and(|(at, _)| *at <= now) {
+                while due.front().is_some_and(|(at, _)| *at <= until) {
                     let (_, lease) = due.pop_front().expect("front checked");
                     if lease.strong_count() > 0 {
                         tokio::spawn(register(lease));
