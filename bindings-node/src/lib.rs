@@ -14,10 +14,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::{BigInt, ToNapiValue};
+use napi::bindgen_prelude::{BigInt, Object, ToNapiValue};
 use napi::sys;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Status, Unknown};
+use napi::{Env, Status, Unknown};
 use napi_derive::napi;
 use zklock::{ErrorKind, LeaseState, Released};
 
@@ -403,6 +403,21 @@ impl NativeLock {
     }
 }
 
+/// A promise settled from the core's runtime thread: `fut` runs there and its outcome goes
+/// straight to the JS thread. A napi `async fn` would run it on napi's own runtime, one more
+/// thread hop per call (acquire and release each pay it; bench scenario 1, Node / Rust).
+fn settle_from_core<'env, T: ToNapiValue + Send + 'static>(
+    env: &'env Env,
+    fut: impl std::future::Future<Output = zklock::Result<T>> + Send + 'static,
+) -> napi::Result<Object<'env>> {
+    let (deferred, promise) = env.create_deferred::<Settled<T>, _>()?;
+    zklock::runtime::spawn(async move {
+        let result = fut.await;
+        deferred.resolve(move |_| Ok(Settled(result)));
+    });
+    Ok(promise)
+}
+
 /// Awaits an acquire task of the core runtime; an aborted task is `Cancelled`.
 async fn join(
     handle: tokio::task::JoinHandle<zklock::Result<zklock::Lease>>,
@@ -430,14 +445,16 @@ pub struct NativePending {
 #[napi]
 impl NativePending {
     /// Resolves with the lease, or rejects (`ZKLOCK_TIMEOUT`, `ZKLOCK_ABORTED`, ...).
-    #[napi]
-    pub async fn wait(&self) -> napi::Result<Settled<NativeLease>> {
+    #[napi(ts_return_type = "Promise<NativeLease>")]
+    pub fn wait<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let result = match handle {
-            Some(h) => join(h, &self.path).await.map(NativeLease::new),
-            None => Err(invalid("wait() was already called for this acquire")),
-        };
-        Ok(Settled(result))
+        let path = self.path.clone();
+        settle_from_core(env, async move {
+            match handle {
+                Some(h) => join(h, &path).await.map(NativeLease::new),
+                None => Err(invalid("wait() was already called for this acquire")),
+            }
+        })
     }
 
     /// Aborts the acquire: its waiting node is removed and `wait()` rejects with
@@ -549,22 +566,24 @@ impl NativeLease {
 
     /// Releases the lease: `released`, `stillHeld` (a re-entrant hold count went down) or
     /// `wasLost`. A second release rejects with `ZKLOCK_NOT_HELD`.
-    #[napi]
-    pub async fn release(&self) -> napi::Result<Settled<String>> {
-        let result = match self.take() {
-            None => Err(zklock::Error::NotHeld(format!(
-                "the lease on {} was already released",
-                self.path
-            ))),
-            Some(lease) => lease.release().await.map(|r| {
-                match r {
-                    Released::Released => "released",
-                    Released::StillHeld => "stillHeld",
-                    Released::WasLost => "wasLost",
-                }
-                .to_owned()
-            }),
-        };
-        Ok(Settled(result))
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let lease = self.take();
+        let path = self.path.clone();
+        settle_from_core(env, async move {
+            match lease {
+                None => Err(zklock::Error::NotHeld(format!(
+                    "the lease on {path} was already released"
+                ))),
+                Some(lease) => lease.release().await.map(|r| {
+                    match r {
+                        Released::Released => "released",
+                        Released::StillHeld => "stillHeld",
+                        Released::WasLost => "wasLost",
+                    }
+                    .to_owned()
+                }),
+            }
+        })
     }
 }
