@@ -21,6 +21,7 @@ use crate::options::AclPolicy;
 use crate::protocol::{self, NodeKind};
 use crate::runtime;
 use crate::session::Session;
+use crate::signal::poll_until;
 
 /// Round trips the acquire path has waited for, process-wide (a test and benchmark hook).
 static ROUND_TRIPS: AtomicU64 = AtomicU64::new(0);
@@ -465,29 +466,22 @@ impl Future for EventWait<'_> {
         if let Poll::Ready(event) = event.as_mut().poll(cx) {
             return Poll::Ready(Ok(event.event_type == zk::EventType::NodeDeleted));
         }
-        // A signal's `Notified` is polled (registered) before its value is read, and made anew
-        // after it fires (it fires at every change, e.g. a disconnect, not only at death).
-        loop {
-            let mut died = unsafe { Pin::new_unchecked(&mut this.died) };
-            let fired = died.as_mut().poll(cx).is_ready();
-            if let Some(err) = this.session.dead_reason() {
-                return Poll::Ready(Err(err));
-            }
-            if !fired {
-                break;
-            }
-            died.set(this.session.link_changed());
+        let session = this.session;
+        let died = unsafe { Pin::new_unchecked(&mut this.died) };
+        if poll_until(died, cx, || session.is_dead(), || session.link_changed()) {
+            let err = session.dead_reason();
+            return Poll::Ready(Err(
+                err.unwrap_or_else(|| Error::Closed("session closed".into()))
+            ));
         }
         if let (Some(token), Some(cancelled)) = (this.cancel, this.cancelled.as_mut()) {
-            loop {
-                let fired = cancelled.as_mut().poll(cx).is_ready();
-                if token.is_cancelled() {
-                    return Poll::Ready(Err(cancelled_error(this.dir)));
-                }
-                if !fired {
-                    break;
-                }
-                cancelled.set(token.changed());
+            if poll_until(
+                cancelled.as_mut(),
+                cx,
+                || token.is_cancelled(),
+                || token.changed(),
+            ) {
+                return Poll::Ready(Err(cancelled_error(this.dir)));
             }
         }
         if let Some(timer) = this.timer.as_mut() {

@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll};
 
+use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
 pub(crate) struct Signal {
@@ -65,6 +66,27 @@ impl Signal {
             }
             notified.await;
         }
+    }
+}
+
+/// For futures written out by hand: polls `changed` (a signal's `Notified`, so registered
+/// before the value is read) and true once `holds()`. A `Notified` that fired for another change
+/// (a disconnect, not the death we wait for) is replaced by `renew()` and polled again.
+pub(crate) fn poll_until<'a>(
+    mut changed: Pin<&mut Notified<'a>>,
+    cx: &mut Context<'_>,
+    holds: impl Fn() -> bool,
+    renew: impl Fn() -> Notified<'a>,
+) -> bool {
+    loop {
+        let fired = changed.as_mut().poll(cx).is_ready();
+        if holds() {
+            return true;
+        }
+        if !fired {
+            return false;
+        }
+        changed.set(renew());
     }
 }
 
