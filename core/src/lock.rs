@@ -475,7 +475,8 @@ impl LockInner {
         if reader.downgrade_of.as_deref() != Some(writer.node()) {
             return false;
         }
-        let Ok(children) = recipe::list_children(writer.session(), &self.path, None).await else {
+        let Ok(children) = recipe::list_children(writer.session(), &self.path, None, None).await
+        else {
             return false;
         };
         let name_of = |node: &str| node.rsplit('/').next().unwrap_or_default().to_owned();
@@ -672,7 +673,7 @@ pub struct Participant {
 
 async fn participants(client: &Client, path: &str) -> Result<Vec<Participant>> {
     let session = client.session().await?;
-    let children = recipe::list_children(&session, path, None).await?;
+    let children = recipe::list_children(&session, path, None, None).await?;
     let queue = protocol::queue_of(&children, None);
     let zk = session.zk()?;
     let nodes: Vec<String> = queue.iter().map(|c| format!("{path}/{}", c.name)).collect();

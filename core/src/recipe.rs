@@ -493,21 +493,13 @@ impl Future for EventWait<'_> {
     }
 }
 
-/// Lists the children of `dir`, waiting out connection loss.
-pub(crate) async fn list_children(
-    session: &Session,
-    dir: &str,
-    deadline: Option<Instant>,
-) -> Result<Vec<String>> {
-    list_children_until(session, dir, deadline, None).await
-}
-
 /// Lists the children of the acquire's lock path (a cancel ends a wait for the reconnect).
 async fn list_children_for(session: &Session, req: &Request<'_>) -> Result<Vec<String>> {
-    list_children_until(session, req.dir, req.deadline, req.cancel).await
+    list_children(session, req.dir, req.deadline, req.cancel).await
 }
 
-async fn list_children_until(
+/// Lists the children of `dir`, waiting out connection loss (until `deadline`, or `cancel`).
+pub(crate) async fn list_children(
     session: &Session,
     dir: &str,
     deadline: Option<Instant>,

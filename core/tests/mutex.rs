@@ -225,6 +225,12 @@ async fn timeout_try_lock_and_cancellation_leave_no_node() {
         "only the holder's node is left"
     );
     holder.release().await.unwrap();
+    // The cancelled acquires gave back the gate of their lock value: it acquires again.
+    let again = contender
+        .acquire_timeout(Duration::from_secs(5))
+        .await
+        .expect("the lock value is usable after a cancelled acquire");
+    again.release().await.unwrap();
     assert_empty_eventually(&path).await;
 }
 
