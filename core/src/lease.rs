@@ -381,6 +381,16 @@ impl Lease {
         runtime::block_on(release_parts(parts))
     }
 
+    /// Gives up this handle without releasing: the lock stays held (and its lock value keeps
+    /// counting the hold) until the client closes, the session ends or the process exits.
+    /// For faces whose objects are collected by a garbage collector, where dropping the last
+    /// reference must not release a lock the program may still be working under (Curator and
+    /// kazoo keep such locks too).
+    pub fn detach(mut self) {
+        self.parts.clear();
+        self.done = true;
+    }
+
     /// The common re-entrant case without a trip to the runtime: one member whose lock value
     /// holds it more than once only counts down.
     fn count_down_reentrant(&mut self) -> bool {

@@ -428,3 +428,27 @@ fn a_waiting_acquire_needs_no_runtime_of_the_caller() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(assert_empty_eventually(&path));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_lease_stays_held_until_its_client_closes() {
+    let path = unique_path("detached");
+    let (holder, other) = (client().await, client().await);
+    holder
+        .mutex(&path)
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap()
+        .detach();
+    // Neither the lease nor its lock value exists any more; the lock must still be taken.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let contender = other.mutex(&path).unwrap();
+    assert!(contender.try_acquire().await.unwrap().is_none());
+    holder.close().await;
+    let lease = contender
+        .acquire_timeout(Duration::from_secs(5))
+        .await
+        .expect("free once the holder's client closed");
+    lease.release().await.unwrap();
+    assert_empty_eventually(&path).await;
+}
