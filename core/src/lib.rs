@@ -19,6 +19,7 @@ mod cancel;
 mod client;
 mod error;
 mod lease;
+mod lifeline;
 mod lock;
 mod options;
 mod own_watch;

@@ -1,6 +1,8 @@
 //! One ZooKeeper session and what depends on it: the leases taken through it and the waiters
 //! that must fail when it dies. A monitor task turns the client's connection states into lease
-//! states (held / suspended / lost), after Curator's rules (safety.md).
+//! states (held / suspended / lost); a lifeline task proves the session alive with a light
+//! request four times per session timeout and declares it lost before the server could have
+//! expired it (see `lifeline`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +14,7 @@ use zookeeper_client as zk;
 
 use crate::error::{Error, Result};
 use crate::lease::{LeaseShared, LeaseState};
+use crate::lifeline::{self, Lifeline};
 use crate::options::Options;
 use crate::own_watch;
 use crate::signal::Signal;
@@ -35,6 +38,10 @@ pub(crate) struct Session {
     next_lease: AtomicU64,
     /// Leases waiting to have their own node watched (see `own_watch`).
     pub(crate) own_watches: Arc<own_watch::Queue>,
+    /// When the server answered us last (by send time), hence when our leases must be lost.
+    lifeline: Lifeline,
+    /// Asks the lifeline task for a heartbeat now (after a reconnect).
+    beat_now: Arc<tokio::sync::Notify>,
 }
 
 impl Drop for Session {
@@ -48,7 +55,7 @@ impl Session {
     pub(crate) async fn open(hosts: &str, options: &Options) -> Result<Arc<Session>> {
         let deadline = Instant::now() + options.connect_timeout;
         let mut last_error;
-        let client = loop {
+        let (client, sent) = loop {
             let mut connector = zk::Client::connector()
                 .with_session_timeout(options.session_timeout)
                 .with_connection_timeout(options.connect_timeout.min(Duration::from_secs(5)))
@@ -56,8 +63,9 @@ impl Session {
             if let Some(auth) = &options.auth {
                 connector = connector.with_auth("digest", auth.as_bytes());
             }
+            let sent = Instant::now();
             match tokio::time::timeout_at(deadline, connector.connect(hosts)).await {
-                Ok(Ok(client)) => break client,
+                Ok(Ok(client)) => break (client, sent),
                 Ok(Err(
                     err @ (zk::Error::NoHosts | zk::Error::ConnectionLoss | zk::Error::Timeout),
                 )) => {
@@ -83,14 +91,17 @@ impl Session {
         let session = Arc::new(Session {
             id: client.session_id().0,
             timeout: client.session_timeout(),
+            lifeline: Lifeline::new(client.session_timeout(), sent),
             zk: Mutex::new(Some(client)),
             link: Signal::new(CONNECTED),
             dead: Mutex::new(None),
             leases: Mutex::new(HashMap::new()),
             next_lease: AtomicU64::new(1),
             own_watches: Arc::default(),
+            beat_now: Arc::default(),
         });
         tokio::spawn(monitor(Arc::downgrade(&session), states));
+        tokio::spawn(keep_alive(Arc::downgrade(&session)));
         tokio::spawn(own_watch::run(session.own_watches.clone()));
         Ok(session)
     }
@@ -237,41 +248,22 @@ impl Session {
     }
 }
 
-/// Follows the connection states of one session until it ends.
+/// Follows the connection states of one session until it ends. Whether a disconnected session
+/// still holds its locks is the lifeline's to decide (`keep_alive`), not the transport's notice.
 async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
-    let mut disconnected_since: Option<Instant> = None;
     loop {
-        let timeout = session.upgrade().map(|s| s.timeout).unwrap_or_default();
-        let state = match disconnected_since {
-            // Curator's simulated expiry: without server contact for the session timeout we can
-            // no longer believe we hold anything, whatever the server will decide later.
-            Some(since) => match tokio::time::timeout_at(since + timeout, states.changed()).await {
-                Ok(state) => state,
-                Err(_) => {
-                    if let Some(s) = session.upgrade() {
-                        s.kill(Error::SessionExpired(format!(
-                            "no contact with ZooKeeper for the session timeout ({timeout:?}); session 0x{:x} treated as expired",
-                            s.id
-                        )));
-                    }
-                    return;
-                }
-            },
-            None => states.changed().await,
-        };
+        let state = states.changed().await;
         let Some(s) = session.upgrade() else { return };
         match state {
             zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => {
-                if disconnected_since.is_none() {
-                    disconnected_since = Some(Instant::now());
-                }
                 s.set_connected(false);
                 for lease in s.live_leases() {
                     lease.set_state(LeaseState::Suspended);
                 }
             }
             zk::SessionState::SyncConnected => {
-                disconnected_since = None;
+                // Prove the session alive at once: the last answer before the break is old.
+                s.beat_now.notify_one();
                 s.set_connected(true);
                 tokio::spawn(s.clone().verify_leases());
             }
@@ -298,4 +290,57 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
             }
         }
     }
+}
+
+/// The lifeline of one session: a heartbeat every `beat_interval`, each answered one moving the
+/// moment of loss; at that moment, every lease of the session is lost and the session is closed
+/// (`Session::kill`). Runs until the session dies or is dropped.
+async fn keep_alive(session: Weak<Session>) {
+    let mut next_beat = Instant::now();
+    loop {
+        let Some(s) = session.upgrade() else { return };
+        if s.is_dead() {
+            return;
+        }
+        let now = Instant::now();
+        let lost_at = s.lifeline.lost_at();
+        if now >= lost_at {
+            let since = now.saturating_duration_since(s.lifeline.last_answered());
+            s.kill(Error::SessionExpired(format!(
+                "no answer from ZooKeeper to any request sent in the last {since:.1?} (session timeout {:?}); \
+                 session 0x{:x} treated as expired before the server can expire it",
+                s.timeout, s.id
+            )));
+            return;
+        }
+        if now >= next_beat {
+            heartbeat(&s);
+            next_beat = now + lifeline::beat_interval(s.timeout);
+        }
+        let wake = lost_at.min(next_beat);
+        let beat_now = s.beat_now.clone();
+        // Not holding the session while asleep: its last user may drop it meanwhile. A killed
+        // session ends this loop at the next wake-up.
+        drop(s);
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake) => {}
+            _ = beat_now.notified() => next_beat = Instant::now(),
+        }
+    }
+}
+
+/// Sends one light request (`exists /`, no watch) and records its send time when answered.
+/// Bounded by the session timeout, so at most four are ever in flight.
+fn heartbeat(session: &Arc<Session>) {
+    let Ok(zk) = session.zk() else { return };
+    let (weak, timeout) = (Arc::downgrade(session), session.timeout);
+    let sent = Instant::now();
+    let reply = zk.check_stat("/");
+    tokio::spawn(async move {
+        if let Ok(Ok(_)) = tokio::time::timeout(timeout, reply).await {
+            if let Some(s) = weak.upgrade() {
+                s.lifeline.answered(sent);
+            }
+        }
+    });
 }
