@@ -256,9 +256,11 @@ impl Lease {
         Lease { parts, done: false }
     }
 
-    pub(crate) fn take_parts(&mut self) -> Vec<Part> {
-        self.done = true;
-        std::mem::take(&mut self.parts)
+    /// Moves the members of `other` into this lease (a multi-lock taking its members one by
+    /// one: until it returns, dropping it releases what it took).
+    pub(crate) fn absorb(&mut self, mut other: Lease) {
+        other.done = true;
+        self.parts.append(&mut other.parts);
     }
 
     /// The fencing token: the czxid of our lock node. For a multi-lock, the largest of its

@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bounds;
 mod cancel;
 mod client;
 mod error;

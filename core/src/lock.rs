@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::bounds;
 use crate::cancel::CancelToken;
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -190,7 +191,7 @@ impl Lock {
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
         self.inner
             .clone()
-            .acquire_until(Some(Instant::now() + timeout), None)
+            .acquire_until(bounds::deadline_after(timeout), None)
             .await
     }
 
@@ -211,7 +212,7 @@ impl Lock {
 
     /// Blocking twin of [`Lock::acquire_timeout`].
     pub fn blocking_acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
-        self.blocking_acquire_until(Some(Instant::now() + timeout))
+        self.blocking_acquire_until(bounds::deadline_after(timeout))
     }
 
     /// Blocking twin of [`Lock::try_acquire`].
@@ -317,21 +318,42 @@ impl LockInner {
             if let Some(lease) = self.try_reenter() {
                 return Ok(lease);
             }
-            let mut step = on_runtime(self.begin(deadline, cancel)).await?;
-            loop {
-                let mut waiting = match step {
-                    Step::Done(lease) => return Ok(lease),
-                    Step::Wait(waiting) => waiting,
-                };
-                let turn = waiting.wait_turn().await;
-                if matches!(turn, Ok(true))
-                    && !waiting.cancelled()
-                    && waiting.queued.take_turn_if_next()
-                {
-                    return Ok(waiting.finish(None));
-                }
-                step = on_runtime(waiting.resume(turn)).await?;
+            let decide_by = bounds::decide_by(deadline);
+            let guard = bounds::guard(decide_by, cancel.clone(), self.path.clone());
+            bounds::within(guard, self.acquire_steps(deadline, cancel, decide_by)).await
+        }
+    }
+
+    /// The steps of an acquire (see `acquire_until`); a lock obtained after `decide_by` is
+    /// given back (see `bounds`).
+    async fn acquire_steps(
+        self: Arc<Self>,
+        deadline: Option<Instant>,
+        cancel: Option<CancelToken>,
+        decide_by: Option<Instant>,
+    ) -> Result<Lease> {
+        let path = self.path.clone();
+        let in_time = move |lease: Lease| {
+            if bounds::too_late(decide_by) {
+                drop(lease); // released in the background
+                return Err(recipe::timeout_error(&path));
             }
+            Ok(lease)
+        };
+        let mut step = on_runtime(self.begin(deadline, cancel)).await?;
+        loop {
+            let mut waiting = match step {
+                Step::Done(lease) => return in_time(lease),
+                Step::Wait(waiting) => waiting,
+            };
+            let turn = waiting.wait_turn().await;
+            if matches!(turn, Ok(true))
+                && !waiting.cancelled()
+                && waiting.queued.take_turn_if_next()
+            {
+                return in_time(waiting.finish(None));
+            }
+            step = on_runtime(waiting.resume(turn)).await?;
         }
     }
 
@@ -582,7 +604,7 @@ impl MultiLock {
     }
 
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
-        self.acquire_until_instant(Some(Instant::now() + timeout))
+        self.acquire_until_instant(bounds::deadline_after(timeout))
             .await
     }
 
@@ -595,7 +617,7 @@ impl MultiLock {
     }
 
     pub fn blocking_acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
-        runtime::block_on(self.acquire_until(Some(std::time::Instant::now() + timeout)))
+        runtime::block_on(self.acquire_until_instant(bounds::deadline_after(timeout)))
     }
 
     pub fn blocking_try_acquire(&self) -> Result<Option<Lease>> {
@@ -631,27 +653,37 @@ impl MultiLock {
     }
 }
 
+/// Takes every member in order within one deadline (and one outer bound, see `bounds`).
 async fn acquire_all(
     members: Vec<Arc<LockInner>>,
     deadline: Option<Instant>,
     cancel: Option<CancelToken>,
 ) -> Result<Lease> {
-    on_runtime(async move {
-        let mut parts = Vec::with_capacity(members.len());
+    let decide_by = bounds::decide_by(deadline);
+    let what = format!("the multi-lock on {}", members[0].path);
+    let guard = bounds::guard(decide_by, cancel.clone(), what);
+    let steps = on_runtime(async move {
+        // What was taken so far: dropped (when the outer bound gives up), it is released in
+        // the background.
+        let mut lease = Lease::new(Vec::with_capacity(members.len()));
         for member in members {
             match member.acquire_until(deadline, cancel.clone()).await {
-                Ok(mut lease) => parts.append(&mut lease.take_parts()),
+                Ok(member_lease) => lease.absorb(member_lease),
                 Err(e) => {
-                    // Roll back what we took, in reverse order; dropping the lease does it.
-                    let taken = Lease::new(parts);
-                    taken.release().await.ok();
+                    // Roll back, in reverse order, in a task of its own: it goes on when the
+                    // outer bound gives up on waiting for it.
+                    let _ = runtime::spawn(lease.release()).await;
                     return Err(e);
                 }
             }
         }
-        Ok(Lease::new(parts))
-    })
-    .await
+        if bounds::too_late(decide_by) {
+            let _ = runtime::spawn(lease.release()).await;
+            return Err(recipe::timeout_error("the multi-lock"));
+        }
+        Ok(lease)
+    });
+    bounds::within(guard, steps).await
 }
 
 /// One contender in a lock's queue.

@@ -34,6 +34,9 @@ impl AclPolicy {
     }
 }
 
+/// The longest session timeout the wire format holds (milliseconds in a signed 32-bit field).
+pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// How a [`crate::Client`] connects. `Options::default()` suits most uses.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -89,6 +92,14 @@ impl Options {
             return Err(Error::invalid(format!(
                 "session timeout {:?} is too short (at least 100 ms)",
                 self.session_timeout
+            )));
+        }
+        if self.session_timeout > MAX_SESSION_TIMEOUT {
+            return Err(Error::invalid(format!(
+                "session timeout {:?} is too long: ZooKeeper's connect request holds at most {:?} \
+                 (the server then clamps it to its maxSessionTimeout, 20 ticks by default; \
+                 Client::session_timeout() says what it granted)",
+                self.session_timeout, MAX_SESSION_TIMEOUT
             )));
         }
         if self.connect_timeout.is_zero() {
@@ -154,7 +165,7 @@ pub fn duration_from_secs_f64(secs: f64, what: &str) -> Result<Duration> {
         )));
     }
     Duration::try_from_secs_f64(secs)
-        .map_err(|_| Error::invalid(format!("{what} {secs} is out of range")))
+        .map_err(|_| Error::invalid(format!("{what} of {secs:e} seconds is out of range")))
 }
 
 /// Milliseconds from a foreign face (Node, C) to a duration; negative is `InvalidArgument`.
@@ -209,5 +220,26 @@ mod tests {
             .validate()
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn a_session_timeout_beyond_the_wire_format_is_refused_not_wrapped() {
+        let e = Options::default()
+            .session_timeout(Duration::from_millis(i32::MAX as u64 + 400))
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("too long"), "{e}");
+        assert!(Options::default()
+            .session_timeout(MAX_SESSION_TIMEOUT)
+            .validate()
+            .is_ok());
+    }
+
+    #[test]
+    fn a_huge_duration_is_named_briefly() {
+        let e = duration_from_secs_f64(1e300, "timeout").unwrap_err();
+        assert!(e.message().len() < 80, "{e}");
+        assert!(e.message().contains("1e300"), "{e}");
     }
 }

@@ -63,8 +63,29 @@ pub struct Contender {
 
 /// Checks an absolute ZooKeeper path: `/a/b`, no empty, `.` or `..` segment, no trailing `/`,
 /// no NUL or control character.
+/// The longest lock path accepted. ZooKeeper itself takes paths up to its packet limit
+/// (jute.maxbuffer, 1 MB by default), but every node name, watch and reconnect's watch list
+/// carries the path; a request over the limit makes the server close the connection, and a
+/// transport that resends it after the reconnect loops. 4 KiB is far beyond any real lock path.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// A value as an error message shows it: quoted, and cut after 64 characters (a message must
+/// not carry a megabyte of input back to the user).
+fn shown(value: &str) -> String {
+    const SHOWN: usize = 64;
+    match value.char_indices().nth(SHOWN) {
+        None => format!("{value:?}"),
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
+    }
+}
+
 pub fn validate_path(path: &str) -> Result<()> {
-    let bad = |why: &str| Err(Error::invalid(format!("invalid lock path {path:?}: {why}")));
+    let bad = |why: &str| {
+        Err(Error::invalid(format!(
+            "invalid lock path {}: {why}",
+            shown(path)
+        )))
+    };
     if path.is_empty() {
         return bad("it is empty");
     }
@@ -73,6 +94,12 @@ pub fn validate_path(path: &str) -> Result<()> {
     }
     if path == "/" {
         return bad("the root cannot be a lock path");
+    }
+    if path.len() > MAX_PATH_BYTES {
+        return bad(&format!(
+            "it is {} bytes long (at most {MAX_PATH_BYTES})",
+            path.len()
+        ));
     }
     if path.ends_with('/') {
         return bad("it must not end with '/'");
@@ -217,9 +244,17 @@ pub(crate) fn blocker(
 pub fn validate_hosts(hosts: &str) -> Result<()> {
     let bad = |why: String| {
         Err(Error::invalid(format!(
-            "invalid connect string {hosts:?}: {why}"
+            "invalid connect string {}: {why}",
+            shown(hosts)
         )))
     };
+    if hosts.len() > MAX_PATH_BYTES * 2 {
+        return bad(format!(
+            "it is {} bytes long (at most {})",
+            hosts.len(),
+            MAX_PATH_BYTES * 2
+        ));
+    }
     let (list, chroot) = match hosts.find('/') {
         Some(i) => (&hosts[..i], Some(&hosts[i..])),
         None => (hosts, None),
@@ -258,6 +293,19 @@ pub fn validate_hosts(hosts: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_or_connect_string_too_long_for_a_request_is_refused_with_a_short_message() {
+        let long_path = format!("/{}", "x".repeat(1_100_000));
+        let err = validate_path(&long_path).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(err.message().contains("1100001 bytes long"), "{err}");
+        assert!(err.message().len() < 200, "the message echoes the input");
+        assert!(validate_path(&format!("/{}", "x".repeat(MAX_PATH_BYTES - 1))).is_ok());
+        let long_hosts = format!("h{}:2181", "o".repeat(100_000));
+        let err = validate_hosts(&long_hosts).unwrap_err();
+        assert!(err.message().len() < 200, "{err}");
+    }
 
     #[test]
     fn bad_paths_are_invalid_and_named() {

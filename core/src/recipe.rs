@@ -110,15 +110,13 @@ impl Cleanup {
         self.path.rsplit('/').next().unwrap_or_default()
     }
 
-    /// Removes the attempt's node now, waiting at most a session timeout (then in the background).
+    /// Removes the attempt's node now, waiting at most a session timeout. Stays armed until the
+    /// removal is done, so when this is dropped or times out the removal goes on in the
+    /// background (`Drop`).
     async fn remove_now(&mut self) {
-        self.armed = false;
         let removal = remove_attempt(&self.session, &self.path, self.known);
-        if tokio::time::timeout(self.session.timeout, removal)
-            .await
-            .is_err()
-        {
-            self.armed = true;
+        if let Ok(Ok(())) = tokio::time::timeout(self.session.timeout, removal).await {
+            self.armed = false;
         }
     }
 }
@@ -184,7 +182,7 @@ pub(crate) fn cancelled_error(dir: &str) -> Error {
     Error::Cancelled(format!("the acquire of {dir} was cancelled"))
 }
 
-fn timeout_error(dir: &str) -> Error {
+pub(crate) fn timeout_error(dir: &str) -> Error {
     Error::Timeout(format!("timed out waiting for the lock {dir}"))
 }
 

@@ -53,7 +53,9 @@ impl Drop for Session {
 impl Session {
     /// Opens a session, retrying unreachable servers until `connect_timeout`. Runs on the runtime.
     pub(crate) async fn open(hosts: &str, options: &Options) -> Result<Arc<Session>> {
-        let deadline = Instant::now() + options.connect_timeout;
+        // A connect timeout beyond what an instant holds means: keep trying.
+        let far = Duration::from_secs(100 * 365 * 86_400);
+        let deadline = Instant::now() + options.connect_timeout.min(far);
         let mut last_error;
         let (client, sent) = loop {
             let mut connector = zk::Client::connector()
