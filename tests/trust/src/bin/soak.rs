@@ -1,23 +1,29 @@
-//! `soak [SECONDS]` (default 600, `make soak`): a 3-node ensemble behind fault proxies, clients
-//! contending on a few locks while random faults are injected (connections cut, black-holed for
-//! a while, a member restarted, the leader killed). Prints operations done, faults injected,
-//! overlaps (must be 0) and leftover nodes (must be 0); exits non-zero otherwise.
+//! `soak [SECONDS]` (default 600, `make soak`): a 3-node ensemble, each client behind fault
+//! proxies of its own, clients contending on a few locks while random faults are injected
+//! (connections cut, a member black-holed for a while, one client partitioned from the whole
+//! ensemble past its session timeout, a member restarted, the leader killed, a slow link).
+//! Every critical section is recorded; it ends at its release or at its lease's lost signal,
+//! whichever comes first (a careful holder stops working when told), and the exclusion checker
+//! counts overlaps of sections of one lock. Prints operations done, faults injected, overlaps
+//! (must be 0) and leftover nodes (must be 0); exits non-zero otherwise.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zklock_testkit::{Proxy, ZooKeeper};
+use zklock_trust::checker::{self, Section};
 use zklock_trust::fenced::FencedRegister;
 
 const LOCKS: usize = 3;
 const CLIENTS: usize = 6;
 
 struct Shared {
-    inside: Vec<AtomicBool>,
+    started: Instant,
+    /// Critical sections per lock.
+    sections: Vec<Mutex<Vec<Section>>>,
     registers: Vec<FencedRegister>,
     ops: AtomicUsize,
-    overlaps: AtomicUsize,
     fenced_rejections: AtomicUsize,
     errors: AtomicUsize,
     stop: AtomicBool,
@@ -32,26 +38,31 @@ fn main() {
         eprintln!("soak: {e}");
         std::process::exit(1);
     });
-    let proxies: Vec<Proxy> = (0..3)
-        .map(|i| Proxy::start(&zk.address(i)).expect("proxy"))
+    // proxies[client][member]: a partition can cut one client off from every member.
+    let proxies: Vec<Vec<Proxy>> = (0..CLIENTS)
+        .map(|_| {
+            (0..3)
+                .map(|i| Proxy::start(&zk.address(i)).expect("proxy"))
+                .collect()
+        })
         .collect();
-    let servers = proxies
-        .iter()
-        .map(|p| p.addr().to_owned())
-        .collect::<Vec<_>>()
-        .join(",");
     let shared = Arc::new(Shared {
-        inside: (0..LOCKS).map(|_| AtomicBool::new(false)).collect(),
+        started: Instant::now(),
+        sections: (0..LOCKS).map(|_| Mutex::new(Vec::new())).collect(),
         registers: (0..LOCKS).map(|_| FencedRegister::default()).collect(),
         ops: AtomicUsize::new(0),
-        overlaps: AtomicUsize::new(0),
         fenced_rejections: AtomicUsize::new(0),
         errors: AtomicUsize::new(0),
         stop: AtomicBool::new(false),
     });
     let workers: Vec<_> = (0..CLIENTS)
         .map(|c| {
-            let (servers, shared) = (servers.clone(), shared.clone());
+            let servers = proxies[c]
+                .iter()
+                .map(|p| p.addr().to_owned())
+                .collect::<Vec<_>>()
+                .join(",");
+            let shared = shared.clone();
             std::thread::spawn(move || worker(c, &servers, &shared))
         })
         .collect();
@@ -65,12 +76,21 @@ fn main() {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         let member = (seed % 3) as usize;
-        match (seed >> 8) % 5 {
-            0 => proxies[member].cut(),
+        let to_member = |f: &dyn Fn(&Proxy)| proxies.iter().for_each(|c| f(&c[member]));
+        match (seed >> 8) % 6 {
+            0 => to_member(&|p| p.cut()),
             1 => {
-                proxies[member].blackhole();
+                to_member(&|p| p.blackhole());
                 std::thread::sleep(Duration::from_millis(1000 + seed % 3000));
-                proxies[member].heal();
+                to_member(&|p| p.heal());
+            }
+            5 => {
+                // One client partitioned from the whole ensemble, often past its session
+                // timeout (4 s), while the others go on.
+                let client = (seed >> 16) as usize % CLIENTS;
+                proxies[client].iter().for_each(Proxy::blackhole);
+                std::thread::sleep(Duration::from_millis(2000 + seed % 5000));
+                proxies[client].iter().for_each(Proxy::heal);
             }
             2 => {
                 zk.restart(member).expect("restart member");
@@ -82,13 +102,11 @@ fn main() {
                     zk.restart(leader).expect("restart leader");
                 }
             }
-            _ => proxies[member].delay(50),
+            _ => to_member(&|p| p.delay(50)),
         }
         faults += 1;
         std::thread::sleep(Duration::from_millis(500));
-        for p in &proxies {
-            p.heal();
-        }
+        proxies.iter().flatten().for_each(Proxy::heal);
     }
     shared.stop.store(true, Ordering::SeqCst);
     for w in workers {
@@ -109,9 +127,28 @@ fn main() {
         }
         n
     });
-    let overlaps = shared.overlaps.load(Ordering::SeqCst);
+    let mut overlaps = 0;
+    let mut lost_sections = 0;
+    for sections in &shared.sections {
+        let verdict = checker::check(sections.lock().unwrap().clone());
+        for overlap in &verdict.overlaps {
+            eprintln!("soak: overlap: {overlap}");
+        }
+        overlaps += verdict.overlaps.len() + verdict.token_regressions.len();
+        for regression in &verdict.token_regressions {
+            eprintln!("soak: fencing token regression: {regression}");
+        }
+    }
+    for sections in &shared.sections {
+        lost_sections += sections
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.who.ends_with("lost"))
+            .count();
+    }
     println!(
-        "soak: {}s, operations {}, faults injected {faults}, typed errors {}, fenced rejections {}, overlaps {overlaps}, leftover nodes {leftovers}",
+        "soak: {}s, operations {}, faults injected {faults}, sections ended by a lost signal {lost_sections}, typed errors {}, fenced rejections {}, overlaps {overlaps}, leftover nodes {leftovers}",
         seconds,
         shared.ops.load(Ordering::SeqCst),
         shared.errors.load(Ordering::SeqCst),
@@ -147,9 +184,11 @@ fn worker(c: usize, servers: &str, shared: &Shared) {
             }
         };
         if lease.is_held() {
-            if shared.inside[l].swap(true, Ordering::SeqCst) {
-                shared.overlaps.fetch_add(1, Ordering::SeqCst);
-            }
+            let (lost_tx, lost_rx) = mpsc::channel();
+            lease.on_lost(move || {
+                lost_tx.send(()).ok();
+            });
+            let enter = shared.started.elapsed().as_nanos() as i128;
             // The protected resource checks the fencing token.
             if shared.registers[l]
                 .write(lease.token(), format!("client {c}"))
@@ -157,8 +196,17 @@ fn worker(c: usize, servers: &str, shared: &Shared) {
             {
                 shared.fenced_rejections.fetch_add(1, Ordering::SeqCst);
             }
-            std::thread::sleep(Duration::from_millis(2));
-            shared.inside[l].store(false, Ordering::SeqCst);
+            // Mostly short sections; every tenth one long enough to be caught by a partition.
+            let work = if i % 10 == 0 { 3000 } else { 2 };
+            let lost = lost_rx.recv_timeout(Duration::from_millis(work)).is_ok();
+            let exit = shared.started.elapsed().as_nanos() as i128;
+            shared.sections[l].lock().unwrap().push(Section {
+                who: format!("client{c}{}", if lost { "-lost" } else { "" }),
+                exclusive: true,
+                token: lease.token(),
+                enter,
+                exit,
+            });
             shared.ops.fetch_add(1, Ordering::SeqCst);
         }
         let _ = lease.blocking_release();
