@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Issue 12, part 3: the partition margins of the peers (Curator, kazoo), measured against a real
+# Issue 12, part 3: the partition margins of the peers (Curator, kazoo) and zklock, measured against a real
 # ZooKeeper through the fault proxy (tests/trust/tests/peer_margins.rs; README.md here has the
 # numbers). It takes a few minutes; the rounds run one at a time so they do not disturb each
 # other's timing.
 #
-#   tests/trust/peer-margins.sh                 # 5 rounds per peer per session timeout
+#   tests/trust/peer-margins.sh                 # 5 rounds per holder per session timeout
+#   tests/trust/peer-margins.sh kazoo           # one holder (a test-name filter)
 #   ZKLOCK_MARGIN_ROUNDS=20 tests/trust/peer-margins.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

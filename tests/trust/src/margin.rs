@@ -159,6 +159,28 @@ impl Holder {
     }
 }
 
+/// A zklock holder for [`run_round`]: a client on `servers` with session timeout `session`
+/// holding a mutex on `path`, its lease's `on_state` stamped on the callback thread (what a
+/// user's callback sees).
+pub fn zklock_holder(servers: &str, path: &str, session: Duration) -> Result<Holder, String> {
+    let options = zklock::Options::default().session_timeout(session);
+    let client = zklock::Client::blocking_connect(servers, options)
+        .map_err(|e| format!("zklock holder cannot connect: {e}"))?;
+    let lease = client
+        .mutex(path)
+        .and_then(|m| m.blocking_acquire())
+        .map_err(|e| format!("zklock holder cannot acquire {path}: {e}"))?;
+    let (tx, rx) = mpsc::channel();
+    tx.send(Event::now(Signal::Held)).ok();
+    let on_state = tx.clone();
+    lease.on_state(move |state| {
+        on_state
+            .send(Event::now(Signal::parse(state.as_str())))
+            .ok();
+    });
+    Ok(Holder::from_channel("zklock", rx, (client, lease, tx)))
+}
+
 /// What one round measured.
 #[derive(Debug, Clone)]
 pub struct Round {
@@ -414,8 +436,8 @@ pub fn run_round(
     })
 }
 
-/// `min`, `median` and `max` of the rounds' margins, in ms (rounds without a lost signal are
-/// left out).
+/// `min`, `median` (the upper one for an even count) and `max` of the rounds' margins, in ms
+/// (rounds without a lost signal are left out).
 pub fn margins_summary(rounds: &[Round]) -> Option<(i64, i64, i64)> {
     let mut m: Vec<i64> = rounds.iter().filter_map(Round::margin_ms).collect();
     if m.is_empty() {

@@ -2,12 +2,13 @@
 //! holder (InterProcessMutex + ConnectionStateListener, Curator's defaults) and a kazoo holder
 //! (Lock + state listener) reach ZooKeeper through a fault proxy that is black-holed while a
 //! zklock waiter queues on a direct link; each round prints
-//! `margin = waiter's acquire - holder's LOST` (positive = the holder knew first).
+//! `margin = waiter's acquire - holder's LOST` (positive = the holder knew first). A zklock
+//! holder runs the same rounds, for the comparison in tests/trust/README.md.
 //!
 //! This measures, it does not judge the peers: each round must produce a measurement (the
 //! waiter acquired, the holder's LOST fired, during the outage or after the heal). It takes
 //! minutes, so it is ignored by default: `tests/trust/peer-margins.sh` runs it
-//! (ZKLOCK_MARGIN_ROUNDS rounds per peer per session timeout, default 5).
+//! (ZKLOCK_MARGIN_ROUNDS rounds per holder per session timeout, default 5).
 
 use std::time::Duration;
 
@@ -94,4 +95,20 @@ fn a_black_holed_curator_holder_reports_its_lost_margin_in_every_round() {
 #[ignore = "takes minutes; run by tests/trust/peer-margins.sh"]
 fn a_black_holed_kazoo_holder_reports_its_lost_margin_in_every_round() {
     measure("kazoo", peers::kazoo_partition_holder);
+}
+
+fn start_zklock(
+    servers: &str,
+    path: &str,
+    session: Duration,
+    _log: &std::path::Path,
+) -> Result<margin::Holder, String> {
+    margin::zklock_holder(servers, path, session)
+}
+
+/// zklock in the same rounds, for comparison (its own asserted rounds are tests/partition.rs).
+#[test]
+#[ignore = "takes minutes; run by tests/trust/peer-margins.sh"]
+fn a_black_holed_zklock_holder_reports_its_lost_margin_in_every_round() {
+    measure("zklock", start_zklock);
 }
