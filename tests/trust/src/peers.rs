@@ -45,16 +45,32 @@ fn curator_classpath() -> Result<String, String> {
     Ok(parts.join(":"))
 }
 
-/// Compiles the Curator worker once (javac against Debian's jars) and returns its class path.
+/// The Java peers of tests/trust/peers, each with the class file javac makes of it.
+const JAVA_SOURCES: &[(&str, &str)] = &[
+    (
+        "CuratorWorker.java",
+        "org/apache/curator/framework/recipes/locks/CuratorWorker.class",
+    ),
+    (
+        "CuratorPartitionHolder.java",
+        "CuratorPartitionHolder.class",
+    ),
+];
+
+/// Compiles the Java peers once (javac against Debian's jars) and returns their class path.
 pub fn curator_worker_classpath() -> Result<String, String> {
     let jars = curator_classpath()?;
     let out = target_dir().join("trust-java");
-    let class = out.join("org/apache/curator/framework/recipes/locks/CuratorWorker.class");
-    let source = repo_root().join("tests/trust/peers/CuratorWorker.java");
-    let stale = match (std::fs::metadata(&class), std::fs::metadata(&source)) {
-        (Ok(c), Ok(s)) => c.modified().ok() < s.modified().ok(),
-        _ => true,
-    };
+    let peers = repo_root().join("tests/trust/peers");
+    let stale = JAVA_SOURCES.iter().any(|(source, class)| {
+        match (
+            std::fs::metadata(out.join(class)),
+            std::fs::metadata(peers.join(source)),
+        ) {
+            (Ok(c), Ok(s)) => c.modified().ok() < s.modified().ok(),
+            _ => true,
+        }
+    });
     if stale {
         std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
         let status = Command::new("javac")
@@ -62,11 +78,11 @@ pub fn curator_worker_classpath() -> Result<String, String> {
             .arg(&out)
             .arg("-cp")
             .arg(&jars)
-            .arg(&source)
+            .args(JAVA_SOURCES.iter().map(|(source, _)| peers.join(source)))
             .status()
             .map_err(|e| format!("javac: {e} (install default-jdk-headless)"))?;
         if !status.success() {
-            return Err("javac failed on CuratorWorker.java".into());
+            return Err("javac failed on tests/trust/peers/*.java".into());
         }
     }
     Ok(format!("{}:{jars}", out.display()))
@@ -162,4 +178,43 @@ pub fn wait_all(children: Vec<(String, Child)>) -> Result<(), String> {
     } else {
         Err(failures.join("; "))
     }
+}
+
+/// A Curator holder for [`crate::margin::run_round`]: an InterProcessMutex on `path` through
+/// `servers` with session timeout `session`, reporting its ConnectionStateListener's states
+/// (tests/trust/peers/CuratorPartitionHolder.java). Its log goes to `log`.
+pub fn curator_partition_holder(
+    servers: &str,
+    path: &str,
+    session: std::time::Duration,
+    log: &Path,
+) -> Result<crate::margin::Holder, String> {
+    let mut command = Command::new("java");
+    command
+        .args([
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+        ])
+        .arg(curator_worker_classpath()?)
+        .arg("CuratorPartitionHolder")
+        .args([servers, path, &session.as_millis().to_string()]);
+    crate::margin::Holder::spawn("curator", command, log)
+}
+
+/// A kazoo holder for [`crate::margin::run_round`]: a kazoo Lock on `path` through `servers`
+/// with session timeout `session`, reporting its state listener's KazooStates
+/// (tests/trust/peers/kazoo_partition_holder.py). Its log goes to `log`.
+pub fn kazoo_partition_holder(
+    servers: &str,
+    path: &str,
+    session: std::time::Duration,
+    log: &Path,
+) -> Result<crate::margin::Holder, String> {
+    let mut command = Command::new(kazoo_python());
+    command
+        .arg(repo_root().join("tests/trust/peers/kazoo_partition_holder.py"))
+        .args([servers, path, &session.as_millis().to_string()]);
+    crate::margin::Holder::spawn("kazoo", command, log)
 }

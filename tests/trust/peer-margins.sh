@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Issue 12, part 3: the partition margins of the peers (Curator, kazoo) and zklock, measured against a real
+# ZooKeeper through the fault proxy (tests/trust/tests/peer_margins.rs; README.md here has the
+# numbers). It takes a few minutes; the rounds run one at a time so they do not disturb each
+# other's timing.
+#
+#   tests/trust/peer-margins.sh                 # 5 rounds per holder per session timeout
+#   tests/trust/peer-margins.sh kazoo           # one holder (a test-name filter)
+#   ZKLOCK_MARGIN_ROUNDS=20 tests/trust/peer-margins.sh
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+CARGO="${CARGO:-cargo}"
+# A private temp dir for the server, the holders and their logs.
+TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/zklock-margins.XXXXXX")"
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+"$CARGO" test -q -p zklock-trust --test peer_margins -- --ignored --nocapture --test-threads 1 "$@"
