@@ -584,10 +584,16 @@ class Lock:
         the awaiting task removes the waiting node."""
         seconds = _check_timeout(timeout)
         key, entry, native = self._begin()
+        pending = native.acquire_async(seconds)
         try:
-            taken = await native.acquire_async(seconds)
+            taken = await pending
         except BaseException:
             self._abort(key, entry)
+            if pending.done() and not pending.cancelled() and pending.exception() is None:
+                # The lock was granted, but this task was cancelled before it resumed: nobody
+                # will hold that lease, so it is released (at once, in the background) rather
+                # than left to the garbage collector, which never releases a lock.
+                pending.result().release_async()
             raise
         return self._finish(key, entry, taken)
 
