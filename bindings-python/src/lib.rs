@@ -78,9 +78,23 @@ fn deadline_of(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Instant>
             let d =
                 zklock::duration_from_secs_f64(secs, "timeout").map_err(|e| to_py_err(py, e))?;
             Ok(Some(Instant::now().checked_add(d).ok_or_else(|| {
-                invalid(py, format!("timeout {secs} is out of range"))
+                invalid(py, format!("timeout {} is out of range", secs_str(secs)))
             })?))
         }
+    }
+}
+
+/// A number of seconds for a message, short whatever its size: `2.5 s`, `1e+300 s` (Python's
+/// own notation past a million; a plain `{}` of an `f64` writes every digit).
+fn secs_str(secs: f64) -> String {
+    if secs.is_finite() && secs.abs() >= 1e6 {
+        let e = format!("{secs:e}");
+        match e.split_once('e') {
+            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp} s"),
+            _ => format!("{e} s"),
+        }
+    } else {
+        format!("{secs} s")
     }
 }
 
@@ -314,6 +328,31 @@ fn call_unraisable(callback: Py<PyAny>) {
 #[pyclass(frozen, module = "zklock._zklock", name = "Client")]
 struct PyClient {
     client: zklock::Client,
+    /// The process the client was made in (a child forked after it connected cannot use it).
+    pid: u32,
+}
+
+impl PyClient {
+    /// `ClientClosed` after `close()` or in a child process after fork(), before any lock
+    /// object is made (the docstring of `Client.lock` promises it).
+    fn check_usable(&self, py: Python<'_>) -> PyResult<()> {
+        if self.client.is_closed() {
+            return Err(to_py_err(
+                py,
+                zklock::Error::Closed(format!("the client for {} is closed", self.client.hosts())),
+            ));
+        }
+        if self.pid != std::process::id() {
+            return Err(to_py_err(
+                py,
+                zklock::Error::Closed(
+                    "this client was created before fork(); create a new client in the child process"
+                        .into(),
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[pymethods]
@@ -359,7 +398,10 @@ impl PyClient {
             async move { zklock::Client::connect(&hosts, options).await },
             None,
         )?;
-        Ok(PyClient { client })
+        Ok(PyClient {
+            client,
+            pid: std::process::id(),
+        })
     }
 
     /// Closes the session; leases taken through it become lost. Idempotent.
@@ -391,12 +433,14 @@ impl PyClient {
     /// A mutex on `path` (a new core lock value: its own re-entrancy count).
     #[pyo3(signature = (path, reentrant=true))]
     fn mutex(&self, py: Python<'_>, path: &str, reentrant: bool) -> PyResult<NativeLock> {
+        self.check_usable(py)?;
         let lock = self.client.mutex(path).map_err(|e| to_py_err(py, e))?;
         Ok(NativeLock::single(lock.reentrant(reentrant)))
     }
 
     /// Both sides of a read/write lock on `path`: `(read, write)`.
     fn rw_lock(&self, py: Python<'_>, path: &str) -> PyResult<(NativeLock, NativeLock)> {
+        self.check_usable(py)?;
         let rw = Arc::new(self.client.rw_lock(path).map_err(|e| to_py_err(py, e))?);
         Ok((
             NativeLock::new(Inner::Read(rw.clone())),
@@ -406,6 +450,7 @@ impl PyClient {
 
     /// A multi-lock over existing core lock values (sharing their re-entrancy).
     fn multi_lock(&self, py: Python<'_>, members: Vec<Py<NativeLock>>) -> PyResult<NativeLock> {
+        self.check_usable(py)?;
         let mut locks: Vec<&zklock::Lock> = Vec::with_capacity(members.len());
         for m in &members {
             match m.get().as_lock() {
@@ -646,22 +691,86 @@ impl NativeLease {
         }
     }
 
-    fn take(&self, py: Python<'_>) -> PyResult<zklock::Lease> {
-        if self.pid != std::process::id() {
-            return Err(to_py_err(
-                py,
-                zklock::Error::Closed(format!(
-                    "the lease on {} was taken before fork(); only the parent process can release it",
-                    self.path
-                )),
-            ));
+    /// `ClientClosed` in a child process after fork(): the lease and its session belong to the
+    /// parent, so the child can neither use it nor know its state (it must not read `held`).
+    fn check_process(&self, py: Python<'_>) -> PyResult<()> {
+        if self.pid == std::process::id() {
+            return Ok(());
         }
+        Err(to_py_err(
+            py,
+            zklock::Error::Closed(format!(
+                "the lease on {} was taken before fork(); it belongs to the parent process, \
+                 which alone can know its state or release it",
+                self.path
+            )),
+        ))
+    }
+
+    fn take(&self, py: Python<'_>) -> PyResult<zklock::Lease> {
+        self.check_process(py)?;
         let taken = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
         taken.ok_or_else(|| to_py_err(py, self.not_held()))
     }
 
+    fn state_str(&self) -> &'static str {
+        match &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(lease) => lease.state().as_str(),
+            None => LeaseState::Released.as_str(),
+        }
+    }
+
     fn not_held(&self) -> zklock::Error {
         zklock::Error::NotHeld(format!("the lease on {} was already released", self.path))
+    }
+}
+
+/// Garbage collection never releases a lock: a lease that is still held (or suspended) when
+/// its last reference goes is detached, not released. Its node stays until the client closes,
+/// its session ends or the process exits (as with kazoo and Curator), and a `ResourceWarning`
+/// naming the path says so. A released or lost lease has nothing to keep and is dropped as
+/// usual; a lease inherited through fork() belongs to the parent and is left alone.
+impl Drop for NativeLease {
+    fn drop(&mut self) {
+        let Some(lease) = self
+            .lease
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
+        if self.pid != std::process::id() {
+            lease.detach();
+            return;
+        }
+        if !matches!(lease.state(), LeaseState::Held | LeaseState::Suspended) {
+            return;
+        }
+        lease.detach();
+        let message = format!(
+            "a zklock lease on {} was garbage-collected while held; the lock stays held until \
+             its client is closed or the process exits (release the lease, or use `with`)",
+            self.path
+        );
+        // Dropped by the garbage collector, with the GIL held; after the interpreter is gone
+        // there is nobody left to warn.
+        let _ = Python::try_attach(|py| warn_resource(py, &message));
+    }
+}
+
+/// Issues a `ResourceWarning` from a destructor: an exception being raised meanwhile is kept,
+/// and a warning turned into an error (`-W error`) goes to `sys.unraisablehook`.
+fn warn_resource(py: Python<'_>, message: &str) {
+    let pending = PyErr::take(py);
+    let text = std::ffi::CString::new(message.replace('\0', ""))
+        .unwrap_or_else(|_| c"a zklock lease was garbage-collected while held".to_owned());
+    let category = py.get_type::<pyo3::exceptions::PyResourceWarning>();
+    if let Err(err) = PyErr::warn(py, category.as_any(), &text, 1) {
+        err.write_unraisable(py, None);
+    }
+    if let Some(pending) = pending {
+        pending.restore(py);
     }
 }
 
@@ -701,24 +810,26 @@ impl NativeLease {
         self.paths.clone()
     }
 
-    /// 'held', 'suspended', 'lost' or 'released'.
+    /// 'held', 'suspended', 'lost' or 'released'; `ClientClosed` in a child process after
+    /// fork().
     #[getter]
-    fn state(&self) -> &'static str {
-        match &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(lease) => lease.state().as_str(),
-            None => LeaseState::Released.as_str(),
-        }
+    fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.check_process(py)?;
+        Ok(self.state_str())
     }
 
-    fn is_held(&self) -> bool {
-        match &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
+    fn is_held(&self, py: Python<'_>) -> PyResult<bool> {
+        self.check_process(py)?;
+        let held = match &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
             Some(lease) => lease.is_held(),
             None => false,
-        }
+        };
+        Ok(held)
     }
 
     /// Calls `callback()` once, on zklock's callback thread, if the lease is lost.
     fn on_lost(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        self.check_process(py)?;
         if !callback.bind(py).is_callable() {
             return Err(PyTypeError::new_err("on_lost() needs a callable"));
         }
@@ -732,6 +843,7 @@ impl NativeLease {
     /// Calls `callback(state)` on zklock's callback thread at every change of the lease's state
     /// ('held', 'suspended', 'lost', 'released'), ending after a final state.
     fn on_state(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        self.check_process(py)?;
         if !callback.bind(py).is_callable() {
             return Err(PyTypeError::new_err("on_state() needs a callable"));
         }
@@ -767,7 +879,11 @@ impl NativeLease {
             "<zklock._zklock.NativeLease path={:?} token={} state={}>",
             self.path,
             self.token,
-            self.state()
+            if self.pid == std::process::id() {
+                self.state_str()
+            } else {
+                "forked"
+            }
         )
     }
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from typing import List, Tuple
 
@@ -132,6 +133,31 @@ def test_cancelling_a_waiting_task_removes_its_node(client, other, path):
 
     asyncio.run(main())
     assert_empty_eventually(client, path)
+
+
+def test_a_task_cancelled_just_after_its_lock_was_granted_releases_it(client, other, path):
+    """The grant reaches the task's future, then the task is cancelled before it resumes: the
+    lease nobody will hold is released (garbage collection would keep it held)."""
+
+    async def main() -> None:
+        lock = client.lock(path)
+        task = asyncio.create_task(lock.acquire_async())
+        await asyncio.sleep(0)  # the task now awaits the grant
+        # The loop stands still (blocking calls on purpose): the grant is queued for it.
+        assert wait_until(lambda: len(nodes(client, path)) == 1, 5), "the acquire made no node"
+        time.sleep(0.5)
+        assert not task.done()
+        await asyncio.sleep(0)  # the grant is delivered; the task is due to resume next
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not lock.locked()
+
+    asyncio.run(main())
+    gc.collect()
+    assert_empty_eventually(client, path, 5)
+    with other.lock(path).hold(timeout=5):
+        pass
 
 
 def test_async_release_and_lease_release_async(client, path):

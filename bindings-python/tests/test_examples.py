@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ def test_typed_example_runs(servers):
 @pytest.mark.parametrize(
     "target",
     [
-        [str(EXAMPLES / "typed_example.py"), str(EXAMPLES / "worker.py")],
+        [str(EXAMPLES / "typed_example.py"), str(EXAMPLES / "worker.py"), str(EXAMPLES / "readme.py")],
         ["-p", "zklock"],  # the package itself: its annotations agree with _zklock.pyi
     ],
     ids=["examples", "package"],
@@ -65,3 +66,23 @@ def test_mypy_strict_accepts_the_typed_code(target):
         capture_output=True, text=True, timeout=300, cwd=str(EXAMPLES),
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+README = HERE.parent / "README.md"
+README_EXAMPLE = EXAMPLES / "readme.py"
+
+
+def test_the_readme_example_is_examples_readme_py_verbatim():
+    snippet = README_EXAMPLE.read_text().strip("\n")
+    assert f"```python\n{snippet}\n```" in README.read_text(), (
+        "bindings-python/README.md must show examples/readme.py verbatim"
+    )
+
+
+def test_the_readme_example_runs_as_written(servers):
+    env = {**os.environ, "ZKLOCK_SERVERS": servers}
+    out = subprocess.run([sys.executable, "-W", "error::ResourceWarning", str(README_EXAMPLE)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    tokens = [line.split()[-1] for line in out.stdout.splitlines() if line.startswith("fencing token")]
+    assert len(tokens) == 2 and all(int(t) > 0 for t in tokens), out.stdout

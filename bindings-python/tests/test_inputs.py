@@ -207,3 +207,40 @@ def test_exception_hierarchy():
     assert issubclass(zklock.ZkLockError, Exception)
     assert zklock.LockTimeout("m").kind == "timeout"
     assert str(zklock.LockTimeout("boom")) == "boom"
+
+
+@pytest.mark.parametrize("seconds", [1e300, 1e19, 1.5e30])
+def test_a_huge_timeout_is_refused_with_a_short_message(client, servers, path, seconds):
+    """A timeout no clock can reach is InvalidArgument, and its message writes the number in
+    exponent form (`1e+300 s`), not as hundreds of digits."""
+    import asyncio
+
+    lock = client.lock(path)
+    messages = []
+    with pytest.raises(zklock.InvalidArgument) as info:
+        lock.acquire(timeout=seconds)
+    messages.append(str(info.value))
+    with pytest.raises(zklock.InvalidArgument) as info:
+        lock.hold(timeout=seconds).__enter__()
+    messages.append(str(info.value))
+
+    async def main() -> None:
+        with pytest.raises(zklock.InvalidArgument) as info:
+            await lock.acquire_async(timeout=seconds)
+        messages.append(str(info.value))
+
+    asyncio.run(main())
+    # A session timeout that large is refused the same way, or clamped (the server grants what
+    # it allows, and says so): either is fine, an internal error is not.
+    try:
+        granted = zklock.Client(servers, session_timeout=seconds, connect_timeout=5.0)
+    except zklock.InvalidArgument as e:
+        messages.append(str(e))
+    else:
+        with granted:
+            assert 0 < granted.session_timeout < 1e6, granted.session_timeout
+    for message in messages:
+        assert "timeout" in message, messages
+        assert "0" * 12 not in message and len(message) < 160, messages
+    assert not lock.locked()
+    assert lock.participants() == []

@@ -92,6 +92,38 @@ def test_sigint_uncaught_exits_and_leaves_no_node(client, other, path):
         assert wait_until(lambda: not child_nodes(client, path), 3), child_nodes(client, path)
 
 
+def test_sigint_interrupts_a_blocked_acquire_within_a_second_while_the_server_is_unreachable(
+    harness, client, other, path
+):
+    """Ctrl-C during an outage (a black hole 0.5 s before it) interrupts at once: it does not
+    wait for the server to answer the removal of the waiting node, which goes on in the
+    background and is done once the server is back."""
+    with other.lock(path):
+        child = start_child(harness.proxy, path, "acquire")
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "waiting"
+            assert wait_until(lambda: len(child_nodes(client, path)) == 1, 15), "child never queued"
+            harness.command("blackhole")
+            try:
+                time.sleep(0.5)
+                sent = time.monotonic()
+                child.send_signal(signal.SIGINT)
+                line = child.stdout.readline().strip()
+                took = time.monotonic() - sent
+            finally:
+                harness.command("heal")
+            print(f"KeyboardInterrupt during an outage after {took:.3f} s")
+            assert line.startswith("interrupted"), (line, child.stderr.read() if child.poll() is not None else "")  # type: ignore[union-attr]
+            assert took < 1.0, f"KeyboardInterrupt during an outage took {took:.3f} s"
+            assert child.stdout.readline().strip() == "not-locked"
+            # Back in contact, the child's waiting node goes although the child lives on.
+            assert wait_until(lambda: not child_nodes(client, path), 20), child_nodes(client, path)
+        finally:
+            child.communicate("\n", timeout=60)
+    assert_empty_eventually(client, path)
+
+
 def test_custom_signal_handler_exception_interrupts_wait(client, other, path):
     """Any exception raised by a Python signal handler interrupts a wait in the main thread."""
 

@@ -9,10 +9,14 @@ fencing token on every lease and a lost signal. The locks have the shapes of
     with zklock.Client("127.0.0.1:2181", session_timeout=10.0) as client:
         lock = client.lock("/locks/orders")     # re-entrant per thread (per task under asyncio)
         with lock as lease:                      # the GIL is released while waiting
-            write(row, fence=lease.token)
+            print("fencing token", lease.token)
 
-        async with lock as lease:                # never blocks the event loop
-            ...
+    async def main() -> None:
+        async with await zklock.Client.connect_async("127.0.0.1:2181") as client:
+            async with client.lock("/locks/orders") as lease:  # never blocks the event loop
+                print("fencing token", lease.token)
+
+    asyncio.run(main())
 
 Re-entrancy follows Curator: a thread that holds a lock may take it again (it only counts up),
 while another thread of the same process contends for it like another process would. Under
@@ -218,6 +222,11 @@ class Lease:
     ``state`` is ``'held'``, ``'suspended'`` (disconnected: we cannot know whether we still hold
     it), ``'lost'`` (final) or ``'released'``. ``lost`` is a :class:`threading.Event` set when the
     lease is lost; ``on_lost(callback)`` calls ``callback()`` once, from zklock's callback thread.
+
+    A lease stays held until it is released, its client is closed or the process exits: garbage
+    collection never releases it (a lease collected while held emits a ``ResourceWarning`` and
+    its node stays until the client closes). In a child process made by ``fork()``, a lease of
+    the parent raises :class:`ClientClosed` for its state, ``lost``, callbacks and release.
     """
 
     __slots__ = ("_native", "_lock", "_key", "_entry", "_done", "_signal", "__weakref__")
@@ -233,13 +242,14 @@ class Lease:
         self._signal: Optional[_LostSignal] = None
 
     def _lost_signal(self) -> _LostSignal:
+        state = self._native.state  # ClientClosed in a child process after fork()
         signal = self._signal
         if signal is None:
             with _mu:
                 signal = self._signal
                 if signal is None:
                     signal = _LostSignal(threading.Event())
-                    if self._native.state == "lost":
+                    if state == "lost":
                         signal.event.set()  # visible at once; callbacks still run once via fire()
                     self._native.on_lost(signal.fire)
                     self._signal = signal
@@ -318,7 +328,11 @@ class Lease:
             self._lock._forget(self)
 
     def __repr__(self) -> str:
-        return f"<zklock.Lease path={self.path!r} token={self.token} state={self.state!r}>"
+        try:
+            state = self.state
+        except ClientClosed:
+            state = "forked"  # a lease of the parent process, seen in a child
+        return f"<zklock.Lease path={self.path!r} token={self.token} state={state!r}>"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -570,10 +584,16 @@ class Lock:
         the awaiting task removes the waiting node."""
         seconds = _check_timeout(timeout)
         key, entry, native = self._begin()
+        pending = native.acquire_async(seconds)
         try:
-            taken = await native.acquire_async(seconds)
+            taken = await pending
         except BaseException:
             self._abort(key, entry)
+            if pending.done() and not pending.cancelled() and pending.exception() is None:
+                # The lock was granted, but this task was cancelled before it resumed: nobody
+                # will hold that lease, so it is released (at once, in the background) rather
+                # than left to the garbage collector, which never releases a lock.
+                pending.result().release_async()
             raise
         return self._finish(key, entry, taken)
 
