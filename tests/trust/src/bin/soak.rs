@@ -20,6 +20,8 @@ const CLIENTS: usize = 6;
 
 struct Shared {
     started: Instant,
+    /// The client in a long critical section now, plus one (0: none): the partition's target.
+    long_holder: AtomicUsize,
     /// Critical sections per lock.
     sections: Vec<Mutex<Vec<Section>>>,
     registers: Vec<FencedRegister>,
@@ -48,6 +50,7 @@ fn main() {
         .collect();
     let shared = Arc::new(Shared {
         started: Instant::now(),
+        long_holder: AtomicUsize::new(0),
         sections: (0..LOCKS).map(|_| Mutex::new(Vec::new())).collect(),
         registers: (0..LOCKS).map(|_| FencedRegister::default()).collect(),
         ops: AtomicUsize::new(0),
@@ -77,21 +80,15 @@ fn main() {
         seed ^= seed << 17;
         let member = (seed % 3) as usize;
         let to_member = |f: &dyn Fn(&Proxy)| proxies.iter().for_each(|c| f(&c[member]));
-        match (seed >> 8) % 6 {
+        // Half of the faults partition one client; the rest hit one member for everyone.
+        match (seed >> 8) % 10 {
             0 => to_member(&|p| p.cut()),
             1 => {
                 to_member(&|p| p.blackhole());
                 std::thread::sleep(Duration::from_millis(1000 + seed % 3000));
                 to_member(&|p| p.heal());
             }
-            5 => {
-                // One client partitioned from the whole ensemble, often past its session
-                // timeout (4 s), while the others go on.
-                let client = (seed >> 16) as usize % CLIENTS;
-                proxies[client].iter().for_each(Proxy::blackhole);
-                std::thread::sleep(Duration::from_millis(2000 + seed % 5000));
-                proxies[client].iter().for_each(Proxy::heal);
-            }
+            4 => to_member(&|p| p.delay(50)),
             2 => {
                 zk.restart(member).expect("restart member");
             }
@@ -102,7 +99,18 @@ fn main() {
                     zk.restart(leader).expect("restart leader");
                 }
             }
-            _ => to_member(&|p| p.delay(50)),
+            _ => {
+                // One client partitioned from the whole ensemble, often past its session
+                // timeout (4 s), while the others go on: preferably one in a long critical
+                // section, whose lost signal must then end it before another client enters.
+                let client = match shared.long_holder.load(Ordering::SeqCst) {
+                    0 => (seed >> 16) as usize % CLIENTS,
+                    holder => holder - 1,
+                };
+                proxies[client].iter().for_each(Proxy::blackhole);
+                std::thread::sleep(Duration::from_millis(2000 + seed % 5000));
+                proxies[client].iter().for_each(Proxy::heal);
+            }
         }
         faults += 1;
         std::thread::sleep(Duration::from_millis(500));
@@ -196,9 +204,21 @@ fn worker(c: usize, servers: &str, shared: &Shared) {
             {
                 shared.fenced_rejections.fetch_add(1, Ordering::SeqCst);
             }
-            // Mostly short sections; every tenth one long enough to be caught by a partition.
-            let work = if i % 10 == 0 { 3000 } else { 2 };
+            // Mostly short sections; every fifth one long enough to be caught by a partition.
+            let long = i % 5 == 0;
+            if long {
+                shared.long_holder.store(c + 1, Ordering::SeqCst);
+            }
+            let work = if long { 6000 } else { 2 };
             let lost = lost_rx.recv_timeout(Duration::from_millis(work)).is_ok();
+            if long {
+                let _ = shared.long_holder.compare_exchange(
+                    c + 1,
+                    0,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                );
+            }
             let exit = shared.started.elapsed().as_nanos() as i128;
             shared.sections[l].lock().unwrap().push(Section {
                 who: format!("client{c}{}", if lost { "-lost" } else { "" }),
