@@ -205,7 +205,7 @@ fn worker(c: usize, servers: &str, shared: &Shared) {
                 shared.fenced_rejections.fetch_add(1, Ordering::SeqCst);
             }
             // Mostly short sections; every fifth one long enough to be caught by a partition.
-            let long = i % 5 == 0;
+            let long = i.is_multiple_of(5);
             if long {
                 shared.long_holder.store(c + 1, Ordering::SeqCst);
             }
