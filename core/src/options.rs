@@ -95,11 +95,12 @@ impl Options {
             )));
         }
         if self.session_timeout > MAX_SESSION_TIMEOUT {
+            // The server clamps what it is asked to its maxSessionTimeout (20 ticks by
+            // default); Client::session_timeout() says what it granted.
             return Err(Error::invalid(format!(
-                "session timeout {:?} is too long: ZooKeeper's connect request holds at most {:?} \
-                 (the server then clamps it to its maxSessionTimeout, 20 ticks by default; \
-                 Client::session_timeout() says what it granted)",
-                self.session_timeout, MAX_SESSION_TIMEOUT
+                "session timeout of {:e} s is too long (ZooKeeper's connect request holds at most {} s)",
+                self.session_timeout.as_secs_f64(),
+                MAX_SESSION_TIMEOUT.as_secs()
             )));
         }
         if self.connect_timeout.is_zero() {
