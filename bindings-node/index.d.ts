@@ -91,7 +91,11 @@ export declare class Client implements AsyncDisposable {
   rwLock(path: string): RwLock
   /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
   multiLock(paths: readonly string[]): MultiLock
-  /** Closes the session: its leases are lost; later calls reject with ZKLOCK_CLOSED. */
+  /**
+   * Closes the session: its leases are lost (when it resolves, each one's state is 'lost', its
+   * signal aborted and 'lost' emitted); later calls reject with ZKLOCK_CLOSED. A client still
+   * open when the process exits is closed then.
+   */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }
@@ -106,7 +110,10 @@ export declare class Lock {
   acquire(options?: AcquireOptions): Promise<Lease>
   /** One attempt: null when someone else holds the lock. */
   tryAcquire(): Promise<Lease | null>
-  /** Runs `fn` under the lock and releases it afterwards, also when `fn` throws. */
+  /**
+   * Runs `fn` under the lock and releases it afterwards, also when `fn` throws. Rejects with
+   * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished.
+   */
   using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>>
   /** The queue: holder(s) first, then waiters in order. */
   participants(): Promise<Participant[]>
@@ -139,7 +146,11 @@ export interface LeaseEvents {
   lost: [error: ZkLockError]
 }
 
-/** A held lock. It stays held until released or lost, also when no longer referenced. */
+/**
+ * A held lock. It stays held until released, lost, its client closed or the process exits;
+ * garbage collection never releases it (a held lease no longer referenced emits a
+ * 'ZklockWarning' process warning).
+ */
 export declare class Lease extends EventEmitter implements AsyncDisposable {
   private constructor()
   /** The fencing token: strictly increases from one holder of the lock to the next. */
@@ -151,6 +162,7 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   readonly paths: string[]
   /** The path of the lock this lease holds. */
   readonly lockPath: string
+  /** Reading 'lost' means `signal` is aborted and 'lost' emitted already. */
   readonly state: LeaseState
   /** Aborted once when the lease is lost; its reason is a ZKLOCK_LOST error. */
   readonly signal: AbortSignal

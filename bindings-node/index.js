@@ -112,14 +112,25 @@ function checkMillis(value, what, allowInfinity) {
 
 function checkSignal(value) {
   if (value === undefined || value === null) return undefined
-  if (
-    typeof value !== 'object' ||
-    typeof value.aborted !== 'boolean' ||
-    typeof value.addEventListener !== 'function'
-  ) {
+  if (typeof value !== 'object') {
     throw invalid(`signal must be an AbortSignal, got ${describe(value)}`)
   }
+  // What acquire() uses of it, checked before anything is acquired.
+  const missing = [
+    typeof value.aborted !== 'boolean' && 'a boolean aborted',
+    typeof value.addEventListener !== 'function' && 'addEventListener',
+    typeof value.removeEventListener !== 'function' && 'removeEventListener',
+  ].filter(Boolean)
+  if (missing.length) {
+    throw invalid(`signal must be an AbortSignal, got an object without ${missing.join(', ')}`)
+  }
   return value
+}
+
+/** A look-alike signal's own method threw: the caller's input is at fault. */
+function signalMethodFailed(method, e) {
+  const message = e instanceof Error ? e.message : String(e)
+  return zkError(ErrorCode.INVALID_ARGUMENT, `signal.${method} threw: ${message}`, e)
 }
 
 function acquireOptions(options) {
@@ -150,14 +161,39 @@ function internalOnly(token, what) {
 
 // Client ----------------------------------------------------------------------------------
 
+// Native clients not closed yet. A process that exits with one open (process.exit(), an
+// uncaught exception, the end of the script) closes it synchronously in its 'exit' event, so
+// its lock nodes go at once instead of after the session timeout. Kept until closed: an open
+// session (and the locks it holds) does not end because a Client object became unreachable.
+const openClients = new Set()
+let exitHookInstalled = false
+
+function closeOpenClients() {
+  for (const nativeClient of openClients) {
+    try {
+      nativeClient.closeSync()
+    } catch {
+      // Exiting anyway: the session ends with its timeout.
+    }
+  }
+  openClients.clear()
+}
+
 /** One ZooKeeper session. Make it with `Client.connect`. */
 class Client {
   #native
+  /** LeaseCores of this client's leases that are not lost or released yet. */
+  #leases = new Set()
 
   /** @private */
   constructor(token, nativeClient) {
     internalOnly(token, 'Client')
     this.#native = nativeClient
+    openClients.add(nativeClient)
+    if (!exitHookInstalled) {
+      exitHookInstalled = true
+      process.on('exit', closeOpenClients)
+    }
   }
 
   /**
@@ -207,14 +243,20 @@ class Client {
     if (o.reentrant !== undefined && typeof o.reentrant !== 'boolean') {
       throw invalid(`reentrant must be a boolean, got ${describe(o.reentrant)}`)
     }
-    return new Mutex(kInternal, call(() => this.#native.mutex(path, o.reentrant !== false)))
+    const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false))
+    return new Mutex(kInternal, nativeLock, this.#leases)
   }
 
   /** A read/write lock on `path`: `.read` and `.write` are its two sides. */
   rwLock(path) {
     checkString(path, 'path')
     const [read, write] = call(() => this.#native.rwLock(path))
-    return new RwLock(kInternal, path, new Lock(kInternal, read), new Lock(kInternal, write))
+    return new RwLock(
+      kInternal,
+      path,
+      new Lock(kInternal, read, this.#leases),
+      new Lock(kInternal, write, this.#leases),
+    )
   }
 
   /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
@@ -223,16 +265,22 @@ class Client {
       throw invalid(`paths must be an array of strings, got ${describe(paths)}`)
     }
     paths.forEach((p, i) => checkString(p, `paths[${i}]`))
-    return new MultiLock(kInternal, call(() => this.#native.multiLock(paths)), [...paths])
+    const nativeLock = call(() => this.#native.multiLock(paths))
+    return new MultiLock(kInternal, nativeLock, this.#leases, [...paths])
   }
 
-  /** Closes the session: every lease taken through it is lost, later calls reject. */
+  /**
+   * Closes the session: every lease taken through it is lost, later calls reject. When it
+   * resolves, each lease's state is 'lost', its signal aborted and its 'lost' event emitted.
+   */
   async close() {
     try {
       await this.#native.close()
     } catch (e) {
       throw translate(e)
     }
+    openClients.delete(this.#native)
+    for (const core of [...this.#leases]) core.sync()
   }
 
   async [Symbol.asyncDispose]() {
@@ -253,11 +301,13 @@ function call(fn) {
 /** A lock on one path (a mutex or one side of a RwLock), or a multi-lock. */
 class Lock {
   #native
+  #leases
 
   /** @private */
-  constructor(token, nativeLock) {
+  constructor(token, nativeLock, leases) {
     internalOnly(token, 'Lock')
     this.#native = nativeLock
+    this.#leases = leases
   }
 
   /** The lock's path (for a multi-lock, its paths joined with commas). */
@@ -277,27 +327,47 @@ class Lock {
   async acquire(options) {
     const { timeoutMs, signal } = acquireOptions(options)
     if (signal && signal.aborted) throw abortError(this.path, signal)
-    const pending = call(() => this.#native.startAcquire(timeoutMs))
-    const onAbort = () => pending.cancel()
-    if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    /** @type {any} */
+    let pending = null
+    const onAbort = () => {
+      if (pending) pending.cancel()
+    }
+    // Listen before starting, so that a signal that cannot be listened to costs nothing.
+    if (signal) {
+      try {
+        signal.addEventListener('abort', onAbort, { once: true })
+      } catch (e) {
+        throw signalMethodFailed('addEventListener', e)
+      }
+    }
+    const unlisten = () => {
+      if (signal) signal.removeEventListener('abort', onAbort)
+    }
     let nativeLease
     try {
+      pending = call(() => this.#native.startAcquire(timeoutMs))
       nativeLease = await pending.wait()
     } catch (e) {
+      try {
+        unlisten()
+      } catch {
+        // The acquire failed: that is the error to report.
+      }
       if (signal && signal.aborted && isZkLockError(e) && e.code === ErrorCode.ABORTED) {
         throw abortError(this.path, signal)
       }
       throw translate(e)
-    } finally {
-      if (signal) signal.removeEventListener('abort', onAbort)
     }
-    const lease = new Lease(kInternal, nativeLease, this.path)
-    if (signal && signal.aborted) {
+    // The lock is ours: from here every way out but returning the lease gives it back.
+    return this.#adopt(nativeLease, () => {
+      try {
+        unlisten()
+      } catch (e) {
+        throw signalMethodFailed('removeEventListener', e)
+      }
       // Aborted just as the lock came: give it back, the caller asked not to have it.
-      await lease.release().catch(() => {})
-      throw abortError(this.path, signal)
-    }
-    return lease
+      if (signal && signal.aborted) throw abortError(this.path, signal)
+    })
   }
 
   /** One attempt: a Lease, or null when someone else holds the lock. */
@@ -308,12 +378,27 @@ class Lock {
     } catch (e) {
       throw translate(e)
     }
-    return nativeLease ? new Lease(kInternal, nativeLease, this.path) : null
+    return nativeLease ? this.#adopt(nativeLease, () => {}) : null
+  }
+
+  /** Wraps an acquired native lease; if `check` (or anything) throws, releases it first. */
+  async #adopt(nativeLease, check) {
+    let lease = null
+    try {
+      lease = new Lease(kInternal, new LeaseCore(nativeLease, this.path, this.#leases))
+      check()
+      return lease
+    } catch (e) {
+      await (lease ? lease.release() : nativeLease.release()).catch(() => {})
+      throw e
+    }
   }
 
   /**
    * Runs `fn(lease)` under the lock and releases it afterwards, also when `fn` throws.
-   * Resolves with what `fn` returns. `options` are `acquire`'s.
+   * Resolves with what `fn` returns; rejects with `fn`'s error, or with ZKLOCK_LOST when the
+   * lease was lost before `fn` finished (its result was made without the lock). `options` are
+   * `acquire`'s.
    */
   async using(fn, options) {
     if (typeof fn !== 'function') throw invalid(`fn must be a function, got ${describe(fn)}`)
@@ -325,7 +410,17 @@ class Lock {
       await lease.release().catch(() => {})
       throw e
     }
-    await lease.release()
+    const lostInside = lease.state === 'lost'
+    const outcome = await lease.release()
+    if (lostInside || outcome === 'wasLost') {
+      const reason = lease.signal.aborted ? lease.signal.reason : undefined
+      throw zkError(
+        ErrorCode.LOST,
+        `the lease on ${this.path} was lost before the using() callback finished` +
+          (reason ? ` (${reason.message})` : ''),
+        reason,
+      )
+    }
     return result
   }
 
@@ -347,8 +442,8 @@ class MultiLock extends Lock {
   #paths
 
   /** @private */
-  constructor(token, nativeLock, paths) {
-    super(token, nativeLock)
+  constructor(token, nativeLock, leases, paths) {
+    super(token, nativeLock, leases)
     this.#paths = paths
   }
 
@@ -388,48 +483,60 @@ function abortError(lockPath, signal) {
 // Leases ----------------------------------------------------------------------------------
 
 /**
- * A held lock. Events: 'suspended' (connection lost, holding is uncertain), 'resumed' (back
- * to held), 'lost' (final, once, with the ZKLOCK_LOST error). `signal` aborts when lost.
- * A lease stays held until released or lost, also when no longer referenced.
+ * What a lease needs to stay correct after its `Lease` object is garbage-collected: the native
+ * lease (so that the lock is not released), the AbortController (a kept `lease.signal` still
+ * aborts when lost) and the state the events were derived from. The core's state callback
+ * holds it until a final state; it holds the `Lease` only weakly, or strongly while the lease
+ * has event listeners (someone waits for them).
  */
-class Lease extends EventEmitter {
-  #native
-  #lockPath
-  #controller = new AbortController()
-  #last = 'held'
-  #lost = false
-  #releasing = null
-
-  /** @private */
-  constructor(token, nativeLease, lockPath) {
-    super()
-    internalOnly(token, 'Lease')
-    this.#native = nativeLease
-    this.#lockPath = lockPath
-    nativeLease.onState((state) => this.#onState(state))
-    const now = nativeLease.state
-    if (now !== 'held') this.#onState(now)
+class LeaseCore {
+  constructor(nativeLease, lockPath, leases) {
+    this.native = nativeLease
+    this.lockPath = lockPath
+    this.controller = new AbortController()
+    /** The client's set of live cores, for close() to bring them up to date. */
+    this.leases = leases
+    this.last = 'held'
+    this.lost = false
+    /** release() was called: no more events. */
+    this.done = false
+    /** @type {WeakRef<Lease> | null} */
+    this.ref = null
+    /** @type {Lease | null} */
+    this.pin = null
+    leases.add(this)
+    nativeLease.onState((state) => this.apply(state))
   }
 
-  #onState(state) {
-    if (this.#releasing) return
+  /** Brings the JS side up to the native state now (close() resolved, or someone looked). */
+  sync(now = this.native.state) {
+    if (now !== this.last) this.apply(now)
+  }
+
+  /** One state change: the state, the event and (when lost) the abort, all in one go. */
+  apply(state) {
+    if (this.done || this.lost) return
+    const previous = this.last
+    this.last = state
+    const lease = this.pin || (this.ref && this.ref.deref())
     try {
-      const previous = this.#last
-      this.#last = state
       if (state === 'suspended' && previous !== 'suspended') {
-        this.emit('suspended')
+        if (lease) lease.emit('suspended')
       } else if (state === 'held' && previous === 'suspended') {
-        this.emit('resumed')
-      } else if (state === 'lost' && !this.#lost) {
-        this.#lost = true
-        const reason = this.#native.lostReason
+        if (lease) lease.emit('resumed')
+      } else if (state === 'lost') {
+        this.lost = true
+        this.finish()
+        const reason = this.native.lostReason
         const err = zkError(
           ErrorCode.LOST,
-          `the lease on ${this.#lockPath} (node ${this.path}, token ${this.token}) was lost` +
+          `the lease on ${this.lockPath} (node ${this.native.path}, token ${this.native.token}) was lost` +
             (reason ? `: ${reason}` : ''),
         )
-        this.#controller.abort(err)
-        this.emit('lost', err)
+        this.controller.abort(err)
+        if (lease) lease.emit('lost', err)
+      } else if (state === 'released') {
+        this.finish()
       }
     } catch (e) {
       // A throwing listener is the listener's bug: report it like any uncaught exception.
@@ -439,60 +546,118 @@ class Lease extends EventEmitter {
     }
   }
 
+  /** A final state: nothing left to warn about or to bring up to date. */
+  finish() {
+    this.leases.delete(this)
+    leaseFinalizer.unregister(this)
+  }
+
+  /** The Lease object was garbage-collected (see leaseFinalizer). */
+  collected() {
+    this.sync()
+    if (this.done || this.lost) return
+    process.emitWarning(
+      `a held lease on ${this.lockPath} (node ${this.native.path}, token ${this.native.token}) ` +
+        'was garbage-collected without release(); the lock is still held, and stays held until ' +
+        'its client closes or the process exits. Keep the lease and call release() ' +
+        '(or use mutex.using() / await using).',
+      { type: 'ZklockWarning', code: 'ZKLOCK_LEASE_UNRELEASED' },
+    )
+  }
+}
+
+// Garbage collection never releases a lock: it only warns (the native lease is kept by its
+// LeaseCore, and let go without releasing if ever collected itself).
+const leaseFinalizer = new FinalizationRegistry((/** @type {LeaseCore} */ core) => core.collected())
+
+/**
+ * A held lock. Events: 'suspended' (connection lost, holding is uncertain), 'resumed' (back
+ * to held), 'lost' (final, once, with the ZKLOCK_LOST error). `signal` aborts when lost.
+ * A lease stays held until released, lost, its client closed or the process exits, also when
+ * no longer referenced (then the process gets a 'ZklockWarning').
+ */
+class Lease extends EventEmitter {
+  #core
+  #releasing = null
+
+  /** @private */
+  constructor(token, core) {
+    super()
+    internalOnly(token, 'Lease')
+    this.#core = core
+    core.ref = new WeakRef(this)
+    leaseFinalizer.register(this, core, core)
+    core.sync()
+  }
+
+  /** A lease with listeners stays reachable (from its core) until a final state. */
+  #listened(event, listener) {
+    checkListener(event, listener)
+    if (!this.#core.done && !this.#core.lost) this.#core.pin = this
+    return listener
+  }
+
   on(event, listener) {
-    return super.on(event, checkListener(event, listener))
+    return super.on(event, this.#listened(event, listener))
   }
 
   addListener(event, listener) {
-    return super.addListener(event, checkListener(event, listener))
+    return super.addListener(event, this.#listened(event, listener))
   }
 
   once(event, listener) {
-    return super.once(event, checkListener(event, listener))
+    return super.once(event, this.#listened(event, listener))
   }
 
   prependListener(event, listener) {
-    return super.prependListener(event, checkListener(event, listener))
+    return super.prependListener(event, this.#listened(event, listener))
   }
 
   prependOnceListener(event, listener) {
-    return super.prependOnceListener(event, checkListener(event, listener))
+    return super.prependOnceListener(event, this.#listened(event, listener))
   }
 
   /** The fencing token (bigint): strictly increases from one holder of the lock to the next. */
   get token() {
-    return this.#native.token
+    return this.#core.native.token
   }
 
   /** Every member's token (a multi-lock has several), in path order. */
   get tokens() {
-    return this.#native.tokens
+    return this.#core.native.tokens
   }
 
   /** Full path of our lock node (the first member's for a multi-lock). */
   get path() {
-    return this.#native.path
+    return this.#core.native.path
   }
 
   /** Full paths of every member's node. */
   get paths() {
-    return this.#native.paths
+    return this.#core.native.paths
   }
 
   /** The path of the lock this lease holds. */
   get lockPath() {
-    return this.#lockPath
+    return this.#core.lockPath
   }
 
-  /** 'held' | 'suspended' | 'lost' | 'released' */
+  /**
+   * 'held' | 'suspended' | 'lost' | 'released'. Reading 'lost' means `signal` is aborted and
+   * 'lost' emitted already.
+   */
   get state() {
-    if (this.#lost) return 'lost'
-    return this.#native.state
+    const core = this.#core
+    const now = core.native.state
+    if (!core.done) core.sync(now)
+    return core.lost ? 'lost' : now
   }
 
   /** An AbortSignal aborted once when the lease is lost; its reason is a ZKLOCK_LOST error. */
   get signal() {
-    return this.#controller.signal
+    const core = this.#core
+    if (!core.done) core.sync()
+    return core.controller.signal
   }
 
   /**
@@ -501,9 +666,14 @@ class Lease extends EventEmitter {
    */
   async release() {
     if (this.#releasing) {
-      throw zkError(ErrorCode.NOT_HELD, `the lease on ${this.#lockPath} was already released`)
+      throw zkError(ErrorCode.NOT_HELD, `the lease on ${this.lockPath} was already released`)
     }
-    this.#releasing = this.#native.release()
+    const core = this.#core
+    // A loss that already happened is reported before the release hides it.
+    core.sync()
+    core.done = true
+    core.finish()
+    this.#releasing = core.native.release()
     try {
       return await this.#releasing
     } catch (e) {

@@ -130,6 +130,9 @@ fn deadline(timeout_ms: Option<f64>) -> Result<Option<Instant>, zklock::Error> {
 // ---------------------------------------------------------------------------------------------
 // Client
 
+/// Runtime scheduler rounds `close_sync` lets run before the process exits.
+const EXIT_DRAIN_ROUNDS: usize = 32;
+
 /// One ZooKeeper session (`zklock::Client`).
 #[napi]
 pub struct NativeClient {
@@ -256,6 +259,26 @@ impl NativeClient {
     pub async fn close(&self) -> napi::Result<()> {
         self.inner.close().await;
         Ok(())
+    }
+
+    /// Closes the session, blocking the JS thread until the core has done so. Only for
+    /// index.js's `process.on('exit')` hook, where nothing asynchronous runs any more: a
+    /// process that exits with a client open (`process.exit()`, an uncaught exception) frees
+    /// its lock nodes at once instead of after the session timeout.
+    #[napi(catch_unwind)]
+    pub fn close_sync(&self) {
+        self.inner.blocking_close();
+        // The close only starts there: the transport sends CloseSession once the session's
+        // in-flight requests (a waiting acquire's, say) have let go of it, a few polls later
+        // on the runtime thread. Let every task that is ready run (no timer: each round
+        // yields to what is queued and to the I/O driver) before the process goes away.
+        // (Until the core's close waits for the transport itself.)
+        let _ = zklock::runtime::block_on(async {
+            for _ in 0..EXIT_DRAIN_ROUNDS {
+                tokio::task::yield_now().await;
+            }
+            Ok(())
+        });
     }
 }
 
@@ -491,6 +514,19 @@ impl NativeLease {
 
     fn take(&self) -> Option<zklock::Lease> {
         self.lease.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// Garbage collection never releases a lock: when the JS side lets go of a lease that is still
+/// held (index.js warns), the handle is given up without releasing, and the lock stays held
+/// until the client closes, the session ends or the process exits.
+impl Drop for NativeLease {
+    fn drop(&mut self) {
+        if let Some(lease) = self.take() {
+            if matches!(lease.state(), LeaseState::Held | LeaseState::Suspended) {
+                lease.detach();
+            }
+        }
     }
 }
 

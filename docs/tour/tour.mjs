@@ -1,3 +1,4 @@
+// tour.mjs: an ES module (import, top-level await), so a .mjs file or "type": "module"
 import { Client } from 'zklock'
 
 const client = await Client.connect(process.env.ZKLOCK_SERVERS ?? '127.0.0.1:2181', { sessionTimeoutMs: 10_000 })
