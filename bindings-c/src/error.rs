@@ -54,6 +54,7 @@ impl zklock_status {
             K::Closed => ZKLOCK_CLOSED,
             K::Permission => ZKLOCK_PERMISSION,
             K::ZooKeeper => ZKLOCK_ZOOKEEPER,
+            K::Internal => ZKLOCK_PANIC,
         }
     }
 

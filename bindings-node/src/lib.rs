@@ -38,6 +38,7 @@ pub fn code_of(kind: ErrorKind) -> &'static str {
         ErrorKind::Closed => "ZKLOCK_CLOSED",
         ErrorKind::Permission => "ZKLOCK_PERMISSION",
         ErrorKind::ZooKeeper => "ZKLOCK_ZOOKEEPER",
+        ErrorKind::Internal => "ZKLOCK_INTERNAL",
     }
 }
 
@@ -55,7 +56,7 @@ fn js_err(e: zklock::Error) -> napi::Error<Code> {
 }
 
 fn invalid(msg: impl Into<String>) -> zklock::Error {
-    zklock::Error::InvalidArgument(msg.into())
+    zklock::Error::new(ErrorKind::InvalidArgument, msg)
 }
 
 /// The outcome of an async call. Its conversion to JS runs on the JS thread: a success becomes
@@ -386,7 +387,7 @@ impl NativeLock {
         let path = self.path.clone();
         let result = match join(zklock::runtime::spawn(fut), &path).await {
             Ok(lease) => Ok(Some(NativeLease::new(lease))),
-            Err(zklock::Error::Timeout(_)) => Ok(None),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
             Err(e) => Err(e),
         };
         Ok(Settled(result))
@@ -448,12 +449,11 @@ async fn join(
 ) -> zklock::Result<zklock::Lease> {
     match handle.await {
         Ok(r) => r,
-        Err(e) if e.is_cancelled() => Err(zklock::Error::Cancelled(format!(
-            "the acquire of {path} was aborted"
-        ))),
-        Err(_) => Err(zklock::Error::ZooKeeper(format!(
-            "internal error: the acquire of {path} panicked"
-        ))),
+        Err(e) if e.is_cancelled() => Err(zklock::Error::new(
+            ErrorKind::Cancelled,
+            format!("the acquire of {path} was aborted"),
+        )),
+        Err(e) => Err(zklock::Error::from_join(e)),
     }
 }
 
@@ -608,9 +608,10 @@ impl NativeLease {
         let path = self.path.clone();
         settle_from_core(env, async move {
             match lease {
-                None => Err(zklock::Error::NotHeld(format!(
-                    "the lease on {path} was already released"
-                ))),
+                None => Err(zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!("the lease on {path} was already released"),
+                )),
                 Some(lease) => lease.release().await.map(|r| {
                     match r {
                         Released::Released => "released",

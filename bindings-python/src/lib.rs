@@ -46,6 +46,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Closed => "ClientClosed",
         ErrorKind::Permission => "PermissionDenied",
         ErrorKind::ZooKeeper => "ZooKeeperError",
+        ErrorKind::Internal => "InternalError",
     }
 }
 
@@ -67,7 +68,7 @@ fn to_py_err(py: Python<'_>, err: zklock::Error) -> PyErr {
 
 /// `zklock.InvalidArgument` for a value the core has no check for.
 fn invalid(py: Python<'_>, message: impl Into<String>) -> PyErr {
-    to_py_err(py, zklock::Error::InvalidArgument(message.into()))
+    to_py_err(py, zklock::Error::new(ErrorKind::InvalidArgument, message))
 }
 
 /// A timeout argument in seconds: `None` waits forever, otherwise a finite number >= 0.
@@ -145,8 +146,9 @@ where
                 // The task ended without sending: it panicked inside the core.
                 return Err(to_py_err(
                     py,
-                    zklock::Error::ZooKeeper(
-                        "internal error: a zklock task ended without a result".into(),
+                    zklock::Error::new(
+                        ErrorKind::Internal,
+                        "internal error: a zklock task ended without a result",
                     ),
                 ));
             }
@@ -339,15 +341,17 @@ impl PyClient {
         if self.client.is_closed() {
             return Err(to_py_err(
                 py,
-                zklock::Error::Closed(format!("the client for {} is closed", self.client.hosts())),
+                zklock::Error::new(
+                    ErrorKind::Closed,
+                    format!("the client for {} is closed", self.client.hosts()),
+                ),
             ));
         }
         if self.pid != std::process::id() {
             return Err(to_py_err(
                 py,
-                zklock::Error::Closed(
-                    "this client was created before fork(); create a new client in the child process"
-                        .into(),
+                zklock::Error::new(ErrorKind::Closed,
+                    "this client was created before fork(); create a new client in the child process",
                 ),
             ));
         }
@@ -518,9 +522,9 @@ impl NativeLock {
         }
         Err(to_py_err(
             py,
-            zklock::Error::Closed(
-                "this lock was created before fork(); create a new client in the child process"
-                    .into(),
+            zklock::Error::new(
+                ErrorKind::Closed,
+                "this lock was created before fork(); create a new client in the child process",
             ),
         ))
     }
@@ -543,7 +547,9 @@ impl NativeLock {
         match (&self.inner, self.as_lock()) {
             (Inner::Multi(m), _) => Box::pin(m.acquire_with(deadline, cancel)),
             (_, Some(lock)) => Box::pin(lock.acquire_with(deadline, cancel)),
-            (_, None) => Box::pin(async { Err(zklock::Error::InvalidArgument("no lock".into())) }),
+            (_, None) => {
+                Box::pin(async { Err(zklock::Error::new(ErrorKind::InvalidArgument, "no lock")) })
+            }
         }
     }
 }
@@ -565,8 +571,9 @@ impl NativeLock {
                 Box::pin(async move { rw.participants().await })
             }
             Inner::Multi(_) => Box::pin(async {
-                Err(zklock::Error::InvalidArgument(
-                    "participants() of a multi-lock: ask its members".into(),
+                Err(zklock::Error::new(
+                    ErrorKind::InvalidArgument,
+                    "participants() of a multi-lock: ask its members",
                 ))
             }),
         }
@@ -699,11 +706,14 @@ impl NativeLease {
         }
         Err(to_py_err(
             py,
-            zklock::Error::Closed(format!(
-                "the lease on {} was taken before fork(); it belongs to the parent process, \
+            zklock::Error::new(
+                ErrorKind::Closed,
+                format!(
+                    "the lease on {} was taken before fork(); it belongs to the parent process, \
                  which alone can know its state or release it",
-                self.path
-            )),
+                    self.path
+                ),
+            ),
         ))
     }
 
@@ -721,7 +731,10 @@ impl NativeLease {
     }
 
     fn not_held(&self) -> zklock::Error {
-        zklock::Error::NotHeld(format!("the lease on {} was already released", self.path))
+        zklock::Error::new(
+            ErrorKind::NotHeld,
+            format!("the lease on {} was already released", self.path),
+        )
     }
 }
 

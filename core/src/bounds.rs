@@ -74,11 +74,11 @@ pub(crate) fn guard(
             }
         };
         tokio::select! {
-            _ = timed_out => Error::Timeout(format!(
+            _ = timed_out => Error::timeout(format!(
                 "timed out waiting for the lock {what} (no answer from ZooKeeper in time; \
                  any node of this attempt is removed in the background)"
             )),
-            _ = cancelled => Error::Cancelled(format!("the acquire of {what} was cancelled")),
+            _ = cancelled => Error::cancelled(format!("the acquire of {what} was cancelled")),
         }
     }))
 }

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::lease::on_runtime;
 use crate::lock::{Lock, MultiLock, RwLock};
 use crate::options::{AclPolicy, Options};
@@ -111,7 +111,7 @@ impl Client {
     pub async fn close(&self) {
         let this = self.clone();
         let _ = on_runtime(async move {
-            this.close_now();
+            this.close_on_runtime().await;
             Ok(())
         })
         .await;
@@ -121,18 +121,18 @@ impl Client {
     pub fn blocking_close(&self) {
         let this = self.clone();
         let _ = runtime::block_on(async move {
-            this.close_now();
+            this.close_on_runtime().await;
             Ok(())
         });
     }
 
-    fn close_now(&self) {
+    /// Closes the session and waits (a little) until ZooKeeper has been told: a process that
+    /// exits right after `close` must not leave its nodes for the session timeout.
+    async fn close_on_runtime(&self) {
         if !self.inner.closed.swap(true, Ordering::AcqRel) {
             let session = self.inner.current.lock().unwrap().clone();
-            session.kill(Error::Closed(format!(
-                "the client for {} was closed",
-                self.inner.hosts
-            )));
+            let reason = Error::closed(format!("the client for {} was closed", self.inner.hosts));
+            session.close(reason).await;
         }
     }
 
@@ -166,15 +166,15 @@ impl Client {
 
     pub(crate) fn check_usable(&self) -> Result<()> {
         if self.is_closed() {
-            return Err(Error::Closed(format!(
-                "the client for {} is closed",
-                self.inner.hosts
-            )));
+            return Err(Error::new(
+                ErrorKind::Closed,
+                format!("the client for {} is closed", self.inner.hosts),
+            ));
         }
         if self.inner.pid != runtime::current_pid() {
-            return Err(Error::Closed(
-                "this client was created before fork(); create a new client in the child process"
-                    .into(),
+            return Err(Error::new(
+                ErrorKind::Closed,
+                "this client was created before fork(); create a new client in the child process",
             ));
         }
         Ok(())

@@ -1,113 +1,193 @@
-//! The one error type of zklock. Every face maps these variants once (see ../shared/API.md).
+//! The one error type of zklock: a kind (what a face maps to its idiom, in one table per face), a
+//! message for people (naming the path or value involved and the cause), and the ZooKeeper
+//! error behind it when there is one. `docs/contract.md` lists the kinds and each face's names.
+
+use std::sync::Arc;
 
 use zookeeper_client as zk;
 
-/// Every failure zklock reports. Each variant carries a message that names the path or value
-/// involved and the cause, ready to show to a person.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// The deadline passed before the lock was acquired.
-    #[error("{0}")]
-    Timeout(String),
-    /// The caller cancelled the acquire.
-    #[error("{0}")]
-    Cancelled(String),
-    /// The lease was lost while it was held.
-    #[error("{0}")]
-    LockLost(String),
-    /// The client's ZooKeeper session expired.
-    #[error("{0}")]
-    SessionExpired(String),
-    /// The ensemble could not be reached within the connect timeout.
-    #[error("{0}")]
-    Connection(String),
-    /// Release by a caller that holds nothing.
-    #[error("{0}")]
-    NotHeld(String),
-    /// A read holder asked for the write lock.
-    #[error("{0}")]
-    UpgradeNotAllowed(String),
-    /// A bad path, connect string, duration or option.
-    #[error("{0}")]
-    InvalidArgument(String),
-    /// Use after the client was closed.
-    #[error("{0}")]
-    Closed(String),
-    /// ZooKeeper's ACL refused the operation.
-    #[error("{0}")]
-    Permission(String),
-    /// Any other server error; ZooKeeper's own wording is in the message.
-    #[error("{0}")]
-    ZooKeeper(String),
-}
-
-/// The kind of an [`Error`] without its message, for the faces' one mapping table.
+/// What went wrong, without the details: each face maps these to its own names once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
+    /// The deadline passed before the lock was acquired.
     Timeout,
+    /// The caller cancelled the acquire.
     Cancelled,
+    /// The lease was lost while it was held.
     LockLost,
+    /// The client's ZooKeeper session expired.
     SessionExpired,
+    /// The ensemble could not be reached within the connect timeout.
     Connection,
+    /// Release by a caller that holds nothing.
     NotHeld,
+    /// A read holder asked for the write lock.
     UpgradeNotAllowed,
+    /// A bad path, connect string, duration, name or option.
     InvalidArgument,
+    /// Use after the client was closed.
     Closed,
+    /// ZooKeeper's ACL refused the operation.
     Permission,
+    /// Any other server error; ZooKeeper's own wording is in the message.
     ZooKeeper,
+    /// A bug in zklock (a task panicked); the C face reports it as `ZKLOCK_PANIC`.
+    Internal,
 }
 
-impl Error {
-    pub fn kind(&self) -> ErrorKind {
+impl ErrorKind {
+    /// Every kind, in the contract's order.
+    pub const ALL: [ErrorKind; 12] = [
+        ErrorKind::Timeout,
+        ErrorKind::Cancelled,
+        ErrorKind::LockLost,
+        ErrorKind::SessionExpired,
+        ErrorKind::Connection,
+        ErrorKind::NotHeld,
+        ErrorKind::UpgradeNotAllowed,
+        ErrorKind::InvalidArgument,
+        ErrorKind::Closed,
+        ErrorKind::Permission,
+        ErrorKind::ZooKeeper,
+        ErrorKind::Internal,
+    ];
+
+    /// The kind's name in the contract (and the conformance cases): `Timeout`, `LockLost`, ...
+    pub fn as_str(self) -> &'static str {
         match self {
-            Error::Timeout(_) => ErrorKind::Timeout,
-            Error::Cancelled(_) => ErrorKind::Cancelled,
-            Error::LockLost(_) => ErrorKind::LockLost,
-            Error::SessionExpired(_) => ErrorKind::SessionExpired,
-            Error::Connection(_) => ErrorKind::Connection,
-            Error::NotHeld(_) => ErrorKind::NotHeld,
-            Error::UpgradeNotAllowed(_) => ErrorKind::UpgradeNotAllowed,
-            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
-            Error::Closed(_) => ErrorKind::Closed,
-            Error::Permission(_) => ErrorKind::Permission,
-            Error::ZooKeeper(_) => ErrorKind::ZooKeeper,
+            ErrorKind::Timeout => "Timeout",
+            ErrorKind::Cancelled => "Cancelled",
+            ErrorKind::LockLost => "LockLost",
+            ErrorKind::SessionExpired => "SessionExpired",
+            ErrorKind::Connection => "Connection",
+            ErrorKind::NotHeld => "NotHeld",
+            ErrorKind::UpgradeNotAllowed => "UpgradeNotAllowed",
+            ErrorKind::InvalidArgument => "InvalidArgument",
+            ErrorKind::Closed => "Closed",
+            ErrorKind::Permission => "Permission",
+            ErrorKind::ZooKeeper => "ZooKeeper",
+            ErrorKind::Internal => "Internal",
         }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ErrorKind {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<ErrorKind> {
+        ErrorKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == name)
+            .ok_or_else(|| Error::invalid(format!("no error kind is called {name:?}")))
+    }
+}
+
+/// Every failure zklock reports.
+#[derive(Debug, Clone)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    /// The ZooKeeper error this one reports, when there is one.
+    source: Option<Arc<zk::Error>>,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Two errors are equal when their kinds and messages are.
+impl PartialEq for Error {
+    fn eq(&self, other: &Error) -> bool {
+        self.kind == other.kind && self.message == other.message
+    }
+}
+
+impl Eq for Error {}
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error {
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
     }
 
     pub fn message(&self) -> &str {
-        match self {
-            Error::Timeout(m)
-            | Error::Cancelled(m)
-            | Error::LockLost(m)
-            | Error::SessionExpired(m)
-            | Error::Connection(m)
-            | Error::NotHeld(m)
-            | Error::UpgradeNotAllowed(m)
-            | Error::InvalidArgument(m)
-            | Error::Closed(m)
-            | Error::Permission(m)
-            | Error::ZooKeeper(m) => m,
-        }
+        &self.message
     }
 
-    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
-        Error::InvalidArgument(msg.into())
+    /// The ZooKeeper error behind this one, if any.
+    pub fn zookeeper_error(&self) -> Option<&zk::Error> {
+        self.source.as_deref()
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub(crate) fn timeout(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Timeout, message)
+    }
+
+    pub(crate) fn cancelled(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Cancelled, message)
+    }
+
+    pub(crate) fn closed(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Closed, message)
     }
 
     /// Maps a ZooKeeper client error met while doing `what` (e.g. "create /locks/a/_c_..").
     pub(crate) fn from_zk(err: zk::Error, what: &str) -> Error {
-        let msg = format!("{what}: {err}");
-        match err {
+        let kind = match err {
             zk::Error::NoAuth | zk::Error::AuthFailed | zk::Error::InvalidAcl => {
-                Error::Permission(msg)
+                ErrorKind::Permission
             }
-            zk::Error::SessionExpired | zk::Error::SessionMoved => Error::SessionExpired(msg),
+            zk::Error::SessionExpired | zk::Error::SessionMoved => ErrorKind::SessionExpired,
             zk::Error::ConnectionLoss | zk::Error::NoHosts | zk::Error::Timeout => {
-                Error::Connection(msg)
+                ErrorKind::Connection
             }
-            zk::Error::ClientClosed => Error::Closed(msg),
-            zk::Error::BadArguments(_) => Error::InvalidArgument(msg),
-            _ => Error::ZooKeeper(msg),
+            zk::Error::ClientClosed => ErrorKind::Closed,
+            zk::Error::BadArguments(_) => ErrorKind::InvalidArgument,
+            _ => ErrorKind::ZooKeeper,
+        };
+        Error {
+            kind,
+            message: format!("{what}: {err}"),
+            source: Some(Arc::new(err)),
+        }
+    }
+
+    /// A task of the runtime that did not finish: cancelled (dropped), or a bug (it panicked).
+    pub fn from_join(err: tokio::task::JoinError) -> Error {
+        if err.is_cancelled() {
+            Error::cancelled("the operation was cancelled")
+        } else {
+            Error::new(
+                ErrorKind::Internal,
+                "internal error: a zklock task panicked (please report it)",
+            )
         }
     }
 }
@@ -132,11 +212,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn zk_errors_map_to_kinds() {
-        assert_eq!(
-            Error::from_zk(zk::Error::NoAuth, "create /a").kind(),
-            ErrorKind::Permission
-        );
+    fn zk_errors_map_to_kinds_and_keep_the_zookeeper_error() {
+        let denied = Error::from_zk(zk::Error::NoAuth, "create /a");
+        assert_eq!(denied.kind(), ErrorKind::Permission);
+        assert_eq!(denied.zookeeper_error(), Some(&zk::Error::NoAuth));
+        assert!(std::error::Error::source(&denied).is_some());
         assert_eq!(
             Error::from_zk(zk::Error::SessionExpired, "x").kind(),
             ErrorKind::SessionExpired
@@ -148,5 +228,26 @@ mod tests {
         let other = Error::from_zk(zk::Error::NotEmpty, "delete /a");
         assert_eq!(other.kind(), ErrorKind::ZooKeeper);
         assert!(other.message().starts_with("delete /a: "), "{other}");
+    }
+
+    #[test]
+    fn kind_names_read_back() {
+        for kind in ErrorKind::ALL {
+            assert_eq!(kind.as_str().parse::<ErrorKind>().unwrap(), kind);
+        }
+        assert_eq!(
+            "Nope".parse::<ErrorKind>().unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn a_panicked_task_is_an_internal_error() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let join = rt.block_on(async { tokio::spawn(async { panic!("boom") }).await });
+        let err = Error::from_join(join.unwrap_err());
+        assert_eq!(err.kind(), ErrorKind::Internal);
     }
 }

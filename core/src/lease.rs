@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use zookeeper_client as zk;
 
-use crate::error::{is_transient, Error, Result};
+use crate::error::{is_transient, Error, ErrorKind, Result};
 use crate::lock::LockInner;
 use crate::own_watch::OwnWatch;
 use crate::runtime;
@@ -181,10 +181,10 @@ impl LeaseShared {
     /// the session dies, in which case the ephemeral node is gone anyway.
     pub(crate) async fn delete(self: Arc<Self>) -> Result<Released> {
         if self.released.swap(true, Ordering::AcqRel) {
-            return Err(Error::NotHeld(format!(
-                "the lease on {} was already released",
-                self.node
-            )));
+            return Err(Error::new(
+                ErrorKind::NotHeld,
+                format!("the lease on {} was already released", self.node),
+            ));
         }
         let was_lost = self.state() == LeaseState::Lost;
         self.set_state(LeaseState::Released);
@@ -465,12 +465,7 @@ pub(crate) fn on_runtime<T: Send + 'static>(
     async move {
         match (&mut task.0).await {
             Ok(r) => r,
-            Err(e) if e.is_cancelled() => {
-                Err(Error::Cancelled("the operation was cancelled".into()))
-            }
-            Err(_) => Err(Error::ZooKeeper(
-                "internal error: a zklock task panicked".into(),
-            )),
+            Err(e) => Err(Error::from_join(e)),
         }
     }
 }

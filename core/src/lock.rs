@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use crate::bounds;
 use crate::cancel::CancelToken;
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::lease::{on_runtime, Lease, LeaseShared, LeaseState, Part, Released};
 use crate::protocol::{self, Library, NodeKind};
 use crate::recipe::{self, Request};
@@ -269,7 +269,7 @@ impl Lock {
 fn none_on_timeout(result: Result<Lease>) -> Result<Option<Lease>> {
     match result {
         Ok(lease) => Ok(Some(lease)),
-        Err(Error::Timeout(_)) => Ok(None),
+        Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -369,12 +369,15 @@ impl LockInner {
                 Some(d) => tokio::time::timeout_at(d, self.gate.acquire())
                     .await
                     .map_err(|_| {
-                        Error::Timeout(format!("timed out waiting for the lock {}", self.path))
+                        Error::new(
+                            ErrorKind::Timeout,
+                            format!("timed out waiting for the lock {}", self.path),
+                        )
                     })?,
             };
             permit
                 .map(|p| p.forget())
-                .map_err(|_| Error::Closed("the lock's gate was closed".into()))
+                .map_err(|_| Error::closed("the lock's gate was closed"))
         };
         let cancelled = async {
             match cancel {
@@ -442,7 +445,7 @@ impl LockInner {
             return Ok(None);
         };
         match (self.kind, peer.held_node()) {
-            (NodeKind::Write, Some(_)) => Err(Error::UpgradeNotAllowed(format!(
+            (NodeKind::Write, Some(_)) => Err(Error::new(ErrorKind::UpgradeNotAllowed, format!(
                 "cannot take the write lock on {} while holding its read lock (upgrade is not allowed; release the read lock first)",
                 self.path
             ))),

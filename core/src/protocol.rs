@@ -1,7 +1,7 @@
 //! The lock protocol on the wire: validating paths, naming our nodes byte-for-byte like Curator,
 //! and reading every peer's node names (Curator, kazoo, go-zookeeper) into an ordered queue.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// What a lock node asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -225,9 +225,10 @@ pub(crate) fn blocker(
     kind: NodeKind,
 ) -> Result<Option<(usize, usize)>> {
     let Some(my_index) = queue.iter().position(|c| c.name == me) else {
-        return Err(Error::ZooKeeper(format!(
-            "our lock node {me} is no longer among the children"
-        )));
+        return Err(Error::new(
+            ErrorKind::ZooKeeper,
+            format!("our lock node {me} is no longer among the children"),
+        ));
     };
     let before = &queue[..my_index];
     if kind.is_exclusive() {

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use crate::cancel::CancelToken;
-use crate::error::{is_transient, Error, Result};
+use crate::error::{is_transient, Error, ErrorKind, Result};
 use crate::lease::LeaseShared;
 use crate::options::AclPolicy;
 use crate::protocol::{self, NodeKind};
@@ -179,11 +179,17 @@ async fn find_own(session: &Session, dir: &str, prefix: &str) -> Result<Option<(
 }
 
 pub(crate) fn cancelled_error(dir: &str) -> Error {
-    Error::Cancelled(format!("the acquire of {dir} was cancelled"))
+    Error::new(
+        ErrorKind::Cancelled,
+        format!("the acquire of {dir} was cancelled"),
+    )
 }
 
 pub(crate) fn timeout_error(dir: &str) -> Error {
-    Error::Timeout(format!("timed out waiting for the lock {dir}"))
+    Error::new(
+        ErrorKind::Timeout,
+        format!("timed out waiting for the lock {dir}"),
+    )
 }
 
 /// Creates the lock parent and its ancestors as container nodes (the server reaps them empty).
@@ -468,9 +474,7 @@ impl Future for EventWait<'_> {
         let died = unsafe { Pin::new_unchecked(&mut this.died) };
         if poll_until(died, cx, || session.is_dead(), || session.link_changed()) {
             let err = session.dead_reason();
-            return Poll::Ready(Err(
-                err.unwrap_or_else(|| Error::Closed("session closed".into()))
-            ));
+            return Poll::Ready(Err(err.unwrap_or_else(|| Error::closed("session closed"))));
         }
         if let (Some(token), Some(cancelled)) = (this.cancel, this.cancelled.as_mut()) {
             if poll_until(

@@ -100,10 +100,9 @@ pub(crate) fn claim_transport() -> Result<()> {
     if pid == std::process::id() {
         Ok(())
     } else {
-        Err(Error::Closed(
+        Err(Error::closed(
             "this process was forked after its parent connected to ZooKeeper, and the connection machinery does not survive fork(); \
-             fork before the first client connects, or start child processes fresh (exec, or a spawn/forkserver start method)"
-                .into(),
+             fork before the first client connects, or start child processes fresh (exec, or a spawn/forkserver start method)",
         ))
     }
 }
@@ -137,7 +136,7 @@ where
         tx.send(fut.await).ok();
     });
     rx.recv()
-        .unwrap_or_else(|_| Err(Error::Closed("the zklock runtime stopped".into())))
+        .unwrap_or_else(|_| Err(Error::closed("the zklock runtime stopped")))
 }
 
 #[cfg(test)]

@@ -12,12 +12,16 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::lease::{LeaseShared, LeaseState};
 use crate::lifeline::{self, Lifeline};
 use crate::options::Options;
 use crate::own_watch;
 use crate::signal::Signal;
+
+/// How long closing a client waits for the transport to tell ZooKeeper (in-flight requests that
+/// still hold the transport let go when they fail, which the dead session makes quick).
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The values of `Session::link`.
 const CONNECTED: u8 = 0;
@@ -74,18 +78,22 @@ impl Session {
                     last_error = err.to_string();
                 }
                 Ok(Err(zk::Error::AuthFailed)) => {
-                    return Err(Error::Permission(format!(
-                        "ZooKeeper at {hosts} refused the credentials"
-                    )))
+                    return Err(Error::new(
+                        ErrorKind::Permission,
+                        format!("ZooKeeper at {hosts} refused the credentials"),
+                    ))
                 }
                 Ok(Err(err)) => return Err(Error::from_zk(err, &format!("connect to {hosts}"))),
                 Err(_) => last_error = "connect attempt timed out".into(),
             }
             if Instant::now() + Duration::from_millis(100) >= deadline {
-                return Err(Error::Connection(format!(
-                    "cannot reach ZooKeeper at {hosts} within {:?}: {last_error}",
-                    options.connect_timeout
-                )));
+                return Err(Error::new(
+                    ErrorKind::Connection,
+                    format!(
+                        "cannot reach ZooKeeper at {hosts} within {:?}: {last_error}",
+                        options.connect_timeout
+                    ),
+                ));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
@@ -117,7 +125,7 @@ impl Session {
             .lock()
             .unwrap()
             .clone()
-            .ok_or_else(|| Error::Closed("the ZooKeeper session is closed".into()))
+            .ok_or_else(|| Error::closed("the ZooKeeper session is closed"))
     }
 
     pub(crate) fn dead_reason(&self) -> Option<Error> {
@@ -129,7 +137,7 @@ impl Session {
                 .lock()
                 .unwrap()
                 .clone()
-                .unwrap_or_else(|| Error::Closed("session closed".into())),
+                .unwrap_or_else(|| Error::closed("session closed")),
         )
     }
 
@@ -146,7 +154,7 @@ impl Session {
     pub(crate) async fn died(&self) -> Error {
         self.link.wait_until(|l| l == DEAD).await;
         self.dead_reason()
-            .unwrap_or_else(|| Error::Closed("session closed".into()))
+            .unwrap_or_else(|| Error::closed("session closed"))
     }
 
     /// Waits until connected (or returns at once). Fails when the session dies or the deadline passes.
@@ -160,9 +168,10 @@ impl Session {
         match deadline {
             None => wait.await,
             Some(d) => tokio::time::timeout_at(d, wait).await.unwrap_or_else(|_| {
-                Err(Error::Timeout(format!(
-                    "{what}: timed out while disconnected from ZooKeeper"
-                )))
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!("{what}: timed out while disconnected from ZooKeeper"),
+                ))
             }),
         }
     }
@@ -205,6 +214,25 @@ impl Session {
         for lease in leases {
             lease.lose(reason.message());
         }
+    }
+
+    /// Kills the session (`kill`) and waits until the transport has sent ZooKeeper its
+    /// CloseSession (then the server deletes our nodes at once), at most `CLOSE_WAIT`.
+    pub(crate) async fn close(&self, reason: Error) {
+        let watcher = self
+            .zk
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(zk::Client::state_watcher);
+        self.kill(reason);
+        let Some(mut watcher) = watcher else { return };
+        let closed = async {
+            while !watcher.peek_state().is_terminated() {
+                watcher.changed().await;
+            }
+        };
+        let _ = tokio::time::timeout(CLOSE_WAIT, closed).await;
     }
 
     pub(crate) fn register(&self, lease: Weak<LeaseShared>) -> u64 {
@@ -270,24 +298,24 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
                 tokio::spawn(s.clone().verify_leases());
             }
             zk::SessionState::Expired => {
-                s.kill(Error::SessionExpired(format!(
-                    "ZooKeeper session 0x{:x} expired",
-                    s.id
-                )));
+                s.kill(Error::new(
+                    ErrorKind::SessionExpired,
+                    format!("ZooKeeper session 0x{:x} expired", s.id),
+                ));
                 return;
             }
             zk::SessionState::AuthFailed => {
-                s.kill(Error::Permission(format!(
-                    "ZooKeeper session 0x{:x} failed authentication",
-                    s.id
-                )));
+                s.kill(Error::new(
+                    ErrorKind::Permission,
+                    format!("ZooKeeper session 0x{:x} failed authentication", s.id),
+                ));
                 return;
             }
             _ => {
-                s.kill(Error::Closed(format!(
-                    "ZooKeeper session 0x{:x} closed",
-                    s.id
-                )));
+                s.kill(Error::new(
+                    ErrorKind::Closed,
+                    format!("ZooKeeper session 0x{:x} closed", s.id),
+                ));
                 return;
             }
         }
@@ -308,7 +336,7 @@ async fn keep_alive(session: Weak<Session>) {
         let lost_at = s.lifeline.lost_at();
         if now >= lost_at {
             let since = now.saturating_duration_since(s.lifeline.last_answered());
-            s.kill(Error::SessionExpired(format!(
+            s.kill(Error::new(ErrorKind::SessionExpired, format!(
                 "no answer from ZooKeeper to any request sent in the last {since:.1?} (session timeout {:?}); \
                  session 0x{:x} treated as expired before the server can expire it",
                 s.timeout, s.id

@@ -452,3 +452,26 @@ async fn a_detached_lease_stays_held_until_its_client_closes() {
     lease.release().await.unwrap();
     assert_empty_eventually(&path).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_a_client_has_told_zookeeper_when_it_returns() {
+    // A process that exits right after close() must not leave its nodes for the session
+    // timeout: close returns once the server has closed the session (and so deleted them).
+    let path = unique_path("close-told");
+    for _ in 0..5 {
+        let (holder, waiter) = (client().await, client().await);
+        let lease = holder.mutex(&path).unwrap().acquire().await.unwrap();
+        let waiting = tokio::spawn(waiter.mutex(&path).unwrap().acquire_until(None));
+        while children(&path).await.len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        waiter.close().await;
+        holder.close().await;
+        assert!(
+            children(&path).await.is_empty(),
+            "nodes left right after close"
+        );
+        assert!(waiting.await.unwrap().is_err());
+        drop(lease);
+    }
+}

@@ -60,6 +60,7 @@ from ._errors import (
     UpgradeNotAllowed,
     ZkLockError,
     ZooKeeperError,
+    InternalError,
 )
 
 __version__: str = _zklock.__version__
@@ -84,6 +85,7 @@ __all__ = [
     "ClientClosed",
     "PermissionDenied",
     "ZooKeeperError",
+    "InternalError",
 ]
 
 # One lock for the per-owner bookkeeping of every lock object (held only for dictionary work,

@@ -17,6 +17,7 @@ __all__ = [
     "ClientClosed",
     "PermissionDenied",
     "ZooKeeperError",
+    "InternalError",
 ]
 
 
@@ -98,6 +99,12 @@ class ZooKeeperError(ZkLockError):
     """Any other server error; ZooKeeper's own code is in the message."""
 
     kind = "zookeeper"
+
+
+class InternalError(ZkLockError):
+    """A bug in zklock (a task of its runtime panicked); please report it."""
+
+    kind = "internal"
 
 
 for _cls in list(globals().values()):
