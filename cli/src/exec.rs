@@ -8,7 +8,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use zklock::{LeaseState, Lock, Released};
 
 use crate::status::{self, Failure};
-use crate::Cli;
+use crate::Settings;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -91,7 +91,7 @@ fn exit_code(status: ExitStatus) -> i32 {
     }
 }
 
-pub async fn run(cli: &Cli, args: Args<'_>) -> Result<i32, Failure> {
+pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     let path = args.path;
     let mut signals = Signals::new()?;
     let client = tokio::select! {
