@@ -94,10 +94,10 @@ build_tests() {
       -o "$tmp/test_static" &&
     ldd "$tmp/test_shared" | grep -q "$out/libzklock.so" &&
     ! ldd "$tmp/test_static" | grep -q libzklock &&
-    "$CXX" -std=c++17 -Wall -Wextra -Werror -g -O1 -I"$root/include" bindings-c/tests/test_zklock.cpp \
+    "$CXX" -std=c++17 -Wall -Wextra -Wmissing-field-initializers -Werror -g -O1 -I"$root/include" bindings-c/tests/test_zklock.cpp \
       -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -o "$tmp/test_cpp"
 }
-step "build the C tests (shared, static) and the C++17 wrapper test (-Wall -Werror)" build_tests
+step "build the C tests (shared, static) and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
 
 # --- ZooKeeper ----------------------------------------------------------------------------
 start_harness() {

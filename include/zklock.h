@@ -5,9 +5,23 @@
  * Conventions: functions returning zklock_status give ZKLOCK_OK (0) or a negative error, with
  * the message in zklock_last_error() (per thread). Out-parameters are written only on success.
  * Every pointer argument is checked: NULL gives ZKLOCK_INVALID_ARGUMENT. Handles are opaque and
- * thread-safe; free each with its _free function (NULL is a no-op). Callbacks run on the
- * library's callback thread, never while an internal lock is held, and may call any zklock
- * function. Re-entrancy is per lock handle and thread.
+ * thread-safe; free each with its _free function (NULL is a no-op). Re-entrancy is per lock
+ * handle and thread.
+ *
+ * Handles are freed once: zklock_client_free, zklock_lock_free, zklock_lease_release and
+ * zklock_op_free each end their handle, and the pointer must not be used again (set it to NULL).
+ * The library keeps a registry of live handles and checks every handle argument against it, so
+ * the common mistake -- a second zklock_lease_release of the same lease, or any call with a
+ * freed handle -- returns ZKLOCK_INVALID_ARGUMENT ("not a live zklock_lease ...") without
+ * touching freed memory (a _free function returns and only sets zklock_last_error()). This is a
+ * safety net, not a licence: once the allocator reuses the address for a new handle of the same
+ * kind, a stale pointer names that new handle. No call on a handle may run while it is freed.
+ *
+ * Callbacks (lease state changes, async acquire completions) run on their client's own callback
+ * thread, one at a time, never while an internal lock is held, and may call any zklock
+ * function. A slow callback delays later callbacks of the same client only; another client's
+ * (a LOST notification included) are not held up. The thread ends once the client, its locks
+ * and leases are freed and the callbacks already queued have run.
  */
 
 #ifndef ZKLOCK_H
@@ -72,7 +86,9 @@ typedef enum zklock_lease_state {
 } zklock_lease_state;
 
 // A connection to a ZooKeeper ensemble (one session). Opaque; thread-safe: any number of
-// threads may use it and the locks made from it at once.
+// threads may use it and the locks made from it at once. Each client has its own callback
+// thread: the callbacks of its leases and acquires run there, one at a time, so a slow
+// callback delays only the callbacks of the same client.
 typedef struct zklock_client zklock_client;
 
 // A held lock. Opaque; give it back with `zklock_lease_release`, which also frees it.
@@ -106,7 +122,7 @@ typedef struct zklock_client_options {
     const char *identity;
 } zklock_client_options;
 
-// Called on the library's callback thread at each change of a lease's state (suspended, held
+// Called on the client's callback thread at each change of a lease's state (suspended, held
 // again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
 // that release it is not called again.
 typedef void (*zklock_state_cb)(void *user,
@@ -124,7 +140,7 @@ typedef struct zklock_mutex_options {
     bool reentrant;
 } zklock_mutex_options;
 
-// Called once when an asynchronous acquire ends, on the library's callback thread. `status` is
+// Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
 // `ZKLOCK_OK` with a `lease` the callee now owns (release it with `zklock_lease_release`, from
 // any thread), or an error with `lease` NULL and `zklock_last_error()` holding the message.
 // It may call any zklock function.
@@ -149,7 +165,8 @@ enum zklock_status zklock_client_connect(const char *hosts,
 
 // Closes the session (every lease taken through it becomes lost; locks made from it then fail
 // with `ZKLOCK_CLOSED`) and frees the client. Locks and leases made from it stay valid to free.
-// NULL is a no-op.
+// NULL is a no-op; a client already freed is detected in the common case (nothing happens and
+// `zklock_last_error()` says so).
 void zklock_client_free(struct zklock_client *client);
 
 // A static, human-readable description of a status code (never NULL). Any integer may be
@@ -162,17 +179,18 @@ const char *zklock_status_str(int status);
 const char *zklock_last_error(void);
 
 // The fencing token: the czxid of our lock node, strictly increasing from one holder of a lock
-// to the next (for a multi-lock the largest of its members'). -1 when `lease` is NULL.
+// to the next (for a multi-lock the largest of its members'). -1 when `lease` is NULL or not a live lease.
 int64_t zklock_lease_token(const struct zklock_lease *lease);
 
 // The full path of our lock node (the first member's for a multi-lock); valid until the lease
-// is released. NULL when `lease` is NULL.
+// is released. NULL when `lease` is NULL or not a live lease.
 const char *zklock_lease_path(const struct zklock_lease *lease);
 
-// The lease's current state. `ZKLOCK_LEASE_LOST` when `lease` is NULL (with the last error set).
+// The lease's current state. `ZKLOCK_LEASE_LOST` when `lease` is NULL or not a live lease
+// (with the last error set).
 enum zklock_lease_state zklock_lease_state_get(const struct zklock_lease *lease);
 
-// Calls `cb(user, lease, state)` on the library's callback thread at every change of the
+// Calls `cb(user, lease, state)` on the client's callback thread at every change of the
 // lease's state; LOST is reported exactly once (at once, if the lease is already lost or
 // suspended). A later call replaces the callback; `cb` NULL removes it. The callback may call
 // any zklock function, `zklock_lease_release(lease)` included.
@@ -186,6 +204,9 @@ enum zklock_status zklock_lease_on_state(struct zklock_lease *lease,
 // error when the node could not be deleted (the session's end removes it). Blocks until done;
 // may be called from any thread, including from the lease's own state callback. Called from
 // another thread while that callback runs, it first waits for the callback to return.
+// Releasing the same lease twice is a caller's bug that the library detects in the common
+// case: the second call returns `ZKLOCK_INVALID_ARGUMENT` and touches nothing (see the note on
+// handles at the top of zklock.h).
 enum zklock_status zklock_lease_release(struct zklock_lease *lease);
 
 // Fills `opts` with the defaults (re-entrant) and sets its `size`. NULL is a no-op.
@@ -216,7 +237,8 @@ enum zklock_status zklock_multi_new(struct zklock_client *client,
                                     struct zklock_lock **out);
 
 // Frees a lock handle. Leases taken through it stay valid (release them as usual); no call on
-// this handle may be running or start afterwards. NULL is a no-op.
+// this handle may be running or start afterwards. NULL is a no-op; a handle already freed is
+// detected in the common case (nothing happens and `zklock_last_error()` says so).
 void zklock_lock_free(struct zklock_lock *lock);
 
 // Acquires the lock, blocking the calling thread: `timeout_ms` -1 waits forever, 0 tries once,
@@ -230,7 +252,7 @@ enum zklock_status zklock_acquire(struct zklock_lock *lock,
                                   struct zklock_lease **out);
 
 // Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
-// on the library's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries
+// on the client's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries
 // once and reports `ZKLOCK_TIMEOUT` through the callback when the lock is held). The attempt
 // belongs to the calling thread's re-entrancy. On success `*op` gets a handle to free with
 // `zklock_op_free`; on failure the callback is never called.
@@ -242,10 +264,12 @@ enum zklock_status zklock_acquire_async(struct zklock_lock *lock,
 
 // Cancels the acquire: the waiting node is removed and the callback gets `ZKLOCK_CANCELLED`,
 // unless the acquire had already ended (then the callback reports how). Returns `ZKLOCK_OK`
-// for any non-NULL op; safe to call more than once and from inside callbacks.
+// for any live op; safe to call more than once and from inside callbacks. A freed op is
+// `ZKLOCK_INVALID_ARGUMENT` in the common case (see the header's note on handles).
 enum zklock_status zklock_op_cancel(struct zklock_op *op);
 
-// Frees the handle; does not cancel (the callback still comes). NULL is a no-op.
+// Frees the handle; does not cancel (the callback still comes). NULL is a no-op; an op already
+// freed is detected in the common case (nothing happens and `zklock_last_error()` says so).
 void zklock_op_free(struct zklock_op *op);
 
 #ifdef __cplusplus

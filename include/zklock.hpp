@@ -7,11 +7,11 @@
 //       write(row, lease.token());                        // fencing token
 //   }                                                     // released when it goes out of scope
 //   if (auto lease = mutex.try_acquire()) { ... }         // std::optional<zklock::lease>
-//   auto [read, write] = client.rw_lock("/locks/x");
+//   auto [read, write] = client.rwlock("/locks/x");      // zklock::rw_lock: two locks
 //
 // Handles are move-only and free what they own; errors are zklock::error exceptions carrying the
 // zklock_status (`e.status()`) and the library's message. Callbacks (std::function) run on the
-// library's callback thread; an exception escaping one is swallowed there (it cannot cross the C
+// client's callback thread; an exception escaping one is swallowed there (it cannot cross the C
 // library), so handle errors inside. Link with -lzklock (pkg-config zklock).
 #ifndef ZKLOCK_HPP
 #define ZKLOCK_HPP
@@ -273,13 +273,15 @@ struct rw_lock {
     lock write;
 };
 
-/// Options of a client; zero durations mean the library's defaults.
+/// Options of a client; zero durations mean the library's defaults. Every member has a default,
+/// so a partial aggregate initialisation (`zklock::options{2s, 5s}`) is complete and compiles
+/// cleanly under -Wextra / -Wmissing-field-initializers.
 struct options {
     std::chrono::milliseconds session_timeout{0};
     std::chrono::milliseconds connect_timeout{0};
-    std::string auth;      // "user:password", empty for none
-    std::string identity;  // empty: "host/pid"
-    int32_t acl = ZKLOCK_ACL_OPEN;
+    std::string auth{};      // "user:password", empty for none
+    std::string identity{};  // empty: "host/pid"
+    int32_t acl{ZKLOCK_ACL_OPEN};
 };
 
 /// One ZooKeeper session. Move-only; closed when destroyed.

@@ -5,6 +5,7 @@ use std::mem::{offset_of, size_of};
 use std::time::Duration;
 
 use crate::error::{guard, guard_value, zklock_status, Failure};
+use crate::handles::{self, Kind};
 use crate::str_arg;
 
 /// ACL policy for `zklock_client_options.acl`: world:anyone may do anything (the default).
@@ -15,9 +16,14 @@ pub const ZKLOCK_ACL_CREATOR_ALL: i32 = 1;
 pub const ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL: i32 = 2;
 
 /// A connection to a ZooKeeper ensemble (one session). Opaque; thread-safe: any number of
-/// threads may use it and the locks made from it at once.
+/// threads may use it and the locks made from it at once. Each client has its own callback
+/// thread: the callbacks of its leases and acquires run there, one at a time, so a slow
+/// callback delays only the callbacks of the same client.
 pub struct zklock_client {
     pub(crate) client: zklock::Client,
+    /// This client's callback thread; its locks and leases hold clones, and the thread ends
+    /// when the last of them is freed and the callbacks already queued have run.
+    pub(crate) callbacks: zklock::runtime::CallbackQueue,
 }
 
 /// Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
@@ -165,18 +171,22 @@ pub unsafe extern "C" fn zklock_client_connect(
         let hosts = str_arg(hosts, "hosts")?;
         let options = read_options(opts)?;
         let client = zklock::Client::blocking_connect(hosts, options)?;
-        out.write(Box::into_raw(Box::new(zklock_client { client })));
+        let callbacks = zklock::runtime::CallbackQueue::own_thread()?;
+        let handle = Box::into_raw(Box::new(zklock_client { client, callbacks }));
+        out.write(handles::register(handle, Kind::Client));
         Ok(())
     })
 }
 
 /// Closes the session (every lease taken through it becomes lost; locks made from it then fail
 /// with `ZKLOCK_CLOSED`) and frees the client. Locks and leases made from it stay valid to free.
-/// NULL is a no-op.
+/// NULL is a no-op; a client already freed is detected in the common case (nothing happens and
+/// `zklock_last_error()` says so).
 #[no_mangle]
 pub unsafe extern "C" fn zklock_client_free(client: *mut zklock_client) {
     guard_value((), || {
         if !client.is_null() {
+            handles::unregister(client, Kind::Client, "client")?;
             let client = Box::from_raw(client);
             client.client.blocking_close();
         }

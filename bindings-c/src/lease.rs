@@ -7,6 +7,7 @@ use std::thread::ThreadId;
 use zklock::LeaseState;
 
 use crate::error::{guard, guard_value, zklock_status, Failure};
+use crate::handles::{self, Kind};
 use crate::UserPtr;
 
 /// Where a lease stands. `ZKLOCK_LEASE_LOST` is final and reported once.
@@ -36,7 +37,7 @@ impl From<LeaseState> for zklock_lease_state {
     }
 }
 
-/// Called on the library's callback thread at each change of a lease's state (suspended, held
+/// Called on the client's callback thread at each change of a lease's state (suspended, held
 /// again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
 /// that release it is not called again.
 pub type zklock_state_cb = Option<
@@ -49,6 +50,8 @@ pub struct zklock_lease {
     token: i64,
     path: CString,
     watcher: Mutex<Option<Arc<StateWatcher>>>,
+    /// The client's callback thread, where the state callback runs.
+    callbacks: zklock::runtime::CallbackQueue,
 }
 
 /// One registered state callback. The C callback runs with no lock held; `release` (from
@@ -97,14 +100,19 @@ impl StateWatcher {
 }
 
 impl zklock_lease {
-    pub(crate) fn boxed(lease: zklock::Lease) -> *mut zklock_lease {
+    pub(crate) fn boxed(
+        lease: zklock::Lease,
+        callbacks: zklock::runtime::CallbackQueue,
+    ) -> *mut zklock_lease {
         let path = CString::new(lease.path().replace('\0', "")).unwrap_or_default();
-        Box::into_raw(Box::new(zklock_lease {
+        let handle = Box::into_raw(Box::new(zklock_lease {
             token: lease.token(),
             path,
             lease: Mutex::new(Some(lease)),
             watcher: Mutex::new(None),
-        }))
+            callbacks,
+        }));
+        handles::register(handle, Kind::Lease)
     }
 
     fn state(&self) -> LeaseState {
@@ -123,35 +131,36 @@ impl zklock_lease {
 }
 
 /// The fencing token: the czxid of our lock node, strictly increasing from one holder of a lock
-/// to the next (for a multi-lock the largest of its members'). -1 when `lease` is NULL.
+/// to the next (for a multi-lock the largest of its members'). -1 when `lease` is NULL or not a live lease.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lease_token(lease: *const zklock_lease) -> i64 {
     guard_value(-1, || {
-        let lease = lease.as_ref().ok_or_else(|| Failure::null("lease"))?;
+        let lease = handles::get(lease, Kind::Lease, "lease")?;
         Ok(lease.token)
     })
 }
 
 /// The full path of our lock node (the first member's for a multi-lock); valid until the lease
-/// is released. NULL when `lease` is NULL.
+/// is released. NULL when `lease` is NULL or not a live lease.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lease_path(lease: *const zklock_lease) -> *const c_char {
     guard_value(std::ptr::null(), || {
-        let lease = lease.as_ref().ok_or_else(|| Failure::null("lease"))?;
+        let lease = handles::get(lease, Kind::Lease, "lease")?;
         Ok(lease.path.as_ptr())
     })
 }
 
-/// The lease's current state. `ZKLOCK_LEASE_LOST` when `lease` is NULL (with the last error set).
+/// The lease's current state. `ZKLOCK_LEASE_LOST` when `lease` is NULL or not a live lease
+/// (with the last error set).
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lease_state_get(lease: *const zklock_lease) -> zklock_lease_state {
     guard_value(zklock_lease_state::ZKLOCK_LEASE_LOST, || {
-        let lease = lease.as_ref().ok_or_else(|| Failure::null("lease"))?;
+        let lease = handles::get(lease, Kind::Lease, "lease")?;
         Ok(lease.state().into())
     })
 }
 
-/// Calls `cb(user, lease, state)` on the library's callback thread at every change of the
+/// Calls `cb(user, lease, state)` on the client's callback thread at every change of the
 /// lease's state; LOST is reported exactly once (at once, if the lease is already lost or
 /// suspended). A later call replaces the callback; `cb` NULL removes it. The callback may call
 /// any zklock function, `zklock_lease_release(lease)` included.
@@ -162,7 +171,7 @@ pub unsafe extern "C" fn zklock_lease_on_state(
     user: *mut c_void,
 ) -> zklock_status {
     guard(|| {
-        let lease_ref = lease.as_ref().ok_or_else(|| Failure::null("lease"))?;
+        let lease_ref = handles::get(lease, Kind::Lease, "lease")?;
         if let Some(old) = lease_ref.take_watcher() {
             old.deactivate();
         }
@@ -186,14 +195,14 @@ pub unsafe extern "C" fn zklock_lease_on_state(
             ));
         };
         let w = watcher.clone();
-        core.on_state(move |state| w.fire(state));
+        core.on_state_in(lease_ref.callbacks.clone(), move |state| w.fire(state));
         // A change before the registration would be missed: report the state we see now
         // (the watcher reports each state once, so a race with the core's report is harmless).
         let now = core.state();
         drop(guard);
         *lease_ref.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher.clone());
         if now != LeaseState::Held {
-            zklock::runtime::run_callback(move || watcher.fire(now));
+            lease_ref.callbacks.run(move || watcher.fire(now));
         }
         Ok(())
     })
@@ -205,12 +214,13 @@ pub unsafe extern "C" fn zklock_lease_on_state(
 /// error when the node could not be deleted (the session's end removes it). Blocks until done;
 /// may be called from any thread, including from the lease's own state callback. Called from
 /// another thread while that callback runs, it first waits for the callback to return.
+/// Releasing the same lease twice is a caller's bug that the library detects in the common
+/// case: the second call returns `ZKLOCK_INVALID_ARGUMENT` and touches nothing (see the note on
+/// handles at the top of zklock.h).
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lease_release(lease: *mut zklock_lease) -> zklock_status {
     guard(|| {
-        if lease.is_null() {
-            return Err(Failure::null("lease"));
-        }
+        handles::unregister(lease, Kind::Lease, "lease")?;
         let lease = Box::from_raw(lease);
         if let Some(watcher) = lease.take_watcher() {
             watcher.deactivate();

@@ -4,8 +4,10 @@
 //! are written only on success; every handle is opaque with a `_new`/`_free` (or connect/free)
 //! pair; every pointer is NULL-checked; every `extern "C"` body runs under `catch_unwind`, so a
 //! Rust panic becomes `ZKLOCK_PANIC` instead of an abort; the message of the last failure is kept
-//! per thread ([`zklock_last_error`]). Callbacks run on the library's callback thread, never
-//! while an internal lock is held, and may call any zklock function.
+//! per thread ([`zklock_last_error`]). Callbacks run on their client's callback thread, never
+//! while an internal lock is held, and may call any zklock function. Every handle is recorded
+//! in a registry of live handles while it lives ([`handles`]), so that a freed handle passed
+//! again is reported (`ZKLOCK_INVALID_ARGUMENT`) instead of read.
 #![allow(non_camel_case_types)]
 // Every pointer a C caller hands us is checked for NULL; the rest of the contract is the C
 // caller's (documented in the header), as for any C library.
@@ -13,6 +15,7 @@
 
 mod client;
 mod error;
+mod handles;
 mod lease;
 mod lock;
 mod op;

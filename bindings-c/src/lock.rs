@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::{check_size, zklock_client};
 use crate::error::{guard, guard_value, zklock_status, Failure};
+use crate::handles::{self, Kind};
 use crate::lease::zklock_lease;
 use crate::str_arg;
 
@@ -23,6 +24,8 @@ use crate::str_arg;
 /// with `zklock_lock_free` (its leases stay valid). Re-entrant per handle and thread.
 pub struct zklock_lock {
     shape: Shape,
+    /// The client's callback thread (async completions, and the leases' state callbacks).
+    pub(crate) callbacks: zklock::runtime::CallbackQueue,
 }
 
 /// Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
@@ -267,7 +270,12 @@ impl Holder {
 }
 
 unsafe fn client_ref<'a>(client: *const zklock_client) -> Result<&'a zklock_client, Failure> {
-    client.as_ref().ok_or_else(|| Failure::null("client"))
+    handles::get(client, Kind::Client, "client")
+}
+
+/// Borrows a live lock handle (NULL, freed or not a lock: `ZKLOCK_INVALID_ARGUMENT`).
+pub(crate) unsafe fn lock_ref<'a>(lock: *const zklock_lock) -> Result<&'a zklock_lock, Failure> {
+    handles::get(lock, Kind::Lock, "lock")
 }
 
 unsafe fn read_mutex_options(opts: *const zklock_mutex_options) -> Result<bool, Failure> {
@@ -290,8 +298,12 @@ unsafe fn read_mutex_options(opts: *const zklock_mutex_options) -> Result<bool, 
     }
 }
 
-fn boxed(shape: Shape) -> *mut zklock_lock {
-    Box::into_raw(Box::new(zklock_lock { shape }))
+fn boxed(shape: Shape, client: &zklock_client) -> *mut zklock_lock {
+    let lock = Box::into_raw(Box::new(zklock_lock {
+        shape,
+        callbacks: client.callbacks.clone(),
+    }));
+    handles::register(lock, Kind::Lock)
 }
 
 /// An exclusive lock on `path` (re-entrant unless `opts->reentrant` is false; `opts` NULL means
@@ -313,12 +325,15 @@ pub unsafe extern "C" fn zklock_mutex_new(
         let per_thread = PerThread::new();
         // Validates the path, and is this thread's value from now on.
         per_thread.get(|| Ok(client.client.mutex(path)?.reentrant(reentrant)))?;
-        out.write(boxed(Shape::Mutex {
-            client: client.client.clone(),
-            path: path.to_owned(),
-            reentrant,
-            per_thread,
-        }));
+        out.write(boxed(
+            Shape::Mutex {
+                client: client.client.clone(),
+                path: path.to_owned(),
+                reentrant,
+                per_thread,
+            },
+            client,
+        ));
         Ok(())
     })
 }
@@ -349,14 +364,20 @@ pub unsafe extern "C" fn zklock_rwlock_new(
             per_thread: PerThread::new(),
         });
         shared.per_thread.get(|| client.client.rw_lock(path))?;
-        read_side.write(boxed(Shape::Rw {
-            shared: shared.clone(),
-            write: false,
-        }));
-        write_side.write(boxed(Shape::Rw {
-            shared,
-            write: true,
-        }));
+        read_side.write(boxed(
+            Shape::Rw {
+                shared: shared.clone(),
+                write: false,
+            },
+            client,
+        ));
+        write_side.write(boxed(
+            Shape::Rw {
+                shared,
+                write: true,
+            },
+            client,
+        ));
         Ok(())
     })
 }
@@ -387,25 +408,29 @@ pub unsafe extern "C" fn zklock_multi_new(
         let paths = (0..n)
             .map(|i| str_arg(paths.add(i).read(), &format!("paths[{i}]")).map(str::to_owned))
             .collect::<Result<Vec<_>, _>>()?;
+        let shape = Shape::Multi {
+            client: client.client.clone(),
+            paths,
+            per_thread: PerThread::new(),
+        };
         let lock = zklock_lock {
-            shape: Shape::Multi {
-                client: client.client.clone(),
-                paths,
-                per_thread: PerThread::new(),
-            },
+            shape,
+            callbacks: client.callbacks.clone(),
         };
         lock.holder()?; // validates the paths and the set
-        out.write(Box::into_raw(Box::new(lock)));
+        out.write(handles::register(Box::into_raw(Box::new(lock)), Kind::Lock));
         Ok(())
     })
 }
 
 /// Frees a lock handle. Leases taken through it stay valid (release them as usual); no call on
-/// this handle may be running or start afterwards. NULL is a no-op.
+/// this handle may be running or start afterwards. NULL is a no-op; a handle already freed is
+/// detected in the common case (nothing happens and `zklock_last_error()` says so).
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lock_free(lock: *mut zklock_lock) {
     guard_value((), || {
         if !lock.is_null() {
+            handles::unregister(lock, Kind::Lock, "lock")?;
             drop(Box::from_raw(lock));
         }
         Ok(())
@@ -425,7 +450,7 @@ pub unsafe extern "C" fn zklock_acquire(
     out: *mut *mut zklock_lease,
 ) -> zklock_status {
     guard(|| {
-        let lock = lock.as_ref().ok_or_else(|| Failure::null("lock"))?;
+        let lock = lock_ref(lock)?;
         if out.is_null() {
             return Err(Failure::null("out"));
         }
@@ -433,7 +458,7 @@ pub unsafe extern "C" fn zklock_acquire(
         let holder = lock.holder()?;
         match holder.blocking_acquire(wait)? {
             Some(lease) => {
-                out.write(zklock_lease::boxed(lease));
+                out.write(zklock_lease::boxed(lease, lock.callbacks.clone()));
                 Ok(())
             }
             None => Err(Failure::new(

@@ -3,11 +3,12 @@
 use std::ffi::c_void;
 
 use crate::error::{guard, guard_value, set_last_error, zklock_status, Failure};
+use crate::handles::{self, Kind};
 use crate::lease::zklock_lease;
-use crate::lock::{zklock_lock, Wait};
+use crate::lock::{lock_ref, zklock_lock, Wait};
 use crate::UserPtr;
 
-/// Called once when an asynchronous acquire ends, on the library's callback thread. `status` is
+/// Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
 /// `ZKLOCK_OK` with a `lease` the callee now owns (release it with `zklock_lease_release`, from
 /// any thread), or an error with `lease` NULL and `zklock_last_error()` holding the message.
 /// It may call any zklock function.
@@ -22,7 +23,7 @@ pub struct zklock_op {
 }
 
 /// Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
-/// on the library's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries
+/// on the client's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries
 /// once and reports `ZKLOCK_TIMEOUT` through the callback when the lock is held). The attempt
 /// belongs to the calling thread's re-entrancy. On success `*op` gets a handle to free with
 /// `zklock_op_free`; on failure the callback is never called.
@@ -35,7 +36,7 @@ pub unsafe extern "C" fn zklock_acquire_async(
     op: *mut *mut zklock_op,
 ) -> zklock_status {
     guard(|| {
-        let lock = lock.as_ref().ok_or_else(|| Failure::null("lock"))?;
+        let lock = lock_ref(lock)?;
         let cb = cb.ok_or_else(|| Failure::null("cb"))?;
         if op.is_null() {
             return Err(Failure::null("op"));
@@ -48,6 +49,7 @@ pub unsafe extern "C" fn zklock_acquire_async(
         let token = zklock::CancelToken::new();
         let future = holder.acquire_future(wait, token.clone());
         let user = UserPtr(user);
+        let callbacks = lock.callbacks.clone();
         let task = zklock::runtime::spawn(future);
         zklock::runtime::spawn(async move {
             let result = match task.await {
@@ -64,11 +66,13 @@ pub unsafe extern "C" fn zklock_acquire_async(
             };
             // This thread's value must live as long as the attempt (its re-entrancy count).
             drop(holder);
-            zklock::runtime::run_callback(move || deliver(cb, user, result));
+            let queue = callbacks.clone();
+            callbacks.run(move || deliver(cb, user, result, queue));
         });
-        op.write(Box::into_raw(Box::new(zklock_op {
+        let handle = Box::into_raw(Box::new(zklock_op {
             cancel: Box::new(move || token.cancel()),
-        })));
+        }));
+        op.write(handles::register(handle, Kind::Op));
         Ok(())
     })
 }
@@ -77,10 +81,11 @@ fn deliver(
     cb: unsafe extern "C" fn(*mut c_void, zklock_status, *mut zklock_lease),
     user: UserPtr,
     result: Result<zklock::Lease, Failure>,
+    callbacks: zklock::runtime::CallbackQueue,
 ) {
     match result {
         Ok(lease) => {
-            let lease = zklock_lease::boxed(lease);
+            let lease = zklock_lease::boxed(lease, callbacks);
             unsafe { cb(user.0, zklock_status::ZKLOCK_OK, lease) }
         }
         Err(failure) => {
@@ -92,21 +97,24 @@ fn deliver(
 
 /// Cancels the acquire: the waiting node is removed and the callback gets `ZKLOCK_CANCELLED`,
 /// unless the acquire had already ended (then the callback reports how). Returns `ZKLOCK_OK`
-/// for any non-NULL op; safe to call more than once and from inside callbacks.
+/// for any live op; safe to call more than once and from inside callbacks. A freed op is
+/// `ZKLOCK_INVALID_ARGUMENT` in the common case (see the header's note on handles).
 #[no_mangle]
 pub unsafe extern "C" fn zklock_op_cancel(op: *mut zklock_op) -> zklock_status {
     guard(|| {
-        let op = op.as_ref().ok_or_else(|| Failure::null("op"))?;
+        let op = handles::get(op, Kind::Op, "op")?;
         (op.cancel)();
         Ok(())
     })
 }
 
-/// Frees the handle; does not cancel (the callback still comes). NULL is a no-op.
+/// Frees the handle; does not cancel (the callback still comes). NULL is a no-op; an op already
+/// freed is detected in the common case (nothing happens and `zklock_last_error()` says so).
 #[no_mangle]
 pub unsafe extern "C" fn zklock_op_free(op: *mut zklock_op) {
     guard_value((), || {
         if !op.is_null() {
+            handles::unregister(op, Kind::Op, "op")?;
             drop(Box::from_raw(op));
         }
         Ok(())

@@ -7,6 +7,7 @@
  * ZKLOCK_TEST_ROUNDS sets the acquires per thread of the contention test (default 200).
  * The last line of the output is `N passed, N failed`.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 
@@ -826,6 +827,199 @@ static void test_lost_on_session_expiry(void) {
     zklock_client_free(other);
 }
 
+/* A known, different last error (to see that the next call sets its own). */
+static void set_last_error_to_something_else(void) {
+    zklock_lease *unused = NULL;
+    (void)zklock_acquire(NULL, 0, &unused);
+}
+
+/* Item: a second zklock_lease_release (or any use of a freed handle) is reported as
+ * ZKLOCK_INVALID_ARGUMENT, without touching freed memory (valgrind runs this too). */
+static void test_a_freed_handle_passed_again_is_an_invalid_argument(void) {
+    char p[256];
+    path_of(p, sizeof p, "double-free");
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    zklock_lease *lease = NULL;
+    CHECK(zklock_acquire(l, 5000, &lease) == ZKLOCK_OK);
+    /* A handle of another kind is refused too. */
+    EXPECT_INVALID(zklock_lease_release((zklock_lease *)(void *)l));
+    CHECK(strstr(zklock_last_error(), "zklock_lock, not a zklock_lease") != NULL);
+    CHECK(zklock_lease_release(lease) == ZKLOCK_OK);
+    /* The same lease again: detected, no crash. */
+    EXPECT_INVALID(zklock_lease_release(lease));
+    CHECK(strstr(zklock_last_error(), "not a live zklock_lease") != NULL);
+    CHECK(strstr(zklock_last_error(), "zklock_lease_release") != NULL);
+    CHECK(zklock_lease_token(lease) == -1);
+    CHECK(zklock_lease_path(lease) == NULL);
+    CHECK(zklock_lease_state_get(lease) == ZKLOCK_LEASE_LOST);
+    EXPECT_INVALID(zklock_lease_on_state(lease, dummy_state_cb, NULL));
+    CHECK(ephemerals_under(servers, p) == 0);
+    /* An op freed, then cancelled or freed again. */
+    struct async_result r;
+    async_init(&r, 1);
+    zklock_op *op = NULL;
+    CHECK(zklock_acquire_async(l, 5000, async_cb, &r, &op) == ZKLOCK_OK);
+    CHECK(tu_event_wait(&r.done, 1, 10000) == 1);
+    zklock_op_free(op);
+    EXPECT_INVALID(zklock_op_cancel(op));
+    CHECK(strstr(zklock_last_error(), "not a live zklock_op") != NULL);
+    set_last_error_to_something_else();
+    zklock_op_free(op);
+    CHECK(strstr(zklock_last_error(), "not a live zklock_op") != NULL);
+    tu_event_destroy(&r.done);
+    /* A lock and a client freed twice; a freed lock or client used again. */
+    zklock_lock_free(l);
+    set_last_error_to_something_else();
+    zklock_lock_free(l);
+    CHECK(strstr(zklock_last_error(), "not a live zklock_lock") != NULL);
+    zklock_lease *none = NULL;
+    EXPECT_INVALID(zklock_acquire(l, 0, &none));
+    CHECK(none == NULL);
+    zklock_client_free(c);
+    set_last_error_to_something_else();
+    zklock_client_free(c);
+    CHECK(strstr(zklock_last_error(), "not a live zklock_client") != NULL);
+    EXPECT_INVALID(zklock_mutex_new(c, p, NULL, &l));
+}
+
+/* Item: each client has its own callback thread. Client A's state callback sleeps 3 s in its
+ * LOST notification; client B's LOST still arrives while A's callback sleeps. */
+struct slow_cb {
+    tu_event started, lost;
+    int sleep_ms;
+    _Atomic int64_t started_at, ended_at, lost_at;
+};
+
+static void slow_state_cb(void *user, zklock_lease *lease, zklock_lease_state state) {
+    (void)lease;
+    struct slow_cb *s = user;
+    if (state != ZKLOCK_LEASE_LOST) return;
+    atomic_store(&s->lost_at, now_ms());
+    tu_event_set(&s->lost);
+    if (s->sleep_ms) {
+        atomic_store(&s->started_at, now_ms());
+        tu_event_set(&s->started);
+        sleep_ms(s->sleep_ms);
+        atomic_store(&s->ended_at, now_ms());
+    }
+}
+
+/* How many threads of this process are zklock client callback threads ("zklock-cb"). */
+static int callback_threads(void) {
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir) return -1;
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(comm, sizeof comm, f) && strcmp(comm, "zklock-cb\n") == 0) count++;
+        fclose(f);
+    }
+    closedir(dir);
+    return count;
+}
+
+static void test_a_slow_callback_of_one_client_does_not_delay_another_clients_lost(void) {
+    char pa[256], pb[256];
+    path_of(pa, sizeof pa, "slow-cb-a");
+    path_of(pb, sizeof pb, "slow-cb-b");
+    /* Earlier tests' callback threads end once their last callbacks ran: let them. */
+    int threads_before = callback_threads();
+    for (int64_t until = now_ms() + 3000; now_ms() < until; sleep_ms(50)) {
+        int n = callback_threads();
+        if (n == threads_before && n == 0) break;
+        threads_before = n;
+    }
+    zklock_client *a = connect_to(servers, 0), *b = connect_to(servers, 0);
+    CHECK(a && b);
+    /* A new thread names itself as it starts: give it a moment. */
+    int threads_with_ab = callback_threads();
+    for (int64_t until = now_ms() + 3000; threads_with_ab < threads_before + 2 && now_ms() < until;
+         sleep_ms(20))
+        threads_with_ab = callback_threads();
+    printf("    callback threads: %d before, %d with two more clients\n", threads_before, threads_with_ab);
+    EXPECT(threads_with_ab == threads_before + 2); /* one per client */
+    zklock_lock *la = NULL, *lb = NULL;
+    CHECK(zklock_mutex_new(a, pa, NULL, &la) == ZKLOCK_OK);
+    CHECK(zklock_mutex_new(b, pb, NULL, &lb) == ZKLOCK_OK);
+    zklock_lease *lease_a = NULL, *lease_b = NULL;
+    CHECK(zklock_acquire(la, 5000, &lease_a) == ZKLOCK_OK);
+    CHECK(zklock_acquire(lb, 5000, &lease_b) == ZKLOCK_OK);
+    static struct slow_cb sa, sb;
+    memset(&sa, 0, sizeof sa);
+    memset(&sb, 0, sizeof sb);
+    tu_event_init(&sa.started);
+    tu_event_init(&sa.lost);
+    tu_event_init(&sb.started);
+    tu_event_init(&sb.lost);
+    sa.sleep_ms = 3000;
+    CHECK(zklock_lease_on_state(lease_a, slow_state_cb, &sa) == ZKLOCK_OK);
+    CHECK(zklock_lease_on_state(lease_b, slow_state_cb, &sb) == ZKLOCK_OK);
+    zklock_client_free(a); /* A's lease is lost: its callback starts sleeping */
+    CHECK(tu_event_wait(&sa.started, 1, 10000) == 1);
+    int64_t t0 = now_ms();
+    zklock_client_free(b); /* B's lease is lost: its LOST must not wait for A's callback */
+    EXPECT(tu_event_wait(&sb.lost, 1, 10000) == 1);
+    int64_t lost_b = atomic_load(&sb.lost_at);
+    printf("    B's LOST came %lld ms after its client was freed; A's callback was asleep for "
+           "another %lld ms then\n",
+           (long long)(lost_b - t0), (long long)(atomic_load(&sa.started_at) + sa.sleep_ms - lost_b));
+    EXPECT(lost_b > 0 && atomic_load(&sa.ended_at) == 0); /* A's callback still sleeps */
+    EXPECT(lost_b - t0 < 1500);
+    EXPECT(zklock_lease_release(lease_b) == ZKLOCK_LOST);
+    /* Waits for A's running callback, then frees the lease. */
+    EXPECT(zklock_lease_release(lease_a) == ZKLOCK_LOST);
+    EXPECT(atomic_load(&sa.ended_at) > 0);
+    zklock_lock_free(la);
+    zklock_lock_free(lb);
+    /* Everything made from the two clients is freed: their callback threads end. */
+    int64_t until = now_ms() + 5000;
+    while (callback_threads() != threads_before && now_ms() < until) sleep_ms(20);
+    EXPECT(callback_threads() == threads_before);
+    tu_event_destroy(&sa.started);
+    tu_event_destroy(&sa.lost);
+    tu_event_destroy(&sb.started);
+    tu_event_destroy(&sb.lost);
+}
+
+/* Item (valgrind report in acquire_until): clients freed while async acquires are in flight --
+ * some still starting, some queued behind a holder -- end each acquire with ZKLOCK_CLOSED and
+ * leave no node; valgrind checks the memory on the way. */
+static void test_clients_freed_with_async_acquires_in_flight_end_them_cleanly(void) {
+    struct pair s;
+    CHECK(pair_open(&s, "free-in-flight"));
+    zklock_lease *held = NULL;
+    CHECK(zklock_acquire(s.la, -1, &held) == ZKLOCK_OK);
+    int n = rounds < 10 ? rounds : 10;
+    for (int i = 0; i < n; i++) {
+        zklock_client *c = connect_to(servers, 0);
+        CHECK(c);
+        zklock_lock *l = NULL;
+        CHECK(zklock_mutex_new(c, s.p, NULL, &l) == ZKLOCK_OK);
+        struct async_result r;
+        async_init(&r, 1);
+        zklock_op *op = NULL;
+        CHECK(zklock_acquire_async(l, i % 2 ? 30000 : -1, async_cb, &r, &op) == ZKLOCK_OK);
+        if (i % 3 == 2) CHECK(wait_ephemerals(servers, s.p, 2, 5000) == 2); /* queued */
+        zklock_client_free(c);                                               /* else: starting */
+        EXPECT(tu_event_wait(&r.done, 1, 10000) == 1);
+        EXPECT(r.status == ZKLOCK_CLOSED && r.lease == NULL);
+        zklock_op_free(op);
+        zklock_lock_free(l);
+        tu_event_destroy(&r.done);
+    }
+    EXPECT(wait_ephemerals(servers, s.p, 1, 5000) == 1);
+    EXPECT(zklock_lease_release(held) == ZKLOCK_OK);
+    pair_close(&s);
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: %s SERVERS PROXY CONTROL_FIFO\n", argv[0]);
@@ -859,5 +1053,8 @@ int main(int argc, char **argv) {
     RUN(test_client_free_ends_waiting_async);
     RUN(test_state_callback_not_called_after_release);
     RUN(test_lost_on_session_expiry);
+    RUN(test_a_freed_handle_passed_again_is_an_invalid_argument);
+    RUN(test_a_slow_callback_of_one_client_does_not_delay_another_clients_lost);
+    RUN(test_clients_freed_with_async_acquires_in_flight_end_them_cleanly);
     return tu_summary();
 }

@@ -218,6 +218,20 @@ static void test_state_callback_and_release_inside() {
     CHECK(calls == 0);
 }
 
+// zklock::options{a, b}: the members left out take their defaults (and, built with
+// -Wmissing-field-initializers -Werror in ci-test.sh, the aggregate form compiles cleanly).
+static void test_partial_options_take_the_defaults() {
+    zklock::options opts{2000ms, 5000ms};
+    CHECK(opts.session_timeout == 2000ms && opts.connect_timeout == 5000ms);
+    CHECK(opts.auth.empty() && opts.identity.empty() && opts.acl == ZKLOCK_ACL_OPEN);
+    zklock::client c(servers, opts);
+    zklock::lock l = c.mutex(path("partial-options"));
+    zklock::lease lease = l.acquire_for(5000ms);
+    CHECK(lease.token() > 0);
+    zklock::options only_timeout{2000ms};
+    CHECK(only_timeout.connect_timeout == 0ms && only_timeout.acl == ZKLOCK_ACL_OPEN);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         std::fprintf(stderr, "usage: %s SERVERS\n", argv[0]);
@@ -234,6 +248,7 @@ int main(int argc, char **argv) {
     run("multi", test_multi);
     run("async_with_lambda", test_async_with_lambda);
     run("state_callback_and_release_inside", test_state_callback_and_release_inside);
+    run("partial_options_take_the_defaults", test_partial_options_take_the_defaults);
     std::printf("%d passed, %d failed\n", passed_count, failed_count);
     return failed_count == 0 ? 0 : 1;
 }

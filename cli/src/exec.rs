@@ -8,7 +8,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use zklock::{LeaseState, Lock, Released};
 
 use crate::status::{self, Failure};
-use crate::Cli;
+use crate::Settings;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -91,7 +91,7 @@ fn exit_code(status: ExitStatus) -> i32 {
     }
 }
 
-pub async fn run(cli: &Cli, args: Args<'_>) -> Result<i32, Failure> {
+pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     let path = args.path;
     let mut signals = Signals::new()?;
     let client = tokio::select! {
@@ -114,37 +114,44 @@ pub async fn run(cli: &Cli, args: Args<'_>) -> Result<i32, Failure> {
         }
     };
     let try_now = args.try_lock || cli.timeout == Some(Duration::ZERO);
-    let acquire = async {
-        if try_now {
-            match lock.try_acquire().await? {
-                Some(lease) => Ok(lease),
-                None => Err(busy(lock, path).await),
-            }
-        } else if let Some(limit) = cli.timeout {
-            lock.acquire_timeout(limit).await.map_err(|e| {
-                if e.kind() == zklock::ErrorKind::Timeout {
-                    Failure::new(
-                        status::BUSY,
-                        format!("timed out after {limit:?} waiting for the lock {path}"),
-                    )
-                } else {
-                    Failure::from(e)
-                }
-            })
-        } else {
-            Ok(lock.acquire().await?)
-        }
+    let now = std::time::Instant::now();
+    // A timeout too large for the clock is the same as none.
+    let deadline = if try_now {
+        Some(now)
+    } else {
+        cli.timeout.and_then(|limit| now.checked_add(limit))
     };
+    // Cancelling through the token (not by dropping the future) makes the acquire remove its
+    // node before it returns, so exiting afterwards leaves nothing behind.
+    let cancel = zklock::CancelToken::new();
+    let acquire = lock.acquire_with(deadline, cancel.clone());
+    tokio::pin!(acquire);
     let acquired = tokio::select! {
-        r = acquire => r,
-        sig = signals.recv() => Err(Failure::new(128 + sig, String::new())),
+        r = &mut acquire => match r {
+            Ok(lease) => Ok(lease),
+            Err(e) if e.kind() == zklock::ErrorKind::Timeout => Err(if try_now {
+                busy(lock, path).await
+            } else {
+                let limit = cli.timeout.unwrap_or_default();
+                Failure::new(
+                    status::BUSY,
+                    format!("timed out after {limit:?} waiting for the lock {path}"),
+                )
+            }),
+            Err(e) => Err(Failure::from(e)),
+        },
+        sig = signals.recv() => {
+            cancel.cancel();
+            // The lock may have come in the same instant: then give it back.
+            if let Ok(lease) = acquire.await {
+                let _ = lease.release().await;
+            }
+            Err(Failure::new(128 + sig, String::new()))
+        }
     };
     let lease = match acquired {
         Ok(lease) => lease,
         Err(failure) => {
-            // A failed, timed-out or cancelled (dropped) acquire deletes its node in the
-            // background; wait until it is gone so that exiting now leaves nothing behind.
-            wait_until_no_node_of(&client, lock).await;
             close(&client).await;
             return if failure.message.is_empty() {
                 Ok(failure.status)
@@ -292,20 +299,6 @@ async fn busy(lock: &Lock, path: &str) -> Failure {
         None => String::new(),
     };
     Failure::new(status::BUSY, format!("the lock {path} is busy{who}"))
-}
-
-/// After a cancelled acquire the core deletes its node in the background; wait (briefly) until
-/// the queue shows no node of our session, so that exiting now leaves nothing behind.
-async fn wait_until_no_node_of(client: &zklock::Client, lock: &Lock) {
-    let session = client.session_id();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while tokio::time::Instant::now() < deadline {
-        match tokio::time::timeout(Duration::from_secs(1), lock.participants()).await {
-            Ok(Ok(queue)) if queue.iter().all(|p| p.session_id != session) => return,
-            Ok(Err(_)) => return,
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
 }
 
 /// Closes the session and gives its close request a moment to reach the server (which then

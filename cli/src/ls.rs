@@ -4,7 +4,7 @@ use serde_json::json;
 use zklock::{NodeKind, Participant};
 
 use crate::status::Failure;
-use crate::Cli;
+use crate::Settings;
 
 pub fn kind_str(kind: NodeKind) -> &'static str {
     match kind {
@@ -14,9 +14,18 @@ pub fn kind_str(kind: NodeKind) -> &'static str {
     }
 }
 
-/// Which contenders hold the lock: an exclusive node when it is first, a read node when no
-/// exclusive node is ahead of it.
+/// Which contenders hold the lock: an exclusive node when it is first; a read node when no
+/// exclusive node is ahead of it, or when the first node is a write node of its own session:
+/// that is a write holder's downgrade (core/src/protocol.rs and lock.rs: a read taken while our
+/// own write is held is granted at once, even behind a writer that queued after our write,
+/// and our write node stays until the read is released). From the outside a read of the same
+/// session that is not a downgrade cannot be told apart; zklock takes such reads only as
+/// downgrades.
 pub fn holders(queue: &[Participant]) -> Vec<bool> {
+    let first_write_session = queue
+        .first()
+        .filter(|p| p.kind == NodeKind::Write)
+        .map(|p| p.session_id);
     let mut exclusive_ahead = false;
     queue
         .iter()
@@ -25,7 +34,7 @@ pub fn holders(queue: &[Participant]) -> Vec<bool> {
             let holds = if p.kind.is_exclusive() {
                 i == 0
             } else {
-                !exclusive_ahead
+                !exclusive_ahead || first_write_session == Some(p.session_id)
             };
             exclusive_ahead |= p.kind.is_exclusive();
             holds
@@ -101,7 +110,7 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
     out
 }
 
-pub async fn run(cli: &Cli, path: &str, json: bool) -> Result<i32, Failure> {
+pub async fn run(cli: &Settings, path: &str, json: bool) -> Result<i32, Failure> {
     let client = crate::connect(cli, path).await?;
     let queue = client.mutex(path)?.participants().await?;
     if json {
@@ -143,6 +152,33 @@ mod tests {
             p("b", NodeKind::Mutex, Library::Kazoo),
         ];
         assert_eq!(holders(&q), [true, false]);
+    }
+
+    #[test]
+    fn a_write_holders_downgraded_read_node_holds_even_behind_a_waiting_writer() {
+        let mut ours_w = p("a__WRIT__1", NodeKind::Write, Library::Zklock);
+        let mut theirs_w = p("b__WRIT__2", NodeKind::Write, Library::Zklock);
+        let mut ours_r = p("c__READ__3", NodeKind::Read, Library::Zklock);
+        let mut theirs_r = p("d__READ__4", NodeKind::Read, Library::Zklock);
+        ours_w.session_id = 1;
+        ours_r.session_id = 1;
+        theirs_w.session_id = 2;
+        theirs_r.session_id = 2;
+        // Our write, our downgraded read: both hold.
+        assert_eq!(holders(&[ours_w.clone(), ours_r.clone()]), [true, true]);
+        // Another writer queued between them: our read still holds, the writer waits.
+        assert_eq!(
+            holders(&[ours_w.clone(), theirs_w.clone(), ours_r.clone()]),
+            [true, false, true]
+        );
+        // Another session's read behind our write waits.
+        assert_eq!(holders(&[ours_w.clone(), theirs_r]), [true, false]);
+        // Our read behind another session's write waits.
+        assert_eq!(holders(&[theirs_w, ours_r.clone()]), [true, false]);
+        // A mutex node of our session does not cover a read.
+        let mut ours_m = p("e-lock-5", NodeKind::Mutex, Library::Curator);
+        ours_m.session_id = 1;
+        assert_eq!(holders(&[ours_m, ours_r]), [true, false]);
     }
 
     #[test]

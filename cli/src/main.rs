@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 mod check;
 mod exec;
@@ -12,6 +12,36 @@ mod server;
 mod status;
 
 use status::{Failure, EXIT_STATUS_HELP};
+
+/// Where ZooKeeper is and how long to try reaching it (exec and ls).
+#[derive(Args, Debug, Clone, Default)]
+pub struct Connection {
+    /// ZooKeeper connect string (host:port[,host:port...][/chroot]). Default: $ZKLOCK_SERVERS,
+    /// else the local server that `zklock server start` runs. An empty value is an error.
+    #[arg(long, value_name = "HOSTS")]
+    pub servers: Option<String>,
+
+    /// How long to keep trying to reach a ZooKeeper server before giving up [default: 15s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub connect_timeout: Option<Duration>,
+}
+
+/// The session that holds the lock, and how long to wait for it (exec).
+#[derive(Args, Debug, Clone, Default)]
+pub struct Holding {
+    /// Session timeout asked of the server: how long a silent holder keeps the lock
+    /// [default: 10s]. Durations take a unit: 500ms, 10s, 2m (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub session_timeout: Option<Duration>,
+
+    /// How long to wait for the lock; default: forever. 0 is the same as --try.
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout, allow_hyphen_values = true)]
+    pub timeout: Option<Duration>,
+
+    /// Identity written into our lock node (shown by `zklock ls`). Default: host/pid.
+    #[arg(long, value_name = "TEXT")]
+    pub identity: Option<String>,
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -22,30 +52,88 @@ use status::{Failure, EXIT_STATUS_HELP};
     disable_help_subcommand = true
 )]
 pub struct Cli {
-    /// ZooKeeper connect string (host:port[,host:port...][/chroot]). Default: $ZKLOCK_SERVERS,
-    /// else the local server that `zklock server start` runs.
-    #[arg(long, global = true, value_name = "HOSTS")]
-    pub servers: Option<String>,
+    /// Options given before the command (`zklock --servers HOSTS exec ...`); they may also
+    /// follow it. Each applies only to the commands that use it.
+    #[command(flatten)]
+    pub connection: Connection,
 
-    /// Session timeout asked of the server: how long a silent holder keeps the lock.
-    /// Durations take a unit: 500ms, 10s, 2m (a bare number is seconds).
-    #[arg(long, global = true, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    pub session_timeout: Duration,
-
-    /// How long to wait for the lock (exec); default: forever. 0 is the same as --try.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
-    pub timeout: Option<Duration>,
-
-    /// How long to keep trying to reach a ZooKeeper server before giving up.
-    #[arg(long, global = true, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
-    pub connect_timeout: Duration,
-
-    /// Identity written into our lock node (shown by `zklock ls`). Default: host/pid.
-    #[arg(long, global = true, value_name = "TEXT")]
-    pub identity: Option<String>,
+    #[command(flatten)]
+    pub holding: Holding,
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The options in force for one run: those after the command win over those before it.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub servers: Option<String>,
+    pub connect_timeout: Duration,
+    pub session_timeout: Duration,
+    pub timeout: Option<Duration>,
+    pub identity: Option<String>,
+}
+
+impl Settings {
+    fn new(before: &Cli, connection: &Connection, holding: Option<&Holding>) -> Settings {
+        let none = Holding::default();
+        let holding = holding.unwrap_or(&none);
+        Settings {
+            servers: connection
+                .servers
+                .clone()
+                .or_else(|| before.connection.servers.clone()),
+            connect_timeout: connection
+                .connect_timeout
+                .or(before.connection.connect_timeout)
+                .unwrap_or(Duration::from_secs(15)),
+            session_timeout: holding
+                .session_timeout
+                .or(before.holding.session_timeout)
+                .unwrap_or(Duration::from_secs(10)),
+            timeout: holding.timeout.or(before.holding.timeout),
+            identity: holding
+                .identity
+                .clone()
+                .or_else(|| before.holding.identity.clone()),
+        }
+    }
+}
+
+/// A usage failure for an option given before a command that does not use it.
+fn refuse_unused(cli: &Cli) -> Result<(), Failure> {
+    let (name, takes_connection, takes_holding) = match &cli.command {
+        Command::Exec { .. } => return Ok(()),
+        Command::Ls { .. } => ("ls", true, false),
+        Command::Server { .. } => ("server", false, false),
+        Command::CheckLog { .. } => ("check-log", false, false),
+    };
+    let given = [
+        (
+            "--servers",
+            cli.connection.servers.is_some(),
+            takes_connection,
+        ),
+        (
+            "--connect-timeout",
+            cli.connection.connect_timeout.is_some(),
+            takes_connection,
+        ),
+        (
+            "--session-timeout",
+            cli.holding.session_timeout.is_some(),
+            takes_holding,
+        ),
+        ("--timeout", cli.holding.timeout.is_some(), takes_holding),
+        ("--identity", cli.holding.identity.is_some(), takes_holding),
+    ];
+    match given.iter().find(|(_, set, applies)| *set && !applies) {
+        Some((option, _, _)) => Err(Failure::new(
+            status::USAGE,
+            format!("{option} does not apply to `zklock {name}` (see zklock {name} --help)"),
+        )),
+        None => Ok(()),
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -75,6 +163,10 @@ pub enum Command {
         /// Grace period between SIGTERM and SIGKILL when the lock is lost.
         #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
         kill_after: Duration,
+        #[command(flatten)]
+        connection: Connection,
+        #[command(flatten)]
+        holding: Holding,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
@@ -87,6 +179,8 @@ pub enum Command {
         /// Print JSON for scripts instead of a table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        connection: Connection,
     },
     /// Start, stop or query the local single-node ZooKeeper (Debian's `zookeeper` package,
     /// installed when missing). Data lives under $ZKLOCK_SERVER_DIR, else
@@ -97,7 +191,6 @@ pub enum Command {
     },
     /// Check a critical-section log (lines `<face> <token> <enter_ns> <exit_ns>`): no two
     /// sections overlap and tokens strictly increase in entry order. Used by the demo.
-    #[command(hide = true)]
     CheckLog {
         /// Log files (read together).
         #[arg(required = true)]
@@ -121,9 +214,22 @@ pub enum ServerAction {
     Status,
 }
 
+/// `--timeout`: a duration; a negative one is refused with a message that says so.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    if text.trim().starts_with('-') {
+        return Err(format!(
+            "a timeout cannot be negative (got {text:?}); use 0 to try once, or leave --timeout out to wait forever"
+        ));
+    }
+    parse_duration(text)
+}
+
 /// `500ms`, `10s`, `1.5s`, `2m`, `1h`, or a bare number of seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("a duration cannot be negative (got {text:?})"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -219,6 +325,7 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> i32 {
 }
 
 fn run(cli: Cli) -> Result<i32, Failure> {
+    refuse_unused(&cli)?;
     match &cli.command {
         Command::Server { action } => server::run(*action),
         Command::CheckLog {
@@ -239,10 +346,12 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         write,
                         try_lock,
                         kill_after,
+                        connection,
+                        holding,
                         command,
                     } => {
                         exec::run(
-                            &cli,
+                            &Settings::new(&cli, connection, Some(holding)),
                             exec::Args {
                                 path,
                                 side: if *read {
@@ -259,7 +368,11 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         )
                         .await
                     }
-                    Command::Ls { path, json } => ls::run(&cli, path, *json).await,
+                    Command::Ls {
+                        path,
+                        json,
+                        connection,
+                    } => ls::run(&Settings::new(&cli, connection, None), path, *json).await,
                     _ => unreachable!(),
                 }
             })
@@ -268,8 +381,16 @@ fn run(cli: Cli) -> Result<i32, Failure> {
 }
 
 /// The servers to talk to: --servers, $ZKLOCK_SERVERS, else the local server if it runs.
-pub fn servers(cli: &Cli) -> Result<String, Failure> {
-    if let Some(s) = cli.servers.as_deref().filter(|s| !s.trim().is_empty()) {
+/// An empty --servers is an error (as an empty connect string is in every face), not a
+/// request for the default.
+pub fn servers(cli: &Settings) -> Result<String, Failure> {
+    if let Some(s) = cli.servers.as_deref() {
+        if s.trim().is_empty() {
+            return Err(Failure::new(
+                status::USAGE,
+                "--servers is empty: give a connect string (host:port[,host:port...][/chroot]), or leave the option out to use $ZKLOCK_SERVERS or the local server",
+            ));
+        }
         return Ok(s.to_owned());
     }
     if let Ok(s) = std::env::var("ZKLOCK_SERVERS") {
@@ -281,7 +402,7 @@ pub fn servers(cli: &Cli) -> Result<String, Failure> {
 }
 
 /// Connects with the command line's options; the lock path is checked first (no network).
-pub async fn connect(cli: &Cli, path: &str) -> Result<zklock::Client, Failure> {
+pub async fn connect(cli: &Settings, path: &str) -> Result<zklock::Client, Failure> {
     zklock::protocol::validate_path(path).map_err(Failure::from)?;
     let servers = servers(cli)?;
     let mut options = zklock::Options::default()
@@ -311,7 +432,13 @@ mod tests {
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert!(parse_duration("abc").is_err());
-        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("-1")
+            .unwrap_err()
+            .contains("cannot be negative"));
+        assert!(parse_timeout("-1s")
+            .unwrap_err()
+            .contains("timeout cannot be negative"));
+        assert_eq!(parse_timeout("0").unwrap(), Duration::ZERO);
         assert!(parse_duration("5 parsecs").is_err());
     }
 

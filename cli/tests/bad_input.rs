@@ -124,3 +124,97 @@ fn help_documents_the_exit_statuses() {
         );
     }
 }
+
+/// `--servers ""` is an error (as `Client("")` is in Python), not a fall-back to
+/// $ZKLOCK_SERVERS: with a working $ZKLOCK_SERVERS set it still fails, before any I/O.
+#[test]
+fn an_empty_servers_option_is_a_usage_error_even_with_zklock_servers_set() {
+    for args in [
+        &["--servers", "", "ls", "/locks/x"][..],
+        &["ls", "--servers", " ", "/locks/x"],
+        &["--servers", "", "exec", "/locks/x", "--", "true"],
+    ] {
+        let mut cmd = zklock();
+        cmd.env("ZKLOCK_SERVERS", servers()).args(args);
+        let out = run(cmd);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(64), "{args:?}: {err}");
+        assert!(err.contains("--servers is empty"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// A negative --timeout is refused with a message that says so (clap used to read `-1s` as an
+/// unknown flag).
+#[test]
+fn a_negative_timeout_is_refused_as_negative() {
+    check(
+        &["--timeout", "-1s", "exec", "/a", "--", "true"],
+        64,
+        "a timeout cannot be negative",
+    );
+    check(
+        &["exec", "--timeout=-1s", "/a", "--", "true"],
+        64,
+        "a timeout cannot be negative",
+    );
+    check(
+        &["exec", "--session-timeout", "-2s", "/a", "--", "true"],
+        64,
+        "cannot be negative",
+    );
+}
+
+/// Each command's help lists only the options it uses; the command list names check-log.
+#[test]
+fn each_commands_help_lists_only_the_options_that_apply() {
+    let help = |args: &[&str]| {
+        let mut cmd = zklock();
+        cmd.args(args);
+        let out = run(cmd);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    let top = help(&["--help"]);
+    assert!(top.contains("check-log"), "{top}");
+    let exec = help(&["exec", "--help"]);
+    for option in [
+        "--servers",
+        "--connect-timeout",
+        "--session-timeout",
+        "--timeout",
+        "--identity",
+        "--kill-after",
+    ] {
+        assert!(exec.contains(option), "exec help lacks {option}:\n{exec}");
+    }
+    let ls = help(&["ls", "--help"]);
+    assert!(
+        ls.contains("--servers") && ls.contains("--connect-timeout"),
+        "{ls}"
+    );
+    for option in ["--session-timeout", "--timeout", "--identity"] {
+        assert!(!ls.contains(option), "ls help lists {option}:\n{ls}");
+    }
+    for args in [
+        &["server", "--help"][..],
+        &["server", "start", "--help"],
+        &["check-log", "--help"],
+    ] {
+        let text = help(args);
+        for option in ["--servers", "--session-timeout", "--timeout", "--identity"] {
+            assert!(!text.contains(option), "{args:?} lists {option}:\n{text}");
+        }
+    }
+    // Given anyway, before the command, an option that does not apply is refused.
+    check(
+        &["--timeout", "5s", "ls", "/a"],
+        64,
+        "--timeout does not apply",
+    );
+    check(
+        &["--servers", "x:1", "server", "status"],
+        64,
+        "--servers does not apply",
+    );
+}

@@ -475,3 +475,69 @@ fn a_connection_cut_within_the_session_timeout_does_not_stop_the_command() {
         "the cut is reported, then the recovery: {err}"
     );
 }
+
+/// Issue 12 (the holder knows first), for exec: the holder's connection goes through a fault
+/// proxy with a 2 s session; a second `zklock exec` waits on a direct connection. The proxy is
+/// black-holed (the link stays open, nothing crosses). The holder's command must have received
+/// SIGTERM before the second command starts. Three rounds; the margin is printed.
+#[test]
+fn a_black_holed_execs_command_gets_sigterm_before_the_next_exec_starts() {
+    let mut margins = Vec::new();
+    for round in 0..3 {
+        let path = unique_path("cli-partition");
+        let dir = scratch("partition");
+        let (ready, term, started) = (dir.join("ready"), dir.join("term"), dir.join("started"));
+        let proxy = zklock_testkit::Proxy::start(servers().split(',').next().unwrap())
+            .expect("start the fault proxy");
+        // `wait` returns at once on a signal, so the trap runs when SIGTERM arrives.
+        let script = format!(
+            "trap 'date +%s%N > \"{term}\"; kill $! 2>/dev/null; exit 0' TERM; \
+             echo $ZKLOCK_TOKEN > '{ready}'; sleep 1000 & wait $!",
+            term = term.display(),
+            ready = ready.display()
+        );
+        let mut holder = zklock();
+        holder
+            .args(["--servers", proxy.addr(), "--session-timeout", "2s"])
+            .args(["exec", "--kill-after", "5s", &path, "--"])
+            .args(sh(&script));
+        let mut holder = spawn(holder);
+        wait_for(
+            "the holder's command to run",
+            Duration::from_secs(20),
+            || std::fs::read_to_string(&ready).is_ok_and(|t| !t.trim().is_empty()),
+        );
+        let mut next = spawn(exec_cmd(
+            &["--timeout", "60s"],
+            &path,
+            &sh(&format!("date +%s%N > '{}'", started.display())),
+        ));
+        wait_for("the second exec to queue", Duration::from_secs(20), || {
+            participants(&path).len() == 2
+        });
+        proxy.blackhole();
+        let status = wait_exit(&mut next, Duration::from_secs(60), "second exec");
+        assert_eq!(status.code(), Some(0), "{}", child_stderr(&mut next));
+        let held = wait_exit(&mut holder, Duration::from_secs(30), "black-holed exec");
+        let holder_err = child_stderr(&mut holder);
+        proxy.heal();
+        let read_ns = |file: &std::path::Path| -> Option<i128> {
+            std::fs::read_to_string(file).ok()?.trim().parse().ok()
+        };
+        let started_ns = read_ns(&started).expect("the second command recorded its start");
+        let term_ns = read_ns(&term).unwrap_or_else(|| {
+            panic!("round {round}: the holder's command never got SIGTERM (status {held:?}; stderr: {holder_err})")
+        });
+        let margin_ms = (started_ns - term_ns) as f64 / 1e6;
+        println!(
+            "round {round}: SIGTERM {margin_ms:.0} ms {} the second command started",
+            if margin_ms >= 0.0 { "before" } else { "AFTER" }
+        );
+        margins.push(margin_ms);
+    }
+    eprintln!("margins (ms, SIGTERM before the next command; negative = overlap): {margins:?}");
+    assert!(
+        margins.iter().all(|m| *m > 0.0),
+        "the holder's command was still running after the next holder's command started: margins {margins:?} ms"
+    );
+}

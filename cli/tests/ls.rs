@@ -185,3 +185,66 @@ fn ls_of_a_free_lock() {
     assert_eq!(stdout(&out), format!("{path}: free (no contenders)\n"));
     assert_eq!(ls_json(&path)["participants"], serde_json::json!([]));
 }
+
+/// A write holder that takes the read side (a downgrade) holds both nodes: `ls` shows its read
+/// node as a holder, also when another writer queued between the two.
+#[tokio::test(flavor = "multi_thread")]
+async fn ls_shows_a_write_holders_downgraded_read_node_as_holding() {
+    let path = unique_path("cli-ls-downgrade");
+    let options = || zklock::Options::default().identity("downgrader");
+    let ours = zklock::Client::connect(servers(), options()).await.unwrap();
+    let theirs = zklock::Client::connect(
+        servers(),
+        zklock::Options::default().identity("other-writer"),
+    )
+    .await
+    .unwrap();
+    let rw = ours.rw_lock(&path).unwrap();
+    let write = rw.write().acquire().await.unwrap();
+    let other = theirs.rw_lock(&path).unwrap();
+    let waiting = tokio::spawn(async move {
+        let lease = other.write().acquire_timeout(Duration::from_secs(60)).await;
+        (other, lease)
+    });
+    let p = path.clone();
+    tokio::task::spawn_blocking(move || {
+        wait_for("the other writer to queue", Duration::from_secs(20), || {
+            participants(&p).len() == 2
+        })
+    })
+    .await
+    .unwrap();
+    let read = rw.read().acquire().await.unwrap(); // downgrade: granted at once
+    let p = path.clone();
+    let q = tokio::task::spawn_blocking(move || participants(&p))
+        .await
+        .unwrap();
+    assert_eq!(q.len(), 3, "{q:?}");
+    let role = |i: usize| {
+        (
+            q[i]["kind"].as_str().unwrap().to_owned(),
+            q[i]["role"].as_str().unwrap().to_owned(),
+        )
+    };
+    assert_eq!(role(0), ("write".into(), "holder".into()), "{q:?}");
+    assert_eq!(role(1), ("write".into(), "waiting".into()), "{q:?}");
+    assert_eq!(role(2), ("read".into(), "holder".into()), "{q:?}");
+    assert_eq!(q[2]["identity"], "downgrader");
+    let out = tokio::task::spawn_blocking({
+        let p = path.clone();
+        move || run(zk(&["ls", &p]))
+    })
+    .await
+    .unwrap();
+    assert!(
+        stdout(&out).starts_with(&format!("{path}: 2 holding, 1 waiting\n")),
+        "{}",
+        stdout(&out)
+    );
+    write.release().await.unwrap();
+    read.release().await.unwrap();
+    let (_other, lease) = waiting.await.unwrap();
+    lease.unwrap().release().await.unwrap();
+    ours.close().await;
+    theirs.close().await;
+}

@@ -323,6 +323,15 @@ impl Lease {
     /// Calls `callback` on the library's callback thread at every change of the lease's state
     /// (held, suspended, lost, released), ending after a final state. Lost is reported once.
     pub fn on_state(&self, callback: impl Fn(LeaseState) + Send + Sync + 'static) {
+        self.on_state_in(runtime::CallbackQueue::process(), callback)
+    }
+
+    /// [`Lease::on_state`] with the callbacks run on `queue` (a client's own callback thread).
+    pub fn on_state_in(
+        &self,
+        queue: runtime::CallbackQueue,
+        callback: impl Fn(LeaseState) + Send + Sync + 'static,
+    ) {
         let shared = self.shared_parts();
         let callback = Arc::new(callback);
         let mut last = self.state();
@@ -337,13 +346,22 @@ impl Lease {
                 .await;
                 last = now;
                 let cb = callback.clone();
-                runtime::run_callback(move || cb(now));
+                queue.run(move || cb(now));
             }
         });
     }
 
     /// Calls `callback` once, on the callback thread, if the lease is lost.
     pub fn on_lost(&self, callback: impl FnOnce() + Send + 'static) {
+        self.on_lost_in(runtime::CallbackQueue::process(), callback)
+    }
+
+    /// [`Lease::on_lost`] with the callback run on `queue` (a client's own callback thread).
+    pub fn on_lost_in(
+        &self,
+        queue: runtime::CallbackQueue,
+        callback: impl FnOnce() + Send + 'static,
+    ) {
         let shared = self.shared_parts();
         runtime::spawn(async move {
             let signals: Vec<&Signal> = shared.iter().map(|p| &p.state).collect();
@@ -353,7 +371,7 @@ impl Lease {
             })
             .await;
             if combined_state(&shared) == LeaseState::Lost {
-                runtime::run_callback(callback);
+                queue.run(callback);
             }
         });
     }

@@ -31,11 +31,66 @@ pub fn handle() -> Handle {
     with_started(|s| s.handle.clone())
 }
 
-/// Queues `f` to run on the library's callback thread. User callbacks (lost, state changes,
-/// async completions) run there, never on the runtime thread and never under an internal lock,
-/// so they may call any zklock function, blocking ones included.
+/// Queues `f` to run on the library's process-wide callback thread. User callbacks (lost, state
+/// changes, async completions) run there, never on the runtime thread and never under an
+/// internal lock, so they may call any zklock function, blocking ones included. One slow
+/// callback delays every later one on this thread; a face that wants one client's callbacks
+/// kept apart from another's gives each client a [`CallbackQueue`].
 pub fn run_callback(f: impl FnOnce() + Send + 'static) {
     with_started(|s| s.callbacks.send(Box::new(f)).ok());
+}
+
+/// Where callbacks run: the process-wide callback thread ([`CallbackQueue::process`]) or a
+/// thread of its own ([`CallbackQueue::own_thread`], one per client in the C face), so that a
+/// slow callback of one client cannot delay another client's notifications (a LOST among
+/// them). Callbacks on one queue run one at a time, in order. Clones share the queue; an own
+/// thread ends once every clone is dropped and the callbacks already queued have run.
+#[derive(Clone)]
+pub struct CallbackQueue {
+    own: Option<std::sync::mpsc::Sender<Callback>>,
+}
+
+impl std::fmt::Debug for CallbackQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.own.is_some() {
+            "CallbackQueue(own thread)"
+        } else {
+            "CallbackQueue(process)"
+        })
+    }
+}
+
+impl CallbackQueue {
+    /// The process-wide callback thread (what [`run_callback`] uses).
+    pub fn process() -> CallbackQueue {
+        CallbackQueue { own: None }
+    }
+
+    /// A new thread, named `zklock-cb`, that runs this queue's callbacks and ends when the
+    /// last clone is dropped and the queue is drained.
+    pub fn own_thread() -> Result<CallbackQueue> {
+        Ok(CallbackQueue {
+            own: Some(
+                spawn_callback_thread("zklock-cb").map_err(|e| {
+                    Error::ZooKeeper(format!("cannot start a callback thread: {e}"))
+                })?,
+            ),
+        })
+    }
+
+    /// Queues `f` to run on this queue's thread.
+    pub fn run(&self, f: impl FnOnce() + Send + 'static) {
+        match &self.own {
+            Some(tx) => {
+                // The receiving thread ends only after every sender is gone, so this cannot
+                // fail while `self` lives; if it ever did, the process thread still runs it.
+                if let Err(std::sync::mpsc::SendError(f)) = tx.send(Box::new(f)) {
+                    run_callback(f);
+                }
+            }
+            None => run_callback(f),
+        }
+    }
 }
 
 fn with_started<T>(f: impl FnOnce(&Started) -> T) -> T {
@@ -55,17 +110,21 @@ fn with_started<T>(f: impl FnOnce(&Started) -> T) -> T {
 }
 
 fn start_callback_thread() -> std::sync::mpsc::Sender<Callback> {
+    spawn_callback_thread("zklock-callbacks").expect("zklock: cannot spawn the callback thread")
+}
+
+/// A thread that runs the callbacks sent to it, one at a time, until every sender is dropped.
+fn spawn_callback_thread(name: &str) -> std::io::Result<std::sync::mpsc::Sender<Callback>> {
     let (tx, rx) = std::sync::mpsc::channel::<Callback>();
     std::thread::Builder::new()
-        .name("zklock-callbacks".into())
+        .name(name.into())
         .spawn(move || {
             for callback in rx {
                 // A panicking user callback must not kill the thread that serves the others.
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback));
             }
-        })
-        .expect("zklock: cannot spawn the callback thread");
-    tx
+        })?;
+    Ok(tx)
 }
 
 fn start() -> Handle {
@@ -141,6 +200,60 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_slow_callback_on_one_queue_does_not_delay_another_queue() {
+        let slow = super::CallbackQueue::own_thread().unwrap();
+        let fast = super::CallbackQueue::own_thread().unwrap();
+        slow.run(|| std::thread::sleep(Duration::from_secs(2)));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let queued = Instant::now();
+        fast.run(move || {
+            tx.send(std::thread::current().name().map(str::to_owned))
+                .unwrap()
+        });
+        let name = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(
+            queued.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            queued.elapsed()
+        );
+        assert_eq!(name.as_deref(), Some("zklock-cb"));
+    }
+
+    #[test]
+    fn an_own_callback_thread_drains_its_queue_and_ends_when_the_last_clone_is_dropped() {
+        let queue = super::CallbackQueue::own_thread().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        for i in 0..3 {
+            let tx = tx.clone();
+            queue.run(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                tx.send(i).unwrap();
+            });
+        }
+        // A value owned by the thread's last callback is dropped when that thread ends.
+        struct OnDrop(std::sync::mpsc::Sender<()>);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                self.0.send(()).ok();
+            }
+        }
+        let guard = OnDrop(done_tx);
+        queue.clone().run(move || drop(guard));
+        drop(queue);
+        drop(tx);
+        let got: Vec<i32> = rx.iter().collect();
+        assert_eq!(
+            got,
+            [0, 1, 2],
+            "queued callbacks run in order after the drop"
+        );
+        done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+
     #[test]
     fn block_on_runs_on_the_named_thread() {
         let name = super::block_on(async { Ok(std::thread::current().name().map(str::to_owned)) })
