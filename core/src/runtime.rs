@@ -70,11 +70,12 @@ impl CallbackQueue {
     /// last clone is dropped and the queue is drained.
     pub fn own_thread() -> Result<CallbackQueue> {
         Ok(CallbackQueue {
-            own: Some(
-                spawn_callback_thread("zklock-cb").map_err(|e| {
-                    Error::ZooKeeper(format!("cannot start a callback thread: {e}"))
-                })?,
-            ),
+            own: Some(spawn_callback_thread("zklock-cb").map_err(|e| {
+                Error::new(
+                    crate::ErrorKind::Internal,
+                    format!("cannot start a callback thread: {e}"),
+                )
+            })?),
         })
     }
 
