@@ -70,3 +70,16 @@ pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
 pub use state::{LeaseState, Released};
 pub use wait::Wait;
+
+/// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
+/// drives (spawn, block_on, callback queues), the round-trip counter the benchmarks read, and the
+/// conversions of foreign numbers the faces used before `Wait`. No stability promise.
+#[doc(hidden)]
+pub mod support {
+    pub use crate::nodes::round_trips;
+    pub use crate::options::{default_identity, duration_from_millis_i64, duration_from_secs_f64};
+    pub use crate::protocol::validate_path;
+    pub use crate::runtime::{
+        block_on, handle, on_runtime_thread, run_callback, spawn, CallbackQueue,
+    };
+}
