@@ -41,6 +41,10 @@ pub(crate) struct LockInner {
     /// Serialises first acquisitions among tasks sharing this value, so they share one node:
     /// one permit, taken by a `GatePass` (owned, so it can wait in the caller's future).
     gate: tokio::sync::Semaphore,
+    /// The gates of the other owners, made while an owner has an acquire going: each owner's
+    /// first acquisitions are serialised among themselves only, so owners never wait for each
+    /// other here (a write holder's downgrade must not wait behind another owner's read).
+    owner_gates: StdMutex<Vec<(Owner, Arc<tokio::sync::Semaphore>, usize)>>,
     /// The other side of a read/write lock.
     pub(crate) peer: OnceLock<Weak<LockInner>>,
 }
@@ -61,12 +65,17 @@ impl Owner {
     pub const SHARED: Owner = Owner(0);
 }
 
-/// Holds a lock value's gate (its one permit) until dropped.
-struct GatePass(Arc<LockInner>);
+/// Holds an owner's gate on a lock value (its one permit) until dropped.
+struct GatePass(Arc<LockInner>, Owner);
 
 impl Drop for GatePass {
     fn drop(&mut self) {
-        self.0.gate.add_permits(1);
+        let (lock, owner) = (&self.0, self.1);
+        if owner == Owner::SHARED {
+            lock.gate.add_permits(1);
+            return;
+        }
+        lock.leave_owner_gate(owner, true);
     }
 }
 
@@ -172,6 +181,7 @@ impl Lock {
                 reentrant: true,
                 holds: StdMutex::new(Vec::new()),
                 gate: tokio::sync::Semaphore::new(1),
+                owner_gates: StdMutex::new(Vec::new()),
                 peer: OnceLock::new(),
             }),
         })
@@ -187,6 +197,7 @@ impl Lock {
             reentrant: shared.reentrant,
             holds: StdMutex::new(Vec::new()),
             gate: tokio::sync::Semaphore::new(1),
+            owner_gates: StdMutex::new(Vec::new()),
             peer: OnceLock::new(),
         });
         Lock {
@@ -440,9 +451,13 @@ impl LockInner {
     /// Waits for the gate that serialises first acquisitions of this value.
     async fn enter_gate(
         self: Arc<Self>,
+        owner: Owner,
         deadline: Option<Instant>,
         cancel: Option<&CancelToken>,
     ) -> Result<GatePass> {
+        if owner != Owner::SHARED {
+            return self.enter_owner_gate(owner, deadline, cancel).await;
+        }
         let wait = async {
             let permit = match deadline {
                 None => self.gate.acquire().await,
@@ -469,7 +484,74 @@ impl LockInner {
             entered = wait => entered?,
             _ = cancelled => return Err(crate::nodes::cancelled_error(&self.path)),
         }
-        Ok(GatePass(self.clone()))
+        Ok(GatePass(self.clone(), Owner::SHARED))
+    }
+
+    /// The gate of one owner other than `SHARED`: made on first use, gone when its last user
+    /// leaves. Boxed: rare next to the shared gate, and the acquire future stays small.
+    fn enter_owner_gate<'a>(
+        self: Arc<Self>,
+        owner: Owner,
+        deadline: Option<Instant>,
+        cancel: Option<&'a CancelToken>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<GatePass>> + Send + 'a>> {
+        Box::pin(async move {
+            let gate = {
+                let mut gates = self.owner_gates.lock().unwrap();
+                match gates.iter_mut().find(|(o, _, _)| *o == owner) {
+                    Some((_, gate, users)) => {
+                        *users += 1;
+                        gate.clone()
+                    }
+                    None => {
+                        let gate = Arc::new(tokio::sync::Semaphore::new(1));
+                        gates.push((owner, gate.clone(), 1));
+                        gate
+                    }
+                }
+            };
+            let wait = async {
+                match deadline {
+                    None => gate.acquire().await.map(|p| p.forget()).ok(),
+                    Some(d) => match tokio::time::timeout_at(d, gate.acquire()).await {
+                        Ok(permit) => permit.map(|p| p.forget()).ok(),
+                        Err(_) => None,
+                    },
+                }
+            };
+            let cancelled = async {
+                match cancel {
+                    Some(token) => token.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let entered = tokio::select! {
+                entered = wait => entered.is_some(),
+                _ = cancelled => {
+                    self.leave_owner_gate(owner, false);
+                    return Err(crate::nodes::cancelled_error(&self.path));
+                }
+            };
+            if !entered {
+                self.leave_owner_gate(owner, false);
+                return Err(crate::nodes::timeout_error(&self.path));
+            }
+            Ok(GatePass(self.clone(), owner))
+        })
+    }
+
+    /// One user of `owner`'s gate leaves (giving its permit back when it held it).
+    fn leave_owner_gate(&self, owner: Owner, held: bool) {
+        let mut gates = self.owner_gates.lock().unwrap();
+        if let Some(i) = gates.iter().position(|(o, _, _)| *o == owner) {
+            if held {
+                gates[i].1.add_permits(1);
+            }
+            gates[i].2 -= 1;
+            if gates[i].2 == 0 {
+                gates.swap_remove(i);
+            }
+        }
     }
 
     fn request<'a>(
@@ -497,7 +579,11 @@ impl LockInner {
         cancel: Option<CancelToken>,
     ) -> Result<Step> {
         let gate = if self.reentrant {
-            Some(self.clone().enter_gate(deadline, cancel.as_ref()).await?)
+            Some(
+                self.clone()
+                    .enter_gate(owner, deadline, cancel.as_ref())
+                    .await?,
+            )
         } else {
             None
         };

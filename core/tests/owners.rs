@@ -105,3 +105,44 @@ fn the_core_names_read_back() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().contains("creator-all"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_never_wait_for_each_other_before_the_queue() {
+    let (holder, client) = (client().await, client().await);
+    let path = unique_path("owner-gates");
+    // Four owners waiting on one value each take their own place in the queue.
+    let held = holder.mutex(&path).unwrap().acquire().await.unwrap();
+    let lock = client.mutex(&path).unwrap();
+    let waiting: Vec<_> = (1..=4)
+        .map(|n| lock.start_acquire(Owner(n), Wait::Forever))
+        .collect();
+    let mut queued = 0;
+    for _ in 0..50 {
+        queued = children(&path).await.len();
+        if queued == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(queued, 5, "each waiting owner has a node of its own");
+    drop(waiting);
+    held.release().await.unwrap();
+    assert_empty_eventually(&path).await;
+
+    // A write holder's downgrade does not wait behind another owner waiting for the read side.
+    let rw = client.rw_lock(&path).unwrap();
+    let (a, b) = (Owner(10), Owner(11));
+    let write = rw.write().acquire_as(a, Wait::Forever, None).await.unwrap();
+    let b_waits = rw.read().start_acquire(b, Wait::Forever);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let read = rw
+        .read()
+        .acquire_as(a, Wait::timeout(Duration::from_secs(3)), None)
+        .await
+        .expect("the downgrade is granted at once");
+    read.release().await.unwrap();
+    write.release().await.unwrap();
+    let b_read = b_waits.await.unwrap();
+    b_read.release().await.unwrap();
+    assert_empty_eventually(&path).await;
+}
