@@ -187,7 +187,7 @@ def test_async_errors_are_typed(client, path):
             with pytest.raises(zklock.UpgradeNotAllowed):
                 await rw.write.acquire_async()
         with pytest.raises(zklock.InvalidArgument):
-            await client.lock(path).acquire_async(timeout=-1)
+            await client.lock(path).acquire_async(timeout=-2)
 
     asyncio.run(main())
 
