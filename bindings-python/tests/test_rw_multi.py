@@ -202,3 +202,15 @@ def test_multi_lock_bad_members(client):
         client.multi_lock([1, 2])  # type: ignore[list-item]
     with pytest.raises(zklock.InvalidArgument):
         client.multi_lock(["relative"])
+
+
+def test_a_member_lock_reads_locked_while_its_multi_lock_holds_it(client):
+    base = f"/zklock-py/{uuid.uuid4().hex}"
+    la = client.lock(f"{base}/a")
+    multi = client.multi_lock([la, f"{base}/b"])
+    with multi:
+        assert la.locked() and la.hold_count() == 1  # the core counts the multi's hold of a
+        with la:
+            assert la.hold_count() == 2
+    assert not la.locked() and la.hold_count() == 0
+    assert_empty_eventually(client, f"{base}/a")

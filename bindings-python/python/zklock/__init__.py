@@ -405,10 +405,11 @@ class Lock:
         lease.release()
 
     def locked(self) -> bool:
-        """True while any thread or task of this process holds the lock through this object."""
+        """True while any thread or task of this process holds the lock through this object
+        (or this thread or task holds it through a multi-lock made of it)."""
         with _mu:
             leases = [lease for held in self._held.values() for lease in held if not lease._done]
-        return any(lease.state in ("held", "suspended") for lease in leases)
+        return any(lease.state in ("held", "suspended") for lease in leases) or self.hold_count() > 0
 
     def hold_count(self) -> int:
         """How many holds this thread (task) has on the lock, as the core counts them (0 when
