@@ -103,7 +103,7 @@ fn wait_of(py: Python<'_>, timeout: Option<f64>) -> PyResult<Wait> {
 /// handler raises (Ctrl-C) the acquire is cancelled, and the exception is returned once it has
 /// ended (its node removed; a lease granted meanwhile is dropped, which releases it).
 fn wait_acquire(py: Python<'_>, mut acquire: Acquire) -> PyResult<zklock::Lease> {
-    if zklock::runtime::on_runtime_thread() {
+    if zklock::support::on_runtime_thread() {
         return Err(to_py_err(
             py,
             zklock::Error::new(
@@ -134,7 +134,7 @@ where
     F: Future<Output = zklock::Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    if zklock::runtime::on_runtime_thread() {
+    if zklock::support::on_runtime_thread() {
         return Err(to_py_err(
             py,
             zklock::Error::new(
@@ -144,7 +144,7 @@ where
         ));
     }
     let (tx, mut rx) = sync_channel::<zklock::Result<T>>(1);
-    let task = zklock::runtime::spawn(async move {
+    let task = zklock::support::spawn(async move {
         let _ = tx.send(fut.await);
     });
     loop {
@@ -182,7 +182,7 @@ fn deliver(job: impl FnOnce() + Send + 'static) {
     match &*slot {
         Some((_, queue)) => queue.run(job),
         // No thread to be had: zklock's own callback thread serves.
-        None => zklock::runtime::run_callback(job),
+        None => zklock::support::run_callback(job),
     }
 }
 
@@ -295,7 +295,7 @@ where
     let future = event_loop.call_method0("create_future")?;
     let event_loop = Arc::new(event_loop.unbind());
     let target = future.clone().unbind();
-    zklock::runtime::spawn(async move {
+    zklock::support::spawn(async move {
         let result = fut.await;
         call_soon(event_loop, move |py| {
             let outcome = match result {
@@ -379,7 +379,7 @@ impl PyClient {
         identity: Option<String>,
         acl: &str,
     ) -> PyResult<Self> {
-        let secs = zklock::duration_from_secs_f64;
+        let secs = zklock::support::duration_from_secs_f64;
         let mut options = zklock::Options::default()
             .session_timeout(secs(session_timeout, "session_timeout").py(py)?)
             .connect_timeout(secs(connect_timeout, "connect_timeout").py(py)?)
@@ -775,7 +775,7 @@ impl NativeLease {
                 }
             }),
             None if self.lost_before_release.load(Ordering::Relaxed) => {
-                zklock::runtime::run_callback(move || call_unraisable(&callback, None))
+                zklock::support::run_callback(move || call_unraisable(&callback, None))
             }
             // Released while held: it can no longer be lost.
             None => {}
@@ -783,12 +783,16 @@ impl NativeLease {
         Ok(())
     }
 
-    /// Calls `callback(state)` on zklock's callback thread at every change of the lease's state
-    /// after this call, ending after a final state.
+    /// The core's subscription: `callback(state)` on zklock's callback thread with the current
+    /// state first, then at every change, ending after a final state (`'released'` at once for
+    /// a released lease).
     fn on_state(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
         self.check_process(py)?;
-        if let Some(lease) = &*lock(&self.lease) {
-            lease.on_state(move |state| call_unraisable(&callback, Some(state)));
+        match &*lock(&self.lease) {
+            Some(lease) => lease.subscribe(move |state| call_unraisable(&callback, Some(state))),
+            None => zklock::support::run_callback(move || {
+                call_unraisable(&callback, Some(LeaseState::Released))
+            }),
         }
         Ok(())
     }

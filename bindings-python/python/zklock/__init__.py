@@ -236,9 +236,9 @@ class Lease:
         self._native.on_lost(callback)
 
     def on_state(self, callback: Callable[[str], object]) -> None:
-        """Calls ``callback(state)`` from zklock's callback thread at every change of the
-        lease's state (``'held'``, ``'suspended'``, ``'lost'``, ``'released'``), ending after a
-        final state. Changes after the call only: read :attr:`state` for the current one."""
+        """Calls ``callback(state)`` from zklock's callback thread with the lease's current state
+        first, then at every change (``'held'``, ``'suspended'``, ``'lost'``, ``'released'``),
+        ending after a final state; ``'lost'`` comes at most once."""
         _check_callable(callback, "on_state")
         self._native.on_state(callback)
 
