@@ -11,21 +11,18 @@
 //! * a blocking acquire starts a core [`zklock::Acquire`] and waits for it in 50 ms slices,
 //!   running `check_signals()` in between; a pending signal (Ctrl-C) cancels the acquire, which
 //!   removes the waiting node, and the exception propagates;
-//! * an asyncio acquire polls the same handle (it is a `Future`) from the event loop: its waker
-//!   asks the loop, through `call_soon_threadsafe`, to poll it again. Cancelling the asyncio
-//!   future drops the handle, which cancels the acquire (and releases a lease granted late).
+//! * an asyncio acquire hands the same handle a completion callback that completes an asyncio
+//!   future through `loop.call_soon_threadsafe`; cancelling that future cancels the acquire
+//!   (its node is removed, a lease granted meanwhile is released).
 //!
-//! The runtime thread never touches Python: wake-ups and results cross over on a callback queue
-//! of this module's own (user callbacks such as `on_lost` run on the process-wide one and may
-//! block; an asyncio task granted a lock must not wait for them).
+//! The runtime thread never touches Python: results cross over on a callback queue of this
+//! module's own.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
@@ -169,157 +166,77 @@ where
     }
 }
 
-/// The queue that hands asyncio wake-ups and results to their loops, and the process it
-/// belongs to (a child forked after it started makes its own).
-static DELIVERY: Mutex<Option<(u32, CallbackQueue)>> = Mutex::new(None);
-
-fn deliver(job: impl FnOnce() + Send + 'static) {
+/// The queue that hands asyncio results to their loops, for this process (a child forked
+/// after it started makes its own). Not zklock's process-wide callback thread: user callbacks
+/// (`on_lost`) run there and may block, and an asyncio task granted a lock must not wait for
+/// them.
+fn delivery() -> CallbackQueue {
+    static DELIVERY: Mutex<Option<(u32, CallbackQueue)>> = Mutex::new(None);
     let pid = std::process::id();
     let mut slot = lock(&DELIVERY);
-    if !matches!(&*slot, Some((owner, _)) if *owner == pid) {
-        *slot = CallbackQueue::own_thread().ok().map(|q| (pid, q));
-    }
     match &*slot {
-        Some((_, queue)) => queue.run(job),
-        // No thread to be had: zklock's own callback thread serves.
-        None => zklock::support::run_callback(job),
+        Some((owner, queue)) if *owner == pid => queue.clone(),
+        _ => {
+            // No thread to be had: zklock's own callback thread serves.
+            let queue = CallbackQueue::own_thread().unwrap_or_else(|_| CallbackQueue::process());
+            *slot = Some((pid, queue.clone()));
+            queue
+        }
     }
 }
 
-/// Calls `f` on a loop's thread: `loop.call_soon_threadsafe(f)`, from the delivery queue. A
-/// closed loop has nobody left to tell.
-fn call_soon(
-    event_loop: Arc<Py<PyAny>>,
-    f: impl FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send + 'static,
-) {
-    deliver(move || {
-        let _ = Python::try_attach(|py| {
-            if let Ok(callable) = f(py) {
-                let _ = event_loop
-                    .bind(py)
-                    .call_method1("call_soon_threadsafe", (callable,));
-            }
-        });
-    });
+/// What an asyncio future is completed with, made into Python on the loop's thread. Dropped
+/// unmade when the future was cancelled meanwhile: a lease in it is then released by the core.
+type Outcome = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+
+fn outcome_of<T: Send + 'static>(
+    result: zklock::Result<T>,
+    convert: fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
+) -> Outcome {
+    match result {
+        Ok(value) => Box::new(move |py| convert(py, value)),
+        Err(err) => Box::new(move |py| Err(to_py_err(py, err))),
+    }
 }
 
-/// An acquire awaited by an asyncio future: the loop polls the core's handle.
-struct Polled {
-    acquire: Mutex<Option<Acquire>>,
-    event_loop: Arc<Py<PyAny>>,
+/// An asyncio future of the running loop, to be completed from another thread.
+struct LoopFuture {
+    event_loop: Py<PyAny>,
     future: Py<PyAny>,
 }
 
-impl Wake for Polled {
-    fn wake(self: Arc<Self>) {
-        let event_loop = self.event_loop.clone();
-        call_soon(event_loop, move |py| {
-            Ok(Py::new(py, Poller(self))?.into_any())
-        });
-    }
-}
-
-/// Polls an acquire once, on the loop's thread, and completes the asyncio future when it ends.
-#[pyclass(frozen, module = "zklock._zklock")]
-struct Poller(Arc<Polled>);
-
-#[pymethods]
-impl Poller {
-    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let polled = &self.0;
-        let future = polled.future.bind(py);
-        let mut slot = lock(&polled.acquire);
-        let Some(acquire) = slot.as_mut() else {
-            return Ok(());
+impl LoopFuture {
+    fn new(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, LoopFuture)> {
+        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+        let future = event_loop.call_method0("create_future")?;
+        let target = LoopFuture {
+            event_loop: event_loop.unbind(),
+            future: future.clone().unbind(),
         };
-        if future.call_method0("done")?.is_truthy()? {
-            // Cancelled: dropping the handle cancels the acquire and releases a late lease.
-            drop(slot.take());
-            return Ok(());
-        }
-        let waker = Waker::from(polled.clone());
-        let Poll::Ready(result) = Pin::new(acquire).poll(&mut Context::from_waker(&waker)) else {
-            return Ok(());
-        };
-        drop(slot.take());
-        match result {
-            Ok(lease) => future.call_method1("set_result", (NativeLease::new(lease),))?,
-            Err(err) => {
-                future.call_method1("set_exception", (to_py_err(py, err).into_value(py),))?
-            }
-        };
-        Ok(())
+        Ok((future, target))
     }
-}
 
-/// The done-callback of an asyncio acquire: a cancelled future drops (so cancels) the acquire.
-#[pyclass(frozen, module = "zklock._zklock")]
-struct AcquireCanceller(Arc<Polled>);
-
-#[pymethods]
-impl AcquireCanceller {
-    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
-        if future.call_method0("cancelled")?.is_truthy()? {
-            drop(lock(&self.0.acquire).take());
-        }
-        Ok(())
-    }
-}
-
-/// An asyncio future of the running loop that gets `acquire`'s result.
-fn acquire_into_py(py: Python<'_>, acquire: Acquire) -> PyResult<Bound<'_, PyAny>> {
-    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
-    let future = event_loop.call_method0("create_future")?;
-    let polled = Arc::new(Polled {
-        acquire: Mutex::new(Some(acquire)),
-        event_loop: Arc::new(event_loop.unbind()),
-        future: future.clone().unbind(),
-    });
-    future.call_method1("add_done_callback", (AcquireCanceller(polled.clone()),))?;
-    Poller(polled).__call__(py)?;
-    Ok(future)
-}
-
-/// An asyncio future of the running loop that gets the result of `fut`, run on zklock's
-/// runtime (a release: it needs no cancelling, it always ends).
-fn future_into_py<'py, T, F>(
-    py: Python<'py>,
-    fut: F,
-    convert: fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    F: Future<Output = zklock::Result<T>> + Send + 'static,
-    T: Send + 'static,
-{
-    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
-    let future = event_loop.call_method0("create_future")?;
-    let event_loop = Arc::new(event_loop.unbind());
-    let target = future.clone().unbind();
-    zklock::support::spawn(async move {
-        let result = fut.await;
-        call_soon(event_loop, move |py| {
-            let outcome = match result {
-                Ok(value) => convert(py, value).map_err(|e| e.into_value(py).into_any()),
-                Err(err) => Err(to_py_err(py, err).into_value(py).into_any()),
+    /// Hands `outcome` to the loop (`call_soon_threadsafe`); a closed loop has nobody left to
+    /// tell. Runs on the delivery queue.
+    fn complete(self, outcome: Outcome) {
+        let _ = Python::try_attach(|py| {
+            let completer = Completer {
+                future: self.future,
+                outcome: Mutex::new(Some(outcome)),
             };
-            Ok(Py::new(
-                py,
-                Completer {
-                    future: target,
-                    outcome: Mutex::new(Some(outcome)),
-                },
-            )?
-            .into_any())
+            let _ = self
+                .event_loop
+                .bind(py)
+                .call_method1("call_soon_threadsafe", (completer,));
         });
-    });
-    Ok(future)
+    }
 }
 
 /// Sets an asyncio future's result or exception, unless it was cancelled; on the loop's thread.
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Completer {
     future: Py<PyAny>,
-    outcome: Mutex<Option<Result<Py<PyAny>, Py<PyAny>>>>,
+    outcome: Mutex<Option<Outcome>>,
 }
 
 #[pymethods]
@@ -330,14 +247,62 @@ impl Completer {
         };
         let future = self.future.bind(py);
         if future.call_method0("done")?.is_truthy()? {
-            return Ok(());
+            return Ok(()); // cancelled: `outcome` is dropped unmade
         }
-        match outcome {
+        match outcome(py) {
             Ok(value) => future.call_method1("set_result", (value,))?,
-            Err(err) => future.call_method1("set_exception", (err,))?,
+            Err(err) => future.call_method1("set_exception", (err.into_value(py),))?,
         };
         Ok(())
     }
+}
+
+/// The done-callback of an asyncio acquire: cancelling the future cancels the acquire (its node
+/// is removed; a lease granted meanwhile is released).
+#[pyclass(frozen, module = "zklock._zklock")]
+struct Canceller(zklock::CancelToken);
+
+#[pymethods]
+impl Canceller {
+    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        if future.call_method0("cancelled")?.is_truthy()? {
+            self.0.cancel();
+        }
+        Ok(())
+    }
+}
+
+/// An asyncio future of the running loop that gets the started acquire's lease.
+fn acquire_into_py(py: Python<'_>, acquire: Acquire) -> PyResult<Bound<'_, PyAny>> {
+    let (future, target) = LoopFuture::new(py)?;
+    future.call_method1("add_done_callback", (Canceller(acquire.canceller()),))?;
+    acquire.on_complete_in(delivery(), move |result| {
+        target.complete(outcome_of(result, lease_into_py))
+    });
+    Ok(future)
+}
+
+fn lease_into_py(py: Python<'_>, lease: zklock::Lease) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(py, NativeLease::new(lease))?.into_any())
+}
+
+/// An asyncio future of the running loop that gets the result of `fut`, run on zklock's
+/// runtime (a release: nothing to cancel, it always ends).
+fn future_into_py<'py, T, F>(
+    py: Python<'py>,
+    fut: F,
+    convert: fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = zklock::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let (future, target) = LoopFuture::new(py)?;
+    zklock::support::spawn(async move {
+        let outcome = outcome_of(fut.await, convert);
+        delivery().run(move || target.complete(outcome));
+    });
+    Ok(future)
 }
 
 /// Calls a Python callable (on zklock's callback thread), with the state's name if given; an
