@@ -1,38 +1,51 @@
 //! zklock's Python face: the native module `zklock._zklock`.
 //!
-//! This layer is deliberately small: one native object per core value (a client, one core lock
-//! value, one lease) and the two ways of waiting for the core from Python:
+//! This layer only translates: one native object per core value (a client, one core lock value,
+//! one lease), Python numbers and strings in (the core's rules judge them: `Wait::from_secs`,
+//! `AclPolicy::from_str`, the option checks), the core's errors out as the matching `zklock`
+//! exception, and the core's names as they are. The core counts re-entrant holds per owner; the
+//! Python package passes the owner (the thread, or the asyncio task).
 //!
-//! * blocking calls spawn the core future on zklock's runtime and wait for its result with the
-//!   GIL released, waking every 50 ms to run `check_signals()`; a pending signal (Ctrl-C) aborts
-//!   the spawned future, which removes the waiting node, and the exception propagates;
-//! * asyncio calls return an `asyncio.Future` of the running loop and complete it from the
-//!   library's callback thread with `loop.call_soon_threadsafe`; cancelling that future aborts
-//!   the core future.
+//! Waiting, with the GIL released:
 //!
-//! The runtime thread never touches Python: results cross over on the callback thread. The
-//! per-thread / per-task re-entrancy, the `with` statements and the exception classes live in
-//! the Python package (`zklock/__init__.py`, `zklock/_errors.py`).
+//! * a blocking acquire starts a core [`zklock::Acquire`] and waits for it in 50 ms slices,
+//!   running `check_signals()` in between; a pending signal (Ctrl-C) cancels the acquire, which
+//!   removes the waiting node, and the exception propagates;
+//! * an asyncio acquire hands the same handle a completion callback that completes an asyncio
+//!   future through `loop.call_soon_threadsafe`; cancelling that future cancels the acquire
+//!   (its node is removed, a lease granted meanwhile is released).
+//!
+//! The runtime thread never touches Python: results cross over on a callback queue of this
+//! module's own.
 
 use std::future::Future;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyModule;
 
-use zklock::{ErrorKind, LeaseState, Released};
+use zklock::{Acquire, CallbackQueue, ErrorKind, LeaseState, Owner, Wait};
 
 /// How often a blocked Python thread wakes up to look for signals.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
-// ---------------------------------------------------------------------------------------------
-// Errors
+/// How long a cancelled acquire may take to end (the core promises 100 ms).
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
-/// The Python class name (in `zklock._errors`) of each error kind, as in API.md.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: the one table of this face
+
+/// The Python class (in `zklock._errors`) of each error kind.
 fn class_name(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::Timeout => "LockTimeout",
@@ -62,63 +75,73 @@ fn to_py_err(py: Python<'_>, err: zklock::Error) -> PyErr {
     match made {
         Ok(instance) => PyErr::from_value(instance),
         // Without the Python package (never in an installed wheel) fall back to a builtin.
-        Err(_) => PyRuntimeError::new_err(format!("{}: {message}", class_name(err.kind()))),
+        Err(_) => PyRuntimeError::new_err(format!("{}: {message}", err.kind())),
     }
 }
 
-/// `zklock.InvalidArgument` for a value the core has no check for.
-fn invalid(py: Python<'_>, message: impl Into<String>) -> PyErr {
-    to_py_err(py, zklock::Error::new(ErrorKind::InvalidArgument, message))
+trait IntoPy<T> {
+    fn py(self, py: Python<'_>) -> PyResult<T>;
 }
 
-/// A timeout argument in seconds: `None` waits forever, otherwise a finite number >= 0.
-fn deadline_of(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Instant>> {
-    match timeout {
-        None => Ok(None),
-        Some(secs) => {
-            let d =
-                zklock::duration_from_secs_f64(secs, "timeout").map_err(|e| to_py_err(py, e))?;
-            Ok(Some(Instant::now().checked_add(d).ok_or_else(|| {
-                invalid(py, format!("timeout {} is out of range", secs_str(secs)))
-            })?))
-        }
+impl<T> IntoPy<T> for zklock::Result<T> {
+    fn py(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py_err(py, e))
     }
 }
 
-/// A number of seconds for a message, short whatever its size: `2.5 s`, `1e+300 s` (Python's
-/// own notation past a million; a plain `{}` of an `f64` writes every digit).
-fn secs_str(secs: f64) -> String {
-    if secs.is_finite() && secs.abs() >= 1e6 {
-        let e = format!("{secs:e}");
-        match e.split_once('e') {
-            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp} s"),
-            _ => format!("{e} s"),
-        }
-    } else {
-        format!("{secs} s")
-    }
+fn wait_of(py: Python<'_>, timeout: Option<f64>) -> PyResult<Wait> {
+    Wait::from_secs(timeout).py(py)
 }
 
 // ---------------------------------------------------------------------------------------------
 // Waiting
 
-/// Runs `fut` on zklock's runtime and waits for it with the GIL released. Every 50 ms the wait
-/// runs `check_signals()`: when a handler raises (Ctrl-C), the spawned future is aborted (its
-/// node is removed) and the exception is returned. A result that won the race with the abort is
-/// dropped here, which releases a lease in the background.
-fn wait<T, F>(py: Python<'_>, fut: F, cancel: Option<zklock::CancelToken>) -> PyResult<T>
+/// Waits for a started acquire with the GIL released, looking for signals every 50 ms. When a
+/// handler raises (Ctrl-C) the acquire is cancelled, and the exception is returned once it has
+/// ended (its node removed; a lease granted meanwhile is dropped, which releases it).
+fn wait_acquire(py: Python<'_>, mut acquire: Acquire) -> PyResult<zklock::Lease> {
+    if zklock::support::on_runtime_thread() {
+        return Err(to_py_err(
+            py,
+            zklock::Error::new(
+                ErrorKind::InvalidArgument,
+                "a blocking zklock call was made on the zklock runtime thread",
+            ),
+        ));
+    }
+    loop {
+        let (done, back) = py.detach(move || (acquire.wait_for(SIGNAL_POLL), acquire));
+        acquire = back;
+        if let Some(result) = done {
+            return result.py(py);
+        }
+        if let Err(signal) = py.check_signals() {
+            acquire.cancel();
+            py.detach(move || drop(acquire.wait_for(CANCEL_GRACE)));
+            return Err(signal);
+        }
+    }
+}
+
+/// Runs `fut` on zklock's runtime and waits for it with the GIL released (calls that take no
+/// node: connecting, the participants). Every 50 ms the wait runs `check_signals()`: when a
+/// handler raises (Ctrl-C), the spawned future is aborted and the exception is returned.
+fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     F: Future<Output = zklock::Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    if zklock::runtime::on_runtime_thread() {
-        return Err(invalid(
+    if zklock::support::on_runtime_thread() {
+        return Err(to_py_err(
             py,
-            "a blocking zklock call was made on the zklock runtime thread",
+            zklock::Error::new(
+                ErrorKind::InvalidArgument,
+                "a blocking zklock call was made on the zklock runtime thread",
+            ),
         ));
     }
     let (tx, mut rx) = sync_channel::<zklock::Result<T>>(1);
-    let task = zklock::runtime::spawn(async move {
+    let task = zklock::support::spawn(async move {
         let _ = tx.send(fut.await);
     });
     loop {
@@ -126,133 +149,90 @@ where
         let (received, back) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
         rx = back;
         match received {
-            Ok(result) => return result.map_err(|e| to_py_err(py, e)),
+            Ok(result) => return result.py(py),
             Err(RecvTimeoutError::Timeout) => {
                 if let Err(signal) = py.check_signals() {
-                    // An acquire cancelled through its token removes its node before it ends;
-                    // anything else is aborted (and cleans up in the background).
-                    match &cancel {
-                        Some(token) => token.cancel(),
-                        None => task.abort(),
-                    }
-                    // Wait until the task is gone (its sender dropped), so that the cleanup of
-                    // the waiting node has been started before the exception reaches Python.
-                    let late = py.detach(move || rx.recv_timeout(Duration::from_secs(5)).ok());
-                    drop(late);
+                    task.abort();
                     return Err(signal);
                 }
             }
             Err(RecvTimeoutError::Disconnected) => {
-                // The task ended without sending: it panicked inside the core.
                 return Err(to_py_err(
                     py,
-                    zklock::Error::new(
-                        ErrorKind::Internal,
-                        "internal error: a zklock task ended without a result",
-                    ),
-                ));
+                    zklock::Error::new(ErrorKind::Internal, "a zklock task ended without a result"),
+                ))
             }
         }
     }
 }
 
-/// What an asyncio future is completed with.
+/// The queue that hands asyncio results to their loops, for this process (a child forked
+/// after it started makes its own). Not zklock's process-wide callback thread: user callbacks
+/// (`on_lost`) run there and may block, and an asyncio task granted a lock must not wait for
+/// them.
+fn delivery() -> CallbackQueue {
+    static DELIVERY: Mutex<Option<(u32, CallbackQueue)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = lock(&DELIVERY);
+    match &*slot {
+        Some((owner, queue)) if *owner == pid => queue.clone(),
+        _ => {
+            // No thread to be had: zklock's own callback thread serves.
+            let queue = CallbackQueue::own_thread().unwrap_or_else(|_| CallbackQueue::process());
+            *slot = Some((pid, queue.clone()));
+            queue
+        }
+    }
+}
+
+/// What an asyncio future is completed with, made into Python on the loop's thread. Dropped
+/// unmade when the future was cancelled meanwhile: a lease in it is then released by the core.
 type Outcome = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 
-/// Runs `fut` on zklock's runtime and returns an asyncio future of the running loop that gets
-/// its result. Cancelling the asyncio future aborts `fut`. `convert` turns the core result into
-/// a Python value on the loop's thread; if the future was cancelled meanwhile the result is
-/// dropped instead (a lease is then released in the background).
-fn future_into_py<'py, T, F>(
-    py: Python<'py>,
-    fut: F,
+fn outcome_of<T: Send + 'static>(
+    result: zklock::Result<T>,
     convert: fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
-    cancel: Option<zklock::CancelToken>,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    F: Future<Output = zklock::Result<T>> + Send + 'static,
-    T: Send + 'static,
-{
-    let asyncio = py.import("asyncio")?;
-    let event_loop = asyncio.call_method0("get_running_loop")?;
-    let py_future = event_loop.call_method0("create_future")?;
-    let loop_ref = event_loop.unbind();
-    let future_ref = py_future.clone().unbind();
-    let task = zklock::runtime::spawn(async move {
-        let result = fut.await;
-        deliver(move || {
-            let _ = Python::try_attach(|py| {
-                let outcome: Outcome = match result {
-                    Ok(value) => Box::new(move |py| convert(py, value)),
-                    Err(err) => Box::new(move |py| Err(to_py_err(py, err))),
-                };
-                let completer = Completer {
-                    future: future_ref.clone_ref(py),
-                    outcome: Mutex::new(Some(outcome)),
-                };
-                let scheduled = loop_ref
-                    .bind(py)
-                    .call_method1("call_soon_threadsafe", (completer,));
-                if let Err(e) = scheduled {
-                    // The loop is closed: nobody can await the result any more.
-                    drop(e);
-                }
-            });
-        });
-    });
-    let canceller = Canceller {
-        abort: task.abort_handle(),
-        cancel,
-    };
-    py_future.call_method1("add_done_callback", (canceller,))?;
-    Ok(py_future)
-}
-
-type Job = Box<dyn FnOnce() + Send>;
-
-/// The thread that hands asyncio results to their loops, and the process it belongs to.
-static DELIVERY: Mutex<Option<(u32, std::sync::mpsc::Sender<Job>)>> = Mutex::new(None);
-
-/// Runs `job` on this module's delivery thread. asyncio results do not go through zklock's
-/// callback thread, where user callbacks (`on_lost`) run and may block: a callback waiting for
-/// a lock that an asyncio task has just been granted must not keep that task from learning it.
-/// Like the core runtime, the thread is started again in a child process after fork().
-fn deliver(job: impl FnOnce() + Send + 'static) {
-    let pid = std::process::id();
-    let mut slot = DELIVERY.lock().unwrap_or_else(|e| e.into_inner());
-    let job: Job = Box::new(job);
-    if let Some((owner, tx)) = slot.as_ref() {
-        if *owner == pid {
-            match tx.send(job) {
-                Ok(()) => return,
-                Err(std::sync::mpsc::SendError(job)) => return start_delivery(&mut slot, pid, job),
-            }
-        }
-    }
-    start_delivery(&mut slot, pid, job)
-}
-
-fn start_delivery(slot: &mut Option<(u32, std::sync::mpsc::Sender<Job>)>, pid: u32, first: Job) {
-    let (tx, rx) = std::sync::mpsc::channel::<Job>();
-    let spawned = std::thread::Builder::new()
-        .name("zklock-py-asyncio".into())
-        .spawn(move || {
-            for job in rx {
-                // Nothing may unwind out of this thread (it serves every loop of the process).
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-            }
-        });
-    match spawned {
-        Ok(_) => {
-            let _ = tx.send(first);
-            *slot = Some((pid, tx));
-        }
-        // No thread to be had: fall back to zklock's callback thread.
-        Err(_) => zklock::runtime::run_callback(first),
+) -> Outcome {
+    match result {
+        Ok(value) => Box::new(move |py| convert(py, value)),
+        Err(err) => Box::new(move |py| Err(to_py_err(py, err))),
     }
 }
 
-/// Sets an asyncio future's result or exception; runs on the loop's thread.
+/// An asyncio future of the running loop, to be completed from another thread.
+struct LoopFuture {
+    event_loop: Py<PyAny>,
+    future: Py<PyAny>,
+}
+
+impl LoopFuture {
+    fn new(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, LoopFuture)> {
+        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+        let future = event_loop.call_method0("create_future")?;
+        let target = LoopFuture {
+            event_loop: event_loop.unbind(),
+            future: future.clone().unbind(),
+        };
+        Ok((future, target))
+    }
+
+    /// Hands `outcome` to the loop (`call_soon_threadsafe`); a closed loop has nobody left to
+    /// tell. Runs on the delivery queue.
+    fn complete(self, outcome: Outcome) {
+        let _ = Python::try_attach(|py| {
+            let completer = Completer {
+                future: self.future,
+                outcome: Mutex::new(Some(outcome)),
+            };
+            let _ = self
+                .event_loop
+                .bind(py)
+                .call_method1("call_soon_threadsafe", (completer,));
+        });
+    }
+}
+
+/// Sets an asyncio future's result or exception, unless it was cancelled; on the loop's thread.
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Completer {
     future: Py<PyAny>,
@@ -262,19 +242,12 @@ struct Completer {
 #[pymethods]
 impl Completer {
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(outcome) = self
-            .outcome
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        else {
+        let Some(outcome) = lock(&self.outcome).take() else {
             return Ok(());
         };
         let future = self.future.bind(py);
         if future.call_method0("done")?.is_truthy()? {
-            // Cancelled meanwhile: dropping the outcome releases what it holds.
-            drop(outcome);
-            return Ok(());
+            return Ok(()); // cancelled: `outcome` is dropped unmade
         }
         match outcome(py) {
             Ok(value) => future.call_method1("set_result", (value,))?,
@@ -284,40 +257,66 @@ impl Completer {
     }
 }
 
-/// The done-callback of an asyncio future: aborts the core future when it was cancelled.
+/// The done-callback of an asyncio acquire: cancelling the future cancels the acquire (its node
+/// is removed; a lease granted meanwhile is released).
 #[pyclass(frozen, module = "zklock._zklock")]
-struct Canceller {
-    abort: tokio::task::AbortHandle,
-    /// For an acquire: cancelling through the token removes the node before the task ends.
-    cancel: Option<zklock::CancelToken>,
-}
+struct Canceller(zklock::CancelToken);
 
 #[pymethods]
 impl Canceller {
     fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
         if future.call_method0("cancelled")?.is_truthy()? {
-            match &self.cancel {
-                Some(token) => token.cancel(),
-                None => self.abort.abort(),
-            }
+            self.0.cancel();
         }
         Ok(())
     }
 }
 
-/// Runs a Python callable on zklock's callback thread (where lost callbacks run). An exception
-/// it raises goes to `sys.unraisablehook`.
-#[pyfunction]
-fn run_callback(callback: Py<PyAny>) {
-    zklock::runtime::run_callback(move || call_unraisable(callback));
+/// An asyncio future of the running loop that gets the started acquire's lease.
+fn acquire_into_py(py: Python<'_>, acquire: Acquire) -> PyResult<Bound<'_, PyAny>> {
+    let (future, target) = LoopFuture::new(py)?;
+    future.call_method1("add_done_callback", (Canceller(acquire.canceller()),))?;
+    acquire.on_complete_in(delivery(), move |result| {
+        target.complete(outcome_of(result, lease_into_py))
+    });
+    Ok(future)
 }
 
-fn call_unraisable(callback: Py<PyAny>) {
-    // After the interpreter has shut down (a client closed at exit makes its leases lost)
-    // there is no Python left to call: the callback is skipped instead of panicking.
+fn lease_into_py(py: Python<'_>, lease: zklock::Lease) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(py, NativeLease::new(lease))?.into_any())
+}
+
+/// An asyncio future of the running loop that gets the result of `fut`, run on zklock's
+/// runtime (a release: nothing to cancel, it always ends).
+fn future_into_py<'py, T, F>(
+    py: Python<'py>,
+    fut: F,
+    convert: fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = zklock::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let (future, target) = LoopFuture::new(py)?;
+    zklock::support::spawn(async move {
+        let outcome = outcome_of(fut.await, convert);
+        delivery().run(move || target.complete(outcome));
+    });
+    Ok(future)
+}
+
+/// Calls a Python callable (on zklock's callback thread), with the state's name if given; an
+/// exception it raises goes to `sys.unraisablehook`. After the interpreter has shut down (a
+/// client closed at exit makes its leases lost) there is no Python left to call, and the
+/// callback is skipped.
+fn call_unraisable(callback: &Py<PyAny>, state: Option<LeaseState>) {
     let _ = Python::try_attach(|py| {
         let callback = callback.bind(py);
-        if let Err(err) = callback.call0() {
+        let called = match state {
+            Some(state) => callback.call1((state.as_str(),)),
+            None => callback.call0(),
+        };
+        if let Err(err) = called {
             err.write_unraisable(py, Some(callback));
         }
     });
@@ -330,33 +329,6 @@ fn call_unraisable(callback: Py<PyAny>) {
 #[pyclass(frozen, module = "zklock._zklock", name = "Client")]
 struct PyClient {
     client: zklock::Client,
-    /// The process the client was made in (a child forked after it connected cannot use it).
-    pid: u32,
-}
-
-impl PyClient {
-    /// `ClientClosed` after `close()` or in a child process after fork(), before any lock
-    /// object is made (the docstring of `Client.lock` promises it).
-    fn check_usable(&self, py: Python<'_>) -> PyResult<()> {
-        if self.client.is_closed() {
-            return Err(to_py_err(
-                py,
-                zklock::Error::new(
-                    ErrorKind::Closed,
-                    format!("the client for {} is closed", self.client.hosts()),
-                ),
-            ));
-        }
-        if self.pid != std::process::id() {
-            return Err(to_py_err(
-                py,
-                zklock::Error::new(ErrorKind::Closed,
-                    "this client was created before fork(); create a new client in the child process",
-                ),
-            ));
-        }
-        Ok(())
-    }
 }
 
 #[pymethods]
@@ -372,25 +344,11 @@ impl PyClient {
         identity: Option<String>,
         acl: &str,
     ) -> PyResult<Self> {
-        let err = |e| to_py_err(py, e);
+        let secs = zklock::support::duration_from_secs_f64;
         let mut options = zklock::Options::default()
-            .session_timeout(
-                zklock::duration_from_secs_f64(session_timeout, "session_timeout").map_err(err)?,
-            )
-            .connect_timeout(
-                zklock::duration_from_secs_f64(connect_timeout, "connect_timeout").map_err(err)?,
-            )
-            .acl(match acl {
-                "open" => zklock::AclPolicy::Open,
-                "creator" => zklock::AclPolicy::CreatorAll,
-                "read-anyone" => zklock::AclPolicy::ReadAnyoneCreatorAll,
-                other => {
-                    return Err(invalid(
-                        py,
-                        format!("acl must be 'open', 'creator' or 'read-anyone', got {other:?}"),
-                    ))
-                }
-            });
+            .session_timeout(secs(session_timeout, "session_timeout").py(py)?)
+            .connect_timeout(secs(connect_timeout, "connect_timeout").py(py)?)
+            .acl(zklock::AclPolicy::from_str(acl).py(py)?);
         if let Some(auth) = auth {
             options = options.auth(auth);
         }
@@ -400,12 +358,8 @@ impl PyClient {
         let client = wait(
             py,
             async move { zklock::Client::connect(&hosts, options).await },
-            None,
         )?;
-        Ok(PyClient {
-            client,
-            pid: std::process::id(),
-        })
+        Ok(PyClient { client })
     }
 
     /// Closes the session; leases taken through it become lost. Idempotent.
@@ -434,18 +388,18 @@ impl PyClient {
         self.client.session_timeout().as_secs_f64()
     }
 
-    /// A mutex on `path` (a new core lock value: its own re-entrancy count).
+    /// A mutex on `path`.
     #[pyo3(signature = (path, reentrant=true))]
     fn mutex(&self, py: Python<'_>, path: &str, reentrant: bool) -> PyResult<NativeLock> {
-        self.check_usable(py)?;
-        let lock = self.client.mutex(path).map_err(|e| to_py_err(py, e))?;
-        Ok(NativeLock::single(lock.reentrant(reentrant)))
+        let lock = self.client.mutex(path).py(py)?;
+        Ok(NativeLock::new(Inner::Single(Arc::new(
+            lock.reentrant(reentrant),
+        ))))
     }
 
     /// Both sides of a read/write lock on `path`: `(read, write)`.
     fn rw_lock(&self, py: Python<'_>, path: &str) -> PyResult<(NativeLock, NativeLock)> {
-        self.check_usable(py)?;
-        let rw = Arc::new(self.client.rw_lock(path).map_err(|e| to_py_err(py, e))?);
+        let rw = Arc::new(self.client.rw_lock(path).py(py)?);
         Ok((
             NativeLock::new(Inner::Read(rw.clone())),
             NativeLock::new(Inner::Write(rw)),
@@ -454,20 +408,22 @@ impl PyClient {
 
     /// A multi-lock over existing core lock values (sharing their re-entrancy).
     fn multi_lock(&self, py: Python<'_>, members: Vec<Py<NativeLock>>) -> PyResult<NativeLock> {
-        self.check_usable(py)?;
         let mut locks: Vec<&zklock::Lock> = Vec::with_capacity(members.len());
         for m in &members {
             match m.get().as_lock() {
                 Some(lock) => locks.push(lock),
                 None => {
-                    return Err(invalid(
+                    return Err(to_py_err(
                         py,
-                        "a multi-lock cannot contain another multi-lock",
+                        zklock::Error::new(
+                            ErrorKind::InvalidArgument,
+                            "a multi-lock cannot contain another multi-lock",
+                        ),
                     ))
                 }
             }
         }
-        let multi = zklock::MultiLock::from_locks(locks).map_err(|e| to_py_err(py, e))?;
+        let multi = zklock::MultiLock::from_locks(locks).py(py)?;
         Ok(NativeLock::new(Inner::Multi(multi)))
     }
 
@@ -488,6 +444,12 @@ impl PyClient {
 // ---------------------------------------------------------------------------------------------
 // Locks
 
+/// One core lock value: a mutex, one side of a read/write lock, or a multi-lock.
+#[pyclass(frozen, module = "zklock._zklock")]
+struct NativeLock {
+    inner: Inner,
+}
+
 enum Inner {
     Single(Arc<zklock::Lock>),
     Read(Arc<zklock::RwLock>),
@@ -495,38 +457,9 @@ enum Inner {
     Multi(zklock::MultiLock),
 }
 
-/// One core lock value: a mutex, one side of a read/write lock, or a multi-lock.
-#[pyclass(frozen, module = "zklock._zklock")]
-struct NativeLock {
-    inner: Inner,
-    /// The process this value was made in. The core's re-entrant fast path does not check for
-    /// fork(), so a child would "re-enter" a hold that belongs to its parent; refuse instead.
-    pid: u32,
-}
-
 impl NativeLock {
     fn new(inner: Inner) -> Self {
-        NativeLock {
-            inner,
-            pid: std::process::id(),
-        }
-    }
-
-    fn single(lock: zklock::Lock) -> Self {
-        NativeLock::new(Inner::Single(Arc::new(lock)))
-    }
-
-    fn check_process(&self, py: Python<'_>) -> PyResult<()> {
-        if self.pid == std::process::id() {
-            return Ok(());
-        }
-        Err(to_py_err(
-            py,
-            zklock::Error::new(
-                ErrorKind::Closed,
-                "this lock was created before fork(); create a new client in the child process",
-            ),
-        ))
+        NativeLock { inner }
     }
 
     fn as_lock(&self) -> Option<&zklock::Lock> {
@@ -538,122 +471,93 @@ impl NativeLock {
         }
     }
 
-    fn acquire_future(
-        &self,
-        deadline: Option<Instant>,
-        cancel: zklock::CancelToken,
-    ) -> std::pin::Pin<Box<dyn Future<Output = zklock::Result<zklock::Lease>> + Send + 'static>>
-    {
+    fn start(&self, owner: Owner, wait: Wait) -> Acquire {
         match (&self.inner, self.as_lock()) {
-            (Inner::Multi(m), _) => Box::pin(m.acquire_with(deadline, cancel)),
-            (_, Some(lock)) => Box::pin(lock.acquire_with(deadline, cancel)),
-            (_, None) => {
-                Box::pin(async { Err(zklock::Error::new(ErrorKind::InvalidArgument, "no lock")) })
-            }
+            (Inner::Multi(m), _) => m.start_acquire(owner, wait),
+            (_, Some(lock)) => lock.start_acquire(owner, wait),
+            (_, None) => unreachable!("a lock that is not a multi-lock has a core lock"),
         }
     }
-}
-
-impl NativeLock {
-    /// The queue of this lock's path as a `'static` future.
-    fn participants_future(
-        &self,
-    ) -> std::pin::Pin<
-        Box<dyn Future<Output = zklock::Result<Vec<zklock::Participant>>> + Send + 'static>,
-    > {
-        match &self.inner {
-            Inner::Single(l) => {
-                let l = l.clone();
-                Box::pin(async move { l.participants().await })
-            }
-            Inner::Read(rw) | Inner::Write(rw) => {
-                let rw = rw.clone();
-                Box::pin(async move { rw.participants().await })
-            }
-            Inner::Multi(_) => Box::pin(async {
-                Err(zklock::Error::new(
-                    ErrorKind::InvalidArgument,
-                    "participants() of a multi-lock: ask its members",
-                ))
-            }),
-        }
-    }
-}
-
-fn lease_into_py(py: Python<'_>, lease: zklock::Lease) -> PyResult<Py<PyAny>> {
-    Ok(Py::new(py, NativeLease::new(lease))?.into_any())
 }
 
 #[pymethods]
 impl NativeLock {
-    /// Waits for the lock (`timeout` None: forever; 0: one try) and returns its lease. Raises
-    /// `LockTimeout` when the deadline passes. The GIL is released while waiting.
-    #[pyo3(signature = (timeout=None))]
-    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<NativeLease> {
-        self.check_process(py)?;
-        let deadline = deadline_of(py, timeout)?;
+    /// Waits for the lock for `owner` (`timeout` seconds by the core's rule; None: forever) and
+    /// returns its lease; `LockTimeout` when a try or a deadline fails. The GIL is released
+    /// while waiting.
+    #[pyo3(signature = (owner, timeout=None))]
+    fn acquire(&self, py: Python<'_>, owner: u64, timeout: Option<f64>) -> PyResult<NativeLease> {
+        let wait = wait_of(py, timeout)?;
         // A re-entrant hold needs no trip to the runtime.
-        if let Some(lease) = self.as_lock().and_then(|l| l.reenter()) {
+        if let Some(lease) = self.as_lock().and_then(|l| l.reenter_as(Owner(owner))) {
             return Ok(NativeLease::new(lease));
         }
-        let cancel = zklock::CancelToken::new();
-        let fut = self.acquire_future(deadline, cancel.clone());
-        wait(py, fut, Some(cancel)).map(NativeLease::new)
+        wait_acquire(py, self.start(Owner(owner), wait)).map(NativeLease::new)
     }
 
     /// The asyncio twin of `acquire`: an awaitable future of the running loop.
-    #[pyo3(signature = (timeout=None))]
+    #[pyo3(signature = (owner, timeout=None))]
     fn acquire_async<'py>(
         &self,
         py: Python<'py>,
+        owner: u64,
         timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.check_process(py)?;
-        let deadline = deadline_of(py, timeout)?;
-        let cancel = zklock::CancelToken::new();
-        let fut = self.acquire_future(deadline, cancel.clone());
-        future_into_py(py, fut, lease_into_py, Some(cancel))
+        let wait = wait_of(py, timeout)?;
+        acquire_into_py(py, self.start(Owner(owner), wait))
     }
 
-    /// This core value's re-entrant hold count (0 for a multi-lock or a non re-entrant lock).
-    fn hold_count(&self) -> usize {
-        self.as_lock().map(|l| l.hold_count()).unwrap_or(0)
+    /// `owner`'s re-entrant hold count (0 for a multi-lock or a non re-entrant lock).
+    fn hold_count(&self, owner: u64) -> usize {
+        self.as_lock().map_or(0, |l| l.hold_count_as(Owner(owner)))
     }
 
     #[getter]
     fn path(&self) -> String {
-        match &self.inner {
-            Inner::Multi(m) => m.paths().join(","),
-            _ => self
-                .as_lock()
-                .map(|l| l.path().to_owned())
-                .unwrap_or_default(),
-        }
+        self.paths().join(",")
     }
 
     #[getter]
     fn paths(&self) -> Vec<String> {
-        match &self.inner {
-            Inner::Multi(m) => m.paths().into_iter().map(str::to_owned).collect(),
-            _ => vec![self.path()],
+        match (&self.inner, self.as_lock()) {
+            (Inner::Multi(m), _) => m.paths().into_iter().map(str::to_owned).collect(),
+            (_, Some(lock)) => vec![lock.path().to_owned()],
+            (_, None) => Vec::new(),
         }
     }
 
     /// The queue of the lock path: `[(node, identity, token, library, kind, session_id)]`,
     /// holder first.
     fn participants(&self, py: Python<'_>) -> PyResult<Vec<ParticipantTuple>> {
-        self.check_process(py)?;
-        let fut = self.participants_future();
-        let list = wait(py, fut, None)?;
+        let list = match &self.inner {
+            Inner::Single(l) => {
+                let l = l.clone();
+                wait(py, async move { l.participants().await })?
+            }
+            Inner::Read(rw) | Inner::Write(rw) => {
+                let rw = rw.clone();
+                wait(py, async move { rw.participants().await })?
+            }
+            Inner::Multi(_) => {
+                return Err(to_py_err(
+                    py,
+                    zklock::Error::new(
+                        ErrorKind::InvalidArgument,
+                        "participants() of a multi-lock: ask its members",
+                    ),
+                ))
+            }
+        };
         Ok(list
             .into_iter()
             .map(|p| {
+                let library = p.library.as_str().to_owned();
                 (
                     p.node,
                     p.identity,
                     p.token,
-                    p.library.as_str().to_owned(),
-                    kind_str(p.kind).to_owned(),
+                    library,
+                    p.kind.as_str().to_owned(),
                     p.session_id,
                 )
             })
@@ -663,14 +567,6 @@ impl NativeLock {
 
 type ParticipantTuple = (String, String, i64, String, String, i64);
 
-fn kind_str(kind: zklock::NodeKind) -> &'static str {
-    match kind {
-        zklock::NodeKind::Mutex => "mutex",
-        zklock::NodeKind::Read => "read",
-        zklock::NodeKind::Write => "write",
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Leases
 
@@ -678,6 +574,8 @@ fn kind_str(kind: zklock::NodeKind) -> &'static str {
 #[pyclass(frozen, module = "zklock._zklock")]
 struct NativeLease {
     lease: Mutex<Option<zklock::Lease>>,
+    /// It was lost before it was released (an `on_lost` registered later still runs).
+    lost_before_release: AtomicBool,
     token: i64,
     tokens: Vec<i64>,
     path: String,
@@ -695,6 +593,7 @@ impl NativeLease {
             path: lease.path().to_owned(),
             paths: lease.paths(),
             lease: Mutex::new(Some(lease)),
+            lost_before_release: AtomicBool::new(false),
         }
     }
 
@@ -710,7 +609,7 @@ impl NativeLease {
                 ErrorKind::Closed,
                 format!(
                     "the lease on {} was taken before fork(); it belongs to the parent process, \
-                 which alone can know its state or release it",
+                     which alone can know its state or release it",
                     self.path
                 ),
             ),
@@ -719,22 +618,25 @@ impl NativeLease {
 
     fn take(&self, py: Python<'_>) -> PyResult<zklock::Lease> {
         self.check_process(py)?;
-        let taken = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
-        taken.ok_or_else(|| to_py_err(py, self.not_held()))
-    }
-
-    fn state_str(&self) -> &'static str {
-        match &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(lease) => lease.state().as_str(),
-            None => LeaseState::Released.as_str(),
+        let Some(lease) = lock(&self.lease).take() else {
+            return Err(to_py_err(
+                py,
+                zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!("the lease on {} was already released", self.path),
+                ),
+            ));
+        };
+        if lease.state() == LeaseState::Lost {
+            self.lost_before_release.store(true, Ordering::Relaxed);
         }
+        Ok(lease)
     }
 
-    fn not_held(&self) -> zklock::Error {
-        zklock::Error::new(
-            ErrorKind::NotHeld,
-            format!("the lease on {} was already released", self.path),
-        )
+    fn state(&self) -> LeaseState {
+        lock(&self.lease)
+            .as_ref()
+            .map_or(LeaseState::Released, |l| l.state())
     }
 }
 
@@ -787,16 +689,8 @@ fn warn_resource(py: Python<'_>, message: &str) {
     }
 }
 
-fn released_str(r: Released) -> &'static str {
-    match r {
-        Released::Released => "released",
-        Released::StillHeld => "still_held",
-        Released::WasLost => "was_lost",
-    }
-}
-
-fn released_into_py(py: Python<'_>, r: Released) -> PyResult<Py<PyAny>> {
-    Ok(pyo3::types::PyString::new(py, released_str(r))
+fn released_into_py(py: Python<'_>, r: zklock::Released) -> PyResult<Py<PyAny>> {
+    Ok(pyo3::types::PyString::new(py, r.as_str())
         .into_any()
         .unbind())
 }
@@ -823,82 +717,84 @@ impl NativeLease {
         self.paths.clone()
     }
 
-    /// 'held', 'suspended', 'lost' or 'released'; `ClientClosed` in a child process after
-    /// fork().
-    #[getter]
-    fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
+    /// The core's state name; `ClientClosed` in a child process after fork().
+    #[getter(state)]
+    fn state_name(&self, py: Python<'_>) -> PyResult<&'static str> {
         self.check_process(py)?;
-        Ok(self.state_str())
+        Ok(self.state().as_str())
     }
 
     fn is_held(&self, py: Python<'_>) -> PyResult<bool> {
         self.check_process(py)?;
-        let held = match &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(lease) => lease.is_held(),
-            None => false,
-        };
-        Ok(held)
+        Ok(self.state() == LeaseState::Held)
     }
 
-    /// Calls `callback()` once, on zklock's callback thread, if the lease is lost.
+    /// Calls `callback()` once, on zklock's callback thread, if the lease is lost (at once if
+    /// it already is): the core's subscription delivers `lost` exactly once.
     fn on_lost(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
         self.check_process(py)?;
-        if !callback.bind(py).is_callable() {
-            return Err(PyTypeError::new_err("on_lost() needs a callable"));
-        }
-        // A released lease can no longer be lost: nothing to register then.
-        if let Some(lease) = &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
-            lease.on_lost(move || call_unraisable(callback));
+        match &*lock(&self.lease) {
+            Some(lease) => lease.subscribe(move |state| {
+                if state == LeaseState::Lost {
+                    call_unraisable(&callback, None);
+                }
+            }),
+            None if self.lost_before_release.load(Ordering::Relaxed) => {
+                zklock::support::run_callback(move || call_unraisable(&callback, None))
+            }
+            // Released while held: it can no longer be lost.
+            None => {}
         }
         Ok(())
     }
 
-    /// Calls `callback(state)` on zklock's callback thread at every change of the lease's state
-    /// ('held', 'suspended', 'lost', 'released'), ending after a final state.
+    /// The core's subscription: `callback(state)` on zklock's callback thread with the current
+    /// state first, then at every change, ending after a final state (`'released'` at once for
+    /// a released lease).
     fn on_state(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
         self.check_process(py)?;
-        if !callback.bind(py).is_callable() {
-            return Err(PyTypeError::new_err("on_state() needs a callable"));
-        }
-        if let Some(lease) = &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
-            lease.on_state(move |state| {
-                let _ = Python::try_attach(|py| {
-                    let callback = callback.bind(py);
-                    if let Err(err) = callback.call1((state.as_str(),)) {
-                        err.write_unraisable(py, Some(callback));
-                    }
-                });
-            });
+        match &*lock(&self.lease) {
+            Some(lease) => lease.subscribe(move |state| call_unraisable(&callback, Some(state))),
+            None => zklock::support::run_callback(move || {
+                call_unraisable(&callback, Some(LeaseState::Released))
+            }),
         }
         Ok(())
     }
 
-    /// Releases the lease: 'released', 'still_held' (a re-entrant count went down) or
-    /// 'was_lost'. Raises `NotHeld` when it was already released.
+    /// Releases the lease: 'released', 'still-held' (a re-entrant count went down) or
+    /// 'was-lost'. Raises `NotHeld` when it was already released.
     fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
         let lease = self.take(py)?;
-        let result = py.detach(move || lease.blocking_release());
-        result.map(released_str).map_err(|e| to_py_err(py, e))
+        let released = py.detach(move || lease.blocking_release()).py(py)?;
+        Ok(released.as_str())
     }
 
     /// The asyncio twin of `release`.
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let lease = self.take(py)?;
-        future_into_py(py, lease.release(), released_into_py, None)
+        future_into_py(py, lease.release(), released_into_py)
     }
 
     fn __repr__(&self) -> String {
+        let state = if self.pid == std::process::id() {
+            self.state().as_str()
+        } else {
+            "forked"
+        };
         format!(
-            "<zklock._zklock.NativeLease path={:?} token={} state={}>",
-            self.path,
-            self.token,
-            if self.pid == std::process::id() {
-                self.state_str()
-            } else {
-                "forked"
-            }
+            "<zklock._zklock.NativeLease path={:?} token={} state={state}>",
+            self.path, self.token
         )
     }
+}
+
+/// Judges a timeout by the core's rule without starting anything (`lock.hold(timeout)` refuses
+/// a bad one when it is made, not when it is entered).
+#[pyfunction]
+#[pyo3(signature = (timeout=None))]
+fn check_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+    wait_of(py, timeout).map(drop)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -909,7 +805,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyClient>()?;
     m.add_class::<NativeLock>()?;
     m.add_class::<NativeLease>()?;
-    m.add_function(wrap_pyfunction!(run_callback, m)?)?;
+    m.add_function(wrap_pyfunction!(check_timeout, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -175,3 +175,24 @@ def assert_empty_eventually(client: zklock.Client, path: str, timeout: float = 1
     assert wait_until(lambda: not nodes(client, path), timeout), (
         f"lock path {path} still holds {nodes(client, path)}"
     )
+
+
+# The conformance runner's results (test_conformance.py): (case id, expected, outcome or what
+# went wrong, passed).
+CONFORMANCE: List[Tuple[str, str, str, bool]] = []
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # type: ignore[no-untyped-def]
+    """One line per conformance case and a closing count, as tests/conformance/README.md asks."""
+    if not CONFORMANCE:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("conformance (tests/conformance/cases.txt)")
+    for case_id, expected, outcome, passed in CONFORMANCE:
+        if passed:
+            write(f"ok   {case_id}: {outcome}")
+        else:
+            write(f"FAIL {case_id}: {outcome}"[:300])
+    failed = sum(1 for c in CONFORMANCE if not c[3])
+    write(f"conformance: {len(CONFORMANCE)} cases, {len(CONFORMANCE) - failed} passed, "
+          f"{failed} failed, 0 n/a")

@@ -187,7 +187,7 @@ def test_async_errors_are_typed(client, path):
             with pytest.raises(zklock.UpgradeNotAllowed):
                 await rw.write.acquire_async()
         with pytest.raises(zklock.InvalidArgument):
-            await client.lock(path).acquire_async(timeout=-1)
+            await client.lock(path).acquire_async(timeout=-2)
 
     asyncio.run(main())
 
@@ -229,3 +229,24 @@ def test_connect_async_and_async_with_client(servers, path):
                 return lease.token
 
     assert asyncio.run(main()) > 0
+
+
+def test_each_task_counts_its_own_holds_and_a_thread_is_another_owner(client, path):
+    lock = client.lock(path)
+
+    async def main() -> None:
+        async with lock:
+            async with lock:
+                assert lock.hold_count() == 2
+
+                async def other_task() -> int:
+                    return lock.hold_count()
+
+                assert await asyncio.create_task(other_task()) == 0
+                # a thread of the executor is another owner too
+                assert await asyncio.to_thread(lock.hold_count) == 0
+            assert lock.hold_count() == 1
+        assert lock.hold_count() == 0
+
+    asyncio.run(main())
+    assert_empty_eventually(client, path)

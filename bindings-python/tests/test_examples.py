@@ -47,7 +47,7 @@ def test_typed_example_runs(servers):
     out = subprocess.run([sys.executable, str(EXAMPLES / "typed_example.py"), servers],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "upgrade_not_allowed" in out.stdout
+    assert "UpgradeNotAllowed" in out.stdout
 
 
 @pytest.mark.parametrize(

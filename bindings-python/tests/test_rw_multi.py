@@ -202,3 +202,43 @@ def test_multi_lock_bad_members(client):
         client.multi_lock([1, 2])  # type: ignore[list-item]
     with pytest.raises(zklock.InvalidArgument):
         client.multi_lock(["relative"])
+
+
+def test_a_member_lock_reads_locked_while_its_multi_lock_holds_it(client):
+    base = f"/zklock-py/{uuid.uuid4().hex}"
+    la = client.lock(f"{base}/a")
+    multi = client.multi_lock([la, f"{base}/b"])
+    with multi:
+        assert la.locked() and la.hold_count() == 1  # the core counts the multi's hold of a
+        with la:
+            assert la.hold_count() == 2
+    assert not la.locked() and la.hold_count() == 0
+    assert_empty_eventually(client, f"{base}/a")
+
+
+def test_the_write_holder_downgrades_while_another_thread_waits_for_the_read_side(client, path):
+    """Two threads are two owners of one read/write lock object: one waiting for the read side
+    must not keep the write holder from taking the read side at once (a downgrade). With
+    `with rw.read:` instead of a timeout, this would wait forever."""
+    rw = client.rw_lock(path)
+    got: List[bool] = []
+
+    def reader() -> None:
+        ok = rw.read.acquire(timeout=15)
+        got.append(ok)
+        if ok:
+            rw.read.release()
+
+    with rw.write:
+        t = threading.Thread(target=reader)
+        t.start()
+        assert wait_until(lambda: len(nodes(client, path)) == 2, 5), "the reader never queued"
+        started = time.monotonic()
+        assert rw.read.acquire(timeout=5), (
+            f"the write holder could not downgrade while another thread waits for the read side "
+            f"(gave up after {time.monotonic() - started:.1f} s)"
+        )
+        rw.read.release()
+    t.join(20)
+    assert got == [True]
+    assert_empty_eventually(client, path)

@@ -222,7 +222,8 @@ def test_a_short_partition_suspends_the_lease_and_reconnecting_restores_it(harne
             assert lease.is_held() and not lease.lost.is_set()
         assert lease.state == "released"
         assert lost_calls == []
-        assert wait_until(lambda: states == ["suspended", "held", "released"], 5), states
+        # the current state first, then every change
+        assert wait_until(lambda: states == ["held", "suspended", "held", "released"], 5), states
     finally:
         holder.close()
 
@@ -292,3 +293,16 @@ def test_closing_the_client_wakes_its_waiters_with_client_closed(servers, other,
         assert not t.is_alive(), "the waiter was not woken by close()"
     assert len(outcome) == 1 and isinstance(outcome[0], zklock.ClientClosed), outcome
     assert_empty_eventually(other, path)
+
+
+def test_on_state_reports_the_current_state_first_even_a_final_one(client, path):
+    with client.lock(path) as lease:
+        seen: List[str] = []
+        lease.on_state(seen.append)
+        assert wait_until(lambda: seen == ["held"], 5), seen
+    assert wait_until(lambda: seen == ["held", "released"], 5), seen
+    late: List[str] = []
+    lease.on_state(late.append)
+    assert wait_until(lambda: late == ["released"], 5), late
+    time.sleep(0.2)
+    assert seen == ["held", "released"] and late == ["released"]

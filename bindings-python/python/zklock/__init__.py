@@ -27,23 +27,11 @@ asyncio each task is an owner of its own. Waiting releases the GIL and is interr
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import threading
 import weakref
 from types import TracebackType
-from typing import (
-    Callable,
-    Dict,
-    Iterable,
-    List,
-    NamedTuple,
-    Optional,
-    Sequence,
-    Tuple,
-    Type,
-    Union,
-)
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Type, Union
 
 from . import _zklock
 from ._errors import (
@@ -88,8 +76,8 @@ __all__ = [
     "InternalError",
 ]
 
-# One lock for the per-owner bookkeeping of every lock object (held only for dictionary work,
-# never while waiting). A child process made by fork() gets a fresh one.
+# Guards the handles each Lock object keeps (below); held only for list work, never while
+# waiting. A child process made by fork() gets a fresh one.
 _mu = threading.Lock()
 
 
@@ -103,29 +91,26 @@ if hasattr(os, "register_at_fork"):
 
 _get_running_loop = asyncio.events._get_running_loop
 
+# The core counts re-entrant holds per owner, a number the face chooses: the thread's ident, or
+# the running asyncio task's id with the top bit set (a thread ident never has it), or 0, the
+# core's shared owner, for a non re-entrant lock (any thread may release it).
+_TASK_BIT = 1 << 63
+_SHARED = 0
 
-def _owner() -> object:
+
+def _owner() -> int:
     """Who holds a re-entrant lock: the current asyncio task, else the current thread."""
     loop = _get_running_loop()
     if loop is not None:
         task = asyncio.current_task(loop)
         if task is not None:
-            return task
-    return threading.current_thread()
-
-
-class _Shared:
-    """The one owner of a non re-entrant lock (any thread may release it, like threading.Lock)."""
-
-    def __repr__(self) -> str:
-        return "<shared>"
-
-
-_SHARED = _Shared()
+            return id(task) | _TASK_BIT
+    return threading.get_ident()
 
 
 # ---------------------------------------------------------------------------------------------
-# Argument checks (wrong types raise InvalidArgumentType: both InvalidArgument and TypeError)
+# Argument types (a wrong type raises InvalidArgumentType: both InvalidArgument and TypeError).
+# The values themselves are the core's to judge.
 
 
 def _type_name(value: object) -> str:
@@ -139,39 +124,24 @@ def _check_str(value: object, what: str) -> str:
 
 
 def _check_optional_str(value: object, what: str) -> Optional[str]:
-    if value is None:
-        return None
-    return _check_str(value, what)
+    return None if value is None else _check_str(value, what)
 
 
 def _check_number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgumentType(f"{what} must be a number of seconds, got {_type_name(value)}")
-    number = float(value)
-    if math.isnan(number):
-        raise InvalidArgument(f"{what} must be a number of seconds, got nan")
-    return number
-
-
-def _check_positive(value: object, what: str) -> float:
-    number = _check_number(value, what)
-    if number <= 0 or math.isinf(number):
-        raise InvalidArgument(f"{what} must be a positive, finite number of seconds, got {value!r}")
-    return number
+    return float(value)
 
 
 def _check_timeout(value: object) -> Optional[float]:
-    """``None`` (or infinity) waits forever; otherwise a number of seconds >= 0."""
-    if value is None:
-        return None
-    number = _check_number(value, "timeout")
-    if number < 0:
-        raise InvalidArgument(f"timeout must be None or >= 0 seconds, got {value!r}")
-    return None if math.isinf(number) else number
+    """``None`` waits forever; a number is judged by the core's rule (``Wait::from_secs``)."""
+    seconds = None if value is None else _check_number(value, "timeout")
+    _zklock.check_timeout(seconds)
+    return seconds
 
 
-def _acquire_timeout(blocking: object, timeout: object) -> Optional[float]:
-    """threading.Lock.acquire's arguments to a core timeout (None: forever, 0: one try)."""
+def _acquire_timeout(blocking: object, timeout: object) -> float:
+    """threading.Lock.acquire's arguments to a timeout for the core (0: one try, -1: forever)."""
     if not isinstance(blocking, (bool, int)):
         raise InvalidArgumentType(f"blocking must be a bool, got {_type_name(blocking)}")
     number = _check_number(timeout, "timeout")
@@ -179,43 +149,16 @@ def _acquire_timeout(blocking: object, timeout: object) -> Optional[float]:
         if number != -1:
             raise InvalidArgument("can't specify a timeout for a non-blocking acquire")
         return 0.0
-    if number == -1 or math.isinf(number):
-        return None
-    if number < 0:
-        raise InvalidArgument(f"timeout must be -1 (forever) or >= 0 seconds, got {timeout!r}")
     return number
+
+
+def _check_callable(callback: object, what: str) -> None:
+    if not callable(callback):
+        raise InvalidArgumentType(f"{what}() needs a callable, got {_type_name(callback)}")
 
 
 # ---------------------------------------------------------------------------------------------
 # Leases
-
-
-class _LostSignal:
-    """Sets the ``lost`` event and calls the ``on_lost`` callbacks once, on zklock's callback
-    thread. Holds no reference to its lease (the core keeps this alive until release)."""
-
-    def __init__(self, event: threading.Event) -> None:
-        self.event = event
-        self.mu = threading.Lock()
-        self.fired = False
-        self.callbacks: List[Callable[[], object]] = []
-
-    def fire(self) -> None:
-        with self.mu:
-            if self.fired:
-                return
-            self.fired = True
-            callbacks, self.callbacks = self.callbacks, []
-        self.event.set()
-        for callback in callbacks:
-            _zklock.run_callback(callback)
-
-    def add(self, callback: Callable[[], object]) -> None:
-        with self.mu:
-            if not self.fired:
-                self.callbacks.append(callback)
-                return
-        _zklock.run_callback(callback)
 
 
 class Lease:
@@ -231,36 +174,31 @@ class Lease:
     the parent raises :class:`ClientClosed` for its state, ``lost``, callbacks and release.
     """
 
-    __slots__ = ("_native", "_lock", "_key", "_entry", "_done", "_signal", "__weakref__")
+    __slots__ = ("_native", "_lock", "_owner", "_entered", "_done", "_lost", "__weakref__")
 
-    def __init__(self, native: _zklock.NativeLease, lock: "Lock", key: object, entry: "_Entry"):
+    def __init__(self, native: _zklock.NativeLease, lock: "Lock", owner: int) -> None:
         self._native = native
         self._lock = lock
-        self._key = key
-        self._entry = entry
+        self._owner = owner
+        self._entered = False  # taken by `with lock` / `async with lock`: that exit releases it
         self._done = False
-        # Made on first use of `lost` / `on_lost`: most leases are never asked, and a
-        # re-entrant hold then costs no event and no registration.
-        self._signal: Optional[_LostSignal] = None
-
-    def _lost_signal(self) -> _LostSignal:
-        state = self._native.state  # ClientClosed in a child process after fork()
-        signal = self._signal
-        if signal is None:
-            with _mu:
-                signal = self._signal
-                if signal is None:
-                    signal = _LostSignal(threading.Event())
-                    if state == "lost":
-                        signal.event.set()  # visible at once; callbacks still run once via fire()
-                    self._native.on_lost(signal.fire)
-                    self._signal = signal
-        return signal
+        # Made on first use: most leases are never asked.
+        self._lost: Optional[threading.Event] = None
 
     @property
     def lost(self) -> threading.Event:
         """A :class:`threading.Event`, set once the lease is lost."""
-        return self._lost_signal().event
+        state = self._native.state  # ClientClosed in a child process after fork()
+        event = self._lost
+        if event is None:
+            with _mu:
+                event = self._lost
+                if event is None:
+                    event = self._lost = threading.Event()
+                    if state == "lost":
+                        event.set()  # visible at once
+                    self._native.on_lost(event.set)
+        return event
 
     @property
     def token(self) -> int:
@@ -294,40 +232,32 @@ class Lease:
     def on_lost(self, callback: Callable[[], object]) -> None:
         """Calls ``callback()`` once, from zklock's callback thread, if the lease is lost (at
         once, on that thread, if it already is). The callback may call into zklock."""
-        if not callable(callback):
-            raise InvalidArgumentType(f"on_lost() needs a callable, got {_type_name(callback)}")
-        self._lost_signal().add(callback)
+        _check_callable(callback, "on_lost")
+        self._native.on_lost(callback)
 
     def on_state(self, callback: Callable[[str], object]) -> None:
-        """Calls ``callback(state)`` from zklock's callback thread at every change of the
-        lease's state (``'held'``, ``'suspended'``, ``'lost'``, ``'released'``), ending after a
-        final state. Changes after the call only: read :attr:`state` for the current one."""
-        if not callable(callback):
-            raise InvalidArgumentType(f"on_state() needs a callable, got {_type_name(callback)}")
+        """Calls ``callback(state)`` from zklock's callback thread with the lease's current state
+        first, then at every change (``'held'``, ``'suspended'``, ``'lost'``, ``'released'``),
+        ending after a final state; ``'lost'`` comes at most once."""
+        _check_callable(callback, "on_state")
         self._native.on_state(callback)
 
-    def _claim(self) -> None:
-        with _mu:
-            if self._done:
-                raise NotHeld(f"the lease on {self.path} was already released")
-            self._done = True
-
-    def release(self) -> None:
-        """Releases the lease (a re-entrant hold only counts down). Releasing a lost lease
-        succeeds; releasing twice raises :class:`NotHeld`."""
-        self._claim()
+    def release(self) -> str:
+        """Releases the lease and says how: ``'released'``, ``'still-held'`` (a re-entrant hold
+        counted down) or ``'was-lost'``. Releasing a lost lease succeeds; releasing twice raises
+        :class:`NotHeld`."""
         try:
-            self._native.release()
+            return self._native.release()
         finally:
             self._lock._forget(self)
 
-    async def release_async(self) -> None:
+    async def release_async(self) -> str:
         """The asyncio twin of :meth:`release`."""
-        self._claim()
         try:
-            await self._native.release_async()
+            pending = self._native.release_async()
         finally:
             self._lock._forget(self)
+        return await pending
 
     def __repr__(self) -> str:
         try:
@@ -335,57 +265,6 @@ class Lease:
         except ClientClosed:
             state = "forked"  # a lease of the parent process, seen in a child
         return f"<zklock.Lease path={self.path!r} token={self.token} state={state!r}>"
-
-
-# ---------------------------------------------------------------------------------------------
-# Per-owner core lock values
-
-
-class _Entry:
-    """One owner's core lock values of a recipe, its live leases per side, and a use count
-    (pending acquires, unreleased leases, multi-locks built on it)."""
-
-    __slots__ = ("natives", "stacks", "users", "on_drop")
-
-    def __init__(
-        self, natives: Sequence[_zklock.NativeLock], on_drop: Optional[Callable[[], None]]
-    ) -> None:
-        self.natives = list(natives)
-        self.stacks: List[List[Lease]] = [[] for _ in self.natives]
-        self.users = 0
-        self.on_drop = on_drop
-
-
-_Make = Callable[[object], Tuple[Sequence[_zklock.NativeLock], Optional[Callable[[], None]]]]
-
-
-class _Family:
-    """The core lock values of one recipe, one set per owner: a re-entrant core value counts the
-    holds of one owner only, so every thread (or asyncio task) gets its own and contends with
-    the others like another process would. All methods run under ``_mu``."""
-
-    def __init__(self, make: _Make) -> None:
-        self._make = make
-        self.entries: Dict[object, _Entry] = {}
-
-    def use(self, key: object) -> _Entry:
-        entry = self.entries.get(key)
-        if entry is None:
-            natives, on_drop = self._make(key)
-            entry = _Entry(natives, on_drop)
-            self.entries[key] = entry
-        entry.users += 1
-        return entry
-
-    def unuse(self, key: object, entry: _Entry) -> None:
-        entry.users -= 1
-        if entry.users <= 0 and self.entries.get(key) is entry:
-            del self.entries[key]
-            if entry.on_drop is not None:
-                entry.on_drop()
-
-    def peek(self, key: object) -> Optional[_Entry]:
-        return self.entries.get(key)
 
 
 class Participant(NamedTuple):
@@ -410,34 +289,29 @@ class Lock:
     :class:`asyncio.Lock` (``async with``, ``await acquire_async()``). Re-entrant per thread, and
     per task under asyncio; ``reentrant=False`` gives Curator's semaphore-mutex (every acquire
     waits for its own place, and any thread may release).
+
+    The core counts the holds and decides who contends; this object only keeps the lease of
+    each hold taken through it (``acquire()`` returns a bool, ``release()`` and ``with`` need
+    the lease back).
     """
 
     def __init__(
-        self,
-        client: "Client",
-        path: str,
-        family: _Family,
-        side: int,
-        kind: str,
-        reentrant: bool,
-        probe: _zklock.NativeLock,
+        self, client: "Client", native: _zklock.NativeLock, kind: str, reentrant: bool
     ) -> None:
         self._client = client
-        self._path = path
-        self._family = family
-        self._side = side
+        self._native = native
         self._kind = kind
         self._reentrant = reentrant
-        self._probe = probe
-        # Leases taken by `with lock` / `async with lock`, per owner, for the matching exit.
-        self._ctx: Dict[object, List[Lease]] = {}
+        # The leases taken through this object and not yet released, per owner, oldest first
+        # (a lease entered by `with` stays until that `with` exits).
+        self._held: Dict[int, List[Lease]] = {}
 
     # -- identity -----------------------------------------------------------------------------
 
     @property
     def path(self) -> str:
         """The lock path (comma-separated paths for a multi-lock)."""
-        return self._path
+        return self._native.path
 
     @property
     def kind(self) -> str:
@@ -453,52 +327,62 @@ class Lock:
         return self._client
 
     def __repr__(self) -> str:
-        return f"<zklock.Lock {self._kind} {self._path!r} locked={self.locked()}>"
+        return f"<zklock.Lock {self._kind} {self.path!r} locked={self.locked()}>"
 
-    # -- bookkeeping --------------------------------------------------------------------------
+    # -- the leases of this object ------------------------------------------------------------
 
-    def _key(self) -> object:
+    def _key(self) -> int:
         return _owner() if self._reentrant else _SHARED
 
-    def _begin(self) -> Tuple[object, _Entry, _zklock.NativeLock]:
-        key = self._key()
+    def _keep(self, native: _zklock.NativeLease, owner: int, entered: bool = False) -> Lease:
+        lease = Lease(native, self, owner)
+        lease._entered = entered
         with _mu:
-            entry = self._family.use(key)
-        return key, entry, entry.natives[self._side]
-
-    def _abort(self, key: object, entry: _Entry) -> None:
-        with _mu:
-            self._family.unuse(key, entry)
-
-    def _finish(self, key: object, entry: _Entry, native: _zklock.NativeLease) -> Lease:
-        lease = Lease(native, self, key, entry)
-        with _mu:
-            entry.stacks[self._side].append(lease)
+            self._held.setdefault(owner, []).append(lease)
         return lease
 
     def _forget(self, lease: Lease) -> None:
-        """A lease of this lock was released."""
+        """`lease` was released (or tried to be): it is no longer this owner's, unless a `with`
+        still has to exit it."""
         with _mu:
-            stack = lease._entry.stacks[self._side]
-            for i in range(len(stack) - 1, -1, -1):
-                if stack[i] is lease:
-                    del stack[i]
-                    break
-            self._family.unuse(lease._key, lease._entry)
+            lease._done = True
+            if not lease._entered:
+                self._drop(lease)
 
-    def _acquire_lease(self, timeout: Optional[float], raise_timeout: bool) -> Optional[Lease]:
-        key, entry, native = self._begin()
-        try:
-            taken = native.acquire(timeout)
-        except LockTimeout:
-            self._abort(key, entry)
-            if raise_timeout:
-                raise
-            return None
-        except BaseException:
-            self._abort(key, entry)
-            raise
-        return self._finish(key, entry, taken)
+    def _drop(self, lease: Lease) -> None:
+        leases = self._held.get(lease._owner, [])
+        for i in range(len(leases) - 1, -1, -1):
+            if leases[i] is lease:
+                del leases[i]
+                break
+        if not leases:
+            self._held.pop(lease._owner, None)
+
+    def _latest(self, owner: int) -> Optional[Lease]:
+        """This owner's most recent unreleased lease."""
+        with _mu:
+            leases = [lease for lease in self._held.get(owner, ()) if not lease._done]
+        return leases[-1] if leases else None
+
+    def _exit(self) -> Optional[Lease]:
+        """The lease the innermost `with` of this owner entered (forgotten here), if it still
+        needs releasing."""
+        owner = self._key()
+        with _mu:
+            for lease in reversed(self._held.get(owner, ())):
+                if lease._entered:
+                    lease._entered = False
+                    self._drop(lease)
+                    return None if lease._done else lease
+        return None
+
+    def _not_held(self) -> NotHeld:
+        owner = "process" if not self._reentrant else "task" if self._key() & _TASK_BIT else "thread"
+        return NotHeld(f"release of the lock {self.path}: this {owner} does not hold it")
+
+    def _acquire(self, timeout: Optional[float], entered: bool = False) -> Lease:
+        owner = self._key()
+        return self._keep(self._native.acquire(owner, timeout), owner, entered)
 
     # -- threading.Lock shape -----------------------------------------------------------------
 
@@ -506,40 +390,39 @@ class Lock:
         """Waits for the lock like :meth:`threading.Lock.acquire`: ``blocking=False`` tries
         once, ``timeout`` (seconds, -1 forever) bounds the wait. Returns False when the lock
         was not taken (no node is left behind). The GIL is released while waiting."""
-        return self._acquire_lease(_acquire_timeout(blocking, timeout), False) is not None
+        try:
+            self._acquire(_acquire_timeout(blocking, timeout))
+        except LockTimeout:
+            return False
+        return True
 
     def release(self) -> None:
         """Releases this owner's most recent hold. Raises :class:`NotHeld` when this thread
         (task) holds nothing."""
-        key = self._key()
-        with _mu:
-            entry = self._family.peek(key)
-            stack = entry.stacks[self._side] if entry is not None else []
-            lease = stack[-1] if stack else None
+        lease = self._latest(self._key())
         if lease is None:
-            raise NotHeld(f"release of the lock {self._path}: this {_owner_word(key)} does not hold it")
+            raise self._not_held()
         lease.release()
 
     def locked(self) -> bool:
-        """True while any thread or task of this process holds the lock through this object."""
+        """True while any thread or task of this process holds the lock through this object
+        (or this thread or task holds it through a multi-lock made of it)."""
         with _mu:
-            entries = list(self._family.entries.values())
-            leases = [lease for e in entries for lease in e.stacks[self._side]]
-        if any(lease.state in ("held", "suspended") for lease in leases):
-            return True
-        return self._reentrant and any(e.natives[self._side].hold_count() > 0 for e in entries)
+            leases = [lease for held in self._held.values() for lease in held if not lease._done]
+        return any(lease.state in ("held", "suspended") for lease in leases) or self.hold_count() > 0
+
+    def hold_count(self) -> int:
+        """How many holds this thread (task) has on the lock, as the core counts them (0 when
+        it holds none, or its lease was lost)."""
+        return self._native.hold_count(self._key())
 
     @property
     def lease(self) -> Optional[Lease]:
         """This thread's (task's) lease while it holds the lock (state ``'held'`` or
         ``'suspended'``), else None. A lost lease is not returned, but still needs releasing
         (``release()`` does that without raising)."""
-        with _mu:
-            entry = self._family.peek(self._key())
-            if entry is None or not entry.stacks[self._side]:
-                return None
-            lease = entry.stacks[self._side][-1]
-        return lease if lease.state in ("held", "suspended") else None
+        lease = self._latest(self._key())
+        return lease if lease is not None and lease.state in ("held", "suspended") else None
 
     def hold(self, timeout: Optional[float] = None) -> "_Holding":
         """A context manager (``with`` and ``async with``) that takes the lock within
@@ -548,10 +431,7 @@ class Lock:
         return _Holding(self, _check_timeout(timeout))
 
     def __enter__(self) -> Lease:
-        lease = self._acquire_lease(None, True)
-        assert lease is not None
-        self._push_ctx(lease)
-        return lease
+        return self._acquire(None, entered=True)
 
     def __exit__(
         self,
@@ -559,61 +439,40 @@ class Lock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        lease = self._pop_ctx()
-        if lease is not None and not lease._done:
+        lease = self._exit()
+        if lease is not None:
             lease.release()
 
-    def _push_ctx(self, lease: Lease) -> None:
-        with _mu:
-            self._ctx.setdefault(lease._key, []).append(lease)
-
-    def _pop_ctx(self) -> Optional[Lease]:
-        key = self._key()
-        with _mu:
-            stack = self._ctx.get(key)
-            if not stack:
-                return None
-            lease = stack.pop()
-            if not stack:
-                del self._ctx[key]
-            return lease
-
     # -- asyncio.Lock shape -------------------------------------------------------------------
+
+    async def _acquire_async(self, timeout: Optional[float], entered: bool = False) -> Lease:
+        owner = self._key()
+        pending = self._native.acquire_async(owner, timeout)
+        try:
+            native = await pending
+        except BaseException:
+            if pending.done() and not pending.cancelled() and pending.exception() is None:
+                # Granted, but this task was cancelled before it resumed: nobody will hold the
+                # lease, so it is released now (garbage collection never releases a lock).
+                pending.result().release_async()
+            raise
+        return self._keep(native, owner, entered)
 
     async def acquire_async(self, timeout: Optional[float] = None) -> Lease:
         """Waits for the lock without blocking the event loop and returns the lease; raises
         :class:`LockTimeout` after ``timeout`` seconds (None: forever, 0: one try). Cancelling
         the awaiting task removes the waiting node."""
-        seconds = _check_timeout(timeout)
-        key, entry, native = self._begin()
-        pending = native.acquire_async(seconds)
-        try:
-            taken = await pending
-        except BaseException:
-            self._abort(key, entry)
-            if pending.done() and not pending.cancelled() and pending.exception() is None:
-                # The lock was granted, but this task was cancelled before it resumed: nobody
-                # will hold that lease, so it is released (at once, in the background) rather
-                # than left to the garbage collector, which never releases a lock.
-                pending.result().release_async()
-            raise
-        return self._finish(key, entry, taken)
+        return await self._acquire_async(_check_timeout(timeout))
 
     async def release_async(self) -> None:
         """The asyncio twin of :meth:`release`."""
-        key = self._key()
-        with _mu:
-            entry = self._family.peek(key)
-            stack = entry.stacks[self._side] if entry is not None else []
-            lease = stack[-1] if stack else None
+        lease = self._latest(self._key())
         if lease is None:
-            raise NotHeld(f"release of the lock {self._path}: this {_owner_word(key)} does not hold it")
+            raise self._not_held()
         await lease.release_async()
 
     async def __aenter__(self) -> Lease:
-        lease = await self.acquire_async(None)
-        self._push_ctx(lease)
-        return lease
+        return await self._acquire_async(None, entered=True)
 
     async def __aexit__(
         self,
@@ -621,8 +480,8 @@ class Lock:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        lease = self._pop_ctx()
-        if lease is not None and not lease._done:
+        lease = self._exit()
+        if lease is not None:
             await lease.release_async()
 
     # -- introspection ------------------------------------------------------------------------
@@ -630,15 +489,7 @@ class Lock:
     def participants(self) -> List[Participant]:
         """The queue of the lock path, holder first: node, identity, token, library, kind and
         session id of every contender (Curator's and kazoo's too)."""
-        return [Participant(*p) for p in self._probe.participants()]
-
-
-def _owner_word(key: object) -> str:
-    if isinstance(key, asyncio.Task):
-        return "task"
-    if key is _SHARED:
-        return "process"
-    return "thread"
+        return [Participant(*p) for p in self._native.participants()]
 
 
 class _Holding:
@@ -650,10 +501,8 @@ class _Holding:
         self._lease: Optional[Lease] = None
 
     def __enter__(self) -> Lease:
-        lease = self._lock._acquire_lease(self._timeout, True)
-        assert lease is not None
-        self._lease = lease
-        return lease
+        self._lease = self._lock._acquire(self._timeout)
+        return self._lease
 
     def __exit__(
         self,
@@ -666,7 +515,7 @@ class _Holding:
             lease.release()
 
     async def __aenter__(self) -> Lease:
-        self._lease = await self._lock.acquire_async(self._timeout)
+        self._lease = await self._lock._acquire_async(self._timeout)
         return self._lease
 
     async def __aexit__(
@@ -686,16 +535,10 @@ class RwLock:
     write side gets :class:`UpgradeNotAllowed` at once. Both sides are re-entrant per thread."""
 
     def __init__(self, client: "Client", path: str) -> None:
-        native = client._native
-        probe_read, probe_write = native.rw_lock(path)
-
-        def make(_key: object) -> Tuple[Sequence[_zklock.NativeLock], None]:
-            return list(native.rw_lock(path)), None
-
-        family = _Family(make)
+        read, write = client._native.rw_lock(path)
         self._path = path
-        self.read: Lock = Lock(client, path, family, 0, "read", True, probe_read)
-        self.write: Lock = Lock(client, path, family, 1, "write", True, probe_write)
+        self.read: Lock = Lock(client, read, "read", True)
+        self.write: Lock = Lock(client, write, "write", True)
 
     @property
     def path(self) -> str:
@@ -714,32 +557,9 @@ class MultiLock(Lock):
     given as :class:`Lock` objects share their re-entrancy with them."""
 
     def __init__(self, client: "Client", members: Sequence[Lock]) -> None:
-        native = client._native
-        if not members:
-            raise InvalidArgument("a multi-lock needs at least one lock")
-        probe = native.multi_lock([m._probe for m in members])
+        native = client._native.multi_lock([m._native for m in members])
         self._members = list(members)
-
-        def make(key: object) -> Tuple[Sequence[_zklock.NativeLock], Callable[[], None]]:
-            pinned: List[Tuple[_Family, object, _Entry]] = []
-
-            def unpin() -> None:
-                for family, member_key, entry in pinned:
-                    family.unuse(member_key, entry)
-
-            try:
-                natives = []
-                for m in members:
-                    member_key = key if m._reentrant else _SHARED
-                    entry = m._family.use(member_key)
-                    pinned.append((m._family, member_key, entry))
-                    natives.append(entry.natives[m._side])
-                return [native.multi_lock(natives)], unpin
-            except BaseException:
-                unpin()
-                raise
-
-        super().__init__(client, ",".join(m.path for m in members), _Family(make), 0, "multi", True, probe)
+        super().__init__(client, native, "multi", True)
 
     @property
     def members(self) -> List[Lock]:
@@ -773,8 +593,8 @@ class Client:
         acl: str = "open",
     ) -> None:
         hosts = _check_str(hosts, "hosts")
-        session = _check_positive(session_timeout, "session_timeout")
-        connect = _check_positive(connect_timeout, "connect_timeout")
+        session = _check_number(session_timeout, "session_timeout")
+        connect = _check_number(connect_timeout, "connect_timeout")
         auth = _check_optional_str(auth, "auth")
         identity = _check_optional_str(identity, "identity")
         acl = _check_str(acl, "acl")
@@ -850,20 +670,7 @@ class Client:
         path = _check_str(path, "path")
         if not isinstance(reentrant, (bool, int)):
             raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
-        native = self._native
-        probe = native.mutex(path, bool(reentrant))
-
-        if reentrant:
-
-            def make(_key: object) -> Tuple[Sequence[_zklock.NativeLock], None]:
-                return [native.mutex(path, True)], None
-
-        else:
-
-            def make(_key: object) -> Tuple[Sequence[_zklock.NativeLock], None]:
-                return [probe], None
-
-        return Lock(self, path, _Family(make), 0, "mutex", bool(reentrant), probe)
+        return Lock(self, self._native.mutex(path, bool(reentrant)), "mutex", bool(reentrant))
 
     mutex = lock
 

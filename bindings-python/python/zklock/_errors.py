@@ -1,5 +1,6 @@
-"""zklock's exceptions: one class per error kind of the contract (API.md), all under
-:class:`ZkLockError`, with the builtin bases a Python developer expects."""
+"""zklock's exceptions: one class per error kind of the core, all under :class:`ZkLockError`,
+with the builtin bases a Python developer expects. ``kind`` is the core's name of the kind
+(``ErrorKind::as_str``: ``'Timeout'``, ``'NotHeld'``, ...), as every face shows it."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ __all__ = [
 
 
 class ZkLockError(Exception):
-    """Base class of every zklock error. ``kind`` names the error kind of the contract."""
+    """Base class of every zklock error. ``kind`` is the core's name of the error kind."""
 
-    kind: str = "zookeeper"
+    kind: str = "ZooKeeper"
 
     @property
     def message(self) -> str:
@@ -34,49 +35,49 @@ class ZkLockError(Exception):
 class LockTimeout(ZkLockError, TimeoutError):
     """The deadline passed before the lock was acquired (no node is left behind)."""
 
-    kind = "timeout"
+    kind = "Timeout"
 
 
 class Cancelled(ZkLockError):
     """The acquire was cancelled by the caller."""
 
-    kind = "cancelled"
+    kind = "Cancelled"
 
 
 class LockLost(ZkLockError):
     """The lease was lost while it was held."""
 
-    kind = "lock_lost"
+    kind = "LockLost"
 
 
 class SessionExpired(ZkLockError):
     """The client's ZooKeeper session expired."""
 
-    kind = "session_expired"
+    kind = "SessionExpired"
 
 
 class ConnectionFailed(ZkLockError, ConnectionError):
     """The ensemble could not be reached within the connect timeout."""
 
-    kind = "connection"
+    kind = "Connection"
 
 
 class NotHeld(ZkLockError, RuntimeError):
     """Release by a caller that holds nothing."""
 
-    kind = "not_held"
+    kind = "NotHeld"
 
 
 class UpgradeNotAllowed(ZkLockError):
     """A read holder asked for the write lock of the same read/write lock."""
 
-    kind = "upgrade_not_allowed"
+    kind = "UpgradeNotAllowed"
 
 
 class InvalidArgument(ZkLockError, ValueError):
     """A bad path, connect string, timeout or option."""
 
-    kind = "invalid_argument"
+    kind = "InvalidArgument"
 
 
 class InvalidArgumentType(InvalidArgument, TypeError):
@@ -86,25 +87,25 @@ class InvalidArgumentType(InvalidArgument, TypeError):
 class ClientClosed(ZkLockError):
     """Use after the client was closed (or in a child process after fork)."""
 
-    kind = "closed"
+    kind = "Closed"
 
 
 class PermissionDenied(ZkLockError, PermissionError):
     """ZooKeeper's ACL refused the operation."""
 
-    kind = "permission"
+    kind = "Permission"
 
 
 class ZooKeeperError(ZkLockError):
     """Any other server error; ZooKeeper's own code is in the message."""
 
-    kind = "zookeeper"
+    kind = "ZooKeeper"
 
 
 class InternalError(ZkLockError):
     """A bug in zklock (a task of its runtime panicked); please report it."""
 
-    kind = "internal"
+    kind = "Internal"
 
 
 for _cls in list(globals().values()):

@@ -1,0 +1,492 @@
+"""The conformance suite's Python runner: every case of `tests/conformance/cases.txt` (format and
+ops: `tests/conformance/README.md`) performed through zklock's public Python API, one pytest
+test per case (parametrised by the case id: a line added to cases.txt is a new test here with
+no other change), against the harness's real ZooKeeper.
+
+How this runner performs what the data file leaves to each face (what a Python user writes):
+
+* an outcome is the value of the call, or the exception it raises mapped to the core's kind
+  name by its class (``zklock.InvalidArgument`` -> ``InvalidArgument``, ``zklock.ClientClosed``
+  -> ``Closed``, ...: the table ``KINDS``); the exception's ``kind`` attribute must say the same
+  name (the face shows the core's names, it defines none of its own). Any other exception (a
+  ``TypeError`` from a missing method, say) is an outcome ``unexpected ...`` and so a mismatch.
+  Every error message must be at most 300 characters.
+* ``not-acquired``: ``Lock.acquire`` returning ``False`` (the ``threading.Lock`` idiom), or
+  ``LockTimeout`` from an acquire that was asked to wait at most a while.
+* a try is ``lock.acquire(blocking=False)``; a bounded hold is ``with lock.hold(seconds) as
+  lease``; a timeout is ``lock.acquire(timeout=seconds)`` with the input as a float of seconds
+  (``float("nan")``, ``float("inf")``, ``1e300``), ``-1`` passed as ``-1`` (threading's
+  "forever").
+* ``release-not-held``: ``lock.release()`` on a lock this thread never acquired (as
+  ``threading.Lock().release()`` raises ``RuntimeError``; ``zklock.NotHeld`` is one).
+* ``release-twice``: ``lock.acquire()``, then ``lock.release()`` twice (the threading idiom; the
+  handle is the lock object).
+* owners are threads: ``second-owner-try`` holds the lock in the test's thread and tries it
+  from another thread, on the same ``Lock`` object; ``reenter-same-owner`` reads the thread's
+  count from ``lock.hold_count()``.
+* the release outcome is the value ``Lease.release()`` returns; a state is ``Lease.state``; a
+  node's kind and library are the ``kind`` / ``library`` of the ``Participant`` whose ``node``
+  is our lease's ``path``.
+* session timeouts are ``Client(session_timeout=float(input))`` seconds, connect strings are
+  ``Client(input, connect_timeout=5.0)``, ACL names ``Client(auth="user:secret", acl=input)``.
+
+Each case that needs a lock of its own gets ``/conformance/python/<id>-<pid>``. A case this face
+cannot express would be reported as n/a by name; today every case can be expressed in Python.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Type
+
+import pytest
+
+import zklock
+from conftest import CONFORMANCE
+
+REPO = Path(__file__).resolve().parents[2]
+CASES_FILE = REPO / "tests" / "conformance" / "cases.txt"
+MAX_MESSAGE = 300
+WAIT = 10.0  # seconds any acquire that should succeed may take on a loaded machine
+
+
+class Case(NamedTuple):
+    id: str
+    op: str
+    input: str  # decoded, before $SERVERS is replaced
+    expected: str
+    problem: str  # non-empty when the line itself is malformed
+
+
+# ---------------------------------------------------------------------------------------------
+# The data file
+
+
+def decode(text: str) -> str:
+    """The README's input encoding: `%XX` is a byte, `%*N(x)` is x repeated N times; the bytes
+    are UTF-8. Raises ValueError on a malformed escape."""
+    raw = text.encode("utf-8")
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if c != ord("%"):
+            out.append(c)
+            i += 1
+            continue
+        if raw[i + 1 : i + 2] == b"*":
+            close = raw.find(b")", i)
+            open_ = raw.find(b"(", i)
+            if open_ < 0 or close < 0 or close < open_:
+                raise ValueError(f"malformed repeat at column {i}")
+            count = raw[i + 2 : open_].decode("ascii")
+            unit = raw[open_ + 1 : close].decode("utf-8")
+            if not count.isdigit() or len(unit) != 1:
+                raise ValueError(f"malformed repeat at column {i}: %*{count}({unit})")
+            out += unit.encode("utf-8") * int(count)
+            i = close + 1
+            continue
+        pair = raw[i + 1 : i + 3].decode("ascii", "replace")
+        if len(pair) != 2 or any(ch not in "0123456789abcdefABCDEF" for ch in pair):
+            raise ValueError(f"malformed escape %{pair} at column {i}")
+        out.append(int(pair, 16))
+        i += 3
+    return out.decode("utf-8")
+
+
+def load_cases() -> List[Case]:
+    cases: List[Case] = []
+    seen: Dict[str, int] = {}
+    for number, line in enumerate(CASES_FILE.read_text(encoding="utf-8").splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        columns = [c.strip() for c in line.split("|")]
+        if len(columns) != 4 or not columns[0]:
+            cases.append(Case(f"line-{number}", "", "", "", f"line {number}: not 4 columns"))
+            continue
+        case_id, op, encoded, expected = columns
+        problem = ""
+        try:
+            decoded = decode(encoded)
+        except ValueError as e:
+            decoded, problem = "", f"line {number}: {e}"
+        if case_id in seen:
+            problem = f"line {number}: id {case_id} already used on line {seen[case_id]}"
+            case_id = f"{case_id}@{number}"
+        seen[case_id] = number
+        cases.append(Case(case_id, op, decoded, expected, problem))
+    return cases
+
+
+CASES = load_cases()
+
+# ---------------------------------------------------------------------------------------------
+# Outcomes
+
+KINDS: Dict[Type[BaseException], str] = {
+    zklock.LockTimeout: "Timeout",
+    zklock.Cancelled: "Cancelled",
+    zklock.LockLost: "LockLost",
+    zklock.SessionExpired: "SessionExpired",
+    zklock.ConnectionFailed: "Connection",
+    zklock.NotHeld: "NotHeld",
+    zklock.UpgradeNotAllowed: "UpgradeNotAllowed",
+    zklock.InvalidArgument: "InvalidArgument",
+    zklock.ClientClosed: "Closed",
+    zklock.PermissionDenied: "Permission",
+    zklock.ZooKeeperError: "ZooKeeper",
+    zklock.InternalError: "Internal",
+}
+
+
+class Failure(Exception):
+    """The outcome of a case was an exception: its kind name and the exception."""
+
+    def __init__(self, kind: str, error: BaseException) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.error = error
+
+
+def kind_of(error: BaseException) -> str:
+    for cls in type(error).__mro__:
+        if cls in KINDS:
+            return KINDS[cls]
+    return f"unexpected {type(error).__name__}: {str(error)[:200]}"
+
+
+class Ctx(NamedTuple):
+    servers: str
+    path: str  # the case's own lock path
+    shared: zklock.Client  # a connected client for ops that do not close theirs
+
+
+def acquired(got: bool, lock: zklock.Lock) -> str:
+    if got:
+        lock.release()
+        return "acquired"
+    return "not-acquired"
+
+
+def try_from_thread(attempt: Callable[[], bool]) -> bool:
+    """Runs `attempt` in another thread (another owner) and returns its result."""
+    result: List[object] = []
+
+    def run() -> None:
+        try:
+            result.append(attempt())
+        except BaseException as e:  # handed back to the test's thread
+            result.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(WAIT * 2)
+    assert result, "the second owner's try did not end"
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return bool(result[0])
+
+
+def our_node(participants: List[zklock.Participant], lease: zklock.Lease) -> zklock.Participant:
+    mine = [p for p in participants if p.node == lease.path]
+    assert len(mine) == 1, f"our node {lease.path} is not once in {participants}"
+    return mine[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops
+
+
+def op_path(ctx: Ctx, text: str) -> str:
+    lock = ctx.shared.lock(text)
+    return "ok" if acquired(lock.acquire(blocking=False), lock) == "acquired" else "not-acquired"
+
+
+def op_rwpath(ctx: Ctx, text: str) -> str:
+    ctx.shared.rw_lock(text)
+    return "ok"
+
+
+def op_multi(ctx: Ctx, text: str) -> str:
+    ctx.shared.multi_lock(text.split(",") if text else [])
+    return "ok"
+
+
+def op_hosts(ctx: Ctx, text: str) -> str:
+    zklock.Client(text, connect_timeout=5.0).close()
+    return "ok"
+
+
+def op_session_timeout(ctx: Ctx, text: str) -> str:
+    zklock.Client(ctx.servers, session_timeout=float(text), connect_timeout=5.0).close()
+    return "ok"
+
+
+def op_identity(ctx: Ctx, text: str) -> str:
+    zklock.Client(ctx.servers, identity=text, connect_timeout=5.0).close()
+    return "ok"
+
+
+def op_acl(ctx: Ctx, text: str) -> str:
+    zklock.Client(ctx.servers, auth="user:secret", acl=text, connect_timeout=5.0).close()
+    return "ok"
+
+
+def op_timeout(ctx: Ctx, text: str) -> str:
+    seconds: float = -1 if text == "-1" else float(text)
+    holding = threading.Event()
+    with zklock.Client(ctx.servers) as holder_client, zklock.Client(ctx.servers) as client:
+
+        def hold_300ms() -> None:
+            with holder_client.lock(ctx.path).hold(WAIT):
+                holding.set()
+                threading.Event().wait(0.3)
+
+        holder = threading.Thread(target=hold_300ms)
+        holder.start()
+        try:
+            assert holding.wait(WAIT), "the second client could not take the lock"
+            lock = client.lock(ctx.path)
+            try:
+                return acquired(lock.acquire(timeout=seconds), lock)
+            except zklock.LockTimeout:
+                return "not-acquired"
+        finally:
+            holder.join(WAIT)
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+
+def sc_reenter_same_owner(ctx: Ctx) -> str:
+    lock = ctx.shared.lock(ctx.path)
+    assert lock.acquire(timeout=WAIT)
+    try:
+        assert lock.acquire(timeout=WAIT)
+        try:
+            count = lock.hold_count()  # type: ignore[attr-defined]
+            return "held-twice" if count == 2 else f"hold count {count}"
+        finally:
+            lock.release()
+    finally:
+        lock.release()
+
+
+def sc_second_owner_try(ctx: Ctx) -> str:
+    lock = ctx.shared.lock(ctx.path)
+    with lock.hold(WAIT):
+        return acquired_in_thread(lock)
+
+
+def acquired_in_thread(lock: zklock.Lock) -> str:
+    def attempt() -> bool:
+        got = lock.acquire(blocking=False)
+        if got:
+            lock.release()
+        return got
+
+    return "acquired" if try_from_thread(attempt) else "not-acquired"
+
+
+def sc_other_client_try(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as other, ctx.shared.lock(ctx.path).hold(WAIT):
+        lock = other.lock(ctx.path)
+        return acquired(lock.acquire(blocking=False), lock)
+
+
+def sc_release_twice(ctx: Ctx) -> str:
+    lock = ctx.shared.lock(ctx.path)
+    assert lock.acquire(timeout=WAIT)
+    lock.release()
+    lock.release()
+    return "released twice"
+
+
+def sc_release_not_held(ctx: Ctx) -> str:
+    ctx.shared.lock(ctx.path).release()
+    return "released"
+
+
+def sc_lock_after_close(ctx: Ctx) -> str:
+    client = zklock.Client(ctx.servers)
+    client.close()
+    client.lock(ctx.path)
+    return "ok"
+
+
+def sc_acquire_after_close(ctx: Ctx) -> str:
+    client = zklock.Client(ctx.servers)
+    lock = client.lock(ctx.path)
+    client.close()
+    return acquired(lock.acquire(timeout=WAIT), lock)
+
+
+def sc_upgrade(ctx: Ctx) -> str:
+    rw = ctx.shared.rw_lock(ctx.path)
+    with rw.read.hold(WAIT):
+        return acquired(rw.write.acquire(timeout=WAIT), rw.write)
+
+
+def sc_downgrade(ctx: Ctx) -> str:
+    rw = ctx.shared.rw_lock(ctx.path)
+    with rw.write.hold(WAIT):
+        return acquired(rw.read.acquire(timeout=WAIT), rw.read)
+
+
+def sc_state_held(ctx: Ctx) -> str:
+    with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+        return lease.state
+
+
+def sc_state_released(ctx: Ctx) -> str:
+    with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+        pass
+    return lease.state
+
+
+def sc_state_lost_on_close(ctx: Ctx) -> str:
+    client = zklock.Client(ctx.servers)
+    with client.lock(ctx.path).hold(WAIT) as lease:
+        client.close()
+        return lease.state
+
+
+def sc_release_outcome(ctx: Ctx) -> str:
+    with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+        return str(lease.release())
+
+
+def sc_release_outcome_reentrant(ctx: Ctx) -> str:
+    lock = ctx.shared.lock(ctx.path)
+    with lock.hold(WAIT):
+        with lock.hold(WAIT) as inner:
+            return str(inner.release())
+
+
+def sc_release_outcome_lost(ctx: Ctx) -> str:
+    client = zklock.Client(ctx.servers)
+    with client.lock(ctx.path).hold(WAIT) as lease:
+        client.close()
+        return str(lease.release())
+
+
+def sc_kind_mutex(ctx: Ctx) -> str:
+    lock = ctx.shared.lock(ctx.path)
+    with lock.hold(WAIT) as lease:
+        return our_node(lock.participants(), lease).kind
+
+
+def sc_kind_read(ctx: Ctx) -> str:
+    rw = ctx.shared.rw_lock(ctx.path)
+    with rw.read.hold(WAIT) as lease:
+        return our_node(rw.participants(), lease).kind
+
+
+def sc_kind_write(ctx: Ctx) -> str:
+    rw = ctx.shared.rw_lock(ctx.path)
+    with rw.write.hold(WAIT) as lease:
+        return our_node(rw.participants(), lease).kind
+
+
+def sc_library(ctx: Ctx) -> str:
+    lock = ctx.shared.lock(ctx.path)
+    with lock.hold(WAIT) as lease:
+        return our_node(lock.participants(), lease).library
+
+
+SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
+    "reenter-same-owner": sc_reenter_same_owner,
+    "second-owner-try": sc_second_owner_try,
+    "other-client-try": sc_other_client_try,
+    "release-twice": sc_release_twice,
+    "release-not-held": sc_release_not_held,
+    "lock-after-close": sc_lock_after_close,
+    "acquire-after-close": sc_acquire_after_close,
+    "upgrade": sc_upgrade,
+    "downgrade": sc_downgrade,
+    "state-held": sc_state_held,
+    "state-released": sc_state_released,
+    "state-lost-on-close": sc_state_lost_on_close,
+    "release-outcome": sc_release_outcome,
+    "release-outcome-reentrant": sc_release_outcome_reentrant,
+    "release-outcome-lost": sc_release_outcome_lost,
+    "kind-mutex": sc_kind_mutex,
+    "kind-read": sc_kind_read,
+    "kind-write": sc_kind_write,
+    "library": sc_library,
+}
+
+
+def op_scenario(ctx: Ctx, text: str) -> str:
+    scenario = SCENARIOS.get(text)
+    if scenario is None:
+        pytest.fail(f"unknown scenario {text!r}: add it to this runner", pytrace=False)
+    return scenario(ctx)
+
+
+OPS: Dict[str, Callable[[Ctx, str], str]] = {
+    "path": op_path,
+    "rwpath": op_rwpath,
+    "multi": op_multi,
+    "hosts": op_hosts,
+    "session_timeout": op_session_timeout,
+    "identity": op_identity,
+    "acl": op_acl,
+    "timeout": op_timeout,
+    "scenario": op_scenario,
+}
+
+
+def perform(case: Case, ctx: Ctx) -> Tuple[str, Optional[BaseException]]:
+    """The case's outcome word or kind name, and the exception it came from (if any)."""
+    op = OPS.get(case.op)
+    if op is None:
+        pytest.fail(f"unknown op {case.op!r}: add it to this runner", pytrace=False)
+    text = case.input.replace("$SERVERS", ctx.servers)
+    try:
+        return op(ctx, text), None
+    except (AssertionError, pytest.fail.Exception):
+        raise
+    except Exception as e:  # every other exception is an outcome to compare
+        return kind_of(e), e
+
+
+# ---------------------------------------------------------------------------------------------
+# The tests: one per case
+
+
+@pytest.fixture(scope="module")
+def shared(servers: str) -> Iterator[zklock.Client]:
+    with zklock.Client(servers) as c:
+        yield c
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_the_face_behaves_as_the_conformance_case_says(
+    case: Case, servers: str, shared: zklock.Client
+) -> None:
+    if case.problem:
+        CONFORMANCE.append((case.id, case.expected, f"malformed: {case.problem}", False))
+        pytest.fail(f"cases.txt: {case.problem}", pytrace=False)
+    ctx = Ctx(servers, f"/conformance/python/{case.id}-{os.getpid()}", shared)
+    outcome, error = perform(case, ctx)
+    problems: List[str] = []
+    if outcome != case.expected:
+        problems.append(
+            f"{case.op}({case.input[:80]!r}) expected {case.expected}, got {outcome}"
+            + (f" ({type(error).__name__}: {str(error)[:300]})" if error is not None else "")
+        )
+    if error is not None:
+        message = str(error)
+        if len(message) > MAX_MESSAGE:
+            problems.append(f"the message has {len(message)} characters: {message[:120]}...")
+        if isinstance(error, zklock.ZkLockError) and error.kind != kind_of(error):
+            problems.append(
+                f"{type(error).__name__}.kind is {error.kind!r}, the core's name is "
+                f"{kind_of(error)!r}"
+            )
+    CONFORMANCE.append((case.id, case.expected, "; ".join(problems) or outcome, not problems))
+    assert not problems, f"{case.id}: " + "; ".join(problems)
