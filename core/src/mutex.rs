@@ -223,6 +223,39 @@ impl Lock {
         self.inner.held(owner).map_or(0, |(_, count)| count)
     }
 
+    /// Releases one hold of `owner` without its lease (`threading.Lock.release()`, C's release
+    /// by handle): counts down (`StillHeld`), or deletes the node at the last hold
+    /// (`Released`; `WasLost` when the lease had been lost). `NotHeld` when `owner` holds
+    /// nothing here. A face that releases this way drops its leases with [`Lease::detach`].
+    pub async fn release_as(&self, owner: Owner) -> Result<Released> {
+        let inner = self.inner.clone();
+        let shared = {
+            let holds = inner.holds.lock().unwrap();
+            holds
+                .iter()
+                .find(|(o, _)| *o == owner)
+                .map(|(_, h)| h.shared.clone())
+        };
+        let Some(shared) = shared else {
+            return Err(Error::new(
+                ErrorKind::NotHeld,
+                format!("the lock {} is not held by this owner", inner.path),
+            ));
+        };
+        if inner.count_down_hold(&shared) {
+            return Ok(Released::StillHeld);
+        }
+        on_runtime(async move { inner.release_one_hold(shared).await }).await
+    }
+
+    /// Blocking twin of [`Lock::release_as`].
+    pub fn blocking_release_as(&self, owner: Owner) -> Result<Released> {
+        let lock = Lock {
+            inner: self.inner.clone(),
+        };
+        runtime::block_on(async move { lock.release_as(owner).await })
+    }
+
     /// Takes the lock again if this value already holds it (a re-entrant hold, no I/O);
     /// `None` when it does not (then acquire it normally).
     pub fn reenter(&self) -> Option<Lease> {

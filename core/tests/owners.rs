@@ -146,3 +146,31 @@ async fn owners_never_wait_for_each_other_before_the_queue() {
     b_read.release().await.unwrap();
     assert_empty_eventually(&path).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_releases_by_lock_without_its_lease() {
+    let client = client().await;
+    let path = unique_path("release-as");
+    let lock = client.mutex(&path).unwrap();
+    let owner = Owner(3);
+    lock.acquire_as(owner, Wait::Forever, None)
+        .await
+        .unwrap()
+        .detach();
+    lock.acquire_as(owner, Wait::Forever, None)
+        .await
+        .unwrap()
+        .detach();
+    assert_eq!(lock.hold_count_as(owner), 2);
+    assert_eq!(lock.release_as(owner).await.unwrap(), Released::StillHeld);
+    assert_eq!(lock.release_as(owner).await.unwrap(), Released::Released);
+    assert_eq!(
+        lock.release_as(owner).await.unwrap_err().kind(),
+        ErrorKind::NotHeld
+    );
+    assert_eq!(
+        lock.release_as(Owner(4)).await.unwrap_err().kind(),
+        ErrorKind::NotHeld
+    );
+    assert_empty_eventually(&path).await;
+}
