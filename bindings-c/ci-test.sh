@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The C face's suite (make test-c): builds libzklock.{so,a}, checks include/zklock.h is current,
 # starts a real ZooKeeper (zk-harness, with its fault proxy), runs the C test program linked
-# against the shared and against the static library, the same under valgrind, the C++ wrapper
+# against the shared and against the static library, the same under valgrind, the conformance
+# runner (tests/conformance/cases.txt through the C API), the C++ wrapper
 # test, and a pkg-config build of examples/worker.c after `make install PREFIX=<tmp>`.
 # Exits non-zero when anything fails; the last line is `N passed, N failed` (steps and tests).
 set -uo pipefail
@@ -94,10 +95,12 @@ build_tests() {
       -o "$tmp/test_static" &&
     ldd "$tmp/test_shared" | grep -q "$out/libzklock.so" &&
     ! ldd "$tmp/test_static" | grep -q libzklock &&
+    "$CC" "${cflags[@]}" bindings-c/tests/conformance.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -lm \
+      -o "$tmp/conformance" &&
     "$CXX" -std=c++17 -Wall -Wextra -Wmissing-field-initializers -Werror -g -O1 -I"$root/include" bindings-c/tests/test_zklock.cpp \
       -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -o "$tmp/test_cpp"
 }
-step "build the C tests (shared, static) and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
+step "build the C tests (shared, static), the conformance runner and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
 
 # --- ZooKeeper ----------------------------------------------------------------------------
 start_harness() {
@@ -141,6 +144,10 @@ valgrind_opts=(--error-exitcode=99 --leak-check=full --show-leak-kinds=definite,
 step "C test (libzklock.so) under valgrind: no errors, no leaks" \
   run_counted "$tmp/valgrind.log" valgrind "${valgrind_opts[@]}" "$tmp/test_shared" "$servers" "$proxy" "$tmp/ctl"
 export ZKLOCK_TEST_ROUNDS="$ROUNDS"
+
+# The cases every face runs (tests/conformance/cases.txt), through the public C API.
+step "conformance cases (tests/conformance/cases.txt) through the C API" \
+  run_counted "$tmp/conformance.log" "$tmp/conformance" "$root/tests/conformance/cases.txt" "$servers"
 
 step "C++ wrapper test (include/zklock.hpp)" \
   run_counted "$tmp/cpp.log" "$tmp/test_cpp" "$servers"

@@ -105,11 +105,13 @@ typedef struct zklock_op zklock_op;
 
 // Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
 // `zklock_client_options_init`): the library reads only the fields that fit in `size`, so a
-// program built against an older header keeps working. Zero in a field means its default.
+// program built against an older header keeps working. Zero in a field means its default,
+// except `session_timeout_ms` (0 is `ZKLOCK_INVALID_ARGUMENT`, as in every zklock face).
 typedef struct zklock_client_options {
     // `sizeof(zklock_client_options)` as the caller knows it.
     size_t size;
-    // Session timeout asked of the server, in milliseconds (0: 10000; at least 100).
+    // Session timeout asked of the server, in milliseconds (at least 100; the default that
+    // `zklock_client_options_init` sets is 10000; 0 is `ZKLOCK_INVALID_ARGUMENT`).
     int64_t session_timeout_ms;
     // How long connect keeps trying before it fails with `ZKLOCK_CONNECTION`, in milliseconds
     // (0: 15000).
@@ -156,6 +158,11 @@ const char *zklock_version(void);
 // Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
 void zklock_client_options_init(struct zklock_client_options *opts);
 
+// The `ZKLOCK_ACL_` constant of an ACL policy named as in every zklock face: "open",
+// "creator-all" or "read-anyone-creator-all" (for a policy read from configuration). Any other
+// name is `ZKLOCK_INVALID_ARGUMENT`, and `*acl` is left alone.
+enum zklock_status zklock_acl_from_str(const char *name, int32_t *acl);
+
 // Connects to `hosts` ("host:port,host:port/optional/chroot"); `opts` NULL means defaults.
 // Blocks until the session is established or the connect timeout passes
 // (`ZKLOCK_CONNECTION`). On success `*out` gets a client to free with `zklock_client_free`.
@@ -177,6 +184,10 @@ const char *zklock_status_str(int status);
 // yet). Valid until the next failing zklock call on this thread. In an acquire callback that
 // reports an error, it holds that error's message.
 const char *zklock_last_error(void);
+
+// The core's name of a lease state: "held", "suspended", "lost" or "released" (a static
+// string, the same in every zklock face); "unknown" for a value that is no `zklock_lease_state`.
+const char *zklock_lease_state_str(int state);
 
 // The fencing token: the czxid of our lock node, strictly increasing from one holder of a lock
 // to the next (for a multi-lock the largest of its members'). -1 when `lease` is NULL or not a live lease.

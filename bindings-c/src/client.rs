@@ -28,12 +28,14 @@ pub struct zklock_client {
 
 /// Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
 /// `zklock_client_options_init`): the library reads only the fields that fit in `size`, so a
-/// program built against an older header keeps working. Zero in a field means its default.
+/// program built against an older header keeps working. Zero in a field means its default,
+/// except `session_timeout_ms` (0 is `ZKLOCK_INVALID_ARGUMENT`, as in every zklock face).
 #[repr(C)]
 pub struct zklock_client_options {
     /// `sizeof(zklock_client_options)` as the caller knows it.
     pub size: usize,
-    /// Session timeout asked of the server, in milliseconds (0: 10000; at least 100).
+    /// Session timeout asked of the server, in milliseconds (at least 100; the default that
+    /// `zklock_client_options_init` sets is 10000; 0 is `ZKLOCK_INVALID_ARGUMENT`).
     pub session_timeout_ms: i64,
     /// How long connect keeps trying before it fails with `ZKLOCK_CONNECTION`, in milliseconds
     /// (0: 15000).
@@ -124,11 +126,9 @@ unsafe fn read_options(opts: *const zklock_client_options) -> Result<zklock::Opt
             Ok(Some(zklock::duration_from_millis_i64(v, what)?))
         }
     };
-    if let Some(d) = ms(
-        field!(session_timeout_ms, i64).unwrap_or(0),
-        "session_timeout_ms",
-    )? {
-        options.session_timeout = d;
+    // Zero is no default here: a session timeout of 0 is refused, as in every face.
+    if let Some(v) = field!(session_timeout_ms, i64) {
+        options.session_timeout = zklock::duration_from_millis_i64(v, "session_timeout_ms")?;
     }
     if let Some(d) = ms(
         field!(connect_timeout_ms, i64).unwrap_or(0),
@@ -153,6 +153,38 @@ unsafe fn read_options(opts: *const zklock_client_options) -> Result<zklock::Opt
         options.identity = Some(str_arg(identity, "zklock_client_options.identity")?.to_owned());
     }
     Ok(options)
+}
+
+/// The `ZKLOCK_ACL_` constant of an ACL policy named as in every zklock face: "open",
+/// "creator-all" or "read-anyone-creator-all" (for a policy read from configuration). Any other
+/// name is `ZKLOCK_INVALID_ARGUMENT`, and `*acl` is left alone.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_acl_from_str(name: *const c_char, acl: *mut i32) -> zklock_status {
+    guard(|| {
+        let name = str_arg(name, "name")?;
+        if acl.is_null() {
+            return Err(Failure::null("acl"));
+        }
+        acl.write(match acl_policy_from_str(name)? {
+            zklock::AclPolicy::Open => ZKLOCK_ACL_OPEN,
+            zklock::AclPolicy::CreatorAll => ZKLOCK_ACL_CREATOR_ALL,
+            zklock::AclPolicy::ReadAnyoneCreatorAll => ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL,
+        });
+        Ok(())
+    })
+}
+
+// TODO(issue 13): the core's `AclPolicy: FromStr` once it lands.
+fn acl_policy_from_str(name: &str) -> Result<zklock::AclPolicy, Failure> {
+    match name {
+        "open" => Ok(zklock::AclPolicy::Open),
+        "creator-all" => Ok(zklock::AclPolicy::CreatorAll),
+        "read-anyone-creator-all" => Ok(zklock::AclPolicy::ReadAnyoneCreatorAll),
+        _ => Err(Failure::invalid(format!(
+            "unknown ACL policy {:?}; use open, creator-all or read-anyone-creator-all",
+            name.chars().take(64).collect::<String>()
+        ))),
+    }
 }
 
 /// Connects to `hosts` ("host:port,host:port/optional/chroot"); `opts` NULL means defaults.

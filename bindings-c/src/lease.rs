@@ -1,7 +1,7 @@
 //! `zklock_lease`: a held lock (token, node path, state, state callback, release).
 
-use std::ffi::{c_char, c_void, CString};
-use std::sync::{Arc, Condvar, Mutex};
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::ThreadId;
 
 use zklock::LeaseState;
@@ -128,6 +128,30 @@ impl zklock_lease {
             .unwrap_or_else(|e| e.into_inner())
             .take()
     }
+}
+
+/// The core's name of a lease state: "held", "suspended", "lost" or "released" (a static
+/// string, the same in every zklock face); "unknown" for a value that is no `zklock_lease_state`.
+#[no_mangle]
+pub extern "C" fn zklock_lease_state_str(state: c_int) -> *const c_char {
+    const ALL: [LeaseState; 4] = [
+        LeaseState::Held,
+        LeaseState::Suspended,
+        LeaseState::Lost,
+        LeaseState::Released,
+    ];
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    guard_value(c"unknown".as_ptr(), || {
+        let names = NAMES.get_or_init(|| {
+            ALL.iter()
+                .map(|s| CString::new(s.as_str()).unwrap_or_default())
+                .collect()
+        });
+        Ok(ALL
+            .iter()
+            .position(|s| zklock_lease_state::from(*s) as c_int == state)
+            .map_or(c"unknown".as_ptr(), |i| names[i].as_ptr()))
+    })
 }
 
 /// The fencing token: the czxid of our lock node, strictly increasing from one holder of a lock
