@@ -71,11 +71,13 @@ impl Client {
 
     /// An exclusive, re-entrant lock on `path`.
     pub fn mutex(&self, path: &str) -> Result<Lock> {
+        self.check_usable()?;
         Lock::new(self.clone(), path, NodeKind::Mutex)
     }
 
     /// A read/write lock on `path`.
     pub fn rw_lock(&self, path: &str) -> Result<RwLock> {
+        self.check_usable()?;
         RwLock::new(self.clone(), path)
     }
 
@@ -84,6 +86,7 @@ impl Client {
         &self,
         paths: impl IntoIterator<Item = S>,
     ) -> Result<MultiLock> {
+        self.check_usable()?;
         MultiLock::from_paths(self, paths)
     }
 

@@ -27,17 +27,15 @@ pub enum LeaseState {
     Released,
 }
 
-impl LeaseState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LeaseState::Held => "held",
-            LeaseState::Suspended => "suspended",
-            LeaseState::Lost => "lost",
-            LeaseState::Released => "released",
-        }
-    }
+crate::names::names!(LeaseState, "lease state" {
+    Held => "held",
+    Suspended => "suspended",
+    Lost => "lost",
+    Released => "released",
+});
 
-    fn is_final(self) -> bool {
+impl LeaseState {
+    pub fn is_final(self) -> bool {
         matches!(self, LeaseState::Lost | LeaseState::Released)
     }
 
@@ -63,6 +61,12 @@ impl LeaseState {
             .unwrap_or(LeaseState::Released)
     }
 }
+
+crate::names::names!(Released, "release outcome" {
+    Released => "released",
+    StillHeld => "still-held",
+    WasLost => "was-lost",
+});
 
 /// What `release` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,9 +336,39 @@ impl Lease {
         queue: runtime::CallbackQueue,
         callback: impl Fn(LeaseState) + Send + Sync + 'static,
     ) {
-        let shared = self.shared_parts();
+        self.watch_states(queue, Arc::new(callback), self.state());
+    }
+
+    /// Calls `callback` with the current state, then at every change (held, suspended, lost,
+    /// released), on the process-wide callback thread; `lost` comes exactly once, and nothing
+    /// comes after a final state. What the faces' state subscriptions are built on.
+    pub fn subscribe(&self, callback: impl Fn(LeaseState) + Send + Sync + 'static) {
+        self.subscribe_in(runtime::CallbackQueue::process(), callback)
+    }
+
+    /// [`Lease::subscribe`] with the callbacks run on `queue` (a client's own callback thread).
+    pub fn subscribe_in(
+        &self,
+        queue: runtime::CallbackQueue,
+        callback: impl Fn(LeaseState) + Send + Sync + 'static,
+    ) {
         let callback = Arc::new(callback);
-        let mut last = self.state();
+        let now = self.state();
+        let first = callback.clone();
+        queue.run(move || first(now));
+        if !now.is_final() {
+            self.watch_states(queue, callback, now);
+        }
+    }
+
+    /// Reports every change of the combined state after `last` until a final state.
+    fn watch_states(
+        &self,
+        queue: runtime::CallbackQueue,
+        callback: Arc<dyn Fn(LeaseState) + Send + Sync>,
+        mut last: LeaseState,
+    ) {
+        let shared = self.shared_parts();
         runtime::spawn(async move {
             let signals: Vec<&Signal> = shared.iter().map(|p| &p.state).collect();
             while !last.is_final() {

@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod acquire;
 mod bounds;
 mod cancel;
 mod client;
@@ -22,6 +23,7 @@ mod error;
 mod lease;
 mod lifeline;
 mod lock;
+mod names;
 mod options;
 mod own_watch;
 pub mod protocol;
@@ -29,14 +31,18 @@ mod recipe;
 pub mod runtime;
 mod session;
 mod signal;
+mod wait;
 
+pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
 pub use lease::{Lease, LeaseState, Released};
-pub use lock::{Lock, MultiLock, Mutex, Participant, RwLock};
+pub use lock::{Lock, MultiLock, Mutex, Owner, Participant, RwLock};
 pub use options::{
     default_identity, duration_from_millis_i64, duration_from_secs_f64, AclPolicy, Options,
 };
 pub use protocol::{Library, NodeKind};
 pub use recipe::round_trips;
+pub use runtime::CallbackQueue;
+pub use wait::Wait;

@@ -1,11 +1,15 @@
 //! The recipes users hold: a re-entrant (or not) exclusive lock, the two sides of a read/write
-//! lock, and their queue introspection. Re-entrancy is per lock value, with a hold count.
+//! lock, and their queue introspection. Re-entrancy is per owner of a lock value, with a hold
+//! count: the face says who the owner is (Python's thread or asyncio task, C's thread, Node's
+//! `Mutex` object; Rust's default is the value itself, [`Owner::SHARED`]). Two owners of one
+//! value contend like two clients, as Curator's per-thread rule has it.
 
 use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::acquire::Acquire;
 use crate::bounds;
 use crate::cancel::CancelToken;
 use crate::client::Client;
@@ -14,6 +18,7 @@ use crate::lease::{on_runtime, Lease, LeaseShared, LeaseState, Part, Released};
 use crate::protocol::{self, Library, NodeKind};
 use crate::recipe::{self, Request};
 use crate::runtime;
+use crate::wait::Wait;
 
 /// A lock on one path: a mutex, or one side of a [`RwLock`]. Re-entrant per value by default:
 /// while this value holds the lock, acquiring it again (from any task) only counts up.
@@ -29,7 +34,8 @@ pub(crate) struct LockInner {
     pub(crate) path: String,
     pub(crate) kind: NodeKind,
     reentrant: bool,
-    hold: StdMutex<Option<Hold>>,
+    /// The live holds of this value, by owner (rarely more than one).
+    holds: StdMutex<Vec<(Owner, Hold)>>,
     /// Serialises first acquisitions among tasks sharing this value, so they share one node:
     /// one permit, taken by a `GatePass` (owned, so it can wait in the caller's future).
     gate: tokio::sync::Semaphore,
@@ -40,6 +46,17 @@ pub(crate) struct LockInner {
 struct Hold {
     shared: Arc<LeaseShared>,
     count: usize,
+}
+
+/// Who a re-entrant hold belongs to: acquiring again with the same owner only counts up; another
+/// owner contends. The number means whatever the face makes it mean (a thread id, a task id, an
+/// object id), as long as two owners alive at once never share one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Owner(pub u64);
+
+impl Owner {
+    /// The lock value itself: every task using one value shares its hold (Rust's default).
+    pub const SHARED: Owner = Owner(0);
 }
 
 /// Holds a lock value's gate (its one permit) until dropped.
@@ -60,6 +77,7 @@ enum Step {
 /// An acquire waiting for its turn, kept in the caller's future between steps.
 struct Waiting {
     lock: Arc<LockInner>,
+    owner: Owner,
     gate: Option<GatePass>,
     queued: recipe::Queued,
     deadline: Option<Instant>,
@@ -110,20 +128,33 @@ impl Waiting {
     /// so it runs wherever the caller is.
     fn finish(self, downgrade_of: Option<String>) -> Lease {
         let Waiting {
-            lock, gate, queued, ..
+            lock,
+            owner,
+            gate,
+            queued,
+            ..
         } = self;
         let shared = queued.into_lease(downgrade_of);
-        let owner = if lock.reentrant {
-            *lock.hold.lock().unwrap() = Some(Hold {
-                shared: shared.clone(),
-                count: 1,
-            });
+        let counted_by = if lock.reentrant {
+            let mut holds = lock.holds.lock().unwrap();
+            holds.retain(|(o, _)| *o != owner);
+            holds.push((
+                owner,
+                Hold {
+                    shared: shared.clone(),
+                    count: 1,
+                },
+            ));
+            drop(holds);
             Some(lock)
         } else {
             None
         };
         drop(gate);
-        Lease::new(vec![Part { shared, owner }])
+        Lease::new(vec![Part {
+            shared,
+            owner: counted_by,
+        }])
     }
 }
 
@@ -136,7 +167,7 @@ impl Lock {
                 path: path.to_owned(),
                 kind,
                 reentrant: true,
-                hold: StdMutex::new(None),
+                holds: StdMutex::new(Vec::new()),
                 gate: tokio::sync::Semaphore::new(1),
                 peer: OnceLock::new(),
             }),
@@ -151,7 +182,7 @@ impl Lock {
             path: shared.path.clone(),
             kind: shared.kind,
             reentrant: shared.reentrant,
-            hold: StdMutex::new(None),
+            holds: StdMutex::new(Vec::new()),
             gate: tokio::sync::Semaphore::new(1),
             peer: OnceLock::new(),
         });
@@ -168,30 +199,73 @@ impl Lock {
         self.inner.reentrant
     }
 
-    /// How many holds this value has (0 when not held, or after the lease was lost).
+    /// How many holds this value has for [`Owner::SHARED`] (0 when not held, or lost).
     pub fn hold_count(&self) -> usize {
-        match &*self.inner.hold.lock().unwrap() {
-            Some(h) if h.shared.state() != LeaseState::Lost => h.count,
-            _ => 0,
-        }
+        self.hold_count_as(Owner::SHARED)
+    }
+
+    /// How many holds `owner` has on this value (0 when not held, or after the lease was lost).
+    pub fn hold_count_as(&self, owner: Owner) -> usize {
+        self.inner.held(owner).map_or(0, |(_, count)| count)
     }
 
     /// Takes the lock again if this value already holds it (a re-entrant hold, no I/O);
     /// `None` when it does not (then acquire it normally).
     pub fn reenter(&self) -> Option<Lease> {
-        self.inner.try_reenter()
+        self.inner.try_reenter(Owner::SHARED)
+    }
+
+    /// [`Lock::reenter`] for `owner`.
+    pub fn reenter_as(&self, owner: Owner) -> Option<Lease> {
+        self.inner.try_reenter(owner)
+    }
+
+    /// Acquires for `owner`, waiting as `wait` says; a try that finds the lock taken and a
+    /// deadline that passes are `Timeout` errors. `cancel` makes it remove its node and fail with
+    /// `Cancelled`. The future needs no runtime of the caller's.
+    pub fn acquire_as(
+        &self,
+        owner: Owner,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        self.inner
+            .clone()
+            .acquire_until(owner, wait.deadline().map(Instant::from_std), cancel)
+    }
+
+    /// Blocking twin of [`Lock::acquire_as`] (from a thread that is not the runtime's).
+    pub fn blocking_acquire_as(
+        &self,
+        owner: Owner,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+    ) -> Result<Lease> {
+        if let Some(lease) = self.inner.try_reenter(owner) {
+            return Ok(lease);
+        }
+        runtime::block_on(self.acquire_as(owner, wait, cancel))
+    }
+
+    /// Starts an acquire for `owner` on the runtime: a handle to cancel it, wait for it, await
+    /// it or be called back when it ends (see [`Acquire`]).
+    pub fn start_acquire(&self, owner: Owner, wait: Wait) -> Acquire {
+        Acquire::start(|cancel| self.acquire_as(owner, wait, Some(cancel)))
     }
 
     /// Waits until the lock is ours.
     pub async fn acquire(&self) -> Result<Lease> {
-        self.inner.clone().acquire_until(None, None).await
+        self.inner
+            .clone()
+            .acquire_until(Owner::SHARED, None, None)
+            .await
     }
 
     /// Waits at most `timeout`; `Timeout` error after it (no node left behind).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
         self.inner
             .clone()
-            .acquire_until(bounds::deadline_after(timeout), None)
+            .acquire_until(Owner::SHARED, bounds::deadline_after(timeout), None)
             .await
     }
 
@@ -200,7 +274,7 @@ impl Lock {
         none_on_timeout(
             self.inner
                 .clone()
-                .acquire_until(Some(Instant::now()), None)
+                .acquire_until(Owner::SHARED, Some(Instant::now()), None)
                 .await,
         )
     }
@@ -222,11 +296,11 @@ impl Lock {
 
     fn blocking_acquire_until(&self, deadline: Option<Instant>) -> Result<Lease> {
         // The re-entrant case needs no runtime hop.
-        if let Some(lease) = self.inner.try_reenter() {
+        if let Some(lease) = self.inner.try_reenter(Owner::SHARED) {
             return Ok(lease);
         }
         let inner = self.inner.clone();
-        runtime::block_on(async move { inner.acquire_until(deadline, None).await })
+        runtime::block_on(async move { inner.acquire_until(Owner::SHARED, deadline, None).await })
     }
 
     /// The acquire future for bindings that drive their own waiting (deadline `None` = forever).
@@ -236,7 +310,7 @@ impl Lock {
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         self.inner
             .clone()
-            .acquire_until(deadline.map(Instant::from_std), None)
+            .acquire_until(Owner::SHARED, deadline.map(Instant::from_std), None)
     }
 
     /// The acquire future with a cancellation token: `cancel.cancel()` makes it remove its node
@@ -246,9 +320,11 @@ impl Lock {
         deadline: Option<std::time::Instant>,
         cancel: CancelToken,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        self.inner
-            .clone()
-            .acquire_until(deadline.map(Instant::from_std), Some(cancel))
+        self.inner.clone().acquire_until(
+            Owner::SHARED,
+            deadline.map(Instant::from_std),
+            Some(cancel),
+        )
     }
 
     /// The queue: holder first, then waiters in order.
@@ -275,34 +351,32 @@ fn none_on_timeout(result: Result<Lease>) -> Result<Option<Lease>> {
 }
 
 impl LockInner {
-    /// Counts up an existing, not lost hold of this value (not in a forked child, nor after close).
-    fn try_reenter(self: &Arc<Self>) -> Option<Lease> {
+    /// Counts up an existing, not lost hold of `owner` (not in a forked child, nor after close).
+    fn try_reenter(self: &Arc<Self>, owner: Owner) -> Option<Lease> {
         if !self.reentrant || self.client.check_usable().is_err() {
             return None;
         }
-        let mut hold = self.hold.lock().unwrap();
-        match hold.as_mut() {
-            Some(h) if h.shared.state() != LeaseState::Lost => {
-                h.count += 1;
-                Some(Lease::new(vec![Part {
-                    shared: h.shared.clone(),
-                    owner: Some(self.clone()),
-                }]))
-            }
-            _ => None,
+        let mut holds = self.holds.lock().unwrap();
+        let (_, h) = holds.iter_mut().find(|(o, _)| *o == owner)?;
+        if h.shared.state() == LeaseState::Lost {
+            return None;
         }
+        h.count += 1;
+        Some(Lease::new(vec![Part {
+            shared: h.shared.clone(),
+            owner: Some(self.clone()),
+        }]))
+    }
+
+    /// The node and count of `owner`'s live hold, if any.
+    fn held(&self, owner: Owner) -> Option<(Arc<LeaseShared>, usize)> {
+        let holds = self.holds.lock().unwrap();
+        let (_, h) = holds.iter().find(|(o, _)| *o == owner)?;
+        (h.shared.state() != LeaseState::Lost).then(|| (h.shared.clone(), h.count))
     }
 
     fn peer(&self) -> Option<Arc<LockInner>> {
         self.peer.get().and_then(Weak::upgrade)
-    }
-
-    /// The node of this value's live hold, if any.
-    fn held_node(&self) -> Option<Arc<LeaseShared>> {
-        match &*self.hold.lock().unwrap() {
-            Some(h) if h.shared.state() != LeaseState::Lost => Some(h.shared.clone()),
-            _ => None,
-        }
     }
 
     /// The acquire, as the caller's future. The steps that talk to ZooKeeper run on the runtime;
@@ -311,16 +385,18 @@ impl LockInner {
     #[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
     pub(crate) fn acquire_until(
         self: Arc<Self>,
+        owner: Owner,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         async move {
-            if let Some(lease) = self.try_reenter() {
+            if let Some(lease) = self.try_reenter(owner) {
                 return Ok(lease);
             }
             let decide_by = bounds::decide_by(deadline);
             let guard = bounds::guard(decide_by, cancel.clone(), self.path.clone());
-            bounds::within(guard, self.acquire_steps(deadline, cancel, decide_by)).await
+            let steps = self.acquire_steps(owner, deadline, cancel, decide_by);
+            bounds::within(guard, steps).await
         }
     }
 
@@ -328,6 +404,7 @@ impl LockInner {
     /// given back (see `bounds`).
     async fn acquire_steps(
         self: Arc<Self>,
+        owner: Owner,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
         decide_by: Option<Instant>,
@@ -340,7 +417,7 @@ impl LockInner {
             }
             Ok(lease)
         };
-        let mut step = on_runtime(self.begin(deadline, cancel)).await?;
+        let mut step = on_runtime(self.begin(owner, deadline, cancel)).await?;
         loop {
             let mut waiting = match step {
                 Step::Done(lease) => return in_time(lease),
@@ -412,6 +489,7 @@ impl LockInner {
     /// Step 1, on the runtime: the gate, our node, our place in the queue.
     async fn begin(
         self: Arc<Self>,
+        owner: Owner,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
     ) -> Result<Step> {
@@ -420,14 +498,15 @@ impl LockInner {
         } else {
             None
         };
-        if let Some(lease) = self.try_reenter() {
+        if let Some(lease) = self.try_reenter(owner) {
             return Ok(Step::Done(lease));
         }
-        let downgrade_of = self.downgrade_of()?;
+        let downgrade_of = self.downgrade_of(owner)?;
         let session = self.client.session().await?;
         let request = self.request(deadline, downgrade_of.clone(), cancel.as_ref());
         let queued = recipe::enqueue(&session, &request).await?;
         let waiting = Waiting {
+            owner,
             timer: deadline.map(|d| Box::pin(tokio::time::sleep_until(d))),
             lock: self.clone(),
             gate,
@@ -440,11 +519,11 @@ impl LockInner {
 
     /// For a read taken while this value's write side is held: the write node (a downgrade,
     /// granted at once). Taking the write while holding the read is refused.
-    fn downgrade_of(&self) -> Result<Option<String>> {
+    fn downgrade_of(&self, owner: Owner) -> Result<Option<String>> {
         let Some(peer) = self.peer() else {
             return Ok(None);
         };
-        match (self.kind, peer.held_node()) {
+        match (self.kind, peer.held(owner).map(|(node, _)| node)) {
             (NodeKind::Write, Some(_)) => Err(Error::new(ErrorKind::UpgradeNotAllowed, format!(
                 "cannot take the write lock on {} while holding its read lock (upgrade is not allowed; release the read lock first)",
                 self.path
@@ -454,12 +533,25 @@ impl LockInner {
         }
     }
 
+    /// The live read hold that was taken as a downgrade of the write node `writer`, if any.
+    fn downgraded_from(&self, writer: &str) -> Option<Arc<LeaseShared>> {
+        let holds = self.holds.lock().unwrap();
+        holds
+            .iter()
+            .map(|(_, h)| &h.shared)
+            .find(|s| s.state() != LeaseState::Lost && s.downgrade_of.as_deref() == Some(writer))
+            .cloned()
+    }
+
     /// Counts down a hold of `shared` that is held more than once; false if this release is the
     /// last one (or the hold is another node's), which must go through `release_hold`.
     pub(crate) fn count_down_if_shared(&self, shared: &Arc<LeaseShared>) -> bool {
-        let mut hold = self.hold.lock().unwrap();
-        match hold.as_mut() {
-            Some(h) if Arc::ptr_eq(&h.shared, shared) && h.count > 1 => {
+        let mut holds = self.holds.lock().unwrap();
+        match holds
+            .iter_mut()
+            .find(|(_, h)| Arc::ptr_eq(&h.shared, shared))
+        {
+            Some((_, h)) if h.count > 1 => {
                 h.count -= 1;
                 true
             }
@@ -473,15 +565,16 @@ impl LockInner {
         shared: Arc<LeaseShared>,
     ) -> Result<Released> {
         {
-            let mut hold = self.hold.lock().unwrap();
-            if let Some(h) = hold.as_mut() {
-                if Arc::ptr_eq(&h.shared, &shared) {
-                    h.count -= 1;
-                    if h.count > 0 {
-                        return Ok(Released::StillHeld);
-                    }
-                    *hold = None;
+            let mut holds = self.holds.lock().unwrap();
+            if let Some(i) = holds
+                .iter()
+                .position(|(_, h)| Arc::ptr_eq(&h.shared, &shared))
+            {
+                holds[i].1.count -= 1;
+                if holds[i].1.count > 0 {
+                    return Ok(Released::StillHeld);
                 }
+                holds.swap_remove(i);
             }
         }
         if self.kind == NodeKind::Write && self.keep_for_downgrade(&shared).await {
@@ -494,7 +587,7 @@ impl LockInner {
     /// waiting node must stay until the read is released: deleting it would let that writer in
     /// beside our reader (CURATOR-621). Returns true when the node was handed to the read lease.
     async fn keep_for_downgrade(&self, writer: &Arc<LeaseShared>) -> bool {
-        let Some(reader) = self.peer().and_then(|p| p.held_node()) else {
+        let Some(reader) = self.peer().and_then(|p| p.downgraded_from(writer.node())) else {
             return false;
         };
         if reader.downgrade_of.as_deref() != Some(writer.node()) {
@@ -635,7 +728,15 @@ impl MultiLock {
         deadline: Option<std::time::Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let members = self.members.clone();
-        async move { acquire_all(members, deadline.map(Instant::from_std), None).await }
+        async move {
+            acquire_all(
+                members,
+                Owner::SHARED,
+                deadline.map(Instant::from_std),
+                None,
+            )
+            .await
+        }
     }
 
     /// The acquire future with a cancellation token (see [`Lock::acquire_with`]).
@@ -645,20 +746,55 @@ impl MultiLock {
         cancel: CancelToken,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let members = self.members.clone();
-        async move { acquire_all(members, deadline.map(Instant::from_std), Some(cancel)).await }
+        async move {
+            acquire_all(
+                members,
+                Owner::SHARED,
+                deadline.map(Instant::from_std),
+                Some(cancel),
+            )
+            .await
+        }
+    }
+
+    /// Acquires every member for `owner` (see [`Lock::acquire_as`]).
+    pub fn acquire_as(
+        &self,
+        owner: Owner,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let deadline = wait.deadline().map(Instant::from_std);
+        acquire_all(self.members.clone(), owner, deadline, cancel)
+    }
+
+    /// Blocking twin of [`MultiLock::acquire_as`].
+    pub fn blocking_acquire_as(
+        &self,
+        owner: Owner,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+    ) -> Result<Lease> {
+        runtime::block_on(self.acquire_as(owner, wait, cancel))
+    }
+
+    /// Starts acquiring every member for `owner` on the runtime (see [`Acquire`]).
+    pub fn start_acquire(&self, owner: Owner, wait: Wait) -> Acquire {
+        Acquire::start(|cancel| self.acquire_as(owner, wait, Some(cancel)))
     }
 
     fn acquire_until_instant(
         &self,
         deadline: Option<Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        acquire_all(self.members.clone(), deadline, None)
+        acquire_all(self.members.clone(), Owner::SHARED, deadline, None)
     }
 }
 
 /// Takes every member in order within one deadline (and one outer bound, see `bounds`).
 async fn acquire_all(
     members: Vec<Arc<LockInner>>,
+    owner: Owner,
     deadline: Option<Instant>,
     cancel: Option<CancelToken>,
 ) -> Result<Lease> {
@@ -670,7 +806,7 @@ async fn acquire_all(
         // the background.
         let mut lease = Lease::new(Vec::with_capacity(members.len()));
         for member in members {
-            match member.acquire_until(deadline, cancel.clone()).await {
+            match member.acquire_until(owner, deadline, cancel.clone()).await {
                 Ok(member_lease) => lease.absorb(member_lease),
                 Err(e) => {
                     // Roll back, in reverse order, in a task of its own: it goes on when the

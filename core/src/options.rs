@@ -18,6 +18,12 @@ pub enum AclPolicy {
     ReadAnyoneCreatorAll,
 }
 
+crate::names::names!(AclPolicy, "ACL policy" {
+    Open => "open",
+    CreatorAll => "creator-all",
+    ReadAnyoneCreatorAll => "read-anyone-creator-all",
+});
+
 impl AclPolicy {
     pub(crate) fn acls(self) -> zk::Acls<'static> {
         static READ_CREATOR: std::sync::OnceLock<Vec<zk::Acl>> = std::sync::OnceLock::new();

@@ -14,6 +14,12 @@ pub enum NodeKind {
     Write,
 }
 
+crate::names::names!(NodeKind, "node kind" {
+    Mutex => "mutex",
+    Read => "read",
+    Write => "write",
+});
+
 impl NodeKind {
     /// Curator's marker between the protected prefix and the sequence.
     pub(crate) fn marker(self) -> &'static str {
@@ -39,17 +45,13 @@ pub enum Library {
     Unknown,
 }
 
-impl Library {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Library::Zklock => "zklock",
-            Library::Curator => "curator",
-            Library::Kazoo => "kazoo",
-            Library::GoZookeeper => "go-zookeeper",
-            Library::Unknown => "unknown",
-        }
-    }
-}
+crate::names::names!(Library, "library" {
+    Zklock => "zklock",
+    Curator => "curator",
+    Kazoo => "kazoo",
+    GoZookeeper => "go-zookeeper",
+    Unknown => "unknown",
+});
 
 /// One lock node found under a lock path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,6 +257,9 @@ pub fn validate_hosts(hosts: &str) -> Result<()> {
             hosts.len(),
             MAX_PATH_BYTES * 2
         ));
+    }
+    if hosts.chars().any(char::is_whitespace) {
+        return bad("it contains white space".into());
     }
     let (list, chroot) = match hosts.find('/') {
         Some(i) => (&hosts[..i], Some(&hosts[i..])),

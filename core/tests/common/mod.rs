@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+#[allow(unused_imports)]
 pub use zklock_testkit::unique_path;
 
 pub fn servers() -> &'static str {

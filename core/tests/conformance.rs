@@ -1,0 +1,438 @@
+//! The Rust face's runner of the conformance cases (`tests/conformance/cases.txt`, format in its
+//! README): every case through the crate's public API, as a Rust user would write it. Rust takes
+//! durations as `Duration`, so a negative session timeout cannot be expressed (reported `n/a`);
+//! foreign timeouts go through the core's one rule, `zklock::Wait::from_secs`.
+//!
+//! A test binary of its own (`harness = false`): one line per case, then
+//! `conformance rust: N passed, N failed` (and `n/a` cases named apart); non-zero exit on any
+//! failure.
+
+mod common;
+
+use std::time::Duration;
+
+use zklock::{AclPolicy, Client, ErrorKind, Lease, Options, Owner, Wait};
+
+struct Case {
+    id: String,
+    op: String,
+    input: String,
+    expected: String,
+}
+
+/// The cases file, decoded: `%XX` bytes, `%*N(x)` repeats, `$SERVERS`.
+fn cases(servers: &str) -> Vec<Case> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/conformance/cases.txt"
+    );
+    let text = std::fs::read_to_string(path).expect("read tests/conformance/cases.txt");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|line| {
+            let cols: Vec<&str> = line.split('|').map(str::trim).collect();
+            assert_eq!(cols.len(), 4, "a case has four columns: {line:?}");
+            Case {
+                id: cols[0].into(),
+                op: cols[1].into(),
+                input: decode(cols[2]).replace("$SERVERS", servers),
+                expected: cols[3].into(),
+            }
+        })
+        .collect()
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && bytes.get(i + 1) == Some(&b'*') {
+            let open = i + text[i..].find('(').expect("%*N(x)");
+            let n: usize = text[i + 2..open].parse().expect("repeat count");
+            let close = open + text[open..].find(')').expect("%*N(x)");
+            out.extend(text[open + 1..close].repeat(n).into_bytes());
+            i = close + 1;
+        } else if bytes[i] == b'%' {
+            let hex = &text[i + 1..i + 3];
+            out.push(u8::from_str_radix(hex, 16).expect("%XX"));
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).expect("decoded input is UTF-8")
+}
+
+/// What happened, as the cases' outcome words.
+enum Outcome {
+    Is(String),
+    NotApplicable(&'static str),
+}
+
+fn word(s: &str) -> Outcome {
+    Outcome::Is(s.into())
+}
+
+fn outcome_of<T>(result: zklock::Result<T>, ok: &str) -> Outcome {
+    match result {
+        Ok(_) => word(ok),
+        Err(e) => error_word(&e),
+    }
+}
+
+fn error_word(e: &zklock::Error) -> Outcome {
+    assert!(
+        e.message().len() <= 300,
+        "an error message of {} characters",
+        e.message().len()
+    );
+    word(e.kind().as_str())
+}
+
+struct Runner {
+    servers: String,
+    client: Client,
+    case_path: String,
+}
+
+impl Runner {
+    async fn connect(&self, options: Options) -> zklock::Result<Client> {
+        Client::connect(
+            &self.servers,
+            options.connect_timeout(Duration::from_secs(5)),
+        )
+        .await
+    }
+
+    async fn run(&self, case: &Case) -> Outcome {
+        let input = case.input.as_str();
+        match case.op.as_str() {
+            "path" => match self.client.mutex(input) {
+                Err(e) => error_word(&e),
+                Ok(lock) => match lock.try_acquire().await {
+                    Ok(lease) => {
+                        if let Some(lease) = lease {
+                            lease.release().await.unwrap();
+                        }
+                        word("ok")
+                    }
+                    Err(e) => error_word(&e),
+                },
+            },
+            "rwpath" => outcome_of(self.client.rw_lock(input), "ok"),
+            "multi" => {
+                let paths: Vec<&str> = input.split(',').filter(|p| !p.is_empty()).collect();
+                outcome_of(self.client.multi_lock(paths), "ok")
+            }
+            "hosts" => {
+                let options = Options::default().connect_timeout(Duration::from_secs(5));
+                match Client::connect(input, options).await {
+                    Ok(c) => {
+                        c.close().await;
+                        word("ok")
+                    }
+                    Err(e) => error_word(&e),
+                }
+            }
+            "session_timeout" => {
+                let secs: f64 = input.parse().unwrap();
+                if secs < 0.0 {
+                    return Outcome::NotApplicable("a Rust Duration cannot be negative");
+                }
+                let options = Options::default().session_timeout(Duration::from_secs_f64(secs));
+                self.connect_and_close(options).await
+            }
+            "identity" => {
+                self.connect_and_close(Options::default().identity(input))
+                    .await
+            }
+            "acl" => match input.parse::<AclPolicy>() {
+                Err(e) => error_word(&e),
+                Ok(acl) => {
+                    let options = Options::default().auth("user:secret").acl(acl);
+                    self.connect_and_close(options).await
+                }
+            },
+            "timeout" => self.contended_acquire(input).await,
+            "scenario" => self.scenario(input).await,
+            other => panic!("unknown op {other:?}"),
+        }
+    }
+
+    async fn connect_and_close(&self, options: Options) -> Outcome {
+        match self.connect(options).await {
+            Ok(c) => {
+                c.close().await;
+                word("ok")
+            }
+            Err(e) => error_word(&e),
+        }
+    }
+
+    /// Another client holds the lock and frees it 300 ms later; we acquire with the timeout.
+    async fn contended_acquire(&self, input: &str) -> Outcome {
+        let secs: f64 = match input {
+            "nan" => f64::NAN,
+            "inf" => f64::INFINITY,
+            "-inf" => f64::NEG_INFINITY,
+            other => other.parse().unwrap(),
+        };
+        let wait = match Wait::from_secs(Some(secs)) {
+            Ok(wait) => wait,
+            Err(e) => return error_word(&e),
+        };
+        let other = self.connect(Options::default()).await.unwrap();
+        let held = other
+            .mutex(&self.case_path)
+            .unwrap()
+            .acquire()
+            .await
+            .unwrap();
+        let frees = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            held.release().await.unwrap();
+            other.close().await;
+        });
+        let lock = self.client.mutex(&self.case_path).unwrap();
+        let outcome = match lock.acquire_as(Owner::SHARED, wait, None).await {
+            Ok(lease) => {
+                lease.release().await.unwrap();
+                word("acquired")
+            }
+            Err(e) if e.kind() == ErrorKind::Timeout => word("not-acquired"),
+            Err(e) => error_word(&e),
+        };
+        frees.await.unwrap();
+        outcome
+    }
+
+    async fn scenario(&self, name: &str) -> Outcome {
+        let path = self.case_path.as_str();
+        let mutex = || self.client.mutex(path).unwrap();
+        match name {
+            "reenter-same-owner" => {
+                let lock = mutex();
+                let (a, b) = (lock.acquire().await.unwrap(), lock.acquire().await.unwrap());
+                let count = lock.hold_count();
+                b.release().await.unwrap();
+                a.release().await.unwrap();
+                word(if count == 2 {
+                    "held-twice"
+                } else {
+                    "not-reentrant"
+                })
+            }
+            "second-owner-try" => {
+                // Rust's owner is the lock value: a second value is a second owner.
+                let held = mutex().acquire().await.unwrap();
+                let tried = mutex().try_acquire().await.unwrap();
+                held.release().await.unwrap();
+                word(if tried.is_none() {
+                    "not-acquired"
+                } else {
+                    "acquired"
+                })
+            }
+            "other-client-try" => {
+                let other = self.connect(Options::default()).await.unwrap();
+                let held = other.mutex(path).unwrap().acquire().await.unwrap();
+                let tried = mutex().try_acquire().await.unwrap();
+                held.release().await.unwrap();
+                other.close().await;
+                word(if tried.is_none() {
+                    "not-acquired"
+                } else {
+                    "acquired"
+                })
+            }
+            "release-twice" => {
+                // A Rust lease is released by value, once; a second release of the same hold
+                // is a release through a clone of the hold that is no longer there.
+                let lock = mutex();
+                let lease = lock.acquire().await.unwrap();
+                let again = lock.reenter().unwrap();
+                lease.release().await.unwrap();
+                again.release().await.unwrap();
+                Outcome::NotApplicable(
+                    "a Rust Lease is consumed by release(); a second release does not compile",
+                )
+            }
+            "release-not-held" => Outcome::NotApplicable(
+                "Rust releases a Lease value; there is no release call without one",
+            ),
+            "lock-after-close" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                c.close().await;
+                outcome_of(c.mutex(path), "ok")
+            }
+            "acquire-after-close" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                let lock = c.mutex(path).unwrap();
+                c.close().await;
+                outcome_of(lock.acquire().await, "acquired")
+            }
+            "upgrade" => {
+                let rw = self.client.rw_lock(path).unwrap();
+                let read = rw.read().acquire().await.unwrap();
+                let outcome = outcome_of(rw.write().try_acquire().await, "acquired");
+                read.release().await.unwrap();
+                outcome
+            }
+            "downgrade" => {
+                let rw = self.client.rw_lock(path).unwrap();
+                let write = rw.write().acquire().await.unwrap();
+                let outcome = match rw.read().try_acquire().await {
+                    Ok(Some(read)) => {
+                        read.release().await.unwrap();
+                        word("acquired")
+                    }
+                    Ok(None) => word("not-acquired"),
+                    Err(e) => error_word(&e),
+                };
+                write.release().await.unwrap();
+                outcome
+            }
+            "state-held" => {
+                let lease = mutex().acquire().await.unwrap();
+                let state = lease.state();
+                lease.release().await.unwrap();
+                word(state.as_str())
+            }
+            "state-released" => {
+                // A released Rust lease is gone; a re-entrant clone shows the hold's state.
+                let lock = mutex();
+                let lease = lock.acquire().await.unwrap();
+                let watcher = lock.reenter().unwrap();
+                watcher.release().await.unwrap();
+                lease.release().await.unwrap();
+                let state = released_state(&lock).await;
+                word(state)
+            }
+            "state-lost-on-close" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                let lease = c.mutex(path).unwrap().acquire().await.unwrap();
+                c.close().await;
+                word(lease.state().as_str())
+            }
+            "release-outcome" => {
+                let lease = mutex().acquire().await.unwrap();
+                word(lease.release().await.unwrap().as_str())
+            }
+            "release-outcome-reentrant" => {
+                let lock = mutex();
+                let first = lock.acquire().await.unwrap();
+                let second = lock.acquire().await.unwrap();
+                let outcome = second.release().await.unwrap();
+                first.release().await.unwrap();
+                word(outcome.as_str())
+            }
+            "release-outcome-lost" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                let lease = c.mutex(path).unwrap().acquire().await.unwrap();
+                c.close().await;
+                word(lease.release().await.unwrap().as_str())
+            }
+            "kind-mutex" => {
+                self.own_participant(mutex().acquire().await.unwrap(), true)
+                    .await
+            }
+            "kind-read" | "kind-write" => {
+                let rw = self.client.rw_lock(path).unwrap();
+                let side = if name == "kind-read" {
+                    rw.read()
+                } else {
+                    rw.write()
+                };
+                let lease = side.acquire().await.unwrap();
+                self.own_participant(lease, true).await
+            }
+            "library" => {
+                self.own_participant(mutex().acquire().await.unwrap(), false)
+                    .await
+            }
+            other => panic!("unknown scenario {other:?}"),
+        }
+    }
+
+    /// The kind (or library) of our node among the lock's participants.
+    async fn own_participant(&self, lease: Lease, kind: bool) -> Outcome {
+        let lock = self.client.mutex(&self.case_path).unwrap();
+        let participants = lock.participants().await.unwrap();
+        let ours = participants
+            .iter()
+            .find(|p| p.node == lease.path())
+            .expect("our node is among the participants");
+        let name = if kind {
+            ours.kind.as_str()
+        } else {
+            ours.library.as_str()
+        };
+        lease.release().await.unwrap();
+        word(name)
+    }
+}
+
+/// The state a lock value's hold reports once released: the Rust face shows it on a lease of
+/// the hold taken before the last release and kept by a subscription.
+async fn released_state(lock: &zklock::Lock) -> &'static str {
+    let lease = lock.acquire().await.unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    lease.subscribe(move |s| tx.send(s).unwrap());
+    lease.release().await.unwrap();
+    let mut last = zklock::LeaseState::Held;
+    while let Ok(state) = rx.recv_timeout(Duration::from_secs(2)) {
+        last = state;
+        if state.is_final() {
+            break;
+        }
+    }
+    last.as_str()
+}
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let servers = common::servers().to_owned();
+    let (mut passed, mut failed, mut not_applicable) = (0, 0, Vec::new());
+    runtime.block_on(async {
+        let client = Client::connect(&servers, Options::default()).await.unwrap();
+        for case in cases(&servers) {
+            let runner = Runner {
+                servers: servers.clone(),
+                client: client.clone(),
+                case_path: format!("/conformance/rust/{}-{}", case.id, std::process::id()),
+            };
+            match runner.run(&case).await {
+                Outcome::Is(got) if got == case.expected => {
+                    passed += 1;
+                    println!("ok      {}", case.id);
+                }
+                Outcome::Is(got) => {
+                    failed += 1;
+                    println!(
+                        "FAILED  {}: {} {:?} gave {got}, expected {}",
+                        case.id,
+                        case.op,
+                        case.input.chars().take(40).collect::<String>(),
+                        case.expected
+                    );
+                }
+                Outcome::NotApplicable(why) => {
+                    println!("n/a     {}: {why}", case.id);
+                    not_applicable.push(case.id.clone());
+                }
+            }
+        }
+        client.close().await;
+    });
+    println!(
+        "conformance rust: {} cases not applicable ({})",
+        not_applicable.len(),
+        not_applicable.join(", ")
+    );
+    println!("conformance rust: {passed} passed, {failed} failed");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}
