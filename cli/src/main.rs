@@ -459,7 +459,20 @@ mod tests {
         assert!(parse_timeout("-1s")
             .unwrap_err()
             .contains("timeout cannot be negative"));
-        assert_eq!(parse_timeout("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_timeout("0").unwrap().0, Some(Duration::ZERO));
+        assert_eq!(
+            parse_timeout("1.5").unwrap().0,
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(parse_timeout("-1").unwrap().0, None, "-1 waits forever");
+        assert_eq!(parse_timeout("inf").unwrap().0, None);
+        assert_eq!(
+            parse_timeout("1e300").unwrap().0,
+            None,
+            "huge waits forever"
+        );
+        assert!(parse_timeout("nan").is_err());
+        assert!(parse_timeout("-2").is_err());
         assert!(parse_duration("5 parsecs").is_err());
     }
 
