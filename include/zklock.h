@@ -124,8 +124,8 @@ typedef struct zklock_client_options {
     const char *identity;
 } zklock_client_options;
 
-// Called on the client's callback thread at each change of a lease's state (suspended, held
-// again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
+// Called on the client's callback thread with a lease's current state, then at each change of
+// it (suspended, held again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
 // that release it is not called again.
 typedef void (*zklock_state_cb)(void *user,
                                 struct zklock_lease *lease,
@@ -201,10 +201,10 @@ const char *zklock_lease_path(const struct zklock_lease *lease);
 // (with the last error set).
 enum zklock_lease_state zklock_lease_state_get(const struct zklock_lease *lease);
 
-// Calls `cb(user, lease, state)` on the client's callback thread at every change of the
-// lease's state; LOST is reported exactly once (at once, if the lease is already lost or
-// suspended). A later call replaces the callback; `cb` NULL removes it. The callback may call
-// any zklock function, `zklock_lease_release(lease)` included.
+// Calls `cb(user, lease, state)` on the client's callback thread with the lease's current
+// state first, then at every change of it; LOST is reported exactly once, and nothing comes
+// after it. A later call replaces the callback; `cb` NULL removes it. The callback may call any
+// zklock function, `zklock_lease_release(lease)` included.
 enum zklock_status zklock_lease_on_state(struct zklock_lease *lease,
                                          zklock_state_cb cb,
                                          void *user);
@@ -253,11 +253,12 @@ enum zklock_status zklock_multi_new(struct zklock_client *client,
 void zklock_lock_free(struct zklock_lock *lock);
 
 // Acquires the lock, blocking the calling thread: `timeout_ms` -1 waits forever, 0 tries once,
-// a positive value waits at most that many milliseconds (`ZKLOCK_TIMEOUT` after it). A timed-out
-// or failed acquire leaves no node behind. On success `*out` gets a lease to give back with
-// `zklock_lease_release`. A thread that already holds the lock through this handle gets a new
-// lease at once (counted); with a write side held, the read side of the same read/write lock
-// is granted (downgrade).
+// a positive value waits at most that many milliseconds (`ZKLOCK_TIMEOUT` after it; a value
+// beyond what the clock holds waits forever), any other negative is `ZKLOCK_INVALID_ARGUMENT`
+// (zklock's one timeout rule, the same in every face). A timed-out or failed acquire leaves no
+// node behind. On success `*out` gets a lease to give back with `zklock_lease_release`. A
+// thread that already holds the lock through this handle gets a new lease at once (counted);
+// with a write side held, the read side of the same read/write lock is granted (downgrade).
 enum zklock_status zklock_acquire(struct zklock_lock *lock,
                                   int64_t timeout_ms,
                                   struct zklock_lease **out);

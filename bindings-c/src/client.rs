@@ -165,26 +165,13 @@ pub unsafe extern "C" fn zklock_acl_from_str(name: *const c_char, acl: *mut i32)
         if acl.is_null() {
             return Err(Failure::null("acl"));
         }
-        acl.write(match acl_policy_from_str(name)? {
+        acl.write(match name.parse::<zklock::AclPolicy>()? {
             zklock::AclPolicy::Open => ZKLOCK_ACL_OPEN,
             zklock::AclPolicy::CreatorAll => ZKLOCK_ACL_CREATOR_ALL,
             zklock::AclPolicy::ReadAnyoneCreatorAll => ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL,
         });
         Ok(())
     })
-}
-
-// TODO(issue 13): the core's `AclPolicy: FromStr` once it lands.
-fn acl_policy_from_str(name: &str) -> Result<zklock::AclPolicy, Failure> {
-    match name {
-        "open" => Ok(zklock::AclPolicy::Open),
-        "creator-all" => Ok(zklock::AclPolicy::CreatorAll),
-        "read-anyone-creator-all" => Ok(zklock::AclPolicy::ReadAnyoneCreatorAll),
-        _ => Err(Failure::invalid(format!(
-            "unknown ACL policy {:?}; use open, creator-all or read-anyone-creator-all",
-            name.chars().take(64).collect::<String>()
-        ))),
-    }
 }
 
 /// Connects to `hosts` ("host:port,host:port/optional/chroot"); `opts` NULL means defaults.
