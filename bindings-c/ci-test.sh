@@ -32,23 +32,32 @@ finish() {
   exit $?
 }
 # Adds a test program's own `N passed, N failed` to the totals; fails the step when it failed.
+# The conformance runner's line reads `conformance c: N passed, N failed` (make test's summary
+# counts it by that name, so it is added to this script's total but not to "test programs").
 run_counted() { # run_counted LOG COMMAND... (killed after $TEST_TIMEOUT s: a hang is a failure)
   local log="$1"; shift
   timeout --signal=KILL "${TEST_TIMEOUT:-900}" "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local line
-  line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)"
+  line="$(grep -E "^${COUNT_PREFIX:-}[0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n1)"
+  line="${line#"${COUNT_PREFIX:-}"}"
   if [ -z "$line" ]; then
     echo "(no summary line: the program crashed or was killed; exit status $rc)"
     return 1
   fi
   local p f
   p="${line%% passed*}"; f="${line#*passed, }"; f="${f%% failed*}"
-  sub_passed=$((sub_passed + p)); sub_failed=$((sub_failed + f))
+  if [ -n "${COUNT_PREFIX:-}" ]; then
+    conf_passed=$((conf_passed + p)); conf_failed=$((conf_failed + f))
+  else
+    sub_passed=$((sub_passed + p)); sub_failed=$((sub_failed + f))
+  fi
   [ "$rc" -eq 0 ] && [ "$f" -eq 0 ]
 }
 sub_passed=0
 sub_failed=0
+conf_passed=0
+conf_failed=0
 
 tmp="$(mktemp -d /tmp/zklock-c-test.XXXXXX)"
 harness_pid=""
@@ -146,7 +155,7 @@ step "C test (libzklock.so) under valgrind: no errors, no leaks" \
 export ZKLOCK_TEST_ROUNDS="$ROUNDS"
 
 # The cases every face runs (tests/conformance/cases.txt), through the public C API.
-step "conformance cases (tests/conformance/cases.txt) through the C API" \
+COUNT_PREFIX="conformance c: " step "conformance cases (tests/conformance/cases.txt) through the C API" \
   run_counted "$tmp/conformance.log" "$tmp/conformance" "$root/tests/conformance/cases.txt" "$servers"
 
 step "C++ wrapper test (include/zklock.hpp)" \
@@ -186,6 +195,6 @@ install_check() {
 step "make install PREFIX=tmp; pkg-config --cflags --libs zklock; build and run examples/worker.c" install_check
 
 echo "test programs: $sub_passed passed, $sub_failed failed"
-passed=$((passed + sub_passed))
-failed=$((failed + sub_failed))
+passed=$((passed + sub_passed + conf_passed))
+failed=$((failed + sub_failed + conf_failed))
 finish

@@ -6,7 +6,7 @@
  * CASES_FILE is tests/conformance/cases.txt (format: tests/conformance/README.md), SERVERS the
  * test ZooKeeper's connect string (bindings-c/ci-test.sh starts one), which `$SERVERS` in an
  * input stands for. One line per case (`ok`, `FAIL` or `n/a` with the reason), then
- * `N passed, N failed` (n/a cases are counted apart, on the line before). A case whose input C
+ * `conformance c: N passed, N failed` (n/a cases are counted apart, on the line before). A case whose input C
  * cannot express (a NUL inside a C string, a NaN, infinite or huge timeout in int64_t
  * milliseconds) or whose call has no form in the C API is `n/a`, by name and with the reason.
  * Exits non-zero on any mismatch, unknown op or scenario, malformed line, or error message
@@ -515,14 +515,14 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     FILE *f = fopen(argv[1], "r");
     if (!f) {
-        printf("cannot read %s: %s\n0 passed, 1 failed\n", argv[1], strerror(errno));
+        printf("cannot read %s: %s\nconformance c: 0 passed, 1 failed\n", argv[1], strerror(errno));
         return 1;
     }
     struct outcome setup = {0};
     main_client = fresh_client(&setup);
     other_client = fresh_client(&setup);
     if (!main_client || !other_client) {
-        printf("cannot connect to ZooKeeper at %s: %s\n0 passed, 1 failed\n", servers, setup.problem);
+        printf("cannot connect to ZooKeeper at %s: %s\nconformance c: 0 passed, 1 failed\n", servers, setup.problem);
         return 1;
     }
     int passed = 0, failed = 0, na = 0, lineno = 0;
@@ -587,6 +587,6 @@ int main(int argc, char **argv) {
     zklock_client_free(main_client);
     zklock_client_free(other_client);
     printf("%d n/a (no form in C; each listed above with the reason)\n", na);
-    printf("%d passed, %d failed\n", passed, failed);
+    printf("conformance c: %d passed, %d failed\n", passed, failed);
     return failed == 0 && passed > 0 ? 0 : 1;
 }
