@@ -16,6 +16,8 @@ export declare const ErrorCode: {
   readonly CLOSED: 'ZKLOCK_CLOSED'
   readonly PERMISSION: 'ZKLOCK_PERMISSION'
   readonly ZOOKEEPER: 'ZKLOCK_ZOOKEEPER'
+  /** A bug in zklock (a panicked task): please report it. */
+  readonly INTERNAL: 'ZKLOCK_INTERNAL'
 }
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 
@@ -51,7 +53,11 @@ export interface MutexOptions {
 }
 
 export interface AcquireOptions {
-  /** Give up after this long with ZKLOCK_TIMEOUT; 0 makes one attempt. Default: wait forever. */
+  /**
+   * Give up after this long with ZKLOCK_TIMEOUT; 0 makes one attempt. Absent, -1, Infinity (or
+   * more than the clock holds): wait forever. NaN, -Infinity and other negatives reject with
+   * ZKLOCK_INVALID_ARGUMENT. (zklock's one timeout rule, the same in every language.)
+   */
   timeoutMs?: number
   /** Aborting it rejects the pending acquire with ZKLOCK_ABORTED and removes its node. */
   signal?: AbortSignal
@@ -59,8 +65,14 @@ export interface AcquireOptions {
 
 export type LeaseState = 'held' | 'suspended' | 'lost' | 'released'
 
-/** What `release()` found. */
-export type ReleaseResult = 'released' | 'stillHeld' | 'wasLost'
+/** What `release()` found (the core's names). */
+export type ReleaseResult = 'released' | 'still-held' | 'was-lost'
+
+/** Which library made a lock node (the core's names). */
+export type Library = 'zklock' | 'curator' | 'kazoo' | 'go-zookeeper' | 'unknown'
+
+/** What a lock node asks for (the core's names). */
+export type NodeKind = 'mutex' | 'read' | 'write'
 
 export interface Participant {
   /** Full path of the node. */
@@ -69,10 +81,10 @@ export interface Participant {
   identity: string
   /** The node's czxid: the fencing token its holder got. */
   token: bigint
-  /** Which library made the node: 'zklock' | 'curator' | 'kazoo' | ... */
-  library: string
-  /** 'mutex' | 'read' | 'write' */
-  kind: string
+  /** Which library made the node. */
+  library: Library
+  /** What the node asks for. */
+  kind: NodeKind
   /** The ZooKeeper session that owns the node. */
   sessionId: bigint
 }

@@ -1,9 +1,9 @@
 // zklock for Node: distributed locks on Apache ZooKeeper.
 //
-// The native addon (src/lib.rs) does the work on the zklock core's runtime; this file gives it
-// the shape a Node developer expects: argument checks that throw ZKLOCK_INVALID_ARGUMENT,
-// AbortSignal for cancelling an acquire and for a lost lease, `await using`, `using(fn)`,
-// and lease events.
+// The native addon (src/lib.rs) hands every decision to the zklock core (re-entrancy per lock
+// object, the timeout rule, states, names); this file only gives it the shape a Node developer
+// expects: type checks that throw ZKLOCK_INVALID_ARGUMENT, AbortSignal for cancelling an acquire
+// and for a lost lease, `await using`, `using(fn)`, and lease events.
 'use strict'
 
 const { EventEmitter } = require('node:events')
@@ -36,6 +36,8 @@ const ErrorCode = Object.freeze({
   CLOSED: 'ZKLOCK_CLOSED',
   PERMISSION: 'ZKLOCK_PERMISSION',
   ZOOKEEPER: 'ZKLOCK_ZOOKEEPER',
+  /** A bug in zklock (the core's Internal kind, e.g. a panicked task). */
+  INTERNAL: 'ZKLOCK_INTERNAL',
 })
 const knownCodes = new Set(Object.values(ErrorCode))
 
@@ -74,7 +76,7 @@ function translate(e) {
     return zkError(ErrorCode.INVALID_ARGUMENT, e.message, e)
   }
   const message = e instanceof Error ? e.message : String(e)
-  return zkError(ErrorCode.ZOOKEEPER, `internal error: ${message}`, e)
+  return zkError(ErrorCode.INTERNAL, `internal error: ${message}`, e)
 }
 
 // Argument checks -------------------------------------------------------------------------
@@ -94,18 +96,11 @@ function checkOptions(value, what) {
   return value
 }
 
-/** A duration in milliseconds: undefined/null/Infinity mean "none". */
-function checkMillis(value, what, allowInfinity) {
+/** A number of milliseconds (undefined/null: absent); its value is the core's to judge. */
+function checkMillis(value, what) {
   if (value === undefined || value === null) return undefined
-  if (typeof value !== 'number' || Number.isNaN(value)) {
+  if (typeof value !== 'number') {
     throw invalid(`${what} must be a number of milliseconds, got ${describe(value)}`)
-  }
-  if (value < 0) {
-    throw invalid(`${what} must be a non-negative number of milliseconds, got ${value}`)
-  }
-  if (value === Infinity) {
-    if (allowInfinity) return undefined
-    throw invalid(`${what} must be finite`)
   }
   return value
 }
@@ -136,7 +131,7 @@ function signalMethodFailed(method, e) {
 function acquireOptions(options) {
   const o = checkOptions(options, 'acquire options')
   return {
-    timeoutMs: checkMillis(o.timeoutMs, 'timeoutMs', true),
+    timeoutMs: checkMillis(o.timeoutMs, 'timeoutMs'),
     signal: checkSignal(o.signal),
   }
 }
@@ -204,8 +199,8 @@ class Client {
     checkString(hosts, 'hosts')
     const o = checkOptions(options, 'connect options')
     const nativeOptions = {
-      sessionTimeoutMs: checkMillis(o.sessionTimeoutMs, 'sessionTimeoutMs', false),
-      connectTimeoutMs: checkMillis(o.connectTimeoutMs, 'connectTimeoutMs', false),
+      sessionTimeoutMs: checkMillis(o.sessionTimeoutMs, 'sessionTimeoutMs'),
+      connectTimeoutMs: checkMillis(o.connectTimeoutMs, 'connectTimeoutMs'),
       auth: o.auth === undefined || o.auth === null ? undefined : checkString(o.auth, 'auth'),
       identity:
         o.identity === undefined || o.identity === null
@@ -280,7 +275,7 @@ class Client {
       throw translate(e)
     }
     openClients.delete(this.#native)
-    for (const core of [...this.#leases]) core.sync()
+    for (const core of [...this.#leases]) core.state()
   }
 
   async [Symbol.asyncDispose]() {
@@ -374,11 +369,12 @@ class Lock {
   async tryAcquire() {
     let nativeLease
     try {
-      nativeLease = await this.#native.tryAcquire()
+      nativeLease = await call(() => this.#native.startAcquire(0)).wait()
     } catch (e) {
+      if (isZkLockError(e) && e.code === ErrorCode.TIMEOUT) return null
       throw translate(e)
     }
-    return nativeLease ? this.#adopt(nativeLease, () => {}) : null
+    return this.#adopt(nativeLease, () => {})
   }
 
   /** Wraps an acquired native lease; if `check` (or anything) throws, releases it first. */
@@ -412,7 +408,7 @@ class Lock {
     }
     const lostInside = lease.state === 'lost'
     const outcome = await lease.release()
-    if (lostInside || outcome === 'wasLost') {
+    if (lostInside || outcome === 'was-lost') {
       const reason = lease.signal.aborted ? lease.signal.reason : undefined
       throw zkError(
         ErrorCode.LOST,
@@ -484,10 +480,11 @@ function abortError(lockPath, signal) {
 
 /**
  * What a lease needs to stay correct after its `Lease` object is garbage-collected: the native
- * lease (so that the lock is not released), the AbortController (a kept `lease.signal` still
- * aborts when lost) and the state the events were derived from. The core's state callback
- * holds it until a final state; it holds the `Lease` only weakly, or strongly while the lease
- * has event listeners (someone waits for them).
+ * lease (so that the lock is not released) and the AbortController (a kept `lease.signal` still
+ * aborts when lost). The states are the core's (`Lease::subscribe`: the current one first, then
+ * every change, `lost` once); this only turns them into events and the abort. The core's state
+ * callback holds it until a final state; it holds the `Lease` only weakly, or strongly while
+ * the lease has event listeners (someone waits for them).
  */
 class LeaseCore {
   constructor(nativeLease, lockPath, leases) {
@@ -496,8 +493,8 @@ class LeaseCore {
     this.controller = new AbortController()
     /** The client's set of live cores, for close() to bring them up to date. */
     this.leases = leases
-    this.last = 'held'
-    this.lost = false
+    /** The state the core reported last (null before its first report), for 'resumed'. */
+    this.last = null
     /** release() was called: no more events. */
     this.done = false
     /** @type {WeakRef<Lease> | null} */
@@ -505,27 +502,36 @@ class LeaseCore {
     /** @type {Lease | null} */
     this.pin = null
     leases.add(this)
-    nativeLease.onState((state) => this.apply(state))
+    nativeLease.subscribe((state) => this.apply(state))
   }
 
-  /** Brings the JS side up to the native state now (close() resolved, or someone looked). */
-  sync(now = this.native.state) {
-    if (now !== this.last) this.apply(now)
+  /** The lease was lost (and `signal` aborted, 'lost' emitted). */
+  get lost() {
+    return this.controller.signal.aborted
   }
 
-  /** One state change: the state, the event and (when lost) the abort, all in one go. */
+  /**
+   * The core's state now. A loss found here (close() resolved, someone looked) is applied at
+   * once, before the core's report reaches the JS thread: state, abort and event agree.
+   */
+  state() {
+    const now = this.native.state
+    if (now === 'lost') this.apply(now)
+    return now
+  }
+
+  /** One state the core reported: the event and (when lost) the abort, all in one go. */
   apply(state) {
     if (this.done || this.lost) return
     const previous = this.last
     this.last = state
     const lease = this.pin || (this.ref && this.ref.deref())
     try {
-      if (state === 'suspended' && previous !== 'suspended') {
+      if (state === 'suspended') {
         if (lease) lease.emit('suspended')
       } else if (state === 'held' && previous === 'suspended') {
         if (lease) lease.emit('resumed')
       } else if (state === 'lost') {
-        this.lost = true
         this.finish()
         const reason = this.native.lostReason
         const err = zkError(
@@ -554,7 +560,7 @@ class LeaseCore {
 
   /** The Lease object was garbage-collected (see leaseFinalizer). */
   collected() {
-    this.sync()
+    this.state()
     if (this.done || this.lost) return
     process.emitWarning(
       `a held lease on ${this.lockPath} (node ${this.native.path}, token ${this.native.token}) ` +
@@ -587,7 +593,6 @@ class Lease extends EventEmitter {
     this.#core = core
     core.ref = new WeakRef(this)
     leaseFinalizer.register(this, core, core)
-    core.sync()
   }
 
   /** A lease with listeners stays reachable (from its core) until a final state. */
@@ -648,21 +653,20 @@ class Lease extends EventEmitter {
    */
   get state() {
     const core = this.#core
-    const now = core.native.state
-    if (!core.done) core.sync(now)
+    const now = core.state()
     return core.lost ? 'lost' : now
   }
 
   /** An AbortSignal aborted once when the lease is lost; its reason is a ZKLOCK_LOST error. */
   get signal() {
     const core = this.#core
-    if (!core.done) core.sync()
+    core.state()
     return core.controller.signal
   }
 
   /**
-   * Releases the lease: 'released' (node deleted), 'stillHeld' (a re-entrant hold went down)
-   * or 'wasLost'. Releasing twice rejects with ZKLOCK_NOT_HELD.
+   * Releases the lease: the core's outcome, 'released' (node deleted), 'still-held' (a
+   * re-entrant hold went down) or 'was-lost'. Releasing twice rejects with ZKLOCK_NOT_HELD.
    */
   async release() {
     if (this.#releasing) {
@@ -670,7 +674,7 @@ class Lease extends EventEmitter {
     }
     const core = this.#core
     // A loss that already happened is reported before the release hides it.
-    core.sync()
+    core.state()
     core.done = true
     core.finish()
     this.#releasing = core.native.release()

@@ -40,7 +40,7 @@ ZKLOCK_XLANG_WORKERS="$(IFS=';'; echo "${workers[*]}")"
 echo "cross-language workers: $ZKLOCK_XLANG_WORKERS"
 "$CARGO" test -p zklock-trust --test cross_language -- --ignored --nocapture
 
-# safety.md's scenarios 3-7 (lost create reply, cancel while suspended, stale release, a
+# docs/safety.md's scenarios 3-7 (lost create reply, cancel while suspended, stale release, a
 # waiter's own expiry, release from the lost callback) again, on a 3-node ensemble.
 "$CARGO" build -q -p zklock-testkit --bin zk-harness
 coproc ENSEMBLE { "$target_dir/debug/zk-harness" --nodes 3; }

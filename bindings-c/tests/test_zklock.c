@@ -1048,6 +1048,153 @@ static void test_clients_freed_with_async_acquires_in_flight_end_them_cleanly(vo
     pair_close(&s);
 }
 
+/* Issue 12: what the core promises under a black hole holds through the C face too. */
+
+/* Time bounds are stretched tenfold under valgrind (it runs this program too). */
+static int64_t bound_ms(int64_t ms) {
+    const char *preload = getenv("LD_PRELOAD");
+    return preload && strstr(preload, "vgpreload") ? ms * 10 : ms;
+}
+
+struct timed_result {
+    tu_event done;
+    _Atomic int64_t at_ms;
+    atomic_int status;
+    zklock_lease *lease;
+};
+
+static void timed_acquire_cb(void *user, zklock_status status, zklock_lease *lease) {
+    struct timed_result *r = user;
+    atomic_store(&r->at_ms, now_ms());
+    atomic_store(&r->status, (int)status);
+    r->lease = lease;
+    tu_event_set(&r->done);
+}
+
+struct lost_at {
+    tu_event lost;
+    _Atomic int64_t at_ms;
+};
+
+static void lost_at_cb(void *user, zklock_lease *lease, zklock_lease_state state) {
+    (void)lease;
+    struct lost_at *l = user;
+    if (state == ZKLOCK_LEASE_LOST) {
+        atomic_store(&l->at_ms, now_ms());
+        tu_event_set(&l->lost);
+    }
+}
+
+/* A holder behind the black-holed proxy hears LOST before a client on a healthy link is given
+ * the lock (3 rounds, session timeout 2 s); the margins are printed. */
+static void test_a_black_holed_holder_hears_lost_before_another_client_acquires(void) {
+    for (int round = 0; round < 3; round++) {
+        char p[256];
+        path_of(p, sizeof p, "partition");
+        zklock_client *holder = connect_to(proxy, 2000);
+        zklock_client *other = connect_to(servers, 2000);
+        CHECK(holder && other);
+        zklock_lock *lh = NULL, *lo = NULL;
+        CHECK(zklock_mutex_new(holder, p, NULL, &lh) == ZKLOCK_OK);
+        CHECK(zklock_mutex_new(other, p, NULL, &lo) == ZKLOCK_OK);
+        zklock_lease *held = NULL;
+        CHECK(zklock_acquire(lh, -1, &held) == ZKLOCK_OK);
+        static struct lost_at lost;
+        memset(&lost, 0, sizeof lost);
+        tu_event_init(&lost.lost);
+        CHECK(zklock_lease_on_state(held, lost_at_cb, &lost) == ZKLOCK_OK);
+        static struct timed_result next;
+        memset(&next, 0, sizeof next);
+        tu_event_init(&next.done);
+        zklock_op *op = NULL;
+        CHECK(zklock_acquire_async(lo, 30000, timed_acquire_cb, &next, &op) == ZKLOCK_OK);
+        sleep_ms(300); /* queued behind the holder */
+        harness("blackhole");
+        EXPECT(tu_event_wait(&next.done, 1, 30000) == 1);
+        EXPECT(tu_event_wait(&lost.lost, 1, 30000) == 1);
+        EXPECT(atomic_load(&next.status) == ZKLOCK_OK);
+        int64_t margin = atomic_load(&next.at_ms) - atomic_load(&lost.at_ms);
+        printf("    round %d: LOST %lld ms before the other client acquired\n", round + 1,
+               (long long)margin);
+        EXPECT(margin > 0);
+        harness("heal");
+        if (next.lease) EXPECT(zklock_lease_release(next.lease) == ZKLOCK_OK);
+        (void)zklock_lease_release(held); /* ZKLOCK_LOST: freed anyway */
+        zklock_op_free(op);
+        zklock_lock_free(lh);
+        zklock_lock_free(lo);
+        zklock_client_free(holder);
+        zklock_client_free(other);
+        tu_event_destroy(&lost.lost);
+        tu_event_destroy(&next.done);
+    }
+}
+
+/* A try and a short timeout settle on time while the link is black (they took 15 s). */
+static void test_a_try_and_a_timeout_settle_on_time_while_the_link_is_black(void) {
+    char p[256];
+    path_of(p, sizeof p, "outage-try");
+    zklock_client *c = connect_to(proxy, 10000);
+    CHECK(c);
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    harness("blackhole");
+    zklock_lease *lease = NULL;
+    int64_t t0 = now_ms();
+    zklock_status tried = zklock_acquire(l, 0, &lease);
+    int64_t took_try = now_ms() - t0;
+    t0 = now_ms();
+    zklock_status timed = zklock_acquire(l, 500, &lease);
+    int64_t took_timeout = now_ms() - t0;
+    harness("heal");
+    printf("    try settled in %lld ms, a 500 ms timeout in %lld ms\n", (long long)took_try,
+           (long long)took_timeout);
+    EXPECT(tried == ZKLOCK_TIMEOUT && took_try <= bound_ms(500));
+    EXPECT(timed == ZKLOCK_TIMEOUT && took_timeout <= bound_ms(850));
+    EXPECT(lease == NULL);
+    zklock_lock_free(l);
+    zklock_client_free(c);
+}
+
+/* zklock_op_cancel during an outage calls back with ZKLOCK_CANCELLED at once (it took 13.7 s and
+ * reported SESSION_EXPIRED). */
+static void test_an_async_cancel_settles_at_once_while_the_link_is_black(void) {
+    char p[256];
+    path_of(p, sizeof p, "outage-cancel");
+    zklock_client *other = connect_to(servers, 0);
+    zklock_client *c = connect_to(proxy, 10000);
+    CHECK(other && c);
+    zklock_lock *lo = NULL, *l = NULL;
+    CHECK(zklock_mutex_new(other, p, NULL, &lo) == ZKLOCK_OK);
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    zklock_lease *held = NULL;
+    CHECK(zklock_acquire(lo, -1, &held) == ZKLOCK_OK);
+    static struct timed_result r;
+    memset(&r, 0, sizeof r);
+    tu_event_init(&r.done);
+    zklock_op *op = NULL;
+    CHECK(zklock_acquire_async(l, -1, timed_acquire_cb, &r, &op) == ZKLOCK_OK);
+    sleep_ms(300);
+    harness("blackhole");
+    sleep_ms(200);
+    int64_t t0 = now_ms();
+    EXPECT(zklock_op_cancel(op) == ZKLOCK_OK);
+    EXPECT(tu_event_wait(&r.done, 1, 20000) == 1);
+    int64_t took = atomic_load(&r.at_ms) - t0;
+    printf("    cancel called back after %lld ms with %s\n", (long long)took,
+           zklock_status_str(atomic_load(&r.status)));
+    harness("heal");
+    EXPECT(atomic_load(&r.status) == ZKLOCK_CANCELLED);
+    EXPECT(took <= bound_ms(500));
+    EXPECT(zklock_lease_release(held) == ZKLOCK_OK);
+    zklock_op_free(op);
+    zklock_lock_free(l);
+    zklock_lock_free(lo);
+    zklock_client_free(c);
+    zklock_client_free(other);
+    tu_event_destroy(&r.done);
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: %s SERVERS PROXY CONTROL_FIFO\n", argv[0]);
@@ -1082,6 +1229,9 @@ int main(int argc, char **argv) {
     RUN(test_state_callback_not_called_after_release);
     RUN(test_a_state_callback_hears_the_current_state_first);
     RUN(test_lost_on_session_expiry);
+    RUN(test_a_black_holed_holder_hears_lost_before_another_client_acquires);
+    RUN(test_a_try_and_a_timeout_settle_on_time_while_the_link_is_black);
+    RUN(test_an_async_cancel_settles_at_once_while_the_link_is_black);
     RUN(test_a_freed_handle_passed_again_is_an_invalid_argument);
     RUN(test_a_slow_callback_of_one_client_does_not_delay_another_clients_lost);
     RUN(test_clients_freed_with_async_acquires_in_flight_end_them_cleanly);

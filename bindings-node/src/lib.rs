@@ -1,25 +1,31 @@
 //! zklock's Node face: the native half of the npm package `zklock`.
 //!
-//! This addon exposes small `Native*` classes; `index.js` wraps them into the public API
-//! (`Client`, `Mutex`, `Lease`, AbortSignal wiring, `await using`, events). Every wait happens on
-//! the core's private runtime: an acquire is spawned there with [`zklock::runtime::spawn`] and
-//! the `#[napi] async fn` that JS awaits only awaits its `JoinHandle` (napi's own small tokio
-//! runtime, never the libuv pool). Aborting an acquire aborts that task, which drops the core
-//! future on its runtime and removes its waiting node.
+//! This addon only translates: `index.js` wraps its small `Native*` classes into the public API
+//! (`Client`, `Mutex`, `Lease`, AbortSignal wiring, `await using`, events). Everything a lock
+//! decides is the core's: re-entrancy is keyed by the owner id of each lock object
+//! ([`zklock::Owner`]), a `timeoutMs` becomes a [`zklock::Wait`] by the core's one rule, an
+//! acquire runs as a core [`zklock::Acquire`] (cancelled by an AbortSignal), a lease's states
+//! come from [`zklock::Lease::subscribe`], and every name shown (states, release outcomes, node
+//! kinds, libraries, ACL policies) is the core's `as_str` / `FromStr`. Nothing waits on the JS
+//! thread or the libuv pool: promises are settled from the core's runtime.
 //!
-//! Errors reach JS as `Error` objects whose `code` is one of API.md's `ZKLOCK_*` values: sync
-//! functions return `napi::Error<Code>`, async ones resolve into [`Settled`], whose conversion
-//! (on the JS thread) builds the JS error and rejects the promise with it.
+//! Errors reach JS as `Error` objects whose `code` is one of the `ZKLOCK_*` values (one table,
+//! [`code_of`]): sync functions return `napi::Error<Code>`, async ones resolve into [`Settled`],
+//! whose conversion (on the JS thread) builds the JS error and rejects the promise with it.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::task::Poll;
+use std::time::Duration;
 
 use napi::bindgen_prelude::{BigInt, Object, ToNapiValue};
 use napi::sys;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, Unknown};
 use napi_derive::napi;
-use zklock::{ErrorKind, LeaseState, Released};
+use zklock::{AclPolicy, Acquire, ErrorKind, LeaseState, Owner, Wait};
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -53,10 +59,6 @@ impl AsRef<str> for Code {
 
 fn js_err(e: zklock::Error) -> napi::Error<Code> {
     napi::Error::new(Code(code_of(e.kind())), e.message().to_owned())
-}
-
-fn invalid(msg: impl Into<String>) -> zklock::Error {
-    zklock::Error::new(ErrorKind::InvalidArgument, msg)
 }
 
 /// The outcome of an async call. Its conversion to JS runs on the JS thread: a success becomes
@@ -103,36 +105,7 @@ unsafe fn make_js_error(env: sys::napi_env, e: &zklock::Error) -> napi::Error {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Numbers from JS
-
-/// Milliseconds from JS (a number) to a duration: finite and non-negative.
-fn millis(ms: f64, what: &str) -> Result<Duration, zklock::Error> {
-    if !ms.is_finite() || ms < 0.0 {
-        return Err(invalid(format!(
-            "{what} must be a non-negative, finite number of milliseconds, got {ms}"
-        )));
-    }
-    Duration::try_from_secs_f64(ms.ceil() / 1000.0)
-        .map_err(|_| invalid(format!("{what} {ms} is out of range")))
-}
-
-/// `timeoutMs` of an acquire to a deadline (`None`: wait forever).
-fn deadline(timeout_ms: Option<f64>) -> Result<Option<Instant>, zklock::Error> {
-    match timeout_ms {
-        None => Ok(None),
-        Some(ms) => {
-            let d = millis(ms, "timeoutMs")?;
-            // A deadline too far away to represent is no deadline.
-            Ok(Instant::now().checked_add(d))
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Client
-
-/// Runtime scheduler rounds `close_sync` lets run before the process exits.
-const EXIT_DRAIN_ROUNDS: usize = 32;
 
 /// One ZooKeeper session (`zklock::Client`).
 #[napi]
@@ -140,15 +113,25 @@ pub struct NativeClient {
     inner: zklock::Client,
 }
 
-/// Options of `connect`, already type-checked by index.js.
+/// Options of `connect` (their types checked by index.js, their values by the core).
 #[napi(object)]
 pub struct NativeConnectOptions {
     pub session_timeout_ms: Option<f64>,
     pub connect_timeout_ms: Option<f64>,
     pub auth: Option<String>,
     pub identity: Option<String>,
-    /// `open` (default), `creator-all` or `read-anyone-creator-all`.
+    /// An [`AclPolicy`] name: `open` (default), `creator-all` or `read-anyone-creator-all`.
     pub acl: Option<String>,
+}
+
+/// A duration given in milliseconds as a JS number (the core checks it as seconds).
+fn millis(ms: f64, what: &str) -> Result<Duration, zklock::Error> {
+    zklock::duration_from_secs_f64(ms / 1000.0, what).map_err(|_| {
+        zklock::Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{what} must be a non-negative, finite number of milliseconds, got {ms:e}"),
+        )
+    })
 }
 
 fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::Error> {
@@ -167,16 +150,7 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
             options = options.identity(identity);
         }
         if let Some(acl) = o.acl {
-            options = options.acl(match acl.as_str() {
-                "open" => zklock::AclPolicy::Open,
-                "creator-all" => zklock::AclPolicy::CreatorAll,
-                "read-anyone-creator-all" => zklock::AclPolicy::ReadAnyoneCreatorAll,
-                other => {
-                    return Err(invalid(format!(
-                    "acl must be 'open', 'creator-all' or 'read-anyone-creator-all', got {other:?}"
-                )))
-                }
-            });
+            options = options.acl(acl.parse::<AclPolicy>()?);
         }
     }
     Ok(options)
@@ -197,6 +171,14 @@ pub async fn connect(
     Ok(Settled(result))
 }
 
+/// Owner ids for the lock objects: one per `client.mutex()` / `client.rwLock()` /
+/// `client.multiLock()` object, never 0 (the core's `Owner::SHARED`).
+static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
+
+fn new_owner() -> Owner {
+    Owner(NEXT_OWNER.fetch_add(1, Ordering::Relaxed))
+}
+
 #[napi]
 impl NativeClient {
     #[napi(getter)]
@@ -214,45 +196,37 @@ impl NativeClient {
         self.inner.is_closed()
     }
 
-    /// An exclusive lock on `path` (re-entrant unless `reentrant` is false).
+    /// An exclusive lock on `path` (re-entrant for this object unless `reentrant` is false).
     #[napi(catch_unwind)]
     pub fn mutex(&self, path: String, reentrant: bool) -> napi::Result<NativeLock, Code> {
-        let lock = self.inner.mutex(&path).map_err(js_err)?;
-        let lock = lock.reentrant(reentrant);
-        Ok(NativeLock {
-            client: self.inner.clone(),
-            target: Target::Lock(Arc::new(lock)),
-            path,
-        })
+        let lock = self
+            .inner
+            .mutex(&path)
+            .map_err(js_err)?
+            .reentrant(reentrant);
+        Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 
-    /// Both sides of a read/write lock on `path`: `[read, write]`.
+    /// Both sides of a read/write lock on `path`: `[read, write]`, one owner (so that holding
+    /// the read side and asking for the write side is the core's refused upgrade).
     #[napi(catch_unwind)]
     pub fn rw_lock(&self, path: String) -> napi::Result<Vec<NativeLock>, Code> {
         let rw = Arc::new(self.inner.rw_lock(&path).map_err(js_err)?);
-        Ok(vec![
-            NativeLock {
-                client: self.inner.clone(),
-                target: Target::Rw(rw.clone(), Side::Read),
-                path: path.clone(),
-            },
-            NativeLock {
-                client: self.inner.clone(),
-                target: Target::Rw(rw, Side::Write),
-                path,
-            },
-        ])
+        let owner = new_owner();
+        let side = |side| NativeLock {
+            client: self.inner.clone(),
+            target: Target::Rw(rw.clone(), side),
+            path: path.clone(),
+            owner,
+        };
+        Ok(vec![side(Side::Read), side(Side::Write)])
     }
 
     /// Exclusive locks on several paths, taken as one.
     #[napi(catch_unwind)]
     pub fn multi_lock(&self, paths: Vec<String>) -> napi::Result<NativeLock, Code> {
         let multi = self.inner.multi_lock(&paths).map_err(js_err)?;
-        Ok(NativeLock {
-            client: self.inner.clone(),
-            target: Target::Multi(Arc::new(multi)),
-            path: paths.join(","),
-        })
+        Ok(self.lock(Target::Multi(Arc::new(multi)), paths.join(",")))
     }
 
     /// Closes the session: its leases become lost and later calls fail with `ZKLOCK_CLOSED`.
@@ -262,24 +236,24 @@ impl NativeClient {
         Ok(())
     }
 
-    /// Closes the session, blocking the JS thread until the core has done so. Only for
+    /// Closes the session, blocking the JS thread until ZooKeeper has been told. Only for
     /// index.js's `process.on('exit')` hook, where nothing asynchronous runs any more: a
     /// process that exits with a client open (`process.exit()`, an uncaught exception) frees
     /// its lock nodes at once instead of after the session timeout.
     #[napi(catch_unwind)]
     pub fn close_sync(&self) {
         self.inner.blocking_close();
-        // The close only starts there: the transport sends CloseSession once the session's
-        // in-flight requests (a waiting acquire's, say) have let go of it, a few polls later
-        // on the runtime thread. Let every task that is ready run (no timer: each round
-        // yields to what is queued and to the I/O driver) before the process goes away.
-        // (Until the core's close waits for the transport itself.)
-        let _ = zklock::runtime::block_on(async {
-            for _ in 0..EXIT_DRAIN_ROUNDS {
-                tokio::task::yield_now().await;
-            }
-            Ok(())
-        });
+    }
+}
+
+impl NativeClient {
+    fn lock(&self, target: Target, path: String) -> NativeLock {
+        NativeLock {
+            client: self.inner.clone(),
+            target,
+            path,
+            owner: new_owner(),
+        }
     }
 }
 
@@ -298,9 +272,6 @@ enum Target {
     Multi(Arc<zklock::MultiLock>),
 }
 
-type AcquireFuture =
-    std::pin::Pin<Box<dyn std::future::Future<Output = zklock::Result<zklock::Lease>> + Send>>;
-
 impl Target {
     fn lock(&self) -> Option<&zklock::Lock> {
         match self {
@@ -310,28 +281,15 @@ impl Target {
             Target::Multi(_) => None,
         }
     }
-
-    fn acquire_until(
-        &self,
-        deadline: Option<Instant>,
-        cancel: zklock::CancelToken,
-    ) -> AcquireFuture {
-        match self {
-            Target::Multi(m) => Box::pin(m.acquire_with(deadline, cancel)),
-            _ => match self.lock() {
-                Some(l) => Box::pin(l.acquire_with(deadline, cancel)),
-                None => Box::pin(async { Err(invalid("no lock")) }),
-            },
-        }
-    }
 }
 
-/// A mutex, one side of a read/write lock, or a multi-lock. Re-entrant per object.
+/// A mutex, one side of a read/write lock, or a multi-lock, with its owner id.
 #[napi]
 pub struct NativeLock {
     client: zklock::Client,
     target: Target,
     path: String,
+    owner: Owner,
 }
 
 /// One contender in a lock's queue.
@@ -352,75 +310,57 @@ impl NativeLock {
         self.path.clone()
     }
 
-    /// How many holds this object has (0 when not held); always 0 for a multi-lock.
+    /// How many holds this object's owner has (0 when not held); always 0 for a multi-lock.
     #[napi(getter)]
     pub fn hold_count(&self) -> u32 {
-        self.target
-            .lock()
-            .map(|l| l.hold_count() as u32)
-            .unwrap_or(0)
-    }
-
-    /// Starts an acquire on the core runtime (`timeoutMs` absent: wait forever). The returned
-    /// handle is awaited with `wait()` and can be aborted with `cancel()`.
-    #[napi(catch_unwind)]
-    pub fn start_acquire(&self, timeout_ms: Option<f64>) -> napi::Result<NativePending, Code> {
-        let deadline = deadline(timeout_ms).map_err(js_err)?;
-        // Cancelling through the token (not by aborting the task) lets the acquire remove its
-        // node before `wait()` rejects with ZKLOCK_ABORTED.
-        let cancel = zklock::CancelToken::new();
-        let fut = self.target.acquire_until(deadline, cancel.clone());
-        let handle = zklock::runtime::spawn(fut);
-        Ok(NativePending {
-            cancel,
-            handle: Mutex::new(Some(handle)),
-            path: self.path.clone(),
-        })
-    }
-
-    /// One attempt: the lease, or `null` when someone else holds the lock (no node left).
-    #[napi]
-    pub async fn try_acquire(&self) -> napi::Result<Settled<Option<NativeLease>>> {
-        let fut = self
+        let count = self
             .target
-            .acquire_until(Some(Instant::now()), zklock::CancelToken::new());
-        let path = self.path.clone();
-        let result = match join(zklock::runtime::spawn(fut), &path).await {
-            Ok(lease) => Ok(Some(NativeLease::new(lease))),
-            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
-            Err(e) => Err(e),
+            .lock()
+            .map_or(0, |l| l.hold_count_as(self.owner));
+        u32::try_from(count).unwrap_or(u32::MAX)
+    }
+
+    /// Starts an acquire on the core's runtime (`timeoutMs` by the core's rule: absent, -1 or
+    /// Infinity wait forever, 0 is one attempt). Awaited with `wait()`, aborted with `cancel()`.
+    #[napi(catch_unwind)]
+    pub fn start_acquire(&self, timeout_ms: Option<f64>) -> napi::Result<NativeAcquire, Code> {
+        let wait = Wait::from_millis(timeout_ms).map_err(js_err)?;
+        let acquire = match (&self.target, self.target.lock()) {
+            (Target::Multi(m), _) => m.start_acquire(self.owner, wait),
+            (_, Some(l)) => l.start_acquire(self.owner, wait),
+            (_, None) => return Err(js_err(zklock::Error::new(ErrorKind::Internal, "no lock"))),
         };
-        Ok(Settled(result))
+        Ok(NativeAcquire {
+            acquire: Arc::new(Mutex::new(Some(acquire))),
+        })
     }
 
     /// The queue: holder first, then waiters in order (for a multi-lock, each path's in turn).
     #[napi]
     pub async fn participants(&self) -> napi::Result<Settled<Vec<NativeParticipant>>> {
         let result = async {
-            let mut out = Vec::new();
             let participants = match &self.target {
                 Target::Multi(m) => {
                     let mut all = Vec::new();
                     for p in m.paths() {
-                        let member = self.client.mutex(p)?;
-                        all.extend(member.participants().await?);
+                        all.extend(self.client.mutex(p)?.participants().await?);
                     }
                     all
                 }
                 Target::Rw(rw, _) => rw.participants().await?,
                 Target::Lock(l) => l.participants().await?,
             };
-            for p in participants {
-                out.push(NativeParticipant {
+            Ok(participants
+                .into_iter()
+                .map(|p| NativeParticipant {
                     node: p.node,
                     identity: p.identity,
                     token: BigInt::from(p.token),
-                    library: format!("{:?}", p.library).to_lowercase(),
-                    kind: format!("{:?}", p.kind).to_lowercase(),
+                    library: p.library.as_str().to_owned(),
+                    kind: p.kind.as_str().to_owned(),
                     session_id: BigInt::from(p.session_id),
-                });
-            }
-            Ok(out)
+                })
+                .collect())
         }
         .await;
         Ok(Settled(result))
@@ -428,11 +368,10 @@ impl NativeLock {
 }
 
 /// A promise settled from the core's runtime thread: `fut` runs there and its outcome goes
-/// straight to the JS thread. A napi `async fn` would run it on napi's own runtime, one more
-/// thread hop per call (acquire and release each pay it; bench scenario 1, Node / Rust).
+/// straight to the JS thread (no hop through napi's own runtime).
 fn settle_from_core<'env, T: ToNapiValue + Send + 'static>(
     env: &'env Env,
-    fut: impl std::future::Future<Output = zklock::Result<T>> + Send + 'static,
+    fut: impl Future<Output = zklock::Result<T>> + Send + 'static,
 ) -> napi::Result<Object<'env>> {
     let (deferred, promise) = env.create_deferred::<Settled<T>, _>()?;
     zklock::runtime::spawn(async move {
@@ -442,41 +381,36 @@ fn settle_from_core<'env, T: ToNapiValue + Send + 'static>(
     Ok(promise)
 }
 
-/// Awaits an acquire task of the core runtime; an aborted task is `Cancelled`.
-async fn join(
-    handle: tokio::task::JoinHandle<zklock::Result<zklock::Lease>>,
-    path: &str,
-) -> zklock::Result<zklock::Lease> {
-    match handle.await {
-        Ok(r) => r,
-        Err(e) if e.is_cancelled() => Err(zklock::Error::new(
-            ErrorKind::Cancelled,
-            format!("the acquire of {path} was aborted"),
-        )),
-        Err(e) => Err(zklock::Error::from_join(e)),
-    }
-}
-
-/// An acquire running on the core runtime.
+/// A core acquire ([`zklock::Acquire`]) seen from JS: `wait()` once, `cancel()` any time.
 #[napi]
-pub struct NativePending {
-    handle: Mutex<Option<tokio::task::JoinHandle<zklock::Result<zklock::Lease>>>>,
-    cancel: zklock::CancelToken,
-    path: String,
+pub struct NativeAcquire {
+    /// Shared with the `wait()` promise, which polls it, so that `cancel()` still reaches it.
+    acquire: Arc<Mutex<Option<Acquire>>>,
 }
 
 #[napi]
-impl NativePending {
+impl NativeAcquire {
     /// Resolves with the lease, or rejects (`ZKLOCK_TIMEOUT`, `ZKLOCK_ABORTED`, ...).
     #[napi(ts_return_type = "Promise<NativeLease>")]
     pub fn wait<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let path = self.path.clone();
+        let acquire = self.acquire.clone();
         settle_from_core(env, async move {
-            match handle {
-                Some(h) => join(h, &path).await.map(NativeLease::new),
-                None => Err(invalid("wait() was already called for this acquire")),
-            }
+            std::future::poll_fn(|cx| {
+                let mut slot = acquire.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(a) = slot.as_mut() else {
+                    return Poll::Ready(Err(zklock::Error::new(
+                        ErrorKind::Internal,
+                        "wait() was called twice for one acquire",
+                    )));
+                };
+                let done = Pin::new(a).poll(cx);
+                if done.is_ready() {
+                    *slot = None;
+                }
+                done
+            })
+            .await
+            .map(NativeLease::new)
         })
     }
 
@@ -484,7 +418,14 @@ impl NativePending {
     /// `ZKLOCK_ABORTED` (unless the lock was already acquired).
     #[napi]
     pub fn cancel(&self) {
-        self.cancel.cancel();
+        if let Some(a) = self
+            .acquire
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            a.cancel();
+        }
     }
 }
 
@@ -512,8 +453,8 @@ impl NativeLease {
         }
     }
 
-    fn take(&self) -> Option<zklock::Lease> {
-        self.lease.lock().unwrap_or_else(|e| e.into_inner()).take()
+    fn lease(&self) -> std::sync::MutexGuard<'_, Option<zklock::Lease>> {
+        self.lease.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -522,7 +463,7 @@ impl NativeLease {
 /// until the client closes, the session ends or the process exits.
 impl Drop for NativeLease {
     fn drop(&mut self) {
-        if let Some(lease) = self.take() {
+        if let Some(lease) = self.lease().take() {
             if matches!(lease.state(), LeaseState::Held | LeaseState::Suspended) {
                 lease.detach();
             }
@@ -557,54 +498,41 @@ impl NativeLease {
         self.paths.clone()
     }
 
-    /// Why the lease was lost (session expired, node deleted, client closed, no server contact
-    /// for the session timeout), once it was.
+    /// Why the lease was lost, once it was.
     #[napi(getter)]
     pub fn lost_reason(&self) -> Option<String> {
-        self.lease
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .and_then(|l| l.lost_reason())
+        self.lease().as_ref().and_then(|l| l.lost_reason())
     }
 
-    /// `held`, `suspended`, `lost` or `released`.
+    /// The core's [`LeaseState`] name (`released` once this handle was released).
     #[napi(getter)]
-    pub fn state(&self) -> String {
-        match &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(l) => l.state().as_str().to_owned(),
-            None => LeaseState::Released.as_str().to_owned(),
-        }
+    pub fn state(&self) -> &'static str {
+        self.lease()
+            .as_ref()
+            .map_or(LeaseState::Released, |l| l.state())
+            .as_str()
     }
 
-    /// Calls `callback(state)` on the JS thread at every state change. The callback does not
-    /// keep the event loop alive, and is let go after a final state (lost, released), so that
-    /// a JS lease object that references it can be collected.
+    /// `callback(state)` on the JS thread with the current state, then at every change, `lost`
+    /// once ([`zklock::Lease::subscribe`]). The callback does not keep the event loop alive and
+    /// is let go by the core after a final state.
     #[napi(catch_unwind)]
-    pub fn on_state(&self, callback: StateCallback) {
-        let guard = self.lease.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(lease) = guard.as_ref() {
-            let slot = Mutex::new(Some(callback));
-            lease.on_state(move |state| {
-                let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(callback) = slot.as_ref() {
-                    callback.call(
-                        state.as_str().to_owned(),
-                        ThreadsafeFunctionCallMode::NonBlocking,
-                    );
-                }
-                if matches!(state, LeaseState::Lost | LeaseState::Released) {
-                    slot.take();
-                }
+    pub fn subscribe(&self, callback: StateCallback) {
+        if let Some(lease) = self.lease().as_ref() {
+            lease.subscribe(move |state| {
+                callback.call(
+                    state.as_str().to_owned(),
+                    ThreadsafeFunctionCallMode::NonBlocking,
+                );
             });
         }
     }
 
-    /// Releases the lease: `released`, `stillHeld` (a re-entrant hold count went down) or
-    /// `wasLost`. A second release rejects with `ZKLOCK_NOT_HELD`.
+    /// Releases the lease: the core's [`zklock::Released`] name (`released`, `still-held`,
+    /// `was-lost`). A second release rejects with `ZKLOCK_NOT_HELD`.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let lease = self.take();
+        let lease = self.lease().take();
         let path = self.path.clone();
         settle_from_core(env, async move {
             match lease {
@@ -612,14 +540,7 @@ impl NativeLease {
                     ErrorKind::NotHeld,
                     format!("the lease on {path} was already released"),
                 )),
-                Some(lease) => lease.release().await.map(|r| {
-                    match r {
-                        Released::Released => "released",
-                        Released::StillHeld => "stillHeld",
-                        Released::WasLost => "wasLost",
-                    }
-                    .to_owned()
-                }),
+                Some(lease) => lease.release().await.map(|r| r.as_str().to_owned()),
             }
         })
     }

@@ -135,7 +135,7 @@ test('re-entrant per Mutex object; another object of the same client contends', 
   assert.equal(m.holdCount, 2)
   // Another Mutex object (same client, same path) does not share the hold.
   assert.equal(await a.mutex(p).tryAcquire(), null)
-  assert.equal(await second.release(), 'stillHeld')
+  assert.equal(await second.release(), 'still-held')
   assert.equal(m.holdCount, 1)
   assert.equal(await nodesOf(m), 1)
   assert.equal(await first.release(), 'released')
@@ -175,7 +175,7 @@ test('using() releases after the callback, also when it throws, and returns its 
     (e) => e === boom,
   )
   assert.equal(await nodesOf(m), 0)
-  await assert.rejects(m.using(async () => {}, { timeoutMs: -1 }), {
+  await assert.rejects(m.using(async () => {}, { timeoutMs: -2 }), {
     code: ErrorCode.INVALID_ARGUMENT,
   })
 })
@@ -192,7 +192,7 @@ test('close() makes held leases lost and later calls reject with ZKLOCK_CLOSED',
   assert.equal(lease.state, 'lost')
   assert.equal(lease.signal.reason.code, ErrorCode.LOST)
   assert.equal(lostEvents, 1)
-  assert.equal(await lease.release(), 'wasLost')
+  assert.equal(await lease.release(), 'was-lost')
   await assert.rejects(m.acquire(), { code: ErrorCode.CLOSED })
   await assert.rejects(m.tryAcquire(), { code: ErrorCode.CLOSED })
   await assert.rejects(m.participants(), { code: ErrorCode.CLOSED })

@@ -53,7 +53,7 @@ test('an expired holder sees signal.aborted and one lost event; others take over
     assert.equal(abortEvents, 1)
     assert.ok(!events.includes('resumed'), `events: ${JSON.stringify(events)}`)
     assert.equal(lostError, lease.signal.reason, "the 'lost' event carries the signal's reason")
-    assert.equal(await lease.release(), 'wasLost')
+    assert.equal(await lease.release(), 'was-lost')
     await next.release()
     // The holder's client opens a new session and works again.
     const again = await holder.mutex(lockPath).acquire({ timeoutMs: 20_000 })

@@ -76,7 +76,9 @@ test('bad paths throw ZKLOCK_INVALID_ARGUMENT', () => {
 test('bad acquire options reject with ZKLOCK_INVALID_ARGUMENT and create nothing', async () => {
   const m = client.mutex(uniquePath('invalid'))
   const bad = [
-    { timeoutMs: -1 },
+    { timeoutMs: -2 },
+    { timeoutMs: -0.5 },
+    { timeoutMs: -Infinity },
     { timeoutMs: NaN },
     { timeoutMs: '100' },
     { timeoutMs: 10n },

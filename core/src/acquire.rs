@@ -78,6 +78,12 @@ impl Acquire {
         self.cancel.cancel();
     }
 
+    /// A token that cancels this acquire (like [`Acquire::cancel`]), to keep when the handle is
+    /// given to [`Acquire::on_complete`] (an AbortSignal, `zklock_op_cancel`).
+    pub fn canceller(&self) -> CancelToken {
+        self.cancel.clone()
+    }
+
     /// True once the acquire has ended (its result may have been taken already).
     pub fn is_done(&self) -> bool {
         !matches!(*self.shared.slot.lock().unwrap(), Slot::Running { .. })

@@ -4,80 +4,13 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use zookeeper_client as zk;
-
-use crate::error::{is_transient, Error, ErrorKind, Result};
-use crate::lock::LockInner;
-use crate::own_watch::OwnWatch;
-use crate::runtime;
-use crate::session::Session;
+use crate::error::{Error, ErrorKind, Result};
+use crate::nodes::delete_node;
+use crate::own_watch::{OwnWatch, Watched};
+use crate::runtime::{self, on_runtime};
+use crate::session::{Member, Session};
 use crate::signal::{wait_any, Signal};
-
-/// Where a lease stands. `Lost` and `Released` are final.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LeaseState {
-    /// We hold the lock.
-    Held,
-    /// Disconnected from the ensemble: we cannot know whether we still hold it.
-    Suspended,
-    /// Session expired, our node deleted, the client closed, or no server contact for the
-    /// session timeout. Fired once.
-    Lost,
-    /// Released by its holder.
-    Released,
-}
-
-crate::names::names!(LeaseState, "lease state" {
-    Held => "held",
-    Suspended => "suspended",
-    Lost => "lost",
-    Released => "released",
-});
-
-impl LeaseState {
-    pub fn is_final(self) -> bool {
-        matches!(self, LeaseState::Lost | LeaseState::Released)
-    }
-
-    fn from_u8(value: u8) -> LeaseState {
-        match value {
-            0 => LeaseState::Held,
-            1 => LeaseState::Suspended,
-            2 => LeaseState::Lost,
-            _ => LeaseState::Released,
-        }
-    }
-
-    /// The state of several leases taken as one: the worst of them.
-    fn combine(states: impl Iterator<Item = LeaseState>) -> LeaseState {
-        let rank = |s: LeaseState| match s {
-            LeaseState::Held => 0,
-            LeaseState::Suspended => 1,
-            LeaseState::Released => 2,
-            LeaseState::Lost => 3,
-        };
-        states
-            .max_by_key(|s| rank(*s))
-            .unwrap_or(LeaseState::Released)
-    }
-}
-
-crate::names::names!(Released, "release outcome" {
-    Released => "released",
-    StillHeld => "still-held",
-    WasLost => "was-lost",
-});
-
-/// What `release` found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Released {
-    /// Our node was deleted; the lock is free for the next waiter.
-    Released,
-    /// A re-entrant hold count went down; the lock is still held by this lock value.
-    StillHeld,
-    /// The lease had already been lost; there was nothing to delete.
-    WasLost,
-}
+use crate::state::{LeaseState, Released};
 
 /// One lock node we own. Shared by the re-entrant holds of one lock value.
 pub(crate) struct LeaseShared {
@@ -126,7 +59,8 @@ impl LeaseShared {
                     .unwrap_or("session closed"),
             );
         }
-        session.own_watches.schedule(Arc::downgrade(&lease));
+        let watched: Weak<dyn Watched> = Arc::downgrade(&lease) as Weak<LeaseShared>;
+        session.own_watches.schedule(watched);
         lease
     }
 
@@ -220,22 +154,61 @@ impl LeaseShared {
     }
 }
 
-/// Deletes `node`, waiting out connection loss. `NoNode` counts as done.
-pub(crate) async fn delete_node(session: &Session, node: &str) -> Result<()> {
-    loop {
-        let zk = session.zk()?;
-        match zk.delete(node, None).await {
-            Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
-            Err(e) if is_transient(&e) => session.recover(None, "delete").await?,
-            Err(err) => return Err(Error::from_zk(err, &format!("delete {node}"))),
-        }
+impl Member for LeaseShared {
+    fn node(&self) -> &str {
+        LeaseShared::node(self)
     }
+    fn state(&self) -> LeaseState {
+        LeaseShared::state(self)
+    }
+    fn set_state(&self, state: LeaseState) {
+        LeaseShared::set_state(self, state)
+    }
+    fn lose(&self, why: &str) {
+        LeaseShared::lose(self, why)
+    }
+}
+
+impl Watched for LeaseShared {
+    fn slot(&self) -> &Mutex<OwnWatch> {
+        &self.own_watch
+    }
+    fn node(&self) -> &str {
+        LeaseShared::node(self)
+    }
+    fn is_finished(&self) -> bool {
+        LeaseShared::is_finished(self)
+    }
+    fn zk(&self) -> Result<zookeeper_client::Client> {
+        self.session.zk()
+    }
+    fn recovery(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send>> {
+        let session = self.session.clone();
+        Box::pin(async move { session.recover(None, "watch").await })
+    }
+    fn deleted_by_someone_else(&self) {
+        self.stop_watching();
+        self.lose_unless_released("our lock node was deleted by someone else");
+    }
+}
+
+/// What counts the re-entrant holds of a node: the lock value that took it (the recipes come
+/// after this module; they implement it).
+pub(crate) trait Reentry: Send + Sync {
+    /// Counts down a hold of `shared` that is held more than once; false when this release is
+    /// the last one, which must go through `release_hold`.
+    fn count_down_if_shared(&self, shared: &Arc<LeaseShared>) -> bool;
+    /// One re-entrant release: counts down, and deletes the node at zero.
+    fn release_hold(
+        self: Arc<Self>,
+        shared: Arc<LeaseShared>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Released>> + Send>>;
 }
 
 /// One member of a lease: the node, and the re-entrant lock value that counts its holds.
 pub(crate) struct Part {
     pub(crate) shared: Arc<LeaseShared>,
-    pub(crate) owner: Option<Arc<LockInner>>,
+    pub(crate) owner: Option<Arc<dyn Reentry>>,
 }
 
 /// A held lock. Dropping a lease releases it in the background; call [`Lease::release`] to
@@ -497,27 +470,5 @@ async fn release_parts(parts: Vec<Part>) -> Result<Released> {
     match first_error {
         Some(e) => Err(e),
         None => Ok(outcome),
-    }
-}
-
-/// Runs `fut` on the private runtime and awaits it from any executor. Dropping the returned
-/// future aborts the task, so cancellation reaches the runtime (and its cleanup guards).
-/// A plain function that spawns at once: the caller's future then holds only the task handle,
-/// not a copy of `fut` (memory per waiting lock).
-pub(crate) fn on_runtime<T: Send + 'static>(
-    fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
-) -> impl std::future::Future<Output = Result<T>> + Send + 'static {
-    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-    impl<T> Drop for AbortOnDrop<T> {
-        fn drop(&mut self) {
-            self.0.abort();
-        }
-    }
-    let mut task = AbortOnDrop(runtime::spawn(fut));
-    async move {
-        match (&mut task.0).await {
-            Ok(r) => r,
-            Err(e) => Err(Error::from_join(e)),
-        }
     }
 }

@@ -15,34 +15,74 @@
 //! # Ok(()) }
 //! ```
 
-mod acquire;
-mod bounds;
+// The modules read in one direction, each using only those above it (no import circles):
+//
+// leaves        error, names, signal, cancel, wait, state, options, protocol, lifeline
+// runtime       runtime (the private runtime thread, callback queues), bounds (acquire time rules)
+// session       own_watch (the own-node watch queue a session keeps), session, nodes (node
+//               operations with connection-loss handling), connection (a client's sessions)
+// engine        engine (the acquire engine, Curator's LockInternals)
+// leases        lease, acquire (a running acquire's handle)
+// recipes       mutex, rwlock, multi
+// entry point   client
 mod cancel;
-mod client;
 mod error;
-mod lease;
 mod lifeline;
-mod lock;
 mod names;
 mod options;
-mod own_watch;
 pub mod protocol;
-mod recipe;
-pub mod runtime;
-mod session;
 mod signal;
+mod state;
 mod wait;
+
+mod bounds;
+pub mod runtime;
+
+mod connection;
+mod nodes;
+mod own_watch;
+mod session;
+
+mod engine;
+
+mod acquire;
+mod lease;
+
+mod multi;
+mod mutex;
+mod rwlock;
+
+mod client;
 
 pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
-pub use lease::{Lease, LeaseState, Released};
-pub use lock::{Lock, MultiLock, Mutex, Owner, Participant, RwLock};
+pub use lease::Lease;
+pub use multi::MultiLock;
+pub use mutex::{Lock, Mutex, Owner, Participant};
+pub use nodes::round_trips;
 pub use options::{
     default_identity, duration_from_millis_i64, duration_from_secs_f64, AclPolicy, Options,
 };
 pub use protocol::{Library, NodeKind};
-pub use recipe::round_trips;
 pub use runtime::CallbackQueue;
+pub use rwlock::RwLock;
+pub use state::{LeaseState, Released};
 pub use wait::Wait;
+
+/// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
+/// drives (spawn, block_on, callback queues), the round-trip counter the benchmarks read, and the
+/// conversions of foreign numbers the faces used before `Wait`. No stability promise.
+#[doc(hidden)]
+pub mod support {
+    pub use crate::nodes::round_trips;
+    pub use crate::options::{
+        default_identity, duration_from_millis_f64, duration_from_millis_i64,
+        duration_from_secs_f64,
+    };
+    pub use crate::protocol::validate_path;
+    pub use crate::runtime::{
+        block_on, handle, on_runtime_thread, run_callback, spawn, CallbackQueue,
+    };
+}

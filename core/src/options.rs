@@ -175,6 +175,18 @@ pub fn duration_from_secs_f64(secs: f64, what: &str) -> Result<Duration> {
         .map_err(|_| Error::invalid(format!("{what} of {secs:e} seconds is out of range")))
 }
 
+/// Milliseconds as a number from a foreign face (Node) to a duration; negative, NaN and
+/// infinite values are `InvalidArgument`.
+pub fn duration_from_millis_f64(ms: f64, what: &str) -> Result<Duration> {
+    if !ms.is_finite() || ms < 0.0 {
+        return Err(Error::invalid(format!(
+            "{what} must be a non-negative number of milliseconds, got {ms:e}"
+        )));
+    }
+    Duration::try_from_secs_f64(ms / 1000.0)
+        .map_err(|_| Error::invalid(format!("{what} of {ms:e} milliseconds is out of range")))
+}
+
 /// Milliseconds from a foreign face (Node, C) to a duration; negative is `InvalidArgument`.
 pub fn duration_from_millis_i64(ms: i64, what: &str) -> Result<Duration> {
     if ms < 0 {

@@ -22,8 +22,24 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use crate::error::is_transient;
-use crate::lease::LeaseShared;
+use crate::error::{is_transient, Result};
+
+/// What the own-node watch needs of a lease: the lease implements it (this module comes before
+/// the lease module and does not know its type).
+pub(crate) trait Watched: Send + Sync + 'static {
+    /// Where the lease keeps its watch.
+    fn slot(&self) -> &Mutex<OwnWatch>;
+    fn node(&self) -> &str;
+    /// Released by us, or lost.
+    fn is_finished(&self) -> bool;
+    /// A handle for requests of the lease's session, or why there is none.
+    fn zk(&self) -> Result<zk::Client>;
+    /// Waits out a disconnect of the lease's session (owning what it needs: the lease itself
+    /// is not kept alive meanwhile).
+    fn recovery(&self) -> Pin<Box<dyn Future<Output = Result<()>> + Send>>;
+    /// Our node was deleted by someone else: stop watching, and lose the lease unless released.
+    fn deleted_by_someone_else(&self);
+}
 
 /// How long a lease is held before we watch its node.
 pub(crate) const DELAY: Duration = Duration::from_millis(100);
@@ -51,14 +67,14 @@ pub(crate) enum OwnWatch {
 /// due order because the delay is the same for all.
 #[derive(Default)]
 pub(crate) struct Queue {
-    due: Mutex<VecDeque<(Instant, Weak<LeaseShared>)>>,
+    due: Mutex<VecDeque<(Instant, Weak<dyn Watched>)>>,
     closed: std::sync::atomic::AtomicBool,
     changed: Notify,
 }
 
 impl Queue {
     /// Queues `lease` to be watched after `DELAY`.
-    pub(crate) fn schedule(&self, lease: Weak<LeaseShared>) {
+    pub(crate) fn schedule(&self, lease: Weak<dyn Watched>) {
         let mut due = self.due.lock().unwrap();
         let was_empty = due.is_empty();
         due.push_back((Instant::now() + DELAY, lease));
@@ -115,23 +131,23 @@ pub(crate) async fn run(queue: Arc<Queue>) {
 
 /// Sets the watch on the lease's node (a getData watch, like the waiters' watches) and keeps
 /// its future in the lease. A node already gone makes the lease lost.
-async fn register(lease: Weak<LeaseShared>) {
+async fn register(lease: Weak<dyn Watched>) {
     loop {
         let Some(l) = lease.upgrade() else { return };
         {
-            let mut slot = l.own_watch.lock().unwrap();
+            let mut slot = l.slot().lock().unwrap();
             if !matches!(*slot, OwnWatch::Idle) || l.is_finished() {
                 return;
             }
             *slot = OwnWatch::Registering;
         }
-        let session = l.session().clone();
-        let Ok(zk) = session.zk() else { return };
+        let recovery = l.recovery();
+        let Ok(zk) = l.zk() else { return };
         let watched = Box::pin(zk.get_and_watch_data(l.node())).await;
         drop(zk);
         match watched {
             Ok((_, _, watcher)) => {
-                let mut slot = l.own_watch.lock().unwrap();
+                let mut slot = l.slot().lock().unwrap();
                 if matches!(*slot, OwnWatch::Registering) {
                     // A `Stopped` slot drops the watcher here instead (released meanwhile).
                     *slot = OwnWatch::Watching(Box::pin(watcher.changed()));
@@ -141,19 +157,18 @@ async fn register(lease: Weak<LeaseShared>) {
                 return;
             }
             Err(zk::Error::NoNode) => {
-                l.stop_watching();
-                l.lose_unless_released("our lock node was deleted by someone else");
+                l.deleted_by_someone_else();
                 return;
             }
             Err(e) if is_transient(&e) => {
-                *l.own_watch.lock().unwrap() = OwnWatch::Idle;
+                *l.slot().lock().unwrap() = OwnWatch::Idle;
                 drop(l);
-                if session.recover(None, "watch").await.is_err() {
+                if recovery.await.is_err() {
                     return;
                 }
             }
             Err(_) => {
-                *l.own_watch.lock().unwrap() = OwnWatch::Idle;
+                *l.slot().lock().unwrap() = OwnWatch::Idle;
                 return;
             }
         }
@@ -161,7 +176,7 @@ async fn register(lease: Weak<LeaseShared>) {
 }
 
 /// Wakes a lease's watch future: polls it on a short task of its own (watch events are rare).
-struct LeaseWaker(Weak<LeaseShared>);
+struct LeaseWaker(Weak<dyn Watched>);
 
 impl Wake for LeaseWaker {
     fn wake(self: Arc<Self>) {
@@ -179,8 +194,8 @@ impl Wake for LeaseWaker {
 }
 
 /// Polls the lease's watch future once and acts on its event.
-fn poll(lease: &Arc<LeaseShared>) {
-    let mut slot = lease.own_watch.lock().unwrap();
+fn poll(lease: &Arc<dyn Watched>) {
+    let mut slot = lease.slot().lock().unwrap();
     let OwnWatch::Watching(future) = &mut *slot else {
         return;
     };
@@ -191,10 +206,7 @@ fn poll(lease: &Arc<LeaseShared>) {
     *slot = OwnWatch::Idle;
     drop(slot);
     match event.event_type {
-        zk::EventType::NodeDeleted => {
-            lease.stop_watching();
-            lease.lose_unless_released("our lock node was deleted by someone else");
-        }
+        zk::EventType::NodeDeleted => lease.deleted_by_someone_else(),
         // Someone wrote to our node: it is still ours, watch it again.
         zk::EventType::NodeDataChanged | zk::EventType::NodeCreated => {
             tokio::spawn(register(Arc::downgrade(lease)));

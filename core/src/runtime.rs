@@ -199,6 +199,28 @@ where
         .unwrap_or_else(|_| Err(Error::closed("the zklock runtime stopped")))
 }
 
+/// Runs `fut` on the private runtime and awaits it from any executor. Dropping the returned
+/// future aborts the task, so cancellation reaches the runtime (and its cleanup guards).
+/// A plain function that spawns at once: the caller's future then holds only the task handle,
+/// not a copy of `fut` (memory per waiting lock).
+pub(crate) fn on_runtime<T: Send + 'static>(
+    fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> impl std::future::Future<Output = Result<T>> + Send + 'static {
+    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+    impl<T> Drop for AbortOnDrop<T> {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut task = AbortOnDrop(spawn(fut));
+    async move {
+        match (&mut task.0).await {
+            Ok(r) => r,
+            Err(e) => Err(Error::from_join(e)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};

@@ -13,14 +13,23 @@ use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::lease::{LeaseShared, LeaseState};
 use crate::lifeline::{self, Lifeline};
 use crate::options::Options;
 use crate::own_watch;
 use crate::signal::Signal;
+use crate::state::LeaseState;
 
 /// How long closing a client waits for the transport to tell ZooKeeper (in-flight requests that
 /// still hold the transport let go when they fail, which the dead session makes quick).
+/// What a session needs of a lease it carries: the lease implements it (the session module
+/// comes before the lease module and does not know its type).
+pub(crate) trait Member: Send + Sync {
+    fn node(&self) -> &str;
+    fn state(&self) -> LeaseState;
+    fn set_state(&self, state: LeaseState);
+    fn lose(&self, why: &str);
+}
+
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The values of `Session::link`.
@@ -38,7 +47,7 @@ pub(crate) struct Session {
     link: Signal,
     /// Why the session can no longer hold locks; set before `link` becomes `DEAD`.
     dead: Mutex<Option<Error>>,
-    leases: Mutex<HashMap<u64, Weak<LeaseShared>>>,
+    leases: Mutex<HashMap<u64, Weak<dyn Member>>>,
     next_lease: AtomicU64,
     /// Leases waiting to have their own node watched (see `own_watch`).
     pub(crate) own_watches: Arc<own_watch::Queue>,
@@ -235,7 +244,7 @@ impl Session {
         let _ = tokio::time::timeout(CLOSE_WAIT, closed).await;
     }
 
-    pub(crate) fn register(&self, lease: Weak<LeaseShared>) -> u64 {
+    pub(crate) fn register(&self, lease: Weak<dyn Member>) -> u64 {
         let id = self.next_lease.fetch_add(1, Ordering::Relaxed);
         self.leases.lock().unwrap().insert(id, lease);
         id
@@ -245,7 +254,7 @@ impl Session {
         self.leases.lock().unwrap().remove(&id);
     }
 
-    fn live_leases(&self) -> Vec<Arc<LeaseShared>> {
+    fn live_leases(&self) -> Vec<Arc<dyn Member>> {
         self.leases
             .lock()
             .unwrap()

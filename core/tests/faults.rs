@@ -1,5 +1,5 @@
 //! Faults against a real ZooKeeper: server restart, lost create reply, cancel while suspended,
-//! a waiter's own session expiry (issue 2, acceptance 9; safety.md scenarios 3, 4, 6).
+//! a waiter's own session expiry (issue 2, acceptance 9; docs/safety.md scenarios 3, 4, 6).
 
 mod common;
 

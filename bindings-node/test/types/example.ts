@@ -29,7 +29,7 @@ export async function main(servers: string): Promise<void> {
 
   const maybe: Lease | null = await mutex.tryAcquire()
   if (maybe) {
-    const outcome: 'released' | 'stillHeld' | 'wasLost' = await maybe.release()
+    const outcome: 'released' | 'still-held' | 'was-lost' = await maybe.release()
     console.log(outcome)
   }
 

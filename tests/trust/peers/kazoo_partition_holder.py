@@ -34,7 +34,7 @@ def main():
     zk = KazooClient(hosts=servers, timeout=session_ms / 1000.0)
     zk.add_listener(lambda state: emit(str(state).lower()))
     zk.start(timeout=20)
-    # The marker lets kazoo see other libraries' Curator-style names (peers.md).
+    # The marker lets kazoo see other libraries' Curator-style names (docs/interop.md).
     lock = zk.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
     lock.acquire()
     emit("held")

@@ -3,7 +3,7 @@ critical section as "<who> <kind> <token> <enter_ns> <exit_ns>" (token = czxid o
 
     python3 kazoo_worker.py SERVERS PATH MODE ROUNDS LOGFILE     MODE: mutex | read | write
 
-kazoo only sees Curator-style names (ours) when told their marker (peers.md).
+kazoo only sees Curator-style names (ours) when told their marker (docs/interop.md).
 """
 import random
 import sys

@@ -1,4 +1,4 @@
-//! safety.md's scenarios on a 3-node ensemble (issue 7, acceptance 1). Scenarios 3–7 on a single
+//! docs/safety.md's scenarios on a 3-node ensemble (issue 7, acceptance 1). Scenarios 3–7 on a single
 //! server are in core/tests/faults.rs; here: the paused holder and its fenced write (1), token
 //! monotonicity across failover and container reaping (2), leader kill / member restarts / full
 //! restart (8), and no leftovers (9).

@@ -88,7 +88,7 @@ async fn zklock_and_kazoo_lock_exclude_each_other() {
 
 /// All three on one path. zklock reads both peers' names and is excluded by both; Curator and
 /// kazoo do not exclude each other (Curator sorts kazoo's `__lock__` names by the whole name,
-/// peers.md), so only sections that involve zklock are held to exclusion here.
+/// docs/interop.md), so only sections that involve zklock are held to exclusion here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zklock_excludes_and_is_excluded_by_curator_and_kazoo_together() {
     let (_, sections) = contend(

@@ -1,10 +1,9 @@
-//! The acquire engine shared by every recipe: create our ephemeral sequential node (pipelined
+//! The acquire engine shared by every recipe (Curator's LockInternals): create our ephemeral sequential node (pipelined
 //! with the children listing, one round trip), wait on the one node that blocks us, and never
 //! leave a node behind when we give up, time out or are cancelled.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -15,25 +14,16 @@ use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use crate::cancel::CancelToken;
-use crate::error::{is_transient, Error, ErrorKind, Result};
-use crate::lease::LeaseShared;
+use crate::error::{is_transient, Error, Result};
+use crate::nodes::{
+    cancelled_error, count_round_trip, find_own, list_children, make_parents, recover,
+    remove_attempt, timeout_error,
+};
 use crate::options::AclPolicy;
 use crate::protocol::{self, NodeKind};
 use crate::runtime;
 use crate::session::Session;
 use crate::signal::poll_until;
-
-/// Round trips the acquire path has waited for, process-wide (a test and benchmark hook).
-static ROUND_TRIPS: AtomicU64 = AtomicU64::new(0);
-
-/// How many ZooKeeper round trips zklock's acquire paths have waited for in this process.
-pub fn round_trips() -> u64 {
-    ROUND_TRIPS.load(Ordering::Relaxed)
-}
-
-fn count_round_trip() {
-    ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
-}
 
 /// One acquire request.
 pub(crate) struct Request<'a> {
@@ -53,23 +43,6 @@ impl Request<'_> {
     /// Waits out a disconnect, unless the acquire is cancelled first.
     async fn recover(&self, session: &Session) -> Result<()> {
         recover(session, self.deadline, self.cancel, self.dir).await
-    }
-}
-
-/// Waits out a disconnect (`Session::recover`), unless `cancel` fires first. The short phases of
-/// an acquire are round trips; only this wait can be long, so this is where they notice a cancel.
-async fn recover(
-    session: &Session,
-    deadline: Option<Instant>,
-    cancel: Option<&CancelToken>,
-    dir: &str,
-) -> Result<()> {
-    let Some(token) = cancel else {
-        return session.recover(deadline, dir).await;
-    };
-    tokio::select! {
-        r = session.recover(deadline, dir) => r,
-        _ = token.cancelled() => Err(cancelled_error(dir)),
     }
 }
 
@@ -135,67 +108,6 @@ impl Drop for Cleanup {
             let _ = remove_attempt(&session, &path, known).await;
         });
     }
-}
-
-/// Deletes the attempt's node: `path` is the node when `known`, else `<dir>/<protected prefix>`.
-async fn remove_attempt(session: &Session, path: &str, known: bool) -> Result<()> {
-    if known {
-        return crate::lease::delete_node(session, path).await;
-    }
-    let (dir, prefix) = path.rsplit_once('/').unwrap_or(("", path));
-    match find_own(session, dir, prefix).await? {
-        Some((node, _)) => crate::lease::delete_node(session, &node).await,
-        None => Ok(()),
-    }
-}
-
-/// Finds the node of this attempt by its protected prefix, checking it belongs to our session.
-/// Returns its full path and czxid.
-async fn find_own(session: &Session, dir: &str, prefix: &str) -> Result<Option<(String, i64)>> {
-    loop {
-        let zk = session.zk()?;
-        let children = match zk.list_children(dir).await {
-            Ok(c) => c,
-            Err(zk::Error::NoNode) => return Ok(None),
-            Err(e) if is_transient(&e) => {
-                session.recover(None, "find node").await?;
-                continue;
-            }
-            Err(e) => return Err(Error::from_zk(e, &format!("list {dir}"))),
-        };
-        let Some(name) = children.into_iter().find(|c| c.starts_with(prefix)) else {
-            return Ok(None);
-        };
-        let node = format!("{dir}/{name}");
-        match zk.check_stat(&node).await {
-            Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
-                return Ok(Some((node, stat.czxid)))
-            }
-            Ok(_) => return Ok(None),
-            Err(e) if is_transient(&e) => session.recover(None, "find node").await?,
-            Err(e) => return Err(Error::from_zk(e, &format!("stat {node}"))),
-        }
-    }
-}
-
-pub(crate) fn cancelled_error(dir: &str) -> Error {
-    Error::new(
-        ErrorKind::Cancelled,
-        format!("the acquire of {dir} was cancelled"),
-    )
-}
-
-pub(crate) fn timeout_error(dir: &str) -> Error {
-    Error::new(
-        ErrorKind::Timeout,
-        format!("timed out waiting for the lock {dir}"),
-    )
-}
-
-/// Creates the lock parent and its ancestors as container nodes (the server reaps them empty).
-async fn make_parents(zk: &zk::Client, dir: &str, acl: AclPolicy) -> Result<(), zk::Error> {
-    zk.mkdir(dir, &zk::CreateMode::Container.with_acls(acl.acls()))
-        .await
 }
 
 /// An acquire between its steps: our node in the queue (with the cleanup that removes it if we
@@ -300,11 +212,11 @@ impl Queued {
         Ok(())
     }
 
-    /// The lease, once the lock is ours (no I/O: it registers with the session).
-    pub(crate) fn into_lease(mut self, downgrade_of: Option<String>) -> Arc<LeaseShared> {
+    /// Our node, once the lock is ours: its session, path and token (the recipe makes the lease).
+    pub(crate) fn into_node(mut self) -> (Arc<Session>, String, i64) {
         self.cleanup.armed = false;
         let node = std::mem::take(&mut self.cleanup.path);
-        LeaseShared::new(self.cleanup.session.clone(), node, self.token, downgrade_of)
+        (self.cleanup.session.clone(), node, self.token)
     }
 
     /// Gives up, on the runtime: removes our node before it returns `err`.
@@ -498,24 +410,4 @@ impl Future for EventWait<'_> {
 /// Lists the children of the acquire's lock path (a cancel ends a wait for the reconnect).
 async fn list_children_for(session: &Session, req: &Request<'_>) -> Result<Vec<String>> {
     list_children(session, req.dir, req.deadline, req.cancel).await
-}
-
-/// Lists the children of `dir`, waiting out connection loss (until `deadline`, or `cancel`).
-pub(crate) async fn list_children(
-    session: &Session,
-    dir: &str,
-    deadline: Option<Instant>,
-    cancel: Option<&CancelToken>,
-) -> Result<Vec<String>> {
-    loop {
-        let zk = session.zk()?;
-        let listed = zk.list_children(dir).await;
-        count_round_trip();
-        match listed {
-            Ok(children) => return Ok(children),
-            Err(zk::Error::NoNode) => return Ok(Vec::new()),
-            Err(e) if is_transient(&e) => recover(session, deadline, cancel, dir).await?,
-            Err(e) => return Err(Error::from_zk(e, &format!("list {dir}"))),
-        }
-    }
 }

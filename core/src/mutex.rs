@@ -1,5 +1,5 @@
-//! The recipes users hold: a re-entrant (or not) exclusive lock, the two sides of a read/write
-//! lock, and their queue introspection. Re-entrancy is per owner of a lock value, with a hold
+//! The exclusive lock (Curator's `InterProcessMutex`), which is also each side of a read/write
+//! lock, and its queue introspection. Re-entrancy is per owner of a lock value, with a hold
 //! count: the face says who the owner is (Python's thread or asyncio task, C's thread, Node's
 //! `Mutex` object; Rust's default is the value itself, [`Owner::SHARED`]). Two owners of one
 //! value contend like two clients, as Curator's per-thread rule has it.
@@ -12,12 +12,14 @@ use tokio::time::Instant;
 use crate::acquire::Acquire;
 use crate::bounds;
 use crate::cancel::CancelToken;
-use crate::client::Client;
+use crate::connection::Connection;
+use crate::engine::{self, Request};
 use crate::error::{Error, ErrorKind, Result};
-use crate::lease::{on_runtime, Lease, LeaseShared, LeaseState, Part, Released};
+use crate::lease::{Lease, LeaseShared, Part, Reentry};
 use crate::protocol::{self, Library, NodeKind};
-use crate::recipe::{self, Request};
 use crate::runtime;
+use crate::runtime::on_runtime;
+use crate::state::{LeaseState, Released};
 use crate::wait::Wait;
 
 /// A lock on one path: a mutex, or one side of a [`RwLock`]. Re-entrant per value by default:
@@ -30,7 +32,7 @@ pub struct Lock {
 pub type Mutex = Lock;
 
 pub(crate) struct LockInner {
-    pub(crate) client: Client,
+    pub(crate) client: Arc<Connection>,
     pub(crate) path: String,
     pub(crate) kind: NodeKind,
     reentrant: bool,
@@ -40,7 +42,7 @@ pub(crate) struct LockInner {
     /// one permit, taken by a `GatePass` (owned, so it can wait in the caller's future).
     gate: tokio::sync::Semaphore,
     /// The other side of a read/write lock.
-    peer: OnceLock<Weak<LockInner>>,
+    pub(crate) peer: OnceLock<Weak<LockInner>>,
 }
 
 struct Hold {
@@ -79,7 +81,7 @@ struct Waiting {
     lock: Arc<LockInner>,
     owner: Owner,
     gate: Option<GatePass>,
-    queued: recipe::Queued,
+    queued: engine::Queued,
     deadline: Option<Instant>,
     cancel: Option<CancelToken>,
     /// Made on the runtime (a timer needs one to be made), polled wherever the caller is.
@@ -88,7 +90,7 @@ struct Waiting {
 
 impl Waiting {
     /// Step 2, in the caller's future: the watched node's event (true if deleted).
-    fn wait_turn(&mut self) -> recipe::EventWait<'_> {
+    fn wait_turn(&mut self) -> engine::EventWait<'_> {
         self.queued
             .wait_turn(&self.lock.path, self.cancel.as_ref(), self.timer.as_mut())
     }
@@ -118,7 +120,7 @@ impl Waiting {
             return Ok(Step::Wait(self));
         }
         if self.cancelled() {
-            let err = recipe::cancelled_error(&self.lock.path);
+            let err = crate::nodes::cancelled_error(&self.lock.path);
             return Err(self.queued.abandon(err).await);
         }
         Ok(Step::Done(self.finish(downgrade_of)))
@@ -134,7 +136,8 @@ impl Waiting {
             queued,
             ..
         } = self;
-        let shared = queued.into_lease(downgrade_of);
+        let (session, node, token) = queued.into_node();
+        let shared = LeaseShared::new(session, node, token, downgrade_of);
         let counted_by = if lock.reentrant {
             let mut holds = lock.holds.lock().unwrap();
             holds.retain(|(o, _)| *o != owner);
@@ -153,13 +156,13 @@ impl Waiting {
         drop(gate);
         Lease::new(vec![Part {
             shared,
-            owner: counted_by,
+            owner: counted_by.map(|l| l as Arc<dyn Reentry>),
         }])
     }
 }
 
 impl Lock {
-    pub(crate) fn new(client: Client, path: &str, kind: NodeKind) -> Result<Lock> {
+    pub(crate) fn new(client: Arc<Connection>, path: &str, kind: NodeKind) -> Result<Lock> {
         protocol::validate_path(path)?;
         Ok(Lock {
             inner: Arc::new(LockInner {
@@ -342,7 +345,7 @@ impl Lock {
     }
 }
 
-fn none_on_timeout(result: Result<Lease>) -> Result<Option<Lease>> {
+pub(crate) fn none_on_timeout(result: Result<Lease>) -> Result<Option<Lease>> {
     match result {
         Ok(lease) => Ok(Some(lease)),
         Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
@@ -413,7 +416,7 @@ impl LockInner {
         let in_time = move |lease: Lease| {
             if bounds::too_late(decide_by) {
                 drop(lease); // released in the background
-                return Err(recipe::timeout_error(&path));
+                return Err(crate::nodes::timeout_error(&path));
             }
             Ok(lease)
         };
@@ -464,7 +467,7 @@ impl LockInner {
         };
         tokio::select! {
             entered = wait => entered?,
-            _ = cancelled => return Err(recipe::cancelled_error(&self.path)),
+            _ = cancelled => return Err(crate::nodes::cancelled_error(&self.path)),
         }
         Ok(GatePass(self.clone()))
     }
@@ -504,7 +507,7 @@ impl LockInner {
         let downgrade_of = self.downgrade_of(owner)?;
         let session = self.client.session().await?;
         let request = self.request(deadline, downgrade_of.clone(), cancel.as_ref());
-        let queued = recipe::enqueue(&session, &request).await?;
+        let queued = engine::enqueue(&session, &request).await?;
         let waiting = Waiting {
             owner,
             timer: deadline.map(|d| Box::pin(tokio::time::sleep_until(d))),
@@ -545,7 +548,7 @@ impl LockInner {
 
     /// Counts down a hold of `shared` that is held more than once; false if this release is the
     /// last one (or the hold is another node's), which must go through `release_hold`.
-    pub(crate) fn count_down_if_shared(&self, shared: &Arc<LeaseShared>) -> bool {
+    fn count_down_hold(&self, shared: &Arc<LeaseShared>) -> bool {
         let mut holds = self.holds.lock().unwrap();
         match holds
             .iter_mut()
@@ -560,10 +563,7 @@ impl LockInner {
     }
 
     /// One re-entrant release: counts down, and deletes the node at zero.
-    pub(crate) async fn release_hold(
-        self: Arc<Self>,
-        shared: Arc<LeaseShared>,
-    ) -> Result<Released> {
+    async fn release_one_hold(self: Arc<Self>, shared: Arc<LeaseShared>) -> Result<Released> {
         {
             let mut holds = self.holds.lock().unwrap();
             if let Some(i) = holds
@@ -593,7 +593,8 @@ impl LockInner {
         if reader.downgrade_of.as_deref() != Some(writer.node()) {
             return false;
         }
-        let Ok(children) = recipe::list_children(writer.session(), &self.path, None, None).await
+        let Ok(children) =
+            crate::nodes::list_children(writer.session(), &self.path, None, None).await
         else {
             return false;
         };
@@ -617,212 +618,17 @@ impl LockInner {
     }
 }
 
-/// A read/write lock (Curator's `InterProcessReadWriteLock`): any number of readers or one
-/// writer. A write holder may take the read side (downgrade); a read holder asking for the write
-/// side gets `UpgradeNotAllowed` at once.
-pub struct RwLock {
-    read: Lock,
-    write: Lock,
-}
-
-impl RwLock {
-    pub(crate) fn new(client: Client, path: &str) -> Result<RwLock> {
-        let read = Lock::new(client.clone(), path, NodeKind::Read)?;
-        let write = Lock::new(client, path, NodeKind::Write)?;
-        read.inner.peer.set(Arc::downgrade(&write.inner)).ok();
-        write.inner.peer.set(Arc::downgrade(&read.inner)).ok();
-        Ok(RwLock { read, write })
+impl Reentry for LockInner {
+    fn count_down_if_shared(&self, shared: &Arc<LeaseShared>) -> bool {
+        self.count_down_hold(shared)
     }
 
-    pub fn read(&self) -> &Lock {
-        &self.read
+    fn release_hold(
+        self: Arc<Self>,
+        shared: Arc<LeaseShared>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Released>> + Send>> {
+        Box::pin(self.release_one_hold(shared))
     }
-
-    pub fn write(&self) -> &Lock {
-        &self.write
-    }
-
-    pub fn path(&self) -> &str {
-        self.read.path()
-    }
-
-    pub async fn participants(&self) -> Result<Vec<Participant>> {
-        self.read.participants().await
-    }
-}
-
-/// Several locks taken as one (Curator's `InterProcessMultiLock`): all or nothing, one deadline
-/// for all, members taken in path order (no deadlock between differently ordered lists), and
-/// released in reverse order.
-pub struct MultiLock {
-    members: Vec<Arc<LockInner>>,
-}
-
-impl MultiLock {
-    pub(crate) fn from_paths<S: AsRef<str>>(
-        client: &Client,
-        paths: impl IntoIterator<Item = S>,
-    ) -> Result<MultiLock> {
-        let locks = paths
-            .into_iter()
-            .map(|p| Lock::new(client.clone(), p.as_ref(), NodeKind::Mutex))
-            .collect::<Result<Vec<_>>>()?;
-        Self::from_locks(locks.iter())
-    }
-
-    /// A multi-lock over existing lock values (their re-entrancy is shared with them).
-    pub fn from_locks<'a>(locks: impl IntoIterator<Item = &'a Lock>) -> Result<MultiLock> {
-        let mut members: Vec<Arc<LockInner>> = locks.into_iter().map(|l| l.inner.clone()).collect();
-        if members.is_empty() {
-            return Err(Error::invalid("a multi-lock needs at least one lock"));
-        }
-        members
-            .sort_by(|a, b| (a.path.as_str(), a.kind as u8).cmp(&(b.path.as_str(), b.kind as u8)));
-        for pair in members.windows(2) {
-            if Arc::ptr_eq(&pair[0], &pair[1])
-                || (pair[0].path == pair[1].path && pair[0].kind == pair[1].kind)
-            {
-                return Err(Error::invalid(format!(
-                    "the multi-lock lists {} twice",
-                    pair[0].path
-                )));
-            }
-        }
-        Ok(MultiLock { members })
-    }
-
-    pub fn paths(&self) -> Vec<&str> {
-        self.members.iter().map(|m| m.path.as_str()).collect()
-    }
-
-    pub async fn acquire(&self) -> Result<Lease> {
-        self.acquire_until_instant(None).await
-    }
-
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
-        self.acquire_until_instant(bounds::deadline_after(timeout))
-            .await
-    }
-
-    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
-        none_on_timeout(self.acquire_until_instant(Some(Instant::now())).await)
-    }
-
-    pub fn blocking_acquire(&self) -> Result<Lease> {
-        runtime::block_on(self.acquire_until(None))
-    }
-
-    pub fn blocking_acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
-        runtime::block_on(self.acquire_until_instant(bounds::deadline_after(timeout)))
-    }
-
-    pub fn blocking_try_acquire(&self) -> Result<Option<Lease>> {
-        none_on_timeout(runtime::block_on(
-            self.acquire_until(Some(std::time::Instant::now())),
-        ))
-    }
-
-    /// The acquire future for bindings (deadline `None` = forever).
-    pub fn acquire_until(
-        &self,
-        deadline: Option<std::time::Instant>,
-    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        let members = self.members.clone();
-        async move {
-            acquire_all(
-                members,
-                Owner::SHARED,
-                deadline.map(Instant::from_std),
-                None,
-            )
-            .await
-        }
-    }
-
-    /// The acquire future with a cancellation token (see [`Lock::acquire_with`]).
-    pub fn acquire_with(
-        &self,
-        deadline: Option<std::time::Instant>,
-        cancel: CancelToken,
-    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        let members = self.members.clone();
-        async move {
-            acquire_all(
-                members,
-                Owner::SHARED,
-                deadline.map(Instant::from_std),
-                Some(cancel),
-            )
-            .await
-        }
-    }
-
-    /// Acquires every member for `owner` (see [`Lock::acquire_as`]).
-    pub fn acquire_as(
-        &self,
-        owner: Owner,
-        wait: Wait,
-        cancel: Option<CancelToken>,
-    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        let deadline = wait.deadline().map(Instant::from_std);
-        acquire_all(self.members.clone(), owner, deadline, cancel)
-    }
-
-    /// Blocking twin of [`MultiLock::acquire_as`].
-    pub fn blocking_acquire_as(
-        &self,
-        owner: Owner,
-        wait: Wait,
-        cancel: Option<CancelToken>,
-    ) -> Result<Lease> {
-        runtime::block_on(self.acquire_as(owner, wait, cancel))
-    }
-
-    /// Starts acquiring every member for `owner` on the runtime (see [`Acquire`]).
-    pub fn start_acquire(&self, owner: Owner, wait: Wait) -> Acquire {
-        Acquire::start(|cancel| self.acquire_as(owner, wait, Some(cancel)))
-    }
-
-    fn acquire_until_instant(
-        &self,
-        deadline: Option<Instant>,
-    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        acquire_all(self.members.clone(), Owner::SHARED, deadline, None)
-    }
-}
-
-/// Takes every member in order within one deadline (and one outer bound, see `bounds`).
-async fn acquire_all(
-    members: Vec<Arc<LockInner>>,
-    owner: Owner,
-    deadline: Option<Instant>,
-    cancel: Option<CancelToken>,
-) -> Result<Lease> {
-    let decide_by = bounds::decide_by(deadline);
-    let what = format!("the multi-lock on {}", members[0].path);
-    let guard = bounds::guard(decide_by, cancel.clone(), what);
-    let steps = on_runtime(async move {
-        // What was taken so far: dropped (when the outer bound gives up), it is released in
-        // the background.
-        let mut lease = Lease::new(Vec::with_capacity(members.len()));
-        for member in members {
-            match member.acquire_until(owner, deadline, cancel.clone()).await {
-                Ok(member_lease) => lease.absorb(member_lease),
-                Err(e) => {
-                    // Roll back, in reverse order, in a task of its own: it goes on when the
-                    // outer bound gives up on waiting for it.
-                    let _ = runtime::spawn(lease.release()).await;
-                    return Err(e);
-                }
-            }
-        }
-        if bounds::too_late(decide_by) {
-            let _ = runtime::spawn(lease.release()).await;
-            return Err(recipe::timeout_error("the multi-lock"));
-        }
-        Ok(lease)
-    });
-    bounds::within(guard, steps).await
 }
 
 /// One contender in a lock's queue.
@@ -842,9 +648,9 @@ pub struct Participant {
     pub session_id: i64,
 }
 
-async fn participants(client: &Client, path: &str) -> Result<Vec<Participant>> {
+pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<Participant>> {
     let session = client.session().await?;
-    let children = recipe::list_children(&session, path, None, None).await?;
+    let children = crate::nodes::list_children(&session, path, None, None).await?;
     let queue = protocol::queue_of(&children, None);
     let zk = session.zk()?;
     let nodes: Vec<String> = queue.iter().map(|c| format!("{path}/{}", c.name)).collect();

@@ -1,0 +1,522 @@
+// The Node runner of zklock's conformance suite: every line of tests/conformance/cases.txt
+// becomes one test, performed through the public Node API (require('../index.js')) against a
+// real ZooKeeper, its outcome compared with the expected column. A line added to cases.txt is
+// a new test here with no other change. Format and ops: tests/conformance/README.md.
+//
+// What this runner chose where Node's idiom needs a choice (a Node user's reading):
+// - An error is the zklock Error's `err.code`, mapped back to the core's kind name through one
+//   table (KIND_OF_CODE below; ZKLOCK_ABORTED is the core's Cancelled). An error that is not a
+//   zklock error (a TypeError, say) fails the case: the face let something through untranslated.
+// - Invalid input may throw synchronously (client.mutex) or reject (Client.connect, acquire):
+//   both are that call's outcome.
+// - "not-acquired": `tryAcquire()` resolving `null`, or `acquire({ timeoutMs })` rejecting with
+//   ZKLOCK_TIMEOUT (the `timeout` op always calls `acquire({ timeoutMs })`, also for 0).
+// - Timeouts: the input is seconds, passed as `timeoutMs` = seconds * 1000 (nan -> NaN,
+//   inf -> Infinity, -inf -> -Infinity), except `-1`, passed as `-1` (the README's rule).
+// - Session timeouts: `sessionTimeoutMs` = Math.round(seconds * 1000).
+// - "Owner" is the Mutex object: a second owner is a second `client.mutex(samePath)`.
+// - The read/write scenarios use the two sides of one `client.rwLock(path)`.
+// - The hold count of `reenter-same-owner` is `mutex.holdCount`.
+// - `release-not-held` is n/a: a Node user releases a Lease, and a Lease exists only once the
+//   lock was acquired; the only release of something not held is a second release (the
+//   `release-twice` case). An n/a case is reported by name with its reason as a skipped test
+//   ("n/a: ..."), counted apart in the closing line, never silently.
+// - Every error message met on the way (also one mapped to not-acquired) must be at most 300
+//   characters.
+'use strict'
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { startZooKeeper, repo } = require('./harness.js')
+const { Client, isZkLockError } = require('../index.js')
+
+const CASES_FILE = path.join(repo, 'tests', 'conformance', 'cases.txt')
+const MAX_MESSAGE = 300
+
+/** The one table from Node's `err.code` back to the core's kind names. */
+const KIND_OF_CODE = Object.freeze({
+  ZKLOCK_TIMEOUT: 'Timeout',
+  ZKLOCK_ABORTED: 'Cancelled',
+  ZKLOCK_LOST: 'LockLost',
+  ZKLOCK_SESSION_EXPIRED: 'SessionExpired',
+  ZKLOCK_CONNECTION: 'Connection',
+  ZKLOCK_NOT_HELD: 'NotHeld',
+  ZKLOCK_UPGRADE: 'UpgradeNotAllowed',
+  ZKLOCK_INVALID_ARGUMENT: 'InvalidArgument',
+  ZKLOCK_CLOSED: 'Closed',
+  ZKLOCK_PERMISSION: 'Permission',
+  ZKLOCK_ZOOKEEPER: 'ZooKeeper',
+  ZKLOCK_INTERNAL: 'Internal',
+})
+
+/** Scenarios (or ops) that have no form in the Node API, with the reason. */
+const NOT_APPLICABLE = Object.freeze({
+  'scenario:release-not-held':
+    'a Node user releases a Lease, which exists only once acquired; ' +
+    'releasing what is not held is the second release (release-twice)',
+})
+
+// Parsing -----------------------------------------------------------------------------------
+
+/** Decodes a percent-encoded input: %XX is a byte, %*N(x) is x repeated N times. */
+function decodeInput(text, servers) {
+  const src = Buffer.from(text, 'utf8')
+  const out = []
+  let i = 0
+  const hexByte = (at) => {
+    const hex = src.toString('latin1', at, at + 2)
+    if (!/^[0-9A-Fa-f]{2}$/.test(hex)) throw new Error(`bad escape %${hex} in ${JSON.stringify(text)}`)
+    return parseInt(hex, 16)
+  }
+  // One "character" of the repeat form: a %XX escape or one UTF-8 encoded character.
+  const oneChar = (at) => {
+    if (src[at] === 0x25) return { bytes: [hexByte(at + 1)], next: at + 3 }
+    let len = 1
+    if (src[at] >= 0xf0) len = 4
+    else if (src[at] >= 0xe0) len = 3
+    else if (src[at] >= 0xc0) len = 2
+    return { bytes: [...src.subarray(at, at + len)], next: at + len }
+  }
+  while (i < src.length) {
+    if (src[i] !== 0x25) {
+      out.push(src[i])
+      i += 1
+      continue
+    }
+    if (src[i + 1] === 0x2a) {
+      const m = /^%\*(\d+)\(/.exec(src.toString('latin1', i, i + 32))
+      if (!m) throw new Error(`bad repeat in ${JSON.stringify(text)}`)
+      const n = Number(m[1])
+      const { bytes, next } = oneChar(i + m[0].length)
+      if (src[next] !== 0x29) throw new Error(`bad repeat (no ')') in ${JSON.stringify(text)}`)
+      for (let k = 0; k < n; k += 1) out.push(...bytes)
+      i = next + 1
+      continue
+    }
+    out.push(hexByte(i + 1))
+    i += 3
+  }
+  const decoded = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(out))
+  return decoded.split('$SERVERS').join(servers)
+}
+
+/** The cases of cases.txt, in file order: { id, op, rawInput, expected, line }. */
+function readCases() {
+  const text = fs.readFileSync(CASES_FILE, 'utf8')
+  const cases = []
+  const ids = new Set()
+  text.split('\n').forEach((raw, n) => {
+    const line = raw.trim()
+    if (line === '' || line.startsWith('#')) return
+    const cols = raw.split('|').map((c) => c.trim())
+    if (cols.length !== 4) {
+      throw new Error(`${CASES_FILE}:${n + 1}: expected 4 columns separated by '|', got ${cols.length}`)
+    }
+    const [id, op, rawInput, expected] = cols
+    if (!id || !op || !expected) throw new Error(`${CASES_FILE}:${n + 1}: empty id, op or expected`)
+    if (ids.has(id)) throw new Error(`${CASES_FILE}:${n + 1}: duplicate id ${id}`)
+    ids.add(id)
+    cases.push({ id, op, rawInput, expected, line: n + 1 })
+  })
+  return cases
+}
+
+// Outcomes ----------------------------------------------------------------------------------
+
+/** Every error message met by the current case. */
+let messages = []
+
+/** The kind name of a zklock error; anything else is a failure of the face. */
+function kindOf(e) {
+  if (e instanceof Error) messages.push(e.message)
+  if (!isZkLockError(e) || !(e.code in KIND_OF_CODE)) {
+    const err = new Error(`not a zklock error: ${e instanceof Error ? `${e.name} ${e.code}: ${e.message}` : String(e)}`)
+    err.cause = e
+    throw err
+  }
+  return KIND_OF_CODE[e.code]
+}
+
+/** Runs `fn`; its result, or the kind of the zklock error it threw or rejected with. */
+async function outcome(fn) {
+  try {
+    return await fn()
+  } catch (e) {
+    return kindOf(e)
+  }
+}
+
+// Timeouts: ZKLOCK_TIMEOUT is the Node way of saying "not acquired" for an acquire.
+async function acquireOutcome(lock, options) {
+  try {
+    const lease = await lock.acquire(options)
+    await lease.release()
+    return 'acquired'
+  } catch (e) {
+    const kind = kindOf(e)
+    return kind === 'Timeout' ? 'not-acquired' : kind
+  }
+}
+
+/** seconds as written in cases.txt (nan, inf, -inf, exponents) to a number. */
+function seconds(text) {
+  const t = text.trim().toLowerCase()
+  if (t === 'nan') return NaN
+  if (t === 'inf' || t === '+inf' || t === 'infinity') return Infinity
+  if (t === '-inf' || t === '-infinity') return -Infinity
+  if (t === '' || Number.isNaN(Number(t))) throw new Error(`not a number of seconds: ${JSON.stringify(text)}`)
+  return Number(t)
+}
+
+// Ops ---------------------------------------------------------------------------------------
+
+let zk
+/** Two long-lived clients; scenarios that close a client make their own. */
+let a
+let b
+
+function lockPath(c) {
+  return `/conformance/node/${c.id}-${process.pid}`
+}
+
+const ops = {
+  async path(input) {
+    return outcome(async () => {
+      const m = a.mutex(input)
+      const lease = await m.tryAcquire()
+      if (lease === null) return 'not-acquired'
+      await lease.release()
+      return 'ok'
+    })
+  },
+
+  async rwpath(input) {
+    return outcome(() => {
+      a.rwLock(input)
+      return 'ok'
+    })
+  },
+
+  async multi(input) {
+    return outcome(() => {
+      a.multiLock(input === '' ? [] : input.split(','))
+      return 'ok'
+    })
+  },
+
+  async hosts(input) {
+    return outcome(async () => {
+      const c = await Client.connect(input, { connectTimeoutMs: 5000 })
+      await c.close()
+      return 'ok'
+    })
+  },
+
+  async session_timeout(input) {
+    return outcome(async () => {
+      const c = await Client.connect(zk.servers, { sessionTimeoutMs: Math.round(seconds(input) * 1000) })
+      await c.close()
+      return 'ok'
+    })
+  },
+
+  async identity(input) {
+    return outcome(async () => {
+      const c = await Client.connect(zk.servers, { identity: input })
+      await c.close()
+      return 'ok'
+    })
+  },
+
+  async acl(input) {
+    return outcome(async () => {
+      const c = await Client.connect(zk.servers, {
+        auth: 'user:secret',
+        acl: /** @type {any} */ (input),
+      })
+      await c.close()
+      return 'ok'
+    })
+  },
+
+  async timeout(input, c) {
+    const s = seconds(input)
+    const timeoutMs = input.trim() === '-1' ? -1 : s * 1000
+    const p = lockPath(c)
+    const held = await b.mutex(p).acquire()
+    const freed = new Promise((resolve, reject) => {
+      setTimeout(() => held.release().then(resolve, reject), 300)
+    })
+    try {
+      return await acquireOutcome(a.mutex(p), { timeoutMs })
+    } finally {
+      await freed
+    }
+  },
+
+  async scenario(input, c) {
+    const run = scenarios[input]
+    if (!run) throw new Error(`unknown scenario ${JSON.stringify(input)} (case ${c.id})`)
+    return run(lockPath(c))
+  },
+}
+
+/** A client of its own, for the scenarios that close it. */
+async function ownClient(fn) {
+  const c = await Client.connect(zk.servers)
+  try {
+    return await fn(c)
+  } finally {
+    if (!c.closed) await c.close()
+  }
+}
+
+/** The participant that is our node. */
+async function ourParticipant(lock, lease) {
+  const parts = await lock.participants()
+  const mine = parts.find((p) => p.node === lease.path)
+  assert.ok(mine, `our node ${lease.path} is among the participants ${JSON.stringify(parts.map((p) => p.node))}`)
+  return mine
+}
+
+const scenarios = {
+  'reenter-same-owner': (p) =>
+    outcome(async () => {
+      const m = a.mutex(p)
+      const first = await m.acquire()
+      const second = await m.acquire()
+      const count = m.holdCount
+      await second.release()
+      await first.release()
+      return count === 2 ? 'held-twice' : `hold count ${count}`
+    }),
+
+  'second-owner-try': (p) =>
+    outcome(async () => {
+      const held = await a.mutex(p).acquire()
+      try {
+        const lease = await a.mutex(p).tryAcquire()
+        if (lease === null) return 'not-acquired'
+        await lease.release()
+        return 'acquired'
+      } finally {
+        await held.release()
+      }
+    }),
+
+  'other-client-try': (p) =>
+    outcome(async () => {
+      const held = await a.mutex(p).acquire()
+      try {
+        const lease = await b.mutex(p).tryAcquire()
+        if (lease === null) return 'not-acquired'
+        await lease.release()
+        return 'acquired'
+      } finally {
+        await held.release()
+      }
+    }),
+
+  'release-twice': async (p) => {
+    const lease = await a.mutex(p).acquire()
+    await lease.release()
+    return outcome(async () => {
+      await lease.release()
+      return 'ok'
+    })
+  },
+
+  'lock-after-close': () =>
+    ownClient(async (c) => {
+      await c.close()
+      return outcome(() => {
+        c.mutex('/conformance/node/after-close')
+        return 'ok'
+      })
+    }),
+
+  'acquire-after-close': (p) =>
+    ownClient(async (c) => {
+      const m = c.mutex(p)
+      await c.close()
+      return acquireOutcome(m)
+    }),
+
+  upgrade: (p) =>
+    outcome(async () => {
+      const rw = a.rwLock(p)
+      const read = await rw.read.acquire()
+      try {
+        return await acquireOutcome(rw.write, { timeoutMs: 5000 })
+      } finally {
+        await read.release()
+      }
+    }),
+
+  downgrade: (p) =>
+    outcome(async () => {
+      const rw = a.rwLock(p)
+      const write = await rw.write.acquire()
+      try {
+        return await acquireOutcome(rw.read, { timeoutMs: 5000 })
+      } finally {
+        await write.release()
+      }
+    }),
+
+  'state-held': (p) =>
+    outcome(async () => {
+      const lease = await a.mutex(p).acquire()
+      const state = lease.state
+      await lease.release()
+      return state
+    }),
+
+  'state-released': (p) =>
+    outcome(async () => {
+      const lease = await a.mutex(p).acquire()
+      await lease.release()
+      return lease.state
+    }),
+
+  'state-lost-on-close': (p) =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const lease = await c.mutex(p).acquire()
+        await c.close()
+        return lease.state
+      }),
+    ),
+
+  'release-outcome': (p) =>
+    outcome(async () => {
+      const lease = await a.mutex(p).acquire()
+      return lease.release()
+    }),
+
+  'release-outcome-reentrant': (p) =>
+    outcome(async () => {
+      const m = a.mutex(p)
+      const first = await m.acquire()
+      const second = await m.acquire()
+      const result = await second.release()
+      await first.release()
+      return result
+    }),
+
+  'release-outcome-lost': (p) =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const lease = await c.mutex(p).acquire()
+        await c.close()
+        return lease.release()
+      }),
+    ),
+
+  'kind-mutex': (p) =>
+    outcome(async () => {
+      const m = a.mutex(p)
+      const lease = await m.acquire()
+      try {
+        return (await ourParticipant(m, lease)).kind
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  'kind-read': (p) =>
+    outcome(async () => {
+      const rw = a.rwLock(p)
+      const lease = await rw.read.acquire()
+      try {
+        return (await ourParticipant(rw.read, lease)).kind
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  'kind-write': (p) =>
+    outcome(async () => {
+      const rw = a.rwLock(p)
+      const lease = await rw.write.acquire()
+      try {
+        return (await ourParticipant(rw.write, lease)).kind
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  library: (p) =>
+    outcome(async () => {
+      const m = a.mutex(p)
+      const lease = await m.acquire()
+      try {
+        return (await ourParticipant(m, lease)).library
+      } finally {
+        await lease.release()
+      }
+    }),
+}
+
+// The tests ---------------------------------------------------------------------------------
+
+const cases = readCases()
+const counts = { passed: 0, failed: 0, notApplicable: 0 }
+
+test.before(async () => {
+  zk = await startZooKeeper()
+  a = await Client.connect(zk.servers)
+  b = await Client.connect(zk.servers)
+})
+
+test.after(async () => {
+  if (a) await a.close()
+  if (b) await b.close()
+  if (zk) await zk.stop()
+  console.log(
+    `conformance (node): ${cases.length} cases, ${counts.passed} passed, ${counts.failed} failed, ` +
+      `${counts.notApplicable} n/a`,
+  )
+})
+
+test(`the conformance file holds at least 40 cases`, () => {
+  assert.ok(cases.length >= 40, `${CASES_FILE} has ${cases.length} cases`)
+})
+
+function shown(text) {
+  return text.length > 40 ? `${text.slice(0, 37)}... (${text.length} chars)` : text
+}
+
+for (const c of cases) {
+  const name = `case ${c.id}: ${c.op} "${shown(c.rawInput)}" gives ${c.expected}`
+  const na = NOT_APPLICABLE[`${c.op}:${c.rawInput}`] || NOT_APPLICABLE[c.op]
+  if (na) {
+    test(name, (t) => {
+      counts.notApplicable += 1
+      t.skip(`n/a: ${na}`)
+    })
+    continue
+  }
+  test(name, async () => {
+    let ok = false
+    try {
+      const run = ops[c.op]
+      if (!run) throw new Error(`unknown op ${JSON.stringify(c.op)} (case ${c.id}, line ${c.line})`)
+      messages = []
+      const input = decodeInput(c.rawInput, zk.servers)
+      const got = await run(input, c)
+      assert.equal(got, c.expected, `case ${c.id} (cases.txt line ${c.line})`)
+      for (const m of messages) {
+        assert.ok(
+          m.length <= MAX_MESSAGE,
+          `case ${c.id}: an error message of ${m.length} characters (at most ${MAX_MESSAGE}): ${m.slice(0, 200)}...`,
+        )
+      }
+      ok = true
+    } finally {
+      if (ok) counts.passed += 1
+      else counts.failed += 1
+    }
+  })
+}

@@ -1,0 +1,108 @@
+//! What every lock of a client shares: the connect string, the options and the current
+//! ZooKeeper session. After a session dies (expired, or ZooKeeper silent for most of a session
+//! timeout) the next acquire opens a fresh one. The recipes hold this, not the public `Client`,
+//! which is built on top of them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+use crate::options::{AclPolicy, Options};
+use crate::protocol;
+use crate::runtime;
+use crate::session::Session;
+
+pub(crate) struct Connection {
+    hosts: String,
+    options: Options,
+    identity: Vec<u8>,
+    /// The process the client was made in: after fork() the child cannot use it.
+    pid: u32,
+    current: Mutex<Arc<Session>>,
+    reconnect: tokio::sync::Mutex<()>,
+    closed: AtomicBool,
+}
+
+impl Connection {
+    /// Checks the input, then opens the first session. Runs on the runtime.
+    pub(crate) async fn open(hosts: String, options: Options) -> Result<Connection> {
+        protocol::validate_hosts(&hosts)?;
+        options.validate()?;
+        runtime::claim_transport()?;
+        let session = Session::open(&hosts, &options).await?;
+        Ok(Connection {
+            identity: options.identity_bytes(),
+            hosts,
+            options,
+            pid: runtime::current_pid(),
+            current: Mutex::new(session),
+            reconnect: tokio::sync::Mutex::new(()),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn hosts(&self) -> &str {
+        &self.hosts
+    }
+
+    pub(crate) fn current(&self) -> Arc<Session> {
+        self.current.lock().unwrap().clone()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Closes the session and waits (a little) until ZooKeeper has been told: a process that
+    /// exits right after `close` must not leave its nodes for the session timeout.
+    pub(crate) async fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            let reason = Error::closed(format!("the client for {} was closed", self.hosts));
+            self.current().close(reason).await;
+        }
+    }
+
+    pub(crate) fn identity(&self) -> &[u8] {
+        &self.identity
+    }
+
+    pub(crate) fn acl(&self) -> AclPolicy {
+        self.options.acl
+    }
+
+    /// The live session, opening a new one when the last one died. Runs on the runtime.
+    pub(crate) async fn session(&self) -> Result<Arc<Session>> {
+        self.check_usable()?;
+        let current = self.current();
+        if !current.is_dead() {
+            return Ok(current);
+        }
+        let _one_at_a_time = self.reconnect.lock().await;
+        self.check_usable()?;
+        let current = self.current();
+        if !current.is_dead() {
+            return Ok(current);
+        }
+        // Boxed: connecting is a large future, and every acquire future would otherwise carry
+        // its size (memory per waiting lock).
+        let fresh = Box::pin(Session::open(&self.hosts, &self.options)).await?;
+        *self.current.lock().unwrap() = fresh.clone();
+        Ok(fresh)
+    }
+
+    /// `Closed` after close, or in a child forked after the client was made.
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::closed(format!(
+                "the client for {} is closed",
+                self.hosts
+            )));
+        }
+        if self.pid != runtime::current_pid() {
+            return Err(Error::closed(
+                "this client was created before fork(); create a new client in the child process",
+            ));
+        }
+        Ok(())
+    }
+}

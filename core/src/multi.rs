@@ -1,0 +1,191 @@
+//! Several locks taken as one (Curator's `InterProcessMultiLock`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::acquire::Acquire;
+use crate::bounds;
+use crate::cancel::CancelToken;
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+use crate::mutex::{none_on_timeout, Lock, LockInner, Owner};
+use crate::protocol::NodeKind;
+use crate::runtime::{self, on_runtime};
+use crate::wait::Wait;
+
+/// Several locks taken as one (Curator's `InterProcessMultiLock`): all or nothing, one deadline
+/// for all, members taken in path order (no deadlock between differently ordered lists), and
+/// released in reverse order.
+pub struct MultiLock {
+    members: Vec<Arc<LockInner>>,
+}
+
+impl MultiLock {
+    pub(crate) fn from_paths<S: AsRef<str>>(
+        client: &Arc<Connection>,
+        paths: impl IntoIterator<Item = S>,
+    ) -> Result<MultiLock> {
+        let locks = paths
+            .into_iter()
+            .map(|p| Lock::new(client.clone(), p.as_ref(), NodeKind::Mutex))
+            .collect::<Result<Vec<_>>>()?;
+        Self::from_locks(locks.iter())
+    }
+
+    /// A multi-lock over existing lock values (their re-entrancy is shared with them).
+    pub fn from_locks<'a>(locks: impl IntoIterator<Item = &'a Lock>) -> Result<MultiLock> {
+        let mut members: Vec<Arc<LockInner>> = locks.into_iter().map(|l| l.inner.clone()).collect();
+        if members.is_empty() {
+            return Err(Error::invalid("a multi-lock needs at least one lock"));
+        }
+        members
+            .sort_by(|a, b| (a.path.as_str(), a.kind as u8).cmp(&(b.path.as_str(), b.kind as u8)));
+        for pair in members.windows(2) {
+            if Arc::ptr_eq(&pair[0], &pair[1])
+                || (pair[0].path == pair[1].path && pair[0].kind == pair[1].kind)
+            {
+                return Err(Error::invalid(format!(
+                    "the multi-lock lists {} twice",
+                    pair[0].path
+                )));
+            }
+        }
+        Ok(MultiLock { members })
+    }
+
+    pub fn paths(&self) -> Vec<&str> {
+        self.members.iter().map(|m| m.path.as_str()).collect()
+    }
+
+    pub async fn acquire(&self) -> Result<Lease> {
+        self.acquire_until_instant(None).await
+    }
+
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
+        self.acquire_until_instant(bounds::deadline_after(timeout))
+            .await
+    }
+
+    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
+        none_on_timeout(self.acquire_until_instant(Some(Instant::now())).await)
+    }
+
+    pub fn blocking_acquire(&self) -> Result<Lease> {
+        runtime::block_on(self.acquire_until(None))
+    }
+
+    pub fn blocking_acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
+        runtime::block_on(self.acquire_until_instant(bounds::deadline_after(timeout)))
+    }
+
+    pub fn blocking_try_acquire(&self) -> Result<Option<Lease>> {
+        none_on_timeout(runtime::block_on(
+            self.acquire_until(Some(std::time::Instant::now())),
+        ))
+    }
+
+    /// The acquire future for bindings (deadline `None` = forever).
+    pub fn acquire_until(
+        &self,
+        deadline: Option<std::time::Instant>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let members = self.members.clone();
+        async move {
+            acquire_all(
+                members,
+                Owner::SHARED,
+                deadline.map(Instant::from_std),
+                None,
+            )
+            .await
+        }
+    }
+
+    /// The acquire future with a cancellation token (see [`Lock::acquire_with`]).
+    pub fn acquire_with(
+        &self,
+        deadline: Option<std::time::Instant>,
+        cancel: CancelToken,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let members = self.members.clone();
+        async move {
+            acquire_all(
+                members,
+                Owner::SHARED,
+                deadline.map(Instant::from_std),
+                Some(cancel),
+            )
+            .await
+        }
+    }
+
+    /// Acquires every member for `owner` (see [`Lock::acquire_as`]).
+    pub fn acquire_as(
+        &self,
+        owner: Owner,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let deadline = wait.deadline().map(Instant::from_std);
+        acquire_all(self.members.clone(), owner, deadline, cancel)
+    }
+
+    /// Blocking twin of [`MultiLock::acquire_as`].
+    pub fn blocking_acquire_as(
+        &self,
+        owner: Owner,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+    ) -> Result<Lease> {
+        runtime::block_on(self.acquire_as(owner, wait, cancel))
+    }
+
+    /// Starts acquiring every member for `owner` on the runtime (see [`Acquire`]).
+    pub fn start_acquire(&self, owner: Owner, wait: Wait) -> Acquire {
+        Acquire::start(|cancel| self.acquire_as(owner, wait, Some(cancel)))
+    }
+
+    fn acquire_until_instant(
+        &self,
+        deadline: Option<Instant>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        acquire_all(self.members.clone(), Owner::SHARED, deadline, None)
+    }
+}
+
+/// Takes every member in order within one deadline (and one outer bound, see `bounds`).
+async fn acquire_all(
+    members: Vec<Arc<LockInner>>,
+    owner: Owner,
+    deadline: Option<Instant>,
+    cancel: Option<CancelToken>,
+) -> Result<Lease> {
+    let decide_by = bounds::decide_by(deadline);
+    let what = format!("the multi-lock on {}", members[0].path);
+    let guard = bounds::guard(decide_by, cancel.clone(), what);
+    let steps = on_runtime(async move {
+        // What was taken so far: dropped (when the outer bound gives up), it is released in
+        // the background.
+        let mut lease = Lease::new(Vec::with_capacity(members.len()));
+        for member in members {
+            match member.acquire_until(owner, deadline, cancel.clone()).await {
+                Ok(member_lease) => lease.absorb(member_lease),
+                Err(e) => {
+                    // Roll back, in reverse order, in a task of its own: it goes on when the
+                    // outer bound gives up on waiting for it.
+                    let _ = runtime::spawn(lease.release()).await;
+                    return Err(e);
+                }
+            }
+        }
+        if bounds::too_late(decide_by) {
+            let _ = runtime::spawn(lease.release()).await;
+            return Err(crate::nodes::timeout_error("the multi-lock"));
+        }
+        Ok(lease)
+    });
+    bounds::within(guard, steps).await
+}

@@ -1,0 +1,146 @@
+//! Node operations with connection-loss handling, the layer between a session and the acquire
+//! engine: list a lock's children, find the node of an attempt by its protected prefix, delete
+//! a node, create a lock's parents. Each one waits out a disconnect (until its deadline or a
+//! cancel) and retries; only the session's death ends it early.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::time::Instant;
+use zookeeper_client as zk;
+
+use crate::cancel::CancelToken;
+use crate::error::{is_transient, Error, ErrorKind, Result};
+use crate::options::AclPolicy;
+use crate::session::Session;
+
+/// The error of a cancelled acquire of `dir`.
+pub(crate) fn cancelled_error(dir: &str) -> Error {
+    Error::new(
+        ErrorKind::Cancelled,
+        format!("the acquire of {dir} was cancelled"),
+    )
+}
+
+/// The error of an acquire of `dir` whose deadline passed.
+pub(crate) fn timeout_error(dir: &str) -> Error {
+    Error::new(
+        ErrorKind::Timeout,
+        format!("timed out waiting for the lock {dir}"),
+    )
+}
+
+/// Round trips the acquire path has waited for, process-wide (a test and benchmark hook).
+static ROUND_TRIPS: AtomicU64 = AtomicU64::new(0);
+
+/// How many ZooKeeper round trips zklock's acquire paths have waited for in this process.
+pub fn round_trips() -> u64 {
+    ROUND_TRIPS.load(Ordering::Relaxed)
+}
+
+pub(crate) fn count_round_trip() {
+    ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Waits out a disconnect (`Session::recover`), unless `cancel` fires first. The short phases of
+/// an acquire are round trips; only this wait can be long, so this is where they notice a cancel.
+pub(crate) async fn recover(
+    session: &Session,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+    dir: &str,
+) -> Result<()> {
+    let Some(token) = cancel else {
+        return session.recover(deadline, dir).await;
+    };
+    tokio::select! {
+        r = session.recover(deadline, dir) => r,
+        _ = token.cancelled() => Err(cancelled_error(dir)),
+    }
+}
+
+/// Deletes the attempt's node: `path` is the node when `known`, else `<dir>/<protected prefix>`.
+pub(crate) async fn remove_attempt(session: &Session, path: &str, known: bool) -> Result<()> {
+    if known {
+        return delete_node(session, path).await;
+    }
+    let (dir, prefix) = path.rsplit_once('/').unwrap_or(("", path));
+    match find_own(session, dir, prefix).await? {
+        Some((node, _)) => delete_node(session, &node).await,
+        None => Ok(()),
+    }
+}
+
+/// Finds the node of this attempt by its protected prefix, checking it belongs to our session.
+/// Returns its full path and czxid.
+pub(crate) async fn find_own(
+    session: &Session,
+    dir: &str,
+    prefix: &str,
+) -> Result<Option<(String, i64)>> {
+    loop {
+        let zk = session.zk()?;
+        let children = match zk.list_children(dir).await {
+            Ok(c) => c,
+            Err(zk::Error::NoNode) => return Ok(None),
+            Err(e) if is_transient(&e) => {
+                session.recover(None, "find node").await?;
+                continue;
+            }
+            Err(e) => return Err(Error::from_zk(e, &format!("list {dir}"))),
+        };
+        let Some(name) = children.into_iter().find(|c| c.starts_with(prefix)) else {
+            return Ok(None);
+        };
+        let node = format!("{dir}/{name}");
+        match zk.check_stat(&node).await {
+            Ok(Some(stat)) if stat.ephemeral_owner == session.id => {
+                return Ok(Some((node, stat.czxid)))
+            }
+            Ok(_) => return Ok(None),
+            Err(e) if is_transient(&e) => session.recover(None, "find node").await?,
+            Err(e) => return Err(Error::from_zk(e, &format!("stat {node}"))),
+        }
+    }
+}
+
+/// Deletes `node`, waiting out connection loss. `NoNode` counts as done.
+pub(crate) async fn delete_node(session: &Session, node: &str) -> Result<()> {
+    loop {
+        let zk = session.zk()?;
+        match zk.delete(node, None).await {
+            Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+            Err(e) if is_transient(&e) => session.recover(None, "delete").await?,
+            Err(err) => return Err(Error::from_zk(err, &format!("delete {node}"))),
+        }
+    }
+}
+
+/// Creates the lock parent and its ancestors as container nodes (the server reaps them empty).
+pub(crate) async fn make_parents(
+    zk: &zk::Client,
+    dir: &str,
+    acl: AclPolicy,
+) -> Result<(), zk::Error> {
+    zk.mkdir(dir, &zk::CreateMode::Container.with_acls(acl.acls()))
+        .await
+}
+
+/// Lists the children of `dir`, waiting out connection loss (until `deadline`, or `cancel`).
+pub(crate) async fn list_children(
+    session: &Session,
+    dir: &str,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+) -> Result<Vec<String>> {
+    loop {
+        let zk = session.zk()?;
+        let listed = zk.list_children(dir).await;
+        count_round_trip();
+        match listed {
+            Ok(children) => return Ok(children),
+            Err(zk::Error::NoNode) => return Ok(Vec::new()),
+            Err(e) if is_transient(&e) => recover(session, deadline, cancel, dir).await?,
+            Err(e) => return Err(Error::from_zk(e, &format!("list {dir}"))),
+        }
+    }
+}
