@@ -23,7 +23,7 @@ pub struct zklock_client {
     pub(crate) client: zklock::Client,
     /// This client's callback thread; its locks and leases hold clones, and the thread ends
     /// when the last of them is freed and the callbacks already queued have run.
-    pub(crate) callbacks: zklock::runtime::CallbackQueue,
+    pub(crate) callbacks: zklock::CallbackQueue,
 }
 
 /// Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
@@ -123,12 +123,13 @@ unsafe fn read_options(opts: *const zklock_client_options) -> Result<zklock::Opt
         if v == 0 {
             Ok(None)
         } else {
-            Ok(Some(zklock::duration_from_millis_i64(v, what)?))
+            Ok(Some(zklock::support::duration_from_millis_i64(v, what)?))
         }
     };
     // Zero is no default here: a session timeout of 0 is refused, as in every face.
     if let Some(v) = field!(session_timeout_ms, i64) {
-        options.session_timeout = zklock::duration_from_millis_i64(v, "session_timeout_ms")?;
+        options.session_timeout =
+            zklock::support::duration_from_millis_i64(v, "session_timeout_ms")?;
     }
     if let Some(d) = ms(
         field!(connect_timeout_ms, i64).unwrap_or(0),
@@ -190,7 +191,7 @@ pub unsafe extern "C" fn zklock_client_connect(
         let hosts = str_arg(hosts, "hosts")?;
         let options = read_options(opts)?;
         let client = zklock::Client::blocking_connect(hosts, options)?;
-        let callbacks = zklock::runtime::CallbackQueue::own_thread()?;
+        let callbacks = zklock::CallbackQueue::own_thread()?;
         let handle = Box::into_raw(Box::new(zklock_client { client, callbacks }));
         out.write(handles::register(handle, Kind::Client));
         Ok(())

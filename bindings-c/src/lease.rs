@@ -51,7 +51,7 @@ pub struct zklock_lease {
     path: CString,
     watcher: Mutex<Option<Arc<StateWatcher>>>,
     /// The client's callback thread, where the state callback runs.
-    callbacks: zklock::runtime::CallbackQueue,
+    callbacks: zklock::CallbackQueue,
 }
 
 /// One registered state callback. The C callback runs with no lock held; `release` (from
@@ -96,7 +96,7 @@ impl StateWatcher {
 impl zklock_lease {
     pub(crate) fn boxed(
         lease: zklock::Lease,
-        callbacks: zklock::runtime::CallbackQueue,
+        callbacks: zklock::CallbackQueue,
     ) -> *mut zklock_lease {
         let path = CString::new(lease.path().replace('\0', "")).unwrap_or_default();
         let handle = Box::into_raw(Box::new(zklock_lease {

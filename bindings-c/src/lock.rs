@@ -5,9 +5,7 @@
 //! like any other holder.
 
 use std::ffi::c_char;
-use std::future::Future;
 use std::mem::{offset_of, size_of};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -23,7 +21,7 @@ use crate::str_arg;
 pub struct zklock_lock {
     shape: Shape,
     /// The client's callback thread (async completions, and the leases' state callbacks).
-    pub(crate) callbacks: zklock::runtime::CallbackQueue,
+    pub(crate) callbacks: zklock::CallbackQueue,
 }
 
 /// Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
@@ -75,18 +73,13 @@ pub(crate) fn owner() -> zklock::Owner {
 }
 
 impl zklock_lock {
-    /// An acquire for the calling thread; `cancel` makes it remove its node and fail with
-    /// `Cancelled`.
-    pub(crate) fn acquire_as(
-        &self,
-        wait: zklock::Wait,
-        cancel: Option<zklock::CancelToken>,
-    ) -> AcquireFuture {
+    /// An acquire for the calling thread, running on the core's runtime.
+    pub(crate) fn start_acquire(&self, wait: zklock::Wait) -> zklock::Acquire {
         let me = owner();
         match &self.shape {
-            Shape::Lock(lock) => Box::pin(lock.acquire_as(me, wait, cancel)),
-            Shape::Side(rw, write) => Box::pin(side(rw, *write).acquire_as(me, wait, cancel)),
-            Shape::Multi(multi) => Box::pin(multi.acquire_as(me, wait, cancel)),
+            Shape::Lock(lock) => lock.start_acquire(me, wait),
+            Shape::Side(rw, write) => side(rw, *write).start_acquire(me, wait),
+            Shape::Multi(multi) => multi.start_acquire(me, wait),
         }
     }
 
@@ -107,9 +100,6 @@ fn side(rw: &zklock::RwLock, write: bool) -> &zklock::Lock {
         rw.read()
     }
 }
-
-pub(crate) type AcquireFuture =
-    Pin<Box<dyn Future<Output = zklock::Result<zklock::Lease>> + Send + 'static>>;
 
 unsafe fn client_ref<'a>(client: *const zklock_client) -> Result<&'a zklock_client, Failure> {
     handles::get(client, Kind::Client, "client")

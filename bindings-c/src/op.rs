@@ -41,19 +41,11 @@ pub unsafe extern "C" fn zklock_acquire_async(
         if op.is_null() {
             return Err(Failure::null("op"));
         }
-        let cancel = zklock::CancelToken::new();
-        let acquire = lock.acquire_as(
-            zklock::Wait::from_millis_i64(timeout_ms)?,
-            Some(cancel.clone()),
-        );
+        let acquire = lock.start_acquire(zklock::Wait::from_millis_i64(timeout_ms)?);
+        let cancel = acquire.canceller();
         let (user, queue) = (UserPtr(user), lock.callbacks.clone());
-        // The task's own failure (a panic) is the core's Internal error, reported like any other.
-        let task = zklock::runtime::spawn(acquire);
-        zklock::runtime::spawn(async move {
-            let result = task
-                .await
-                .unwrap_or_else(|e| Err(zklock::Error::from_join(e)));
-            queue.clone().run(move || deliver(cb, user, result, queue));
+        acquire.on_complete_in(queue.clone(), move |result| {
+            deliver(cb, user, result, queue)
         });
         let handle = Box::into_raw(Box::new(zklock_op { cancel }));
         op.write(handles::register(handle, Kind::Op));
@@ -65,7 +57,7 @@ fn deliver(
     cb: unsafe extern "C" fn(*mut c_void, zklock_status, *mut zklock_lease),
     user: UserPtr,
     result: zklock::Result<zklock::Lease>,
-    callbacks: zklock::runtime::CallbackQueue,
+    callbacks: zklock::CallbackQueue,
 ) {
     match result {
         Ok(lease) => {
