@@ -19,17 +19,18 @@ test-rust:
 	$(CARGO) build -q -p zklock-testkit --bin zk-harness
 	$(CARGO) test --workspace --exclude zklock-cli
 
-# Each face owns its test script; a face that is not there yet has none.
+# Each face owns its test script; a missing (or not executable) script is a failure, not a skip.
+suite = @if [ -x $(1) ]; then $(1); else echo "$@: $(1) is missing or not executable" >&2; exit 1; fi
 test-python:
-	@if [ -x bindings-python/ci-test.sh ]; then bindings-python/ci-test.sh; else echo "test-python: no suite yet"; fi
+	$(call suite,bindings-python/ci-test.sh)
 test-node:
-	@if [ -x bindings-node/ci-test.sh ]; then bindings-node/ci-test.sh; else echo "test-node: no suite yet"; fi
+	$(call suite,bindings-node/ci-test.sh)
 test-c:
-	@if [ -x bindings-c/ci-test.sh ]; then bindings-c/ci-test.sh; else echo "test-c: no suite yet"; fi
+	$(call suite,bindings-c/ci-test.sh)
 test-cli:
-	@if [ -x cli/ci-test.sh ]; then cli/ci-test.sh; else echo "test-cli: no suite yet"; fi
+	$(call suite,cli/ci-test.sh)
 test-interop:
-	@if [ -x tests/ci-test.sh ]; then tests/ci-test.sh; else echo "test-interop: no suite yet"; fi
+	$(call suite,tests/ci-test.sh)
 
 # Starts (or reuses) a local ZooKeeper when ZKLOCK_SERVERS is unset, then workers of every
 # face contend for one lock and a checker gives its verdict.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The C face's suite (make test-c): builds libzklock.{so,a}, checks include/zklock.h is current,
 # starts a real ZooKeeper (zk-harness, with its fault proxy), runs the C test program linked
-# against the shared and against the static library, the same under valgrind, the C++ wrapper
+# against the shared and against the static library, the same under valgrind, the conformance
+# runner (tests/conformance/cases.txt through the C API), the C++ wrapper
 # test, and a pkg-config build of examples/worker.c after `make install PREFIX=<tmp>`.
 # Exits non-zero when anything fails; the last line is `N passed, N failed` (steps and tests).
 set -uo pipefail
@@ -31,23 +32,32 @@ finish() {
   exit $?
 }
 # Adds a test program's own `N passed, N failed` to the totals; fails the step when it failed.
+# The conformance runner's line reads `conformance c: N passed, N failed` (make test's summary
+# counts it by that name, so it is added to this script's total but not to "test programs").
 run_counted() { # run_counted LOG COMMAND... (killed after $TEST_TIMEOUT s: a hang is a failure)
   local log="$1"; shift
   timeout --signal=KILL "${TEST_TIMEOUT:-900}" "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local line
-  line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)"
+  line="$(grep -E "^${COUNT_PREFIX:-}[0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n1)"
+  line="${line#"${COUNT_PREFIX:-}"}"
   if [ -z "$line" ]; then
     echo "(no summary line: the program crashed or was killed; exit status $rc)"
     return 1
   fi
   local p f
   p="${line%% passed*}"; f="${line#*passed, }"; f="${f%% failed*}"
-  sub_passed=$((sub_passed + p)); sub_failed=$((sub_failed + f))
+  if [ -n "${COUNT_PREFIX:-}" ]; then
+    conf_passed=$((conf_passed + p)); conf_failed=$((conf_failed + f))
+  else
+    sub_passed=$((sub_passed + p)); sub_failed=$((sub_failed + f))
+  fi
   [ "$rc" -eq 0 ] && [ "$f" -eq 0 ]
 }
 sub_passed=0
 sub_failed=0
+conf_passed=0
+conf_failed=0
 
 tmp="$(mktemp -d /tmp/zklock-c-test.XXXXXX)"
 harness_pid=""
@@ -94,10 +104,12 @@ build_tests() {
       -o "$tmp/test_static" &&
     ldd "$tmp/test_shared" | grep -q "$out/libzklock.so" &&
     ! ldd "$tmp/test_static" | grep -q libzklock &&
+    "$CC" "${cflags[@]}" bindings-c/tests/conformance.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -lm \
+      -o "$tmp/conformance" &&
     "$CXX" -std=c++17 -Wall -Wextra -Wmissing-field-initializers -Werror -g -O1 -I"$root/include" bindings-c/tests/test_zklock.cpp \
       -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -o "$tmp/test_cpp"
 }
-step "build the C tests (shared, static) and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
+step "build the C tests (shared, static), the conformance runner and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
 
 # --- ZooKeeper ----------------------------------------------------------------------------
 start_harness() {
@@ -142,6 +154,10 @@ step "C test (libzklock.so) under valgrind: no errors, no leaks" \
   run_counted "$tmp/valgrind.log" valgrind "${valgrind_opts[@]}" "$tmp/test_shared" "$servers" "$proxy" "$tmp/ctl"
 export ZKLOCK_TEST_ROUNDS="$ROUNDS"
 
+# The cases every face runs (tests/conformance/cases.txt), through the public C API.
+COUNT_PREFIX="conformance c: " step "conformance cases (tests/conformance/cases.txt) through the C API" \
+  run_counted "$tmp/conformance.log" "$tmp/conformance" "$root/tests/conformance/cases.txt" "$servers"
+
 step "C++ wrapper test (include/zklock.hpp)" \
   run_counted "$tmp/cpp.log" "$tmp/test_cpp" "$servers"
 step "C++ wrapper test under valgrind: no errors, no leaks" \
@@ -179,6 +195,6 @@ install_check() {
 step "make install PREFIX=tmp; pkg-config --cflags --libs zklock; build and run examples/worker.c" install_check
 
 echo "test programs: $sub_passed passed, $sub_failed failed"
-passed=$((passed + sub_passed))
-failed=$((failed + sub_failed))
+passed=$((passed + sub_passed + conf_passed))
+failed=$((failed + sub_failed + conf_failed))
 finish

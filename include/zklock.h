@@ -105,11 +105,13 @@ typedef struct zklock_op zklock_op;
 
 // Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
 // `zklock_client_options_init`): the library reads only the fields that fit in `size`, so a
-// program built against an older header keeps working. Zero in a field means its default.
+// program built against an older header keeps working. Zero in a field means its default,
+// except `session_timeout_ms` (0 is `ZKLOCK_INVALID_ARGUMENT`, as in every zklock face).
 typedef struct zklock_client_options {
     // `sizeof(zklock_client_options)` as the caller knows it.
     size_t size;
-    // Session timeout asked of the server, in milliseconds (0: 10000; at least 100).
+    // Session timeout asked of the server, in milliseconds (at least 100; the default that
+    // `zklock_client_options_init` sets is 10000; 0 is `ZKLOCK_INVALID_ARGUMENT`).
     int64_t session_timeout_ms;
     // How long connect keeps trying before it fails with `ZKLOCK_CONNECTION`, in milliseconds
     // (0: 15000).
@@ -122,8 +124,8 @@ typedef struct zklock_client_options {
     const char *identity;
 } zklock_client_options;
 
-// Called on the client's callback thread at each change of a lease's state (suspended, held
-// again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
+// Called on the client's callback thread with a lease's current state, then at each change of
+// it (suspended, held again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
 // that release it is not called again.
 typedef void (*zklock_state_cb)(void *user,
                                 struct zklock_lease *lease,
@@ -156,6 +158,11 @@ const char *zklock_version(void);
 // Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
 void zklock_client_options_init(struct zklock_client_options *opts);
 
+// The `ZKLOCK_ACL_` constant of an ACL policy named as in every zklock face: "open",
+// "creator-all" or "read-anyone-creator-all" (for a policy read from configuration). Any other
+// name is `ZKLOCK_INVALID_ARGUMENT`, and `*acl` is left alone.
+enum zklock_status zklock_acl_from_str(const char *name, int32_t *acl);
+
 // Connects to `hosts` ("host:port,host:port/optional/chroot"); `opts` NULL means defaults.
 // Blocks until the session is established or the connect timeout passes
 // (`ZKLOCK_CONNECTION`). On success `*out` gets a client to free with `zklock_client_free`.
@@ -178,6 +185,10 @@ const char *zklock_status_str(int status);
 // reports an error, it holds that error's message.
 const char *zklock_last_error(void);
 
+// The core's name of a lease state: "held", "suspended", "lost" or "released" (a static
+// string, the same in every zklock face); "unknown" for a value that is no `zklock_lease_state`.
+const char *zklock_lease_state_str(int state);
+
 // The fencing token: the czxid of our lock node, strictly increasing from one holder of a lock
 // to the next (for a multi-lock the largest of its members'). -1 when `lease` is NULL or not a live lease.
 int64_t zklock_lease_token(const struct zklock_lease *lease);
@@ -190,10 +201,10 @@ const char *zklock_lease_path(const struct zklock_lease *lease);
 // (with the last error set).
 enum zklock_lease_state zklock_lease_state_get(const struct zklock_lease *lease);
 
-// Calls `cb(user, lease, state)` on the client's callback thread at every change of the
-// lease's state; LOST is reported exactly once (at once, if the lease is already lost or
-// suspended). A later call replaces the callback; `cb` NULL removes it. The callback may call
-// any zklock function, `zklock_lease_release(lease)` included.
+// Calls `cb(user, lease, state)` on the client's callback thread with the lease's current
+// state first, then at every change of it; LOST is reported exactly once, and nothing comes
+// after it. A later call replaces the callback; `cb` NULL removes it. The callback may call any
+// zklock function, `zklock_lease_release(lease)` included.
 enum zklock_status zklock_lease_on_state(struct zklock_lease *lease,
                                          zklock_state_cb cb,
                                          void *user);
@@ -242,11 +253,12 @@ enum zklock_status zklock_multi_new(struct zklock_client *client,
 void zklock_lock_free(struct zklock_lock *lock);
 
 // Acquires the lock, blocking the calling thread: `timeout_ms` -1 waits forever, 0 tries once,
-// a positive value waits at most that many milliseconds (`ZKLOCK_TIMEOUT` after it). A timed-out
-// or failed acquire leaves no node behind. On success `*out` gets a lease to give back with
-// `zklock_lease_release`. A thread that already holds the lock through this handle gets a new
-// lease at once (counted); with a write side held, the read side of the same read/write lock
-// is granted (downgrade).
+// a positive value waits at most that many milliseconds (`ZKLOCK_TIMEOUT` after it; a value
+// beyond what the clock holds waits forever), any other negative is `ZKLOCK_INVALID_ARGUMENT`
+// (zklock's one timeout rule, the same in every face). A timed-out or failed acquire leaves no
+// node behind. On success `*out` gets a lease to give back with `zklock_lease_release`. A
+// thread that already holds the lock through this handle gets a new lease at once (counted);
+// with a write side held, the read side of the same read/write lock is granted (downgrade).
 enum zklock_status zklock_acquire(struct zklock_lock *lock,
                                   int64_t timeout_ms,
                                   struct zklock_lease **out);

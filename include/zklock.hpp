@@ -112,8 +112,8 @@ public:
         return true;
     }
 
-    /// Calls `callback(state)` on the library's callback thread at every state change (lost is
-    /// reported once). It may release this lease (release() from inside is fine) as long as the
+    /// Calls `callback(state)` on the library's callback thread with the current state, then at
+    /// every change (lost is reported once, and nothing after it). It may release this lease (release() from inside is fine) as long as the
     /// lease object itself is still alive. Replaces an earlier callback; an empty one removes it.
     void on_state(state_callback callback) {
         zklock_lease *raw = need();
@@ -221,11 +221,12 @@ public:
 
     /// Waits as long as it takes.
     lease acquire() { return acquire_ms(-1); }
-    /// Waits at most `timeout`; throws zklock::error with ZKLOCK_TIMEOUT after it.
+    /// Waits at most `timeout` (whole milliseconds, by zklock's one rule for `timeout_ms`: 0 one
+    /// try, -1 forever, other negatives ZKLOCK_INVALID_ARGUMENT); throws zklock::error with
+    /// ZKLOCK_TIMEOUT after it.
     template <class Rep, class Period>
     lease acquire_for(std::chrono::duration<Rep, Period> timeout) {
-        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
-        return acquire_ms(ms < 0 ? 0 : static_cast<int64_t>(ms));
+        return acquire_ms(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
     }
     /// One try: an empty optional when someone else holds the lock.
     std::optional<lease> try_acquire() {

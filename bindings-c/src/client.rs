@@ -23,17 +23,19 @@ pub struct zklock_client {
     pub(crate) client: zklock::Client,
     /// This client's callback thread; its locks and leases hold clones, and the thread ends
     /// when the last of them is freed and the callbacks already queued have run.
-    pub(crate) callbacks: zklock::runtime::CallbackQueue,
+    pub(crate) callbacks: zklock::CallbackQueue,
 }
 
 /// Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
 /// `zklock_client_options_init`): the library reads only the fields that fit in `size`, so a
-/// program built against an older header keeps working. Zero in a field means its default.
+/// program built against an older header keeps working. Zero in a field means its default,
+/// except `session_timeout_ms` (0 is `ZKLOCK_INVALID_ARGUMENT`, as in every zklock face).
 #[repr(C)]
 pub struct zklock_client_options {
     /// `sizeof(zklock_client_options)` as the caller knows it.
     pub size: usize,
-    /// Session timeout asked of the server, in milliseconds (0: 10000; at least 100).
+    /// Session timeout asked of the server, in milliseconds (at least 100; the default that
+    /// `zklock_client_options_init` sets is 10000; 0 is `ZKLOCK_INVALID_ARGUMENT`).
     pub session_timeout_ms: i64,
     /// How long connect keeps trying before it fails with `ZKLOCK_CONNECTION`, in milliseconds
     /// (0: 15000).
@@ -121,14 +123,13 @@ unsafe fn read_options(opts: *const zklock_client_options) -> Result<zklock::Opt
         if v == 0 {
             Ok(None)
         } else {
-            Ok(Some(zklock::duration_from_millis_i64(v, what)?))
+            Ok(Some(zklock::support::duration_from_millis_i64(v, what)?))
         }
     };
-    if let Some(d) = ms(
-        field!(session_timeout_ms, i64).unwrap_or(0),
-        "session_timeout_ms",
-    )? {
-        options.session_timeout = d;
+    // Zero is no default here: a session timeout of 0 is refused, as in every face.
+    if let Some(v) = field!(session_timeout_ms, i64) {
+        options.session_timeout =
+            zklock::support::duration_from_millis_i64(v, "session_timeout_ms")?;
     }
     if let Some(d) = ms(
         field!(connect_timeout_ms, i64).unwrap_or(0),
@@ -155,6 +156,25 @@ unsafe fn read_options(opts: *const zklock_client_options) -> Result<zklock::Opt
     Ok(options)
 }
 
+/// The `ZKLOCK_ACL_` constant of an ACL policy named as in every zklock face: "open",
+/// "creator-all" or "read-anyone-creator-all" (for a policy read from configuration). Any other
+/// name is `ZKLOCK_INVALID_ARGUMENT`, and `*acl` is left alone.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_acl_from_str(name: *const c_char, acl: *mut i32) -> zklock_status {
+    guard(|| {
+        let name = str_arg(name, "name")?;
+        if acl.is_null() {
+            return Err(Failure::null("acl"));
+        }
+        acl.write(match name.parse::<zklock::AclPolicy>()? {
+            zklock::AclPolicy::Open => ZKLOCK_ACL_OPEN,
+            zklock::AclPolicy::CreatorAll => ZKLOCK_ACL_CREATOR_ALL,
+            zklock::AclPolicy::ReadAnyoneCreatorAll => ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL,
+        });
+        Ok(())
+    })
+}
+
 /// Connects to `hosts` ("host:port,host:port/optional/chroot"); `opts` NULL means defaults.
 /// Blocks until the session is established or the connect timeout passes
 /// (`ZKLOCK_CONNECTION`). On success `*out` gets a client to free with `zklock_client_free`.
@@ -171,7 +191,7 @@ pub unsafe extern "C" fn zklock_client_connect(
         let hosts = str_arg(hosts, "hosts")?;
         let options = read_options(opts)?;
         let client = zklock::Client::blocking_connect(hosts, options)?;
-        let callbacks = zklock::runtime::CallbackQueue::own_thread()?;
+        let callbacks = zklock::CallbackQueue::own_thread()?;
         let handle = Box::into_raw(Box::new(zklock_client { client, callbacks }));
         out.write(handles::register(handle, Kind::Client));
         Ok(())

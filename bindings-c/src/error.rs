@@ -213,21 +213,8 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_maps_to_a_distinct_negative_status() {
-        use zklock::ErrorKind as K;
-        let kinds = [
-            K::Timeout,
-            K::Cancelled,
-            K::LockLost,
-            K::SessionExpired,
-            K::Connection,
-            K::NotHeld,
-            K::UpgradeNotAllowed,
-            K::InvalidArgument,
-            K::Closed,
-            K::Permission,
-            K::ZooKeeper,
-        ];
+    fn every_kind_maps_to_a_distinct_negative_status_and_internal_is_the_panic_status() {
+        let kinds = zklock::ErrorKind::ALL;
         let mut seen = std::collections::HashSet::new();
         for k in kinds {
             let s = zklock_status::from_kind(k) as c_int;
@@ -236,6 +223,10 @@ mod tests {
             let text = unsafe { CStr::from_ptr(zklock_status_str(s)) };
             assert!(text.to_str().unwrap().starts_with("ZKLOCK_"));
         }
+        assert_eq!(
+            zklock_status::from_kind(zklock::ErrorKind::Internal),
+            ZKLOCK_PANIC
+        );
         let unknown = unsafe { CStr::from_ptr(zklock_status_str(42)) };
         assert_eq!(unknown.to_str().unwrap(), "unknown zklock status");
     }

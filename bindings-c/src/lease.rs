@@ -1,7 +1,7 @@
 //! `zklock_lease`: a held lock (token, node path, state, state callback, release).
 
-use std::ffi::{c_char, c_void, CString};
-use std::sync::{Arc, Condvar, Mutex};
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::ThreadId;
 
 use zklock::LeaseState;
@@ -37,8 +37,8 @@ impl From<LeaseState> for zklock_lease_state {
     }
 }
 
-/// Called on the client's callback thread at each change of a lease's state (suspended, held
-/// again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
+/// Called on the client's callback thread with a lease's current state, then at each change of
+/// it (suspended, held again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
 /// that release it is not called again.
 pub type zklock_state_cb = Option<
     unsafe extern "C" fn(user: *mut c_void, lease: *mut zklock_lease, state: zklock_lease_state),
@@ -51,39 +51,33 @@ pub struct zklock_lease {
     path: CString,
     watcher: Mutex<Option<Arc<StateWatcher>>>,
     /// The client's callback thread, where the state callback runs.
-    callbacks: zklock::runtime::CallbackQueue,
+    callbacks: zklock::CallbackQueue,
 }
 
 /// One registered state callback. The C callback runs with no lock held; `release` (from
-/// another thread) waits for a running call to end before the lease memory goes away.
+/// another thread) waits for a running call to end before the lease memory goes away, and no
+/// call starts after a release or a replacement (what to report, and when, is the core's).
 struct StateWatcher {
     cb: unsafe extern "C" fn(*mut c_void, *mut zklock_lease, zklock_lease_state),
     user: UserPtr,
     lease: UserPtr,
-    inner: Mutex<WatcherInner>,
+    /// Active, and the thread running the callback now.
+    inner: Mutex<(bool, Option<ThreadId>)>,
     idle: Condvar,
-}
-
-struct WatcherInner {
-    active: bool,
-    running_on: Option<ThreadId>,
-    last: LeaseState,
 }
 
 impl StateWatcher {
     fn fire(&self, state: LeaseState) {
         {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            if !inner.active || inner.last == state || inner.last == LeaseState::Lost {
+            if !inner.0 {
                 return;
             }
-            inner.last = state;
-            inner.running_on = Some(std::thread::current().id());
+            inner.1 = Some(std::thread::current().id());
         }
         // No lock is held here: the callback may release the lease (and so deactivate us).
         unsafe { (self.cb)(self.user.0, self.lease.0.cast(), state.into()) };
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        inner.running_on = None;
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1 = None;
         self.idle.notify_all();
     }
 
@@ -92,8 +86,8 @@ impl StateWatcher {
     fn deactivate(&self) {
         let me = std::thread::current().id();
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        inner.active = false;
-        while inner.running_on.is_some() && inner.running_on != Some(me) {
+        inner.0 = false;
+        while inner.1.is_some() && inner.1 != Some(me) {
             inner = self.idle.wait(inner).unwrap_or_else(|e| e.into_inner());
         }
     }
@@ -102,7 +96,7 @@ impl StateWatcher {
 impl zklock_lease {
     pub(crate) fn boxed(
         lease: zklock::Lease,
-        callbacks: zklock::runtime::CallbackQueue,
+        callbacks: zklock::CallbackQueue,
     ) -> *mut zklock_lease {
         let path = CString::new(lease.path().replace('\0', "")).unwrap_or_default();
         let handle = Box::into_raw(Box::new(zklock_lease {
@@ -128,6 +122,23 @@ impl zklock_lease {
             .unwrap_or_else(|e| e.into_inner())
             .take()
     }
+}
+
+/// The core's name of a lease state: "held", "suspended", "lost" or "released" (a static
+/// string, the same in every zklock face); "unknown" for a value that is no `zklock_lease_state`.
+#[no_mangle]
+pub extern "C" fn zklock_lease_state_str(state: c_int) -> *const c_char {
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    guard_value(c"unknown".as_ptr(), || {
+        let names = NAMES.get_or_init(|| {
+            let name = |s: &LeaseState| CString::new(s.as_str()).unwrap_or_default();
+            LeaseState::ALL.iter().map(name).collect()
+        });
+        Ok(LeaseState::ALL
+            .iter()
+            .position(|s| zklock_lease_state::from(*s) as c_int == state)
+            .map_or(c"unknown".as_ptr(), |i| names[i].as_ptr()))
+    })
 }
 
 /// The fencing token: the czxid of our lock node, strictly increasing from one holder of a lock
@@ -160,10 +171,10 @@ pub unsafe extern "C" fn zklock_lease_state_get(lease: *const zklock_lease) -> z
     })
 }
 
-/// Calls `cb(user, lease, state)` on the client's callback thread at every change of the
-/// lease's state; LOST is reported exactly once (at once, if the lease is already lost or
-/// suspended). A later call replaces the callback; `cb` NULL removes it. The callback may call
-/// any zklock function, `zklock_lease_release(lease)` included.
+/// Calls `cb(user, lease, state)` on the client's callback thread with the lease's current
+/// state first, then at every change of it; LOST is reported exactly once, and nothing comes
+/// after it. A later call replaces the callback; `cb` NULL removes it. The callback may call any
+/// zklock function, `zklock_lease_release(lease)` included.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lease_on_state(
     lease: *mut zklock_lease,
@@ -180,30 +191,16 @@ pub unsafe extern "C" fn zklock_lease_on_state(
             cb,
             user: UserPtr(user),
             lease: UserPtr(lease.cast()),
-            inner: Mutex::new(WatcherInner {
-                active: true,
-                running_on: None,
-                last: LeaseState::Held,
-            }),
+            inner: Mutex::new((true, None)),
             idle: Condvar::new(),
         });
-        let guard = lease_ref.lease.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(core) = guard.as_ref() else {
-            return Err(Failure::new(
-                zklock_status::ZKLOCK_NOT_HELD,
-                "the lease was released",
-            ));
-        };
+        let core = lease_ref.lease.lock().unwrap_or_else(|e| e.into_inner());
+        let core = core.as_ref().ok_or_else(|| {
+            Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
+        })?;
         let w = watcher.clone();
-        core.on_state_in(lease_ref.callbacks.clone(), move |state| w.fire(state));
-        // A change before the registration would be missed: report the state we see now
-        // (the watcher reports each state once, so a race with the core's report is harmless).
-        let now = core.state();
-        drop(guard);
-        *lease_ref.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher.clone());
-        if now != LeaseState::Held {
-            lease_ref.callbacks.run(move || watcher.fire(now));
-        }
+        core.subscribe_in(lease_ref.callbacks.clone(), move |state| w.fire(state));
+        *lease_ref.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
         Ok(())
     })
 }

@@ -1,17 +1,13 @@
 //! `zklock_lock`: a mutex, one side of a read/write lock, or a multi-lock; and blocking acquire.
 //!
-//! Re-entrancy in C is per handle and thread (Curator's rule): the core is re-entrant per `Lock`
-//! value, so a handle keeps one core value per thread that uses it. Another thread using the same
-//! handle has its own value and contends like any other holder.
+//! Re-entrancy in C is per handle and thread (Curator's rule): the core keys holds by an owner,
+//! and the C face's owner is the calling thread. Another thread using the same handle contends
+//! like any other holder.
 
-use std::collections::HashMap;
 use std::ffi::c_char;
-use std::future::Future;
 use std::mem::{offset_of, size_of};
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::thread::ThreadId;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::client::{check_size, zklock_client};
 use crate::error::{guard, guard_value, zklock_status, Failure};
@@ -25,7 +21,7 @@ use crate::str_arg;
 pub struct zklock_lock {
     shape: Shape,
     /// The client's callback thread (async completions, and the leases' state callbacks).
-    pub(crate) callbacks: zklock::runtime::CallbackQueue,
+    pub(crate) callbacks: zklock::CallbackQueue,
 }
 
 /// Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
@@ -54,218 +50,54 @@ pub unsafe extern "C" fn zklock_mutex_options_init(opts: *mut zklock_mutex_optio
     })
 }
 
-/// One core value per thread using the handle. Entries of threads that hold nothing and are not
-/// in a call are dropped when the map grows, so short-lived threads do not pile up.
-struct PerThread<T> {
-    map: Mutex<HashMap<ThreadId, Arc<T>>>,
-}
-
-trait Idle {
-    fn idle(&self) -> bool;
-}
-
-impl Idle for zklock::Lock {
-    fn idle(&self) -> bool {
-        self.hold_count() == 0
-    }
-}
-
-impl Idle for zklock::RwLock {
-    fn idle(&self) -> bool {
-        self.read().hold_count() == 0 && self.write().hold_count() == 0
-    }
-}
-
-pub(crate) struct MultiEntry {
-    members: Vec<zklock::Lock>,
-    multi: zklock::MultiLock,
-}
-
-impl Idle for MultiEntry {
-    fn idle(&self) -> bool {
-        self.members.iter().all(|m| m.hold_count() == 0)
-    }
-}
-
-const PRUNE_AT: usize = 32;
-
-impl<T: Idle> PerThread<T> {
-    fn new() -> Self {
-        PerThread {
-            map: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn get(&self, make: impl FnOnce() -> zklock::Result<T>) -> Result<Arc<T>, Failure> {
-        let id = std::thread::current().id();
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(entry) = map.get(&id) {
-            return Ok(entry.clone());
-        }
-        if map.len() >= PRUNE_AT {
-            map.retain(|_, e| Arc::strong_count(e) > 1 || !e.idle());
-        }
-        let entry = Arc::new(make()?);
-        map.insert(id, entry.clone());
-        Ok(entry)
-    }
-}
-
-struct RwShared {
-    client: zklock::Client,
-    path: String,
-    per_thread: PerThread<zklock::RwLock>,
-}
-
+/// What a handle holds: the core's lock value (re-entrancy and all is the core's, keyed by the
+/// calling thread, see [`owner`]).
 enum Shape {
-    Mutex {
-        client: zklock::Client,
-        path: String,
-        reentrant: bool,
-        per_thread: PerThread<zklock::Lock>,
-    },
-    Rw {
-        shared: Arc<RwShared>,
-        write: bool,
-    },
-    Multi {
-        client: zklock::Client,
-        paths: Vec<String>,
-        per_thread: PerThread<MultiEntry>,
-    },
+    Lock(zklock::Lock),
+    /// One side of a read/write lock (both handles share the value, which links the sides).
+    Side(Arc<zklock::RwLock>, bool),
+    Multi(zklock::MultiLock),
 }
 
-/// This thread's core value of a handle (kept alive by the caller for the whole call).
-pub(crate) enum Holder {
-    Lock(Arc<zklock::Lock>),
-    Rw(Arc<zklock::RwLock>, bool),
-    Multi(Arc<MultiEntry>),
-}
-
-pub(crate) type AcquireFuture =
-    Pin<Box<dyn Future<Output = zklock::Result<zklock::Lease>> + Send + 'static>>;
-
-/// How long an acquire may wait: `-1` forever, `0` one try, `> 0` milliseconds.
-#[derive(Clone, Copy)]
-pub(crate) enum Wait {
-    Forever,
-    Try,
-    For(Duration),
-}
-
-/// Waits longer than this are "forever" (no Instant overflow on absurd values).
-const FOREVER_ENOUGH: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-impl Wait {
-    pub(crate) fn from_ms(timeout_ms: i64) -> Result<Wait, Failure> {
-        match timeout_ms {
-            -1 => Ok(Wait::Forever),
-            0 => Ok(Wait::Try),
-            ms if ms > 0 => {
-                let d = Duration::from_millis(ms as u64);
-                Ok(if d >= FOREVER_ENOUGH {
-                    Wait::Forever
-                } else {
-                    Wait::For(d)
-                })
-            }
-            ms => Err(Failure::invalid(format!(
-                "timeout_ms is {ms}; use -1 (wait forever), 0 (try once) or a positive number of milliseconds"
-            ))),
-        }
+/// The calling thread as a re-entrancy owner: a number of its own, never `Owner::SHARED`.
+pub(crate) fn owner() -> zklock::Owner {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static ME: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
     }
-
-    pub(crate) fn deadline(self) -> Option<Instant> {
-        match self {
-            Wait::Forever => None,
-            Wait::Try => Some(Instant::now()),
-            Wait::For(d) => Instant::now().checked_add(d),
-        }
-    }
+    // During thread teardown the slot may be gone: a fresh number contends like a new thread.
+    zklock::Owner(
+        ME.try_with(|me| *me)
+            .unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed)),
+    )
 }
 
 impl zklock_lock {
-    /// This thread's core value.
-    pub(crate) fn holder(&self) -> Result<Holder, Failure> {
-        Ok(match &self.shape {
-            Shape::Mutex {
-                client,
-                path,
-                reentrant,
-                per_thread,
-            } => Holder::Lock(per_thread.get(|| Ok(client.mutex(path)?.reentrant(*reentrant)))?),
-            Shape::Rw { shared, write } => Holder::Rw(
-                shared
-                    .per_thread
-                    .get(|| shared.client.rw_lock(&shared.path))?,
-                *write,
-            ),
-            Shape::Multi {
-                client,
-                paths,
-                per_thread,
-            } => Holder::Multi(per_thread.get(|| {
-                let members = paths
-                    .iter()
-                    .map(|p| client.mutex(p))
-                    .collect::<zklock::Result<Vec<_>>>()?;
-                let multi = zklock::MultiLock::from_locks(members.iter())?;
-                Ok(MultiEntry { members, multi })
-            })?),
-        })
+    /// An acquire for the calling thread, running on the core's runtime.
+    pub(crate) fn start_acquire(&self, wait: zklock::Wait) -> zklock::Acquire {
+        let me = owner();
+        match &self.shape {
+            Shape::Lock(lock) => lock.start_acquire(me, wait),
+            Shape::Side(rw, write) => side(rw, *write).start_acquire(me, wait),
+            Shape::Multi(multi) => multi.start_acquire(me, wait),
+        }
     }
 
-    pub(crate) fn describe(&self) -> String {
+    fn blocking_acquire(&self, wait: zklock::Wait) -> zklock::Result<zklock::Lease> {
+        let me = owner();
         match &self.shape {
-            Shape::Mutex { path, .. } => format!("the lock {path}"),
-            Shape::Rw { shared, write } => format!(
-                "the {} lock {}",
-                if *write { "write" } else { "read" },
-                shared.path
-            ),
-            Shape::Multi { paths, .. } => format!("the multi-lock [{}]", paths.join(", ")),
+            Shape::Lock(lock) => lock.blocking_acquire_as(me, wait, None),
+            Shape::Side(rw, write) => side(rw, *write).blocking_acquire_as(me, wait, None),
+            Shape::Multi(multi) => multi.blocking_acquire_as(me, wait, None),
         }
     }
 }
 
-impl Holder {
-    fn lock(&self) -> Option<&zklock::Lock> {
-        match self {
-            Holder::Lock(l) => Some(l),
-            Holder::Rw(rw, true) => Some(rw.write()),
-            Holder::Rw(rw, false) => Some(rw.read()),
-            Holder::Multi(_) => None,
-        }
-    }
-
-    pub(crate) fn blocking_acquire(&self, wait: Wait) -> zklock::Result<Option<zklock::Lease>> {
-        let wait = match wait {
-            Wait::For(d) if Instant::now().checked_add(d).is_none() => Wait::Forever,
-            w => w,
-        };
-        match (self.lock(), self) {
-            (Some(lock), _) => match wait {
-                Wait::Forever => lock.blocking_acquire().map(Some),
-                Wait::Try => lock.blocking_try_acquire(),
-                Wait::For(d) => lock.blocking_acquire_timeout(d).map(Some),
-            },
-            (None, Holder::Multi(m)) => match wait {
-                Wait::Forever => m.multi.blocking_acquire().map(Some),
-                Wait::Try => m.multi.blocking_try_acquire(),
-                Wait::For(d) => m.multi.blocking_acquire_timeout(d).map(Some),
-            },
-            (None, _) => unreachable!("only a multi-lock has no single lock"),
-        }
-    }
-
-    /// The acquire future; `cancel` makes it remove its node and fail with `Cancelled`.
-    pub(crate) fn acquire_future(&self, wait: Wait, cancel: zklock::CancelToken) -> AcquireFuture {
-        let deadline = wait.deadline();
-        match (self.lock(), self) {
-            (Some(lock), _) => Box::pin(lock.acquire_with(deadline, cancel)),
-            (None, Holder::Multi(m)) => Box::pin(m.multi.acquire_with(deadline, cancel)),
-            (None, _) => unreachable!("only a multi-lock has no single lock"),
-        }
+fn side(rw: &zklock::RwLock, write: bool) -> &zklock::Lock {
+    if write {
+        rw.write()
+    } else {
+        rw.read()
     }
 }
 
@@ -322,18 +154,8 @@ pub unsafe extern "C" fn zklock_mutex_new(
             return Err(Failure::null("out"));
         }
         let reentrant = read_mutex_options(opts)?;
-        let per_thread = PerThread::new();
-        // Validates the path, and is this thread's value from now on.
-        per_thread.get(|| Ok(client.client.mutex(path)?.reentrant(reentrant)))?;
-        out.write(boxed(
-            Shape::Mutex {
-                client: client.client.clone(),
-                path: path.to_owned(),
-                reentrant,
-                per_thread,
-            },
-            client,
-        ));
+        let lock = client.client.mutex(path)?.reentrant(reentrant);
+        out.write(boxed(Shape::Lock(lock), client));
         Ok(())
     })
 }
@@ -358,26 +180,9 @@ pub unsafe extern "C" fn zklock_rwlock_new(
         if write_side.is_null() {
             return Err(Failure::null("write_side"));
         }
-        let shared = Arc::new(RwShared {
-            client: client.client.clone(),
-            path: path.to_owned(),
-            per_thread: PerThread::new(),
-        });
-        shared.per_thread.get(|| client.client.rw_lock(path))?;
-        read_side.write(boxed(
-            Shape::Rw {
-                shared: shared.clone(),
-                write: false,
-            },
-            client,
-        ));
-        write_side.write(boxed(
-            Shape::Rw {
-                shared,
-                write: true,
-            },
-            client,
-        ));
+        let rw = Arc::new(client.client.rw_lock(path)?);
+        read_side.write(boxed(Shape::Side(rw.clone(), false), client));
+        write_side.write(boxed(Shape::Side(rw, true), client));
         Ok(())
     })
 }
@@ -400,25 +205,11 @@ pub unsafe extern "C" fn zklock_multi_new(
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        if n == 0 {
-            return Err(Failure::invalid(
-                "a multi-lock needs at least one path (n is 0)",
-            ));
-        }
         let paths = (0..n)
-            .map(|i| str_arg(paths.add(i).read(), &format!("paths[{i}]")).map(str::to_owned))
+            .map(|i| str_arg(paths.add(i).read(), &format!("paths[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
-        let shape = Shape::Multi {
-            client: client.client.clone(),
-            paths,
-            per_thread: PerThread::new(),
-        };
-        let lock = zklock_lock {
-            shape,
-            callbacks: client.callbacks.clone(),
-        };
-        lock.holder()?; // validates the paths and the set
-        out.write(handles::register(Box::into_raw(Box::new(lock)), Kind::Lock));
+        let multi = client.client.multi_lock(paths)?;
+        out.write(boxed(Shape::Multi(multi), client));
         Ok(())
     })
 }
@@ -438,11 +229,12 @@ pub unsafe extern "C" fn zklock_lock_free(lock: *mut zklock_lock) {
 }
 
 /// Acquires the lock, blocking the calling thread: `timeout_ms` -1 waits forever, 0 tries once,
-/// a positive value waits at most that many milliseconds (`ZKLOCK_TIMEOUT` after it). A timed-out
-/// or failed acquire leaves no node behind. On success `*out` gets a lease to give back with
-/// `zklock_lease_release`. A thread that already holds the lock through this handle gets a new
-/// lease at once (counted); with a write side held, the read side of the same read/write lock
-/// is granted (downgrade).
+/// a positive value waits at most that many milliseconds (`ZKLOCK_TIMEOUT` after it; a value
+/// beyond what the clock holds waits forever), any other negative is `ZKLOCK_INVALID_ARGUMENT`
+/// (zklock's one timeout rule, the same in every face). A timed-out or failed acquire leaves no
+/// node behind. On success `*out` gets a lease to give back with `zklock_lease_release`. A
+/// thread that already holds the lock through this handle gets a new lease at once (counted);
+/// with a write side held, the read side of the same read/write lock is granted (downgrade).
 #[no_mangle]
 pub unsafe extern "C" fn zklock_acquire(
     lock: *mut zklock_lock,
@@ -454,17 +246,8 @@ pub unsafe extern "C" fn zklock_acquire(
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        let wait = Wait::from_ms(timeout_ms)?;
-        let holder = lock.holder()?;
-        match holder.blocking_acquire(wait)? {
-            Some(lease) => {
-                out.write(zklock_lease::boxed(lease, lock.callbacks.clone()));
-                Ok(())
-            }
-            None => Err(Failure::new(
-                zklock_status::ZKLOCK_TIMEOUT,
-                format!("{} is held by someone else (try)", lock.describe()),
-            )),
-        }
+        let lease = lock.blocking_acquire(zklock::Wait::from_millis_i64(timeout_ms)?)?;
+        out.write(zklock_lease::boxed(lease, lock.callbacks.clone()));
+        Ok(())
     })
 }

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use crate::error::{guard, guard_value, set_last_error, zklock_status, Failure};
 use crate::handles::{self, Kind};
 use crate::lease::zklock_lease;
-use crate::lock::{lock_ref, zklock_lock, Wait};
+use crate::lock::{lock_ref, zklock_lock};
 use crate::UserPtr;
 
 /// Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
@@ -19,7 +19,7 @@ pub type zklock_acquire_cb = Option<
 /// An asynchronous acquire: cancel it with `zklock_op_cancel`, free it with `zklock_op_free`
 /// (at any time: freeing does not cancel, and the callback still comes).
 pub struct zklock_op {
-    cancel: Box<dyn Fn() + Send + Sync>,
+    cancel: zklock::CancelToken,
 }
 
 /// Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
@@ -41,37 +41,13 @@ pub unsafe extern "C" fn zklock_acquire_async(
         if op.is_null() {
             return Err(Failure::null("op"));
         }
-        let wait = Wait::from_ms(timeout_ms)?;
-        let holder = lock.holder()?;
-        let what = lock.describe();
-        // Cancelling through the token (not by aborting the task) lets the acquire remove its
-        // node before the callback reports ZKLOCK_CANCELLED.
-        let token = zklock::CancelToken::new();
-        let future = holder.acquire_future(wait, token.clone());
-        let user = UserPtr(user);
-        let callbacks = lock.callbacks.clone();
-        let task = zklock::runtime::spawn(future);
-        zklock::runtime::spawn(async move {
-            let result = match task.await {
-                Ok(Ok(lease)) => Ok(lease),
-                Ok(Err(e)) => Err(Failure::from(e)),
-                Err(e) if e.is_cancelled() => Err(Failure::new(
-                    zklock_status::ZKLOCK_CANCELLED,
-                    format!("the acquire of {what} was cancelled"),
-                )),
-                Err(_) => Err(Failure::new(
-                    zklock_status::ZKLOCK_PANIC,
-                    format!("internal error in zklock while acquiring {what}"),
-                )),
-            };
-            // This thread's value must live as long as the attempt (its re-entrancy count).
-            drop(holder);
-            let queue = callbacks.clone();
-            callbacks.run(move || deliver(cb, user, result, queue));
+        let acquire = lock.start_acquire(zklock::Wait::from_millis_i64(timeout_ms)?);
+        let cancel = acquire.canceller();
+        let (user, queue) = (UserPtr(user), lock.callbacks.clone());
+        acquire.on_complete_in(queue.clone(), move |result| {
+            deliver(cb, user, result, queue)
         });
-        let handle = Box::into_raw(Box::new(zklock_op {
-            cancel: Box::new(move || token.cancel()),
-        }));
+        let handle = Box::into_raw(Box::new(zklock_op { cancel }));
         op.write(handles::register(handle, Kind::Op));
         Ok(())
     })
@@ -80,15 +56,16 @@ pub unsafe extern "C" fn zklock_acquire_async(
 fn deliver(
     cb: unsafe extern "C" fn(*mut c_void, zklock_status, *mut zklock_lease),
     user: UserPtr,
-    result: Result<zklock::Lease, Failure>,
-    callbacks: zklock::runtime::CallbackQueue,
+    result: zklock::Result<zklock::Lease>,
+    callbacks: zklock::CallbackQueue,
 ) {
     match result {
         Ok(lease) => {
             let lease = zklock_lease::boxed(lease, callbacks);
             unsafe { cb(user.0, zklock_status::ZKLOCK_OK, lease) }
         }
-        Err(failure) => {
+        Err(e) => {
+            let failure = Failure::from(e);
             set_last_error(&failure.message);
             unsafe { cb(user.0, failure.status, std::ptr::null_mut()) }
         }
@@ -103,7 +80,7 @@ fn deliver(
 pub unsafe extern "C" fn zklock_op_cancel(op: *mut zklock_op) -> zklock_status {
     guard(|| {
         let op = handles::get(op, Kind::Op, "op")?;
-        (op.cancel)();
+        op.cancel.cancel();
         Ok(())
     })
 }

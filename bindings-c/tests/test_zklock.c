@@ -777,6 +777,34 @@ static void test_state_callback_not_called_after_release(void) {
     zklock_lock_free(l);
 }
 
+/* Item (issue 13): a state callback hears the lease's current state first (the core's
+ * subscription), then changes: HELD once at registration, LOST once when the client goes. */
+static void test_a_state_callback_hears_the_current_state_first(void) {
+    char p[256];
+    path_of(p, sizeof p, "statefirst");
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    zklock_lock *l = NULL;
+    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    zklock_lease *lease = NULL;
+    CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
+    struct state_log s;
+    memset(&s, 0, sizeof s);
+    tu_event_init(&s.lost);
+    s.expected = lease;
+    CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK);
+    int64_t until = now_ms() + 5000;
+    while (atomic_load(&s.held) == 0 && now_ms() < until) sleep_ms(10);
+    CHECK(atomic_load(&s.held) == 1 && atomic_load(&s.lost_count) == 0);
+    zklock_client_free(c);
+    CHECK(tu_event_wait(&s.lost, 1, 5000) == 1);
+    sleep_ms(200);
+    CHECK(atomic_load(&s.held) == 1 && atomic_load(&s.lost_count) == 1);
+    CHECK(zklock_lease_release(lease) == ZKLOCK_LOST);
+    tu_event_destroy(&s.lost);
+    zklock_lock_free(l);
+}
+
 /* Session expiry: the holder talks through the fault proxy with a 2 s session; a blackhole
  * makes its lease suspended, then lost (client side, after the session timeout); the state
  * callback reports LOST once and releases the lease from inside the callback. */
@@ -1199,6 +1227,7 @@ int main(int argc, char **argv) {
     RUN(test_client_free_makes_leases_lost);
     RUN(test_client_free_ends_waiting_async);
     RUN(test_state_callback_not_called_after_release);
+    RUN(test_a_state_callback_hears_the_current_state_first);
     RUN(test_lost_on_session_expiry);
     RUN(test_a_black_holed_holder_hears_lost_before_another_client_acquires);
     RUN(test_a_try_and_a_timeout_settle_on_time_while_the_link_is_black);

@@ -34,9 +34,11 @@ pub struct Holding {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub session_timeout: Option<Duration>,
 
-    /// How long to wait for the lock; default: forever. 0 is the same as --try.
+    /// How long to wait for the lock; default: forever. 0 is the same as --try. A bare number
+    /// is seconds by zklock's one rule for every face: -1 and inf wait forever, other negative
+    /// numbers and nan are refused.
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout, allow_hyphen_values = true)]
-    pub timeout: Option<Duration>,
+    pub timeout: Option<Timeout>,
 
     /// Identity written into our lock node (shown by `zklock ls`). Default: host/pid.
     #[arg(long, value_name = "TEXT")]
@@ -91,7 +93,7 @@ impl Settings {
                 .session_timeout
                 .or(before.holding.session_timeout)
                 .unwrap_or(Duration::from_secs(10)),
-            timeout: holding.timeout.or(before.holding.timeout),
+            timeout: holding.timeout.or(before.holding.timeout).and_then(|t| t.0),
             identity: holding
                 .identity
                 .clone()
@@ -214,14 +216,33 @@ pub enum ServerAction {
     Status,
 }
 
-/// `--timeout`: a duration; a negative one is refused with a message that says so.
-fn parse_timeout(text: &str) -> Result<Duration, String> {
-    if text.trim().starts_with('-') {
+/// `--timeout` as given: at most this long, or `None` for forever.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeout(Option<Duration>);
+
+/// `--timeout`: a bare number of seconds by the core's rule (`zklock::Wait::from_secs`: -1 and
+/// inf are forever, huge is forever, other negatives and NaN are refused), or a duration with a
+/// unit, which is never negative.
+fn parse_timeout(text: &str) -> Result<Timeout, String> {
+    let t = text.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        return match zklock::Wait::from_secs(Some(secs)) {
+            Ok(zklock::Wait::Forever) => Ok(Timeout(None)),
+            Ok(_) => Duration::try_from_secs_f64(secs)
+                .map(|d| Timeout(Some(d)))
+                .map_err(|_| format!("{t:?} is out of range")),
+            Err(e) => Err(format!(
+                "{}; use 0 to try once, or -1 (or leave --timeout out) to wait forever",
+                e.message()
+            )),
+        };
+    }
+    if t.starts_with('-') {
         return Err(format!(
             "a timeout cannot be negative (got {text:?}); use 0 to try once, or leave --timeout out to wait forever"
         ));
     }
-    parse_duration(text)
+    parse_duration(text).map(|d| Timeout(Some(d)))
 }
 
 /// `500ms`, `10s`, `1.5s`, `2m`, `1h`, or a bare number of seconds.
@@ -438,7 +459,20 @@ mod tests {
         assert!(parse_timeout("-1s")
             .unwrap_err()
             .contains("timeout cannot be negative"));
-        assert_eq!(parse_timeout("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_timeout("0").unwrap().0, Some(Duration::ZERO));
+        assert_eq!(
+            parse_timeout("1.5").unwrap().0,
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(parse_timeout("-1").unwrap().0, None, "-1 waits forever");
+        assert_eq!(parse_timeout("inf").unwrap().0, None);
+        assert_eq!(
+            parse_timeout("1e300").unwrap().0,
+            None,
+            "huge waits forever"
+        );
+        assert!(parse_timeout("nan").is_err());
+        assert!(parse_timeout("-2").is_err());
         assert!(parse_duration("5 parsecs").is_err());
     }
 

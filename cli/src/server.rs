@@ -15,26 +15,6 @@ use std::time::{Duration, Instant};
 use crate::status::{self, Failure};
 use crate::ServerAction;
 
-/// The jars a ZooKeeper 3.8 server needs, as Debian names them in /usr/share/java.
-const JARS: &[&str] = &[
-    "zookeeper",
-    "zookeeper-jute",
-    "netty-handler",
-    "netty-common",
-    "netty-buffer",
-    "netty-transport",
-    "netty-codec",
-    "netty-resolver",
-    "netty-transport-native-epoll",
-    "netty-transport-native-unix-common",
-    "slf4j-api",
-    "slf4j-simple",
-    "metrics-core",
-    "commons-cli",
-    "commons-io",
-    "snappy-java",
-];
-
 const DEFAULT_PORT: u16 = 2181;
 
 /// Where the local server lives: $ZKLOCK_SERVER_DIR, else $XDG_DATA_HOME/zklock/server, else
@@ -188,22 +168,10 @@ impl DirLock {
     }
 }
 
-fn jar_dir() -> PathBuf {
-    std::env::var_os("ZKLOCK_JAR_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/share/java"))
-}
-
-fn classpath() -> Option<String> {
-    let dir = jar_dir();
-    let jars: Option<Vec<String>> = JARS
-        .iter()
-        .map(|j| {
-            let p = dir.join(format!("{j}.jar"));
-            p.exists().then(|| p.display().to_string())
-        })
-        .collect();
-    jars.map(|j| j.join(":"))
+/// The server's class path: the same jar list as the test harness (one list in the project,
+/// `zklock_testkit::classpath`), or why it cannot be made.
+fn classpath() -> Result<String, String> {
+    zklock_testkit::classpath()
 }
 
 fn java() -> Option<PathBuf> {
@@ -223,7 +191,7 @@ fn java() -> Option<PathBuf> {
 /// Installs Debian's zookeeper (and a Java runtime) when missing.
 fn ensure_installed() -> Result<(String, PathBuf), Failure> {
     let mut need = Vec::new();
-    if classpath().is_none() {
+    if classpath().is_err() {
         need.push("zookeeper");
     }
     if java().is_none() {
@@ -274,13 +242,10 @@ fn ensure_installed() -> Result<(String, PathBuf), Failure> {
         }
     }
     match (classpath(), java()) {
-        (Some(cp), Some(java)) => Ok((cp, java)),
-        (None, _) => Err(Failure::new(
+        (Ok(cp), Some(java)) => Ok((cp, java)),
+        (Err(why), _) => Err(Failure::new(
             status::UNAVAILABLE,
-            format!(
-                "ZooKeeper's jars are missing from {} even after installing Debian's zookeeper package",
-                jar_dir().display()
-            ),
+            format!("{why} (after installing Debian's zookeeper package)"),
         )),
         (_, None) => Err(Failure::new(
             status::UNAVAILABLE,

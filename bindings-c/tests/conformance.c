@@ -1,0 +1,592 @@
+/* The C face's conformance runner: every case of tests/conformance/cases.txt, performed through
+ * the public C API (include/zklock.h) as a C program would, against a real ZooKeeper.
+ *
+ *   conformance CASES_FILE SERVERS
+ *
+ * CASES_FILE is tests/conformance/cases.txt (format: tests/conformance/README.md), SERVERS the
+ * test ZooKeeper's connect string (bindings-c/ci-test.sh starts one), which `$SERVERS` in an
+ * input stands for. One line per case (`ok`, `FAIL` or `n/a` with the reason), then
+ * `conformance c: N passed, N failed` (n/a cases are counted apart, on the line before). A case whose input C
+ * cannot express (a NUL inside a C string, a NaN, infinite or huge timeout in int64_t
+ * milliseconds) or whose call has no form in the C API is `n/a`, by name and with the reason.
+ * Exits non-zero on any mismatch, unknown op or scenario, malformed line, or error message
+ * longer than 300 characters.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../include/zklock.h"
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+#define MAX_MESSAGE 300
+
+static const char *servers;
+static zklock_client *main_client, *other_client;
+
+/* The outcome of one case: a word, a kind name, or n/a with its reason; `problem` fails the case
+ * whatever the outcome (a message too long, a call that should not have failed). */
+struct outcome {
+    const char *word;
+    const char *na;
+    char problem[512];
+};
+
+/* The kind name (the core's ErrorKind::as_str) of a C status. */
+static const char *kind_of(zklock_status st) {
+    switch (st) {
+    case ZKLOCK_OK: return "ok";
+    case ZKLOCK_TIMEOUT: return "Timeout";
+    case ZKLOCK_CANCELLED: return "Cancelled";
+    case ZKLOCK_LOST: return "LockLost";
+    case ZKLOCK_SESSION_EXPIRED: return "SessionExpired";
+    case ZKLOCK_CONNECTION: return "Connection";
+    case ZKLOCK_NOT_HELD: return "NotHeld";
+    case ZKLOCK_UPGRADE: return "UpgradeNotAllowed";
+    case ZKLOCK_INVALID_ARGUMENT: return "InvalidArgument";
+    case ZKLOCK_CLOSED: return "Closed";
+    case ZKLOCK_PERMISSION: return "Permission";
+    case ZKLOCK_ZOOKEEPER: return "ZooKeeper";
+    case ZKLOCK_PANIC: return "Internal";
+    }
+    return "unknown-status";
+}
+
+/* Every failing call goes through here: its message must exist and be at most 300 characters. */
+static zklock_status seen(struct outcome *o, zklock_status st) {
+    if (st != ZKLOCK_OK) {
+        size_t n = strlen(zklock_last_error());
+        if (n > MAX_MESSAGE && !o->problem[0])
+            snprintf(o->problem, sizeof o->problem, "%s message of %zu characters (limit %d): %.80s...",
+                     kind_of(st), n, MAX_MESSAGE, zklock_last_error());
+        if (n == 0 && !o->problem[0])
+            snprintf(o->problem, sizeof o->problem, "%s with an empty zklock_last_error()", kind_of(st));
+    }
+    return st;
+}
+
+static void problem(struct outcome *o, const char *what, zklock_status st) {
+    if (!o->problem[0])
+        snprintf(o->problem, sizeof o->problem, "%s: %s: %.200s", what, kind_of(st), zklock_last_error());
+}
+
+/* --- the data file ------------------------------------------------------------------------ */
+
+struct bytes {
+    char *p;
+    size_t n;
+};
+
+static void push(struct bytes *b, size_t *cap, char c) {
+    if (b->n + 2 > *cap) {
+        *cap = *cap * 2 + 64;
+        b->p = realloc(b->p, *cap);
+    }
+    b->p[b->n++] = c;
+    b->p[b->n] = 0;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes `in` (`%XX`, `%*N(x)`), then replaces `$SERVERS`; NULL when malformed. */
+static int decode(const char *in, struct bytes *out, char *err, size_t errn) {
+    struct bytes raw = {calloc(1, 1), 0};
+    size_t cap = 1;
+    for (const char *s = in; *s;) {
+        if (*s != '%') {
+            push(&raw, &cap, *s++);
+        } else if (s[1] == '*') {
+            char *end;
+            errno = 0;
+            unsigned long n = strtoul(s + 2, &end, 10);
+            if (end == s + 2 || errno || end[0] != '(' || !end[1] || end[2] != ')') {
+                snprintf(err, errn, "bad repeat at \"%.20s\"", s);
+                free(raw.p);
+                return 0;
+            }
+            for (unsigned long i = 0; i < n; i++) push(&raw, &cap, end[1]);
+            s = end + 3;
+        } else if (hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
+            push(&raw, &cap, (char)(hexval(s[1]) * 16 + hexval(s[2])));
+            s += 3;
+        } else {
+            snprintf(err, errn, "bad escape at \"%.20s\"", s);
+            free(raw.p);
+            return 0;
+        }
+    }
+    struct bytes done = {calloc(1, 1), 0};
+    cap = 1;
+    const char *var = "$SERVERS";
+    size_t vn = strlen(var);
+    for (size_t i = 0; i < raw.n;) {
+        if (raw.n - i >= vn && memcmp(raw.p + i, var, vn) == 0) {
+            for (const char *v = servers; *v; v++) push(&done, &cap, *v);
+            i += vn;
+        } else {
+            push(&done, &cap, raw.p[i++]);
+        }
+    }
+    free(raw.p);
+    *out = done;
+    return 1;
+}
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r')) *--e = 0;
+    return s;
+}
+
+/* --- helpers ------------------------------------------------------------------------------ */
+
+static zklock_status connect_with(struct outcome *o, const char *hosts, zklock_client_options *opts,
+                                  zklock_client **out) {
+    return seen(o, zklock_client_connect(hosts, opts, out));
+}
+
+static zklock_client *fresh_client(struct outcome *o) {
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.identity = "c-conformance";
+    zklock_client *c = NULL;
+    zklock_status st = connect_with(o, servers, &opts, &c);
+    if (st != ZKLOCK_OK) problem(o, "connecting a client", st);
+    return c;
+}
+
+/* Whether a C string can carry the input (it ends at its first NUL). */
+static int has_nul(const struct bytes *in) { return memchr(in->p, 0, in->n) != NULL; }
+
+/* Seconds as text to a double; 0 when the text is no number. */
+static int parse_seconds(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end) return 0;
+    *out = v;
+    return 1;
+}
+
+/* Seconds to int64_t milliseconds, rounded; 0 (with the reason in `why`) when they do not fit. */
+static int to_millis(double secs, int64_t *ms, const char **why) {
+    if (isnan(secs)) {
+        *why = "a NaN timeout has no int64_t milliseconds form in C";
+        return 0;
+    }
+    if (isinf(secs)) {
+        *why = "an infinite timeout has no int64_t milliseconds form in C";
+        return 0;
+    }
+    double v = round(secs * 1000.0);
+    if (v >= 9.2e18 || v <= -9.2e18) {
+        *why = "the timeout does not fit in int64_t milliseconds (C's unit)";
+        return 0;
+    }
+    *ms = (int64_t)v;
+    return 1;
+}
+
+static char case_path[256];
+
+/* --- ops ---------------------------------------------------------------------------------- */
+
+static void op_path(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: a path with NUL inside cannot be passed";
+        return;
+    }
+    zklock_lock *l = NULL;
+    zklock_status st = seen(o, zklock_mutex_new(main_client, in->p, NULL, &l));
+    if (st != ZKLOCK_OK) {
+        o->word = kind_of(st);
+        return;
+    }
+    zklock_lease *lease = NULL;
+    st = seen(o, zklock_acquire(l, 0, &lease));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_lease_release(lease));
+    o->word = kind_of(st);
+    zklock_lock_free(l);
+}
+
+static void op_rwpath(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: a path with NUL inside cannot be passed";
+        return;
+    }
+    zklock_lock *r = NULL, *w = NULL;
+    zklock_status st = seen(o, zklock_rwlock_new(main_client, in->p, &r, &w));
+    o->word = kind_of(st);
+    zklock_lock_free(r);
+    zklock_lock_free(w);
+}
+
+static void op_multi(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: a path with NUL inside cannot be passed";
+        return;
+    }
+    char *copy = strdup(in->p);
+    const char *paths[64];
+    size_t n = 0;
+    if (in->n > 0) {
+        for (char *s = copy, *next; s && n < 64; s = next) {
+            next = strchr(s, ',');
+            if (next) *next++ = 0;
+            paths[n++] = s;
+        }
+    }
+    zklock_lock *l = NULL;
+    zklock_status st = seen(o, zklock_multi_new(main_client, paths, n, &l));
+    o->word = kind_of(st);
+    zklock_lock_free(l);
+    free(copy);
+}
+
+static void op_connect(struct outcome *o, const char *hosts, zklock_client_options *opts) {
+    opts->connect_timeout_ms = 5000;
+    zklock_client *c = NULL;
+    zklock_status st = connect_with(o, hosts, opts, &c);
+    o->word = kind_of(st);
+    zklock_client_free(c);
+}
+
+static void op_hosts(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: a connect string with NUL inside cannot be passed";
+        return;
+    }
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    op_connect(o, in->p, &opts);
+}
+
+static void op_session_timeout(struct outcome *o, const struct bytes *in) {
+    double secs;
+    int64_t ms;
+    if (!parse_seconds(in->p, &secs)) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not a number of seconds", in->p);
+        return;
+    }
+    if (!to_millis(secs, &ms, &o->na)) return;
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.session_timeout_ms = ms;
+    op_connect(o, servers, &opts);
+}
+
+static void op_identity(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: an identity with NUL inside cannot be passed";
+        return;
+    }
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.identity = in->p;
+    op_connect(o, servers, &opts);
+}
+
+static void op_acl(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: a name with NUL inside cannot be passed";
+        return;
+    }
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.auth = "user:secret";
+    zklock_status st = seen(o, zklock_acl_from_str(in->p, &opts.acl));
+    if (st != ZKLOCK_OK) {
+        o->word = kind_of(st);
+        return;
+    }
+    op_connect(o, servers, &opts);
+}
+
+/* A lease released by another thread after a delay. */
+struct later {
+    zklock_lease *lease;
+    int ms;
+    zklock_status status;
+};
+
+static void *release_later(void *arg) {
+    struct later *l = arg;
+    sleep_ms(l->ms);
+    l->status = zklock_lease_release(l->lease);
+    return NULL;
+}
+
+static void op_timeout(struct outcome *o, const struct bytes *in) {
+    double secs;
+    int64_t ms;
+    if (!parse_seconds(in->p, &secs)) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not a number of seconds", in->p);
+        return;
+    }
+    if (strcmp(in->p, "-1") == 0) {
+        ms = -1; /* C's "wait forever", passed as is */
+    } else if (!to_millis(secs, &ms, &o->na)) {
+        return;
+    }
+    zklock_lock *mine = NULL, *theirs = NULL;
+    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &mine));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(other_client, case_path, NULL, &theirs));
+    struct later holder = {NULL, 300, ZKLOCK_OK};
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(theirs, 10000, &holder.lease));
+    if (st != ZKLOCK_OK) {
+        problem(o, "setting up the holder", st);
+        zklock_lock_free(mine);
+        zklock_lock_free(theirs);
+        return;
+    }
+    pthread_t t;
+    pthread_create(&t, NULL, release_later, &holder);
+    zklock_lease *lease = NULL;
+    st = seen(o, zklock_acquire(mine, ms, &lease));
+    if (st == ZKLOCK_OK) {
+        o->word = "acquired";
+        zklock_status rs = seen(o, zklock_lease_release(lease));
+        if (rs != ZKLOCK_OK) problem(o, "releasing", rs);
+    } else {
+        o->word = st == ZKLOCK_TIMEOUT ? "not-acquired" : kind_of(st);
+    }
+    pthread_join(t, NULL);
+    if (holder.status != ZKLOCK_OK) problem(o, "the holder's release", holder.status);
+    zklock_lock_free(mine);
+    zklock_lock_free(theirs);
+}
+
+/* --- scenarios ---------------------------------------------------------------------------- */
+
+struct try_arg {
+    zklock_lock *lock;
+    zklock_status status;
+    struct outcome *o;
+};
+
+static void *try_once(void *arg) {
+    struct try_arg *a = arg;
+    zklock_lease *lease = NULL;
+    /* seen() here: the message is this thread's (zklock_last_error() is per thread). */
+    a->status = seen(a->o, zklock_acquire(a->lock, 0, &lease));
+    if (a->status == ZKLOCK_OK) zklock_lease_release(lease);
+    return NULL;
+}
+
+/* A try on `lock` from another thread (a second owner in C). */
+static zklock_status try_from_another_thread(struct outcome *o, zklock_lock *lock) {
+    struct try_arg a = {lock, ZKLOCK_OK, o};
+    pthread_t t;
+    pthread_create(&t, NULL, try_once, &a);
+    pthread_join(t, NULL);
+    return a.status;
+}
+
+static const char *try_word(zklock_status st) {
+    return st == ZKLOCK_OK ? "acquired" : st == ZKLOCK_TIMEOUT ? "not-acquired" : kind_of(st);
+}
+
+static void scenario(struct outcome *o, const char *name) {
+    zklock_lock *l = NULL, *r = NULL, *w = NULL, *other = NULL;
+    zklock_lease *a = NULL, *b = NULL;
+    zklock_client *c = NULL;
+    zklock_status st;
+#define TRY(call, what)                                                                        \
+    do {                                                                                       \
+        st = seen(o, (call));                                                                  \
+        if (st != ZKLOCK_OK) {                                                                 \
+            o->word = kind_of(st);                                                             \
+            if (!(what)[0]) goto done;                                                         \
+            problem(o, what, st);                                                              \
+            goto done;                                                                         \
+        }                                                                                      \
+    } while (0)
+
+    if (strcmp(name, "reenter-same-owner") == 0) {
+        /* C has no hold-count call: the count is what another client sees. Two holds by this
+         * thread; after one release the lock is still held, after the second it is free. */
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_mutex_new(other_client, case_path, NULL, &other), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the first acquire");
+        TRY(zklock_acquire(l, 0, &b), "");
+        TRY(zklock_lease_release(a), "the first release");
+        a = NULL;
+        zklock_status after_one = try_from_another_thread(o, other);
+        TRY(zklock_lease_release(b), "the second release");
+        b = NULL;
+        zklock_status after_two = try_from_another_thread(o, other);
+        if (after_one == ZKLOCK_TIMEOUT && after_two == ZKLOCK_OK)
+            o->word = "held-twice";
+        else if (after_one == ZKLOCK_OK)
+            o->word = "held-once";
+        else
+            o->word = "held-more";
+    } else if (strcmp(name, "second-owner-try") == 0) {
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the holder's acquire");
+        o->word = try_word(try_from_another_thread(o, l));
+    } else if (strcmp(name, "other-client-try") == 0) {
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_mutex_new(other_client, case_path, NULL, &other), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the holder's acquire");
+        o->word = try_word(seen(o, zklock_acquire(other, 0, &b)));
+    } else if (strcmp(name, "release-twice") == 0) {
+        o->na = "zklock_lease_release frees the lease: a second release passes a freed pointer "
+                "(a use after free in C, reported by the handle registry as ZKLOCK_INVALID_ARGUMENT)";
+    } else if (strcmp(name, "release-not-held") == 0) {
+        o->na = "C releases only a zklock_lease, which exists only after an acquire";
+    } else if (strcmp(name, "lock-after-close") == 0) {
+        o->na = "C closes a client with zklock_client_free: a lock made on it afterwards passes a "
+                "freed pointer (a use after free in C)";
+    } else if (strcmp(name, "acquire-after-close") == 0) {
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_mutex_new(c, case_path, NULL, &l), "making the mutex");
+        zklock_client_free(c);
+        c = NULL;
+        st = seen(o, zklock_acquire(l, 0, &a));
+        o->word = try_word(st);
+    } else if (strcmp(name, "upgrade") == 0 || strcmp(name, "downgrade") == 0) {
+        int up = strcmp(name, "upgrade") == 0;
+        TRY(zklock_rwlock_new(main_client, case_path, &r, &w), "making the read/write lock");
+        TRY(zklock_acquire(up ? r : w, 10000, &a), "the first side's acquire");
+        o->word = try_word(seen(o, zklock_acquire(up ? w : r, 0, &b)));
+    } else if (strcmp(name, "state-held") == 0) {
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        o->word = zklock_lease_state_str(zklock_lease_state_get(a));
+    } else if (strcmp(name, "state-released") == 0) {
+        o->na = "zklock_lease_release frees the lease: there is no released lease to ask its state";
+    } else if (strcmp(name, "state-lost-on-close") == 0) {
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_mutex_new(c, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_client_free(c);
+        c = NULL;
+        o->word = zklock_lease_state_str(zklock_lease_state_get(a));
+        st = seen(o, zklock_lease_release(a)); /* ZKLOCK_LOST: nothing left to delete */
+        a = NULL;
+        if (st != ZKLOCK_LOST) problem(o, "releasing the lost lease (expected ZKLOCK_LOST)", st);
+    } else if (strncmp(name, "release-outcome", 15) == 0) {
+        o->na = "zklock_lease_release reports a status, not the core's release outcome (ZKLOCK_OK "
+                "for released and still-held alike, ZKLOCK_LOST for was-lost)";
+    } else if (strncmp(name, "kind-", 5) == 0 || strcmp(name, "library") == 0) {
+        o->na = "the C API has no call that lists a lock's participants";
+    } else {
+        snprintf(o->problem, sizeof o->problem, "unknown scenario %.60s", name);
+    }
+done:
+    if (a) zklock_lease_release(a);
+    if (b) zklock_lease_release(b);
+    zklock_lock_free(l);
+    zklock_lock_free(r);
+    zklock_lock_free(w);
+    zklock_lock_free(other);
+    zklock_client_free(c);
+#undef TRY
+}
+
+/* --- main --------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s CASES_FILE SERVERS\n", argv[0]);
+        return 2;
+    }
+    servers = argv[2];
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    FILE *f = fopen(argv[1], "r");
+    if (!f) {
+        printf("cannot read %s: %s\nconformance c: 0 passed, 1 failed\n", argv[1], strerror(errno));
+        return 1;
+    }
+    struct outcome setup = {0};
+    main_client = fresh_client(&setup);
+    other_client = fresh_client(&setup);
+    if (!main_client || !other_client) {
+        printf("cannot connect to ZooKeeper at %s: %s\nconformance c: 0 passed, 1 failed\n", servers, setup.problem);
+        return 1;
+    }
+    int passed = 0, failed = 0, na = 0, lineno = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) >= 0) {
+        lineno++;
+        char *s = trim(line);
+        if (!*s || *s == '#') continue;
+        char *cols[4];
+        int n = 0;
+        for (char *p = s, *bar; n < 4; p = bar + 1) {
+            bar = strchr(p, '|');
+            cols[n++] = p;
+            if (!bar) break;
+            *bar = 0;
+        }
+        if (n != 4 || strchr(cols[3], '|')) {
+            printf("FAIL line %d: not four columns separated by |\n", lineno);
+            failed++;
+            continue;
+        }
+        const char *id = trim(cols[0]), *op = trim(cols[1]), *expected = trim(cols[3]);
+        struct outcome o = {0};
+        struct bytes in = {0};
+        char err[128];
+        if (!decode(trim(cols[2]), &in, err, sizeof err)) {
+            printf("FAIL %s: input: %s\n", id, err);
+            failed++;
+            continue;
+        }
+        snprintf(case_path, sizeof case_path, "/conformance/c/%s-%d", id, (int)getpid());
+        if (strcmp(op, "path") == 0) op_path(&o, &in);
+        else if (strcmp(op, "rwpath") == 0) op_rwpath(&o, &in);
+        else if (strcmp(op, "multi") == 0) op_multi(&o, &in);
+        else if (strcmp(op, "hosts") == 0) op_hosts(&o, &in);
+        else if (strcmp(op, "session_timeout") == 0) op_session_timeout(&o, &in);
+        else if (strcmp(op, "identity") == 0) op_identity(&o, &in);
+        else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
+        else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
+        else if (strcmp(op, "scenario") == 0) scenario(&o, in.p);
+        else snprintf(o.problem, sizeof o.problem, "unknown op %.40s", op);
+        free(in.p);
+        if (o.problem[0]) {
+            printf("FAIL %s (%s): expected %s, got %s; %s\n", id, op, expected, o.word ? o.word : "nothing",
+                   o.problem);
+            failed++;
+        } else if (o.na) {
+            printf("n/a  %s (%s): %s\n", id, op, o.na);
+            na++;
+        } else if (o.word && strcmp(o.word, expected) == 0) {
+            printf("ok   %s (%s): %s\n", id, op, o.word);
+            passed++;
+        } else {
+            printf("FAIL %s (%s): expected %s, got %s (%.200s)\n", id, op, expected, o.word ? o.word : "nothing",
+                   o.word && !strcmp(o.word, "ok") ? "" : zklock_last_error());
+            failed++;
+        }
+    }
+    free(line);
+    fclose(f);
+    zklock_client_free(main_client);
+    zklock_client_free(other_client);
+    printf("%d n/a (no form in C; each listed above with the reason)\n", na);
+    printf("conformance c: %d passed, %d failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}

@@ -1,0 +1,238 @@
+//! The command line's runner of the conformance cases (`tests/conformance/cases.txt`, format in
+//! its README), against the shared test ZooKeeper. The ops with a command-line form run the
+//! `zklock` binary as a user would: `path` (`zklock exec --try PATH -- true`), `hosts`
+//! (`zklock --servers HOSTS ls`), `session_timeout` (`--session-timeout`), `identity`
+//! (`--identity`) and `timeout` (`--timeout`, with a holder in this process that frees the lock
+//! after 300 ms). Every other op (read/write and multi-locks, ACL names, the scenarios) has no
+//! command-line form and is named `n/a` with the reason. The exit status is mapped back to the
+//! error kind (see `zklock --help`); stderr must be one line of at most 300 characters.
+//!
+//! One line per case, then `conformance cli: N passed, N failed`; the test fails on any mismatch.
+
+mod common;
+
+use std::process::Output;
+use std::time::Duration;
+
+use common::*;
+
+const MAX_MESSAGE: usize = 300;
+
+struct Case {
+    id: String,
+    op: String,
+    input: Vec<u8>,
+    expected: String,
+}
+
+/// `%XX` bytes, `%*N(x)` repeats (the decoded input may hold a NUL, which no argv can carry).
+fn decode(text: &str) -> Result<Vec<u8>, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && bytes.get(i + 1) == Some(&b'*') {
+            let rest = &text[i + 2..];
+            let open = rest.find('(').ok_or(format!("bad repeat in {text:?}"))?;
+            let n: usize = rest[..open]
+                .parse()
+                .map_err(|_| format!("bad repeat count in {text:?}"))?;
+            let x = rest[open + 1..]
+                .chars()
+                .next()
+                .ok_or(format!("bad repeat in {text:?}"))?;
+            if !rest[open + 1 + x.len_utf8()..].starts_with(')') {
+                return Err(format!("bad repeat in {text:?}"));
+            }
+            out.extend(x.to_string().repeat(n).into_bytes());
+            i += 2 + open + 1 + x.len_utf8() + 1;
+        } else if bytes[i] == b'%' {
+            let hex = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or(format!("bad escape in {text:?}"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+fn cases(servers: &str) -> Vec<Case> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/conformance/cases.txt"
+    );
+    let text = std::fs::read_to_string(path).expect("read tests/conformance/cases.txt");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|line| {
+            let cols: Vec<&str> = line.split('|').map(str::trim).collect();
+            assert_eq!(cols.len(), 4, "a case has four columns: {line:?}");
+            let input = decode(cols[2]).unwrap_or_else(|e| panic!("{}: {e}", cols[0]));
+            let input = String::from_utf8(input)
+                .expect("decoded input is UTF-8")
+                .replace("$SERVERS", servers)
+                .into_bytes();
+            Case {
+                id: cols[0].into(),
+                op: cols[1].into(),
+                input,
+                expected: cols[3].into(),
+            }
+        })
+        .collect()
+}
+
+enum Outcome {
+    Is(String),
+    NotApplicable(&'static str),
+    Broken(String),
+}
+
+/// The kind (or outcome word) of a finished `zklock` run, by its exit status; a message longer
+/// than 300 characters, or more than one line, breaks the case.
+fn outcome_of(out: &Output, ok: &str, busy: &str) -> Outcome {
+    let err = stderr(out);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() > 1 {
+        return Outcome::Broken(format!("stderr has {} lines: {err:.300}", lines.len()));
+    }
+    if let Some(line) = lines.first() {
+        let message = line.strip_prefix("zklock: ").unwrap_or(line);
+        if message.chars().count() > MAX_MESSAGE {
+            return Outcome::Broken(format!(
+                "a message of {} characters (limit {MAX_MESSAGE}): {:.100}...",
+                message.chars().count(),
+                message
+            ));
+        }
+    }
+    let kind = match out.status.code() {
+        Some(0) => ok,
+        Some(64) => "InvalidArgument",
+        Some(69) => "Connection",
+        Some(75) => busy,
+        Some(77) => "Permission",
+        Some(70) => "ZooKeeper-or-Internal (status 70)",
+        other => return Outcome::Broken(format!("exit status {other:?}: {err:.300}")),
+    };
+    Outcome::Is(kind.into())
+}
+
+fn text_arg(input: &[u8], what: &'static str) -> Result<String, Outcome> {
+    if input.contains(&0) {
+        return Err(Outcome::NotApplicable(what));
+    }
+    Ok(String::from_utf8(input.to_vec()).expect("decoded input is UTF-8"))
+}
+
+/// `zklock exec [SETTINGS...] PATH -- true` against the test server.
+fn exec(settings: &[&str], path: &str) -> Output {
+    let mut cmd = zk(&["exec"]);
+    cmd.args(settings).arg(path).args(["--", "true"]);
+    run(cmd)
+}
+
+/// A holder in this process that frees `path` 300 ms after taking it.
+fn hold_briefly(servers: &str, path: &str) -> std::thread::JoinHandle<()> {
+    let client = zklock::Client::blocking_connect(servers, zklock::Options::default())
+        .expect("the holder connects");
+    let lease = client
+        .mutex(path)
+        .and_then(|m| m.blocking_acquire_timeout(Duration::from_secs(10)))
+        .expect("the holder takes the lock");
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        lease.blocking_release().expect("the holder releases");
+        client.blocking_close();
+    })
+}
+
+fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
+    const NUL: &str = "an argument of a command line ends at its first NUL";
+    let input = match text_arg(&case.input, NUL) {
+        Ok(text) => text,
+        Err(na) => return na,
+    };
+    match case.op.as_str() {
+        "path" => outcome_of(&exec(&["--try"], &input), "ok", "Timeout"),
+        "hosts" => {
+            let mut cmd = zklock();
+            cmd.args([
+                "--servers",
+                &input,
+                "--connect-timeout",
+                "5s",
+                "ls",
+                lock_path,
+            ]);
+            outcome_of(&run(cmd), "ok", "Timeout")
+        }
+        "session_timeout" => {
+            // A bare number is seconds on the command line.
+            let out = exec(&["--try", "--session-timeout", &input], lock_path);
+            outcome_of(&out, "ok", "Timeout")
+        }
+        "identity" => outcome_of(
+            &exec(&["--try", "--identity", &input], lock_path),
+            "ok",
+            "Timeout",
+        ),
+        "timeout" => {
+            let holder = hold_briefly(servers, lock_path);
+            let out = exec(&["--timeout", &input], lock_path);
+            holder.join().expect("the holder thread");
+            outcome_of(&out, "acquired", "not-acquired")
+        }
+        "rwpath" => Outcome::NotApplicable(
+            "the command line makes a read/write lock only to take it (exec --read/--write)",
+        ),
+        "multi" => Outcome::NotApplicable("the command line has no multi-lock"),
+        "acl" => Outcome::NotApplicable("the command line has no ACL option"),
+        "scenario" => Outcome::NotApplicable(
+            "a scenario needs a lease or lock value to hold on to; the command line has none",
+        ),
+        other => Outcome::Broken(format!("unknown op {other:?}")),
+    }
+}
+
+#[test]
+fn every_conformance_case_with_a_command_line_form_gives_the_expected_outcome() {
+    let servers = servers();
+    let (mut passed, mut failed, mut not_applicable) = (0, 0, 0);
+    for case in cases(servers) {
+        let lock_path = format!("/conformance/cli/{}-{}", case.id, std::process::id());
+        match perform(&case, servers, &lock_path) {
+            Outcome::Is(got) if got == case.expected => {
+                passed += 1;
+                println!("ok   {} ({}): {got}", case.id, case.op);
+            }
+            Outcome::Is(got) => {
+                failed += 1;
+                println!(
+                    "FAIL {} ({}): expected {}, got {got}",
+                    case.id, case.op, case.expected
+                );
+            }
+            Outcome::Broken(why) => {
+                failed += 1;
+                println!(
+                    "FAIL {} ({}): expected {}; {why}",
+                    case.id, case.op, case.expected
+                );
+            }
+            Outcome::NotApplicable(why) => {
+                not_applicable += 1;
+                println!("n/a  {} ({}): {why}", case.id, case.op);
+            }
+        }
+    }
+    println!("{not_applicable} n/a (no command-line form; each listed above with the reason)");
+    println!("conformance cli: {passed} passed, {failed} failed");
+    assert!(passed > 0, "no case ran");
+    assert_eq!(failed, 0, "{failed} conformance cases failed (see above)");
+}
