@@ -52,7 +52,7 @@ async fn zk_s1(args: &Args) -> Res<serde_json::Value> {
     let client = zk_client(args).await?;
     let mutex = client.mutex(&args.str("path"))?;
     let slots = Slots::from_args(args);
-    let rt0 = zklock::round_trips();
+    let rt0 = zklock::support::round_trips();
     let (out, cycles) = if args.opt("api").as_deref() == Some("blocking") {
         tokio::task::spawn_blocking(move || blocking_slotted(slots, &mutex)).await??
     } else {
@@ -68,7 +68,7 @@ async fn zk_s1(args: &Args) -> Res<serde_json::Value> {
     };
     let mut out = out;
     out["round_trips_per_cycle"] =
-        json!((zklock::round_trips() - rt0) as f64 / cycles.max(1) as f64);
+        json!((zklock::support::round_trips() - rt0) as f64 / cycles.max(1) as f64);
     client.close().await;
     Ok(out)
 }
@@ -181,7 +181,7 @@ async fn zk_s2(args: &Args) -> Res<serde_json::Value> {
     let blocking = args.opt("api").as_deref() == Some("blocking");
     ready(json!({}));
     tokio::task::spawn_blocking(read_stdin_line).await?;
-    let rt0 = zklock::round_trips();
+    let rt0 = zklock::support::round_trips();
     let start = mono_ns();
     let mut ops = 0u64;
     let mut measured_from = 0;
@@ -204,7 +204,7 @@ async fn zk_s2(args: &Args) -> Res<serde_json::Value> {
             let n = ops - measured_ops;
             let ns = (now - measured_from) as f64 / n as f64;
             break json!({"ops": n, "ns_per_op": ns, "ops_s": 1e9 / ns,
-                         "acquire_round_trips": zklock::round_trips() - rt0});
+                         "acquire_round_trips": zklock::support::round_trips() - rt0});
         }
     };
     // Where the time goes: 1,000 re-entrant acquires kept, then their 1,000 releases.
@@ -326,18 +326,18 @@ async fn zk_s5(args: &Args) -> Res<serde_json::Value> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let rt_queued = zklock::round_trips();
+    let rt_queued = zklock::support::round_trips();
     tokio::time::sleep(Duration::from_millis(500)).await;
     ready(json!({"queued": waiters, "sessions": sessions, "rss": rss_bytes()}));
     tokio::task::spawn_blocking(read_stdin_line).await?;
-    let rt0 = zklock::round_trips();
+    let rt0 = zklock::support::round_trips();
     let t0 = mono_ns();
     held.release().await?;
     for t in tasks {
         t.await??;
     }
     let elapsed = mono_ns() - t0;
-    let acquire_round_trips = zklock::round_trips() - rt0;
+    let acquire_round_trips = zklock::support::round_trips() - rt0;
     let _ = rt_queued;
     let result = json!({
         "releases": waiters + 1,
@@ -368,7 +368,7 @@ async fn zk_s6(args: &Args) -> Res<serde_json::Value> {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = rss_bytes();
-    let rt0 = zklock::round_trips();
+    let rt0 = zklock::support::round_trips();
     let mut locks = Vec::with_capacity(n);
     for i in 0..n {
         locks.push(client.mutex(&format!("{path}/{i}"))?);
@@ -384,7 +384,7 @@ async fn zk_s6(args: &Args) -> Res<serde_json::Value> {
                 tasks.push(tokio::spawn(m.acquire_until(None)));
             }
             // Each waiter: create+list, then the watch on its predecessor.
-            while zklock::round_trips() - rt0 < 2 * tasks.len() as u64 {
+            while zklock::support::round_trips() - rt0 < 2 * tasks.len() as u64 {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
         }

@@ -126,7 +126,7 @@ pub struct NativeConnectOptions {
 
 /// A duration given in milliseconds as a JS number (the core checks it as seconds).
 fn millis(ms: f64, what: &str) -> Result<Duration, zklock::Error> {
-    zklock::duration_from_secs_f64(ms / 1000.0, what).map_err(|_| {
+    zklock::support::duration_from_secs_f64(ms / 1000.0, what).map_err(|_| {
         zklock::Error::new(
             ErrorKind::InvalidArgument,
             format!("{what} must be a non-negative, finite number of milliseconds, got {ms:e}"),
@@ -374,7 +374,7 @@ fn settle_from_core<'env, T: ToNapiValue + Send + 'static>(
     fut: impl Future<Output = zklock::Result<T>> + Send + 'static,
 ) -> napi::Result<Object<'env>> {
     let (deferred, promise) = env.create_deferred::<Settled<T>, _>()?;
-    zklock::runtime::spawn(async move {
+    zklock::support::spawn(async move {
         let result = fut.await;
         deferred.resolve(move |_| Ok(Settled(result)));
     });

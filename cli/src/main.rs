@@ -424,7 +424,7 @@ pub fn servers(cli: &Settings) -> Result<String, Failure> {
 
 /// Connects with the command line's options; the lock path is checked first (no network).
 pub async fn connect(cli: &Settings, path: &str) -> Result<zklock::Client, Failure> {
-    zklock::protocol::validate_path(path).map_err(Failure::from)?;
+    zklock::support::validate_path(path).map_err(Failure::from)?;
     let servers = servers(cli)?;
     let mut options = zklock::Options::default()
         .session_timeout(cli.session_timeout)

@@ -101,8 +101,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|m| tokio::spawn(m.acquire_until(None)))
             .collect();
         if waiting {
-            let target = zklock::round_trips() + 2 * batch.len() as u64;
-            while zklock::round_trips() < target {
+            let target = zklock::support::round_trips() + 2 * batch.len() as u64;
+            while zklock::support::round_trips() < target {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             waiters.extend(tasks);

@@ -68,7 +68,9 @@ impl Acquire {
         // Awaited through its task handle, so that a panic (a bug) still ends the acquire, as
         // an Internal error, instead of leaving its waiter waiting.
         runtime::spawn(async move {
-            let result = acquire.await.unwrap_or_else(|e| Err(crate::Error::from_join(e)));
+            let result = acquire
+                .await
+                .unwrap_or_else(|e| Err(crate::Error::from_join(e)));
             finish(&slot, result);
         });
         Acquire { shared, cancel }

@@ -30,13 +30,13 @@ mod error;
 mod lifeline;
 mod names;
 mod options;
-pub mod protocol;
+mod protocol;
 mod signal;
 mod state;
 mod wait;
 
 mod bounds;
-pub mod runtime;
+mod runtime;
 
 mod connection;
 mod nodes;
@@ -61,10 +61,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use lease::Lease;
 pub use multi::MultiLock;
 pub use mutex::{Lock, Mutex, Owner, Participant};
-pub use nodes::round_trips;
-pub use options::{
-    default_identity, duration_from_millis_i64, duration_from_secs_f64, AclPolicy, Options,
-};
+pub use options::{AclPolicy, Options, MAX_SESSION_TIMEOUT};
 pub use protocol::{Library, NodeKind};
 pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;

@@ -298,11 +298,11 @@ async fn bad_input_is_invalid_argument_naming_the_value() {
         assert!(err.message().contains(&format!("{hosts:?}")), "{err}");
     }
     for secs in [-1.0, f64::NAN] {
-        let err = zklock::duration_from_secs_f64(secs, "timeout").unwrap_err();
+        let err = zklock::support::duration_from_secs_f64(secs, "timeout").unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
         assert!(err.message().contains(&format!("{secs}")), "{err}");
     }
-    let err = zklock::duration_from_millis_i64(-3, "timeoutMs").unwrap_err();
+    let err = zklock::support::duration_from_millis_i64(-3, "timeoutMs").unwrap_err();
     assert!(err.message().contains("-3"), "{err}");
     let err = client.multi_lock(["/a", "/a"]).err().unwrap();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);

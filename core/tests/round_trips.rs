@@ -16,24 +16,24 @@ async fn uncontended_acquire_is_one_round_trip_and_reentry_is_free() {
     // Warm up: the first acquire also creates the lock parent.
     mutex.acquire().await.unwrap().release().await.unwrap();
 
-    let before = zklock::round_trips();
+    let before = zklock::support::round_trips();
     let lease = mutex.acquire().await.unwrap();
     assert_eq!(
-        zklock::round_trips() - before,
+        zklock::support::round_trips() - before,
         1,
         "create and list children are pipelined"
     );
 
     tokio::time::sleep(Duration::from_millis(200)).await; // let the background node watch settle
     let packets_before = zk.mntr_value(0, "zk_packets_received").unwrap();
-    let trips_before = zklock::round_trips();
+    let trips_before = zklock::support::round_trips();
     let mut nested = Vec::new();
     for _ in 0..1000 {
         nested.push(mutex.acquire().await.unwrap());
     }
     let packets = zk.mntr_value(0, "zk_packets_received").unwrap() - packets_before;
     assert_eq!(
-        zklock::round_trips(),
+        zklock::support::round_trips(),
         trips_before,
         "re-entrant acquires wait for nothing"
     );
