@@ -541,3 +541,34 @@ fn a_black_holed_execs_command_gets_sigterm_before_the_next_exec_starts() {
         "the holder's command was still running after the next holder's command started: margins {margins:?} ms"
     );
 }
+
+/// Issue 12, part 4: `exec --timeout 2s` while ZooKeeper stops answering (the link black-holed
+/// 0.5 s into the wait) gives up on time with the timeout status (it took 17 s).
+#[test]
+fn exec_times_out_on_time_while_the_link_is_black() {
+    let path = unique_path("cli-outage");
+    let holder = zklock::Client::blocking_connect(servers(), zklock::Options::default()).unwrap();
+    let held = holder.mutex(&path).unwrap().blocking_acquire().unwrap();
+    let proxy = zklock_testkit::Proxy::start(servers().split(',').next().unwrap())
+        .expect("start the fault proxy");
+    let mut waiter = zklock();
+    waiter
+        .args(["--servers", proxy.addr()])
+        .args(["exec", "--timeout", "2s", &path, "--", "true"]);
+    let started = Instant::now();
+    let mut waiter = spawn(waiter);
+    std::thread::sleep(Duration::from_millis(500));
+    proxy.blackhole();
+    let status = wait_exit(&mut waiter, Duration::from_secs(30), "exec --timeout 2s");
+    let took = started.elapsed();
+    proxy.heal();
+    let stderr = child_stderr(&mut waiter);
+    assert_ne!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("timed out"), "{stderr}");
+    assert!(
+        took <= Duration::from_millis(3000),
+        "exec --timeout 2s exited after {took:?}"
+    );
+    held.blocking_release().unwrap();
+    holder.blocking_close();
+}

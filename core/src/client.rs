@@ -87,7 +87,7 @@ impl Client {
 
     /// Closes the session: every lease taken through this client becomes lost, its nodes are
     /// deleted by the server, and later calls fail with `Closed`. Returns once ZooKeeper has
-    /// been told (at most a second when it cannot be reached).
+    /// been told (at most half a second when it cannot be reached).
     pub async fn close(&self) {
         let inner = self.inner.clone();
         let _ = on_runtime(async move {

@@ -19,8 +19,6 @@ use crate::own_watch;
 use crate::signal::Signal;
 use crate::state::LeaseState;
 
-/// How long closing a client waits for the transport to tell ZooKeeper (in-flight requests that
-/// still hold the transport let go when they fail, which the dead session makes quick).
 /// What a session needs of a lease it carries: the lease implements it (the session module
 /// comes before the lease module and does not know its type).
 pub(crate) trait Member: Send + Sync {
@@ -30,7 +28,9 @@ pub(crate) trait Member: Send + Sync {
     fn lose(&self, why: &str);
 }
 
-const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long closing a client waits for the transport to tell ZooKeeper (in-flight requests that
+/// still hold the transport let go when they fail, which the dead session makes quick).
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The values of `Session::link`.
 const CONNECTED: u8 = 0;
@@ -226,7 +226,8 @@ impl Session {
     }
 
     /// Kills the session (`kill`) and waits until the transport has sent ZooKeeper its
-    /// CloseSession (then the server deletes our nodes at once), at most `CLOSE_WAIT`.
+    /// CloseSession (then the server deletes our nodes at once), at most `CLOSE_WAIT` (a healthy
+    /// link answers in milliseconds; a dead one must not hold up an exiting process for long).
     pub(crate) async fn close(&self, reason: Error) {
         let watcher = self
             .zk
