@@ -18,74 +18,7 @@ use common::*;
 
 const MAX_MESSAGE: usize = 300;
 
-struct Case {
-    id: String,
-    op: String,
-    input: Vec<u8>,
-    expected: String,
-}
-
-/// `%XX` bytes, `%*N(x)` repeats (the decoded input may hold a NUL, which no argv can carry).
-fn decode(text: &str) -> Result<Vec<u8>, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && bytes.get(i + 1) == Some(&b'*') {
-            let rest = &text[i + 2..];
-            let open = rest.find('(').ok_or(format!("bad repeat in {text:?}"))?;
-            let n: usize = rest[..open]
-                .parse()
-                .map_err(|_| format!("bad repeat count in {text:?}"))?;
-            let x = rest[open + 1..]
-                .chars()
-                .next()
-                .ok_or(format!("bad repeat in {text:?}"))?;
-            if !rest[open + 1 + x.len_utf8()..].starts_with(')') {
-                return Err(format!("bad repeat in {text:?}"));
-            }
-            out.extend(x.to_string().repeat(n).into_bytes());
-            i += 2 + open + 1 + x.len_utf8() + 1;
-        } else if bytes[i] == b'%' {
-            let hex = text
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or(format!("bad escape in {text:?}"))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    Ok(out)
-}
-
-fn cases(servers: &str) -> Vec<Case> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/conformance/cases.txt"
-    );
-    let text = std::fs::read_to_string(path).expect("read tests/conformance/cases.txt");
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .map(|line| {
-            let cols: Vec<&str> = line.split('|').map(str::trim).collect();
-            assert_eq!(cols.len(), 4, "a case has four columns: {line:?}");
-            let input = decode(cols[2]).unwrap_or_else(|e| panic!("{}: {e}", cols[0]));
-            let input = String::from_utf8(input)
-                .expect("decoded input is UTF-8")
-                .replace("$SERVERS", servers)
-                .into_bytes();
-            Case {
-                id: cols[0].into(),
-                op: cols[1].into(),
-                input,
-                expected: cols[3].into(),
-            }
-        })
-        .collect()
-}
+use zklock_testkit::conformance::{cases, Case};
 
 enum Outcome {
     Is(String),
@@ -154,7 +87,7 @@ fn hold_briefly(servers: &str, path: &str) -> std::thread::JoinHandle<()> {
 
 fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
     const NUL: &str = "an argument of a command line ends at its first NUL";
-    let input = match text_arg(&case.input, NUL) {
+    let input = match text_arg(case.input.as_bytes(), NUL) {
         Ok(text) => text,
         Err(na) => return na,
     };

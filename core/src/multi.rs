@@ -92,16 +92,7 @@ impl MultiLock {
         &self,
         deadline: Option<std::time::Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        let members = self.members.clone();
-        async move {
-            acquire_all(
-                members,
-                Owner::SHARED,
-                deadline.map(Instant::from_std),
-                None,
-            )
-            .await
-        }
+        self.acquire_from(deadline, None)
     }
 
     /// The acquire future with a cancellation token (see [`Lock::acquire_with`]).
@@ -110,16 +101,16 @@ impl MultiLock {
         deadline: Option<std::time::Instant>,
         cancel: CancelToken,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        let members = self.members.clone();
-        async move {
-            acquire_all(
-                members,
-                Owner::SHARED,
-                deadline.map(Instant::from_std),
-                Some(cancel),
-            )
-            .await
-        }
+        self.acquire_from(deadline, Some(cancel))
+    }
+
+    fn acquire_from(
+        &self,
+        deadline: Option<std::time::Instant>,
+        cancel: Option<CancelToken>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let deadline = deadline.map(Instant::from_std);
+        acquire_all(self.members.clone(), Owner::SHARED, deadline, cancel)
     }
 
     /// Acquires every member for `owner` (see [`Lock::acquire_as`]).

@@ -13,57 +13,7 @@ use std::time::Duration;
 
 use zklock::{AclPolicy, Client, ErrorKind, Lease, Options, Owner, Wait};
 
-struct Case {
-    id: String,
-    op: String,
-    input: String,
-    expected: String,
-}
-
-/// The cases file, decoded: `%XX` bytes, `%*N(x)` repeats, `$SERVERS`.
-fn cases(servers: &str) -> Vec<Case> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/conformance/cases.txt"
-    );
-    let text = std::fs::read_to_string(path).expect("read tests/conformance/cases.txt");
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .map(|line| {
-            let cols: Vec<&str> = line.split('|').map(str::trim).collect();
-            assert_eq!(cols.len(), 4, "a case has four columns: {line:?}");
-            Case {
-                id: cols[0].into(),
-                op: cols[1].into(),
-                input: decode(cols[2]).replace("$SERVERS", servers),
-                expected: cols[3].into(),
-            }
-        })
-        .collect()
-}
-
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && bytes.get(i + 1) == Some(&b'*') {
-            let open = i + text[i..].find('(').expect("%*N(x)");
-            let n: usize = text[i + 2..open].parse().expect("repeat count");
-            let close = open + text[open..].find(')').expect("%*N(x)");
-            out.extend(text[open + 1..close].repeat(n).into_bytes());
-            i = close + 1;
-        } else if bytes[i] == b'%' {
-            let hex = &text[i + 1..i + 3];
-            out.push(u8::from_str_radix(hex, 16).expect("%XX"));
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).expect("decoded input is UTF-8")
-}
+use zklock_testkit::conformance::{cases, Case};
 
 /// What happened, as the cases' outcome words.
 enum Outcome {

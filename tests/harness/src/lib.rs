@@ -15,6 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod conformance;
 mod jars;
 mod proxy;
 
