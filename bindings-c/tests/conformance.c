@@ -399,6 +399,30 @@ static zklock_status try_from_another_thread(struct outcome *o, zklock_lock *loc
     return a.status;
 }
 
+/* The states a zklock_lease_on_state callback hears, joined by ','. */
+struct heard {
+    pthread_mutex_t mu;
+    char text[128];
+    int lost;
+};
+
+static void heard_cb(void *user, zklock_lease *lease, zklock_lease_state state) {
+    (void)lease;
+    struct heard *h = user;
+    pthread_mutex_lock(&h->mu);
+    if (h->text[0]) strncat(h->text, ",", sizeof h->text - strlen(h->text) - 1);
+    strncat(h->text, zklock_lease_state_str(state), sizeof h->text - strlen(h->text) - 1);
+    if (state == ZKLOCK_LEASE_LOST) h->lost = 1;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static int heard_lost(struct heard *h) {
+    pthread_mutex_lock(&h->mu);
+    int lost = h->lost;
+    pthread_mutex_unlock(&h->mu);
+    return lost;
+}
+
 static const char *try_word(zklock_status st) {
     return st == ZKLOCK_OK ? "acquired" : st == ZKLOCK_TIMEOUT ? "not-acquired" : kind_of(st);
 }
@@ -485,6 +509,30 @@ static void scenario(struct outcome *o, const char *name) {
         st = seen(o, zklock_lease_release(a)); /* ZKLOCK_LOST: nothing left to delete */
         a = NULL;
         if (st != ZKLOCK_LOST) problem(o, "releasing the lost lease (expected ZKLOCK_LOST)", st);
+    } else if (strcmp(name, "subscription") == 0) {
+        /* Subscribe, free the client (its leases turn lost); what the callback heard until
+         * LOST, and 300 ms more (nothing may follow a final state). */
+        static struct heard h;
+        static char heard_text[128];
+        memset(h.text, 0, sizeof h.text);
+        h.lost = 0;
+        pthread_mutex_init(&h.mu, NULL);
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_mutex_new(c, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        TRY(zklock_lease_on_state(a, heard_cb, &h), "subscribing");
+        zklock_client_free(c);
+        c = NULL;
+        for (int i = 0; i < 50 && !heard_lost(&h); i++) sleep_ms(100);
+        sleep_ms(300);
+        st = seen(o, zklock_lease_release(a)); /* ZKLOCK_LOST: nothing left to delete */
+        a = NULL;
+        if (st != ZKLOCK_LOST) problem(o, "releasing the lost lease (expected ZKLOCK_LOST)", st);
+        pthread_mutex_lock(&h.mu);
+        snprintf(heard_text, sizeof heard_text, "%s", h.text);
+        pthread_mutex_unlock(&h.mu);
+        o->word = heard_text;
     } else if (strncmp(name, "release-outcome", 15) == 0) {
         o->na = "zklock_lease_release reports a status, not the core's release outcome (ZKLOCK_OK "
                 "for released and still-held alike, ZKLOCK_LOST for was-lost)";

@@ -389,6 +389,27 @@ const scenarios = {
       }),
     ),
 
+  // Node's idiom: the state when subscribing, then the lease's events ('resumed' is held again).
+  subscription: (p) =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const lease = await c.mutex(p).acquire()
+        const heard = [lease.state]
+        let lost
+        const gotLost = new Promise((resolve) => (lost = resolve))
+        lease.on('suspended', () => heard.push('suspended'))
+        lease.on('resumed', () => heard.push('held'))
+        lease.on('lost', () => {
+          heard.push('lost')
+          lost()
+        })
+        await c.close()
+        await Promise.race([gotLost, new Promise((r) => setTimeout(r, 5000))])
+        await new Promise((r) => setTimeout(r, 300))
+        return heard.join(',')
+      }),
+    ),
+
   'release-outcome': (p) =>
     outcome(async () => {
       const lease = await a.mutex(p).acquire()

@@ -354,6 +354,25 @@ def sc_state_lost_on_close(ctx: Ctx) -> str:
         return lease.state
 
 
+def sc_subscription(ctx: Ctx) -> str:
+    # The states an on_state callback hears until lost, then 300 ms more (nothing may follow).
+    heard: List[str] = []
+    lost = threading.Event()
+
+    def record(state: str) -> None:
+        heard.append(state)
+        if state == "lost":
+            lost.set()
+
+    client = zklock.Client(ctx.servers)
+    with client.lock(ctx.path).hold(WAIT) as lease:
+        lease.on_state(record)
+        client.close()
+        lost.wait(5.0)
+        threading.Event().wait(0.3)
+    return ",".join(heard)
+
+
 def sc_release_outcome(ctx: Ctx) -> str:
     with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
         return str(lease.release())
@@ -410,6 +429,7 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "state-held": sc_state_held,
     "state-released": sc_state_released,
     "state-lost-on-close": sc_state_lost_on_close,
+    "subscription": sc_subscription,
     "release-outcome": sc_release_outcome,
     "release-outcome-reentrant": sc_release_outcome_reentrant,
     "release-outcome-lost": sc_release_outcome_lost,

@@ -52,7 +52,7 @@ pub(crate) fn guard(
     decide_by: Option<Instant>,
     cancel: Option<CancelToken>,
     what: String,
-) -> Option<Pin<Box<dyn Future<Output = Error> + Send>>> {
+) -> Option<Guard> {
     if decide_by.is_none() && cancel.is_none() {
         return None;
     }
@@ -89,18 +89,37 @@ fn sleep_until(at: Instant) -> Pin<Box<tokio::time::Sleep>> {
     Box::pin(tokio::time::sleep_until(at))
 }
 
+/// The outer bound of an acquire, as made by [`guard`].
+pub(crate) type Guard = Pin<Box<dyn Future<Output = Error> + Send>>;
+
 /// Runs `work` within `guard`: the guard's error when it fires first, else the work's result.
-pub(crate) async fn within<T>(
-    guard: Option<Pin<Box<dyn Future<Output = Error> + Send>>>,
-    work: impl Future<Output = crate::Result<T>>,
-) -> crate::Result<T> {
-    let Some(guard) = guard else {
-        return work.await;
-    };
-    tokio::select! {
-        biased;
-        err = guard => Err(err),
-        result = work => result,
+/// A hand-written future rather than a `select!` in an `async fn`: the work is stored once,
+/// whether there is a guard or not (memory per waiting lock, bench scenario 6).
+pub(crate) fn within<F>(guard: Option<Guard>, work: F) -> Within<F> {
+    Within { guard, work }
+}
+
+pub(crate) struct Within<F> {
+    guard: Option<Guard>,
+    work: F,
+}
+
+impl<T, F: Future<Output = crate::Result<T>>> Future for Within<F> {
+    type Output = crate::Result<T>;
+
+    fn poll(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        // SAFETY: `work` is pinned where it is: it is never moved out of the struct or replaced
+        // (the guard is a Box, Unpin, and may be touched freely).
+        let this = unsafe { self.get_unchecked_mut() };
+        if let Some(guard) = this.guard.as_mut() {
+            if let std::task::Poll::Ready(err) = guard.as_mut().poll(cx) {
+                return std::task::Poll::Ready(Err(err));
+            }
+        }
+        unsafe { Pin::new_unchecked(&mut this.work) }.poll(cx)
     }
 }
 

@@ -436,49 +436,41 @@ impl LockInner {
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        async move {
+        // The bound is made here and the steps are one async block: each argument is stored
+        // once in the caller's future (memory per waiting lock, bench scenario 6).
+        let decide_by = bounds::decide_by(deadline);
+        let guard = match decide_by.is_some() || cancel.is_some() {
+            true => bounds::guard(decide_by, cancel.clone(), self.path.clone()),
+            false => None,
+        };
+        bounds::within(guard, async move {
             if let Some(lease) = self.try_reenter(owner) {
                 return Ok(lease);
             }
-            let decide_by = bounds::decide_by(deadline);
-            let guard = bounds::guard(decide_by, cancel.clone(), self.path.clone());
-            let steps = self.acquire_steps(owner, deadline, cancel, decide_by);
-            bounds::within(guard, steps).await
-        }
-    }
-
-    /// The steps of an acquire (see `acquire_until`); a lock obtained after `decide_by` is
-    /// given back (see `bounds`).
-    async fn acquire_steps(
-        self: Arc<Self>,
-        owner: Owner,
-        deadline: Option<Instant>,
-        cancel: Option<CancelToken>,
-        decide_by: Option<Instant>,
-    ) -> Result<Lease> {
-        let path = self.path.clone();
-        let in_time = move |lease: Lease| {
-            if bounds::too_late(decide_by) {
-                drop(lease); // released in the background
-                return Err(crate::nodes::timeout_error(&path));
-            }
-            Ok(lease)
-        };
-        let mut step = on_runtime(self.begin(owner, deadline, cancel)).await?;
-        loop {
-            let mut waiting = match step {
-                Step::Done(lease) => return in_time(lease),
-                Step::Wait(waiting) => waiting,
+            // A lock obtained after `decide_by` is given back (released in the background).
+            let in_time = |lease: Lease, lock: &LockInner| {
+                if bounds::too_late(decide_by) {
+                    drop(lease);
+                    return Err(crate::nodes::timeout_error(&lock.path));
+                }
+                Ok(lease)
             };
-            let turn = waiting.wait_turn().await;
-            if matches!(turn, Ok(true))
-                && !waiting.cancelled()
-                && waiting.queued.take_turn_if_next()
-            {
-                return in_time(waiting.finish(None));
+            let mut step = on_runtime(self.clone().begin(owner, deadline, cancel)).await?;
+            loop {
+                let mut waiting = match step {
+                    Step::Done(lease) => return in_time(lease, &self),
+                    Step::Wait(waiting) => waiting,
+                };
+                let turn = waiting.wait_turn().await;
+                if matches!(turn, Ok(true))
+                    && !waiting.cancelled()
+                    && waiting.queued.take_turn_if_next()
+                {
+                    return in_time(waiting.finish(None), &self);
+                }
+                step = on_runtime(waiting.resume(turn)).await?;
             }
-            step = on_runtime(waiting.resume(turn)).await?;
-        }
+        })
     }
 
     /// Waits for the gate that serialises first acquisitions of this value.

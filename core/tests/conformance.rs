@@ -266,6 +266,16 @@ impl Runner {
                 c.close().await;
                 word(lease.state().as_str())
             }
+            "subscription" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                let lease = c.mutex(path).unwrap().acquire().await.unwrap();
+                let (tx, rx) = std::sync::mpsc::channel();
+                lease.subscribe(move |s| tx.send(s).unwrap());
+                c.close().await;
+                let heard = heard_until_lost(&rx);
+                drop(lease);
+                word(&heard)
+            }
             "release-outcome" => {
                 let lease = mutex().acquire().await.unwrap();
                 word(lease.release().await.unwrap().as_str())
@@ -339,6 +349,22 @@ async fn released_state(lock: &zklock::Lock) -> &'static str {
         }
     }
     last.as_str()
+}
+
+/// The states a subscription reported, joined by `,`: until `lost`, then 300 ms more (nothing
+/// may follow a final state), at most 5 s.
+fn heard_until_lost(rx: &std::sync::mpsc::Receiver<zklock::LeaseState>) -> String {
+    let mut heard = Vec::new();
+    while let Ok(state) = rx.recv_timeout(Duration::from_secs(5)) {
+        heard.push(state.as_str());
+        if state == zklock::LeaseState::Lost {
+            break;
+        }
+    }
+    while let Ok(state) = rx.recv_timeout(Duration::from_millis(300)) {
+        heard.push(state.as_str());
+    }
+    heard.join(",")
 }
 
 fn main() {
