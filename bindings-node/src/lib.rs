@@ -18,7 +18,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
-use std::time::Duration;
 
 use napi::bindgen_prelude::{BigInt, Object, ToNapiValue};
 use napi::sys;
@@ -124,24 +123,20 @@ pub struct NativeConnectOptions {
     pub acl: Option<String>,
 }
 
-/// A duration given in milliseconds as a JS number (the core checks it as seconds).
-fn millis(ms: f64, what: &str) -> Result<Duration, zklock::Error> {
-    zklock::support::duration_from_secs_f64(ms / 1000.0, what).map_err(|_| {
-        zklock::Error::new(
-            ErrorKind::InvalidArgument,
-            format!("{what} must be a non-negative, finite number of milliseconds, got {ms:e}"),
-        )
-    })
-}
-
 fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::Error> {
     let mut options = zklock::Options::default();
     if let Some(o) = o {
         if let Some(ms) = o.session_timeout_ms {
-            options = options.session_timeout(millis(ms, "sessionTimeoutMs")?);
+            options = options.session_timeout(zklock::support::duration_from_millis_f64(
+                ms,
+                "sessionTimeoutMs",
+            )?);
         }
         if let Some(ms) = o.connect_timeout_ms {
-            options = options.connect_timeout(millis(ms, "connectTimeoutMs")?);
+            options = options.connect_timeout(zklock::support::duration_from_millis_f64(
+                ms,
+                "connectTimeoutMs",
+            )?);
         }
         if let Some(auth) = o.auth {
             options = options.auth(auth);
