@@ -550,17 +550,23 @@ impl LockInner {
                     None => std::future::pending().await,
                 }
             };
+            // Until we hold the permit, leaving (an error, or this future dropped) only counts
+            // this user out of the gate.
+            struct Waiter<'l>(&'l LockInner, Owner);
+            impl Drop for Waiter<'_> {
+                fn drop(&mut self) {
+                    self.0.leave_owner_gate(self.1, false);
+                }
+            }
+            let waiter = Waiter(&self, owner);
             let entered = tokio::select! {
                 entered = wait => entered.is_some(),
-                _ = cancelled => {
-                    self.leave_owner_gate(owner, false);
-                    return Err(crate::nodes::cancelled_error(&self.path));
-                }
+                _ = cancelled => return Err(crate::nodes::cancelled_error(&self.path)),
             };
             if !entered {
-                self.leave_owner_gate(owner, false);
                 return Err(crate::nodes::timeout_error(&self.path));
             }
+            std::mem::forget(waiter);
             Ok(GatePass(self.clone(), owner))
         })
     }
