@@ -26,7 +26,10 @@ fn main() {
     let mut out = std::io::stdout();
     writeln!(out, "token {}", lease.token()).ok();
     out.flush().ok();
-    let mut last = lease.state();
+    // Changes since the acquire: a pause right after `token` was printed can end with the
+    // lease already lost when the holder resumes (the lifeline fires at once), and that change
+    // must be reported too.
+    let mut last = zklock::LeaseState::Held;
     loop {
         std::thread::sleep(Duration::from_millis(50));
         let now = lease.state();
