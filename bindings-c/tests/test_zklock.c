@@ -42,13 +42,20 @@ struct pair {
     zklock_lock *la, *lb;
 };
 
-static int pair_open(struct pair *s, const char *name) {
+/* The pair with each client on its own connect string and session timeout (0: the default):
+ * the fault proxy for one of them, say. */
+static int pair_open_via(struct pair *s, const char *name, const char *a_hosts, int64_t a_ms,
+                         const char *b_hosts, int64_t b_ms) {
     path_of(s->p, sizeof s->p, name);
-    s->a = connect_to(servers, 0);
-    s->b = connect_to(servers, 0);
+    s->a = connect_to(a_hosts, a_ms);
+    s->b = connect_to(b_hosts, b_ms);
     s->la = s->lb = NULL;
     return s->a && s->b && zklock_mutex_new(s->a, s->p, NULL, &s->la) == ZKLOCK_OK &&
            zklock_mutex_new(s->b, s->p, NULL, &s->lb) == ZKLOCK_OK;
+}
+
+static int pair_open(struct pair *s, const char *name) {
+    return pair_open_via(s, name, servers, 0, servers, 0);
 }
 
 static void pair_close(struct pair *s) {
@@ -1089,16 +1096,11 @@ static void lost_at_cb(void *user, zklock_lease *lease, zklock_lease_state state
  * the lock (3 rounds, session timeout 2 s); the margins are printed. */
 static void test_a_black_holed_holder_hears_lost_before_another_client_acquires(void) {
     for (int round = 0; round < 3; round++) {
-        char p[256];
-        path_of(p, sizeof p, "partition");
-        zklock_client *holder = connect_to(proxy, 2000);
-        zklock_client *other = connect_to(servers, 2000);
-        CHECK(holder && other);
-        zklock_lock *lh = NULL, *lo = NULL;
-        CHECK(zklock_mutex_new(holder, p, NULL, &lh) == ZKLOCK_OK);
-        CHECK(zklock_mutex_new(other, p, NULL, &lo) == ZKLOCK_OK);
+        /* a: the holder, behind the proxy; b: the other client, on a healthy link. */
+        struct pair s;
+        CHECK(pair_open_via(&s, "partition", proxy, 2000, servers, 2000));
         zklock_lease *held = NULL;
-        CHECK(zklock_acquire(lh, -1, &held) == ZKLOCK_OK);
+        CHECK(zklock_acquire(s.la, -1, &held) == ZKLOCK_OK);
         static struct lost_at lost;
         memset(&lost, 0, sizeof lost);
         tu_event_init(&lost.lost);
@@ -1107,7 +1109,7 @@ static void test_a_black_holed_holder_hears_lost_before_another_client_acquires(
         memset(&next, 0, sizeof next);
         tu_event_init(&next.done);
         zklock_op *op = NULL;
-        CHECK(zklock_acquire_async(lo, 30000, timed_acquire_cb, &next, &op) == ZKLOCK_OK);
+        CHECK(zklock_acquire_async(s.lb, 30000, timed_acquire_cb, &next, &op) == ZKLOCK_OK);
         sleep_ms(300); /* queued behind the holder */
         harness("blackhole");
         EXPECT(tu_event_wait(&next.done, 1, 30000) == 1);
@@ -1121,10 +1123,7 @@ static void test_a_black_holed_holder_hears_lost_before_another_client_acquires(
         if (next.lease) EXPECT(zklock_lease_release(next.lease) == ZKLOCK_OK);
         (void)zklock_lease_release(held); /* ZKLOCK_LOST: freed anyway */
         zklock_op_free(op);
-        zklock_lock_free(lh);
-        zklock_lock_free(lo);
-        zklock_client_free(holder);
-        zklock_client_free(other);
+        pair_close(&s);
         tu_event_destroy(&lost.lost);
         tu_event_destroy(&next.done);
     }
@@ -1159,21 +1158,16 @@ static void test_a_try_and_a_timeout_settle_on_time_while_the_link_is_black(void
 /* zklock_op_cancel during an outage calls back with ZKLOCK_CANCELLED at once (it took 13.7 s and
  * reported SESSION_EXPIRED). */
 static void test_an_async_cancel_settles_at_once_while_the_link_is_black(void) {
-    char p[256];
-    path_of(p, sizeof p, "outage-cancel");
-    zklock_client *other = connect_to(servers, 0);
-    zklock_client *c = connect_to(proxy, 10000);
-    CHECK(other && c);
-    zklock_lock *lo = NULL, *l = NULL;
-    CHECK(zklock_mutex_new(other, p, NULL, &lo) == ZKLOCK_OK);
-    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
+    /* a: a holder on a healthy link; b: the client under test, behind the proxy. */
+    struct pair s;
+    CHECK(pair_open_via(&s, "outage-cancel", servers, 0, proxy, 10000));
     zklock_lease *held = NULL;
-    CHECK(zklock_acquire(lo, -1, &held) == ZKLOCK_OK);
+    CHECK(zklock_acquire(s.la, -1, &held) == ZKLOCK_OK);
     static struct timed_result r;
     memset(&r, 0, sizeof r);
     tu_event_init(&r.done);
     zklock_op *op = NULL;
-    CHECK(zklock_acquire_async(l, -1, timed_acquire_cb, &r, &op) == ZKLOCK_OK);
+    CHECK(zklock_acquire_async(s.lb, -1, timed_acquire_cb, &r, &op) == ZKLOCK_OK);
     sleep_ms(300);
     harness("blackhole");
     sleep_ms(200);
@@ -1188,10 +1182,7 @@ static void test_an_async_cancel_settles_at_once_while_the_link_is_black(void) {
     EXPECT(took <= bound_ms(500));
     EXPECT(zklock_lease_release(held) == ZKLOCK_OK);
     zklock_op_free(op);
-    zklock_lock_free(l);
-    zklock_lock_free(lo);
-    zklock_client_free(c);
-    zklock_client_free(other);
+    pair_close(&s);
     tu_event_destroy(&r.done);
 }
 
