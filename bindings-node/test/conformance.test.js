@@ -28,7 +28,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { startZooKeeper, repo } = require('./harness.js')
+const { useZooKeeper, repo } = require('./harness.js')
 const { Client, isZkLockError } = require('../index.js')
 
 const CASES_FILE = path.join(repo, 'tests', 'conformance', 'cases.txt')
@@ -485,16 +485,9 @@ const scenarios = {
 const cases = readCases()
 const counts = { passed: 0, failed: 0, notApplicable: 0 }
 
-test.before(async () => {
-  zk = await startZooKeeper()
-  a = await Client.connect(zk.servers)
-  b = await Client.connect(zk.servers)
-})
+useZooKeeper({ clients: [{}, {}] }, (s) => ([zk, a, b] = [s.zk, ...s.clients]))
 
-test.after(async () => {
-  if (a) await a.close()
-  if (b) await b.close()
-  if (zk) await zk.stop()
+test.after(() => {
   console.log(
     `conformance (node): ${cases.length} cases, ${counts.passed} passed, ${counts.failed} failed, ` +
       `${counts.notApplicable} n/a`,

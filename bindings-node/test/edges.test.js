@@ -7,7 +7,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
 const path = require('node:path')
-const { startZooKeeper, uniquePath, eventually } = require('./harness.js')
+const { useZooKeeper, uniquePath, eventually } = require('./harness.js')
 const { Client, ErrorCode } = require('../index.js')
 
 const indexJs = path.resolve(__dirname, '..', 'index.js')
@@ -15,16 +15,8 @@ const indexJs = path.resolve(__dirname, '..', 'index.js')
 let zk
 let client
 let watcher
-test.before(async () => {
-  zk = await startZooKeeper()
-  client = await Client.connect(zk.servers, { sessionTimeoutMs: 10_000 })
-  watcher = await Client.connect(zk.servers, { sessionTimeoutMs: 10_000 })
-})
-test.after(async () => {
-  if (client) await client.close()
-  if (watcher) await watcher.close()
-  if (zk) await zk.stop()
-})
+const tenSeconds = { sessionTimeoutMs: 10_000 }
+useZooKeeper({ clients: [tenSeconds, tenSeconds] }, (s) => ([zk, client, watcher] = [s.zk, ...s.clients]))
 
 async function nodes(lockPath) {
   return (await watcher.mutex(lockPath).participants()).length

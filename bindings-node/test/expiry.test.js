@@ -4,16 +4,11 @@
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { startZooKeeper, uniquePath, eventually } = require('./harness.js')
+const { useZooKeeper, uniquePath, eventually } = require('./harness.js')
 const { Client, ErrorCode } = require('../index.js')
 
 let zk
-test.before(async () => {
-  zk = await startZooKeeper({ proxy: true })
-})
-test.after(async () => {
-  if (zk) await zk.stop()
-})
+useZooKeeper({ proxy: true }, (s) => (zk = s.zk))
 
 test('an expired holder sees signal.aborted and one lost event; others take over', async () => {
   const lockPath = uniquePath('expiry')

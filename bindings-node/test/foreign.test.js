@@ -7,19 +7,12 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
-const { startZooKeeper, uniquePath } = require('./harness.js')
+const { useZooKeeper, uniquePath } = require('./harness.js')
 const { Client } = require('../index.js')
 
 let zk
 let client
-test.before(async () => {
-  zk = await startZooKeeper()
-  client = await Client.connect(zk.servers)
-})
-test.after(async () => {
-  if (client) await client.close()
-  if (zk) await zk.stop()
-})
+useZooKeeper({ clients: [{}] }, (s) => ([zk, client] = [s.zk, ...s.clients]))
 
 /** The command line of the harness's ZooKeeper server (a child process of zk-harness). */
 function serverCommandLine() {

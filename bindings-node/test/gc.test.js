@@ -7,7 +7,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const v8 = require('node:v8')
 const vm = require('node:vm')
-const { startZooKeeper, uniquePath, eventually } = require('./harness.js')
+const { useZooKeeper, uniquePath, eventually } = require('./harness.js')
 const { Client, ErrorCode } = require('../index.js')
 
 v8.setFlagsFromString('--expose_gc')
@@ -16,14 +16,7 @@ const gc = vm.runInNewContext('gc')
 
 let zk
 let other
-test.before(async () => {
-  zk = await startZooKeeper()
-  other = await Client.connect(zk.servers, { sessionTimeoutMs: 10_000 })
-})
-test.after(async () => {
-  if (other) await other.close()
-  if (zk) await zk.stop()
-})
+useZooKeeper({ clients: [{ sessionTimeoutMs: 10_000 }] }, (s) => ([zk, other] = [s.zk, ...s.clients]))
 
 /** Collects until `done()` or fails after `ms`. */
 async function collectUntil(done, ms, what) {

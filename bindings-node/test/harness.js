@@ -128,4 +128,26 @@ async function eventually(fn, ms = 10_000, what = 'condition') {
   }
 }
 
-module.exports = { startZooKeeper, uniquePath, eventually, repo }
+/**
+ * For a test file: starts ZooKeeper (behind the fault proxy with `proxy`) and one client per
+ * entry of `clients` (its connect options) before the file's tests, hands `{ zk, clients }` to
+ * `use`, and closes the clients and stops ZooKeeper after them.
+ */
+function useZooKeeper({ proxy = false, clients = [] } = {}, use = () => {}) {
+  const test = require('node:test')
+  const { Client } = require('../index.js')
+  const started = { zk: null, clients: [] }
+  test.before(async () => {
+    started.zk = await startZooKeeper({ proxy })
+    for (const options of clients) {
+      started.clients.push(await Client.connect(started.zk.servers, options))
+    }
+    use(started)
+  })
+  test.after(async () => {
+    for (const client of started.clients) await client.close()
+    if (started.zk) await started.zk.stop()
+  })
+}
+
+module.exports = { startZooKeeper, useZooKeeper, uniquePath, eventually, repo }

@@ -3,7 +3,7 @@
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { startZooKeeper, uniquePath } = require('./harness.js')
+const { useZooKeeper, uniquePath } = require('./harness.js')
 const zklock = require('../index.js')
 const { Client, ErrorCode } = zklock
 
@@ -11,14 +11,7 @@ const INVALID = { code: ErrorCode.INVALID_ARGUMENT }
 
 let zk
 let client
-test.before(async () => {
-  zk = await startZooKeeper()
-  client = await Client.connect(zk.servers)
-})
-test.after(async () => {
-  if (client) await client.close()
-  if (zk) await zk.stop()
-})
+useZooKeeper({ clients: [{}] }, (s) => ([zk, client] = [s.zk, ...s.clients]))
 
 test('bad hosts reject with ZKLOCK_INVALID_ARGUMENT', async () => {
   for (const hosts of ['', '127.0.0.1:notaport', '127.0.0.1:0', 'bad host:2181', '127.0.0.1:2181/chroot/', ',,', '/chroot']) {

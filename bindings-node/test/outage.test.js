@@ -7,19 +7,12 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { performance } = require('node:perf_hooks')
-const { startZooKeeper, uniquePath } = require('./harness.js')
+const { useZooKeeper, uniquePath } = require('./harness.js')
 const { Client, ErrorCode } = require('../index.js')
 
 let zk
 let holder
-test.before(async () => {
-  zk = await startZooKeeper({ proxy: true })
-  holder = await Client.connect(zk.servers, { sessionTimeoutMs: 10_000 })
-})
-test.after(async () => {
-  if (holder) await holder.close()
-  if (zk) await zk.stop()
-})
+useZooKeeper({ proxy: true, clients: [{ sessionTimeoutMs: 10_000 }] }, (s) => ([zk, holder] = [s.zk, ...s.clients]))
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 

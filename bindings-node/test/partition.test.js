@@ -7,16 +7,11 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { performance } = require('node:perf_hooks')
-const { startZooKeeper, uniquePath, eventually } = require('./harness.js')
+const { useZooKeeper, uniquePath, eventually } = require('./harness.js')
 const { Client, ErrorCode } = require('../index.js')
 
 let zk
-test.before(async () => {
-  zk = await startZooKeeper({ proxy: true })
-})
-test.after(async () => {
-  if (zk) await zk.stop()
-})
+useZooKeeper({ proxy: true }, (s) => (zk = s.zk))
 
 async function round(sessionTimeoutMs) {
   const lockPath = uniquePath('partition')

@@ -2,22 +2,13 @@
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { startZooKeeper, uniquePath, eventually } = require('./harness.js')
+const { useZooKeeper, uniquePath, eventually } = require('./harness.js')
 const { Client, ErrorCode } = require('../index.js')
 
 let zk
 let a
 let b
-test.before(async () => {
-  zk = await startZooKeeper()
-  a = await Client.connect(zk.servers)
-  b = await Client.connect(zk.servers)
-})
-test.after(async () => {
-  if (a) await a.close()
-  if (b) await b.close()
-  if (zk) await zk.stop()
-})
+useZooKeeper({ clients: [{}, {}] }, (s) => ([zk, a, b] = [s.zk, ...s.clients]))
 
 test('readers share, a writer excludes readers and writers', async () => {
   const p = uniquePath('rw')
