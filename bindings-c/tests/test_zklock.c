@@ -706,22 +706,35 @@ static void state_cb(void *user, zklock_lease *lease, zklock_lease_state state) 
     }
 }
 
+/* A log expecting the states of `lease` (see state_cb). */
+static void state_log_start(struct state_log *s, zklock_lease *lease) {
+    memset(s, 0, sizeof *s);
+    tu_event_init(&s->lost);
+    s->expected = lease;
+}
+
+/* A fresh client on `hosts` holding a mutex on the fresh path `p` (named `name`). */
+static int one_lease(char p[256], const char *name, const char *hosts, int64_t session_ms,
+                     zklock_client **c, zklock_lock **l, zklock_lease **lease) {
+    path_of(p, 256, name);
+    *l = NULL;
+    *lease = NULL;
+    *c = connect_to(hosts, session_ms);
+    return *c && zklock_mutex_new(*c, p, NULL, l) == ZKLOCK_OK &&
+           zklock_acquire(*l, -1, lease) == ZKLOCK_OK;
+}
+
 static void test_client_free_makes_leases_lost(void) {
     char p[256];
-    path_of(p, sizeof p, "closed");
-    zklock_client *c = connect_to(servers, 0);
-    CHECK(c);
-    zklock_lock *l = NULL;
-    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
-    zklock_lease *lease = NULL;
-    CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
+    zklock_client *c;
+    zklock_lock *l;
+    zklock_lease *lease;
+    CHECK(one_lease(p, "closed", servers, 0, &c, &l, &lease));
     zklock_client_free(c);
     CHECK(zklock_lease_state_get(lease) == ZKLOCK_LEASE_LOST);
     /* A callback registered on a lease that is already lost hears LOST at once, once. */
     struct state_log s;
-    memset(&s, 0, sizeof s);
-    tu_event_init(&s.lost);
-    s.expected = lease;
+    state_log_start(&s, lease);
     CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK);
     CHECK(tu_event_wait(&s.lost, 1, 5000) == 1);
     sleep_ms(200);
@@ -762,17 +775,12 @@ static void test_client_free_ends_waiting_async(void) {
 
 static void test_state_callback_not_called_after_release(void) {
     char p[256];
-    path_of(p, sizeof p, "statequiet");
-    zklock_client *c = connect_to(servers, 0);
-    CHECK(c);
-    zklock_lock *l = NULL;
-    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
-    zklock_lease *lease = NULL;
-    CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
+    zklock_client *c;
+    zklock_lock *l;
+    zklock_lease *lease;
+    CHECK(one_lease(p, "statequiet", servers, 0, &c, &l, &lease));
     struct state_log s;
-    memset(&s, 0, sizeof s);
-    tu_event_init(&s.lost);
-    s.expected = lease;
+    state_log_start(&s, lease);
     CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK);
     CHECK(zklock_lease_on_state(lease, NULL, NULL) == ZKLOCK_OK); /* removed */
     CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK); /* and back */
@@ -788,17 +796,12 @@ static void test_state_callback_not_called_after_release(void) {
  * subscription), then changes: HELD once at registration, LOST once when the client goes. */
 static void test_a_state_callback_hears_the_current_state_first(void) {
     char p[256];
-    path_of(p, sizeof p, "statefirst");
-    zklock_client *c = connect_to(servers, 0);
-    CHECK(c);
-    zklock_lock *l = NULL;
-    CHECK(zklock_mutex_new(c, p, NULL, &l) == ZKLOCK_OK);
-    zklock_lease *lease = NULL;
-    CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
+    zklock_client *c;
+    zklock_lock *l;
+    zklock_lease *lease;
+    CHECK(one_lease(p, "statefirst", servers, 0, &c, &l, &lease));
     struct state_log s;
-    memset(&s, 0, sizeof s);
-    tu_event_init(&s.lost);
-    s.expected = lease;
+    state_log_start(&s, lease);
     CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK);
     int64_t until = now_ms() + 5000;
     while (atomic_load(&s.held) == 0 && now_ms() < until) sleep_ms(10);
@@ -828,9 +831,7 @@ static void test_lost_on_session_expiry(void) {
     CHECK(zklock_acquire(l, -1, &lease) == ZKLOCK_OK);
     int64_t token = zklock_lease_token(lease);
     static struct state_log s;
-    memset(&s, 0, sizeof s);
-    tu_event_init(&s.lost);
-    s.expected = lease;
+    state_log_start(&s, lease);
     s.release_on_lost = 1;
     s.release_status = 99;
     CHECK(zklock_lease_on_state(lease, state_cb, &s) == ZKLOCK_OK);

@@ -100,15 +100,7 @@ fn wait_of(py: Python<'_>, timeout: Option<f64>) -> PyResult<Wait> {
 /// handler raises (Ctrl-C) the acquire is cancelled, and the exception is returned once it has
 /// ended (its node removed; a lease granted meanwhile is dropped, which releases it).
 fn wait_acquire(py: Python<'_>, mut acquire: Acquire) -> PyResult<zklock::Lease> {
-    if zklock::support::on_runtime_thread() {
-        return Err(to_py_err(
-            py,
-            zklock::Error::new(
-                ErrorKind::InvalidArgument,
-                "a blocking zklock call was made on the zklock runtime thread",
-            ),
-        ));
-    }
+    zklock::support::refuse_on_runtime_thread().map_err(|e| to_py_err(py, e))?;
     loop {
         let (done, back) = py.detach(move || (acquire.wait_for(SIGNAL_POLL), acquire));
         acquire = back;
@@ -131,15 +123,7 @@ where
     F: Future<Output = zklock::Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    if zklock::support::on_runtime_thread() {
-        return Err(to_py_err(
-            py,
-            zklock::Error::new(
-                ErrorKind::InvalidArgument,
-                "a blocking zklock call was made on the zklock runtime thread",
-            ),
-        ));
-    }
+    zklock::support::refuse_on_runtime_thread().map_err(|e| to_py_err(py, e))?;
     let (tx, mut rx) = sync_channel::<zklock::Result<T>>(1);
     let task = zklock::support::spawn(async move {
         let _ = tx.send(fut.await);

@@ -80,6 +80,7 @@ pub mod support {
     };
     pub use crate::protocol::validate_path;
     pub use crate::runtime::{
-        block_on, handle, on_runtime_thread, run_callback, spawn, CallbackQueue,
+        block_on, handle, on_runtime_thread, refuse_on_runtime_thread, run_callback, spawn,
+        CallbackQueue,
     };
 }

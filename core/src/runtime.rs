@@ -181,6 +181,17 @@ pub fn on_runtime_thread() -> bool {
     std::thread::current().name() == Some("zklock-runtime")
 }
 
+/// `InvalidArgument` on the private runtime's thread, where a blocking call would deadlock (the
+/// check every blocking call makes, the faces' own waits included).
+pub fn refuse_on_runtime_thread() -> Result<()> {
+    if on_runtime_thread() {
+        return Err(Error::invalid(
+            "a blocking zklock call was made on the zklock runtime thread; use the async form there",
+        ));
+    }
+    Ok(())
+}
+
 /// Runs `fut` on the private runtime and blocks the calling thread until it finishes.
 /// This is the engine of every blocking twin.
 pub fn block_on<F, T>(fut: F) -> Result<T>
@@ -188,9 +199,7 @@ where
     F: Future<Output = Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    if on_runtime_thread() {
-        return Err(Error::invalid("a blocking zklock call was made on the zklock runtime thread; use the async form there"));
-    }
+    refuse_on_runtime_thread()?;
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     spawn(async move {
         tx.send(fut.await).ok();
