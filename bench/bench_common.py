@@ -3,6 +3,7 @@ monotonic clock (CLOCK_MONOTONIC, like the Rust and Java workers), percentiles, 
 
 import json
 import math
+import resource
 import sys
 import time
 
@@ -31,6 +32,19 @@ def rss():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def cpu_ns():
+    """User + system CPU time of the whole process (getrusage, like the other workers)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return int((ru.ru_utime + ru.ru_stime) * 1e9)
+
+
+def add_cpu(out, cpu):
+    out["cpu_s"] = cpu / 1e9
+    if out.get("ops"):
+        out["cpu_us_per_op"] = cpu / 1e3 / out["ops"]
+    return out
 
 
 def pct(v, p):
@@ -125,11 +139,19 @@ def slotted(locks):
                for i, (a, r) in enumerate(locks)]
     for t in threads:
         t.start()
+    # The process's CPU time over the measured windows, read once per window for all threads.
+    cpu = 0
+    for r in range(sl.rounds):
+        start, to = sl.window(r)
+        sleep_until(start)
+        c0 = cpu_ns()
+        sleep_until(to)
+        cpu += cpu_ns() - c0
     for t in threads:
         t.join()
     out = latency([x for l in lats for x in l], sl.secs() * sl.rounds)
     out["rounds"] = [sum(c[r] for c in counts) / sl.secs() for r in range(sl.rounds)]
-    return out
+    return add_cpu(out, cpu)
 
 
 def contend(acquire, release):
@@ -141,13 +163,16 @@ def contend(acquire, release):
     if delay > 0:
         time.sleep(delay)
     events = []
+    c0 = None
     while time.monotonic_ns() < end:
+        if c0 is None and time.monotonic_ns() >= start + warm:
+            c0 = cpu_ns()
         acquire()
         acquired = time.monotonic_ns()
         releasing = time.monotonic_ns()
         release()
         events.append([acquired, releasing])
-    return {"events": events}
+    return {"events": events, "cpu_s": (cpu_ns() - c0) / 1e9 if c0 is not None else 0.0}
 
 
 def reentrant(acquire, release):

@@ -29,6 +29,28 @@ const window = (r) => {
 const measuredSecs = Number((slots.slot * 9n) / 10n) / 1e9
 const sleepUntil = (t) => { const d = Number(t - mono()) / 1e6; return d > 0 ? new Promise((resolve) => setTimeout(resolve, d)) : null }
 
+// User + system CPU time of the whole process in ns (process.cpuUsage is getrusage, like the
+// other workers).
+const cpuNs = () => { const u = process.cpuUsage(); return (u.user + u.system) * 1000 }
+const withCpu = (out, cpu) => {
+  out.cpu_s = cpu / 1e9
+  if (out.ops > 0) out.cpu_us_per_op = cpu / 1e3 / out.ops
+  return out
+}
+
+// The process's CPU time over the measured windows, read once per window for all loops.
+async function cpuMeter () {
+  let cpu = 0
+  for (let r = 0; r < slots.rounds; r++) {
+    const [from, to] = window(r)
+    await sleepUntil(from)
+    const c0 = cpuNs()
+    await sleepUntil(to)
+    cpu += cpuNs() - c0
+  }
+  return cpu
+}
+
 async function cycle (mutex) {
   const lease = await mutex.acquire()
   await lease.release()
@@ -57,10 +79,11 @@ async function slottedLoop (mutex, counts, lat) {
 async function slotted (mutexes) {
   const counts = new Array(slots.rounds).fill(0)
   const lat = []
+  const meter = cpuMeter()
   await Promise.all(mutexes.map((m) => slottedLoop(m, counts, lat)))
   const out = latency(lat, measuredSecs * slots.rounds)
   out.rounds = counts.map((c) => c / measuredSecs)
-  return out
+  return withCpu(out, await meter)
 }
 
 async function s1 (client) {
@@ -74,14 +97,16 @@ async function s3 (client) {
   const delay = Number(start - mono()) / 1e6
   if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay))
   const events = []
+  let c0 = null
   while (mono() < end) {
+    if (c0 === null && mono() >= start + warm) c0 = cpuNs()
     const lease = await mutex.acquire()
     const acquired = mono()
     const releasing = mono()
     await lease.release()
     events.push(`[${acquired},${releasing}]`)
   }
-  return { events: '@EVENTS@', _events: events }
+  return { _events: events, cpu_s: c0 === null ? 0 : (cpuNs() - c0) / 1e9 }
 }
 
 async function s4 (client) {
@@ -99,7 +124,7 @@ const out = await fn(client)
 await client.close()
 if (out._events) {
   // bigints as JSON numbers
-  process.stdout.write(`{"events":[${out._events.join(',')}]}\n`)
+  process.stdout.write(`{"events":[${out._events.join(',')}],"cpu_s":${out.cpu_s}}\n`)
 } else {
   process.stdout.write(JSON.stringify(out) + '\n')
 }

@@ -2,12 +2,13 @@
 and Curator workers. Run with Debian's /usr/bin/python3 (python3-kazoo). kazoo's locks are not
 re-entrant (kazoo #315), so there is no scenario 2."""
 
+import os
 import threading
 import time
 
 from kazoo.client import KazooClient
 
-from bench_common import arg, contend, main, num, ready, rss, slotted, wait_line
+from bench_common import arg, contend, cpu_ns, main, num, pct, ready, rss, slotted, wait_line
 
 
 def connect():
@@ -99,5 +100,62 @@ def s6():
     return res
 
 
+def curve():
+    """The cost curve (see bench/src/rust_worker.rs, zk_curve): `--depth` waiters (threads over
+    at most 16 sessions) behind a holder; 30 non-blocking acquires by another session at that
+    depth; then every waiter cycles (acquire, release, queue again) for `--secs`."""
+    depth = int(num("depth", 10))
+    secs = num("secs", 2)
+    path = arg("path")
+    holder = connect()
+    hl = holder.Lock(path, "holder")
+    hl.acquire()
+    clients = [connect() for _ in range(max(1, min(depth, 16)))]
+    stop = threading.Event()
+    events = []
+
+    def cycle(lock):
+        try:
+            while not stop.is_set():
+                lock.acquire()
+                acquired = time.monotonic_ns()
+                releasing = time.monotonic_ns()
+                lock.release()
+                events.append([acquired, releasing])
+        except Exception:
+            pass  # the sessions closed under a waiting thread: the run is over
+
+    for i in range(depth):
+        threading.Thread(target=cycle, args=(clients[i % len(clients)].Lock(path, f"w{i}"),), daemon=True).start()
+    probe = connect()
+    while len(probe.get_children(path)) < depth + 1:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    tries = []
+    pl = probe.Lock(path, "probe")
+    for i in range(40):
+        t0 = time.monotonic_ns()
+        if pl.acquire(blocking=False):
+            raise SystemExit("try-acquire got a held lock")
+        if i >= 10:  # the first 10 warm up
+            tries.append(time.monotonic_ns() - t0)
+    tries.sort()
+    ready({"depth": depth, "try_p50_us": pct(tries, 50) / 1000, "rss": rss()})
+    wait_line()
+    t0, c0 = time.monotonic_ns(), cpu_ns()
+    releasing = time.monotonic_ns()
+    hl.release()
+    time.sleep(max(0.0, secs - (time.monotonic_ns() - t0) / 1e9))
+    stop.set()
+    cpu = cpu_ns() - c0
+    res = {"depth": depth, "window_s": (time.monotonic_ns() - t0) / 1e9, "cpu_s": cpu / 1e9,
+           "events": [[t0, releasing]] + list(events)}
+    ready(res)
+    wait_line()
+    for c in clients + [probe, holder]:
+        c.stop()
+    os._exit(0)
+
+
 if __name__ == "__main__":
-    main({"s1": s1, "s3": s3, "s4": s4, "s5": s5, "s6": s6}, "kazoo (its locks are not re-entrant)")
+    main({"s1": s1, "s3": s3, "s4": s4, "s5": s5, "s6": s6, "curve": curve}, "kazoo (its locks are not re-entrant)")

@@ -73,7 +73,7 @@ if [ -f "$root/include/zklock.h" ] && [ -f "$root/bindings-c/Makefile" ]; then
     rm -f "$build/face_c"
     if make -C "$root/bindings-c" build >"$build/c.log" 2>&1; then
       cp "$CARGO_TARGET_DIR/zklock-c/release/libzklock.so" "$build/libzklock.so"
-      cc -O2 -o "$build/face_c" "$here/face_c.c" -I"$root/include" -L"$build" -lzklock \
+      cc -O2 -pthread -o "$build/face_c" "$here/face_c.c" -I"$root/include" -L"$build" -lzklock \
          -Wl,-rpath,"$build" >>"$build/c.log" 2>&1 || true
     fi
   fi

@@ -12,6 +12,8 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -50,6 +52,25 @@ public class ZkBench {
         return 0;
     }
 
+    // User + system CPU time of the whole process in nanoseconds: the kernel counters the other
+    // workers read through getrusage, here from /proc/self/stat (Java has no getrusage), in clock
+    // ticks (USER_HZ, 100 on Linux).
+    static long cpuNs() {
+        try {
+            String stat = new String(Files.readAllBytes(Paths.get("/proc/self/stat")));
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L;
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static String withCpu(String json, long cpu, long ops) {
+        String extra = String.format(",\"cpu_s\":%f", cpu / 1e9)
+                + (ops > 0 ? String.format(",\"cpu_us_per_op\":%f", cpu / 1e3 / ops) : "");
+        return json.substring(0, json.length() - 1) + extra + "}";
+    }
+
     static String latencyJson(long[] lat, int n, double secs) {
         long[] v = Arrays.copyOf(lat, n);
         Arrays.sort(v);
@@ -78,6 +99,7 @@ public class ZkBench {
             case "s4": out = s4(); break;
             case "s5": out = s5(); break;
             case "s6": out = s6(); break;
+            case "curve": out = curve(); break;
             default: throw new IllegalArgumentException("no scenario " + arg("scenario"));
         }
         System.out.println(out);
@@ -161,6 +183,14 @@ public class ZkBench {
             });
             threads[i].start();
         }
+        // The process's CPU time over the measured windows, read once per window for all threads.
+        long cpu = 0;
+        for (int r = 0; r < sl.rounds; r++) {
+            sleepUntil(sl.from(r));
+            long c0 = cpuNs();
+            sleepUntil(sl.to(r));
+            cpu += cpuNs() - c0;
+        }
         int total = 0;
         for (int i = 0; i < n; i++) {
             threads[i].join();
@@ -180,7 +210,7 @@ public class ZkBench {
         }
         rounds.append("]");
         String lat = latencyJson(all, total, sl.measuredSecs() * sl.rounds);
-        return lat.substring(0, lat.length() - 1) + ",\"rounds\":" + rounds + "}";
+        return withCpu(lat.substring(0, lat.length() - 1) + ",\"rounds\":" + rounds + "}", cpu, total);
     }
 
     // 1. Uncontended acquire+release cycles on one lock.
@@ -235,7 +265,9 @@ public class ZkBench {
         if (wait > 0) Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
         StringBuilder sb = new StringBuilder("{\"events\":[");
         boolean first = true;
+        long measureFrom = start + (long) (num("warmup", 1) * 1e9), c0 = -1;
         while (System.nanoTime() < end) {
+            if (c0 < 0 && System.nanoTime() >= measureFrom) c0 = cpuNs();
             m.acquire();
             long acquired = System.nanoTime();
             long releasing = System.nanoTime();
@@ -244,8 +276,9 @@ public class ZkBench {
             first = false;
             sb.append('[').append(acquired).append(',').append(releasing).append(']');
         }
+        long cpu = c0 < 0 ? 0 : cpuNs() - c0;
         c.close();
-        return sb.append("]}").toString();
+        return sb.append("],\"cpu_s\":").append(cpu / 1e9).append("}").toString();
     }
 
     // 4. `--locks` distinct locks cycled concurrently by as many threads over one CuratorFramework.
@@ -325,6 +358,75 @@ public class ZkBench {
                 n, before, after, (after - before) / (double) n);
         ready(res);
         stdin.readLine();
+        return res;
+    }
+
+    // The cost curve (see bench/src/rust_worker.rs, zk_curve): `--depth` waiters (threads over at
+    // most 16 CuratorFrameworks) behind a holder; 30 try-acquires by another session at that
+    // depth; then every waiter cycles (acquire, release, queue again) for `--secs`.
+    static String curve() throws Exception {
+        int depth = (int) num("depth", 10);
+        long secs = (long) (num("secs", 2) * 1e9);
+        String path = arg("path");
+        CuratorFramework holder = connect();
+        InterProcessMutex hm = new InterProcessMutex(holder, path);
+        hm.acquire();
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < Math.max(1, Math.min(depth, 16)); i++) clients.add(connect());
+        AtomicBoolean stop = new AtomicBoolean(false);
+        List<long[]> events = new ArrayList<>();
+        for (int i = 0; i < depth; i++) {
+            InterProcessMutex m = new InterProcessMutex(clients.get(i % clients.size()), path);
+            Thread t = new Thread(() -> {
+                try {
+                    while (!stop.get()) {
+                        m.acquire();
+                        long acquired = System.nanoTime();
+                        long releasing = System.nanoTime();
+                        m.release();
+                        synchronized (events) {
+                            events.add(new long[] {acquired, releasing});
+                        }
+                    }
+                } catch (Exception e) {
+                    // the sessions closed under a waiting thread: the run is over
+                }
+            });
+            t.setDaemon(true);
+            t.start();
+        }
+        CuratorFramework probe = connect();
+        while (probe.getChildren().forPath(path).size() < depth + 1) Thread.sleep(50);
+        Thread.sleep(300);
+        InterProcessMutex pm = new InterProcessMutex(probe, path);
+        long[] tries = new long[30];
+        for (int i = -10; i < tries.length; i++) { // the first 10 warm up
+            long t0 = System.nanoTime();
+            if (pm.acquire(0, TimeUnit.MILLISECONDS)) throw new IllegalStateException("try-acquire got a held lock");
+            if (i >= 0) tries[i] = System.nanoTime() - t0;
+        }
+        Arrays.sort(tries);
+        ready(String.format("{\"depth\":%d,\"try_p50_us\":%f,\"rss\":%d}", depth, pct(tries, 50) / 1000.0, rss()));
+        stdin.readLine();
+        long t0 = System.nanoTime(), c0 = cpuNs();
+        long releasing = System.nanoTime();
+        hm.release();
+        sleepUntil(t0 + secs);
+        stop.set(true);
+        long cpu = cpuNs() - c0;
+        StringBuilder sb = new StringBuilder("{\"depth\":").append(depth).append(",\"window_s\":")
+                .append((System.nanoTime() - t0) / 1e9).append(",\"cpu_s\":").append(cpu / 1e9)
+                .append(",\"events\":[[").append(t0).append(',').append(releasing).append(']');
+        synchronized (events) {
+            for (long[] e : events) sb.append(",[").append(e[0]).append(',').append(e[1]).append(']');
+        }
+        String res = sb.append("]}").toString();
+        ready(res);
+        stdin.readLine();
+        for (CuratorFramework c : clients) c.close();
+        probe.close();
+        holder.close();
+        System.exit(0);
         return res;
     }
 }

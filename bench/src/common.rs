@@ -79,6 +79,27 @@ pub fn percentile(v: &mut [u64], p: f64) -> u64 {
     v[rank.clamp(1, v.len()) - 1]
 }
 
+/// User + system CPU time of this whole process (every thread, living or gone) in nanoseconds:
+/// getrusage(RUSAGE_SELF), the counters every worker reads (Python's resource.getrusage, Node's
+/// process.cpuUsage, C's getrusage; Java, which has no getrusage, reads the same counters from
+/// /proc/self/stat in clock ticks).
+pub fn cpu_ns() -> u64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Adds the client CPU figures to a result line with `ops`: `cpu_s` (CPU seconds of the process
+/// over the measured windows) and `cpu_us_per_op`.
+pub fn add_cpu(out: &mut serde_json::Value, cpu: u64) {
+    let ops = out["ops"].as_f64().unwrap_or(0.0);
+    out["cpu_s"] = serde_json::json!(cpu as f64 / 1e9);
+    if ops > 0.0 {
+        out["cpu_us_per_op"] = serde_json::json!(cpu as f64 / 1e3 / ops);
+    }
+}
+
 /// VmRSS of this process in bytes.
 pub fn rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

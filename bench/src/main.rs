@@ -4,10 +4,12 @@
 //!   --java-cp CP --kazoo-python PY --bench-dir DIR [--python-face PY] [--node-face DIR]
 //!   [--c-face BIN] [--skip "key=why"]...` runs everything (see `run.sh`);
 //! `zkbench worker --impl zklock|raw --scenario sN ...` is one Rust worker process;
-//! `zkbench serve [--force-sync]` runs a server for trying workers by hand.
+//! `zkbench serve [--force-sync]` runs a server for trying workers by hand;
+//! `zkbench plot RESULTS.json OUT.svg` draws the picture of a run (`results/latest.svg`).
 
 mod common;
 mod orchestrate;
+mod plot;
 mod rust_worker;
 
 use orchestrate::Impl;
@@ -39,9 +41,34 @@ fn main() {
                         std::process::exit(1);
                     }
                     println!("\nresults written to {out}");
+                    // The picture beside the JSON: the cost curve and the targets.
+                    let svg = std::path::Path::new(&out).with_file_name("latest.svg");
+                    match std::fs::write(&svg, plot::svg(&results)) {
+                        Ok(()) => println!("picture written to {}", svg.display()),
+                        Err(e) => eprintln!("zkbench: cannot write {}: {e}", svg.display()),
+                    }
                 }
                 Err(e) => {
                     eprintln!("zkbench: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+        "plot" => {
+            // `zkbench plot RESULTS.json OUT.svg`: draws the picture of an earlier run again.
+            let (Some(input), Some(output)) = (raw.first(), raw.get(1)) else {
+                eprintln!("usage: zkbench plot RESULTS.json OUT.svg");
+                std::process::exit(2);
+            };
+            let results = std::fs::read_to_string(input)
+                .map_err(|e| e.to_string())
+                .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+            match results
+                .and_then(|r| std::fs::write(output, plot::svg(&r)).map_err(|e| e.to_string()))
+            {
+                Ok(()) => println!("picture written to {output}"),
+                Err(e) => {
+                    eprintln!("zkbench plot {input}: {e}");
                     std::process::exit(1);
                 }
             }
@@ -89,7 +116,7 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             key: "zklock".into(),
             label: "zklock Rust core (async)".into(),
             cmd: v(&[&me, "worker", "--impl", "zklock"]),
-            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait"],
+            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait", "curve"],
             startup: 0.5,
             warmup: 1.0,
         },
@@ -134,7 +161,7 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
                 key: "zklock-proposed".into(),
                 label: "zklock core, patched (--extra-zklock)".into(),
                 cmd: v(&[&bin, "worker", "--impl", "zklock"]),
-                scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait"],
+                scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait", "curve"],
                 startup: 0.5,
                 warmup: 1.0,
             },
@@ -146,7 +173,7 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             key: "curator".into(),
             label: "Curator 5.4 (Java 17)".into(),
             cmd: v(&["java", "-cp", &cp, "ZkBench"]),
-            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6"],
+            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "curve"],
             startup: 3.0,
             warmup: 3.0,
         }),
@@ -157,7 +184,7 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             key: "kazoo".into(),
             label: "kazoo 2.8 (CPython)".into(),
             cmd: v(&[&py, &format!("{bench_dir}/kazoo_bench.py")]),
-            scenarios: vec!["s1", "s3", "s4", "s5", "s6"],
+            scenarios: vec!["s1", "s3", "s4", "s5", "s6", "curve"],
             startup: 1.0,
             warmup: 1.0,
         }),
@@ -188,7 +215,7 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             key: "c".into(),
             label: "zklock C face".into(),
             cmd: v(&[&bin]),
-            scenarios: vec!["s1", "s3"],
+            scenarios: vec!["s1", "s3", "s4"],
             startup: 0.5,
             warmup: 1.0,
         });

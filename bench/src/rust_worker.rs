@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 use zookeeper_client as zk;
 
-use crate::common::{mono_ns, rss_bytes, sleep_until_mono, Args, Slots};
+use crate::common::{add_cpu, cpu_ns, mono_ns, rss_bytes, sleep_until_mono, Args, Slots};
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -29,6 +29,7 @@ pub fn run(args: &Args) -> Res<serde_json::Value> {
             ("zklock", "s4") => zk_s4(args).await,
             ("zklock", "s5") => zk_s5(args).await,
             ("zklock", "s6") => zk_s6(args).await,
+            ("zklock", "curve") => zk_curve(args).await,
             ("raw", "s1") => raw_s1(args).await,
             ("raw", "s4") => raw_s4(args).await,
             (i, s) => Err(format!("no scenario {s} for {i}").into()),
@@ -84,9 +85,11 @@ fn blocking_slotted(slots: Slots, mutex: &zklock::Mutex) -> Res<(serde_json::Val
     }
     let mut counts = vec![0; slots.rounds as usize];
     let mut lat = Vec::new();
+    let mut cpu = 0;
     for r in 0..slots.rounds {
         let (from, to) = slots.round_window(r);
         sleep_until_mono(from);
+        let c0 = cpu_ns();
         loop {
             let t0 = mono_ns();
             if t0 >= to {
@@ -100,8 +103,11 @@ fn blocking_slotted(slots: Slots, mutex: &zklock::Mutex) -> Res<(serde_json::Val
                 lat.push(t1 - t0);
             }
         }
+        cpu += cpu_ns() - c0;
     }
-    Ok((slots.result(&counts, lat), all))
+    let mut out = slots.result(&counts, lat);
+    add_cpu(&mut out, cpu);
+    Ok((out, all))
 }
 
 async fn sleep_until_mono_async(t: u64) {
@@ -121,6 +127,19 @@ where
     let local = tokio::task::LocalSet::new();
     local
         .run_until(async move {
+            // The process's CPU time over the measured windows, read once per window for all
+            // tasks (spawned first, so that it wakes first at a window's start).
+            let meter = tokio::task::spawn_local(async move {
+                let mut cpu = 0;
+                for r in 0..slots.rounds {
+                    let (from, to) = slots.round_window(r);
+                    sleep_until_mono_async(from).await;
+                    let c0 = cpu_ns();
+                    sleep_until_mono_async(to).await;
+                    cpu += cpu_ns() - c0;
+                }
+                cpu
+            });
             let mut tasks = Vec::new();
             for i in 0..n {
                 let cycle = cycle.clone();
@@ -165,7 +184,9 @@ where
                 lat.extend(l);
                 all += a;
             }
-            Ok((slots.result(&counts, lat), all))
+            let mut out = slots.result(&counts, lat);
+            add_cpu(&mut out, meter.await?);
+            Ok((out, all))
         })
         .await
 }
@@ -236,6 +257,28 @@ async fn zk_s2(args: &Args) -> Res<serde_json::Value> {
     Ok(result)
 }
 
+/// Scenario 3's CPU reading: from the first cycle that starts after the warm-up to the end.
+struct Window {
+    from: u64,
+    c0: Option<u64>,
+}
+
+impl Window {
+    fn new(from: u64) -> Window {
+        Window { from, c0: None }
+    }
+
+    fn tick(&mut self) {
+        if self.c0.is_none() && mono_ns() >= self.from {
+            self.c0 = Some(cpu_ns());
+        }
+    }
+
+    fn cpu(&self) -> u64 {
+        self.c0.map(|c0| cpu_ns() - c0).unwrap_or(0)
+    }
+}
+
 /// Scenario 3: One of several contending processes: acquire, note the time, release at once.
 async fn zk_s3(args: &Args) -> Res<serde_json::Value> {
     let client = zk_client(args).await?;
@@ -245,15 +288,18 @@ async fn zk_s3(args: &Args) -> Res<serde_json::Value> {
     let end = start + warm + secs;
     sleep_until_mono(start);
     let mut events = Vec::new();
+    let mut window = Window::new(start + warm);
     while mono_ns() < end {
+        window.tick();
         let lease = mutex.acquire().await?;
         let acquired = mono_ns();
         let releasing = mono_ns();
         lease.release().await?;
         events.push([acquired, releasing]);
     }
+    let cpu = window.cpu();
     client.close().await;
-    Ok(json!({ "events": events }))
+    Ok(json!({ "events": events, "cpu_s": cpu as f64 / 1e9 }))
 }
 
 /// Scenario 4: `--locks` distinct locks cycled concurrently over one client (one session).
@@ -411,6 +457,83 @@ async fn zk_s6(args: &Args) -> Res<serde_json::Value> {
     });
     ready(out.clone());
     tokio::task::spawn_blocking(read_stdin_line).await?;
+    std::process::exit(0);
+}
+
+/// The cost curve: `--depth` waiters (over at most 16 sessions) queue behind a holder on one
+/// lock. `ready {"try_p50_us"}` once queued: the median of 30 try-acquires (after 10 unmeasured) by another session
+/// at that depth (create, the listing of the whole queue, delete: an acquire's own work without
+/// the wait). On a stdin line the holder releases and every waiter cycles (acquire, release,
+/// queue again at the back, so the depth stays) for `--secs`; then `ready {"events"}` (acquired,
+/// releasing) of every cycle, and the CPU time of the process over that window.
+async fn zk_curve(args: &Args) -> Res<serde_json::Value> {
+    let servers = args.str("servers");
+    let path = args.str("path");
+    let depth = args.int("depth", 10) as usize;
+    let secs = (args.num("secs", 2.0) * 1e9) as u64;
+    let holder = zk_client(args).await?;
+    let held = holder.mutex(&path)?.acquire().await?;
+    let mut clients = Vec::new();
+    for _ in 0..depth.clamp(1, 16) {
+        clients.push(zklock::Client::connect(&servers, zklock::Options::default()).await?);
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let events = Arc::new(std::sync::Mutex::new(Vec::<[u64; 2]>::new()));
+    for i in 0..depth {
+        let mutex = clients[i % clients.len()].mutex(&path)?;
+        let (stop, events) = (stop.clone(), events.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(lease) = mutex.acquire().await else {
+                    return;
+                };
+                let acquired = mono_ns();
+                let releasing = mono_ns();
+                if lease.release().await.is_err() {
+                    return;
+                }
+                events.lock().unwrap().push([acquired, releasing]);
+            }
+        });
+    }
+    let probe = zklock::Client::connect(&servers, zklock::Options::default()).await?;
+    let counter = probe.mutex(&path)?;
+    while counter.participants().await?.len() < depth + 1 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut tries = Vec::new();
+    for i in 0..40 {
+        let t0 = mono_ns();
+        if counter.try_acquire().await?.is_some() {
+            return Err("curve: a try-acquire behind the holder got the lock".into());
+        }
+        // The first 10 warm up (a fresh session's first requests, the peers' JIT).
+        if i >= 10 {
+            tries.push(mono_ns() - t0);
+        }
+    }
+    let try_p50 = crate::common::percentile(&mut tries, 50.0);
+    ready(json!({"depth": depth, "try_p50_us": try_p50 as f64 / 1000.0, "rss": rss_bytes()}));
+    tokio::task::spawn_blocking(read_stdin_line).await?;
+    let (t0, c0) = (mono_ns(), cpu_ns());
+    let releasing = mono_ns();
+    held.release().await?;
+    tokio::time::sleep(Duration::from_nanos(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    let cpu = cpu_ns() - c0;
+    let mut events = std::mem::take(&mut *events.lock().unwrap());
+    events.push([t0, releasing]);
+    let result = json!({"depth": depth, "window_s": (mono_ns() - t0) as f64 / 1e9,
+                        "cpu_s": cpu as f64 / 1e9, "events": events});
+    ready(result);
+    tokio::task::spawn_blocking(read_stdin_line).await?;
+    // Closing the sessions deletes the waiters' nodes at once (no lingering queue).
+    for c in clients {
+        c.close().await;
+    }
+    probe.close().await;
+    holder.close().await;
     std::process::exit(0);
 }
 
