@@ -302,10 +302,17 @@ impl Lock {
 
     /// Waits until the lock is ours.
     pub async fn acquire(&self) -> Result<Lease> {
-        self.inner
-            .clone()
-            .acquire_until(Owner::SHARED, None, None)
-            .await
+        // The re-entrant case first, and the rest boxed: this future stays a few words instead
+        // of the 568 bytes of the acquire's, which every call moved (bench s2, issue 17).
+        if let Some(lease) = self.inner.try_reenter(Owner::SHARED) {
+            return Ok(lease);
+        }
+        Box::pin(
+            self.inner
+                .clone()
+                .acquire_until(Owner::SHARED, None, None),
+        )
+        .await
     }
 
     /// Waits at most `timeout`; `Timeout` error after it (no node left behind).
