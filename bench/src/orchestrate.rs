@@ -698,11 +698,18 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
         );
         print_table(
             "2. re-entrant acquire+release while held",
-            &["ns/op", "acquire ns", "release ns", "server pkts"],
+            &[
+                "ns/op",
+                "cpu ns/op",
+                "acquire ns",
+                "release ns",
+                "server pkts",
+            ],
             &rows(
                 "s2",
                 &[
                     ("ns_per_op", 0),
+                    ("cpu_ns_per_op", 0),
                     ("acquire_ns", 0),
                     ("release_ns", 0),
                     ("server_packets_in_window", 0),
