@@ -156,7 +156,7 @@ where
 /// them.
 fn delivery() -> CallbackQueue {
     static DELIVERY: Mutex<Option<(u32, CallbackQueue)>> = Mutex::new(None);
-    let pid = std::process::id();
+    let pid = zklock::support::current_pid();
     let mut slot = lock(&DELIVERY);
     match &*slot {
         Some((owner, queue)) if *owner == pid => queue.clone(),
@@ -571,7 +571,7 @@ struct NativeLease {
 impl NativeLease {
     fn new(lease: zklock::Lease) -> Self {
         NativeLease {
-            pid: std::process::id(),
+            pid: zklock::support::current_pid(),
             token: lease.token(),
             tokens: lease.tokens(),
             path: lease.path().to_owned(),
@@ -584,7 +584,7 @@ impl NativeLease {
     /// `ClientClosed` in a child process after fork(): the lease and its session belong to the
     /// parent, so the child can neither use it nor know its state (it must not read `held`).
     fn check_process(&self, py: Python<'_>) -> PyResult<()> {
-        if self.pid == std::process::id() {
+        if self.pid == zklock::support::current_pid() {
             return Ok(());
         }
         Err(to_py_err(
@@ -639,7 +639,7 @@ impl Drop for NativeLease {
         else {
             return;
         };
-        if self.pid != std::process::id() {
+        if self.pid != zklock::support::current_pid() {
             lease.detach();
             return;
         }
@@ -750,6 +750,11 @@ impl NativeLease {
     /// 'was-lost'. Raises `NotHeld` when it was already released.
     fn release(&self, py: Python<'_>) -> PyResult<&'static str> {
         let lease = self.take(py)?;
+        // A re-entrant hold that only counts down keeps the GIL: nothing to wait for.
+        let lease = match lease.release_counted() {
+            Ok(released) => return Ok(released.as_str()),
+            Err(lease) => lease,
+        };
         let released = py.detach(move || lease.blocking_release()).py(py)?;
         Ok(released.as_str())
     }
@@ -761,7 +766,7 @@ impl NativeLease {
     }
 
     fn __repr__(&self) -> String {
-        let state = if self.pid == std::process::id() {
+        let state = if self.pid == zklock::support::current_pid() {
             self.state().as_str()
         } else {
             "forked"

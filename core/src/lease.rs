@@ -408,6 +408,17 @@ impl Lease {
         runtime::block_on(release_parts(parts))
     }
 
+    /// Releases here and now when this only counts a re-entrant hold down (no I/O, no runtime):
+    /// `Ok(StillHeld)`; else the lease back, to release as usual. For faces that would
+    /// otherwise let go of their interpreter lock around a release that does not wait.
+    #[doc(hidden)]
+    pub fn release_counted(mut self) -> std::result::Result<Released, Lease> {
+        if self.count_down_reentrant() {
+            return Ok(Released::StillHeld);
+        }
+        Err(self)
+    }
+
     /// Gives up this handle without releasing: the lock stays held (and its lock value keeps
     /// counting the hold) until the client closes, the session ends or the process exits.
     /// For faces whose objects are collected by a garbage collector, where dropping the last

@@ -74,6 +74,7 @@ pub use wait::Wait;
 #[doc(hidden)]
 pub mod support {
     pub use crate::nodes::round_trips;
+    pub use crate::runtime::current_pid;
     pub use crate::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
         duration_from_secs_f64,

@@ -152,7 +152,7 @@ fn start() -> Handle {
 /// 300 ns in the bench's sandbox, more than the rest of a re-entrant acquire+release). Cached,
 /// and forgotten in the child of a fork() by an atfork handler (what glibc's fork, Python's
 /// os.fork and multiprocessing run; posix_spawn and vfork children exec at once).
-pub(crate) fn current_pid() -> u32 {
+pub fn current_pid() -> u32 {
     static PID: AtomicU32 = AtomicU32::new(0);
     static HANDLER: std::sync::Once = std::sync::Once::new();
     extern "C" fn forget_pid() {
