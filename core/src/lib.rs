@@ -74,14 +74,13 @@ pub use wait::Wait;
 #[doc(hidden)]
 pub mod support {
     pub use crate::nodes::round_trips;
-    pub use crate::runtime::current_pid;
     pub use crate::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
         duration_from_secs_f64,
     };
     pub use crate::protocol::validate_path;
     pub use crate::runtime::{
-        block_on, handle, on_runtime_thread, refuse_on_runtime_thread, run_callback, spawn,
-        CallbackQueue,
+        block_on, current_pid, handle, on_runtime_thread, refuse_on_runtime_thread, run_callback,
+        spawn, CallbackQueue,
     };
 }

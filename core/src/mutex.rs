@@ -307,12 +307,7 @@ impl Lock {
         if let Some(lease) = self.inner.try_reenter(Owner::SHARED) {
             return Ok(lease);
         }
-        Box::pin(
-            self.inner
-                .clone()
-                .acquire_until(Owner::SHARED, None, None),
-        )
-        .await
+        Box::pin(self.inner.clone().acquire_until(Owner::SHARED, None, None)).await
     }
 
     /// Waits at most `timeout`; `Timeout` error after it (no node left behind).
