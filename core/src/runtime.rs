@@ -96,7 +96,7 @@ impl CallbackQueue {
 }
 
 fn with_started<T>(f: impl FnOnce(&Started) -> T) -> T {
-    let pid = std::process::id();
+    let pid = current_pid();
     let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     match slot.as_ref() {
         Some(started) if started.pid == pid => f(started),
