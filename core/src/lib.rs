@@ -17,7 +17,7 @@
 
 // The modules read in one direction, each using only those above it (no import circles):
 //
-// leaves        error, names, signal, cancel, wait, state, options, protocol, lifeline
+// leaves        error, names, signal, cancel, wait, state, protocol, secure, options, lifeline
 // runtime       runtime (the private runtime thread, callback queues), bounds (acquire time rules)
 // session       own_watch (the own-node watch queue a session keeps), session, nodes (node
 //               operations with connection-loss handling), connection (a client's sessions)
@@ -31,6 +31,7 @@ mod lifeline;
 mod names;
 mod options;
 mod protocol;
+mod secure;
 mod signal;
 mod state;
 mod wait;
@@ -65,6 +66,7 @@ pub use options::{AclPolicy, Options, MAX_SESSION_TIMEOUT};
 pub use protocol::{Library, NodeKind};
 pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
+pub use secure::{Pem, Sasl, SecureParts, Tls};
 pub use state::{LeaseState, Released};
 pub use wait::Wait;
 

@@ -73,7 +73,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 
 /// A value as an error message shows it: quoted, and cut after 64 characters (a message must
 /// not carry a megabyte of input back to the user).
-fn shown(value: &str) -> String {
+pub(crate) fn shown(value: &str) -> String {
     const SHOWN: usize = 64;
     match value.char_indices().nth(SHOWN) {
         None => format!("{value:?}"),

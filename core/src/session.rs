@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::lifeline::{self, Lifeline};
 use crate::options::Options;
 use crate::own_watch;
+use crate::secure;
 use crate::signal::Signal;
 use crate::state::LeaseState;
 
@@ -70,6 +71,8 @@ impl Session {
         let far = Duration::from_secs(100 * 365 * 86_400);
         let deadline = Instant::now() + options.connect_timeout.min(far);
         let mut last_error;
+        let tls = options.tls.as_ref().map(secure::load).transpose()?;
+        let mut diagnosed = false;
         let (client, sent) = loop {
             let mut connector = zk::Client::connector()
                 .with_session_timeout(options.session_timeout)
@@ -78,19 +81,54 @@ impl Session {
             if let Some(auth) = &options.auth {
                 connector = connector.with_auth("digest", auth.as_bytes());
             }
+            if let Some(sasl) = &options.sasl {
+                connector = connector.with_sasl(zk::SaslOptions::digest_md5(
+                    sasl.user.clone(),
+                    sasl.password.clone(),
+                ));
+            }
             let sent = Instant::now();
-            match tokio::time::timeout_at(deadline, connector.connect(hosts)).await {
+            let connecting = async {
+                match &tls {
+                    Some(t) => {
+                        connector
+                            .with_tls(t.transport.clone())
+                            .secure_connect(hosts)
+                            .await
+                    }
+                    None => connector.connect(hosts).await,
+                }
+            };
+            match tokio::time::timeout_at(deadline, connecting).await {
                 Ok(Ok(client)) => break (client, sent),
                 Ok(Err(
                     err @ (zk::Error::NoHosts | zk::Error::ConnectionLoss | zk::Error::Timeout),
                 )) => {
                     last_error = err.to_string();
+                    // Once per connect: a certificate or protocol mismatch does not heal by
+                    // retrying, so it fails now with the reason (see `secure`).
+                    if !diagnosed {
+                        diagnosed = true;
+                        if let Some(why) = secure::diagnose(hosts, tls.as_ref()).await {
+                            return Err(Error::new(
+                                ErrorKind::Connection,
+                                format!("cannot connect to ZooKeeper at {hosts}: {why}"),
+                            ));
+                        }
+                    }
                 }
                 Ok(Err(zk::Error::AuthFailed)) => {
+                    let whose = match (&options.sasl, &options.auth) {
+                        (Some(s), _) => format!("SASL user {:?}", s.user),
+                        (None, Some(a)) => {
+                            format!("digest user {:?}", a.split_once(':').map_or("", |(u, _)| u))
+                        }
+                        (None, None) => "no credentials".into(),
+                    };
                     return Err(Error::new(
                         ErrorKind::Permission,
-                        format!("ZooKeeper at {hosts} refused the credentials"),
-                    ))
+                        format!("ZooKeeper at {hosts} refused the credentials ({whose})"),
+                    ));
                 }
                 Ok(Err(err)) => return Err(Error::from_zk(err, &format!("connect to {hosts}"))),
                 Err(_) => last_error = "connect attempt timed out".into(),
