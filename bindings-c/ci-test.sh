@@ -107,7 +107,9 @@ build_tests() {
     "$CC" "${cflags[@]}" bindings-c/tests/conformance.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -lm \
       -o "$tmp/conformance" &&
     "$CXX" -std=c++17 -Wall -Wextra -Wmissing-field-initializers -Werror -g -O1 -I"$root/include" bindings-c/tests/test_zklock.cpp \
-      -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -o "$tmp/test_cpp"
+      -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -o "$tmp/test_cpp" &&
+    "$CC" "${cflags[@]}" -Ibindings-c/tests bindings-c/tests/test_secure.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
+      -o "$tmp/test_secure"
 }
 step "build the C tests (shared, static), the conformance runner and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
 
@@ -157,6 +159,28 @@ export ZKLOCK_TEST_ROUNDS="$ROUNDS"
 # The cases every face runs (tests/conformance/cases.txt), through the public C API.
 COUNT_PREFIX="conformance c: " step "conformance cases (tests/conformance/cases.txt) through the C API" \
   run_counted "$tmp/conformance.log" "$tmp/conformance" "$root/tests/conformance/cases.txt" "$servers"
+
+# Secure ZooKeeper (TLS, SASL, ACLs, chroot): a secured server of its own, stopped after.
+secure_check() {
+  mkfifo "$tmp/secure-ctl"
+  "$target_dir/debug/zk-harness" --secure <"$tmp/secure-ctl" >"$tmp/secure.out" 2>"$tmp/secure.err" &
+  local pid=$! rc
+  exec 4>"$tmp/secure-ctl"
+  for _ in $(seq 1 1200); do
+    grep -q '^sasl_users=' "$tmp/secure.out" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! grep -q '^sasl_users=' "$tmp/secure.out"; then
+    echo "ci-test: the secured ZooKeeper did not start (a failure, not a skip):"; cat "$tmp/secure.err"
+    exec 4>&-; return 1
+  fi
+  run_counted "$tmp/secure.log" "$tmp/test_secure" "$tmp/secure.out"; rc=$?
+  exec 4>&-
+  wait "$pid"
+  return $rc
+}
+step "secure ZooKeeper through the C API (zk-harness --secure)" secure_check
 
 step "C++ wrapper test (include/zklock.hpp)" \
   run_counted "$tmp/cpp.log" "$tmp/test_cpp" "$servers"

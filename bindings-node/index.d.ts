@@ -38,8 +38,19 @@ export interface ConnectOptions {
   auth?: string
   /** Written into our lock nodes and shown by `participants()`. Default `host/pid`. */
   identity?: string
-  /** ACL of the lock nodes (and parents) we create. Default 'open'; the others need `auth`. */
+  /** ACL of the lock nodes (and parents) we create. Default 'open'; the others need `auth`
+   * or `saslUser`. */
   acl?: AclPolicy
+  /** PEM file of the CA that signed the servers' certificates: TLS to every server. */
+  tlsCa?: string
+  /** PEM files of a client certificate and its key (both or neither; need `tlsCa`). */
+  tlsCert?: string
+  tlsKey?: string
+  /** Check that a server's certificate names the host dialled. Default true. */
+  tlsVerifyHostname?: boolean
+  /** SASL DIGEST-MD5 credentials; a wrong password rejects with ZKLOCK_PERMISSION. */
+  saslUser?: string
+  saslPassword?: string
 }
 
 /** 'open': anyone may do anything; 'creator-all': only the authenticated creator;

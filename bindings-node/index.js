@@ -193,7 +193,9 @@ class Client {
 
   /**
    * Connects to `hosts` (`host:port,host:port/optional/chroot`).
-   * Options: sessionTimeoutMs, connectTimeoutMs, auth ('user:password'), identity, acl.
+   * Options: sessionTimeoutMs, connectTimeoutMs, auth ('user:password'), identity, acl;
+   * secure ZooKeeper: tlsCa, tlsCert, tlsKey (PEM file paths), tlsVerifyHostname, saslUser,
+   * saslPassword.
    */
   static async connect(hosts, options) {
     checkString(hosts, 'hosts')
@@ -207,6 +209,15 @@ class Client {
           ? undefined
           : checkString(o.identity, 'identity'),
       acl: o.acl === undefined || o.acl === null ? undefined : checkString(o.acl, 'acl'),
+    }
+    for (const key of ['tlsCa', 'tlsCert', 'tlsKey', 'saslUser', 'saslPassword']) {
+      if (o[key] !== undefined && o[key] !== null) nativeOptions[key] = checkString(o[key], key)
+    }
+    if (o.tlsVerifyHostname !== undefined && o.tlsVerifyHostname !== null) {
+      if (typeof o.tlsVerifyHostname !== 'boolean') {
+        throw invalid(`tlsVerifyHostname must be a boolean, got ${describe(o.tlsVerifyHostname)}`)
+      }
+      nativeOptions.tlsVerifyHostname = o.tlsVerifyHostname
     }
     let nativeClient
     try {

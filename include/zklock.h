@@ -40,6 +40,14 @@
 // ACL policy: anyone may read (see the queue), only the creator may change or delete.
 #define ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL 2
 
+// `zklock_client_options.tls_verify_hostname`: the default (0) and 1 check that a server's
+// certificate names the host dialled; `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF` turns that off (a
+// zeroed struct stays safe).
+#define ZKLOCK_TLS_VERIFY_HOSTNAME_ON 1
+
+// See `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`.
+#define ZKLOCK_TLS_VERIFY_HOSTNAME_OFF 2
+
 // What a zklock function reports: `ZKLOCK_OK` (0) or a negative error kind (see API.md's error
 // table). `zklock_last_error()` then holds a message naming the path or value involved.
 typedef enum zklock_status {
@@ -122,6 +130,18 @@ typedef struct zklock_client_options {
     int32_t acl;
     // Identity written into our lock nodes (NULL: "host/pid").
     const char *identity;
+    // PEM file of the CA that signed the servers' certificates: TLS to every server (NULL: no
+    // TLS).
+    const char *tls_ca;
+    // PEM files of a client certificate and its key (both or neither; need `tls_ca`).
+    const char *tls_cert;
+    const char *tls_key;
+    // 0 (default) or `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`: check the host name;
+    // `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF`: do not.
+    int32_t tls_verify_hostname;
+    // SASL DIGEST-MD5 user and password, or NULL (a wrong password is `ZKLOCK_PERMISSION`).
+    const char *sasl_user;
+    const char *sasl_password;
 } zklock_client_options;
 
 // Called on the client's callback thread with a lease's current state, then at each change of

@@ -121,6 +121,14 @@ pub struct NativeConnectOptions {
     pub identity: Option<String>,
     /// An [`AclPolicy`] name: `open` (default), `creator-all` or `read-anyone-creator-all`.
     pub acl: Option<String>,
+    /// Secure ZooKeeper: PEM file paths, hostname verification, SASL DIGEST-MD5 credentials
+    /// (checked by the core's `SecureParts`).
+    pub tls_ca: Option<String>,
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
+    pub tls_verify_hostname: Option<bool>,
+    pub sasl_user: Option<String>,
+    pub sasl_password: Option<String>,
 }
 
 fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::Error> {
@@ -147,6 +155,15 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
         if let Some(acl) = o.acl {
             options = options.acl(acl.parse::<AclPolicy>()?);
         }
+        options = zklock::SecureParts {
+            tls_ca: o.tls_ca,
+            tls_cert: o.tls_cert,
+            tls_key: o.tls_key,
+            tls_verify_hostname: o.tls_verify_hostname,
+            sasl_user: o.sasl_user,
+            sasl_password: o.sasl_password,
+        }
+        .apply(options)?;
     }
     Ok(options)
 }

@@ -318,7 +318,8 @@ struct PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, auth=None, identity=None, acl="open"))]
+    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, auth=None, identity=None, acl="open", tls_ca=None, tls_cert=None, tls_key=None, tls_verify_hostname=None, sasl_user=None, sasl_password=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         hosts: String,
@@ -327,6 +328,12 @@ impl PyClient {
         auth: Option<String>,
         identity: Option<String>,
         acl: &str,
+        tls_ca: Option<String>,
+        tls_cert: Option<String>,
+        tls_key: Option<String>,
+        tls_verify_hostname: Option<bool>,
+        sasl_user: Option<String>,
+        sasl_password: Option<String>,
     ) -> PyResult<Self> {
         let secs = zklock::support::duration_from_secs_f64;
         let mut options = zklock::Options::default()
@@ -339,6 +346,16 @@ impl PyClient {
         if let Some(identity) = identity {
             options = options.identity(identity);
         }
+        let options = zklock::SecureParts {
+            tls_ca,
+            tls_cert,
+            tls_key,
+            tls_verify_hostname,
+            sasl_user,
+            sasl_password,
+        }
+        .apply(options)
+        .py(py)?;
         let client = wait(
             py,
             async move { zklock::Client::connect(&hosts, options).await },

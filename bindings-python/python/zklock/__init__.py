@@ -31,7 +31,7 @@ import os
 import threading
 import weakref
 from types import TracebackType
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Type, Union
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Type, Union
 
 from . import _zklock
 from ._errors import (
@@ -125,6 +125,16 @@ def _check_str(value: object, what: str) -> str:
 
 def _check_optional_str(value: object, what: str) -> Optional[str]:
     return None if value is None else _check_str(value, what)
+
+
+def _check_optional_path(value: object, what: str) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise InvalidArgumentType(f"{what} must be a file path (str), got {_type_name(value)}")
+    return value
 
 
 def _check_number(value: object, what: str) -> float:
@@ -581,6 +591,11 @@ class Client:
     ``connect_timeout`` passes (:class:`ConnectionFailed`). Also a context manager that closes
     the session on exit; a client still open at interpreter exit is closed then, so that its
     lock nodes go at once instead of after the session timeout.
+
+    Secure ZooKeeper: ``tls_ca`` (PEM file of the CA) turns TLS on for every server;
+    ``tls_cert`` and ``tls_key`` give a client certificate; ``tls_verify_hostname=False`` turns
+    host name checking off. ``sasl_user`` and ``sasl_password`` authenticate with SASL
+    DIGEST-MD5 (a wrong password raises :class:`PermissionDenied`).
     """
 
     def __init__(
@@ -591,6 +606,13 @@ class Client:
         auth: Optional[str] = None,
         identity: Optional[str] = None,
         acl: str = "open",
+        *,
+        tls_ca: Optional[Union[str, os.PathLike[str]]] = None,
+        tls_cert: Optional[Union[str, os.PathLike[str]]] = None,
+        tls_key: Optional[Union[str, os.PathLike[str]]] = None,
+        tls_verify_hostname: Optional[bool] = None,
+        sasl_user: Optional[str] = None,
+        sasl_password: Optional[str] = None,
     ) -> None:
         hosts = _check_str(hosts, "hosts")
         session = _check_number(session_timeout, "session_timeout")
@@ -598,7 +620,24 @@ class Client:
         auth = _check_optional_str(auth, "auth")
         identity = _check_optional_str(identity, "identity")
         acl = _check_str(acl, "acl")
-        self._native = _zklock.Client(hosts, session, connect, auth, identity, acl)
+        if tls_verify_hostname is not None and not isinstance(tls_verify_hostname, bool):
+            raise InvalidArgumentType(
+                f"tls_verify_hostname must be a bool, got {_type_name(tls_verify_hostname)}"
+            )
+        self._native = _zklock.Client(
+            hosts,
+            session,
+            connect,
+            auth,
+            identity,
+            acl,
+            _check_optional_path(tls_ca, "tls_ca"),
+            _check_optional_path(tls_cert, "tls_cert"),
+            _check_optional_path(tls_key, "tls_key"),
+            tls_verify_hostname,
+            _check_optional_str(sasl_user, "sasl_user"),
+            _check_optional_str(sasl_password, "sasl_password"),
+        )
         self._finalizer = weakref.finalize(self, self._native.close)
 
     @classmethod
@@ -610,13 +649,19 @@ class Client:
         auth: Optional[str] = None,
         identity: Optional[str] = None,
         acl: str = "open",
+        **secure: Any,
     ) -> "Client":
         """Connects without blocking the event loop (the connect runs in the loop's default
-        executor)."""
+        executor). Takes the same keyword arguments as the constructor (``tls_ca``, ...)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            None, lambda: cls(hosts, session_timeout, connect_timeout, auth, identity, acl)
+            None,
+            lambda: cls(hosts, session_timeout, connect_timeout, auth, identity, acl, **secure),
         )
+
+    def __repr__(self) -> str:
+        # hosts and the session only: never the credentials given to the constructor.
+        return f"<zklock.Client {self._native!r}>"
 
     @property
     def hosts(self) -> str:

@@ -14,6 +14,12 @@ class Client:
         auth: Optional[str] = ...,
         identity: Optional[str] = ...,
         acl: str = ...,
+        tls_ca: Optional[str] = ...,
+        tls_cert: Optional[str] = ...,
+        tls_key: Optional[str] = ...,
+        tls_verify_hostname: Optional[bool] = ...,
+        sasl_user: Optional[str] = ...,
+        sasl_password: Optional[str] = ...,
     ) -> None: ...
     def close(self) -> None: ...
     @property
