@@ -319,6 +319,50 @@ static void op_acl(struct outcome *o, const struct bytes *in) {
     op_connect(o, servers, &opts);
 }
 
+/* Nothing the C face shows (the lease's path, zklock_last_error after a malformed credential)
+ * holds the password. */
+static void op_secret(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: a password with NUL inside cannot be passed";
+        return;
+    }
+    char auth[512], shown[2048] = "";
+    snprintf(auth, sizeof auth, "conformance:%s", in->p);
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.auth = auth;
+    opts.acl = ZKLOCK_ACL_CREATOR_ALL;
+    opts.connect_timeout_ms = 5000;
+    zklock_client *c = NULL;
+    zklock_lock *l = NULL;
+    zklock_lease *lease = NULL;
+    zklock_status st = seen(o, zklock_client_connect(servers, &opts, &c));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(c, case_path, NULL, &l));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 5000, &lease));
+    if (st == ZKLOCK_OK) {
+        snprintf(shown, sizeof shown, "%s", zklock_lease_path(lease));
+        st = seen(o, zklock_lease_release(lease));
+    }
+    if (l) zklock_lock_free(l);
+    if (c) zklock_client_free(c);
+    if (st != ZKLOCK_OK) {
+        o->word = kind_of(st);
+        return;
+    }
+    opts.auth = in->p;
+    opts.acl = ZKLOCK_ACL_OPEN;
+    c = NULL;
+    st = seen(o, zklock_client_connect(servers, &opts, &c));
+    if (c) zklock_client_free(c);
+    if (st != ZKLOCK_INVALID_ARGUMENT) {
+        snprintf(o->problem, sizeof o->problem, "a credential without ':' gave %s", kind_of(st));
+        return;
+    }
+    size_t used = strlen(shown);
+    snprintf(shown + used, sizeof shown - used, " %s", zklock_last_error());
+    o->word = strstr(shown, in->p) ? "shown" : "hidden";
+}
+
 /* A lease released by another thread after a delay. */
 struct later {
     zklock_lease *lease;
@@ -611,6 +655,7 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "identity") == 0) op_identity(&o, &in);
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
+        else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
         else if (strcmp(op, "scenario") == 0) scenario(&o, in.p);
         else snprintf(o.problem, sizeof o.problem, "unknown op %.40s", op);
         free(in.p);

@@ -240,6 +240,31 @@ const ops = {
     })
   },
 
+  // Nothing the Node face shows (util.inspect of client, mutex, lease, participants; the error
+  // of a malformed credential) holds the password.
+  async secret(input, c) {
+    const util = require('node:util')
+    const show = (v) => util.inspect(v, { showHidden: true, depth: 6 })
+    const client = await Client.connect(zk.servers, {
+      auth: `conformance:${input}`,
+      acl: 'creator-all',
+      connectTimeoutMs: 5000,
+    })
+    const m = client.mutex(lockPath(c))
+    const lease = await m.acquire()
+    let shown = show(client) + show(m) + show(lease) + show(await m.participants())
+    await lease.release()
+    await client.close()
+    try {
+      await Client.connect(zk.servers, { auth: input, connectTimeoutMs: 5000 })
+      return 'a credential without ":" was accepted'
+    } catch (e) {
+      if (!isZkLockError(e) || e.code !== 'ZKLOCK_INVALID_ARGUMENT') throw e
+      shown += e.message + show(e)
+    }
+    return shown.includes(input) ? 'shown' : 'hidden'
+  },
+
   async timeout(input, c) {
     const s = seconds(input)
     const timeoutMs = input.trim() === '-1' ? -1 : s * 1000

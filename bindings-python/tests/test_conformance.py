@@ -235,6 +235,25 @@ def op_acl(ctx: Ctx, text: str) -> str:
     return "ok"
 
 
+def op_secret(ctx: Ctx, text: str) -> str:
+    """Nothing the Python face shows (repr of client, lock, lease, participants; the error of a
+    malformed credential) holds the password."""
+    shown = ""
+    with zklock.Client(
+        ctx.servers, auth=f"conformance:{text}", acl="creator-all", connect_timeout=5.0
+    ) as client:
+        lock = client.lock(ctx.path)
+        with lock as lease:
+            shown += repr(client) + repr(lock) + repr(lease) + repr(lock.participants())
+    try:
+        zklock.Client(ctx.servers, auth=text, connect_timeout=5.0).close()
+    except zklock.InvalidArgument as e:
+        shown += str(e) + repr(e)
+    else:
+        pytest.fail("a credential without ':' was accepted", pytrace=False)
+    return "shown" if text in shown else "hidden"
+
+
 def op_timeout(ctx: Ctx, text: str) -> str:
     seconds: float = -1 if text == "-1" else float(text)
     holding = threading.Event()
@@ -456,6 +475,7 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "identity": op_identity,
     "acl": op_acl,
     "timeout": op_timeout,
+    "secret": op_secret,
     "scenario": op_scenario,
 }
 

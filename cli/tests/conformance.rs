@@ -2,9 +2,10 @@
 //! its README), against the shared test ZooKeeper. The ops with a command-line form run the
 //! `zklock` binary as a user would: `path` (`zklock exec --try PATH -- true`), `hosts`
 //! (`zklock --servers HOSTS ls`), `session_timeout` (`--session-timeout`), `identity`
-//! (`--identity`) and `timeout` (`--timeout`, with a holder in this process that frees the lock
-//! after 300 ms). Every other op (read/write and multi-locks, ACL names, the scenarios) has no
-//! command-line form and is named `n/a` with the reason. The exit status is mapped back to the
+//! (`--identity`), `timeout` (`--timeout`, with a holder in this process that frees the lock
+//! after 300 ms), `acl` (`--acl`, credentials from ZKLOCK_AUTH) and `secret` (`exec` + `ls`).
+//! Every other op (read/write and multi-locks, the scenarios) has no command-line form and is
+//! named `n/a` with the reason. The exit status is mapped back to the
 //! error kind (see `zklock --help`); stderr must be one line of at most 300 characters.
 //!
 //! One line per case, then `conformance cli: N passed, N failed`; the test fails on any mismatch.
@@ -125,12 +126,61 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             "the command line makes a read/write lock only to take it (exec --read/--write)",
         ),
         "multi" => Outcome::NotApplicable("the command line has no multi-lock"),
-        "acl" => Outcome::NotApplicable("the command line has no ACL option"),
+        "acl" => {
+            let mut cmd = zk(&["exec", "--try", "--acl", &input, lock_path, "--", "true"]);
+            cmd.env("ZKLOCK_AUTH", "user:secret");
+            outcome_of(&run(cmd), "ok", "Timeout")
+        }
+        "secret" => secret(servers, lock_path, &input),
         "scenario" => Outcome::NotApplicable(
             "a scenario needs a lease or lock value to hold on to; the command line has none",
         ),
         other => Outcome::Broken(format!("unknown op {other:?}")),
     }
+}
+
+/// The `secret` op: `zklock exec` (credentials from ZKLOCK_AUTH, ACL creator-all) runs
+/// `zklock ls` of its own lock; neither output, nor the error of a credential without `:`,
+/// holds the password.
+fn secret(servers: &str, lock_path: &str, secret: &str) -> Outcome {
+    let ls = format!(
+        "'{}' --servers '{servers}' ls '{lock_path}'; '{}' --servers '{servers}' ls --json '{lock_path}'",
+        env!("CARGO_BIN_EXE_zklock"),
+        env!("CARGO_BIN_EXE_zklock")
+    );
+    let mut cmd = zk(&[
+        "exec",
+        "--acl",
+        "creator-all",
+        lock_path,
+        "--",
+        "sh",
+        "-c",
+        &ls,
+    ]);
+    cmd.env("ZKLOCK_AUTH", format!("conformance:{secret}"));
+    let held = run(cmd);
+    if held.status.code() != Some(0) || !stdout(&held).contains("_c_") {
+        return Outcome::Broken(format!("exec + ls failed: {:.300}", stderr(&held)));
+    }
+    let mut cmd = zk(&["ls", lock_path]);
+    cmd.env("ZKLOCK_AUTH", secret);
+    let bad = run(cmd);
+    if bad.status.code() != Some(64) {
+        return Outcome::Broken(format!("a credential without ':' gave {:?}", bad.status));
+    }
+    let shown = [&held, &bad]
+        .iter()
+        .map(|o| stdout(o) + &stderr(o))
+        .collect::<String>();
+    Outcome::Is(
+        if shown.contains(secret) {
+            "shown"
+        } else {
+            "hidden"
+        }
+        .into(),
+    )
 }
 
 #[test]

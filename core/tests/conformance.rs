@@ -106,9 +106,36 @@ impl Runner {
                 }
             },
             "timeout" => self.contended_acquire(input).await,
+            "secret" => self.secret(input).await,
             "scenario" => self.scenario(input).await,
             other => panic!("unknown op {other:?}"),
         }
+    }
+
+    /// The `secret` op: nothing the Rust face shows (`Debug`, messages) holds the password.
+    async fn secret(&self, secret: &str) -> Outcome {
+        let options = Options::default()
+            .auth(format!("conformance:{secret}"))
+            .acl(AclPolicy::CreatorAll);
+        let mut shown = format!("{options:?}");
+        let client = self.connect(options).await.unwrap();
+        let lock = client.mutex(&self.case_path).unwrap();
+        let lease = lock.acquire().await.unwrap();
+        let participants = lock.participants().await.unwrap();
+        shown += &format!("{client:?} {lease:?} {participants:?}");
+        lease.release().await.unwrap();
+        client.close().await;
+        let err = self
+            .connect(Options::default().auth(secret))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), zklock::ErrorKind::InvalidArgument, "{err}");
+        shown += &format!("{err} {err:?}");
+        word(if shown.contains(secret) {
+            "shown"
+        } else {
+            "hidden"
+        })
     }
 
     async fn connect_and_close(&self, options: Options) -> Outcome {
