@@ -79,6 +79,7 @@ async function startZooKeeper({ proxy = false, secure = false, timeoutMs = 120_0
       if (!second.startsWith('proxy=')) throw new Error(`zk-harness printed ${second}`)
       proxyAddr = second.slice('proxy='.length)
     }
+    info.servers = servers
     // --secure: tls_servers=, tls_wrong_host_servers=, tls_ca=, ... up to sasl_users=.
     while (secure && !('sasl_users' in info)) {
       const line = await nextLine(10_000)
