@@ -416,13 +416,23 @@ pub fn run(args: &Args, impls: Vec<Impl>, skipped: Vec<(String, String)>) -> Res
                 "no"
             }
         );
+        let tls = impls.iter().any(|i| i.key == "zklock-tls");
         let zk = ZooKeeper::start(
             1,
             &Config {
                 force_sync,
                 tick_ms: 200,
+                secure: tls,
             },
         )?;
+        if tls {
+            // For the `zklock-tls` workers (`--tls yes`), which inherit the environment.
+            std::env::set_var(
+                "ZKBENCH_TLS_SERVERS",
+                zk.secure_address(0).unwrap_or_default(),
+            );
+            std::env::set_var("ZKBENCH_TLS_CA", zk.tls_ca().unwrap_or_default());
+        }
         let run = Run {
             servers: zk.connect_string(),
             zk: &zk,
@@ -717,6 +727,10 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
         }
         let r = rr("s4", "zklock", "raw");
         t("s4 Rust / raw (diagnostic)", r, "-", None);
+        if impls.iter().any(|i| i.key == "zklock-tls") {
+            let r = rr("s1", "zklock-tls", "zklock");
+            t("s1 Rust over TLS / plaintext (diagnostic)", r, "-", None);
+        }
         let r = rr("s4", "curator", "raw");
         t("s4 curator / raw (diagnostic)", r, "-", None);
         if impls.iter().any(|i| i.key == "zklock-proposed") {

@@ -43,6 +43,14 @@ fn windows(args: &Args) -> (u64, u64) {
 }
 
 async fn zk_client(args: &Args) -> Res<zklock::Client> {
+    if args.opt("tls").is_some() {
+        // The orchestrator's secured server (`zklock-tls`): its TLS port and CA.
+        let servers = std::env::var("ZKBENCH_TLS_SERVERS")?;
+        let ca = std::env::var("ZKBENCH_TLS_CA")?;
+        let options =
+            zklock::Options::default().tls(zklock::Tls::new(zklock::Pem::File(ca.into())));
+        return Ok(zklock::Client::connect(&servers, options).await?);
+    }
     Ok(zklock::Client::connect(&args.str("servers"), zklock::Options::default()).await?)
 }
 

@@ -156,6 +156,14 @@ pub(crate) fn prepare(root: &Path, port: u16) -> Result<Prepared> {
     })
 }
 
+impl ZooKeeper {
+    /// The CA (PEM) that signed a secured server's certificate (`Config::secure`).
+    pub fn tls_ca(&self) -> Option<PathBuf> {
+        self.members.first()?.secure_port?;
+        Some(self.root.as_ref()?.join("tls/ca.crt"))
+    }
+}
+
 /// A running secured server and what clients need to reach it.
 pub struct Secured {
     /// The server (dropping it stops it and removes the certificates).
