@@ -283,6 +283,12 @@ struct options {
     std::string auth{};      // "user:password", empty for none
     std::string identity{};  // empty: "host/pid"
     int32_t acl{ZKLOCK_ACL_OPEN};
+    std::string tls_ca{};    // PEM file of the CA: TLS to every server; empty for none
+    std::string tls_cert{};  // PEM files of a client certificate and its key (both or neither)
+    std::string tls_key{};
+    bool tls_verify_hostname{true};
+    std::string sasl_user{};  // SASL DIGEST-MD5; empty for none
+    std::string sasl_password{};
 };
 
 /// One ZooKeeper session. Move-only; closed when destroyed.
@@ -296,6 +302,13 @@ public:
         o.auth = opts.auth.empty() ? nullptr : opts.auth.c_str();
         o.identity = opts.identity.empty() ? nullptr : opts.identity.c_str();
         o.acl = opts.acl;
+        auto text = [](const std::string &s) { return s.empty() ? nullptr : s.c_str(); };
+        o.tls_ca = text(opts.tls_ca);
+        o.tls_cert = text(opts.tls_cert);
+        o.tls_key = text(opts.tls_key);
+        o.tls_verify_hostname = opts.tls_verify_hostname ? 0 : ZKLOCK_TLS_VERIFY_HOSTNAME_OFF;
+        o.sasl_user = text(opts.sasl_user);
+        o.sasl_password = text(opts.sasl_password);
         detail::check(zklock_client_connect(hosts.c_str(), &o, &raw_));
     }
     client(client &&other) noexcept : raw_(std::exchange(other.raw_, nullptr)) {}

@@ -252,6 +252,24 @@ pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
     })
 }
 
+/// Every host of a TLS connect string must be a name or address a certificate can hold (the
+/// transport would panic on one that is not).
+pub(crate) fn check_tls_hosts(hosts: &str) -> Result<()> {
+    let list = hosts.split('/').next().unwrap_or_default();
+    for entry in list.split(',') {
+        let Some((host, _)) = first_host(entry) else {
+            continue;
+        };
+        if ServerName::try_from(host.clone()).is_err() {
+            return Err(Error::invalid(format!(
+                "{} is not a host name or IP address a TLS certificate can name",
+                crate::protocol::shown(&host)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// After a failed connect: why, when a handshake of our own tells definitively (a certificate
 /// problem, or a TLS server answering a plaintext client). `None` when it cannot tell (the
 /// server is down or silent): then connecting goes on until the connect timeout.
@@ -497,6 +515,14 @@ mod tests {
             ..Tls::new(Pem::Bytes(Vec::new()))
         };
         assert!(!format!("{tls:?}").contains("TOPSECRETKEY"));
+    }
+
+    #[test]
+    fn a_tls_host_a_certificate_cannot_name_is_refused() {
+        assert!(check_tls_hosts("127.0.0.1:1,zk-1.example:2,[::1]:3/chroot").is_ok());
+        let e = check_tls_hosts("good:1,bad_name!:2").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("bad_name!"), "{e}");
     }
 
     #[test]

@@ -72,6 +72,9 @@ impl Session {
         let deadline = Instant::now() + options.connect_timeout.min(far);
         let mut last_error;
         let tls = options.tls.as_ref().map(secure::load).transpose()?;
+        if tls.is_some() {
+            secure::check_tls_hosts(hosts)?;
+        }
         let mut diagnosed = false;
         let (client, sent) = loop {
             let mut connector = zk::Client::connector()
