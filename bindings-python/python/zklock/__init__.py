@@ -659,10 +659,6 @@ class Client:
             lambda: cls(hosts, session_timeout, connect_timeout, auth, identity, acl, **secure),
         )
 
-    def __repr__(self) -> str:
-        # hosts and the session only: never the credentials given to the constructor.
-        return f"<zklock.Client {self._native!r}>"
-
     @property
     def hosts(self) -> str:
         return self._native.hosts
