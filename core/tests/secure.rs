@@ -135,7 +135,8 @@ async fn raw(servers: &str, digest: Option<&str>) -> zookeeper_client::Client {
 #[tokio::test]
 async fn with_creator_all_another_user_can_neither_delete_nor_take_over_our_node() {
     let s = shared_secure();
-    let path = unique_path("creator-all");
+    // A fresh ancestor (made by alice below) so that the sibling check shows the ancestor rule.
+    let path = format!("{}/orders", unique_path("creator-all"));
     let ours = Client::connect(
         &s.tls_servers,
         alice().acl(AclPolicy::CreatorAll).tls(tls(&s.ca)),
