@@ -4,7 +4,10 @@
 fn main() {
     let map = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("libzklock.map");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libzklock.so.0");
-    println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", map.display());
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        map.display()
+    );
     // The linker gives the __start_/__stop_ bounds of named sections (a dependency's linkme
     // registry) default visibility, which no version script can hide; this option can.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,start-stop-visibility=hidden");
