@@ -57,7 +57,7 @@ if [ -f "$root/bindings-node/package.json" ]; then
   # The addon is rebuilt in release every time (cargo makes it quick when nothing changed):
   # `make demo` leaves a debug build in bindings-node/zklock.node, about half as fast.
   if (cd "$build/node" && { [ -d node_modules/zklock ] || npm install --silent --no-audit --no-fund "$root/bindings-node" >"$build/npm.log" 2>&1; } \
-        && env -u ZKLOCK_NODE_PROFILE node "$root/bindings-node/scripts/build.js" >>"$build/npm.log" 2>&1 \
+        && ZKLOCK_NODE_PROFILE=release node "$root/bindings-node/scripts/build.js" >>"$build/npm.log" 2>&1 \
         && node -e "require('zklock').Client" >>"$build/npm.log" 2>&1); then
     faces+=(--node-face "$build/node")
   else
