@@ -9,9 +9,10 @@
 #   SHA256SUMS
 # The code is built once per artifact with the `dist` cargo profile (release without debug info,
 # symbols stripped) into the shared target/ directory: the C library and the Node addon in one
-# cargo run (they resolve the same features, so the core is compiled once for both and for the
-# wheel), the command line in a second (its tokio features differ). maturin and auditwheel come
-# from PyPI into target/dist-venv. Prints each artifact's size and the time each step took.
+# cargo run (the same build as bindings-node/scripts/build.js makes for make test's Node suite),
+# the command line in a second (its tokio features differ), the wheel by maturin (pyo3 unifies
+# some dependencies' features differently, so the core is compiled a third time). maturin and
+# auditwheel come from PyPI into target/dist-venv. Prints each artifact's size and each step's time.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

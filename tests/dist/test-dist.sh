@@ -260,11 +260,12 @@ check "versions line up: Python (both), Node, zklock_version(), zklock --version
 
 no_debug_info() {
   local f bad=0
-  local so_py; so_py="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so | head -n1)"
+  local so_py; so_py="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so 2>/dev/null | head -n1)"
   for f in "$so_py" "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" \
     "$c/lib/libzklock.so.$version" "$c/lib/libzklock.a" "$c/bin/zklock"; do
     # Stripped: no .debug_* sections, and no symbol table (an archive's objects keep theirs:
     # the linker needs them).
+    [ -f "$f" ] || { echo "missing: $f"; bad=1; continue; }
     local pattern=' \.(debug_[a-z]*|symtab) '
     [[ "$f" == *.a ]] && pattern=' \.debug_[a-z]* '
     if readelf -S -W "$f" | grep -qE "$pattern"; then echo "debug info or symbol table in $f"; bad=1; fi
@@ -276,6 +277,7 @@ check "no debug info (nor symbol tables) in the Python module, the Node addon, l
 sizes() {
   local bad=0
   size_ok() { # size_ok WHAT FILE LIMIT_KIB
+    [ -f "$2" ] || { echo "  missing: $2"; bad=1; return; }
     local k; k=$(( ($(stat -L -c %s "$2") + 1023) / 1024 ))
     printf '  %-34s %6d KiB  (limit %d KiB)\n' "$1" "$k" "$3"
     [ "$k" -le "$3" ] || { echo "  $1 is over its limit"; bad=1; }
