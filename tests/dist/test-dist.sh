@@ -221,8 +221,12 @@ abi() {
   bad="$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^zklock_')"
   [ -z "$bad" ] || { echo "exported besides zklock_*: $bad"; return 1; }
   echo "libzklock.so.0 exports $(nm -D --defined-only "$so" | wc -l) symbols, all zklock_*"
+  # The Python and Node modules export their entry point only.
+  local py_so; py_so="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so | head -n1)"
+  [ "$(nm -D --defined-only "$py_so" | awk '{print $3}')" = PyInit__zklock ] &&
+    [ "$(nm -D --defined-only "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" | awk '{print $3}')" = napi_register_module_v1 ]
 }
-check "libzklock.so.$version: soname libzklock.so.0, links .so.0 and .so, exports zklock_* only" abi
+check "libzklock.so.$version: soname libzklock.so.0, links .so.0 and .so, exports zklock_* only; the Python and Node modules their entry point only" abi
 
 # Debian package: apt resolves it; its files unpacked into a root of their own.
 debroot="$tmp/debroot"
