@@ -84,9 +84,10 @@ out="$tmp/lib"
 build_lib() {
   "$CARGO" build -q -p zklock-c &&
     mkdir -p "$out" &&
-    cp "$target_dir/debug/libzklock_c.so" "$out/libzklock.so" &&
+    cp "$target_dir/debug/libzklock_c.so" "$out/libzklock.so.0" &&
+    ln -s libzklock.so.0 "$out/libzklock.so" &&
     cp "$target_dir/debug/libzklock_c.a" "$out/libzklock.a" &&
-    readelf -d "$out/libzklock.so" | grep -q 'SONAME.*\[libzklock.so\]'
+    readelf -d "$out/libzklock.so" | grep -q 'SONAME.*\[libzklock.so.0\]'
 }
 step "build libzklock.so and libzklock.a" build_lib || true
 [ -f "$out/libzklock.so" ] || { echo "ci-test: no library, stopping"; finish; }
@@ -199,8 +200,9 @@ install_check() {
   "$CC" -std=c11 -Wall -Werror -D_GNU_SOURCE bindings-c/examples/worker.c $flags -o "$tmp/worker" || return 1
   # shellcheck disable=SC2086
   "$CC" -std=c11 -Wall -Werror -D_GNU_SOURCE bindings-c/examples/worker.c \
-    $(pkg-config --cflags zklock) "$prefix/lib/libzklock.a" $(pkg-config --static --libs-only-l zklock | sed 's/-lzklock//') \
+    $(pkg-config --cflags zklock) -Wl,-Bstatic $(pkg-config --static --libs zklock) \
     -o "$tmp/worker_static" || return 1
+  if ldd "$tmp/worker_static" | grep libzklock; then echo "worker_static is not linked against libzklock.a"; return 1; fi
   # Three workers at once (two shared, one static): 15 rounds that never overlap in time and
   # whose tokens rise in the order the rounds ran.
   local log="$tmp/worker.log" pids=() rc=0

@@ -10,17 +10,49 @@ const { EventEmitter } = require('node:events')
 const path = require('node:path')
 
 /** @type {any} */
-let native
-try {
-  native = require('./zklock.node')
-} catch (e) {
-  const err = new Error(
-    `zklock: cannot load the native addon ${path.join(__dirname, 'zklock.node')} (${e.message}); ` +
-      'build it with `npm install` (or `node scripts/build.js`) inside the package directory',
-  )
-  err.code = 'ZKLOCK_NATIVE_MISSING'
-  err.cause = e
-  throw err
+const native = loadNative()
+
+/**
+ * The addon: ./zklock.node when built from a source checkout (its npm install builds it), else
+ * the prebuilt one a packaged zklock (make dist) carries in prebuilds/<platform key>/.
+ */
+function loadNative() {
+  const fs = require('node:fs')
+  const built = path.join(__dirname, 'zklock.node')
+  const key = fs.existsSync(built) ? null : platformKey()
+  const file = key === null ? built : path.join(__dirname, 'prebuilds', key, 'zklock.node')
+  const fromSource = 'build it from a zklock source checkout with Rust (https://rustup.rs) ' +
+    'installed: `npm install <checkout>/bindings-node`'
+  if (key !== null && !fs.existsSync(file)) {
+    let have = []
+    try { have = fs.readdirSync(path.join(__dirname, 'prebuilds')) } catch {}
+    const carried = have.length ? `prebuilt addons for ${have.join(', ')} only` : 'no prebuilt addon'
+    const err = new Error(
+      `zklock: no native addon for this platform (${key}); this package carries ${carried}. ` +
+        `To use zklock here, ${fromSource}`,
+    )
+    err.code = 'ZKLOCK_NATIVE_MISSING'
+    throw err
+  }
+  try {
+    return require(file)
+  } catch (e) {
+    const err = new Error(`zklock: cannot load the native addon ${file} (${e.message}); ${fromSource}`)
+    err.code = 'ZKLOCK_NATIVE_MISSING'
+    err.cause = e
+    throw err
+  }
+}
+
+/** `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`...: the prebuilds/ folder for this process. */
+function platformKey() {
+  let key = `${process.platform}-${process.arch}`
+  if (process.platform === 'linux') {
+    // glibc or musl: Node's report names the glibc it runs on, and nothing under musl.
+    const header = /** @type {any} */ (process.report?.getReport())?.header
+    key += header?.glibcVersionRuntime ? '-gnu' : '-musl'
+  }
+  return key
 }
 
 /** Every `err.code` a zklock call rejects or throws with (API.md's error table). */
