@@ -16,6 +16,7 @@ use crate::connection::Connection;
 use crate::engine::{self, Request};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared, Part, Reentry};
+use crate::observe::AcquireWatch;
 use crate::protocol::{self, Library, NodeKind};
 use crate::runtime;
 use crate::runtime::on_runtime;
@@ -443,34 +444,52 @@ impl LockInner {
             true => bounds::guard(decide_by, cancel.clone(), self.path.clone()),
             false => None,
         };
-        bounds::within(guard, async move {
+        // Disabled (no cost beyond a check) unless a `tracing` subscriber wants it.
+        let span = tracing::debug_span!(
+            "acquire",
+            path = self.path.as_str(),
+            kind = self.kind.as_str(),
+            outcome = tracing::field::Empty,
+            wait_ms = tracing::field::Empty,
+        );
+        let settled_in = span.clone();
+        let work = bounds::within(guard, async move {
             if let Some(lease) = self.try_reenter(owner) {
                 return Ok(lease);
             }
-            // A lock obtained after `decide_by` is given back (released in the background).
-            let in_time = |lease: Lease, lock: &LockInner| {
-                if bounds::too_late(decide_by) {
-                    drop(lease);
-                    return Err(crate::nodes::timeout_error(&lock.path));
-                }
-                Ok(lease)
-            };
-            let mut step = on_runtime(self.clone().begin(owner, deadline, cancel)).await?;
-            loop {
-                let mut waiting = match step {
-                    Step::Done(lease) => return in_time(lease, &self),
-                    Step::Wait(waiting) => waiting,
+            let counters = self.client.counters();
+            let mut watch =
+                AcquireWatch::start(counters, &self.path, self.kind, decide_by, settled_in);
+            let result = async {
+                // A lock obtained after `decide_by` is given back (released in the background).
+                let in_time = |lease: Lease, lock: &LockInner| {
+                    if bounds::too_late(decide_by) {
+                        drop(lease);
+                        return Err(crate::nodes::timeout_error(&lock.path));
+                    }
+                    Ok(lease)
                 };
-                let turn = waiting.wait_turn().await;
-                if matches!(turn, Ok(true))
-                    && !waiting.cancelled()
-                    && waiting.queued.take_turn_if_next()
-                {
-                    return in_time(waiting.finish(None), &self);
+                let mut step = on_runtime(self.clone().begin(owner, deadline, cancel)).await?;
+                loop {
+                    let mut waiting = match step {
+                        Step::Done(lease) => return in_time(lease, &self),
+                        Step::Wait(waiting) => waiting,
+                    };
+                    let turn = waiting.wait_turn().await;
+                    if matches!(turn, Ok(true))
+                        && !waiting.cancelled()
+                        && waiting.queued.take_turn_if_next()
+                    {
+                        return in_time(waiting.finish(None), &self);
+                    }
+                    step = on_runtime(waiting.resume(turn)).await?;
                 }
-                step = on_runtime(waiting.resume(turn)).await?;
             }
-        })
+            .await;
+            watch.settle(&result);
+            result
+        });
+        tracing::Instrument::instrument(work, span)
     }
 
     /// Waits for the gate that serialises first acquisitions of this value.
