@@ -45,6 +45,28 @@ impl Write {
         Write::Delete { path: path.into() }
     }
 
+    /// A write from its op name (`create`, `set_data`, `delete`: the faces take these names),
+    /// its path and its data (`None` is empty data; a `delete` with data is refused).
+    pub fn from_op(op: &str, path: &str, data: Option<Vec<u8>>) -> Result<Write> {
+        let path = path.to_owned();
+        match (op, data) {
+            ("create", data) => Ok(Write::Create {
+                path,
+                data: data.unwrap_or_default(),
+            }),
+            ("set_data", data) => Ok(Write::SetData {
+                path,
+                data: data.unwrap_or_default(),
+            }),
+            ("delete", None) => Ok(Write::Delete { path }),
+            ("delete", Some(_)) => Err(Error::invalid("a guarded delete takes no data")),
+            (other, _) => Err(Error::invalid(format!(
+                "unknown guarded write {:?} (known: create, set_data, delete)",
+                other.chars().take(64).collect::<String>()
+            ))),
+        }
+    }
+
     /// The node written.
     pub fn path(&self) -> &str {
         match self {
@@ -83,33 +105,68 @@ impl Lease {
     /// batch only checks that the lock is still ours. When the connection breaks before the
     /// answer, the outcome is unknown (`Connection`) as for any ZooKeeper write.
     pub async fn guarded_write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
-        let parts = self.guard_parts(&writes)?;
-        on_runtime(commit(parts, writes)).await
+        self.guarded().write(writes).await
     }
 
     /// Blocking twin of [`Lease::guarded_write`].
     pub fn blocking_guarded_write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
-        let parts = self.guard_parts(&writes)?;
-        runtime::block_on(commit(parts, writes))
+        self.guarded().blocking_write(writes)
+    }
+
+    /// A handle for guarded writes that lives apart from the lease (a face keeps it beside a
+    /// lease it may release meanwhile); its writes fail with `NotHeld` once the lease was
+    /// released.
+    pub fn guarded(&self) -> Guarded {
+        Guarded {
+            parts: self.shared_parts(),
+            path: self.path().to_owned(),
+        }
+    }
+}
+
+/// Guarded writes of one lease ([`Lease::guarded`]). Cheap to clone.
+#[derive(Clone)]
+pub struct Guarded {
+    parts: Vec<Arc<LeaseShared>>,
+    path: String,
+}
+
+impl std::fmt::Debug for Guarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guarded").field("path", &self.path).finish()
+    }
+}
+
+impl Guarded {
+    /// [`Lease::guarded_write`].
+    pub async fn write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
+        self.check(&writes)?;
+        on_runtime(commit(self.parts.clone(), writes)).await
+    }
+
+    /// Blocking twin of [`Guarded::write`].
+    pub fn blocking_write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
+        self.check(&writes)?;
+        runtime::block_on(commit(self.parts.clone(), writes))
     }
 
     /// The checks before any I/O: the paths, and a lease still held (or suspended: the request
     /// waits for the reconnect, and the check decides).
-    fn guard_parts(&self, writes: &[Write]) -> Result<Vec<Arc<LeaseShared>>> {
+    fn check(&self, writes: &[Write]) -> Result<()> {
         for w in writes {
             protocol::validate_path(w.path())?;
         }
-        let parts = self.shared_parts();
-        match self.state() {
-            LeaseState::Lost => Err(lost_error(&parts)),
+        let states = self.parts.iter().map(|p| p.state());
+        match LeaseState::combine(states) {
+            LeaseState::Lost => Err(lost_error(&self.parts)),
             LeaseState::Released => Err(Error::new(
                 ErrorKind::NotHeld,
                 format!(
                     "the lease on {} was released; guarded writes need a held lease",
-                    self.path()
+                    self.path
                 ),
             )),
-            _ => Ok(parts),
+            _ => Ok(()),
         }
     }
 }
@@ -199,6 +256,17 @@ async fn commit(parts: Vec<Arc<LeaseShared>>, writes: Vec<Write>) -> Result<Vec<
             _ => Written::Deleted,
         })
         .collect())
+}
+
+impl Written {
+    /// The write's op name, as in [`Write::op`].
+    pub fn op(&self) -> &'static str {
+        match self {
+            Written::Created(_) => "create",
+            Written::Set { .. } => "set_data",
+            Written::Deleted => "delete",
+        }
+    }
 }
 
 /// `create /path` (quoting at most 64 characters of the path).

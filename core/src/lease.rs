@@ -91,7 +91,11 @@ impl LeaseShared {
             .update(|s| (!LeaseState::from_u8(s).is_final()).then_some(new as u8))
         {
             let reason = self.lost_reason.lock().unwrap().clone();
-            let reason = reason.as_deref().filter(|_| new == LeaseState::Lost);
+            // The reason without its "lease on <node> lost: " (the record names the node).
+            let reason = reason
+                .as_deref()
+                .filter(|_| new == LeaseState::Lost)
+                .map(|r| r.split_once(" lost: ").map_or(r, |(_, why)| why));
             observe::lease_state(&self.session.counters, &self.node, old, new, reason);
             if new.is_final() {
                 self.end_hold();

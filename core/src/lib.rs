@@ -66,7 +66,7 @@ pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
-pub use guarded::{Write, Written};
+pub use guarded::{Guarded, Write, Written};
 pub use lease::Lease;
 pub use multi::MultiLock;
 pub use mutex::{Lock, Mutex, Owner, Participant};

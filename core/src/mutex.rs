@@ -782,6 +782,9 @@ pub struct Participant {
     pub kind: NodeKind,
     /// The ZooKeeper session that owns the node.
     pub session_id: i64,
+    /// When the node was made (ZooKeeper's ctime: milliseconds since the Unix epoch, by the
+    /// server's clock): since when its holder has held or waited.
+    pub created_ms: i64,
 }
 
 pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<Participant>> {
@@ -802,6 +805,7 @@ pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<
                 library: contender.library,
                 kind: contender.kind,
                 session_id: stat.ephemeral_owner,
+                created_ms: stat.ctime,
             });
         }
     }
