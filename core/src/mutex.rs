@@ -444,22 +444,22 @@ impl LockInner {
             true => bounds::guard(decide_by, cancel.clone(), self.path.clone()),
             false => None,
         };
-        // Disabled (no cost beyond a check) unless a `tracing` subscriber wants it.
-        let span = tracing::debug_span!(
-            "acquire",
-            path = self.path.as_str(),
-            kind = self.kind.as_str(),
-            outcome = tracing::field::Empty,
-            wait_ms = tracing::field::Empty,
-        );
-        let settled_in = span.clone();
-        let work = bounds::within(guard, async move {
+        bounds::within(guard, async move {
             if let Some(lease) = self.try_reenter(owner) {
                 return Ok(lease);
             }
+            // Made only for an acquire that goes to ZooKeeper (a re-entrant one pays nothing);
+            // disabled, at the cost of a check, unless a `tracing` subscriber wants it.
+            let span = tracing::debug_span!(
+                "acquire",
+                path = self.path.as_str(),
+                kind = self.kind.as_str(),
+                outcome = tracing::field::Empty,
+                wait_ms = tracing::field::Empty,
+            );
             let counters = self.client.counters();
             let mut watch =
-                AcquireWatch::start(counters, &self.path, self.kind, decide_by, settled_in);
+                AcquireWatch::start(counters, &self.path, self.kind, decide_by, span.clone());
             let result = async {
                 // A lock obtained after `decide_by` is given back (released in the background).
                 let in_time = |lease: Lease, lock: &LockInner| {
@@ -484,12 +484,11 @@ impl LockInner {
                     }
                     step = on_runtime(waiting.resume(turn)).await?;
                 }
-            }
-            .await;
+            };
+            let result = tracing::Instrument::instrument(result, span).await;
             watch.settle(&result);
             result
-        });
-        tracing::Instrument::instrument(work, span)
+        })
     }
 
     /// Waits for the gate that serialises first acquisitions of this value.
