@@ -23,7 +23,6 @@ const BUCKETS: usize = (64 * SUB) as usize;
 /// A histogram of durations in fixed logarithmic buckets of microseconds.
 pub(crate) struct Histogram {
     buckets: [AtomicU64; BUCKETS],
-    count: AtomicU64,
     max_us: AtomicU64,
 }
 
@@ -31,16 +30,18 @@ impl Histogram {
     fn new() -> Histogram {
         Histogram {
             buckets: std::array::from_fn(|_| AtomicU64::new(0)),
-            count: AtomicU64::new(0),
             max_us: AtomicU64::new(0),
         }
     }
 
     pub(crate) fn record(&self, d: Duration) {
         let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        // One atomic add (and a second only for a new maximum); the count is the buckets' sum,
+        // made when asked.
         self.buckets[bucket_of(us)].fetch_add(1, Relaxed);
-        self.count.fetch_add(1, Relaxed);
-        self.max_us.fetch_max(us, Relaxed);
+        if us > self.max_us.load(Relaxed) {
+            self.max_us.fetch_max(us, Relaxed);
+        }
     }
 
     fn snapshot(&self) -> Percentiles {
