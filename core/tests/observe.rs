@@ -257,3 +257,21 @@ async fn an_acquire_is_a_debug_span_with_its_path_kind_outcome_and_wait() {
         .iter()
         .any(|(_, n, f)| n == "record" && f.contains("wait_ms=")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_connection_counts_a_suspension_and_a_reconnect_and_the_lease_stays_held() {
+    let path = unique_path("reconnect");
+    let (proxy, client) = client_behind_proxy(Duration::from_secs(10)).await;
+    let lease = client.mutex(&path).unwrap().acquire().await.unwrap();
+    proxy.cut();
+    eventually("a reconnect to the same session", || {
+        let s = client.stats();
+        s.reconnects >= 1 && s.suspended >= 1 && lease.state() == LeaseState::Held
+    })
+    .await;
+    let s = client.stats();
+    assert_eq!((s.lost, s.session_expiries, s.held), (0, 0, 1), "{s:?}");
+    // Still ours, as a guarded write shows.
+    assert_eq!(lease.guarded_write(vec![]).await.unwrap(), vec![]);
+    lease.release().await.unwrap();
+}
