@@ -101,6 +101,57 @@ export interface Participant {
 }
 
 /** One ZooKeeper session over an ensemble connect string. */
+/** Percentiles of recorded times, in milliseconds (each a log bucket's upper bound, at most a
+ * quarter above the time; `max` is exact). */
+export interface Percentiles {
+  count: number
+  p50: number
+  p90: number
+  p99: number
+  max: number
+}
+
+/** A client's lock statistics (`client.stats()`), counted by the core since it connected. */
+export interface Stats {
+  acquired: number
+  timedOut: number
+  cancelled: number
+  failed: number
+  wait: Percentiles
+  hold: Percentiles
+  /** Leases held now. */
+  held: number
+  /** Acquires waiting now. */
+  waiting: number
+  suspended: number
+  lost: number
+  reconnects: number
+  sessionExpiries: number
+}
+
+/** A write guarded by a lease: the core's op names. */
+export type GuardedWrite =
+  | { op: 'create'; path: string; data?: Uint8Array | string }
+  | { op: 'set_data'; path: string; data?: Uint8Array | string }
+  | { op: 'delete'; path: string }
+
+/** What one guarded write did. */
+export type GuardedWritten =
+  | { op: 'create'; path: string }
+  | { op: 'set_data'; version: number }
+  | { op: 'delete' }
+
+/** A record of the core's log, published on the diagnostics channel `zklock`. */
+export interface LogRecord {
+  level: 'error' | 'warn' | 'info' | 'debug'
+  event: 'acquire' | 'state' | 'session'
+  message: string
+  fields: Record<string, string>
+}
+
+/** The diagnostics channel `zklock` (subscribe before connecting to get 'debug' records). */
+export declare const logChannel: import('node:diagnostics_channel').Channel
+
 export declare class Client implements AsyncDisposable {
   private constructor()
   /** Connects to `hosts` (`host:port,host:port/optional/chroot`). */
@@ -108,6 +159,8 @@ export declare class Client implements AsyncDisposable {
   readonly hosts: string
   readonly sessionId: bigint
   readonly closed: boolean
+  /** This client's lock statistics (times in milliseconds). */
+  stats(): Stats
   /** An exclusive lock on `path`. */
   mutex(path: string, options?: MutexOptions): Mutex
   /** A read/write lock on `path`. */
@@ -192,6 +245,11 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   on<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   once<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   off<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
+  /**
+   * Runs the writes as one multi request with a check that the lease's node still exists: all
+   * apply or none; rejects with ZKLOCK_LOST after loss.
+   */
+  guardedWrite(writes: readonly GuardedWrite[]): Promise<GuardedWritten[]>
   /** Releases the lease; a second call rejects with ZKLOCK_NOT_HELD. */
   release(): Promise<ReleaseResult>
   [Symbol.asyncDispose](): Promise<void>

@@ -7,6 +7,7 @@
 'use strict'
 
 const { EventEmitter } = require('node:events')
+const diagnosticsChannel = require('node:diagnostics_channel')
 const path = require('node:path')
 
 /** @type {any} */
@@ -186,6 +187,49 @@ function internalOnly(token, what) {
   }
 }
 
+// Observing -------------------------------------------------------------------------------
+
+/**
+ * The core's log records, published on the diagnostics channel `zklock` as
+ * `{ level, event, message, fields }`: a settled acquire at 'debug', a new session and a
+ * reconnect at 'info', lease state changes (suspended, held again, lost) and session breaks at
+ * 'warn'. Quiet by default: nothing is published without a subscriber, and the 'debug' records
+ * are asked of the core only when the channel has a subscriber as a client connects.
+ */
+const logChannel = diagnosticsChannel.channel('zklock')
+
+function installLogSink() {
+  native.setLogSink(
+    (record) => {
+      if (logChannel.hasSubscribers) logChannel.publish(record)
+    },
+    logChannel.hasSubscribers ? 'debug' : 'info',
+  )
+}
+
+/** A guarded write's data: a Buffer, a Uint8Array or a string (UTF-8). */
+function writeData(data, where) {
+  if (data === undefined || data === null) return undefined
+  if (typeof data === 'string') return Buffer.from(data, 'utf8')
+  if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+  throw invalid(`${where}.data must be a Buffer, a Uint8Array or a string, got ${describe(data)}`)
+}
+
+function checkWrites(writes) {
+  if (!Array.isArray(writes)) {
+    throw invalid(`guardedWrite() needs an array of writes, got ${describe(writes)}`)
+  }
+  return writes.map((w, i) => {
+    const where = `writes[${i}]`
+    if (w === null || typeof w !== 'object') {
+      throw invalid(`${where} must be { op, path, data? }, got ${describe(w)}`)
+    }
+    checkString(w.op, `${where}.op`)
+    checkString(w.path, `${where}.path`)
+    return { op: w.op, path: w.path, data: writeData(w.data, where) }
+  })
+}
+
 // Client ----------------------------------------------------------------------------------
 
 // Native clients not closed yet. A process that exits with one open (process.exit(), an
@@ -252,6 +296,7 @@ class Client {
       nativeOptions.tlsVerifyHostname = o.tlsVerifyHostname
     }
     let nativeClient
+    installLogSink()
     try {
       nativeClient = await native.connect(hosts, nativeOptions)
     } catch (e) {
@@ -272,6 +317,16 @@ class Client {
 
   get closed() {
     return this.#native.closed
+  }
+
+  /**
+   * This client's lock statistics, counted by the core since it connected: acquires by outcome
+   * (`acquired`, `timedOut`, `cancelled`, `failed`), `wait` and `hold` times (`{ count, p50,
+   * p90, p99, max }` in milliseconds), leases `held` and acquires `waiting` now, `suspended`
+   * and `lost` events, `reconnects` and `sessionExpiries`. Works after close too.
+   */
+  stats() {
+    return call(() => this.#native.stats())
   }
 
   /** An exclusive lock on `path`; re-entrant per Mutex object unless `{ reentrant: false }`. */
@@ -708,6 +763,30 @@ class Lease extends EventEmitter {
   }
 
   /**
+   * Runs ZooKeeper writes only while this lease holds the lock: `{ op: 'create', path, data }`,
+   * `{ op: 'set_data', path, data }`, `{ op: 'delete', path }` go as one multi request with a
+   * check that the lease's node still exists, so all apply or none. Resolves with per write
+   * `{ op, path }` (created) or `{ op, version }` (new data version) or `{ op }` (deleted);
+   * rejects with ZKLOCK_LOST when the lease was lost (nothing applied), or the failing write's
+   * error (nothing applied either).
+   */
+  async guardedWrite(writes) {
+    const checked = checkWrites(writes)
+    let done
+    try {
+      done = await this.#core.native.guardedWrite(checked)
+    } catch (e) {
+      throw translate(e)
+    }
+    return done.map((w) => {
+      const out = { op: w.op }
+      if (w.path !== undefined && w.path !== null) out.path = w.path
+      if (w.version !== undefined && w.version !== null) out.version = w.version
+      return out
+    })
+  }
+
+  /**
    * Releases the lease: the core's outcome, 'released' (node deleted), 'still-held' (a
    * re-entrant hold went down) or 'was-lost'. Releasing twice rejects with ZKLOCK_NOT_HELD.
    */
@@ -760,3 +839,4 @@ exports.MultiLock = MultiLock
 exports.Lease = Lease
 exports.ErrorCode = ErrorCode
 exports.isZkLockError = isZkLockError
+exports.logChannel = logChannel

@@ -48,6 +48,19 @@
 // See `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`.
 #define ZKLOCK_TLS_VERIFY_HOSTNAME_OFF 2
 
+// Log level of a record: an error.
+#define ZKLOCK_LOG_ERROR 1
+
+// Log level: a lease state change (suspended, held again, lost), a broken connection, an
+// expired session.
+#define ZKLOCK_LOG_WARN 2
+
+// Log level: a new session, a reconnect.
+#define ZKLOCK_LOG_INFO 3
+
+// Log level: every settled acquire (path, kind, outcome, wait).
+#define ZKLOCK_LOG_DEBUG 4
+
 // What a zklock function reports: `ZKLOCK_OK` (0) or a negative error kind (see API.md's error
 // table). `zklock_last_error()` then holds a message naming the path or value involved.
 typedef enum zklock_status {
@@ -161,6 +174,72 @@ typedef struct zklock_mutex_options {
     // (Curator's InterProcessSemaphoreMutex): a second acquire by the holder waits for itself.
     bool reentrant;
 } zklock_mutex_options;
+
+// Percentiles of recorded times, in microseconds: each the upper bound of a log bucket at most
+// a quarter wider than the time, never above `max_us`, which is exact.
+typedef struct zklock_percentiles {
+    // How many times were recorded.
+    uint64_t count;
+    int64_t p50_us;
+    int64_t p90_us;
+    int64_t p99_us;
+    int64_t max_us;
+} zklock_percentiles;
+
+// A client's lock statistics, counted by the core since the client connected. Set `size` to
+// `sizeof(zklock_stats)`: the library writes only the fields that fit in it, so a program built
+// against an older header keeps working.
+typedef struct zklock_stats {
+    // `sizeof(zklock_stats)` as the caller knows it.
+    size_t size;
+    // Acquires that got the lock (a re-entrant acquire, which only counts up, is not one).
+    uint64_t acquired;
+    // Acquires whose deadline passed (a failed try included).
+    uint64_t timed_out;
+    // Acquires cancelled by `zklock_op_cancel`.
+    uint64_t cancelled;
+    // Acquires that failed otherwise.
+    uint64_t failed;
+    // How long acquired locks were waited for.
+    struct zklock_percentiles wait;
+    // How long leases were held, until released or lost.
+    struct zklock_percentiles hold;
+    // Leases held now.
+    uint64_t held;
+    // Acquires waiting now.
+    uint64_t waiting;
+    // Times a held lease turned suspended.
+    uint64_t suspended;
+    // Times a lease turned lost.
+    uint64_t lost;
+    // Times the connection came back to the same session.
+    uint64_t reconnects;
+    // Sessions that expired.
+    uint64_t session_expiries;
+} zklock_stats;
+
+// Receives the core's log records: `level` (`ZKLOCK_LOG_WARN`, ...), `event` ("acquire",
+// "state", "session"), a message for people, and `fields`, the record's fields as `key=value`
+// lines (`path`, `kind`, `outcome`, `wait_ms`, `node`, `state`, `session`, `reason`). The
+// strings are valid during the call only. Runs on zklock's callback thread, one record at a
+// time, in order; it may call any zklock function.
+typedef void (*zklock_log_cb)(void *user,
+                              int level,
+                              const char *event,
+                              const char *message,
+                              const char *fields);
+
+// One write guarded by a lease: `op` is "create", "set_data" or "delete" (the core's names);
+// `data`/`data_len` the node's data (NULL/0 for none; a "delete" with data is refused).
+typedef struct zklock_write {
+    const char *op;
+    const char *path;
+    const void *data;
+    size_t data_len;
+    // Out: after a successful "set_data", the node's new data version (-1 for other ops or
+    // when the batch failed).
+    int32_t version;
+} zklock_write;
 
 // Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
 // `ZKLOCK_OK` with a `lease` the callee now owns (release it with `zklock_lease_release`, from
@@ -282,6 +361,25 @@ void zklock_lock_free(struct zklock_lock *lock);
 enum zklock_status zklock_acquire(struct zklock_lock *lock,
                                   int64_t timeout_ms,
                                   struct zklock_lease **out);
+
+// Writes `client`'s statistics into `*out`, whose `size` the caller set (see `zklock_stats`).
+// Works after the session was closed too.
+enum zklock_status zklock_client_stats(const struct zklock_client *client,
+                                       struct zklock_stats *out);
+
+// Installs the process's log callback for the records up to `max_level` (`ZKLOCK_LOG_ERROR`
+// .. `ZKLOCK_LOG_DEBUG`), replacing any earlier one; `cb` NULL removes it. Quiet by default:
+// without a callback nothing is formatted.
+enum zklock_status zklock_set_log_callback(int max_level, zklock_log_cb cb, void *user);
+
+// Runs `count` writes as one ZooKeeper multi request with a check that `lease`'s lock node
+// still exists: all apply or none. `ZKLOCK_LOST` when the lease was lost (nothing applied);
+// the failing write's status (e.g. `ZKLOCK_ZOOKEEPER`, the write named in
+// `zklock_last_error()`) when one fails (nothing applied either); `count` 0 only checks that
+// the lock is still ours. Blocks until ZooKeeper answered.
+enum zklock_status zklock_lease_guarded_write(const struct zklock_lease *lease,
+                                              struct zklock_write *writes,
+                                              size_t count);
 
 // Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
 // on the client's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries

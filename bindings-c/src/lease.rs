@@ -66,6 +66,17 @@ struct StateWatcher {
     idle: Condvar,
 }
 
+impl zklock_lease {
+    /// A handle for guarded writes, while the lease is not released.
+    pub(crate) fn guarded(&self) -> Option<zklock::Guarded> {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(zklock::Lease::guarded)
+    }
+}
+
 impl StateWatcher {
     fn fire(&self, state: LeaseState) {
         {

@@ -18,12 +18,14 @@ mod error;
 mod handles;
 mod lease;
 mod lock;
+mod observe;
 mod op;
 
 pub use client::*;
 pub use error::*;
 pub use lease::*;
 pub use lock::*;
+pub use observe::*;
 pub use op::*;
 
 use std::ffi::{c_char, CStr};

@@ -580,6 +580,68 @@ static void scenario(struct outcome *o, const char *name) {
     } else if (strncmp(name, "release-outcome", 15) == 0) {
         o->na = "zklock_lease_release reports a status, not the core's release outcome (ZKLOCK_OK "
                 "for released and still-held alike, ZKLOCK_LOST for was-lost)";
+    } else if (strcmp(name, "stats-outcomes") == 0) {
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_mutex_new(c, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_mutex_new(other_client, case_path, NULL, &other), "making the mutex");
+        TRY(zklock_acquire(other, 10000, &b), "the other client's acquire");
+        st = seen(o, zklock_acquire(l, 0, &a));
+        if (st != ZKLOCK_TIMEOUT) {
+            problem(o, "the try (expected ZKLOCK_TIMEOUT)", st);
+            goto done;
+        }
+        TRY(zklock_lease_release(b), "the other client's release");
+        b = NULL;
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_stats during = {.size = sizeof(zklock_stats)}, after = {.size = sizeof(zklock_stats)};
+        TRY(zklock_client_stats(c, &during), "the stats");
+        TRY(zklock_lease_release(a), "the release");
+        a = NULL;
+        TRY(zklock_client_stats(c, &after), "the stats");
+        static char text[160];
+        snprintf(text, sizeof text, "acquired=%llu,timed_out=%llu,held=%llu,after=%llu,holds=%llu",
+                 (unsigned long long)after.acquired, (unsigned long long)after.timed_out,
+                 (unsigned long long)during.held, (unsigned long long)after.held,
+                 (unsigned long long)after.hold.count);
+        o->word = text;
+    } else if (strcmp(name, "stats-lost") == 0) {
+        o->na = "C closes a client with zklock_client_free: no client is left to ask its stats "
+                "(the lost count after a black hole is in test_zklock.c)";
+    } else if (strcmp(name, "guarded-write") == 0) {
+        static char data[600], text[160];
+        snprintf(data, sizeof data, "%s-data", case_path);
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_write create = {"create", data, "a", 1, 0};
+        TRY(zklock_lease_guarded_write(a, &create, 1), "the guarded create");
+        zklock_write more[2] = {{"set_data", data, "b", 1, 0}, {"delete", data, NULL, 0, 0}};
+        TRY(zklock_lease_guarded_write(a, more, 2), "the guarded set and delete");
+        /* C has no per-write result for a create or a delete: ZKLOCK_OK says each applied. */
+        snprintf(text, sizeof text, "created,version=%d,deleted", (int)more[0].version);
+        o->word = text;
+    } else if (strcmp(name, "guarded-write-lost") == 0) {
+        static char data[600];
+        snprintf(data, sizeof data, "%s-data", case_path);
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_mutex_new(c, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_client_free(c);
+        c = NULL;
+        zklock_write late = {"create", data, "late", 4, 0};
+        st = seen(o, zklock_lease_guarded_write(a, &late, 1));
+        o->word = st == ZKLOCK_OK ? "written" : kind_of(st);
+        TRY(zklock_mutex_new(other_client, case_path, NULL, &other), "making the mutex");
+        TRY(zklock_acquire(other, 10000, &b), "the other client's acquire");
+        zklock_write again[2] = {{"create", data, NULL, 0, 0}, {"delete", data, NULL, 0, 0}};
+        if (zklock_lease_guarded_write(b, again, 2) != ZKLOCK_OK) o->word = "written-after-loss";
+    } else if (strcmp(name, "guarded-write-unknown-op") == 0) {
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_write w = {"append", case_path, "x", 1, 0};
+        st = seen(o, zklock_lease_guarded_write(a, &w, 1));
+        o->word = st == ZKLOCK_OK ? "written" : kind_of(st);
     } else if (strncmp(name, "kind-", 5) == 0 || strcmp(name, "library") == 0) {
         o->na = "the C API has no call that lists a lock's participants";
     } else {

@@ -168,6 +168,83 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
     Ok(options)
 }
 
+/// Percentiles of recorded times, in milliseconds ([`zklock::Percentiles`]).
+#[napi(object)]
+pub struct NativePercentiles {
+    pub count: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// A client's statistics ([`zklock::Stats`]), counts as numbers.
+#[napi(object)]
+pub struct NativeStats {
+    pub acquired: f64,
+    pub timed_out: f64,
+    pub cancelled: f64,
+    pub failed: f64,
+    pub wait: NativePercentiles,
+    pub hold: NativePercentiles,
+    pub held: f64,
+    pub waiting: f64,
+    pub suspended: f64,
+    pub lost: f64,
+    pub reconnects: f64,
+    pub session_expiries: f64,
+}
+
+/// One record of the core's log ([`zklock::support::LogRecord`]).
+#[napi(object)]
+pub struct NativeLogRecord {
+    pub level: String,
+    pub event: String,
+    pub message: String,
+    pub fields: std::collections::HashMap<String, String>,
+}
+
+type LogCallback = ThreadsafeFunction<NativeLogRecord, (), NativeLogRecord, Status, false, true>;
+
+/// Installs the core's log sink: `callback(record)` on the JS thread for every record up to
+/// `level` (`debug`, `info`, `warn`, `error`; the core's names); index.js publishes them on the
+/// `zklock` diagnostics channel. The callback does not keep the event loop alive.
+#[napi(catch_unwind)]
+pub fn set_log_sink(callback: LogCallback, level: String) -> napi::Result<(), Code> {
+    let level = level.parse::<zklock::support::LogLevel>().map_err(js_err)?;
+    let sink: Arc<dyn Fn(&zklock::support::LogRecord) + Send + Sync> = Arc::new(move |r| {
+        let record = NativeLogRecord {
+            level: r.level.as_str().to_owned(),
+            event: r.event.to_owned(),
+            message: r.message.clone(),
+            fields: r
+                .fields
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+        };
+        callback.call(record, ThreadsafeFunctionCallMode::NonBlocking);
+    });
+    zklock::support::set_log_sink(Some((level, sink)));
+    Ok(())
+}
+
+/// One guarded write from JS: `op` is the core's name (`create`, `set_data`, `delete`).
+#[napi(object)]
+pub struct NativeWrite {
+    pub op: String,
+    pub path: String,
+    pub data: Option<napi::bindgen_prelude::Buffer>,
+}
+
+/// What one guarded write did: `op`, and the created `path` or the new data `version`.
+#[napi(object)]
+pub struct NativeWritten {
+    pub op: String,
+    pub path: Option<String>,
+    pub version: Option<i32>,
+}
+
 /// Connects to `hosts` (`host:port,host:port/optional/chroot`).
 #[napi]
 pub async fn connect(
@@ -239,6 +316,33 @@ impl NativeClient {
     pub fn multi_lock(&self, paths: Vec<String>) -> napi::Result<NativeLock, Code> {
         let multi = self.inner.multi_lock(&paths).map_err(js_err)?;
         Ok(self.lock(Target::Multi(Arc::new(multi)), paths.join(",")))
+    }
+
+    /// The core's statistics of this client ([`zklock::Stats`]; times in milliseconds).
+    #[napi(catch_unwind)]
+    pub fn stats(&self) -> NativeStats {
+        let s = self.inner.stats();
+        let times = |p: zklock::Percentiles| NativePercentiles {
+            count: p.count as f64,
+            p50: p.p50.as_secs_f64() * 1e3,
+            p90: p.p90.as_secs_f64() * 1e3,
+            p99: p.p99.as_secs_f64() * 1e3,
+            max: p.max.as_secs_f64() * 1e3,
+        };
+        NativeStats {
+            acquired: s.acquired as f64,
+            timed_out: s.timed_out as f64,
+            cancelled: s.cancelled as f64,
+            failed: s.failed as f64,
+            wait: times(s.wait),
+            hold: times(s.hold),
+            held: s.held as f64,
+            waiting: s.waiting as f64,
+            suspended: s.suspended as f64,
+            lost: s.lost as f64,
+            reconnects: s.reconnects as f64,
+            session_expiries: s.session_expiries as f64,
+        }
     }
 
     /// Closes the session: its leases become lost and later calls fail with `ZKLOCK_CLOSED`.
@@ -538,6 +642,45 @@ impl NativeLease {
                 );
             });
         }
+    }
+
+    /// Runs the writes with a check that the lease's node still exists, as one multi request
+    /// ([`zklock::Guarded::write`]); rejects with `ZKLOCK_LOST` after loss (nothing applied).
+    #[napi(ts_return_type = "Promise<NativeWritten[]>")]
+    pub fn guarded_write<'env>(
+        &self,
+        env: &'env Env,
+        writes: Vec<NativeWrite>,
+    ) -> napi::Result<Object<'env>> {
+        let guarded = self.lease().as_ref().map(zklock::Lease::guarded);
+        let path = self.path.clone();
+        let writes: zklock::Result<Vec<zklock::Write>> = writes
+            .into_iter()
+            .map(|w| zklock::Write::from_op(&w.op, &w.path, w.data.map(|d| d.to_vec())))
+            .collect();
+        settle_from_core(env, async move {
+            let Some(guarded) = guarded else {
+                return Err(zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!("the lease on {path} was released; guarded writes need a held lease"),
+                ));
+            };
+            let done = guarded.write(writes?).await?;
+            Ok(done
+                .into_iter()
+                .map(|w| NativeWritten {
+                    op: w.op().to_owned(),
+                    path: match &w {
+                        zklock::Written::Created(p) => Some(p.clone()),
+                        _ => None,
+                    },
+                    version: match w {
+                        zklock::Written::Set { version } => Some(version),
+                        _ => None,
+                    },
+                })
+                .collect::<Vec<_>>())
+        })
     }
 
     /// Releases the lease: the core's [`zklock::Released`] name (`released`, `still-held`,

@@ -503,6 +503,80 @@ const scenarios = {
         await lease.release()
       }
     }),
+
+  'stats-outcomes': (p) =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const heldElsewhere = await b.mutex(p).acquire()
+        const m = c.mutex(p)
+        assert.equal(await m.tryAcquire(), null)
+        await heldElsewhere.release()
+        const lease = await m.acquire({ timeoutMs: 10_000 })
+        const held = c.stats().held
+        await lease.release()
+        const s = c.stats()
+        return `acquired=${s.acquired},timed_out=${s.timedOut},held=${held},after=${s.held},holds=${s.hold.count}`
+      }),
+    ),
+
+  'stats-lost': (p) =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const lease = await c.mutex(p).acquire()
+        await c.close()
+        assert.equal(lease.state, 'lost')
+        const s = c.stats()
+        return `lost=${s.lost},held=${s.held}`
+      }),
+    ),
+
+  'guarded-write': (p) =>
+    outcome(async () => {
+      const data = `${p}-data`
+      const lease = await a.mutex(p).acquire()
+      try {
+        const [created] = await lease.guardedWrite([{ op: 'create', path: data, data: 'a' }])
+        const [set, deleted] = await lease.guardedWrite([
+          { op: 'set_data', path: data, data: 'b' },
+          { op: 'delete', path: data },
+        ])
+        return `${created.path === data ? 'created' : JSON.stringify(created)},version=${set.version},${deleted.op === 'delete' ? 'deleted' : JSON.stringify(deleted)}`
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  'guarded-write-lost': (p) =>
+    ownClient(async (c) => {
+      const data = `${p}-data`
+      const lease = await c.mutex(p).acquire()
+      await c.close()
+      const first = await outcome(async () => {
+        await lease.guardedWrite([{ op: 'create', path: data, data: 'late' }])
+        return 'written'
+      })
+      const other = await b.mutex(p).acquire()
+      try {
+        await other.guardedWrite([{ op: 'create', path: data }])
+      } catch {
+        return 'written-after-loss'
+      } finally {
+        await other.guardedWrite([{ op: 'delete', path: data }]).catch(() => {})
+        await other.release()
+      }
+      return first
+    }),
+
+  'guarded-write-unknown-op': (p) =>
+    outcome(async () => {
+      const lease = await a.mutex(p).acquire()
+      try {
+        await lease.guardedWrite([{ op: /** @type {any} */ ('append'), path: `${p}-data`, data: 'x' }])
+        return 'written'
+      } finally {
+        await lease.release()
+      }
+    }),
 }
 
 // The tests ---------------------------------------------------------------------------------

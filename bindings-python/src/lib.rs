@@ -28,7 +28,7 @@ use std::time::Duration;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyModule;
+use pyo3::types::{PyDict, PyModule};
 
 use zklock::{Acquire, CallbackQueue, ErrorKind, LeaseState, Owner, Wait};
 
@@ -428,6 +428,44 @@ impl PyClient {
         Ok(NativeLock::new(Inner::Multi(multi)))
     }
 
+    /// The core's statistics of this client, as a dict of numbers (times in seconds; `wait` and
+    /// `hold` are dicts of `count`, `p50`, `p90`, `p99`, `max`). `zklock.Client.stats()` makes
+    /// them a frozen dataclass.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.client.stats();
+        let times = |p: zklock::Percentiles| -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            d.set_item("count", p.count)?;
+            for (name, value) in [
+                ("p50", p.p50),
+                ("p90", p.p90),
+                ("p99", p.p99),
+                ("max", p.max),
+            ] {
+                d.set_item(name, value.as_secs_f64())?;
+            }
+            Ok(d)
+        };
+        let d = PyDict::new(py);
+        for (name, value) in [
+            ("acquired", s.acquired),
+            ("timed_out", s.timed_out),
+            ("cancelled", s.cancelled),
+            ("failed", s.failed),
+            ("held", s.held),
+            ("waiting", s.waiting),
+            ("suspended", s.suspended),
+            ("lost", s.lost),
+            ("reconnects", s.reconnects),
+            ("session_expiries", s.session_expiries),
+        ] {
+            d.set_item(name, value)?;
+        }
+        d.set_item("wait", times(s.wait)?)?;
+        d.set_item("hold", times(s.hold)?)?;
+        Ok(d)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<zklock._zklock.Client hosts={:?} session=0x{:x}{}>",
@@ -777,6 +815,49 @@ impl NativeLease {
         future_into_py(py, lease.release(), released_into_py)
     }
 
+    /// Runs `(op, path, data)` writes (`create`, `set_data`, `delete`; the core judges them) as
+    /// one multi request with a check that the lease's node still exists, the GIL released.
+    /// Returns per write the created path, the new data version, or None for a delete;
+    /// `LockLost` when the lease was lost (nothing applied).
+    fn guarded_write(
+        &self,
+        py: Python<'_>,
+        writes: Vec<(String, String, Option<Vec<u8>>)>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        self.check_process(py)?;
+        let writes = writes
+            .into_iter()
+            .map(|(op, path, data)| zklock::Write::from_op(&op, &path, data))
+            .collect::<zklock::Result<Vec<_>>>()
+            .py(py)?;
+        let guarded = lock(&self.lease).as_ref().map(zklock::Lease::guarded);
+        let Some(guarded) = guarded else {
+            return Err(to_py_err(
+                py,
+                zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!(
+                        "the lease on {} was released; guarded writes need a held lease",
+                        self.path
+                    ),
+                ),
+            ));
+        };
+        let done = py.detach(move || guarded.blocking_write(writes));
+        done.py(py)?
+            .into_iter()
+            .map(|w| -> PyResult<Py<PyAny>> {
+                Ok(match w {
+                    zklock::Written::Created(p) => p.into_pyobject(py)?.into_any().unbind(),
+                    zklock::Written::Set { version } => {
+                        version.into_pyobject(py)?.into_any().unbind()
+                    }
+                    zklock::Written::Deleted => py.None(),
+                })
+            })
+            .collect()
+    }
+
     fn __repr__(&self) -> String {
         let state = if self.pid == std::process::id() {
             self.state().as_str()
@@ -798,6 +879,32 @@ fn check_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
     wait_of(py, timeout).map(drop)
 }
 
+/// Installs (or with None removes) the core's log sink: `callback(level, event, message,
+/// fields)` on zklock's callback thread for every record up to `level` (`'debug'`, `'info'`,
+/// `'warn'`, `'error'`); the package forwards them to `logging.getLogger("zklock")`.
+#[pyfunction]
+#[pyo3(signature = (callback, level="info"))]
+fn set_log_sink(py: Python<'_>, callback: Option<Py<PyAny>>, level: &str) -> PyResult<()> {
+    let level = zklock::support::LogLevel::from_str(level).py(py)?;
+    let sink = callback.map(|callback| {
+        let sink: Arc<dyn Fn(&zklock::support::LogRecord) + Send + Sync> = Arc::new(move |r| {
+            let _ = Python::try_attach(|py| {
+                let fields = PyDict::new(py);
+                for (k, v) in &r.fields {
+                    let _ = fields.set_item(*k, v);
+                }
+                let args = (r.level.as_str(), r.event, r.message.as_str(), fields);
+                if let Err(err) = callback.bind(py).call1(args) {
+                    err.write_unraisable(py, Some(callback.bind(py)));
+                }
+            });
+        });
+        (level, sink)
+    });
+    zklock::support::set_log_sink(sink);
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Module
 
@@ -807,6 +914,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeLock>()?;
     m.add_class::<NativeLease>()?;
     m.add_function(wrap_pyfunction!(check_timeout, m)?)?;
+    m.add_function(wrap_pyfunction!(set_log_sink, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

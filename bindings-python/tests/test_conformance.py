@@ -435,6 +435,66 @@ def sc_library(ctx: Ctx) -> str:
         return our_node(lock.participants(), lease).library
 
 
+def sc_stats_outcomes(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as client, zklock.Client(ctx.servers) as other:
+        lock = client.lock(ctx.path)
+        held_elsewhere = other.lock(ctx.path)
+        assert held_elsewhere.acquire(timeout=WAIT)
+        assert not lock.acquire(blocking=False)
+        held_elsewhere.release()
+        with lock.hold(WAIT):
+            held = client.stats().held
+        s = client.stats()
+        return (
+            f"acquired={s.acquired},timed_out={s.timed_out},held={held},after={s.held},"
+            f"holds={s.hold.count}"
+        )
+
+
+def sc_stats_lost(ctx: Ctx) -> str:
+    client = zklock.Client(ctx.servers)
+    with client.lock(ctx.path).hold(WAIT) as lease:
+        client.close()
+        lease.lost.wait(5.0)
+        s = client.stats()
+        return f"lost={s.lost},held={s.held}"
+
+
+def sc_guarded_write(ctx: Ctx) -> str:
+    data = ctx.path + "-data"
+    with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+        (created,) = lease.guarded_write([("create", data, b"a")])
+        version, deleted = lease.guarded_write([("set_data", data, b"b"), ("delete", data)])
+    return f"{'created' if created == data else created},version={version}," + (
+        "deleted" if deleted is None else str(deleted)
+    )
+
+
+def sc_guarded_write_lost(ctx: Ctx) -> str:
+    data = ctx.path + "-data"
+    client = zklock.Client(ctx.servers)
+    with client.lock(ctx.path).hold(WAIT) as lease:
+        client.close()
+        try:
+            lease.guarded_write([("create", data, b"late")])
+            outcome = "written"
+        except zklock.ZkLockError as e:
+            outcome = kind_of(e)
+    with ctx.shared.lock(ctx.path).hold(WAIT) as other:
+        try:
+            other.guarded_write([("create", data, b"")])
+        except zklock.ZooKeeperError:
+            return "written-after-loss"
+        other.guarded_write([("delete", data)])
+    return outcome
+
+
+def sc_guarded_write_unknown_op(ctx: Ctx) -> str:
+    with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+        lease.guarded_write([("append", ctx.path + "-data", b"x")])
+    return "written"
+
+
 SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "reenter-same-owner": sc_reenter_same_owner,
     "second-owner-try": sc_second_owner_try,
@@ -456,6 +516,11 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "kind-read": sc_kind_read,
     "kind-write": sc_kind_write,
     "library": sc_library,
+    "stats-outcomes": sc_stats_outcomes,
+    "stats-lost": sc_stats_lost,
+    "guarded-write": sc_guarded_write,
+    "guarded-write-lost": sc_guarded_write_lost,
+    "guarded-write-unknown-op": sc_guarded_write_unknown_op,
 }
 
 

@@ -110,6 +110,133 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
     out
 }
 
+/// How long ago `created_ms` (a node's ctime) was, as `1h02m`, `3m05s` or `12.3s`.
+pub fn age(now_ms: i64, created_ms: i64) -> String {
+    let ms = (now_ms - created_ms).max(0);
+    let secs = ms / 1000;
+    match secs {
+        0..=59 => format!("{}.{}s", secs, (ms % 1000) / 100),
+        60..=3599 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
+    }
+}
+
+/// One frame of `ls --watch`: the queue in order with what each contender does and for how
+/// long (holding or waiting since its node was made), its identity and library.
+pub fn to_watch_frame(path: &str, queue: &[Participant], now_ms: i64) -> String {
+    if queue.is_empty() {
+        return format!("{path}: free (no contenders)\n");
+    }
+    let holds = holders(queue);
+    let held = holds.iter().filter(|h| **h).count();
+    let mut rows = vec![[
+        "#".to_owned(),
+        "ROLE".to_owned(),
+        "FOR".to_owned(),
+        "IDENTITY".to_owned(),
+        "LIBRARY".to_owned(),
+        "KIND".to_owned(),
+        "TOKEN".to_owned(),
+        "NODE".to_owned(),
+    ]];
+    for (i, (p, &h)) in queue.iter().zip(&holds).enumerate() {
+        rows.push([
+            i.to_string(),
+            if h { "holding" } else { "waiting" }.to_owned(),
+            age(now_ms, p.created_ms),
+            crate::one_line(&p.identity),
+            p.library.as_str().to_owned(),
+            kind_str(p.kind).to_owned(),
+            p.token.to_string(),
+            p.node.rsplit('/').next().unwrap_or_default().to_owned(),
+        ]);
+    }
+    let mut widths = [0usize; 8];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = format!("{path}: {held} holding, {} waiting\n", queue.len() - held);
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// How often `ls --watch` looks at the queue (one getChildren and a pipelined getData per node):
+/// a change shows within this, and the ages tick once a second.
+const WATCH_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// `zklock ls --watch PATH`: redraws the queue when it changes (and every second, for the
+/// ages) until interrupted. On a terminal each frame replaces the last (home + clear, plain
+/// ANSI, fine over ssh); otherwise frames follow each other, separated by a blank line, and
+/// only when the queue changed.
+pub async fn watch(cli: &Settings, path: &str) -> Result<i32, Failure> {
+    use std::io::{IsTerminal, Write};
+    let client = crate::connect(cli, path).await?;
+    let lock = client.mutex(path)?;
+    let tty = std::io::stdout().is_terminal();
+    let (mut last_queue, mut last_second) = (None::<String>, -1i64);
+    loop {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let (body, queue_key) = match lock.participants().await {
+            Ok(queue) => (
+                to_watch_frame(path, &queue, now_ms),
+                queue
+                    .iter()
+                    .map(|p| p.node.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            Err(e) => {
+                let why = crate::one_line(e.message());
+                (
+                    format!("{path}: cannot read the queue: {why}\n"),
+                    format!("error {why}"),
+                )
+            }
+        };
+        let changed = last_queue.as_deref() != Some(queue_key.as_str());
+        let tick = tty && now_ms / 1000 != last_second;
+        if changed || tick {
+            let clock = now_ms / 1000 % 86_400;
+            let stamp = format!(
+                "{:02}:{:02}:{:02} UTC",
+                clock / 3600,
+                clock / 60 % 60,
+                clock % 60
+            );
+            let mut out = std::io::stdout().lock();
+            let frame = if tty {
+                format!("\x1b[H\x1b[2J{body}\n(updated {stamp}; Ctrl-C to quit)\n")
+            } else {
+                format!("{body}(at {stamp})\n\n")
+            };
+            if out
+                .write_all(frame.as_bytes())
+                .and_then(|_| out.flush())
+                .is_err()
+            {
+                // The reader went away (a closed pipe, a hung-up terminal): stop quietly.
+                client.close().await;
+                return Ok(0);
+            }
+            last_queue = Some(queue_key);
+            last_second = now_ms / 1000;
+        }
+        tokio::time::sleep(WATCH_POLL).await;
+    }
+}
+
 pub async fn run(cli: &Settings, path: &str, json: bool) -> Result<i32, Failure> {
     let client = crate::connect(cli, path).await?;
     let queue = client.mutex(path)?.participants().await?;
@@ -135,6 +262,7 @@ mod tests {
             library,
             kind,
             session_id: 0x1234,
+            created_ms: 1_700_000_000_000,
         }
     }
 
@@ -179,6 +307,28 @@ mod tests {
         let mut ours_m = p("e-lock-5", NodeKind::Mutex, Library::Curator);
         ours_m.session_id = 1;
         assert_eq!(holders(&[ours_m, ours_r]), [true, false]);
+    }
+
+    #[test]
+    fn the_watch_frame_shows_each_contenders_role_age_identity_and_library_in_order() {
+        let q = [
+            p("x-lock-0000000001", NodeKind::Mutex, Library::Zklock),
+            p("y__lock__0000000002", NodeKind::Mutex, Library::Kazoo),
+        ];
+        let f = to_watch_frame("/l", &q, 1_700_000_000_000 + 65_000);
+        let lines: Vec<&str> = f.lines().collect();
+        assert_eq!(lines[0], "/l: 1 holding, 1 waiting");
+        assert!(
+            lines[2].starts_with("0  holding  1m05s  me") && lines[2].contains("zklock"),
+            "{f}"
+        );
+        assert!(
+            lines[3].starts_with("1  waiting  1m05s  me") && lines[3].contains("kazoo"),
+            "{f}"
+        );
+        assert_eq!(age(10_500, 10_000), "0.5s");
+        assert_eq!(age(0, -7_200_000), "2h00m");
+        assert_eq!(to_watch_frame("/l", &[], 0), "/l: free (no contenders)\n");
     }
 
     #[test]

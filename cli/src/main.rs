@@ -269,6 +269,10 @@ pub enum Command {
         /// Do not wait: exit at once with status 75 when the lock is held.
         #[arg(long = "try")]
         try_lock: bool,
+        /// When the command ends, print how long the lock was waited for and held (and the
+        /// client's other lock statistics) on stderr.
+        #[arg(long)]
+        stats: bool,
         /// Grace period between SIGTERM and SIGKILL when the lock is lost.
         #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
         kill_after: Duration,
@@ -286,8 +290,12 @@ pub enum Command {
         /// The lock path, e.g. /locks/nightly
         path: String,
         /// Print JSON for scripts instead of a table.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "watch")]
         json: bool,
+        /// Keep watching: redraw the queue when it changes (and every second on a terminal,
+        /// for how long each contender has held or waited), until Ctrl-C.
+        #[arg(long)]
+        watch: bool,
         #[command(flatten)]
         connection: Connection,
     },
@@ -474,6 +482,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         write,
                         try_lock,
                         kill_after,
+                        stats,
                         connection,
                         holding,
                         command,
@@ -491,6 +500,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                                 },
                                 try_lock: *try_lock,
                                 kill_after: *kill_after,
+                                stats: *stats,
                                 command,
                             },
                         )
@@ -498,8 +508,15 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     }
                     Command::Ls {
                         path,
+                        watch: true,
+                        connection,
+                        ..
+                    } => ls::watch(&Settings::new(&cli, connection, None), path).await,
+                    Command::Ls {
+                        path,
                         json,
                         connection,
+                        ..
                     } => ls::run(&Settings::new(&cli, connection, None), path, *json).await,
                     _ => unreachable!(),
                 }

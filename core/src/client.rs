@@ -11,6 +11,7 @@ use crate::options::Options;
 use crate::protocol::NodeKind;
 use crate::runtime::{self, on_runtime};
 use crate::rwlock::RwLock;
+use crate::stats::Stats;
 
 /// A connection to a ZooKeeper ensemble. Cheap to clone; clones share the session.
 #[derive(Clone)]
@@ -79,6 +80,13 @@ impl Client {
     /// The session timeout the server granted the current session.
     pub fn session_timeout(&self) -> std::time::Duration {
         self.inner.current().timeout
+    }
+
+    /// A snapshot of this client's lock statistics since it was made: acquires by outcome, wait
+    /// and hold times, leases held and acquires waiting now, lease state events, reconnects and
+    /// session expiries (see [`Stats`]). A few atomic reads; works after close too.
+    pub fn stats(&self) -> Stats {
+        self.inner.counters().snapshot()
     }
 
     pub fn is_closed(&self) -> bool {

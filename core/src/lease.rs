@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::nodes::delete_node;
+use crate::observe;
 use crate::own_watch::{OwnWatch, Watched};
 use crate::runtime::{self, on_runtime};
 use crate::session::{Member, Session};
@@ -29,6 +30,10 @@ pub(crate) struct LeaseShared {
     lost_reason: Mutex<Option<String>>,
     /// The watch on our own node (see `own_watch`); dropped before we delete the node ourselves.
     pub(crate) own_watch: Mutex<OwnWatch>,
+    /// When we got the node, for the hold time; `hold_counted` turns true once the end of the
+    /// hold (release or loss, whichever comes first) was counted.
+    since: std::time::Instant,
+    hold_counted: AtomicBool,
 }
 
 impl LeaseShared {
@@ -49,7 +54,10 @@ impl LeaseShared {
             downgrade_of,
             lost_reason: Mutex::new(None),
             own_watch: Mutex::new(OwnWatch::Idle),
+            since: std::time::Instant::now(),
+            hold_counted: AtomicBool::new(false),
         });
+        session.counters.hold_started();
         if session.is_dead() {
             lease.lose(
                 session
@@ -77,8 +85,29 @@ impl LeaseShared {
     }
 
     pub(crate) fn set_state(&self, new: LeaseState) {
-        self.state
-            .update(|s| (!LeaseState::from_u8(s).is_final()).then_some(new as u8));
+        let old = self.state();
+        if self
+            .state
+            .update(|s| (!LeaseState::from_u8(s).is_final()).then_some(new as u8))
+        {
+            let reason = self.lost_reason.lock().unwrap().clone();
+            // The reason without its "lease on <node> lost: " (the record names the node).
+            let reason = reason
+                .as_deref()
+                .filter(|_| new == LeaseState::Lost)
+                .map(|r| r.split_once(" lost: ").map_or(r, |(_, why)| why));
+            observe::lease_state(&self.session.counters, &self.node, old, new, reason);
+            if new.is_final() {
+                self.end_hold();
+            }
+        }
+    }
+
+    /// Counts the end of the hold once, at its release or loss.
+    fn end_hold(&self) {
+        if !self.hold_counted.swap(true, Ordering::AcqRel) {
+            self.session.counters.hold_ended(self.since);
+        }
     }
 
     /// Released by us, or lost.
@@ -109,6 +138,10 @@ impl LeaseShared {
             .get_or_insert_with(|| format!("lease on {} lost: {why}", self.node));
         self.set_state(LeaseState::Lost);
         self.stop_watching();
+    }
+
+    pub(crate) fn lost_reason(&self) -> Option<String> {
+        self.lost_reason.lock().unwrap().clone()
     }
 
     pub(crate) fn session(&self) -> &Arc<Session> {
@@ -383,7 +416,7 @@ impl Lease {
         });
     }
 
-    fn shared_parts(&self) -> Vec<Arc<LeaseShared>> {
+    pub(crate) fn shared_parts(&self) -> Vec<Arc<LeaseShared>> {
         self.parts.iter().map(|p| p.shared.clone()).collect()
     }
 

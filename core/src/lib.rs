@@ -17,12 +17,16 @@
 
 // The modules read in one direction, each using only those above it (no import circles):
 //
-// leaves        error, names, signal, cancel, wait, state, protocol, secure, options, lifeline
-// runtime       runtime (the private runtime thread, callback queues), bounds (acquire time rules)
+// leaves        error, names, signal, cancel, wait, state, protocol, secure, options, lifeline,
+//               stats (a client's counters)
+// runtime       runtime (the private runtime thread, callback queues), bounds (acquire time rules),
+//               logs (the faces' log sink), observe (where acquires, lease states and session
+//               events are counted and told)
 // session       own_watch (the own-node watch queue a session keeps), session, nodes (node
 //               operations with connection-loss handling), connection (a client's sessions)
 // engine        engine (the acquire engine, Curator's LockInternals)
-// leases        lease, acquire (a running acquire's handle)
+// leases        lease, acquire (a running acquire's handle), guarded (writes checked against a
+//               lease's node)
 // recipes       mutex, rwlock, multi
 // entry point   client
 mod cancel;
@@ -34,9 +38,12 @@ mod protocol;
 mod secure;
 mod signal;
 mod state;
+mod stats;
 mod wait;
 
 mod bounds;
+mod logs;
+mod observe;
 mod runtime;
 
 mod connection;
@@ -47,6 +54,7 @@ mod session;
 mod engine;
 
 mod acquire;
+mod guarded;
 mod lease;
 
 mod multi;
@@ -59,6 +67,7 @@ pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
+pub use guarded::{Guarded, Write, Written};
 pub use lease::Lease;
 pub use multi::MultiLock;
 pub use mutex::{Lock, Mutex, Owner, Participant};
@@ -68,6 +77,7 @@ pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
 pub use secure::{Pem, Sasl, SecureParts, Tls};
 pub use state::{LeaseState, Released};
+pub use stats::{Percentiles, Stats};
 pub use wait::Wait;
 
 /// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
@@ -75,6 +85,7 @@ pub use wait::Wait;
 /// conversions of foreign numbers the faces used before `Wait`. No stability promise.
 #[doc(hidden)]
 pub mod support {
+    pub use crate::logs::{set_sink as set_log_sink, Level as LogLevel, Record as LogRecord};
     pub use crate::nodes::round_trips;
     pub use crate::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,

@@ -16,6 +16,7 @@ use crate::connection::Connection;
 use crate::engine::{self, Request};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared, Part, Reentry};
+use crate::observe::AcquireWatch;
 use crate::protocol::{self, Library, NodeKind};
 use crate::runtime;
 use crate::runtime::on_runtime;
@@ -447,29 +448,46 @@ impl LockInner {
             if let Some(lease) = self.try_reenter(owner) {
                 return Ok(lease);
             }
-            // A lock obtained after `decide_by` is given back (released in the background).
-            let in_time = |lease: Lease, lock: &LockInner| {
-                if bounds::too_late(decide_by) {
-                    drop(lease);
-                    return Err(crate::nodes::timeout_error(&lock.path));
-                }
-                Ok(lease)
-            };
-            let mut step = on_runtime(self.clone().begin(owner, deadline, cancel)).await?;
-            loop {
-                let mut waiting = match step {
-                    Step::Done(lease) => return in_time(lease, &self),
-                    Step::Wait(waiting) => waiting,
+            // Made only for an acquire that goes to ZooKeeper (a re-entrant one pays nothing);
+            // disabled, at the cost of a check, unless a `tracing` subscriber wants it.
+            let span = tracing::debug_span!(
+                "acquire",
+                path = self.path.as_str(),
+                kind = self.kind.as_str(),
+                outcome = tracing::field::Empty,
+                wait_ms = tracing::field::Empty,
+            );
+            let counters = self.client.counters();
+            let mut watch =
+                AcquireWatch::start(counters, &self.path, self.kind, decide_by, span.clone());
+            let result = async {
+                // A lock obtained after `decide_by` is given back (released in the background).
+                let in_time = |lease: Lease, lock: &LockInner| {
+                    if bounds::too_late(decide_by) {
+                        drop(lease);
+                        return Err(crate::nodes::timeout_error(&lock.path));
+                    }
+                    Ok(lease)
                 };
-                let turn = waiting.wait_turn().await;
-                if matches!(turn, Ok(true))
-                    && !waiting.cancelled()
-                    && waiting.queued.take_turn_if_next()
-                {
-                    return in_time(waiting.finish(None), &self);
+                let mut step = on_runtime(self.clone().begin(owner, deadline, cancel)).await?;
+                loop {
+                    let mut waiting = match step {
+                        Step::Done(lease) => return in_time(lease, &self),
+                        Step::Wait(waiting) => waiting,
+                    };
+                    let turn = waiting.wait_turn().await;
+                    if matches!(turn, Ok(true))
+                        && !waiting.cancelled()
+                        && waiting.queued.take_turn_if_next()
+                    {
+                        return in_time(waiting.finish(None), &self);
+                    }
+                    step = on_runtime(waiting.resume(turn)).await?;
                 }
-                step = on_runtime(waiting.resume(turn)).await?;
-            }
+            };
+            let result = tracing::Instrument::instrument(result, span).await;
+            watch.settle(&result);
+            result
         })
     }
 
@@ -763,6 +781,9 @@ pub struct Participant {
     pub kind: NodeKind,
     /// The ZooKeeper session that owns the node.
     pub session_id: i64,
+    /// When the node was made (ZooKeeper's ctime: milliseconds since the Unix epoch, by the
+    /// server's clock): since when its holder has held or waited.
+    pub created_ms: i64,
 }
 
 pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<Participant>> {
@@ -783,6 +804,7 @@ pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<
                 library: contender.library,
                 kind: contender.kind,
                 session_id: stat.ephemeral_owner,
+                created_ms: stat.ctime,
             });
         }
     }

@@ -19,6 +19,8 @@ use crate::own_watch;
 use crate::secure;
 use crate::signal::Signal;
 use crate::state::LeaseState;
+use crate::stats::Counters;
+use crate::{observe, options::AclPolicy};
 
 /// What a session needs of a lease it carries: the lease implements it (the session module
 /// comes before the lease module and does not know its type).
@@ -56,6 +58,10 @@ pub(crate) struct Session {
     lifeline: Lifeline,
     /// Asks the lifeline task for a heartbeat now (after a reconnect).
     beat_now: Arc<tokio::sync::Notify>,
+    /// The client's statistics (reconnects, expiries, and its leases' events).
+    pub(crate) counters: Arc<Counters>,
+    /// The ACL policy of the client's nodes (a lease's guarded creates use it too).
+    pub(crate) acl: AclPolicy,
 }
 
 impl Drop for Session {
@@ -66,7 +72,11 @@ impl Drop for Session {
 
 impl Session {
     /// Opens a session, retrying unreachable servers until `connect_timeout`. Runs on the runtime.
-    pub(crate) async fn open(hosts: &str, options: &Options) -> Result<Arc<Session>> {
+    pub(crate) async fn open(
+        hosts: &str,
+        options: &Options,
+        counters: &Arc<Counters>,
+    ) -> Result<Arc<Session>> {
         // A connect timeout beyond what an instant holds means: keep trying.
         let far = Duration::from_secs(100 * 365 * 86_400);
         let deadline = Instant::now() + options.connect_timeout.min(far);
@@ -159,7 +169,10 @@ impl Session {
             next_lease: AtomicU64::new(1),
             own_watches: Arc::default(),
             beat_now: Arc::default(),
+            counters: counters.clone(),
+            acl: options.acl,
         });
+        observe::session_event(counters, session.id, "opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
         tokio::spawn(keep_alive(Arc::downgrade(&session)));
         tokio::spawn(own_watch::run(session.own_watches.clone()));
@@ -250,6 +263,12 @@ impl Session {
             }
             *dead = Some(reason.clone());
         }
+        let what = match reason.kind() {
+            ErrorKind::SessionExpired => "expired",
+            ErrorKind::Closed => "closed",
+            _ => "ended",
+        };
+        observe::session_event(&self.counters, self.id, what, reason.message());
         self.link.set(DEAD);
         self.own_watches.close();
         let client = self.zk.lock().unwrap().take();
@@ -337,6 +356,9 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
         let Some(s) = session.upgrade() else { return };
         match state {
             zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => {
+                if s.link.get() == CONNECTED {
+                    observe::session_event(&s.counters, s.id, "disconnected", "");
+                }
                 s.set_connected(false);
                 for lease in s.live_leases() {
                     lease.set_state(LeaseState::Suspended);
@@ -345,6 +367,9 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
             zk::SessionState::SyncConnected => {
                 // Prove the session alive at once: the last answer before the break is old.
                 s.beat_now.notify_one();
+                if s.link.get() == DISCONNECTED {
+                    observe::session_event(&s.counters, s.id, "reconnected", "");
+                }
                 s.set_connected(true);
                 tokio::spawn(s.clone().verify_leases());
             }

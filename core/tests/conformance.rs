@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use zklock::{AclPolicy, Client, ErrorKind, Lease, Options, Owner, Wait};
+use zklock::{AclPolicy, Client, ErrorKind, Lease, Options, Owner, Wait, Write, Written};
 
 use zklock_testkit::conformance::{cases, Case};
 
@@ -338,6 +338,82 @@ impl Runner {
             "library" => {
                 self.own_participant(mutex().acquire().await.unwrap(), false)
                     .await
+            }
+            "stats-outcomes" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                let held = mutex().acquire().await.unwrap();
+                let lock = c.mutex(path).unwrap();
+                assert!(lock.try_acquire().await.unwrap().is_none());
+                held.release().await.unwrap();
+                let lease = lock.acquire().await.unwrap();
+                let held_now = c.stats().held;
+                lease.release().await.unwrap();
+                let s = c.stats();
+                c.close().await;
+                word(&format!(
+                    "acquired={},timed_out={},held={held_now},after={},holds={}",
+                    s.acquired, s.timed_out, s.held, s.hold.count
+                ))
+            }
+            "stats-lost" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                let lease = c.mutex(path).unwrap().acquire().await.unwrap();
+                c.close().await;
+                tokio::time::timeout(Duration::from_secs(5), lease.lost())
+                    .await
+                    .unwrap();
+                let s = c.stats();
+                word(&format!("lost={},held={}", s.lost, s.held))
+            }
+            "guarded-write" => {
+                let data = format!("{path}-data");
+                let lease = mutex().acquire().await.unwrap();
+                let created = lease.guarded_write(vec![Write::create(&data, "a")]).await;
+                let more = lease
+                    .guarded_write(vec![Write::set_data(&data, "b"), Write::delete(&data)])
+                    .await;
+                lease.release().await.unwrap();
+                match (created, more) {
+                    (Ok(c), Ok(m)) => match (c.as_slice(), m.as_slice()) {
+                        ([Written::Created(p)], [Written::Set { version }, Written::Deleted])
+                            if *p == data =>
+                        {
+                            word(&format!("created,version={version},deleted"))
+                        }
+                        other => word(&format!("{other:?}")),
+                    },
+                    (Err(e), _) | (_, Err(e)) => error_word(&e),
+                }
+            }
+            "guarded-write-lost" => {
+                let data = format!("{path}-data");
+                let c = self.connect(Options::default()).await.unwrap();
+                let lease = c.mutex(path).unwrap().acquire().await.unwrap();
+                c.close().await;
+                let first = outcome_of(
+                    lease
+                        .guarded_write(vec![Write::create(&data, "late")])
+                        .await,
+                    "written",
+                );
+                let other = mutex().acquire().await.unwrap();
+                let again = other
+                    .guarded_write(vec![Write::create(&data, ""), Write::delete(&data)])
+                    .await;
+                other.release().await.unwrap();
+                match again {
+                    Ok(_) => first,
+                    Err(_) => word("written-after-loss"),
+                }
+            }
+            "guarded-write-unknown-op" => {
+                let lease = mutex().acquire().await.unwrap();
+                let outcome = match Write::from_op("append", &format!("{path}-data"), None) {
+                    Ok(w) => outcome_of(lease.guarded_write(vec![w]).await, "written"),
+                    Err(e) => error_word(&e),
+                };
+                lease.release().await.unwrap();
+                outcome
             }
             other => panic!("unknown scenario {other:?}"),
         }

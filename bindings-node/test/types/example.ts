@@ -1,5 +1,17 @@
 // A TypeScript user's program: `tsc --noEmit --strict -p test/types` must accept it.
-import { Client, ErrorCode, isZkLockError, type Lease, type LeaseState, type Participant } from 'zklock'
+import {
+  Client,
+  ErrorCode,
+  isZkLockError,
+  logChannel,
+  type GuardedWrite,
+  type GuardedWritten,
+  type Lease,
+  type LeaseState,
+  type LogRecord,
+  type Participant,
+  type Stats,
+} from 'zklock'
 
 async function writeWithFence(row: string, fence: bigint, signal: AbortSignal): Promise<void> {
   if (signal.aborted) throw signal.reason
@@ -70,6 +82,25 @@ export async function main(servers: string): Promise<void> {
       }
     }
   }
+  // Observing: stats, guarded writes, the log channel.
+  const stats: Stats = client.stats()
+  const p99: number = stats.wait.p99
+  console.log(stats.acquired, stats.timedOut, stats.sessionExpiries, p99)
+  const guarded = await mutex.acquire()
+  const writes: GuardedWrite[] = [
+    { op: 'create', path: '/app/config', data: 'v1' },
+    { op: 'set_data', path: '/app/config', data: new Uint8Array([1]) },
+    { op: 'delete', path: '/app/config' },
+  ]
+  const done: GuardedWritten[] = await guarded.guardedWrite(writes)
+  for (const w of done) if (w.op === 'set_data') console.log(w.version)
+  await guarded.release()
+  const onRecord = (message: unknown): void => {
+    const record = message as LogRecord
+    if (record.level === 'warn') console.log(record.message, record.fields.path)
+  }
+  logChannel.subscribe(onRecord)
+  logChannel.unsubscribe(onRecord)
   console.log(client.hosts, client.sessionId, client.closed)
   await client.close()
 }

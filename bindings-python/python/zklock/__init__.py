@@ -27,11 +27,26 @@ asyncio each task is an owner of its own. Waiting releases the GIL and is interr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import os
 import threading
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Type, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    Union,
+)
 
 from . import _zklock
 from ._errors import (
@@ -60,6 +75,9 @@ __all__ = [
     "MultiLock",
     "Lease",
     "Participant",
+    "Stats",
+    "Percentiles",
+    "GuardedWrite",
     "ZkLockError",
     "LockTimeout",
     "Cancelled",
@@ -168,6 +186,96 @@ def _check_callable(callback: object, what: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Observing: logs and stats
+
+#: The logger zklock's records go to: a settled acquire at DEBUG, a new session and a reconnect at
+#: INFO, lease state changes (suspended, held again, lost) and session breaks at WARNING. Quiet
+#: by default (a NullHandler, as libraries do): configure ``logging`` to see them.
+logger = logging.getLogger("zklock")
+logger.addHandler(logging.NullHandler())
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
+
+
+def _forward_log(level: str, event: str, message: str, fields: Dict[str, str]) -> None:
+    """The core's log sink (on zklock's callback thread): one ``logging`` record per core record,
+    with the core's fields in ``record.zklock`` (``event``, ``path``, ``state``, ...)."""
+    logger.log(_LEVELS.get(level, logging.INFO), "%s", message, extra={"zklock": {"event": event, **fields}})
+
+
+def _install_log_sink() -> None:
+    """Asks the core for records down to the logger's effective level when a client is made (so
+    that an application that logs nothing pays nothing for the acquire records)."""
+    level = logger.getEffectiveLevel()
+    name = "debug" if level <= logging.DEBUG else "info" if level <= logging.INFO else "warn"
+    _zklock.set_log_sink(_forward_log, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Percentiles:
+    """Percentiles of recorded times, in seconds (each the upper bound of a log bucket at most a
+    quarter wide, never above ``max``, which is exact)."""
+
+    count: int
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """A snapshot of a client's lock statistics (``Client.stats()``), counted by the core since
+    the client was made. A re-entrant acquire (a count going up) is not counted; a multi-lock
+    counts each member."""
+
+    acquired: int
+    timed_out: int
+    cancelled: int
+    failed: int
+    wait: Percentiles
+    hold: Percentiles
+    held: int
+    waiting: int
+    suspended: int
+    lost: int
+    reconnects: int
+    session_expiries: int
+
+    @classmethod
+    def _of(cls, raw: Mapping[str, Any]) -> "Stats":
+        values = dict(raw)
+        values["wait"] = Percentiles(**raw["wait"])
+        values["hold"] = Percentiles(**raw["hold"])
+        return cls(**values)
+
+
+#: A guarded write: ``("create", path, data)``, ``("set_data", path, data)`` or
+#: ``("delete", path)``.
+GuardedWrite = Union[Tuple[str, str], Tuple[str, str, bytes]]
+
+
+def _check_writes(writes: object) -> List[Tuple[str, str, Optional[bytes]]]:
+    if isinstance(writes, (str, bytes)) or not isinstance(writes, Iterable):
+        raise InvalidArgumentType(f"guarded_write() needs a list of writes, got {_type_name(writes)}")
+    out: List[Tuple[str, str, Optional[bytes]]] = []
+    for w in writes:
+        if not isinstance(w, tuple) or len(w) not in (2, 3):
+            raise InvalidArgumentType(
+                f"a guarded write is (op, path) or (op, path, data), got {_type_name(w)}"
+            )
+        op = _check_str(w[0], "the write's op")
+        path = _check_str(w[1], "the write's path")
+        data = None
+        if len(w) == 3:
+            if not isinstance(w[2], (bytes, bytearray, memoryview)):
+                raise InvalidArgumentType(f"the write's data must be bytes, got {_type_name(w[2])}")
+            data = bytes(w[2])
+        out.append((op, path, data))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Leases
 
 
@@ -260,6 +368,15 @@ class Lease:
             return self._native.release()
         finally:
             self._lock._forget(self)
+
+    def guarded_write(self, writes: Iterable[GuardedWrite]) -> List[Union[str, int, None]]:
+        """Runs ZooKeeper writes only while this lease holds the lock: ``("create", path, data)``,
+        ``("set_data", path, data)``, ``("delete", path)`` go in one multi request with a check
+        that the lease's node still exists, so all apply or none. Returns per write the created
+        path, the new data version, or None for a delete. Raises :class:`LockLost` when the lease
+        was lost (nothing applied), the write's own error (e.g. :class:`ZooKeeperError`) when a
+        write fails (nothing applied either). The GIL is released meanwhile."""
+        return self._native.guarded_write(_check_writes(writes))
 
     async def release_async(self) -> str:
         """The asyncio twin of :meth:`release`."""
@@ -624,6 +741,7 @@ class Client:
             raise InvalidArgumentType(
                 f"tls_verify_hostname must be a bool, got {_type_name(tls_verify_hostname)}"
             )
+        _install_log_sink()
         self._native = _zklock.Client(
             hosts,
             session,
@@ -676,6 +794,14 @@ class Client:
     @property
     def closed(self) -> bool:
         return self._native.closed
+
+    def stats(self) -> Stats:
+        """This client's lock statistics (a frozen :class:`Stats`): acquires by outcome
+        (``acquired``, ``timed_out``, ``cancelled``, ``failed``), ``wait`` and ``hold`` times
+        (:class:`Percentiles`, seconds), leases ``held`` and acquires ``waiting`` now,
+        ``suspended`` and ``lost`` events, ``reconnects`` and ``session_expiries``. Works after
+        close too."""
+        return Stats._of(self._native.stats())
 
     def close(self) -> None:
         """Closes the session: its leases become lost and the server deletes their nodes.
