@@ -11,6 +11,7 @@ pub fn kind_str(kind: NodeKind) -> &'static str {
         NodeKind::Mutex => "mutex",
         NodeKind::Read => "read",
         NodeKind::Write => "write",
+        NodeKind::Lease => "lease",
     }
 }
 
@@ -135,6 +136,7 @@ mod tests {
             library,
             kind,
             session_id: 0x1234,
+            max_leases: None,
         }
     }
 

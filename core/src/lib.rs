@@ -23,7 +23,7 @@
 //               operations with connection-loss handling), connection (a client's sessions)
 // engine        engine (the acquire engine, Curator's LockInternals)
 // leases        lease, acquire (a running acquire's handle)
-// recipes       mutex, rwlock, multi
+// recipes       semaphore (Curator's InterProcessSemaphoreV2), mutex, rwlock, multi, revoke
 // entry point   client
 mod cancel;
 mod error;
@@ -48,8 +48,11 @@ mod engine;
 mod acquire;
 mod lease;
 
+mod semaphore;
+
 mod multi;
 mod mutex;
+mod revoke;
 mod rwlock;
 
 mod client;
@@ -65,6 +68,7 @@ pub use options::{AclPolicy, Options, MAX_SESSION_TIMEOUT};
 pub use protocol::{Library, NodeKind};
 pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
+pub use semaphore::MAX_LEASES;
 pub use state::{LeaseState, Released};
 pub use wait::Wait;
 
