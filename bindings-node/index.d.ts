@@ -48,7 +48,10 @@ export type AclPolicy = 'open' | 'creator-all' | 'read-anyone-creator-all'
 
 
 export interface MutexOptions {
-  /** Default true: re-entrant per Mutex object. false: every acquire queues (a semaphore-mutex). */
+  /**
+   * Default true: re-entrant per Mutex object. false: every acquire queues (still Curator's
+   * InterProcessMutex layout: it does not exclude Curator's InterProcessSemaphoreMutex).
+   */
   reentrant?: boolean
 }
 
