@@ -1,6 +1,8 @@
 //! zklock: distributed locks on Apache ZooKeeper.
 //!
-//! Re-entrant [`Mutex`], [`RwLock`] and [`MultiLock`] after Apache Curator's recipes, with node
+//! Re-entrant [`Mutex`], [`RwLock`] and [`MultiLock`] after Apache Curator's recipes, counting
+//! semaphores on Curator's `InterProcessSemaphoreV2` layout ([`Client::semaphore`], a [`Lock`]
+//! like the others) and Curator-compatible revocation requests ([`Client::revoke`]), with node
 //! names Curator and kazoo understand, a fencing token on every [`Lease`] (the czxid of its node)
 //! and a lost signal with `held / suspended / lost` states. All I/O runs on a private runtime
 //! thread; every async method has a `blocking_` twin for callers without a runtime.

@@ -22,7 +22,7 @@ use crate::runtime::on_runtime;
 use crate::state::{LeaseState, Released};
 use crate::wait::Wait;
 
-/// A lock on one path: a mutex, or one side of a [`RwLock`]. Re-entrant per value by default:
+/// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per value by default:
 /// while this value holds the lock, acquiring it again (from any task) only counts up.
 pub struct Lock {
     pub(crate) inner: Arc<LockInner>,
