@@ -22,8 +22,9 @@ use crate::runtime::on_runtime;
 use crate::state::{LeaseState, Released};
 use crate::wait::Wait;
 
-/// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per value by default:
-/// while this value holds the lock, acquiring it again (from any task) only counts up.
+/// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per value
+/// by default: while this value holds the lock, acquiring it again (from any task) only counts
+/// up (a semaphore never is: each acquire is a lease of its own).
 pub struct Lock {
     pub(crate) inner: Arc<LockInner>,
 }
