@@ -162,7 +162,22 @@ async fn a_lease_create_whose_reply_is_lost_leaks_no_node_and_never_exceeds_n() 
     let leases = format!("{path}/leases");
     // Curator holds one lease of two.
     let mut curator = peers::curator_revocation(&["lease", servers, &path, "2"]).unwrap();
-    tokio::task::block_in_place(|| line_starting(&mut curator, "lease ", Duration::from_secs(30)));
+    let curators = tokio::task::block_in_place(|| {
+        line_starting(&mut curator, "lease ", Duration::from_secs(30))
+    });
+    // What `zklock ls` reads: the path is not free, Curator's lease node holds it.
+    let looker = zklock::Client::connect(servers, zklock::Options::default())
+        .await
+        .unwrap();
+    let seen = looker.mutex(&path).unwrap().participants().await.unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].node, curators["lease ".len()..]);
+    assert_eq!(
+        (seen[0].kind, seen[0].library),
+        (zklock::NodeKind::Lease, zklock::Library::Curator)
+    );
+    assert!(seen[0].token > 0);
+    looker.close().await;
 
     let first = servers.split(',').next().unwrap();
     let (proxy_a, proxy_b) = (
