@@ -97,3 +97,42 @@ fn exec_with_n_zero_or_with_read_is_a_usage_error() {
     let out = run(exec_cmd(&["-n", "2", "--read"], &path, &sh("exit 0")));
     assert_eq!(out.status.code(), Some(64), "stderr: {}", stderr(&out));
 }
+
+/// A lease node deleted by someone else: the lease is lost, the command gets SIGTERM and zklock
+/// exits with 76, as for a lock.
+#[test]
+fn exec_with_n_stops_the_command_with_the_lost_status_when_its_lease_node_is_deleted() {
+    let path = unique_path("cli-sem-lost");
+    let dir = scratch("sem-lost");
+    let (ready, got) = (dir.join("ready"), dir.join("got"));
+    let script = format!(
+        "trap 'echo TERM > \"{got}\"; exit 0' TERM; echo $ZKLOCK_NODE > '{ready}'; \
+         while :; do sleep 0.05; done",
+        got = got.display(),
+        ready = ready.display()
+    );
+    let mut holder = spawn(exec_cmd(
+        &["-n", "3", "--kill-after", "5s"],
+        &path,
+        &sh(&script),
+    ));
+    wait_for("the command to run", Duration::from_secs(20), || {
+        std::fs::read_to_string(&ready).is_ok_and(|t| !t.trim().is_empty())
+    });
+    let node = std::fs::read_to_string(&ready).unwrap().trim().to_owned();
+    assert!(node.starts_with(&format!("{path}/leases/_c_")), "{node}");
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let zk = zookeeper_client::Client::connect(servers()).await.unwrap();
+        zk.delete(&node, None).await.unwrap();
+    });
+    let status = wait_exit(&mut holder, Duration::from_secs(20), "lost holder");
+    let err = child_stderr(&mut holder);
+    assert_eq!(status.code(), Some(76), "stderr: {err}");
+    assert_eq!(
+        std::fs::read_to_string(&got)
+            .map(|s| s.trim().to_owned())
+            .ok(),
+        Some("TERM".to_owned()),
+        "the command got SIGTERM; stderr: {err}"
+    );
+}
