@@ -74,8 +74,8 @@ export type ReleaseResult = 'released' | 'still-held' | 'was-lost'
 /** Which library made a lock node (the core's names). */
 export type Library = 'zklock' | 'curator' | 'kazoo' | 'go-zookeeper' | 'unknown'
 
-/** What a lock node asks for (the core's names). */
-export type NodeKind = 'mutex' | 'read' | 'write'
+/** What a lock node asks for (the core's names; 'lease': a semaphore's lease node, or a waiter). */
+export type NodeKind = 'mutex' | 'read' | 'write' | 'lease'
 
 export interface Participant {
   /** Full path of the node. */
