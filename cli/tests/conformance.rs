@@ -1,7 +1,7 @@
 //! The command line's runner of the conformance cases (`tests/conformance/cases.txt`, format in
 //! its README), against the shared test ZooKeeper. The ops with a command-line form run the
 //! `zklock` binary as a user would: `path` (`zklock exec --try PATH -- true`), `semaphore`
-//! (`zklock exec -n N --try PATH -- true`, and the scenarios `semaphore-fills` with two lease
+//! (`zklock exec -n N --timeout 5s PATH -- true`, and the scenarios `semaphore-fills` with two lease
 //! holders in this process, `revoke-not-held` as `zklock revoke PATH`, status 3), `hosts`
 //! (`zklock --servers HOSTS ls`), `session_timeout` (`--session-timeout`), `identity`
 //! (`--identity`) and `timeout` (`--timeout`, with a holder in this process that frees the lock
@@ -128,7 +128,11 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
         ),
         "multi" => Outcome::NotApplicable("the command line has no multi-lock"),
         "acl" => Outcome::NotApplicable("the command line has no ACL option"),
-        "semaphore" => outcome_of(&exec(&["-n", &input, "--try"], lock_path), "ok", "Timeout"),
+        "semaphore" => outcome_of(
+            &exec(&["-n", &input, "--timeout", "5s"], lock_path),
+            "ok",
+            "Timeout",
+        ),
         "scenario" if input == "semaphore-fills" => {
             // Two leases of a semaphore of 2 held by clients of this process.
             let holders: Vec<_> = (0..2)

@@ -117,11 +117,9 @@ impl Runner {
                 };
                 match self.client.semaphore(&self.case_path, n) {
                     Err(e) => error_word(&e),
-                    Ok(sem) => match sem.try_acquire().await {
+                    Ok(sem) => match sem.acquire_timeout(Duration::from_secs(5)).await {
                         Ok(lease) => {
-                            if let Some(lease) = lease {
-                                lease.release().await.unwrap();
-                            }
+                            lease.release().await.unwrap();
                             word("ok")
                         }
                         Err(e) => error_word(&e),
