@@ -59,7 +59,10 @@ export type AclPolicy = 'open' | 'creator-all' | 'read-anyone-creator-all'
 
 
 export interface MutexOptions {
-  /** Default true: re-entrant per Mutex object. false: every acquire queues (a semaphore-mutex). */
+  /**
+   * Default true: re-entrant per Mutex object. false: every acquire queues (still Curator's
+   * InterProcessMutex layout: it does not exclude Curator's InterProcessSemaphoreMutex).
+   */
   reentrant?: boolean
 }
 
@@ -82,8 +85,8 @@ export type ReleaseResult = 'released' | 'still-held' | 'was-lost'
 /** Which library made a lock node (the core's names). */
 export type Library = 'zklock' | 'curator' | 'kazoo' | 'go-zookeeper' | 'unknown'
 
-/** What a lock node asks for (the core's names). */
-export type NodeKind = 'mutex' | 'read' | 'write'
+/** What a lock node asks for (the core's names; 'lease': a semaphore's lease node, or a waiter). */
+export type NodeKind = 'mutex' | 'read' | 'write' | 'lease'
 
 export interface Participant {
   /** Full path of the node. */

@@ -171,7 +171,8 @@ typedef struct zklock_mutex_options {
     size_t size;
     // true (the default): a thread holding the lock through this handle may acquire it again
     // (counted; release as often). false: every acquire takes its own place in the queue
-    // (Curator's InterProcessSemaphoreMutex): a second acquire by the holder waits for itself.
+    // (still Curator's InterProcessMutex layout, which does not exclude its
+    // InterProcessSemaphoreMutex): a second acquire by the holder waits for itself.
     bool reentrant;
 } zklock_mutex_options;
 

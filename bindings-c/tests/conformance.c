@@ -471,6 +471,16 @@ static const char *try_word(zklock_status st) {
     return st == ZKLOCK_OK ? "acquired" : st == ZKLOCK_TIMEOUT ? "not-acquired" : kind_of(st);
 }
 
+/* The semaphore and revocation scenarios, n/a until the C face has their API (issue 14). */
+static int semaphore_pending(const char *name) {
+    static const char *const pending[] = {"semaphore-fills", "semaphore-two-leases-one-value",
+                                          "semaphore-mutex-not-reentrant", "kind-lease",
+                                          "revoke-requested", "revoke-not-held"};
+    for (size_t i = 0; i < sizeof pending / sizeof pending[0]; i++)
+        if (strcmp(name, pending[i]) == 0) return 1;
+    return 0;
+}
+
 static void scenario(struct outcome *o, const char *name) {
     zklock_lock *l = NULL, *r = NULL, *w = NULL, *other = NULL;
     zklock_lease *a = NULL, *b = NULL;
@@ -718,6 +728,8 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
+        else if (strcmp(op, "semaphore") == 0 || (strcmp(op, "scenario") == 0 && semaphore_pending(in.p)))
+            o.na = "the C face has no semaphore or revocation API yet (issue 14: the core has them, the face follows)";
         else if (strcmp(op, "scenario") == 0) scenario(&o, in.p);
         else snprintf(o.problem, sizeof o.problem, "unknown op %.40s", op);
         free(in.p);

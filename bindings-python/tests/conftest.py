@@ -205,10 +205,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # type: igno
     write = terminalreporter.write_line
     terminalreporter.section("conformance (tests/conformance/cases.txt)")
     for case_id, expected, outcome, passed in CONFORMANCE:
-        if passed:
+        if outcome.startswith("n/a: "):
+            write(f"n/a  {case_id}: {outcome[5:]}"[:300])
+        elif passed:
             write(f"ok   {case_id}: {outcome}")
         else:
             write(f"FAIL {case_id}: {outcome}"[:300])
     failed = sum(1 for c in CONFORMANCE if not c[3])
-    write(f"conformance: {len(CONFORMANCE)} cases, {len(CONFORMANCE) - failed} passed, "
-          f"{failed} failed, 0 n/a")
+    na = sum(1 for c in CONFORMANCE if c[2].startswith("n/a: "))
+    write(f"conformance: {len(CONFORMANCE)} cases, {len(CONFORMANCE) - failed - na} passed, "
+          f"{failed} failed, {na} n/a")

@@ -15,6 +15,8 @@ pub enum Side {
     Mutex,
     Read,
     Write,
+    /// One lease of a semaphore of this many leases.
+    Semaphore(u32),
 }
 
 pub struct Args<'a> {
@@ -122,6 +124,10 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     let lock: &Lock = match args.side {
         Side::Mutex => {
             mutex = client.mutex(path)?;
+            &mutex
+        }
+        Side::Semaphore(n) => {
+            mutex = client.semaphore(path, n)?;
             &mutex
         }
         Side::Read | Side::Write => {

@@ -11,6 +11,7 @@ pub fn kind_str(kind: NodeKind) -> &'static str {
         NodeKind::Mutex => "mutex",
         NodeKind::Read => "read",
         NodeKind::Write => "write",
+        NodeKind::Lease => "lease",
     }
 }
 
@@ -21,7 +22,19 @@ pub fn kind_str(kind: NodeKind) -> &'static str {
 /// and our write node stays until the read is released). From the outside a read of the same
 /// session that is not a downgrade cannot be told apart; zklock takes such reads only as
 /// downgrades.
+///
+/// A semaphore's nodes (kind `lease`, after the lock nodes) follow Curator's rule: the nodes of
+/// `<path>/leases` hold, except those past N when N is known, and, when N is not known (ZooKeeper
+/// does not store it), the newest lease node of the session that holds the guard
+/// (`<path>/locks`): that is a waiter with its node in place. The guard's nodes wait.
 pub fn holders(queue: &[Participant]) -> Vec<bool> {
+    let is_lease = |p: &Participant| p.kind == NodeKind::Lease && p.node.contains("/leases/");
+    let guard_session = queue
+        .iter()
+        .find(|p| p.kind == NodeKind::Lease && p.node.contains("/locks/"))
+        .map(|p| p.session_id);
+    let newest_lease = queue.iter().rposition(is_lease);
+    let mut leases_before = 0u64;
     let first_write_session = queue
         .first()
         .filter(|p| p.kind == NodeKind::Write)
@@ -31,6 +44,16 @@ pub fn holders(queue: &[Participant]) -> Vec<bool> {
         .iter()
         .enumerate()
         .map(|(i, p)| {
+            if p.kind == NodeKind::Lease {
+                if !is_lease(p) {
+                    return false;
+                }
+                leases_before += 1;
+                return match p.max_leases {
+                    Some(n) => leases_before <= u64::from(n),
+                    None => !(Some(i) == newest_lease && guard_session == Some(p.session_id)),
+                };
+            }
             let holds = if p.kind.is_exclusive() {
                 i == 0
             } else {
@@ -59,6 +82,7 @@ pub fn to_json(path: &str, queue: &[Participant]) -> serde_json::Value {
                 "identity": p.identity,
                 "token": p.token,
                 "session_id": format!("0x{:x}", p.session_id),
+                "max_leases": p.max_leases,
             })
         })
         .collect();
@@ -237,6 +261,26 @@ pub async fn watch(cli: &Settings, path: &str) -> Result<i32, Failure> {
     }
 }
 
+/// `zklock revoke PATH [NODE]`: asks the holder(s) to let go; prints the nodes asked.
+pub async fn revoke(cli: &Settings, path: &str, node: Option<&str>) -> Result<i32, Failure> {
+    let client = crate::connect(cli, path).await?;
+    let asked = client.revoke(path, node).await;
+    client.close().await;
+    match asked {
+        Ok(nodes) => {
+            for node in nodes {
+                println!("{node}");
+            }
+            Ok(0)
+        }
+        Err(e) if e.kind() == zklock::ErrorKind::NotHeld => Err(Failure::new(
+            crate::status::NOBODY,
+            crate::one_line(e.message()),
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
 pub async fn run(cli: &Settings, path: &str, json: bool) -> Result<i32, Failure> {
     let client = crate::connect(cli, path).await?;
     let queue = client.mutex(path)?.participants().await?;
@@ -263,7 +307,31 @@ mod tests {
             kind,
             session_id: 0x1234,
             created_ms: 1_700_000_000_000,
+            max_leases: None,
         }
+    }
+
+    #[test]
+    fn lease_nodes_hold_except_past_n_or_the_guard_holders_newest() {
+        let lease = |name: &str, session: i64, max: Option<u32>| Participant {
+            session_id: session,
+            max_leases: max,
+            ..p(name, NodeKind::Lease, Library::Curator)
+        };
+        // N unknown: the guard holder's (session 9) newest lease node waits, the guard's waits.
+        let q = [
+            lease("leases/a-lease-1", 1, None),
+            lease("leases/b-lease-2", 9, None),
+            lease("locks/c-lock-3", 9, None),
+            lease("locks/d-lock-4", 5, None),
+        ];
+        assert_eq!(holders(&q), vec![true, false, false, false]);
+        // N known: the first N lease nodes hold.
+        let q = [
+            lease("leases/a-lease-1", 1, Some(1)),
+            lease("leases/b-lease-2", 2, Some(1)),
+        ];
+        assert_eq!(holders(&q), vec![true, false]);
     }
 
     #[test]

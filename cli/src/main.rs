@@ -214,6 +214,7 @@ fn refuse_unused(cli: &Cli) -> Result<(), Failure> {
     let (name, takes_connection, takes_holding) = match &cli.command {
         Command::Exec { .. } => return Ok(()),
         Command::Ls { .. } => ("ls", true, false),
+        Command::Revoke { .. } => ("revoke", true, false),
         Command::Server { .. } => ("server", false, false),
         Command::CheckLog { .. } => ("check-log", false, false),
     };
@@ -266,6 +267,12 @@ pub enum Command {
         /// Take the exclusive (write) side of a read/write lock on PATH.
         #[arg(long)]
         write: bool,
+        /// Take one lease of a semaphore of N leases on PATH (Curator's InterProcessSemaphoreV2
+        /// layout: PATH/leases, PATH/locks): up to N commands run at once (as `consul lock -n`).
+        /// Every user of PATH must give the same N. -n 1 excludes Curator's
+        /// InterProcessSemaphoreMutex.
+        #[arg(short = 'n', long = "leases", value_name = "N", conflicts_with_all = ["read", "write"])]
+        leases: Option<u32>,
         /// Do not wait: exit at once with status 75 when the lock is held.
         #[arg(long = "try")]
         try_lock: bool,
@@ -296,6 +303,18 @@ pub enum Command {
         /// for how long each contender has held or waited), until Ctrl-C.
         #[arg(long)]
         watch: bool,
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// Ask the holder(s) of PATH to let go (Curator's revocation): sets the data of each holder's
+    /// node to __REVOKE__, which Curator's RevocationListener and zklock's revocation handlers
+    /// hear. Without NODE: the current holder, or every lease of a semaphore. Prints the nodes
+    /// asked. Exit status 3 when nobody holds PATH or NODE is gone.
+    Revoke {
+        /// The lock path, e.g. /locks/nightly
+        path: String,
+        /// One node to ask (its name, as `zklock ls` shows it, or its full path).
+        node: Option<String>,
         #[command(flatten)]
         connection: Connection,
     },
@@ -469,7 +488,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             expect,
             timeline,
         } => check::run(files, *expect, *timeline),
-        Command::Exec { .. } | Command::Ls { .. } => {
+        Command::Exec { .. } | Command::Ls { .. } | Command::Revoke { .. } => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -480,6 +499,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         path,
                         read,
                         write,
+                        leases,
                         try_lock,
                         kill_after,
                         stats,
@@ -491,7 +511,9 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                             &Settings::new(&cli, connection, Some(holding)),
                             exec::Args {
                                 path,
-                                side: if *read {
+                                side: if let Some(n) = leases {
+                                    exec::Side::Semaphore(*n)
+                                } else if *read {
                                     exec::Side::Read
                                 } else if *write {
                                     exec::Side::Write
@@ -518,6 +540,18 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         connection,
                         ..
                     } => ls::run(&Settings::new(&cli, connection, None), path, *json).await,
+                    Command::Revoke {
+                        path,
+                        node,
+                        connection,
+                    } => {
+                        ls::revoke(
+                            &Settings::new(&cli, connection, None),
+                            path,
+                            node.as_deref(),
+                        )
+                        .await
+                    }
                     _ => unreachable!(),
                 }
             })

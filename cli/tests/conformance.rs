@@ -1,6 +1,8 @@
 //! The command line's runner of the conformance cases (`tests/conformance/cases.txt`, format in
 //! its README), against the shared test ZooKeeper. The ops with a command-line form run the
-//! `zklock` binary as a user would: `path` (`zklock exec --try PATH -- true`), `hosts`
+//! `zklock` binary as a user would: `path` (`zklock exec --try PATH -- true`), `semaphore`
+//! (`zklock exec -n N --timeout 5s PATH -- true`, and the scenarios `semaphore-fills` with two lease
+//! holders in this process, `revoke-not-held` as `zklock revoke PATH`, status 3), `hosts`
 //! (`zklock --servers HOSTS ls`), `session_timeout` (`--session-timeout`), `identity`
 //! (`--identity`), `timeout` (`--timeout`, with a holder in this process that frees the lock
 //! after 300 ms), `acl` (`--acl`, credentials from ZKLOCK_AUTH) and `secret` (`exec` + `ls`).
@@ -132,6 +134,39 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             outcome_of(&run(cmd), "ok", "Timeout")
         }
         "secret" => secret(servers, lock_path, &input),
+        "semaphore" => outcome_of(
+            &exec(&["-n", &input, "--timeout", "5s"], lock_path),
+            "ok",
+            "Timeout",
+        ),
+        "scenario" if input == "semaphore-fills" => {
+            // Two leases of a semaphore of 2 held by clients of this process.
+            let holders: Vec<_> = (0..2)
+                .map(|_| {
+                    let client =
+                        zklock::Client::blocking_connect(servers, zklock::Options::default())
+                            .expect("a lease holder connects");
+                    let lease = client
+                        .semaphore(lock_path, 2)
+                        .and_then(|s| s.blocking_acquire_timeout(Duration::from_secs(10)))
+                        .expect("the holder takes a lease");
+                    (client, lease)
+                })
+                .collect();
+            let out = exec(&["-n", "2", "--try"], lock_path);
+            for (client, lease) in holders {
+                lease.blocking_release().expect("the holder releases");
+                client.blocking_close();
+            }
+            outcome_of(&out, "acquired", "not-acquired")
+        }
+        "scenario" if input == "revoke-not-held" => {
+            let out = run(zk(&["revoke", lock_path]));
+            if out.status.code() == Some(3) {
+                return Outcome::Is("NotHeld".into());
+            }
+            outcome_of(&out, "revoked", "Timeout")
+        }
         "scenario" => Outcome::NotApplicable(
             "a scenario needs a lease or lock value to hold on to; the command line has none",
         ),

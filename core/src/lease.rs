@@ -34,7 +34,13 @@ pub(crate) struct LeaseShared {
     /// hold (release or loss, whichever comes first) was counted.
     since: std::time::Instant,
     hold_counted: AtomicBool,
+    /// 1 once someone asked us to let go (Curator's revocation: our node's data `__REVOKE__`).
+    revoke: Signal,
 }
+
+/// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
+/// its `Revoker.attemptRevoke` and by `zklock revoke`).
+pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 impl LeaseShared {
     pub(crate) fn new(
@@ -56,6 +62,7 @@ impl LeaseShared {
             own_watch: Mutex::new(OwnWatch::Idle),
             since: std::time::Instant::now(),
             hold_counted: AtomicBool::new(false),
+            revoke: Signal::new(0),
         });
         session.counters.hold_started();
         if session.is_dead() {
@@ -222,6 +229,11 @@ impl Watched for LeaseShared {
     fn deleted_by_someone_else(&self) {
         self.stop_watching();
         self.lose_unless_released("our lock node was deleted by someone else");
+    }
+    fn data_seen(&self, data: &[u8]) {
+        if data == REVOKE_MESSAGE {
+            self.revoke.set(1);
+        }
     }
 }
 
@@ -411,6 +423,49 @@ impl Lease {
             })
             .await;
             if combined_state(&shared) == LeaseState::Lost {
+                queue.run(callback);
+            }
+        });
+    }
+
+    /// True once someone asked this lease's holder to let go: the data of one of its nodes was
+    /// set to `__REVOKE__` (Curator's `Revoker.attemptRevoke`, `zklock revoke`, or
+    /// [`crate::Client::revoke`]). Noticed by the watch every held node gets after 100 ms, so a
+    /// request made earlier is seen then. Only a request: the lease stays held until released.
+    pub fn is_revoke_requested(&self) -> bool {
+        self.parts.iter().any(|p| p.shared.revoke.get() == 1)
+    }
+
+    /// Resolves once a revocation is requested (see [`Lease::is_revoke_requested`]); never if
+    /// the lease ends first. Curator's `makeRevocable` for every lease, opt-in by awaiting it.
+    pub fn revoke_requested(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let shared = self.shared_parts();
+        async move {
+            let signals: Vec<&Signal> = shared.iter().map(|p| &p.revoke).collect();
+            wait_any(&signals, || shared.iter().any(|p| p.revoke.get() == 1)).await
+        }
+    }
+
+    /// Calls `callback` once, on the callback thread, when a revocation is requested while the
+    /// lease is held or suspended (Curator's `RevocationListener`); not after it ended.
+    pub fn on_revoke(&self, callback: impl FnOnce() + Send + 'static) {
+        self.on_revoke_in(runtime::CallbackQueue::process(), callback)
+    }
+
+    /// [`Lease::on_revoke`] with the callback run on `queue` (a client's own callback thread).
+    pub fn on_revoke_in(
+        &self,
+        queue: runtime::CallbackQueue,
+        callback: impl FnOnce() + Send + 'static,
+    ) {
+        let shared = self.shared_parts();
+        runtime::spawn(async move {
+            let mut signals: Vec<&Signal> = shared.iter().map(|p| &p.revoke).collect();
+            signals.extend(shared.iter().map(|p| &p.state));
+            let asked = || shared.iter().any(|p| p.revoke.get() == 1);
+            let ended = || shared.iter().any(|p| p.is_finished());
+            wait_any(&signals, || asked() || ended()).await;
+            if asked() && !ended() {
                 queue.run(callback);
             }
         });

@@ -1,6 +1,8 @@
 //! zklock: distributed locks on Apache ZooKeeper.
 //!
-//! Re-entrant [`Mutex`], [`RwLock`] and [`MultiLock`] after Apache Curator's recipes, with node
+//! Re-entrant [`Mutex`], [`RwLock`] and [`MultiLock`] after Apache Curator's recipes, counting
+//! semaphores on Curator's `InterProcessSemaphoreV2` layout ([`Client::semaphore`], a [`Lock`]
+//! like the others) and Curator-compatible revocation requests ([`Client::revoke`]), with node
 //! names Curator and kazoo understand, a fencing token on every [`Lease`] (the czxid of its node)
 //! and a lost signal with `held / suspended / lost` states. All I/O runs on a private runtime
 //! thread; every async method has a `blocking_` twin for callers without a runtime.
@@ -27,7 +29,7 @@
 // engine        engine (the acquire engine, Curator's LockInternals)
 // leases        lease, acquire (a running acquire's handle), guarded (writes checked against a
 //               lease's node)
-// recipes       mutex, rwlock, multi
+// recipes       semaphore (Curator's InterProcessSemaphoreV2), mutex, rwlock, multi, revoke
 // entry point   client
 mod cancel;
 mod error;
@@ -57,8 +59,11 @@ mod acquire;
 mod guarded;
 mod lease;
 
+mod semaphore;
+
 mod multi;
 mod mutex;
+mod revoke;
 mod rwlock;
 
 mod client;
@@ -76,6 +81,7 @@ pub use protocol::{Library, NodeKind};
 pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
 pub use secure::{Pem, Sasl, SecureParts, Tls};
+pub use semaphore::MAX_LEASES;
 pub use state::{LeaseState, Released};
 pub use stats::{Percentiles, Stats};
 pub use wait::Wait;

@@ -107,6 +107,26 @@ impl Runner {
             },
             "timeout" => self.contended_acquire(input).await,
             "secret" => self.secret(input).await,
+            "semaphore" => {
+                let Ok(n) = input.parse::<i64>() else {
+                    panic!("semaphore input {input:?} is no integer");
+                };
+                let Ok(n) = u32::try_from(n) else {
+                    return Outcome::NotApplicable(
+                        "N is a u32 in Rust: a negative or larger N does not compile",
+                    );
+                };
+                match self.client.semaphore(&self.case_path, n) {
+                    Err(e) => error_word(&e),
+                    Ok(sem) => match sem.acquire_timeout(Duration::from_secs(5)).await {
+                        Ok(lease) => {
+                            lease.release().await.unwrap();
+                            word("ok")
+                        }
+                        Err(e) => error_word(&e),
+                    },
+                }
+            }
             "scenario" => self.scenario(input).await,
             other => panic!("unknown op {other:?}"),
         }
@@ -415,6 +435,79 @@ impl Runner {
                 lease.release().await.unwrap();
                 outcome
             }
+            "semaphore-fills" => {
+                let (a, b) = (
+                    self.connect(Options::default()).await.unwrap(),
+                    self.connect(Options::default()).await.unwrap(),
+                );
+                let one = a.semaphore(path, 2).unwrap().acquire().await.unwrap();
+                let two = b.semaphore(path, 2).unwrap().acquire().await.unwrap();
+                let tried = self.client.semaphore(path, 2).unwrap().try_acquire().await;
+                drop((one, two));
+                a.close().await;
+                b.close().await;
+                match tried {
+                    Ok(Some(_)) => word("acquired"),
+                    Ok(None) => word("not-acquired"),
+                    Err(e) => error_word(&e),
+                }
+            }
+            "semaphore-two-leases-one-value" => {
+                let sem = self.client.semaphore(path, 2).unwrap();
+                let first = sem.acquire().await.unwrap();
+                let second = sem.try_acquire().await.unwrap();
+                let outcome = match second {
+                    Some(second) if second.path() != first.path() => {
+                        second.release().await.unwrap();
+                        word("acquired")
+                    }
+                    Some(_) => word("same-node"),
+                    None => word("not-acquired"),
+                };
+                first.release().await.unwrap();
+                outcome
+            }
+            "semaphore-mutex-not-reentrant" => {
+                let sem = self.client.semaphore_mutex(path).unwrap();
+                let held = sem.acquire().await.unwrap();
+                let again = sem.try_acquire().await.unwrap();
+                held.release().await.unwrap();
+                word(if again.is_none() {
+                    "not-acquired"
+                } else {
+                    "acquired"
+                })
+            }
+            "kind-lease" => {
+                let sem = self.client.semaphore(path, 2).unwrap();
+                let lease = sem.acquire().await.unwrap();
+                let participants = sem.participants().await.unwrap();
+                let ours = participants
+                    .iter()
+                    .find(|p| p.node == lease.path())
+                    .expect("our node is among the participants");
+                let kind = ours.kind.as_str();
+                lease.release().await.unwrap();
+                word(kind)
+            }
+            "revoke-requested" => {
+                let lease = mutex().acquire().await.unwrap();
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                lease.on_revoke(move || {
+                    tx.send(()).ok();
+                });
+                let other = self.connect(Options::default()).await.unwrap();
+                other.revoke(path, None).await.unwrap();
+                let heard = tokio::time::timeout(Duration::from_secs(5), rx).await;
+                other.close().await;
+                lease.release().await.unwrap();
+                word(if matches!(heard, Ok(Ok(()))) {
+                    "revoke-requested"
+                } else {
+                    "not-requested"
+                })
+            }
+            "revoke-not-held" => outcome_of(self.client.revoke(path, None).await, "revoked"),
             other => panic!("unknown scenario {other:?}"),
         }
     }

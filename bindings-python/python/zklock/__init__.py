@@ -414,8 +414,9 @@ class Lock:
 
     Shaped like :class:`threading.Lock` (``acquire``/``release``/``locked``/``with``) and
     :class:`asyncio.Lock` (``async with``, ``await acquire_async()``). Re-entrant per thread, and
-    per task under asyncio; ``reentrant=False`` gives Curator's semaphore-mutex (every acquire
-    waits for its own place, and any thread may release).
+    per task under asyncio; with ``reentrant=False`` every acquire waits for its own place, and
+    any thread may release (it still excludes Curator's ``InterProcessMutex``, not its
+    ``InterProcessSemaphoreMutex``, which a semaphore mutex excludes: docs/interop.md).
 
     The core counts the holds and decides who contends; this object only keeps the lease of
     each hold taken through it (``acquire()`` returns a bool, ``release()`` and ``with`` need
@@ -832,8 +833,9 @@ class Client:
         self.close()
 
     def lock(self, path: str, reentrant: bool = True) -> Lock:
-        """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``; with
-        ``reentrant=False`` its ``InterProcessSemaphoreMutex``)."""
+        """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, re-entrant or, with
+        ``reentrant=False``, one node per acquire; neither excludes Curator's
+        ``InterProcessSemaphoreMutex``: docs/interop.md)."""
         path = _check_str(path, "path")
         if not isinstance(reentrant, (bool, int)):
             raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
