@@ -27,11 +27,16 @@ How this runner performs what the data file leaves to each face (what a Python u
 * the release outcome is the value ``Lease.release()`` returns; a state is ``Lease.state``; a
   node's kind and library are the ``kind`` / ``library`` of the ``Participant`` whose ``node``
   is our lease's ``path``.
+* a semaphore's N is ``client.semaphore(path, int(input))``; a try on it is
+  ``sem.acquire(blocking=False)``; ``semaphore-two-leases-one-value`` holds ``with sem`` and
+  tries ``sem.acquire(blocking=False)`` on the same object and thread; revocation is heard
+  through ``Lease.on_revoke`` and asked with ``Client.revoke(path)``.
 * session timeouts are ``Client(session_timeout=float(input))`` seconds, connect strings are
   ``Client(input, connect_timeout=5.0)``, ACL names ``Client(auth="user:secret", acl=input)``.
 
 Each case that needs a lock of its own gets ``/conformance/python/<id>-<pid>``. A case this face
-cannot express would be reported as n/a by name; today every case can be expressed in Python.
+cannot express would be reported as n/a by name (``NOT_APPLICABLE``); today every case can be
+expressed in Python.
 """
 
 from __future__ import annotations
@@ -235,6 +240,12 @@ def op_acl(ctx: Ctx, text: str) -> str:
     return "ok"
 
 
+def op_semaphore(ctx: Ctx, text: str) -> str:
+    sem = ctx.shared.semaphore(ctx.path, int(text))
+    acquired(sem.acquire(blocking=False), sem)
+    return "ok"
+
+
 def op_timeout(ctx: Ctx, text: str) -> str:
     seconds: float = -1 if text == "-1" else float(text)
     holding = threading.Event()
@@ -416,6 +427,51 @@ def sc_library(ctx: Ctx) -> str:
         return our_node(lock.participants(), lease).library
 
 
+def sc_semaphore_fills(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as a, zklock.Client(ctx.servers) as b:
+        with a.semaphore(ctx.path, 2).hold(WAIT), b.semaphore(ctx.path, 2).hold(WAIT):
+            sem = ctx.shared.semaphore(ctx.path, 2)
+            return acquired(sem.acquire(blocking=False), sem)
+
+
+def sc_semaphore_two_leases_one_value(ctx: Ctx) -> str:
+    sem = ctx.shared.semaphore(ctx.path, 2)
+    with sem as first:
+        if not sem.acquire(blocking=False):
+            return "not-acquired"
+        second = sem.lease
+        assert second is not None
+        same = second.path == first.path
+        second.release()
+        return "same-node" if same else "acquired"
+
+
+def sc_semaphore_mutex_not_reentrant(ctx: Ctx) -> str:
+    sem = ctx.shared.semaphore_mutex(ctx.path)
+    with sem:
+        return acquired(sem.acquire(blocking=False), sem)
+
+
+def sc_kind_lease(ctx: Ctx) -> str:
+    sem = ctx.shared.semaphore(ctx.path, 2)
+    with sem as lease:
+        return our_node(sem.participants(), lease).kind
+
+
+def sc_revoke_requested(ctx: Ctx) -> str:
+    lock = ctx.shared.lock(ctx.path)
+    with lock as lease, zklock.Client(ctx.servers) as other:
+        heard = threading.Event()
+        lease.on_revoke(heard.set)
+        other.revoke(ctx.path)
+        return "revoke-requested" if heard.wait(5) else "not-requested"
+
+
+def sc_revoke_not_held(ctx: Ctx) -> str:
+    ctx.shared.revoke(ctx.path)
+    return "revoked"
+
+
 SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "reenter-same-owner": sc_reenter_same_owner,
     "second-owner-try": sc_second_owner_try,
@@ -437,6 +493,12 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "kind-read": sc_kind_read,
     "kind-write": sc_kind_write,
     "library": sc_library,
+    "semaphore-fills": sc_semaphore_fills,
+    "semaphore-two-leases-one-value": sc_semaphore_two_leases_one_value,
+    "semaphore-mutex-not-reentrant": sc_semaphore_mutex_not_reentrant,
+    "kind-lease": sc_kind_lease,
+    "revoke-requested": sc_revoke_requested,
+    "revoke-not-held": sc_revoke_not_held,
 }
 
 
@@ -456,6 +518,7 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "identity": op_identity,
     "acl": op_acl,
     "timeout": op_timeout,
+    "semaphore": op_semaphore,
     "scenario": op_scenario,
 }
 
@@ -484,21 +547,9 @@ def shared(servers: str) -> Iterator[zklock.Client]:
         yield c
 
 
-SEMAPHORE_PENDING = (
-    "the Python face has no semaphore or revocation API yet "
-    "(issue 14: the core has them, the face follows)"
-)
-
-# Cases this face cannot run yet, by op or by "scenario:<name>", with the reason (reported n/a).
-NOT_APPLICABLE: Dict[str, str] = {
-    "semaphore": SEMAPHORE_PENDING,
-    "scenario:semaphore-fills": SEMAPHORE_PENDING,
-    "scenario:semaphore-two-leases-one-value": SEMAPHORE_PENDING,
-    "scenario:semaphore-mutex-not-reentrant": SEMAPHORE_PENDING,
-    "scenario:kind-lease": SEMAPHORE_PENDING,
-    "scenario:revoke-requested": SEMAPHORE_PENDING,
-    "scenario:revoke-not-held": SEMAPHORE_PENDING,
-}
+# Cases this face cannot run, by op or by "scenario:<name>", with the reason (reported n/a).
+# Every case can be expressed in Python today.
+NOT_APPLICABLE: Dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
