@@ -405,7 +405,10 @@ impl PyClient {
     #[pyo3(signature = (path, node=None))]
     fn revoke(&self, py: Python<'_>, path: String, node: Option<String>) -> PyResult<Vec<String>> {
         let client = self.client.clone();
-        wait(py, async move { client.revoke(&path, node.as_deref()).await })
+        wait(
+            py,
+            async move { client.revoke(&path, node.as_deref()).await },
+        )
     }
 
     /// Both sides of a read/write lock on `path`: `(read, write)`.
