@@ -1,5 +1,13 @@
 // A TypeScript user's program: `tsc --noEmit --strict -p test/types` must accept it.
-import { Client, ErrorCode, isZkLockError, type Lease, type LeaseState, type Participant } from 'zklock'
+import {
+  Client,
+  ErrorCode,
+  isZkLockError,
+  Semaphore,
+  type Lease,
+  type LeaseState,
+  type Participant,
+} from 'zklock'
 
 async function writeWithFence(row: string, fence: bigint, signal: AbortSignal): Promise<void> {
   if (signal.aborted) throw signal.reason
@@ -42,6 +50,17 @@ export async function main(servers: string): Promise<void> {
   const semaphore = client.mutex('/locks/jobs', { reentrant: false })
   const queue: Participant[] = await semaphore.participants()
   for (const p of queue) console.log(p.node, p.identity, p.token + 1n, p.kind, p.sessionId)
+
+  const jobs: Semaphore = client.semaphore('/locks/jobs-pool', 4)
+  const slots: number = jobs.maxLeases
+  await jobs.using(async (lease) => {
+    lease.on('revokeRequested', () => console.log('asked to let go', lease.revokeRequested))
+    await writeWithFence('job', lease.token, lease.signal)
+  }, { timeoutMs: 1_000 })
+  const leases: Participant[] = await jobs.participants()
+  for (const p of leases) console.log(p.kind === 'lease', p.maxLeases ?? slots)
+  const asked: string[] = await client.revoke('/locks/jobs-pool', { node: 'some-node' })
+  console.log(asked, client.semaphoreMutex('/locks/one') instanceof Semaphore)
 
   const rw = client.rwLock('/locks/table')
   await rw.read.using(async () => {})
