@@ -19,12 +19,14 @@ mod handles;
 mod lease;
 mod lock;
 mod op;
+mod semaphore;
 
 pub use client::*;
 pub use error::*;
 pub use lease::*;
 pub use lock::*;
 pub use op::*;
+pub use semaphore::*;
 
 use std::ffi::{c_char, CStr};
 
