@@ -761,8 +761,9 @@ class Client:
         self.close()
 
     def lock(self, path: str, reentrant: bool = True) -> Lock:
-        """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``; with
-        ``reentrant=False`` its ``InterProcessSemaphoreMutex``)."""
+        """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, which it excludes,
+        also with ``reentrant=False``; for Curator's ``InterProcessSemaphoreMutex`` use
+        :meth:`semaphore_mutex`)."""
         path = _check_str(path, "path")
         if not isinstance(reentrant, (bool, int)):
             raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
