@@ -192,7 +192,8 @@ export interface LeaseEvents {
   lost: [error: ZkLockError]
   /**
    * Once, while held: someone asked the holder to let go (its node's data set to
-   * `__REVOKE__`). Opt-in: listening for it is what asks zklock to tell.
+   * `__REVOKE__`). Opt-in: listening for it is what asks zklock to tell. Like the other
+   * events, a listener does not keep the process alive.
    */
   revokeRequested: []
 }
