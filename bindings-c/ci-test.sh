@@ -174,6 +174,22 @@ step "C++ wrapper test (include/zklock.hpp)" \
 step "C++ wrapper test under valgrind: no errors, no leaks" \
   run_counted "$tmp/cpp-valgrind.log" valgrind "${valgrind_opts[@]}" "$tmp/test_cpp" "$servers"
 
+# The README's semaphore example: shown verbatim, and it builds and runs as written.
+semaphore_example() {
+  python3 - <<'PY' || { echo "bindings-c/README.md does not show examples/semaphore.c verbatim"; return 1; }
+import sys
+snippet = open("bindings-c/examples/semaphore.c").read().strip("\n")
+sys.exit(0 if "```c\n" + snippet + "\n```" in open("bindings-c/README.md").read() else 1)
+PY
+  "$CC" -std=c11 -pedantic -Wall -Wextra -Werror -I"$root/include" bindings-c/examples/semaphore.c \
+    -L"$out" -lzklock -Wl,-rpath,"$out" -o "$tmp/semaphore_example" || return 1
+  local got
+  got="$("$tmp/semaphore_example" "$servers")" || return 1
+  echo "$got"
+  echo "$got" | grep -q '^third: ZKLOCK_TIMEOUT' && echo "$got" | grep -qx 'asked to let go: yes'
+}
+step "the README's semaphore example (examples/semaphore.c): verbatim, builds, runs" semaphore_example
+
 # --- install + pkg-config -----------------------------------------------------------------
 install_check() {
   local prefix="$tmp/prefix"
