@@ -197,3 +197,34 @@ def test_a_number_of_leases_out_of_range_is_invalid_argument(client, path, n):
 def test_a_number_of_leases_of_the_wrong_type_is_invalid_argument_type(client, path, n):
     with pytest.raises(zklock.InvalidArgumentType):
         client.semaphore(path, n)  # type: ignore[arg-type]
+
+
+def test_threads_sharing_one_semaphore_object_each_release_their_own_lease(client, path):
+    sem = client.semaphore(path, 2)
+    problems: List[str] = []
+    first_in = threading.Event()
+    second_in = threading.Event()
+
+    def work(name: str) -> None:
+        if name == "second":
+            first_in.wait(30)
+        with sem as lease:
+            (first_in if name == "first" else second_in).set()
+            second_in.wait(30)
+            # The first thread leaves its `with` first, while the second's lease (the one
+            # entered last) is held: that exit must release the first thread's lease.
+            time.sleep(0.1 if name == "first" else 0.6)
+            if lease.state != "held":
+                problems.append(f"{name}: {lease.state} inside its with")
+        if lease.state != "released":
+            problems.append(f"{name}: {lease.state} after its with")
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in ("first", "second")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert problems == []
+    assert not sem.locked() and lease_nodes(client, path) == []
+    with pytest.raises(zklock.NotHeld):
+        sem.release()
