@@ -60,8 +60,9 @@ export type AclPolicy = 'open' | 'creator-all' | 'read-anyone-creator-all'
 
 export interface MutexOptions {
   /**
-   * Default true: re-entrant per Mutex object. false: every acquire queues (still Curator's
-   * InterProcessMutex layout: it does not exclude Curator's InterProcessSemaphoreMutex).
+   * Default true: re-entrant per Mutex object. false: every acquire queues. Either way it
+   * excludes Curator's InterProcessMutex, not its InterProcessSemaphoreMutex (for that one use
+   * `client.semaphoreMutex(path)`).
    */
   reentrant?: boolean
 }
@@ -88,6 +89,11 @@ export type Library = 'zklock' | 'curator' | 'kazoo' | 'go-zookeeper' | 'unknown
 /** What a lock node asks for (the core's names; 'lease': a semaphore's lease node, or a waiter). */
 export type NodeKind = 'mutex' | 'read' | 'write' | 'lease'
 
+export interface RevokeOptions {
+  /** One node to ask (its name or full path) instead of every current holder. */
+  node?: string
+}
+
 export interface Participant {
   /** Full path of the node. */
   node: string
@@ -101,6 +107,8 @@ export interface Participant {
   kind: NodeKind
   /** The ZooKeeper session that owns the node. */
   sessionId: bigint
+  /** A semaphore's N on its 'lease' participants, when known (ZooKeeper does not store it). */
+  maxLeases: number | null
 }
 
 /** One ZooKeeper session over an ensemble connect string. */
@@ -166,6 +174,20 @@ export declare class Client implements AsyncDisposable {
   stats(): Stats
   /** An exclusive lock on `path`. */
   mutex(path: string, options?: MutexOptions): Mutex
+  /**
+   * A counting semaphore of `maxLeases` leases on `path` (Curator's InterProcessSemaphoreV2
+   * layout; every user of the path must pass the same N). N out of 1..2^31-1 throws
+   * ZKLOCK_INVALID_ARGUMENT.
+   */
+  semaphore(path: string, maxLeases: number): Semaphore
+  /** The semaphore of one lease: excludes Curator's InterProcessSemaphoreMutex. */
+  semaphoreMutex(path: string): Semaphore
+  /**
+   * Asks the holder of `path` (every lease of a semaphore, or `options.node`) to let go: sets
+   * its node's data to `__REVOKE__`, as Curator's Revoker.attemptRevoke does. Resolves with the
+   * nodes asked; rejects with ZKLOCK_NOT_HELD when nobody holds `path` or the node is gone.
+   */
+  revoke(path: string, options?: RevokeOptions): Promise<string[]>
   /** A read/write lock on `path`. */
   rwLock(path: string): RwLock
   /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
@@ -201,6 +223,15 @@ export declare class Lock {
 /** An exclusive lock (Curator's InterProcessMutex). Re-entrant per object by default. */
 export declare class Mutex extends Lock {}
 
+/**
+ * A counting semaphore (Curator's InterProcessSemaphoreV2 layout): at most `maxLeases` leases
+ * at once. Never re-entrant: every acquire takes a lease of its own (`holdCount` stays 0).
+ */
+export declare class Semaphore extends Lock {
+  /** N: how many leases may exist at once. */
+  readonly maxLeases: number
+}
+
 /** Several exclusive locks taken as one. */
 export declare class MultiLock extends Lock {
   readonly paths: string[]
@@ -223,6 +254,12 @@ export interface LeaseEvents {
   resumed: []
   /** Final, once: the session expired, our node was deleted or the client closed. */
   lost: [error: ZkLockError]
+  /**
+   * Once, while held: someone asked the holder to let go (its node's data set to
+   * `__REVOKE__`). Opt-in: listening for it is what asks zklock to tell. Like the other
+   * events, a listener does not keep the process alive.
+   */
+  revokeRequested: []
 }
 
 /**
@@ -245,6 +282,8 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   readonly state: LeaseState
   /** Aborted once when the lease is lost; its reason is a ZKLOCK_LOST error. */
   readonly signal: AbortSignal
+  /** True once someone asked this holder to let go; the lease stays held until released. */
+  readonly revokeRequested: boolean
   on<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   once<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   off<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this

@@ -340,6 +340,43 @@ class Client {
     return new Mutex(kInternal, nativeLock, this.#leases)
   }
 
+  /**
+   * A counting semaphore of `maxLeases` leases on `path` (Curator's InterProcessSemaphoreV2:
+   * every user of the path passes the same N). Never re-entrant: each acquire is a lease.
+   */
+  semaphore(path, maxLeases) {
+    checkString(path, 'path')
+    if (typeof maxLeases !== 'number') {
+      throw invalid(`maxLeases must be a number, got ${describe(maxLeases)}`)
+    }
+    const nativeLock = call(() => this.#native.semaphore(path, maxLeases))
+    return new Semaphore(kInternal, nativeLock, this.#leases, maxLeases)
+  }
+
+  /** The semaphore of one lease on `path`: excludes Curator's InterProcessSemaphoreMutex. */
+  semaphoreMutex(path) {
+    checkString(path, 'path')
+    const nativeLock = call(() => this.#native.semaphoreMutex(path))
+    return new Semaphore(kInternal, nativeLock, this.#leases, 1)
+  }
+
+  /**
+   * Asks the holder of `path` to let go, as Curator's Revoker.attemptRevoke does: sets its
+   * node's data to `__REVOKE__` (every lease of a semaphore; `{ node }`, a node's name or full
+   * path, asks that one). Resolves with the nodes asked; rejects with ZKLOCK_NOT_HELD when
+   * nobody holds `path` or the node is gone. A request: the holder decides.
+   */
+  async revoke(path, options) {
+    checkString(path, 'path')
+    const o = checkOptions(options, 'revoke options')
+    const node = o.node === undefined || o.node === null ? undefined : checkString(o.node, 'node')
+    try {
+      return await this.#native.revoke(path, node)
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+
   /** A read/write lock on `path`: `.read` and `.write` are its two sides. */
   rwLock(path) {
     checkString(path, 'path')
@@ -531,6 +568,26 @@ class Lock {
 /** An exclusive lock (Curator's InterProcessMutex). */
 class Mutex extends Lock {}
 
+/**
+ * A counting semaphore (Curator's InterProcessSemaphoreV2 layout): at most `maxLeases` leases
+ * at once across every process using the path. Never re-entrant: every acquire takes a lease
+ * of its own (`holdCount` stays 0); each lease has its token, state, signal and events.
+ */
+class Semaphore extends Lock {
+  #maxLeases
+
+  /** @private */
+  constructor(token, nativeLock, leases, maxLeases) {
+    super(token, nativeLock, leases)
+    this.#maxLeases = maxLeases
+  }
+
+  /** N: how many leases may exist at once. */
+  get maxLeases() {
+    return this.#maxLeases
+  }
+}
+
 /** Several exclusive locks taken as one. */
 class MultiLock extends Lock {
   #paths
@@ -599,6 +656,8 @@ class LeaseCore {
     this.ref = null
     /** @type {Lease | null} */
     this.pin = null
+    /** Someone listens for 'revokeRequested': the core was asked to tell us (opt-in). */
+    this.revokeWatched = false
     leases.add(this)
     nativeLease.subscribe((state) => this.apply(state))
   }
@@ -650,6 +709,23 @@ class LeaseCore {
     }
   }
 
+  /** Listens for a revocation request (once per lease): emits 'revokeRequested'. */
+  watchRevoke() {
+    if (this.revokeWatched) return
+    this.revokeWatched = true
+    this.native.onRevoke(() => {
+      if (this.done || this.lost) return
+      const lease = this.pin || (this.ref && this.ref.deref())
+      try {
+        if (lease) lease.emit('revokeRequested')
+      } catch (e) {
+        process.nextTick(() => {
+          throw e
+        })
+      }
+    })
+  }
+
   /** A final state: nothing left to warn about or to bring up to date. */
   finish() {
     this.leases.delete(this)
@@ -676,7 +752,9 @@ const leaseFinalizer = new FinalizationRegistry((/** @type {LeaseCore} */ core) 
 
 /**
  * A held lock. Events: 'suspended' (connection lost, holding is uncertain), 'resumed' (back
- * to held), 'lost' (final, once, with the ZKLOCK_LOST error). `signal` aborts when lost.
+ * to held), 'lost' (final, once, with the ZKLOCK_LOST error), 'revokeRequested' (once, while
+ * held: someone asked the holder to let go; opt-in: listening for it is what asks zklock to
+ * tell). `signal` aborts when lost.
  * A lease stays held until released, lost, its client closed or the process exits, also when
  * no longer referenced (then the process gets a 'ZklockWarning').
  */
@@ -697,6 +775,7 @@ class Lease extends EventEmitter {
   #listened(event, listener) {
     checkListener(event, listener)
     if (!this.#core.done && !this.#core.lost) this.#core.pin = this
+    if (event === 'revokeRequested' && !this.#core.done) this.#core.watchRevoke()
     return listener
   }
 
@@ -753,6 +832,15 @@ class Lease extends EventEmitter {
     const core = this.#core
     const now = core.state()
     return core.lost ? 'lost' : now
+  }
+
+  /**
+   * True once someone asked this holder to let go (its node's data set to `__REVOKE__` by
+   * `client.revoke()`, `zklock revoke` or Curator's Revoker). Only a request: the lease stays
+   * held until released. Listen for 'revokeRequested' to be told.
+   */
+  get revokeRequested() {
+    return this.#core.native.revokeRequested
   }
 
   /** An AbortSignal aborted once when the lease is lost; its reason is a ZKLOCK_LOST error. */
@@ -817,12 +905,14 @@ class Lease extends EventEmitter {
   }
 }
 
-const leaseEvents = new Set(['suspended', 'resumed', 'lost', 'newListener', 'removeListener'])
+const leaseEvents = new Set([
+  'suspended', 'resumed', 'lost', 'revokeRequested', 'newListener', 'removeListener',
+])
 
 function checkListener(event, listener) {
   if (!leaseEvents.has(event)) {
     throw invalid(
-      `a lease emits 'suspended', 'resumed' and 'lost', not ${describe(event)}`,
+      `a lease emits 'suspended', 'resumed', 'lost' and 'revokeRequested', not ${describe(event)}`,
     )
   }
   if (typeof listener !== 'function') {
@@ -836,6 +926,7 @@ exports.Lock = Lock
 exports.Mutex = Mutex
 exports.RwLock = RwLock
 exports.MultiLock = MultiLock
+exports.Semaphore = Semaphore
 exports.Lease = Lease
 exports.ErrorCode = ErrorCode
 exports.isZkLockError = isZkLockError

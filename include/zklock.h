@@ -164,15 +164,20 @@ typedef void (*zklock_state_cb)(void *user,
                                 struct zklock_lease *lease,
                                 enum zklock_lease_state state);
 
+// Called once on the client's callback thread when someone asks the holder of `lease` to let
+// go (its node's data set to `__REVOKE__`). It may call any zklock function, including
+// `zklock_lease_release(lease)`.
+typedef void (*zklock_revoke_cb)(void *user, struct zklock_lease *lease);
+
 // Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
 // `zklock_mutex_options_init`, which also sets the defaults).
 typedef struct zklock_mutex_options {
     // `sizeof(zklock_mutex_options)` as the caller knows it.
     size_t size;
     // true (the default): a thread holding the lock through this handle may acquire it again
-    // (counted; release as often). false: every acquire takes its own place in the queue
-    // (still Curator's InterProcessMutex layout, which does not exclude its
-    // InterProcessSemaphoreMutex): a second acquire by the holder waits for itself.
+    // (counted; release as often). false: every acquire takes its own place in the queue: a
+    // second acquire by the holder waits for itself. Either way the mutex excludes Curator's
+    // InterProcessMutex, not its InterProcessSemaphoreMutex (`zklock_semaphore_mutex_new` does).
     bool reentrant;
 } zklock_mutex_options;
 
@@ -248,6 +253,14 @@ typedef struct zklock_write {
 // It may call any zklock function.
 typedef void (*zklock_acquire_cb)(void *user, enum zklock_status status, struct zklock_lease *lease);
 
+// Options of `zklock_semaphore_new` and `zklock_semaphore_mutex_new`. Set `size` to
+// `sizeof(zklock_semaphore_options)` (or call `zklock_semaphore_options_init`). No option is
+// defined yet: the struct is there so that later ones need no new function.
+typedef struct zklock_semaphore_options {
+    // `sizeof(zklock_semaphore_options)` as the caller knows it.
+    size_t size;
+} zklock_semaphore_options;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -308,6 +321,22 @@ enum zklock_lease_state zklock_lease_state_get(const struct zklock_lease *lease)
 enum zklock_status zklock_lease_on_state(struct zklock_lease *lease,
                                          zklock_state_cb cb,
                                          void *user);
+
+// Calls `cb(user, lease)` once on the client's callback thread when someone asks the holder to
+// let go: the data of the lease's node is set to `__REVOKE__` (`zklock_revoke`, `zklock
+// revoke`, or Curator's `Revoker.attemptRevoke`), also when that happened before this call.
+// Opt-in, as Curator's `makeRevocable`: nothing is reported without a callback. Only a request:
+// the lease stays held until released. Not called once the lease is released or lost. A later
+// call replaces the callback; `cb` NULL removes it. The callback may call any zklock function,
+// `zklock_lease_release(lease)` included.
+enum zklock_status zklock_lease_on_revoke(struct zklock_lease *lease,
+                                          zklock_revoke_cb cb,
+                                          void *user);
+
+// True once someone asked the holder of `lease` to let go (see `zklock_lease_on_revoke`); the
+// request is noticed by a watch set shortly after the lease was granted. false when `lease` is
+// NULL or not a live lease (with the last error set).
+bool zklock_lease_revoke_requested(const struct zklock_lease *lease);
 
 // Releases the lease and frees it, whatever the outcome: the node is deleted (members in
 // reverse order for a multi-lock) or a re-entrant hold count goes down. Returns `ZKLOCK_OK`,
@@ -402,6 +431,38 @@ enum zklock_status zklock_op_cancel(struct zklock_op *op);
 // Frees the handle; does not cancel (the callback still comes). NULL is a no-op; an op already
 // freed is detected in the common case (nothing happens and `zklock_last_error()` says so).
 void zklock_op_free(struct zklock_op *op);
+
+// Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
+void zklock_semaphore_options_init(struct zklock_semaphore_options *opts);
+
+// A counting semaphore of `max_leases` leases on `path`, on Curator's `InterProcessSemaphoreV2`
+// layout (`<path>/leases`, `<path>/locks`): at most `max_leases` leases exist at once across
+// every process that uses the path with the same N (ZooKeeper does not store N; 1 to
+// 2147483647, else `ZKLOCK_INVALID_ARGUMENT`). `*out` gets a `zklock_lock` for the usual
+// functions: each `zklock_acquire` / `zklock_acquire_async` takes one lease of its own (never
+// re-entrant, whatever thread), with its token, state and callbacks; `zklock_lease_release`
+// gives it back, from any thread. `opts` NULL means defaults. No I/O until the first acquire.
+enum zklock_status zklock_semaphore_new(struct zklock_client *client,
+                                        const char *path,
+                                        int64_t max_leases,
+                                        const struct zklock_semaphore_options *opts,
+                                        struct zklock_lock **out);
+
+// The semaphore of one lease on `path`: excludes Curator's `InterProcessSemaphoreMutex` (and
+// every zklock semaphore mutex) on the same path. Not re-entrant: a second acquire by the
+// holder waits for itself. (`zklock_mutex_new` excludes Curator's `InterProcessMutex`, not
+// this one.)
+enum zklock_status zklock_semaphore_mutex_new(struct zklock_client *client,
+                                              const char *path,
+                                              const struct zklock_semaphore_options *opts,
+                                              struct zklock_lock **out);
+
+// Asks the holder of `path` to let go, as Curator's `Revoker.attemptRevoke` does: sets the data
+// of its node to `__REVOKE__` (every lease of a semaphore). `node` NULL asks every current
+// holder; else it names one node (its name or full path). Blocks until written.
+// `ZKLOCK_NOT_HELD` when nobody holds `path` or the node is gone. Holders hear it through
+// `zklock_lease_on_revoke` (zklock) or a `RevocationListener` (Curator); it is a request.
+enum zklock_status zklock_revoke(struct zklock_client *client, const char *path, const char *node);
 
 #ifdef __cplusplus
 }  // extern "C"

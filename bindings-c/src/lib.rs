@@ -20,6 +20,7 @@ mod lease;
 mod lock;
 mod observe;
 mod op;
+mod semaphore;
 
 pub use client::*;
 pub use error::*;
@@ -27,6 +28,7 @@ pub use lease::*;
 pub use lock::*;
 pub use observe::*;
 pub use op::*;
+pub use semaphore::*;
 
 use std::ffi::{c_char, CStr};
 

@@ -471,14 +471,46 @@ static const char *try_word(zklock_status st) {
     return st == ZKLOCK_OK ? "acquired" : st == ZKLOCK_TIMEOUT ? "not-acquired" : kind_of(st);
 }
 
-/* The semaphore and revocation scenarios, n/a until the C face has their API (issue 14). */
-static int semaphore_pending(const char *name) {
-    static const char *const pending[] = {"semaphore-fills", "semaphore-two-leases-one-value",
-                                          "semaphore-mutex-not-reentrant", "kind-lease",
-                                          "revoke-requested", "revoke-not-held"};
-    for (size_t i = 0; i < sizeof pending / sizeof pending[0]; i++)
-        if (strcmp(name, pending[i]) == 0) return 1;
-    return 0;
+/* A revocation callback's flag (revoke-requested). */
+static struct {
+    pthread_mutex_t mu;
+    int asked;
+} revoke_heard = {PTHREAD_MUTEX_INITIALIZER, 0};
+
+static void revoke_heard_cb(void *user, zklock_lease *lease) {
+    (void)user;
+    (void)lease;
+    pthread_mutex_lock(&revoke_heard.mu);
+    revoke_heard.asked = 1;
+    pthread_mutex_unlock(&revoke_heard.mu);
+}
+
+static int revoke_was_heard(void) {
+    pthread_mutex_lock(&revoke_heard.mu);
+    int asked = revoke_heard.asked;
+    pthread_mutex_unlock(&revoke_heard.mu);
+    return asked;
+}
+
+/* op semaphore: N as C's int64_t (the parameter's type), then one try and its release. */
+static void op_semaphore(struct outcome *o, const struct bytes *in) {
+    char *end = NULL;
+    errno = 0;
+    long long n = strtoll(in->p, &end, 10);
+    if (errno || end == in->p || *end) {
+        o->na = "the number of leases does not fit in int64_t (C's parameter type)";
+        return;
+    }
+    zklock_lock *l = NULL;
+    zklock_status st = seen(o, zklock_semaphore_new(main_client, case_path, (int64_t)n, NULL, &l));
+    if (st == ZKLOCK_OK) {
+        zklock_lease *lease = NULL;
+        /* At most 5 s, not a try: the first lease also creates `leases` and its parents. */
+        st = seen(o, zklock_acquire(l, 5000, &lease));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lease_release(lease));
+    }
+    o->word = st == ZKLOCK_OK ? "ok" : kind_of(st);
+    zklock_lock_free(l);
 }
 
 static void scenario(struct outcome *o, const char *name) {
@@ -652,6 +684,44 @@ static void scenario(struct outcome *o, const char *name) {
         zklock_write w = {"append", case_path, "x", 1, 0};
         st = seen(o, zklock_lease_guarded_write(a, &w, 1));
         o->word = st == ZKLOCK_OK ? "written" : kind_of(st);
+    } else if (strcmp(name, "semaphore-fills") == 0) {
+        /* Two other clients each hold a lease of a semaphore of 2; this one tries. */
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_semaphore_new(other_client, case_path, 2, NULL, &other), "making a semaphore");
+        TRY(zklock_semaphore_new(c, case_path, 2, NULL, &r), "making a semaphore");
+        TRY(zklock_semaphore_new(main_client, case_path, 2, NULL, &l), "making a semaphore");
+        TRY(zklock_acquire(other, 10000, &a), "the first holder's acquire");
+        TRY(zklock_acquire(r, 10000, &b), "the second holder's acquire");
+        zklock_lease *tried = NULL;
+        st = seen(o, zklock_acquire(l, 0, &tried));
+        if (tried) zklock_lease_release(tried);
+        o->word = try_word(st);
+    } else if (strcmp(name, "semaphore-two-leases-one-value") == 0) {
+        TRY(zklock_semaphore_new(main_client, case_path, 2, NULL, &l), "making the semaphore");
+        TRY(zklock_acquire(l, 10000, &a), "the first acquire");
+        st = seen(o, zklock_acquire(l, 0, &b));
+        if (st == ZKLOCK_OK && strcmp(zklock_lease_path(a), zklock_lease_path(b)) == 0)
+            o->word = "same-node";
+        else
+            o->word = try_word(st);
+    } else if (strcmp(name, "semaphore-mutex-not-reentrant") == 0) {
+        TRY(zklock_semaphore_mutex_new(main_client, case_path, NULL, &l), "making the semaphore mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the holder's acquire");
+        o->word = try_word(seen(o, zklock_acquire(l, 0, &b)));
+    } else if (strcmp(name, "revoke-requested") == 0) {
+        pthread_mutex_lock(&revoke_heard.mu);
+        revoke_heard.asked = 0;
+        pthread_mutex_unlock(&revoke_heard.mu);
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the holder's acquire");
+        TRY(zklock_lease_on_revoke(a, revoke_heard_cb, NULL), "listening for revocation");
+        TRY(zklock_revoke(other_client, case_path, NULL), "the second client's revoke");
+        for (int i = 0; i < 50 && !revoke_was_heard(); i++) sleep_ms(100);
+        o->word = revoke_was_heard() ? "revoke-requested" : "not-requested";
+    } else if (strcmp(name, "revoke-not-held") == 0) {
+        st = seen(o, zklock_revoke(main_client, case_path, NULL));
+        o->word = st == ZKLOCK_OK ? "revoked" : kind_of(st);
     } else if (strncmp(name, "kind-", 5) == 0 || strcmp(name, "library") == 0) {
         o->na = "the C API has no call that lists a lock's participants";
     } else {
@@ -728,8 +798,7 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
-        else if (strcmp(op, "semaphore") == 0 || (strcmp(op, "scenario") == 0 && semaphore_pending(in.p)))
-            o.na = "the C face has no semaphore or revocation API yet (issue 14: the core has them, the face follows)";
+        else if (strcmp(op, "semaphore") == 0) op_semaphore(&o, &in);
         else if (strcmp(op, "scenario") == 0) scenario(&o, in.p);
         else snprintf(o.problem, sizeof o.problem, "unknown op %.40s", op);
         free(in.p);

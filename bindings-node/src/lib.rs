@@ -296,6 +296,33 @@ impl NativeClient {
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 
+    /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
+    /// layout); never re-entrant. A JS number is taken as it is: the core judges N.
+    #[napi(catch_unwind)]
+    pub fn semaphore(&self, path: String, max_leases: f64) -> napi::Result<NativeLock, Code> {
+        let n = max_leases_of(&path, max_leases).map_err(js_err)?;
+        let lock = self.inner.semaphore(&path, n).map_err(js_err)?;
+        Ok(self.lock(Target::Lock(Arc::new(lock)), path))
+    }
+
+    /// `semaphore(path, 1)`: excludes Curator's `InterProcessSemaphoreMutex`.
+    #[napi(catch_unwind)]
+    pub fn semaphore_mutex(&self, path: String) -> napi::Result<NativeLock, Code> {
+        let lock = self.inner.semaphore_mutex(&path).map_err(js_err)?;
+        Ok(self.lock(Target::Lock(Arc::new(lock)), path))
+    }
+
+    /// Asks the holder(s) of `path` (or the one `node`) to let go: `__REVOKE__` on their nodes
+    /// (Curator's `Revoker.attemptRevoke`). Resolves with the nodes asked.
+    #[napi]
+    pub async fn revoke(
+        &self,
+        path: String,
+        node: Option<String>,
+    ) -> napi::Result<Settled<Vec<String>>> {
+        Ok(Settled(self.inner.revoke(&path, node.as_deref()).await))
+    }
+
     /// Both sides of a read/write lock on `path`: `[read, write]`, one owner (so that holding
     /// the read side and asking for the write side is the core's refused upgrade).
     #[napi(catch_unwind)]
@@ -362,6 +389,21 @@ impl NativeClient {
     }
 }
 
+/// A JS number as a semaphore's N for the core: one no `u32` holds (negative, fractional,
+/// NaN, beyond) cannot reach the core's check, so it gets the same kind of error here.
+fn max_leases_of(path: &str, n: f64) -> Result<u32, zklock::Error> {
+    if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) {
+        return Ok(n as u32);
+    }
+    Err(zklock::Error::new(
+        ErrorKind::InvalidArgument,
+        format!(
+            "invalid number of leases {n} for the semaphore {path}: it must be 1 to {}",
+            zklock::MAX_LEASES
+        ),
+    ))
+}
+
 impl NativeClient {
     fn lock(&self, target: Target, path: String) -> NativeLock {
         NativeLock {
@@ -417,6 +459,8 @@ pub struct NativeParticipant {
     pub library: String,
     pub kind: String,
     pub session_id: BigInt,
+    /// A semaphore's N on its lease participants, when known.
+    pub max_leases: Option<u32>,
 }
 
 #[napi]
@@ -475,6 +519,7 @@ impl NativeLock {
                     library: p.library.as_str().to_owned(),
                     kind: p.kind.as_str().to_owned(),
                     session_id: BigInt::from(p.session_id),
+                    max_leases: p.max_leases,
                 })
                 .collect())
         }
@@ -681,6 +726,29 @@ impl NativeLease {
                 })
                 .collect::<Vec<_>>())
         })
+    }
+
+    /// True once someone asked the holder to let go (`__REVOKE__` on its node).
+    #[napi(getter)]
+    pub fn revoke_requested(&self) -> bool {
+        self.lease()
+            .as_ref()
+            .is_some_and(|l| l.is_revoke_requested())
+    }
+
+    /// `callback('revoke-requested')` once on the JS thread when a revocation is requested
+    /// while the lease is held ([`zklock::Lease::on_revoke`]); never after it ended. The
+    /// callback does not keep the event loop alive.
+    #[napi(catch_unwind)]
+    pub fn on_revoke(&self, callback: StateCallback) {
+        if let Some(lease) = self.lease().as_ref() {
+            lease.on_revoke(move || {
+                callback.call(
+                    "revoke-requested".to_owned(),
+                    ThreadsafeFunctionCallMode::NonBlocking,
+                );
+            });
+        }
     }
 
     /// Releases the lease: the core's [`zklock::Released`] name (`released`, `still-held`,

@@ -21,6 +21,10 @@
 //   lock was acquired; the only release of something not held is a second release (the
 //   `release-twice` case). An n/a case is reported by name with its reason as a skipped test
 //   ("n/a: ..."), counted apart in the closing line, never silently.
+// - A semaphore's N is `client.semaphore(path, Number(input))`; its lease is taken with
+//   `acquire({ timeoutMs: 5000 })`. The "same value, same owner" semaphore scenarios use one
+//   Semaphore object. Revocation is heard
+//   through the lease's 'revokeRequested' event and asked with `client.revoke(path)`.
 // - Every error message met on the way (also one mapped to not-acquired) must be at most 300
 //   characters.
 'use strict'
@@ -51,19 +55,10 @@ const KIND_OF_CODE = Object.freeze({
 })
 
 /** Scenarios (or ops) that have no form in the Node API, with the reason. */
-const SEMAPHORE_PENDING =
-  'the Node face has no semaphore or revocation API yet (issue 14: the core has them, the face follows)'
 const NOT_APPLICABLE = Object.freeze({
   'scenario:release-not-held':
     'a Node user releases a Lease, which exists only once acquired; ' +
     'releasing what is not held is the second release (release-twice)',
-  semaphore: SEMAPHORE_PENDING,
-  'scenario:semaphore-fills': SEMAPHORE_PENDING,
-  'scenario:semaphore-two-leases-one-value': SEMAPHORE_PENDING,
-  'scenario:semaphore-mutex-not-reentrant': SEMAPHORE_PENDING,
-  'scenario:kind-lease': SEMAPHORE_PENDING,
-  'scenario:revoke-requested': SEMAPHORE_PENDING,
-  'scenario:revoke-not-held': SEMAPHORE_PENDING,
 })
 
 // Parsing -----------------------------------------------------------------------------------
@@ -289,6 +284,16 @@ const ops = {
     }
   },
 
+  async semaphore(input, c) {
+    return outcome(async () => {
+      const sem = a.semaphore(lockPath(c), Number(input))
+      // At most 5 s, not a try: the first lease also creates `leases` and its parents.
+      const lease = await sem.acquire({ timeoutMs: 5000 })
+      await lease.release()
+      return 'ok'
+    })
+  },
+
   async scenario(input, c) {
     const run = scenarios[input]
     if (!run) throw new Error(`unknown scenario ${JSON.stringify(input)} (case ${c.id})`)
@@ -500,6 +505,84 @@ const scenarios = {
       } finally {
         await lease.release()
       }
+    }),
+
+  'semaphore-fills': (p) =>
+    outcome(async () => {
+      const one = await a.semaphore(p, 2).acquire()
+      const two = await b.semaphore(p, 2).acquire()
+      try {
+        return await ownClient(async (c) => {
+          const lease = await c.semaphore(p, 2).tryAcquire()
+          if (lease === null) return 'not-acquired'
+          await lease.release()
+          return 'acquired'
+        })
+      } finally {
+        await one.release()
+        await two.release()
+      }
+    }),
+
+  'semaphore-two-leases-one-value': (p) =>
+    outcome(async () => {
+      const sem = a.semaphore(p, 2)
+      const first = await sem.acquire()
+      try {
+        const second = await sem.tryAcquire()
+        if (second === null) return 'not-acquired'
+        const same = second.path === first.path
+        await second.release()
+        return same ? 'same-node' : 'acquired'
+      } finally {
+        await first.release()
+      }
+    }),
+
+  'semaphore-mutex-not-reentrant': (p) =>
+    outcome(async () => {
+      const sem = a.semaphoreMutex(p)
+      const held = await sem.acquire()
+      try {
+        const again = await sem.tryAcquire()
+        if (again === null) return 'not-acquired'
+        await again.release()
+        return 'acquired'
+      } finally {
+        await held.release()
+      }
+    }),
+
+  'kind-lease': (p) =>
+    outcome(async () => {
+      const sem = a.semaphore(p, 2)
+      const lease = await sem.acquire()
+      try {
+        return (await ourParticipant(sem, lease)).kind
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  'revoke-requested': (p) =>
+    outcome(async () => {
+      const lease = await a.mutex(p).acquire()
+      try {
+        const heard = new Promise((resolve) => {
+          lease.once('revokeRequested', () => resolve('revoke-requested'))
+          setTimeout(() => resolve('not-requested'), 5_000).unref()
+        })
+        await b.revoke(p)
+        return await heard
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  'revoke-not-held': (p) =>
+    outcome(async () => {
+      await a.revoke(p)
+      return 'revoked'
     }),
 
   library: (p) =>

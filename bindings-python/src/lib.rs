@@ -398,6 +398,36 @@ impl PyClient {
         ))))
     }
 
+    /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
+    /// layout); never re-entrant. Any Python int is taken: the core judges N.
+    fn semaphore(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        max_leases: &Bound<'_, PyAny>,
+    ) -> PyResult<NativeLock> {
+        let n = max_leases_of(path, max_leases).py(py)?;
+        let lock = self.client.semaphore(path, n).py(py)?;
+        Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
+    }
+
+    /// `semaphore(path, 1)`: excludes Curator's `InterProcessSemaphoreMutex`.
+    fn semaphore_mutex(&self, py: Python<'_>, path: &str) -> PyResult<NativeLock> {
+        let lock = self.client.semaphore_mutex(path).py(py)?;
+        Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
+    }
+
+    /// Asks the holder(s) of `path` (or the one `node`) to let go: sets `__REVOKE__` on their
+    /// nodes (Curator's `Revoker.attemptRevoke`). Returns the nodes asked.
+    #[pyo3(signature = (path, node=None))]
+    fn revoke(&self, py: Python<'_>, path: String, node: Option<String>) -> PyResult<Vec<String>> {
+        let client = self.client.clone();
+        wait(
+            py,
+            async move { client.revoke(&path, node.as_deref()).await },
+        )
+    }
+
     /// Both sides of a read/write lock on `path`: `(read, write)`.
     fn rw_lock(&self, py: Python<'_>, path: &str) -> PyResult<(NativeLock, NativeLock)> {
         let rw = Arc::new(self.client.rw_lock(path).py(py)?);
@@ -478,6 +508,25 @@ impl PyClient {
             }
         )
     }
+}
+
+/// A Python int as a semaphore's N for the core: a value no `u32` holds (negative, or beyond)
+/// cannot reach the core's check, so it gets the same kind of error here, naming the value.
+fn max_leases_of(path: &str, value: &Bound<'_, PyAny>) -> zklock::Result<u32> {
+    value.extract::<u32>().map_err(|_| {
+        let shown = value
+            .str()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| "?".to_owned());
+        zklock::Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "invalid number of leases {} for the semaphore {path}: it must be 1 to {}",
+                shown.chars().take(40).collect::<String>(),
+                zklock::MAX_LEASES
+            ),
+        )
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -565,8 +614,8 @@ impl NativeLock {
         }
     }
 
-    /// The queue of the lock path: `[(node, identity, token, library, kind, session_id)]`,
-    /// holder first.
+    /// The queue of the lock path: `[(node, identity, token, library, kind, session_id,
+    /// max_leases)]`, holder first (a semaphore's leases and guard waiters follow).
     fn participants(&self, py: Python<'_>) -> PyResult<Vec<ParticipantTuple>> {
         let list = match &self.inner {
             Inner::Single(l) => {
@@ -598,13 +647,14 @@ impl NativeLock {
                     library,
                     p.kind.as_str().to_owned(),
                     p.session_id,
+                    p.max_leases,
                 )
             })
             .collect())
     }
 }
 
-type ParticipantTuple = (String, String, i64, String, String, i64);
+type ParticipantTuple = (String, String, i64, String, String, i64, Option<u32>);
 
 // ---------------------------------------------------------------------------------------------
 // Leases
@@ -783,6 +833,24 @@ impl NativeLease {
             }
             // Released while held: it can no longer be lost.
             None => {}
+        }
+        Ok(())
+    }
+
+    /// True once someone asked the holder to let go (`__REVOKE__` on its node).
+    fn is_revoke_requested(&self, py: Python<'_>) -> PyResult<bool> {
+        self.check_process(py)?;
+        Ok(lock(&self.lease)
+            .as_ref()
+            .is_some_and(|l| l.is_revoke_requested()))
+    }
+
+    /// Calls `callback()` once, on zklock's callback thread, when a revocation is requested
+    /// while the lease is held (the core's `on_revoke`); never after it ended.
+    fn on_revoke(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        self.check_process(py)?;
+        if let Some(lease) = &*lock(&self.lease) {
+            lease.on_revoke(move || call_unraisable(&callback, None));
         }
         Ok(())
     }

@@ -27,11 +27,16 @@ How this runner performs what the data file leaves to each face (what a Python u
 * the release outcome is the value ``Lease.release()`` returns; a state is ``Lease.state``; a
   node's kind and library are the ``kind`` / ``library`` of the ``Participant`` whose ``node``
   is our lease's ``path``.
+* a semaphore's N is ``client.semaphore(path, int(input))``; a try on it is
+  ``sem.acquire(blocking=False)``; ``semaphore-two-leases-one-value`` holds ``with sem`` and
+  tries ``sem.acquire(blocking=False)`` on the same object and thread; revocation is heard
+  through ``Lease.on_revoke`` and asked with ``Client.revoke(path)``.
 * session timeouts are ``Client(session_timeout=float(input))`` seconds, connect strings are
   ``Client(input, connect_timeout=5.0)``, ACL names ``Client(auth="user:secret", acl=input)``.
 
 Each case that needs a lock of its own gets ``/conformance/python/<id>-<pid>``. A case this face
-cannot express would be reported as n/a by name; today every case can be expressed in Python.
+cannot express would be reported as n/a by name (``NOT_APPLICABLE``); today every case can be
+expressed in Python.
 """
 
 from __future__ import annotations
@@ -252,6 +257,15 @@ def op_secret(ctx: Ctx, text: str) -> str:
     else:
         pytest.fail("a credential without ':' was accepted", pytrace=False)
     return "shown" if text in shown else "hidden"
+
+
+def op_semaphore(ctx: Ctx, text: str) -> str:
+    sem = ctx.shared.semaphore(ctx.path, int(text))
+    # At most 5 s, not a try: the first lease also creates `leases` and its parents.
+    if not sem.acquire(timeout=5.0):
+        return "not-acquired"
+    sem.release()
+    return "ok"
 
 
 def op_timeout(ctx: Ctx, text: str) -> str:
@@ -495,6 +509,51 @@ def sc_guarded_write_unknown_op(ctx: Ctx) -> str:
     return "written"
 
 
+def sc_semaphore_fills(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as a, zklock.Client(ctx.servers) as b:
+        with a.semaphore(ctx.path, 2).hold(WAIT), b.semaphore(ctx.path, 2).hold(WAIT):
+            sem = ctx.shared.semaphore(ctx.path, 2)
+            return acquired(sem.acquire(blocking=False), sem)
+
+
+def sc_semaphore_two_leases_one_value(ctx: Ctx) -> str:
+    sem = ctx.shared.semaphore(ctx.path, 2)
+    with sem as first:
+        if not sem.acquire(blocking=False):
+            return "not-acquired"
+        second = sem.lease
+        assert second is not None
+        same = second.path == first.path
+        second.release()
+        return "same-node" if same else "acquired"
+
+
+def sc_semaphore_mutex_not_reentrant(ctx: Ctx) -> str:
+    sem = ctx.shared.semaphore_mutex(ctx.path)
+    with sem:
+        return acquired(sem.acquire(blocking=False), sem)
+
+
+def sc_kind_lease(ctx: Ctx) -> str:
+    sem = ctx.shared.semaphore(ctx.path, 2)
+    with sem as lease:
+        return our_node(sem.participants(), lease).kind
+
+
+def sc_revoke_requested(ctx: Ctx) -> str:
+    lock = ctx.shared.lock(ctx.path)
+    with lock as lease, zklock.Client(ctx.servers) as other:
+        heard = threading.Event()
+        lease.on_revoke(heard.set)
+        other.revoke(ctx.path)
+        return "revoke-requested" if heard.wait(5) else "not-requested"
+
+
+def sc_revoke_not_held(ctx: Ctx) -> str:
+    ctx.shared.revoke(ctx.path)
+    return "revoked"
+
+
 SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "reenter-same-owner": sc_reenter_same_owner,
     "second-owner-try": sc_second_owner_try,
@@ -521,6 +580,14 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "guarded-write": sc_guarded_write,
     "guarded-write-lost": sc_guarded_write_lost,
     "guarded-write-unknown-op": sc_guarded_write_unknown_op,
+
+
+    "semaphore-fills": sc_semaphore_fills,
+    "semaphore-two-leases-one-value": sc_semaphore_two_leases_one_value,
+    "semaphore-mutex-not-reentrant": sc_semaphore_mutex_not_reentrant,
+    "kind-lease": sc_kind_lease,
+    "revoke-requested": sc_revoke_requested,
+    "revoke-not-held": sc_revoke_not_held,
 }
 
 
@@ -541,6 +608,9 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "acl": op_acl,
     "timeout": op_timeout,
     "secret": op_secret,
+
+
+    "semaphore": op_semaphore,
     "scenario": op_scenario,
 }
 
@@ -569,21 +639,9 @@ def shared(servers: str) -> Iterator[zklock.Client]:
         yield c
 
 
-SEMAPHORE_PENDING = (
-    "the Python face has no semaphore or revocation API yet "
-    "(issue 14: the core has them, the face follows)"
-)
-
-# Cases this face cannot run yet, by op or by "scenario:<name>", with the reason (reported n/a).
-NOT_APPLICABLE: Dict[str, str] = {
-    "semaphore": SEMAPHORE_PENDING,
-    "scenario:semaphore-fills": SEMAPHORE_PENDING,
-    "scenario:semaphore-two-leases-one-value": SEMAPHORE_PENDING,
-    "scenario:semaphore-mutex-not-reentrant": SEMAPHORE_PENDING,
-    "scenario:kind-lease": SEMAPHORE_PENDING,
-    "scenario:revoke-requested": SEMAPHORE_PENDING,
-    "scenario:revoke-not-held": SEMAPHORE_PENDING,
-}
+# Cases this face cannot run, by op or by "scenario:<name>", with the reason (reported n/a).
+# Every case can be expressed in Python today.
+NOT_APPLICABLE: Dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -4,6 +4,7 @@ import {
   ErrorCode,
   isZkLockError,
   logChannel,
+  Semaphore,
   type GuardedWrite,
   type GuardedWritten,
   type Lease,
@@ -54,6 +55,17 @@ export async function main(servers: string): Promise<void> {
   const semaphore = client.mutex('/locks/jobs', { reentrant: false })
   const queue: Participant[] = await semaphore.participants()
   for (const p of queue) console.log(p.node, p.identity, p.token + 1n, p.kind, p.sessionId)
+
+  const jobs: Semaphore = client.semaphore('/locks/jobs-pool', 4)
+  const slots: number = jobs.maxLeases
+  await jobs.using(async (lease) => {
+    lease.on('revokeRequested', () => console.log('asked to let go', lease.revokeRequested))
+    await writeWithFence('job', lease.token, lease.signal)
+  }, { timeoutMs: 1_000 })
+  const leases: Participant[] = await jobs.participants()
+  for (const p of leases) console.log(p.kind === 'lease', p.maxLeases ?? slots)
+  const asked: string[] = await client.revoke('/locks/jobs-pool', { node: 'some-node' })
+  console.log(asked, client.semaphoreMutex('/locks/one') instanceof Semaphore)
 
   const rw = client.rwLock('/locks/table')
   await rw.read.using(async () => {})

@@ -73,6 +73,7 @@ __all__ = [
     "Lock",
     "RwLock",
     "MultiLock",
+    "Semaphore",
     "Lease",
     "Participant",
     "Stats",
@@ -292,7 +293,9 @@ class Lease:
     the parent raises :class:`ClientClosed` for its state, ``lost``, callbacks and release.
     """
 
-    __slots__ = ("_native", "_lock", "_owner", "_entered", "_done", "_lost", "__weakref__")
+    __slots__ = (
+        "_native", "_lock", "_owner", "_entered", "_done", "_lost", "_revoked", "__weakref__"
+    )
 
     def __init__(self, native: _zklock.NativeLease, lock: "Lock", owner: int) -> None:
         self._native = native
@@ -302,6 +305,7 @@ class Lease:
         self._done = False
         # Made on first use: most leases are never asked.
         self._lost: Optional[threading.Event] = None
+        self._revoked: Optional[threading.Event] = None
 
     @property
     def lost(self) -> threading.Event:
@@ -317,6 +321,31 @@ class Lease:
                         event.set()  # visible at once
                     self._native.on_lost(event.set)
         return event
+
+    @property
+    def revoke_requested(self) -> threading.Event:
+        """A :class:`threading.Event`, set once someone asks this holder to let go: the data of
+        its node was set to ``__REVOKE__`` (``client.revoke(path)``, ``zklock revoke``, or
+        Curator's ``Revoker.attemptRevoke``). Only a request: the lease stays held until
+        released. Opt-in, as Curator's ``makeRevocable``: nothing listens until this is read."""
+        self._native.state  # ClientClosed in a child process after fork()
+        event = self._revoked
+        if event is None:
+            with _mu:
+                event = self._revoked
+                if event is None:
+                    event = self._revoked = threading.Event()
+                    self._native.on_revoke(event.set)
+                    if self._native.is_revoke_requested():
+                        event.set()  # asked before we listened: visible at once
+        return event
+
+    def on_revoke(self, callback: Callable[[], object]) -> None:
+        """Calls ``callback()`` once, from zklock's callback thread, when a revocation is
+        requested while the lease is held (Curator's ``RevocationListener``); never after the
+        lease was released or lost. The callback may call into zklock (release the lease)."""
+        _check_callable(callback, "on_revoke")
+        self._native.on_revoke(callback)
 
     @property
     def token(self) -> int:
@@ -403,6 +432,9 @@ class Participant(NamedTuple):
     library: str
     kind: str
     session_id: int
+    max_leases: Optional[int] = None
+    """A semaphore's N on its ``'lease'`` participants, when known (ZooKeeper does not store
+    it: it is the N of the semaphore asked)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -414,9 +446,9 @@ class Lock:
 
     Shaped like :class:`threading.Lock` (``acquire``/``release``/``locked``/``with``) and
     :class:`asyncio.Lock` (``async with``, ``await acquire_async()``). Re-entrant per thread, and
-    per task under asyncio; with ``reentrant=False`` every acquire waits for its own place, and
-    any thread may release (it still excludes Curator's ``InterProcessMutex``, not its
-    ``InterProcessSemaphoreMutex``, which a semaphore mutex excludes: docs/interop.md).
+    per task under asyncio; with ``reentrant=False`` every acquire waits for its own place and
+    any thread may release. Either way it excludes Curator's ``InterProcessMutex``, not its
+    ``InterProcessSemaphoreMutex``: for that one use :meth:`Client.semaphore_mutex`.
 
     The core counts the holds and decides who contends; this object only keeps the lease of
     each hold taken through it (``acquire()`` returns a bool, ``release()`` and ``with`` need
@@ -443,7 +475,7 @@ class Lock:
 
     @property
     def kind(self) -> str:
-        """``'mutex'``, ``'read'``, ``'write'`` or ``'multi'``."""
+        """``'mutex'``, ``'read'``, ``'write'``, ``'multi'`` or ``'semaphore'``."""
         return self._kind
 
     @property
@@ -657,6 +689,69 @@ class _Holding:
             await lease.release_async()
 
 
+class Semaphore(Lock):
+    """A counting semaphore of ``max_leases`` leases on a path (Curator's
+    ``InterProcessSemaphoreV2``, same nodes: ``<path>/leases`` and ``<path>/locks``), shaped like
+    :class:`threading.Semaphore` and :class:`asyncio.Semaphore`: ``acquire(blocking, timeout)``,
+    ``release()``, ``with``, ``async with``. At most N leases exist at once, across every
+    process that uses the path with the same N (ZooKeeper does not store N). Never re-entrant:
+    each acquire takes a lease of its own, even on the thread that holds one. Each lease has
+    its fencing token, state and lost signal as a lock's lease has.
+
+    ``with sem`` releases the lease that this very ``with`` took (per thread, per task under
+    asyncio); ``release()`` releases the calling thread's most recent lease, or, as
+    :class:`threading.Semaphore` allows, another thread's when this one holds none.
+    :meth:`Client.semaphore_mutex` is the semaphore of 1, which excludes Curator's
+    ``InterProcessSemaphoreMutex``.
+    """
+
+    def __init__(
+        self, client: "Client", native: _zklock.NativeLock, max_leases: int
+    ) -> None:
+        super().__init__(client, native, "semaphore", False)
+        self._max_leases = max_leases
+
+    @property
+    def max_leases(self) -> int:
+        """N: how many leases may exist at once."""
+        return self._max_leases
+
+    def __repr__(self) -> str:
+        return (f"<zklock.Semaphore {self.path!r} max_leases={self._max_leases} "
+                f"locked={self.locked()}>")
+
+    def _key(self) -> int:
+        # Every lease is its own (the core never counts a semaphore's holds); the key only
+        # tells which `with` took which lease.
+        return _owner()
+
+    def _any_lease(self) -> Optional[Lease]:
+        lease = self._latest(self._key())
+        if lease is not None:
+            return lease
+        with _mu:
+            others = [lease for held in self._held.values() for lease in held if not lease._done]
+        return others[0] if others else None
+
+    def _not_held(self) -> NotHeld:
+        return NotHeld(f"release of the semaphore {self.path}: this process holds no lease of it")
+
+    def release(self) -> None:
+        """Releases a lease: this thread's (task's) most recent one, else the oldest lease of
+        this object held by any thread. Raises :class:`NotHeld` when there is none."""
+        lease = self._any_lease()
+        if lease is None:
+            raise self._not_held()
+        lease.release()
+
+    async def release_async(self) -> None:
+        """The asyncio twin of :meth:`release`."""
+        lease = self._any_lease()
+        if lease is None:
+            raise self._not_held()
+        await lease.release_async()
+
+
 class RwLock:
     """A read/write lock (Curator's ``InterProcessReadWriteLock``): any number of readers or
     one writer. A write holder may take the read side (downgrade); a read holder asking for the
@@ -833,15 +928,40 @@ class Client:
         self.close()
 
     def lock(self, path: str, reentrant: bool = True) -> Lock:
-        """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, re-entrant or, with
-        ``reentrant=False``, one node per acquire; neither excludes Curator's
-        ``InterProcessSemaphoreMutex``: docs/interop.md)."""
+        """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, which it excludes,
+        also with ``reentrant=False``; for Curator's ``InterProcessSemaphoreMutex`` use
+        :meth:`semaphore_mutex`)."""
         path = _check_str(path, "path")
         if not isinstance(reentrant, (bool, int)):
             raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
         return Lock(self, self._native.mutex(path, bool(reentrant)), "mutex", bool(reentrant))
 
     mutex = lock
+
+    def semaphore(self, path: str, max_leases: int) -> Semaphore:
+        """A counting semaphore of ``max_leases`` leases on ``path`` (Curator's
+        ``InterProcessSemaphoreV2``; every user of the path must pass the same N)."""
+        path = _check_str(path, "path")
+        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
+            raise InvalidArgumentType(
+                f"max_leases must be an int, got {_type_name(max_leases)}"
+            )
+        return Semaphore(self, self._native.semaphore(path, max_leases), max_leases)
+
+    def semaphore_mutex(self, path: str) -> Semaphore:
+        """The semaphore of one lease on ``path``: excludes Curator's
+        ``InterProcessSemaphoreMutex`` (and zklock's semaphore mutexes). Not re-entrant: a
+        second acquire by the holder waits for itself; any thread may release."""
+        return Semaphore(self, self._native.semaphore_mutex(_check_str(path, "path")), 1)
+
+    def revoke(self, path: str, node: Optional[str] = None) -> List[str]:
+        """Asks the holder of ``path`` to let go, as Curator's ``Revoker.attemptRevoke`` does:
+        sets the data of its node to ``__REVOKE__`` (every lease of a semaphore; ``node``, a
+        node's name or full path, asks that one). Returns the nodes asked; raises
+        :class:`NotHeld` when nobody holds ``path`` or the node is gone. Holders hear it through
+        :attr:`Lease.revoke_requested` / :meth:`Lease.on_revoke` (zklock) or a
+        ``RevocationListener`` (Curator); it is a request, the holder decides."""
+        return self._native.revoke(_check_str(path, "path"), _check_optional_str(node, "node"))
 
     def rw_lock(self, path: str) -> RwLock:
         """A read/write lock on ``path``: ``.read`` and ``.write`` are :class:`Lock` objects."""
