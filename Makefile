@@ -3,9 +3,9 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test deps lint test-rust test-python test-node test-c test-cli test-interop demo bench soak test-faults install
+.PHONY: test deps lint test-rust test-python test-node test-c test-cli test-interop test-dist dist demo bench soak test-faults install
 
-test: deps lint test-rust test-python test-node test-c test-cli test-interop
+test: deps lint test-rust test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
 
 deps:
@@ -31,6 +31,14 @@ test-cli:
 	$(call suite,cli/ci-test.sh)
 test-interop:
 	$(call suite,tests/ci-test.sh)
+# The packages of `make dist` installed and run where no Rust toolchain is (docs/packaging.md).
+test-dist: dist
+	$(call suite,tests/dist/test-dist.sh)
+
+# dist/: the abi3 wheel and sdist, the npm tarball with the prebuilt addon, the C tarball, the
+# .deb and SHA256SUMS, all of the workspace's version (cargo profile `dist`, in target/).
+dist:
+	scripts/dist.sh
 
 # Starts (or reuses) a local ZooKeeper when ZKLOCK_SERVERS is unset, then workers of every
 # face contend for one lock and a checker gives its verdict.

@@ -57,7 +57,7 @@ if [ -f "$root/bindings-node/package.json" ]; then
   # The addon is rebuilt in release every time (cargo makes it quick when nothing changed):
   # `make demo` leaves a debug build in bindings-node/zklock.node, about half as fast.
   if (cd "$build/node" && { [ -d node_modules/zklock ] || npm install --silent --no-audit --no-fund "$root/bindings-node" >"$build/npm.log" 2>&1; } \
-        && env -u ZKLOCK_NODE_PROFILE node "$root/bindings-node/scripts/build.js" >>"$build/npm.log" 2>&1 \
+        && ZKLOCK_NODE_PROFILE=release node "$root/bindings-node/scripts/build.js" >>"$build/npm.log" 2>&1 \
         && node -e "require('zklock').Client" >>"$build/npm.log" 2>&1); then
     faces+=(--node-face "$build/node")
   else
@@ -72,7 +72,9 @@ if [ -f "$root/include/zklock.h" ] && [ -f "$root/bindings-c/Makefile" ]; then
     echo "bench: building the C face (make -C bindings-c build)"
     rm -f "$build/face_c"
     if make -C "$root/bindings-c" build >"$build/c.log" 2>&1; then
-      cp "$CARGO_TARGET_DIR/zklock-c/release/libzklock.so" "$build/libzklock.so"
+      # The program needs the library under its soname (libzklock.so.0); -lzklock finds the link.
+      cp "$CARGO_TARGET_DIR/zklock-c/release/libzklock.so.0" "$build/libzklock.so.0"
+      ln -sf libzklock.so.0 "$build/libzklock.so"
       cc -O2 -pthread -o "$build/face_c" "$here/face_c.c" -I"$root/include" -L"$build" -lzklock \
          -Wl,-rpath,"$build" >>"$build/c.log" 2>&1 || true
     fi

@@ -1,5 +1,16 @@
-//! The shared library answers to `libzklock.so`, the name it is installed and linked under.
+//! The shared library is installed as libzklock.so.<version> and answers to its soname
+//! libzklock.so.0 (the ABI's major version: bump it with an incompatible change of zklock.h).
+//! It exports the zklock_* functions only (libzklock.map).
 fn main() {
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libzklock.so");
+    let map = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("libzklock.map");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libzklock.so.0");
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        map.display()
+    );
+    // The linker gives the __start_/__stop_ bounds of named sections (a dependency's linkme
+    // registry) default visibility, which no version script can hide; this option can.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,start-stop-visibility=hidden");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=libzklock.map");
 }

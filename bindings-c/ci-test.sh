@@ -2,8 +2,9 @@
 # The C face's suite (make test-c): builds libzklock.{so,a}, checks include/zklock.h is current,
 # starts a real ZooKeeper (zk-harness, with its fault proxy), runs the C test program linked
 # against the shared and against the static library, the same under valgrind, the conformance
-# runner (tests/conformance/cases.txt through the C API), the C++ wrapper
-# test, and a pkg-config build of examples/worker.c after `make install PREFIX=<tmp>`.
+# runner (tests/conformance/cases.txt through the C API), the C++ wrapper test, the semaphore
+# test (also under valgrind), and a pkg-config build of examples/worker.c after
+# `make install PREFIX=<tmp>`.
 # Exits non-zero when anything fails; the last line is `N passed, N failed` (steps and tests).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -84,9 +85,10 @@ out="$tmp/lib"
 build_lib() {
   "$CARGO" build -q -p zklock-c &&
     mkdir -p "$out" &&
-    cp "$target_dir/debug/libzklock_c.so" "$out/libzklock.so" &&
+    cp "$target_dir/debug/libzklock_c.so" "$out/libzklock.so.0" &&
+    ln -s libzklock.so.0 "$out/libzklock.so" &&
     cp "$target_dir/debug/libzklock_c.a" "$out/libzklock.a" &&
-    readelf -d "$out/libzklock.so" | grep -q 'SONAME.*\[libzklock.so\]'
+    readelf -d "$out/libzklock.so" | grep -q 'SONAME.*\[libzklock.so.0\]'
 }
 step "build libzklock.so and libzklock.a" build_lib || true
 [ -f "$out/libzklock.so" ] || { echo "ci-test: no library, stopping"; finish; }
@@ -104,12 +106,16 @@ build_tests() {
       -o "$tmp/test_static" &&
     ldd "$tmp/test_shared" | grep -q "$out/libzklock.so" &&
     ! ldd "$tmp/test_static" | grep -q libzklock &&
+    "$CC" "${cflags[@]}" bindings-c/tests/test_semaphore.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
+      -o "$tmp/test_semaphore" &&
     "$CC" "${cflags[@]}" bindings-c/tests/conformance.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -lm \
       -o "$tmp/conformance" &&
     "$CXX" -std=c++17 -Wall -Wextra -Wmissing-field-initializers -Werror -g -O1 -I"$root/include" bindings-c/tests/test_zklock.cpp \
-      -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -o "$tmp/test_cpp"
+      -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -o "$tmp/test_cpp" &&
+    "$CC" "${cflags[@]}" -Ibindings-c/tests bindings-c/tests/test_secure.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
+      -o "$tmp/test_secure"
 }
-step "build the C tests (shared, static), the conformance runner and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
+step "build the C tests (shared, static, semaphores), the conformance runner and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
 
 # --- ZooKeeper ----------------------------------------------------------------------------
 start_harness() {
@@ -143,6 +149,14 @@ step "C test linked against libzklock.so" \
   run_counted "$tmp/shared.log" "$tmp/test_shared" "$servers" "$proxy" "$tmp/ctl"
 step "C test linked against libzklock.a" \
   run_counted "$tmp/static.log" "$tmp/test_static" "$servers" "$proxy" "$tmp/ctl"
+# Semaphores and revocation (issue 14), also under valgrind: the revocation callback may release
+# its own lease, which must not touch freed memory.
+step "C semaphore test" \
+  run_counted "$tmp/semaphore.log" "$tmp/test_semaphore" "$servers" "$proxy" "$tmp/ctl"
+step "C semaphore test under valgrind: no errors, no leaks" \
+  run_counted "$tmp/semaphore-valgrind.log" valgrind --error-exitcode=99 --leak-check=full \
+    --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --num-callers=40 \
+    "$tmp/test_semaphore" "$servers" "$proxy" "$tmp/ctl"
 
 # Valgrind: no memory errors, and no definitely or indirectly lost block. The library's
 # runtime and callback threads live as long as the process, so what they own at exit is
@@ -158,10 +172,48 @@ export ZKLOCK_TEST_ROUNDS="$ROUNDS"
 COUNT_PREFIX="conformance c: " step "conformance cases (tests/conformance/cases.txt) through the C API" \
   run_counted "$tmp/conformance.log" "$tmp/conformance" "$root/tests/conformance/cases.txt" "$servers"
 
+# Secure ZooKeeper (TLS, SASL, ACLs, chroot): a secured server of its own, stopped after.
+secure_check() {
+  mkfifo "$tmp/secure-ctl"
+  "$target_dir/debug/zk-harness" --secure <"$tmp/secure-ctl" >"$tmp/secure.out" 2>"$tmp/secure.err" &
+  local pid=$! rc
+  exec 4>"$tmp/secure-ctl"
+  for _ in $(seq 1 1200); do
+    grep -q '^sasl_users=' "$tmp/secure.out" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! grep -q '^sasl_users=' "$tmp/secure.out"; then
+    echo "ci-test: the secured ZooKeeper did not start (a failure, not a skip):"; cat "$tmp/secure.err"
+    exec 4>&-; return 1
+  fi
+  run_counted "$tmp/secure.log" "$tmp/test_secure" "$tmp/secure.out"; rc=$?
+  exec 4>&-
+  wait "$pid"
+  return $rc
+}
+step "secure ZooKeeper through the C API (zk-harness --secure)" secure_check
+
 step "C++ wrapper test (include/zklock.hpp)" \
   run_counted "$tmp/cpp.log" "$tmp/test_cpp" "$servers"
 step "C++ wrapper test under valgrind: no errors, no leaks" \
   run_counted "$tmp/cpp-valgrind.log" valgrind "${valgrind_opts[@]}" "$tmp/test_cpp" "$servers"
+
+# The README's semaphore example: shown verbatim, and it builds and runs as written.
+semaphore_example() {
+  python3 - <<'PY' || { echo "bindings-c/README.md does not show examples/semaphore.c verbatim"; return 1; }
+import sys
+snippet = open("bindings-c/examples/semaphore.c").read().strip("\n")
+sys.exit(0 if "```c\n" + snippet + "\n```" in open("bindings-c/README.md").read() else 1)
+PY
+  "$CC" -std=c11 -pedantic -Wall -Wextra -Werror -I"$root/include" bindings-c/examples/semaphore.c \
+    -L"$out" -lzklock -Wl,-rpath,"$out" -o "$tmp/semaphore_example" || return 1
+  local got
+  got="$("$tmp/semaphore_example" "$servers")" || return 1
+  echo "$got"
+  echo "$got" | grep -q '^third: ZKLOCK_TIMEOUT' && echo "$got" | grep -qx 'asked to let go: yes'
+}
+step "the README's semaphore example (examples/semaphore.c): verbatim, builds, runs" semaphore_example
 
 # --- install + pkg-config -----------------------------------------------------------------
 install_check() {
@@ -175,8 +227,9 @@ install_check() {
   "$CC" -std=c11 -Wall -Werror -D_GNU_SOURCE bindings-c/examples/worker.c $flags -o "$tmp/worker" || return 1
   # shellcheck disable=SC2086
   "$CC" -std=c11 -Wall -Werror -D_GNU_SOURCE bindings-c/examples/worker.c \
-    $(pkg-config --cflags zklock) "$prefix/lib/libzklock.a" $(pkg-config --static --libs-only-l zklock | sed 's/-lzklock//') \
+    $(pkg-config --cflags zklock) -Wl,-Bstatic $(pkg-config --static --libs zklock) \
     -o "$tmp/worker_static" || return 1
+  if ldd "$tmp/worker_static" | grep libzklock; then echo "worker_static is not linked against libzklock.a"; return 1; fi
   # Three workers at once (two shared, one static): 15 rounds that never overlap in time and
   # whose tokens rise in the order the rounds ran.
   local log="$tmp/worker.log" pids=() rc=0

@@ -38,8 +38,19 @@ export interface ConnectOptions {
   auth?: string
   /** Written into our lock nodes and shown by `participants()`. Default `host/pid`. */
   identity?: string
-  /** ACL of the lock nodes (and parents) we create. Default 'open'; the others need `auth`. */
+  /** ACL of the lock nodes (and parents) we create. Default 'open'; the others need `auth`
+   * or `saslUser`. */
   acl?: AclPolicy
+  /** PEM file of the CA that signed the servers' certificates: TLS to every server. */
+  tlsCa?: string
+  /** PEM files of a client certificate and its key (both or neither; need `tlsCa`). */
+  tlsCert?: string
+  tlsKey?: string
+  /** Check that a server's certificate names the host dialled. Default true. */
+  tlsVerifyHostname?: boolean
+  /** SASL DIGEST-MD5 credentials; a wrong password rejects with ZKLOCK_PERMISSION. */
+  saslUser?: string
+  saslPassword?: string
 }
 
 /** 'open': anyone may do anything; 'creator-all': only the authenticated creator;
@@ -48,7 +59,11 @@ export type AclPolicy = 'open' | 'creator-all' | 'read-anyone-creator-all'
 
 
 export interface MutexOptions {
-  /** Default true: re-entrant per Mutex object. false: every acquire queues (a semaphore-mutex). */
+  /**
+   * Default true: re-entrant per Mutex object. false: every acquire queues. Either way it
+   * excludes Curator's InterProcessMutex, not its InterProcessSemaphoreMutex (for that one use
+   * `client.semaphoreMutex(path)`).
+   */
   reentrant?: boolean
 }
 
@@ -71,8 +86,13 @@ export type ReleaseResult = 'released' | 'still-held' | 'was-lost'
 /** Which library made a lock node (the core's names). */
 export type Library = 'zklock' | 'curator' | 'kazoo' | 'go-zookeeper' | 'unknown'
 
-/** What a lock node asks for (the core's names). */
-export type NodeKind = 'mutex' | 'read' | 'write'
+/** What a lock node asks for (the core's names; 'lease': a semaphore's lease node, or a waiter). */
+export type NodeKind = 'mutex' | 'read' | 'write' | 'lease'
+
+export interface RevokeOptions {
+  /** One node to ask (its name or full path) instead of every current holder. */
+  node?: string
+}
 
 export interface Participant {
   /** Full path of the node. */
@@ -87,9 +107,62 @@ export interface Participant {
   kind: NodeKind
   /** The ZooKeeper session that owns the node. */
   sessionId: bigint
+  /** A semaphore's N on its 'lease' participants, when known (ZooKeeper does not store it). */
+  maxLeases: number | null
 }
 
 /** One ZooKeeper session over an ensemble connect string. */
+/** Percentiles of recorded times, in milliseconds (each a log bucket's upper bound, at most a
+ * quarter above the time; `max` is exact). */
+export interface Percentiles {
+  count: number
+  p50: number
+  p90: number
+  p99: number
+  max: number
+}
+
+/** A client's lock statistics (`client.stats()`), counted by the core since it connected. */
+export interface Stats {
+  acquired: number
+  timedOut: number
+  cancelled: number
+  failed: number
+  wait: Percentiles
+  hold: Percentiles
+  /** Leases held now. */
+  held: number
+  /** Acquires waiting now. */
+  waiting: number
+  suspended: number
+  lost: number
+  reconnects: number
+  sessionExpiries: number
+}
+
+/** A write guarded by a lease: the core's op names. */
+export type GuardedWrite =
+  | { op: 'create'; path: string; data?: Uint8Array | string }
+  | { op: 'set_data'; path: string; data?: Uint8Array | string }
+  | { op: 'delete'; path: string }
+
+/** What one guarded write did. */
+export type GuardedWritten =
+  | { op: 'create'; path: string }
+  | { op: 'set_data'; version: number }
+  | { op: 'delete' }
+
+/** A record of the core's log, published on the diagnostics channel `zklock`. */
+export interface LogRecord {
+  level: 'error' | 'warn' | 'info' | 'debug'
+  event: 'acquire' | 'state' | 'session'
+  message: string
+  fields: Record<string, string>
+}
+
+/** The diagnostics channel `zklock` (subscribe before connecting to get 'debug' records). */
+export declare const logChannel: import('node:diagnostics_channel').Channel
+
 export declare class Client implements AsyncDisposable {
   private constructor()
   /** Connects to `hosts` (`host:port,host:port/optional/chroot`). */
@@ -97,8 +170,24 @@ export declare class Client implements AsyncDisposable {
   readonly hosts: string
   readonly sessionId: bigint
   readonly closed: boolean
+  /** This client's lock statistics (times in milliseconds). */
+  stats(): Stats
   /** An exclusive lock on `path`. */
   mutex(path: string, options?: MutexOptions): Mutex
+  /**
+   * A counting semaphore of `maxLeases` leases on `path` (Curator's InterProcessSemaphoreV2
+   * layout; every user of the path must pass the same N). N out of 1..2^31-1 throws
+   * ZKLOCK_INVALID_ARGUMENT.
+   */
+  semaphore(path: string, maxLeases: number): Semaphore
+  /** The semaphore of one lease: excludes Curator's InterProcessSemaphoreMutex. */
+  semaphoreMutex(path: string): Semaphore
+  /**
+   * Asks the holder of `path` (every lease of a semaphore, or `options.node`) to let go: sets
+   * its node's data to `__REVOKE__`, as Curator's Revoker.attemptRevoke does. Resolves with the
+   * nodes asked; rejects with ZKLOCK_NOT_HELD when nobody holds `path` or the node is gone.
+   */
+  revoke(path: string, options?: RevokeOptions): Promise<string[]>
   /** A read/write lock on `path`. */
   rwLock(path: string): RwLock
   /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
@@ -134,6 +223,15 @@ export declare class Lock {
 /** An exclusive lock (Curator's InterProcessMutex). Re-entrant per object by default. */
 export declare class Mutex extends Lock {}
 
+/**
+ * A counting semaphore (Curator's InterProcessSemaphoreV2 layout): at most `maxLeases` leases
+ * at once. Never re-entrant: every acquire takes a lease of its own (`holdCount` stays 0).
+ */
+export declare class Semaphore extends Lock {
+  /** N: how many leases may exist at once. */
+  readonly maxLeases: number
+}
+
 /** Several exclusive locks taken as one. */
 export declare class MultiLock extends Lock {
   readonly paths: string[]
@@ -156,6 +254,12 @@ export interface LeaseEvents {
   resumed: []
   /** Final, once: the session expired, our node was deleted or the client closed. */
   lost: [error: ZkLockError]
+  /**
+   * Once, while held: someone asked the holder to let go (its node's data set to
+   * `__REVOKE__`). Opt-in: listening for it is what asks zklock to tell. Like the other
+   * events, a listener does not keep the process alive.
+   */
+  revokeRequested: []
 }
 
 /**
@@ -178,9 +282,16 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   readonly state: LeaseState
   /** Aborted once when the lease is lost; its reason is a ZKLOCK_LOST error. */
   readonly signal: AbortSignal
+  /** True once someone asked this holder to let go; the lease stays held until released. */
+  readonly revokeRequested: boolean
   on<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   once<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   off<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
+  /**
+   * Runs the writes as one multi request with a check that the lease's node still exists: all
+   * apply or none; rejects with ZKLOCK_LOST after loss.
+   */
+  guardedWrite(writes: readonly GuardedWrite[]): Promise<GuardedWritten[]>
   /** Releases the lease; a second call rejects with ZKLOCK_NOT_HELD. */
   release(): Promise<ReleaseResult>
   [Symbol.asyncDispose](): Promise<void>

@@ -7,20 +7,53 @@
 'use strict'
 
 const { EventEmitter } = require('node:events')
+const diagnosticsChannel = require('node:diagnostics_channel')
 const path = require('node:path')
 
 /** @type {any} */
-let native
-try {
-  native = require('./zklock.node')
-} catch (e) {
-  const err = new Error(
-    `zklock: cannot load the native addon ${path.join(__dirname, 'zklock.node')} (${e.message}); ` +
-      'build it with `npm install` (or `node scripts/build.js`) inside the package directory',
-  )
-  err.code = 'ZKLOCK_NATIVE_MISSING'
-  err.cause = e
-  throw err
+const native = loadNative()
+
+/**
+ * The addon: ./zklock.node when built from a source checkout (its npm install builds it), else
+ * the prebuilt one a packaged zklock (make dist) carries in prebuilds/<platform key>/.
+ */
+function loadNative() {
+  const fs = require('node:fs')
+  const built = path.join(__dirname, 'zklock.node')
+  const key = fs.existsSync(built) ? null : platformKey()
+  const file = key === null ? built : path.join(__dirname, 'prebuilds', key, 'zklock.node')
+  const fromSource = 'build it from a zklock source checkout with Rust (https://rustup.rs) ' +
+    'installed: `npm install <checkout>/bindings-node`'
+  if (key !== null && !fs.existsSync(file)) {
+    let have = []
+    try { have = fs.readdirSync(path.join(__dirname, 'prebuilds')) } catch {}
+    const carried = have.length ? `prebuilt addons for ${have.join(', ')} only` : 'no prebuilt addon'
+    const err = new Error(
+      `zklock: no native addon for this platform (${key}); this package carries ${carried}. ` +
+        `To use zklock here, ${fromSource}`,
+    )
+    err.code = 'ZKLOCK_NATIVE_MISSING'
+    throw err
+  }
+  try {
+    return require(file)
+  } catch (e) {
+    const err = new Error(`zklock: cannot load the native addon ${file} (${e.message}); ${fromSource}`)
+    err.code = 'ZKLOCK_NATIVE_MISSING'
+    err.cause = e
+    throw err
+  }
+}
+
+/** `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`...: the prebuilds/ folder for this process. */
+function platformKey() {
+  let key = `${process.platform}-${process.arch}`
+  if (process.platform === 'linux') {
+    // glibc or musl: Node's report names the glibc it runs on, and nothing under musl.
+    const header = /** @type {any} */ (process.report?.getReport())?.header
+    key += header?.glibcVersionRuntime ? '-gnu' : '-musl'
+  }
+  return key
 }
 
 /** Every `err.code` a zklock call rejects or throws with (API.md's error table). */
@@ -154,6 +187,49 @@ function internalOnly(token, what) {
   }
 }
 
+// Observing -------------------------------------------------------------------------------
+
+/**
+ * The core's log records, published on the diagnostics channel `zklock` as
+ * `{ level, event, message, fields }`: a settled acquire at 'debug', a new session and a
+ * reconnect at 'info', lease state changes (suspended, held again, lost) and session breaks at
+ * 'warn'. Quiet by default: nothing is published without a subscriber, and the 'debug' records
+ * are asked of the core only when the channel has a subscriber as a client connects.
+ */
+const logChannel = diagnosticsChannel.channel('zklock')
+
+function installLogSink() {
+  native.setLogSink(
+    (record) => {
+      if (logChannel.hasSubscribers) logChannel.publish(record)
+    },
+    logChannel.hasSubscribers ? 'debug' : 'info',
+  )
+}
+
+/** A guarded write's data: a Buffer, a Uint8Array or a string (UTF-8). */
+function writeData(data, where) {
+  if (data === undefined || data === null) return undefined
+  if (typeof data === 'string') return Buffer.from(data, 'utf8')
+  if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+  throw invalid(`${where}.data must be a Buffer, a Uint8Array or a string, got ${describe(data)}`)
+}
+
+function checkWrites(writes) {
+  if (!Array.isArray(writes)) {
+    throw invalid(`guardedWrite() needs an array of writes, got ${describe(writes)}`)
+  }
+  return writes.map((w, i) => {
+    const where = `writes[${i}]`
+    if (w === null || typeof w !== 'object') {
+      throw invalid(`${where} must be { op, path, data? }, got ${describe(w)}`)
+    }
+    checkString(w.op, `${where}.op`)
+    checkString(w.path, `${where}.path`)
+    return { op: w.op, path: w.path, data: writeData(w.data, where) }
+  })
+}
+
 // Client ----------------------------------------------------------------------------------
 
 // Native clients not closed yet. A process that exits with one open (process.exit(), an
@@ -193,7 +269,9 @@ class Client {
 
   /**
    * Connects to `hosts` (`host:port,host:port/optional/chroot`).
-   * Options: sessionTimeoutMs, connectTimeoutMs, auth ('user:password'), identity, acl.
+   * Options: sessionTimeoutMs, connectTimeoutMs, auth ('user:password'), identity, acl;
+   * secure ZooKeeper: tlsCa, tlsCert, tlsKey (PEM file paths), tlsVerifyHostname, saslUser,
+   * saslPassword.
    */
   static async connect(hosts, options) {
     checkString(hosts, 'hosts')
@@ -208,7 +286,17 @@ class Client {
           : checkString(o.identity, 'identity'),
       acl: o.acl === undefined || o.acl === null ? undefined : checkString(o.acl, 'acl'),
     }
+    for (const key of ['tlsCa', 'tlsCert', 'tlsKey', 'saslUser', 'saslPassword']) {
+      if (o[key] !== undefined && o[key] !== null) nativeOptions[key] = checkString(o[key], key)
+    }
+    if (o.tlsVerifyHostname !== undefined && o.tlsVerifyHostname !== null) {
+      if (typeof o.tlsVerifyHostname !== 'boolean') {
+        throw invalid(`tlsVerifyHostname must be a boolean, got ${describe(o.tlsVerifyHostname)}`)
+      }
+      nativeOptions.tlsVerifyHostname = o.tlsVerifyHostname
+    }
     let nativeClient
+    installLogSink()
     try {
       nativeClient = await native.connect(hosts, nativeOptions)
     } catch (e) {
@@ -231,6 +319,16 @@ class Client {
     return this.#native.closed
   }
 
+  /**
+   * This client's lock statistics, counted by the core since it connected: acquires by outcome
+   * (`acquired`, `timedOut`, `cancelled`, `failed`), `wait` and `hold` times (`{ count, p50,
+   * p90, p99, max }` in milliseconds), leases `held` and acquires `waiting` now, `suspended`
+   * and `lost` events, `reconnects` and `sessionExpiries`. Works after close too.
+   */
+  stats() {
+    return call(() => this.#native.stats())
+  }
+
   /** An exclusive lock on `path`; re-entrant per Mutex object unless `{ reentrant: false }`. */
   mutex(path, options) {
     checkString(path, 'path')
@@ -240,6 +338,43 @@ class Client {
     }
     const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false))
     return new Mutex(kInternal, nativeLock, this.#leases)
+  }
+
+  /**
+   * A counting semaphore of `maxLeases` leases on `path` (Curator's InterProcessSemaphoreV2:
+   * every user of the path passes the same N). Never re-entrant: each acquire is a lease.
+   */
+  semaphore(path, maxLeases) {
+    checkString(path, 'path')
+    if (typeof maxLeases !== 'number') {
+      throw invalid(`maxLeases must be a number, got ${describe(maxLeases)}`)
+    }
+    const nativeLock = call(() => this.#native.semaphore(path, maxLeases))
+    return new Semaphore(kInternal, nativeLock, this.#leases, maxLeases)
+  }
+
+  /** The semaphore of one lease on `path`: excludes Curator's InterProcessSemaphoreMutex. */
+  semaphoreMutex(path) {
+    checkString(path, 'path')
+    const nativeLock = call(() => this.#native.semaphoreMutex(path))
+    return new Semaphore(kInternal, nativeLock, this.#leases, 1)
+  }
+
+  /**
+   * Asks the holder of `path` to let go, as Curator's Revoker.attemptRevoke does: sets its
+   * node's data to `__REVOKE__` (every lease of a semaphore; `{ node }`, a node's name or full
+   * path, asks that one). Resolves with the nodes asked; rejects with ZKLOCK_NOT_HELD when
+   * nobody holds `path` or the node is gone. A request: the holder decides.
+   */
+  async revoke(path, options) {
+    checkString(path, 'path')
+    const o = checkOptions(options, 'revoke options')
+    const node = o.node === undefined || o.node === null ? undefined : checkString(o.node, 'node')
+    try {
+      return await this.#native.revoke(path, node)
+    } catch (e) {
+      throw translate(e)
+    }
   }
 
   /** A read/write lock on `path`: `.read` and `.write` are its two sides. */
@@ -433,6 +568,26 @@ class Lock {
 /** An exclusive lock (Curator's InterProcessMutex). */
 class Mutex extends Lock {}
 
+/**
+ * A counting semaphore (Curator's InterProcessSemaphoreV2 layout): at most `maxLeases` leases
+ * at once across every process using the path. Never re-entrant: every acquire takes a lease
+ * of its own (`holdCount` stays 0); each lease has its token, state, signal and events.
+ */
+class Semaphore extends Lock {
+  #maxLeases
+
+  /** @private */
+  constructor(token, nativeLock, leases, maxLeases) {
+    super(token, nativeLock, leases)
+    this.#maxLeases = maxLeases
+  }
+
+  /** N: how many leases may exist at once. */
+  get maxLeases() {
+    return this.#maxLeases
+  }
+}
+
 /** Several exclusive locks taken as one. */
 class MultiLock extends Lock {
   #paths
@@ -501,6 +656,8 @@ class LeaseCore {
     this.ref = null
     /** @type {Lease | null} */
     this.pin = null
+    /** Someone listens for 'revokeRequested': the core was asked to tell us (opt-in). */
+    this.revokeWatched = false
     leases.add(this)
     nativeLease.subscribe((state) => this.apply(state))
   }
@@ -552,6 +709,23 @@ class LeaseCore {
     }
   }
 
+  /** Listens for a revocation request (once per lease): emits 'revokeRequested'. */
+  watchRevoke() {
+    if (this.revokeWatched) return
+    this.revokeWatched = true
+    this.native.onRevoke(() => {
+      if (this.done || this.lost) return
+      const lease = this.pin || (this.ref && this.ref.deref())
+      try {
+        if (lease) lease.emit('revokeRequested')
+      } catch (e) {
+        process.nextTick(() => {
+          throw e
+        })
+      }
+    })
+  }
+
   /** A final state: nothing left to warn about or to bring up to date. */
   finish() {
     this.leases.delete(this)
@@ -578,7 +752,9 @@ const leaseFinalizer = new FinalizationRegistry((/** @type {LeaseCore} */ core) 
 
 /**
  * A held lock. Events: 'suspended' (connection lost, holding is uncertain), 'resumed' (back
- * to held), 'lost' (final, once, with the ZKLOCK_LOST error). `signal` aborts when lost.
+ * to held), 'lost' (final, once, with the ZKLOCK_LOST error), 'revokeRequested' (once, while
+ * held: someone asked the holder to let go; opt-in: listening for it is what asks zklock to
+ * tell). `signal` aborts when lost.
  * A lease stays held until released, lost, its client closed or the process exits, also when
  * no longer referenced (then the process gets a 'ZklockWarning').
  */
@@ -599,6 +775,7 @@ class Lease extends EventEmitter {
   #listened(event, listener) {
     checkListener(event, listener)
     if (!this.#core.done && !this.#core.lost) this.#core.pin = this
+    if (event === 'revokeRequested' && !this.#core.done) this.#core.watchRevoke()
     return listener
   }
 
@@ -657,11 +834,44 @@ class Lease extends EventEmitter {
     return core.lost ? 'lost' : now
   }
 
+  /**
+   * True once someone asked this holder to let go (its node's data set to `__REVOKE__` by
+   * `client.revoke()`, `zklock revoke` or Curator's Revoker). Only a request: the lease stays
+   * held until released. Listen for 'revokeRequested' to be told.
+   */
+  get revokeRequested() {
+    return this.#core.native.revokeRequested
+  }
+
   /** An AbortSignal aborted once when the lease is lost; its reason is a ZKLOCK_LOST error. */
   get signal() {
     const core = this.#core
     core.state()
     return core.controller.signal
+  }
+
+  /**
+   * Runs ZooKeeper writes only while this lease holds the lock: `{ op: 'create', path, data }`,
+   * `{ op: 'set_data', path, data }`, `{ op: 'delete', path }` go as one multi request with a
+   * check that the lease's node still exists, so all apply or none. Resolves with per write
+   * `{ op, path }` (created) or `{ op, version }` (new data version) or `{ op }` (deleted);
+   * rejects with ZKLOCK_LOST when the lease was lost (nothing applied), or the failing write's
+   * error (nothing applied either).
+   */
+  async guardedWrite(writes) {
+    const checked = checkWrites(writes)
+    let done
+    try {
+      done = await this.#core.native.guardedWrite(checked)
+    } catch (e) {
+      throw translate(e)
+    }
+    return done.map((w) => {
+      const out = { op: w.op }
+      if (w.path !== undefined && w.path !== null) out.path = w.path
+      if (w.version !== undefined && w.version !== null) out.version = w.version
+      return out
+    })
   }
 
   /**
@@ -695,12 +905,14 @@ class Lease extends EventEmitter {
   }
 }
 
-const leaseEvents = new Set(['suspended', 'resumed', 'lost', 'newListener', 'removeListener'])
+const leaseEvents = new Set([
+  'suspended', 'resumed', 'lost', 'revokeRequested', 'newListener', 'removeListener',
+])
 
 function checkListener(event, listener) {
   if (!leaseEvents.has(event)) {
     throw invalid(
-      `a lease emits 'suspended', 'resumed' and 'lost', not ${describe(event)}`,
+      `a lease emits 'suspended', 'resumed', 'lost' and 'revokeRequested', not ${describe(event)}`,
     )
   }
   if (typeof listener !== 'function') {
@@ -714,6 +926,8 @@ exports.Lock = Lock
 exports.Mutex = Mutex
 exports.RwLock = RwLock
 exports.MultiLock = MultiLock
+exports.Semaphore = Semaphore
 exports.Lease = Lease
 exports.ErrorCode = ErrorCode
 exports.isZkLockError = isZkLockError
+exports.logChannel = logChannel

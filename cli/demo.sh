@@ -101,7 +101,8 @@ prepare_c() {
   fi
   mkdir -p "$DEMO/lib" &&
     cp -f "$TARGET/debug/libzklock_c.so" "$DEMO/lib/.libzklock.so.$$" &&
-    mv -f "$DEMO/lib/.libzklock.so.$$" "$DEMO/lib/libzklock.so" ||
+    mv -f "$DEMO/lib/.libzklock.so.$$" "$DEMO/lib/libzklock.so.0" &&
+    ln -sf libzklock.so.0 "$DEMO/lib/libzklock.so" ||
     { SKIP="cannot copy libzklock_c.so to $DEMO/lib"; return; }
   if ! cc -std=c11 -O2 -Wall -D_GNU_SOURCE -Iinclude "$src" -L"$DEMO/lib" -lzklock \
     -Wl,-rpath,"$DEMO/lib" -o "$DEMO/c-worker" >>"$blog" 2>&1; then

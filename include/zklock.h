@@ -40,6 +40,27 @@
 // ACL policy: anyone may read (see the queue), only the creator may change or delete.
 #define ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL 2
 
+// `zklock_client_options.tls_verify_hostname`: the default (0) and 1 check that a server's
+// certificate names the host dialled; `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF` turns that off (a
+// zeroed struct stays safe).
+#define ZKLOCK_TLS_VERIFY_HOSTNAME_ON 1
+
+// See `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`.
+#define ZKLOCK_TLS_VERIFY_HOSTNAME_OFF 2
+
+// Log level of a record: an error.
+#define ZKLOCK_LOG_ERROR 1
+
+// Log level: a lease state change (suspended, held again, lost), a broken connection, an
+// expired session.
+#define ZKLOCK_LOG_WARN 2
+
+// Log level: a new session, a reconnect.
+#define ZKLOCK_LOG_INFO 3
+
+// Log level: every settled acquire (path, kind, outcome, wait).
+#define ZKLOCK_LOG_DEBUG 4
+
 // What a zklock function reports: `ZKLOCK_OK` (0) or a negative error kind (see API.md's error
 // table). `zklock_last_error()` then holds a message naming the path or value involved.
 typedef enum zklock_status {
@@ -122,6 +143,18 @@ typedef struct zklock_client_options {
     int32_t acl;
     // Identity written into our lock nodes (NULL: "host/pid").
     const char *identity;
+    // PEM file of the CA that signed the servers' certificates: TLS to every server (NULL: no
+    // TLS).
+    const char *tls_ca;
+    // PEM files of a client certificate and its key (both or neither; need `tls_ca`).
+    const char *tls_cert;
+    const char *tls_key;
+    // 0 (default) or `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`: check the host name;
+    // `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF`: do not.
+    int32_t tls_verify_hostname;
+    // SASL DIGEST-MD5 user and password, or NULL (a wrong password is `ZKLOCK_PERMISSION`).
+    const char *sasl_user;
+    const char *sasl_password;
 } zklock_client_options;
 
 // Called on the client's callback thread with a lease's current state, then at each change of
@@ -131,22 +164,102 @@ typedef void (*zklock_state_cb)(void *user,
                                 struct zklock_lease *lease,
                                 enum zklock_lease_state state);
 
+// Called once on the client's callback thread when someone asks the holder of `lease` to let
+// go (its node's data set to `__REVOKE__`). It may call any zklock function, including
+// `zklock_lease_release(lease)`.
+typedef void (*zklock_revoke_cb)(void *user, struct zklock_lease *lease);
+
 // Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
 // `zklock_mutex_options_init`, which also sets the defaults).
 typedef struct zklock_mutex_options {
     // `sizeof(zklock_mutex_options)` as the caller knows it.
     size_t size;
     // true (the default): a thread holding the lock through this handle may acquire it again
-    // (counted; release as often). false: every acquire takes its own place in the queue
-    // (Curator's InterProcessSemaphoreMutex): a second acquire by the holder waits for itself.
+    // (counted; release as often). false: every acquire takes its own place in the queue: a
+    // second acquire by the holder waits for itself. Either way the mutex excludes Curator's
+    // InterProcessMutex, not its InterProcessSemaphoreMutex (`zklock_semaphore_mutex_new` does).
     bool reentrant;
 } zklock_mutex_options;
+
+// Percentiles of recorded times, in microseconds: each the upper bound of a log bucket at most
+// a quarter wider than the time, never above `max_us`, which is exact.
+typedef struct zklock_percentiles {
+    // How many times were recorded.
+    uint64_t count;
+    int64_t p50_us;
+    int64_t p90_us;
+    int64_t p99_us;
+    int64_t max_us;
+} zklock_percentiles;
+
+// A client's lock statistics, counted by the core since the client connected. Set `size` to
+// `sizeof(zklock_stats)`: the library writes only the fields that fit in it, so a program built
+// against an older header keeps working.
+typedef struct zklock_stats {
+    // `sizeof(zklock_stats)` as the caller knows it.
+    size_t size;
+    // Acquires that got the lock (a re-entrant acquire, which only counts up, is not one).
+    uint64_t acquired;
+    // Acquires whose deadline passed (a failed try included).
+    uint64_t timed_out;
+    // Acquires cancelled by `zklock_op_cancel`.
+    uint64_t cancelled;
+    // Acquires that failed otherwise.
+    uint64_t failed;
+    // How long acquired locks were waited for.
+    struct zklock_percentiles wait;
+    // How long leases were held, until released or lost.
+    struct zklock_percentiles hold;
+    // Leases held now.
+    uint64_t held;
+    // Acquires waiting now.
+    uint64_t waiting;
+    // Times a held lease turned suspended.
+    uint64_t suspended;
+    // Times a lease turned lost.
+    uint64_t lost;
+    // Times the connection came back to the same session.
+    uint64_t reconnects;
+    // Sessions that expired.
+    uint64_t session_expiries;
+} zklock_stats;
+
+// Receives the core's log records: `level` (`ZKLOCK_LOG_WARN`, ...), `event` ("acquire",
+// "state", "session"), a message for people, and `fields`, the record's fields as `key=value`
+// lines (`path`, `kind`, `outcome`, `wait_ms`, `node`, `state`, `session`, `reason`). The
+// strings are valid during the call only. Runs on zklock's callback thread, one record at a
+// time, in order; it may call any zklock function.
+typedef void (*zklock_log_cb)(void *user,
+                              int level,
+                              const char *event,
+                              const char *message,
+                              const char *fields);
+
+// One write guarded by a lease: `op` is "create", "set_data" or "delete" (the core's names);
+// `data`/`data_len` the node's data (NULL/0 for none; a "delete" with data is refused).
+typedef struct zklock_write {
+    const char *op;
+    const char *path;
+    const void *data;
+    size_t data_len;
+    // Out: after a successful "set_data", the node's new data version (-1 for other ops or
+    // when the batch failed).
+    int32_t version;
+} zklock_write;
 
 // Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
 // `ZKLOCK_OK` with a `lease` the callee now owns (release it with `zklock_lease_release`, from
 // any thread), or an error with `lease` NULL and `zklock_last_error()` holding the message.
 // It may call any zklock function.
 typedef void (*zklock_acquire_cb)(void *user, enum zklock_status status, struct zklock_lease *lease);
+
+// Options of `zklock_semaphore_new` and `zklock_semaphore_mutex_new`. Set `size` to
+// `sizeof(zklock_semaphore_options)` (or call `zklock_semaphore_options_init`). No option is
+// defined yet: the struct is there so that later ones need no new function.
+typedef struct zklock_semaphore_options {
+    // `sizeof(zklock_semaphore_options)` as the caller knows it.
+    size_t size;
+} zklock_semaphore_options;
 
 #ifdef __cplusplus
 extern "C" {
@@ -209,6 +322,22 @@ enum zklock_status zklock_lease_on_state(struct zklock_lease *lease,
                                          zklock_state_cb cb,
                                          void *user);
 
+// Calls `cb(user, lease)` once on the client's callback thread when someone asks the holder to
+// let go: the data of the lease's node is set to `__REVOKE__` (`zklock_revoke`, `zklock
+// revoke`, or Curator's `Revoker.attemptRevoke`), also when that happened before this call.
+// Opt-in, as Curator's `makeRevocable`: nothing is reported without a callback. Only a request:
+// the lease stays held until released. Not called once the lease is released or lost. A later
+// call replaces the callback; `cb` NULL removes it. The callback may call any zklock function,
+// `zklock_lease_release(lease)` included.
+enum zklock_status zklock_lease_on_revoke(struct zklock_lease *lease,
+                                          zklock_revoke_cb cb,
+                                          void *user);
+
+// True once someone asked the holder of `lease` to let go (see `zklock_lease_on_revoke`); the
+// request is noticed by a watch set shortly after the lease was granted. false when `lease` is
+// NULL or not a live lease (with the last error set).
+bool zklock_lease_revoke_requested(const struct zklock_lease *lease);
+
 // Releases the lease and frees it, whatever the outcome: the node is deleted (members in
 // reverse order for a multi-lock) or a re-entrant hold count goes down. Returns `ZKLOCK_OK`,
 // or `ZKLOCK_LOST` when the lease had been lost (there was nothing left to delete), or another
@@ -263,6 +392,25 @@ enum zklock_status zklock_acquire(struct zklock_lock *lock,
                                   int64_t timeout_ms,
                                   struct zklock_lease **out);
 
+// Writes `client`'s statistics into `*out`, whose `size` the caller set (see `zklock_stats`).
+// Works after the session was closed too.
+enum zklock_status zklock_client_stats(const struct zklock_client *client,
+                                       struct zklock_stats *out);
+
+// Installs the process's log callback for the records up to `max_level` (`ZKLOCK_LOG_ERROR`
+// .. `ZKLOCK_LOG_DEBUG`), replacing any earlier one; `cb` NULL removes it. Quiet by default:
+// without a callback nothing is formatted.
+enum zklock_status zklock_set_log_callback(int max_level, zklock_log_cb cb, void *user);
+
+// Runs `count` writes as one ZooKeeper multi request with a check that `lease`'s lock node
+// still exists: all apply or none. `ZKLOCK_LOST` when the lease was lost (nothing applied);
+// the failing write's status (e.g. `ZKLOCK_ZOOKEEPER`, the write named in
+// `zklock_last_error()`) when one fails (nothing applied either); `count` 0 only checks that
+// the lock is still ours. Blocks until ZooKeeper answered.
+enum zklock_status zklock_lease_guarded_write(const struct zklock_lease *lease,
+                                              struct zklock_write *writes,
+                                              size_t count);
+
 // Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
 // on the client's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries
 // once and reports `ZKLOCK_TIMEOUT` through the callback when the lock is held). The attempt
@@ -283,6 +431,38 @@ enum zklock_status zklock_op_cancel(struct zklock_op *op);
 // Frees the handle; does not cancel (the callback still comes). NULL is a no-op; an op already
 // freed is detected in the common case (nothing happens and `zklock_last_error()` says so).
 void zklock_op_free(struct zklock_op *op);
+
+// Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
+void zklock_semaphore_options_init(struct zklock_semaphore_options *opts);
+
+// A counting semaphore of `max_leases` leases on `path`, on Curator's `InterProcessSemaphoreV2`
+// layout (`<path>/leases`, `<path>/locks`): at most `max_leases` leases exist at once across
+// every process that uses the path with the same N (ZooKeeper does not store N; 1 to
+// 2147483647, else `ZKLOCK_INVALID_ARGUMENT`). `*out` gets a `zklock_lock` for the usual
+// functions: each `zklock_acquire` / `zklock_acquire_async` takes one lease of its own (never
+// re-entrant, whatever thread), with its token, state and callbacks; `zklock_lease_release`
+// gives it back, from any thread. `opts` NULL means defaults. No I/O until the first acquire.
+enum zklock_status zklock_semaphore_new(struct zklock_client *client,
+                                        const char *path,
+                                        int64_t max_leases,
+                                        const struct zklock_semaphore_options *opts,
+                                        struct zklock_lock **out);
+
+// The semaphore of one lease on `path`: excludes Curator's `InterProcessSemaphoreMutex` (and
+// every zklock semaphore mutex) on the same path. Not re-entrant: a second acquire by the
+// holder waits for itself. (`zklock_mutex_new` excludes Curator's `InterProcessMutex`, not
+// this one.)
+enum zklock_status zklock_semaphore_mutex_new(struct zklock_client *client,
+                                              const char *path,
+                                              const struct zklock_semaphore_options *opts,
+                                              struct zklock_lock **out);
+
+// Asks the holder of `path` to let go, as Curator's `Revoker.attemptRevoke` does: sets the data
+// of its node to `__REVOKE__` (every lease of a semaphore). `node` NULL asks every current
+// holder; else it names one node (its name or full path). Blocks until written.
+// `ZKLOCK_NOT_HELD` when nobody holds `path` or the node is gone. Holders hear it through
+// `zklock_lease_on_revoke` (zklock) or a `RevocationListener` (Curator); it is a request.
+enum zklock_status zklock_revoke(struct zklock_client *client, const char *path, const char *node);
 
 #ifdef __cplusplus
 }  // extern "C"

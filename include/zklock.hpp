@@ -74,17 +74,21 @@ enum class lease_state {
 class lease {
 public:
     using state_callback = std::function<void(lease_state)>;
+    using revoke_callback = std::function<void()>;
 
     lease() noexcept = default;
     /// Takes ownership of a C lease.
     explicit lease(zklock_lease *raw) noexcept : raw_(raw) {}
     lease(lease &&other) noexcept
-        : raw_(std::exchange(other.raw_, nullptr)), on_state_(std::move(other.on_state_)) {}
+        : raw_(std::exchange(other.raw_, nullptr)),
+          on_state_(std::move(other.on_state_)),
+          on_revoke_(std::move(other.on_revoke_)) {}
     lease &operator=(lease &&other) noexcept {
         if (this != &other) {
             reset();
             raw_ = std::exchange(other.raw_, nullptr);
             on_state_ = std::move(other.on_state_);
+            on_revoke_ = std::move(other.on_revoke_);
         }
         return *this;
     }
@@ -107,6 +111,7 @@ public:
         if (!raw) throw error(ZKLOCK_NOT_HELD, "the lease is empty (moved from or released)");
         zklock_status status = zklock_lease_release(raw);
         drop_callback();
+        drop(on_revoke_);
         if (status == ZKLOCK_LOST) return false;
         detail::check(status);
         return true;
@@ -128,12 +133,34 @@ public:
         on_state_ = std::move(fresh);
     }
 
+    /// Calls `callback()` once on the library's callback thread when someone asks the holder to
+    /// let go (the lease's node set to `__REVOKE__`: client::revoke, `zklock revoke`, Curator's
+    /// Revoker), also when that happened before; never after the lease was released or lost.
+    /// Only a request: the lease stays held until released (release() from inside is fine while
+    /// the lease object is alive). Replaces an earlier callback; an empty one removes it.
+    void on_revoke(revoke_callback callback) {
+        zklock_lease *raw = need();
+        if (!callback) {
+            detail::check(zklock_lease_on_revoke(raw, nullptr, nullptr));
+            drop(on_revoke_);
+            return;
+        }
+        auto fresh = std::make_unique<revoke_callback>(std::move(callback));
+        detail::check(zklock_lease_on_revoke(raw, &lease::revoke_trampoline, fresh.get()));
+        drop(on_revoke_);  // the old one is deactivated: nothing runs it any more
+        on_revoke_ = std::move(fresh);
+    }
+    /// True once someone asked the holder to let go.
+    bool revoke_requested() const { return zklock_lease_revoke_requested(need()); }
+
     /// The C lease (still owned by this object).
     zklock_lease *get() const noexcept { return raw_; }
     /// Gives up ownership of the C lease (the caller releases it; no callback set here remains).
     zklock_lease *detach() noexcept {
         if (on_state_ && raw_) zklock_lease_on_state(raw_, nullptr, nullptr);
+        if (on_revoke_ && raw_) zklock_lease_on_revoke(raw_, nullptr, nullptr);
         drop_callback();
+        drop(on_revoke_);
         return std::exchange(raw_, nullptr);
     }
 
@@ -145,14 +172,29 @@ private:
     void reset() noexcept {
         if (raw_) zklock_lease_release(std::exchange(raw_, nullptr));
         drop_callback();
+        drop(on_revoke_);
     }
-    void drop_callback() noexcept {
+    void drop_callback() noexcept { drop(on_state_); }
+    template <class F>
+    static void drop(std::unique_ptr<F> &callback) noexcept {
         detail::running_callback &r = detail::running();
-        if (on_state_ && r.function == on_state_.get()) {
-            on_state_.release();  // deleted by the trampoline once the call returns
+        if (callback && r.function == callback.get()) {
+            callback.release();  // deleted by the trampoline once the call returns
             r.delete_after = true;
         }
-        on_state_.reset();
+        callback.reset();
+    }
+    static void revoke_trampoline(void *user, zklock_lease *) noexcept {
+        auto *callback = static_cast<revoke_callback *>(user);
+        detail::running_callback saved = detail::running();
+        detail::running() = {callback, false};
+        try {
+            (*callback)();
+        } catch (...) {
+        }
+        bool delete_after = detail::running().delete_after;
+        detail::running() = saved;
+        if (delete_after) delete callback;
     }
     static void state_trampoline(void *user, zklock_lease *, zklock_lease_state state) noexcept {
         auto *callback = static_cast<state_callback *>(user);
@@ -169,6 +211,7 @@ private:
 
     zklock_lease *raw_ = nullptr;
     std::unique_ptr<state_callback> on_state_;
+    std::unique_ptr<revoke_callback> on_revoke_;
 };
 
 /// An asynchronous acquire in flight. Move-only; destroying it does not cancel.
@@ -283,6 +326,12 @@ struct options {
     std::string auth{};      // "user:password", empty for none
     std::string identity{};  // empty: "host/pid"
     int32_t acl{ZKLOCK_ACL_OPEN};
+    std::string tls_ca{};    // PEM file of the CA: TLS to every server; empty for none
+    std::string tls_cert{};  // PEM files of a client certificate and its key (both or neither)
+    std::string tls_key{};
+    bool tls_verify_hostname{true};
+    std::string sasl_user{};  // SASL DIGEST-MD5; empty for none
+    std::string sasl_password{};
 };
 
 /// One ZooKeeper session. Move-only; closed when destroyed.
@@ -296,6 +345,13 @@ public:
         o.auth = opts.auth.empty() ? nullptr : opts.auth.c_str();
         o.identity = opts.identity.empty() ? nullptr : opts.identity.c_str();
         o.acl = opts.acl;
+        auto text = [](const std::string &s) { return s.empty() ? nullptr : s.c_str(); };
+        o.tls_ca = text(opts.tls_ca);
+        o.tls_cert = text(opts.tls_cert);
+        o.tls_key = text(opts.tls_key);
+        o.tls_verify_hostname = opts.tls_verify_hostname ? 0 : ZKLOCK_TLS_VERIFY_HOSTNAME_OFF;
+        o.sasl_user = text(opts.sasl_user);
+        o.sasl_password = text(opts.sasl_password);
         detail::check(zklock_client_connect(hosts.c_str(), &o, &raw_));
     }
     client(client &&other) noexcept : raw_(std::exchange(other.raw_, nullptr)) {}
@@ -318,6 +374,25 @@ public:
         zklock_lock *raw = nullptr;
         detail::check(zklock_mutex_new(raw_, path.c_str(), &o, &raw));
         return lock(raw);
+    }
+    /// A counting semaphore of `max_leases` leases on `path` (Curator's InterProcessSemaphoreV2
+    /// layout): each acquire takes a lease of its own (never re-entrant).
+    lock semaphore(const std::string &path, int64_t max_leases) {
+        zklock_lock *raw = nullptr;
+        detail::check(zklock_semaphore_new(raw_, path.c_str(), max_leases, nullptr, &raw));
+        return lock(raw);
+    }
+    /// The semaphore of one lease: excludes Curator's InterProcessSemaphoreMutex.
+    lock semaphore_mutex(const std::string &path) {
+        zklock_lock *raw = nullptr;
+        detail::check(zklock_semaphore_mutex_new(raw_, path.c_str(), nullptr, &raw));
+        return lock(raw);
+    }
+    /// Asks the holder(s) of `path` (or the one `node`, when not empty) to let go; throws
+    /// zklock::error with ZKLOCK_NOT_HELD when nobody holds it.
+    void revoke(const std::string &path, const std::string &node = std::string()) {
+        detail::check(
+            zklock_revoke(raw_, path.c_str(), node.empty() ? nullptr : node.c_str()));
     }
     /// A read/write lock on `path`.
     rw_lock rwlock(const std::string &path) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine, only what is missing:
-# ZooKeeper 3.8 (server jars), Java, Curator's jars and kazoo for the interop suites.
+# ZooKeeper 3.8 (server jars), Java, Curator's jars and kazoo for the interop suites, openssl
+# for the secured server's certificates.
 set -euo pipefail
 need=()
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
@@ -10,6 +11,8 @@ command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 [ -d /usr/lib/python3/dist-packages/kazoo ] || need+=(python3-kazoo)
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+# The secured test ZooKeeper makes its certificates with openssl (tests/harness/src/secure.rs).
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

@@ -16,6 +16,6 @@ for line in open(sys.argv[1], errors="replace"):
             passed += int(m[2])
         else:
             failed += int(m[2])
-    elif m := re.match(r"(?:test programs|readme|conformance \w+): (\d+) passed, (\d+) failed$", line):  # C programs, README tour, conformance runners
+    elif m := re.match(r"(?:test programs|readme|conformance \w+|dist): (\d+) passed, (\d+) failed$", line):  # C programs, README tour, conformance runners, packages
         passed += int(m[1]); failed += int(m[2])
 print(f"summary: {passed} passed, {failed} failed")

@@ -15,9 +15,13 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class ZkBench {
@@ -99,6 +103,8 @@ public class ZkBench {
             case "s4": out = s4(); break;
             case "s5": out = s5(); break;
             case "s6": out = s6(); break;
+            case "s7": out = s7(); break;
+            case "s7r": out = s7r(); break;
             case "curve": out = curve(); break;
             default: throw new IllegalArgumentException("no scenario " + arg("scenario"));
         }
@@ -142,7 +148,7 @@ public class ZkBench {
     }
 
     // Runs acquire+release on `mutexes` (one thread each) in the warm-up window and the slots.
-    static String slotted(List<InterProcessMutex> mutexes) throws Exception {
+    static String slotted(List<? extends InterProcessLock> mutexes) throws Exception {
         Slots sl = new Slots();
         int n = mutexes.size();
         long[][] counts = new long[n][(int) sl.rounds];
@@ -153,7 +159,7 @@ public class ZkBench {
             final int idx = i;
             final long[] lat = new long[1 << 20];
             lats.add(lat);
-            InterProcessMutex m = mutexes.get(i);
+            InterProcessLock m = mutexes.get(i);
             threads[i] = new Thread(() -> {
                 try {
                     // The JIT needs longer than the others' warm-up: warm from launch (nothing
@@ -211,6 +217,59 @@ public class ZkBench {
         rounds.append("]");
         String lat = latencyJson(all, total, sl.measuredSecs() * sl.rounds);
         return withCpu(lat.substring(0, lat.length() - 1) + ",\"rounds\":" + rounds + "}", cpu, total);
+    }
+
+    // One lease of an InterProcessSemaphoreV2 as an InterProcessLock (acquire, returnLease).
+    static final class SemaphoreLock implements InterProcessLock {
+        final InterProcessSemaphoreV2 semaphore;
+        Lease lease;
+
+        SemaphoreLock(CuratorFramework c, String path, int leases) {
+            semaphore = new InterProcessSemaphoreV2(c, path, leases);
+        }
+
+        public void acquire() throws Exception { lease = semaphore.acquire(); }
+        public boolean acquire(long time, TimeUnit unit) throws Exception {
+            lease = semaphore.acquire(time, unit);
+            return lease != null;
+        }
+        public void release() throws Exception { semaphore.returnLease(lease); lease = null; }
+        public boolean isAcquiredInThisProcess() { return lease != null; }
+    }
+
+    // 7. A semaphore of `--leases` cycled by `--contenders` clients (a CuratorFramework each).
+    static String s7() throws Exception {
+        int leases = (int) num("leases", 4), contenders = (int) num("contenders", 1);
+        List<CuratorFramework> clients = new ArrayList<>();
+        List<SemaphoreLock> locks = new ArrayList<>();
+        for (int i = 0; i < contenders; i++) {
+            CuratorFramework c = connect();
+            clients.add(c);
+            locks.add(new SemaphoreLock(c, arg("path"), leases));
+        }
+        String out = slotted(locks);
+        for (CuratorFramework c : clients) c.close();
+        return out;
+    }
+
+    // 7, requests: ready, `--cycles` uncontended cycles on a stdin line, ready with the count.
+    static String s7r() throws Exception {
+        CuratorFramework c = connect();
+        SemaphoreLock s = new SemaphoreLock(c, arg("path"), (int) num("leases", 4));
+        s.acquire();
+        s.release();
+        int cycles = (int) num("cycles", 300);
+        ready("{}");
+        stdin.readLine();
+        for (int i = 0; i < cycles; i++) {
+            s.acquire();
+            s.release();
+        }
+        String res = "{\"cycles\":" + cycles + "}";
+        ready(res);
+        stdin.readLine();
+        c.close();
+        return res;
     }
 
     // 1. Uncontended acquire+release cycles on one lock.

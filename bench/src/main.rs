@@ -78,6 +78,7 @@ fn main() {
             let config = zklock_testkit::Config {
                 force_sync: args.opt("force-sync").is_some(),
                 tick_ms: 200,
+                secure: false,
             };
             match zklock_testkit::ZooKeeper::start(1, &config) {
                 Ok(zk) => {
@@ -116,7 +117,7 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             key: "zklock".into(),
             label: "zklock Rust core (async)".into(),
             cmd: v(&[&me, "worker", "--impl", "zklock"]),
-            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait", "curve"],
+            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait", "s7", "curve"],
             startup: 0.5,
             warmup: 1.0,
         },
@@ -125,6 +126,17 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             label: "zklock Rust core (blocking_*)".into(),
             cmd: v(&[&me, "worker", "--impl", "zklock", "--api", "blocking"]),
             scenarios: vec!["s1", "s2"],
+            startup: 0.5,
+            warmup: 1.0,
+        },
+        // Scenario 1 over TLS (the server's TLS port, Netty), beside `zklock` in the same
+        // slots: the TLS overhead of the uncontended cycle. Only when asked for (--impls): the
+        // server then runs with a TLS port (Netty) for every implementation.
+        Impl {
+            key: "zklock-tls".into(),
+            label: "zklock Rust core over TLS".into(),
+            cmd: v(&[&me, "worker", "--impl", "zklock", "--tls", "yes"]),
+            scenarios: vec!["s1"],
             startup: 0.5,
             warmup: 1.0,
         },
@@ -173,7 +185,7 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             key: "curator".into(),
             label: "Curator 5.4 (Java 17)".into(),
             cmd: v(&["java", "-cp", &cp, "ZkBench"]),
-            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "curve"],
+            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s7", "curve"],
             startup: 3.0,
             warmup: 3.0,
         }),
@@ -232,6 +244,9 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
     if let Some(only) = args.opt("impls") {
         let keep: Vec<&str> = only.split(',').collect();
         impls.retain(|i| keep.contains(&i.key.as_str()));
+    } else {
+        // Named only: it makes the server run with a TLS port (Netty) for everyone.
+        impls.retain(|i| i.key != "zklock-tls");
     }
     (impls, skipped)
 }

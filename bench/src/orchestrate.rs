@@ -227,6 +227,25 @@ impl Run<'_> {
         Ok(result)
     }
 
+    /// Requests per cycle: ready → server packet counter → go → ready (`{"cycles": n}`) →
+    /// counter → go. Session pings land in the window too (a few per second at most).
+    fn requests(&self, imp: &Impl, scenario: &str, extra: &[&str]) -> Res<Value> {
+        let path = self.path(scenario, imp);
+        let mut args = self.base_args(scenario, imp, &path);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let limit = Duration::from_secs_f64(imp.startup + imp.warmup + self.secs + 60.0);
+        let mut p = Proc::spawn(imp, &args, limit)?;
+        p.next()?;
+        let before = self.mntr("zk_packets_received");
+        p.go();
+        let mut result = p.next()?;
+        let after = self.mntr("zk_packets_received");
+        p.finish().ok();
+        let cycles = result["cycles"].as_f64().unwrap_or(0.0).max(1.0);
+        result["requests_per_cycle"] = json!((after - before) as f64 / cycles);
+        Ok(result)
+    }
+
     /// Scenario 3: `procs` processes contend on one lock from the same start instant.
     fn contended(&self, imp: &Impl, procs: usize) -> Res<Value> {
         let path = self.path("s3", imp);
@@ -501,13 +520,23 @@ pub fn run(args: &Args, impls: Vec<Impl>, skipped: Vec<(String, String)>) -> Res
                 "no"
             }
         );
+        let tls = impls.iter().any(|i| i.key == "zklock-tls");
         let zk = ZooKeeper::start(
             1,
             &Config {
                 force_sync,
                 tick_ms: 200,
+                secure: tls,
             },
         )?;
+        if tls {
+            // For the `zklock-tls` workers (`--tls yes`), which inherit the environment.
+            std::env::set_var(
+                "ZKBENCH_TLS_SERVERS",
+                zk.secure_address(0).unwrap_or_default(),
+            );
+            std::env::set_var("ZKBENCH_TLS_CA", zk.tls_ca().unwrap_or_default());
+        }
         let run = Run {
             servers: zk.connect_string(),
             zk: &zk,
@@ -579,6 +608,22 @@ pub fn run(args: &Args, impls: Vec<Impl>, skipped: Vec<(String, String)>) -> Res
                     let v = run.memory(imp, mem_locks, true);
                     record(&mut res, "s6", &w, v);
                 }
+            }
+        }
+        // Scenario 7: a semaphore of 4 (Curator's InterProcessSemaphoreV2 layout), uncontended
+        // (one client) and with 8 contending clients, slotted like scenario 1; then each
+        // implementation's ZooKeeper requests per uncontended cycle, counted by the server.
+        if wants("s7") {
+            let these: Vec<&Impl> = impls.iter().filter(|i| has(i, "s7")).collect();
+            for (key, contenders) in [("s7", "1"), ("s7c", "8")] {
+                let extra = ["--leases", "4", "--contenders", contenders];
+                for (imp, v) in these.iter().zip(run.slotted("s7", &these, &extra)) {
+                    record(&mut res, key, imp, v);
+                }
+            }
+            for imp in &these {
+                let v = run.requests(imp, "s7r", &["--leases", "4", "--cycles", "300"]);
+                record(&mut res, "s7r", imp, v);
             }
         }
         // The cost curve (issue 17): growth with the queue's depth, also once, without fsync
@@ -767,6 +812,39 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
                 ),
             );
         }
+        if res.get("s7").is_some() {
+            print_table(
+                "7. semaphore of 4, acquire+release: one client / 8 contending clients",
+                &[
+                    "cycles/s",
+                    "p50 µs",
+                    "8 clients/s",
+                    "8 p50 µs",
+                    "requests/cycle",
+                ],
+                &impls
+                    .iter()
+                    .filter_map(|i| {
+                        let one = res.get("s7")?.get(&i.key)?;
+                        let eight = res.get("s7c").and_then(|r| r.get(&i.key));
+                        let reqs = res.get("s7r").and_then(|r| r.get(&i.key));
+                        let cell = |v: Option<&Value>, c: &str, d: usize| {
+                            v.map_or_else(|| "-".to_owned(), |v| f(v, c, d))
+                        };
+                        Some((
+                            i.label.clone(),
+                            vec![
+                                f(one, "ops_s", 0),
+                                f(one, "p50_us", 0),
+                                cell(eight, "ops_s", 0),
+                                cell(eight, "p50_us", 0),
+                                cell(reqs, "requests_per_cycle", 1),
+                            ],
+                        ))
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
         if let Some(curve) = res.get("curve").and_then(Value::as_object) {
             let mut rows = Vec::new();
             for (k, points) in curve {
@@ -886,6 +964,22 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
             ">= 2.5",
             r.map(|r| r >= 2.5),
         );
+        if res.get("s7").is_some() {
+            let r = rr("s7", "zklock", "curator");
+            t(
+                "s7 semaphore(4) uncontended Rust / Curator",
+                r,
+                ">= 1.5",
+                r.map(|r| r >= 1.5),
+            );
+            let r = rr("s7c", "zklock", "curator");
+            t(
+                "s7 semaphore(4), 8 contenders, Rust / Curator",
+                r,
+                ">= 1.5",
+                r.map(|r| r >= 1.5),
+            );
+        }
         if res.get("s5").is_some() || res.get("s6").is_some() {
             let n = g("s5", "zklock", "notifications_per_release");
             t(
@@ -945,6 +1039,10 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
             c("Python face / kazoo", "python", "kazoo", 0.5);
             c("Node face / Rust", "node", "zklock", 1.5);
             c("C face / Rust", "c", "zklock", 1.5);
+        }
+        if impls.iter().any(|i| i.key == "zklock-tls") {
+            let r = rr("s1", "zklock-tls", "zklock");
+            t("s1 Rust over TLS / plaintext (diagnostic)", r, "-", None);
         }
         let r = rr("s4", "curator", "raw");
         t("s4 curator / raw (diagnostic)", r, "-", None);

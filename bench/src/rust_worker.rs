@@ -29,6 +29,8 @@ pub fn run(args: &Args) -> Res<serde_json::Value> {
             ("zklock", "s4") => zk_s4(args).await,
             ("zklock", "s5") => zk_s5(args).await,
             ("zklock", "s6") => zk_s6(args).await,
+            ("zklock", "s7") => zk_s7(args).await,
+            ("zklock", "s7r") => zk_s7r(args).await,
             ("zklock", "curve") => zk_curve(args).await,
             ("raw", "s1") => raw_s1(args).await,
             ("raw", "s4") => raw_s4(args).await,
@@ -44,6 +46,14 @@ fn windows(args: &Args) -> (u64, u64) {
 }
 
 async fn zk_client(args: &Args) -> Res<zklock::Client> {
+    if args.opt("tls").is_some() {
+        // The orchestrator's secured server (`zklock-tls`): its TLS port and CA.
+        let servers = std::env::var("ZKBENCH_TLS_SERVERS")?;
+        let ca = std::env::var("ZKBENCH_TLS_CA")?;
+        let options =
+            zklock::Options::default().tls(zklock::Tls::new(zklock::Pem::File(ca.into())));
+        return Ok(zklock::Client::connect(&servers, options).await?);
+    }
     Ok(zklock::Client::connect(&args.str("servers"), zklock::Options::default()).await?)
 }
 
@@ -669,4 +679,55 @@ async fn raw_s4(args: &Args) -> Res<serde_json::Value> {
     })
     .await?;
     Ok(out)
+}
+
+/// Scenario 7: a semaphore of `--leases` N (Curator's InterProcessSemaphoreV2 layout), cycled
+/// acquire+release by `--contenders` clients at once (one session each), in the slots.
+async fn zk_s7(args: &Args) -> Res<serde_json::Value> {
+    let (n, k) = (
+        args.int("leases", 4) as u32,
+        args.int("contenders", 1) as usize,
+    );
+    let mut clients = Vec::with_capacity(k);
+    let mut sems = Vec::with_capacity(k);
+    for _ in 0..k {
+        let client = zk_client(args).await?;
+        sems.push(Arc::new(client.semaphore(&args.str("path"), n)?));
+        clients.push(client);
+    }
+    let slots = Slots::from_args(args);
+    let rt0 = zklock::support::round_trips();
+    let (mut out, cycles) = slotted(slots, k, move |i| {
+        let sem = sems[i].clone();
+        async move {
+            sem.acquire().await?.release().await?;
+            Ok(())
+        }
+    })
+    .await?;
+    out["round_trips_per_cycle"] =
+        json!((zklock::support::round_trips() - rt0) as f64 / cycles.max(1) as f64);
+    for c in clients {
+        c.close().await;
+    }
+    Ok(out)
+}
+
+/// Scenario 7's request count: `ready` → (the orchestrator reads the server's packet counter)
+/// go → `--cycles` uncontended cycles → `ready {"cycles": n}` → (counter again) → go.
+async fn zk_s7r(args: &Args) -> Res<serde_json::Value> {
+    let client = zk_client(args).await?;
+    let sem = client.semaphore(&args.str("path"), args.int("leases", 4) as u32)?;
+    sem.acquire().await?.release().await?;
+    let cycles = args.int("cycles", 300);
+    ready(json!({}));
+    tokio::task::spawn_blocking(read_stdin_line).await?;
+    for _ in 0..cycles {
+        sem.acquire().await?.release().await?;
+    }
+    let result = json!({ "cycles": cycles });
+    ready(result.clone());
+    tokio::task::spawn_blocking(read_stdin_line).await?;
+    client.close().await;
+    Ok(result)
 }

@@ -33,6 +33,12 @@ int main(int argc, char **argv) {
     zklock_client_options opts;
     zklock_client_options_init(&opts);
     opts.identity = "c-worker";
+    /* a secured ensemble: the same variables as the CLI's (NULL when unset) */
+    opts.tls_ca = getenv("ZKLOCK_TLS_CA");
+    opts.tls_cert = getenv("ZKLOCK_TLS_CERT");
+    opts.tls_key = getenv("ZKLOCK_TLS_KEY");
+    opts.sasl_user = getenv("ZKLOCK_SASL_USER");
+    opts.sasl_password = getenv("ZKLOCK_SASL_PASSWORD");
     zklock_client *client = NULL;
     zklock_status st = zklock_client_connect(servers, &opts, &client);
     if (st != ZKLOCK_OK) return fail("connect", st);

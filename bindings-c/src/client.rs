@@ -15,6 +15,13 @@ pub const ZKLOCK_ACL_CREATOR_ALL: i32 = 1;
 /// ACL policy: anyone may read (see the queue), only the creator may change or delete.
 pub const ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL: i32 = 2;
 
+/// `zklock_client_options.tls_verify_hostname`: the default (0) and 1 check that a server's
+/// certificate names the host dialled; `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF` turns that off (a
+/// zeroed struct stays safe).
+pub const ZKLOCK_TLS_VERIFY_HOSTNAME_ON: i32 = 1;
+/// See `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`.
+pub const ZKLOCK_TLS_VERIFY_HOSTNAME_OFF: i32 = 2;
+
 /// A connection to a ZooKeeper ensemble (one session). Opaque; thread-safe: any number of
 /// threads may use it and the locks made from it at once. Each client has its own callback
 /// thread: the callbacks of its leases and acquires run there, one at a time, so a slow
@@ -46,6 +53,18 @@ pub struct zklock_client_options {
     pub acl: i32,
     /// Identity written into our lock nodes (NULL: "host/pid").
     pub identity: *const c_char,
+    /// PEM file of the CA that signed the servers' certificates: TLS to every server (NULL: no
+    /// TLS).
+    pub tls_ca: *const c_char,
+    /// PEM files of a client certificate and its key (both or neither; need `tls_ca`).
+    pub tls_cert: *const c_char,
+    pub tls_key: *const c_char,
+    /// 0 (default) or `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`: check the host name;
+    /// `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF`: do not.
+    pub tls_verify_hostname: i32,
+    /// SASL DIGEST-MD5 user and password, or NULL (a wrong password is `ZKLOCK_PERMISSION`).
+    pub sasl_user: *const c_char,
+    pub sasl_password: *const c_char,
 }
 
 /// Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
@@ -60,6 +79,12 @@ pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_opt
                 auth: std::ptr::null(),
                 acl: ZKLOCK_ACL_OPEN,
                 identity: std::ptr::null(),
+                tls_ca: std::ptr::null(),
+                tls_cert: std::ptr::null(),
+                tls_key: std::ptr::null(),
+                tls_verify_hostname: 0,
+                sasl_user: std::ptr::null(),
+                sasl_password: std::ptr::null(),
             });
         }
         Ok(())
@@ -153,6 +178,35 @@ unsafe fn read_options(opts: *const zklock_client_options) -> Result<zklock::Opt
     if let Some(identity) = field!(identity, *const c_char).filter(|p| !p.is_null()) {
         options.identity = Some(str_arg(identity, "zklock_client_options.identity")?.to_owned());
     }
+    macro_rules! text {
+        ($name:ident) => {
+            match field!($name, *const c_char).filter(|p| !p.is_null()) {
+                Some(p) => Some(
+                    str_arg(p, concat!("zklock_client_options.", stringify!($name)))?.to_owned(),
+                ),
+                None => None,
+            }
+        };
+    }
+    let tls_verify_hostname = match field!(tls_verify_hostname, i32).unwrap_or(0) {
+        0 => None,
+        ZKLOCK_TLS_VERIFY_HOSTNAME_ON => Some(true),
+        ZKLOCK_TLS_VERIFY_HOSTNAME_OFF => Some(false),
+        other => {
+            return Err(Failure::invalid(format!(
+                "zklock_client_options.tls_verify_hostname is {other}; use 0 or one of the ZKLOCK_TLS_VERIFY_HOSTNAME_ constants"
+            )))
+        }
+    };
+    let options = zklock::SecureParts {
+        tls_ca: text!(tls_ca),
+        tls_cert: text!(tls_cert),
+        tls_key: text!(tls_key),
+        tls_verify_hostname,
+        sasl_user: text!(sasl_user),
+        sasl_password: text!(sasl_password),
+    }
+    .apply(options)?;
     Ok(options)
 }
 

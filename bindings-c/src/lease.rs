@@ -44,12 +44,20 @@ pub type zklock_state_cb = Option<
     unsafe extern "C" fn(user: *mut c_void, lease: *mut zklock_lease, state: zklock_lease_state),
 >;
 
+/// Called once on the client's callback thread when someone asks the holder of `lease` to let
+/// go (its node's data set to `__REVOKE__`). It may call any zklock function, including
+/// `zklock_lease_release(lease)`.
+pub type zklock_revoke_cb =
+    Option<unsafe extern "C" fn(user: *mut c_void, lease: *mut zklock_lease)>;
+
 /// A held lock. Opaque; give it back with `zklock_lease_release`, which also frees it.
 pub struct zklock_lease {
     lease: Mutex<Option<zklock::Lease>>,
     token: i64,
     path: CString,
     watcher: Mutex<Option<Arc<StateWatcher>>>,
+    /// The revocation callback (`zklock_lease_on_revoke`), gated like the state callback.
+    revoke_watcher: Mutex<Option<Arc<RevokeWatcher>>>,
     /// The client's callback thread, where the state callback runs.
     callbacks: zklock::CallbackQueue,
 }
@@ -61,13 +69,65 @@ struct StateWatcher {
     cb: unsafe extern "C" fn(*mut c_void, *mut zklock_lease, zklock_lease_state),
     user: UserPtr,
     lease: UserPtr,
+    gate: CallGate,
+}
+
+impl StateWatcher {
+    fn fire(&self, state: LeaseState) {
+        // No lock is held while it runs: the callback may release the lease (and so
+        // deactivate us).
+        self.gate
+            .call(|| unsafe { (self.cb)(self.user.0, self.lease.0.cast(), state.into()) });
+    }
+
+    fn deactivate(&self) {
+        self.gate.deactivate()
+    }
+}
+
+/// One registered revocation callback, gated as the state callback is.
+struct RevokeWatcher {
+    cb: unsafe extern "C" fn(*mut c_void, *mut zklock_lease),
+    user: UserPtr,
+    lease: UserPtr,
+    gate: CallGate,
+}
+
+impl RevokeWatcher {
+    fn fire(&self) {
+        self.gate
+            .call(|| unsafe { (self.cb)(self.user.0, self.lease.0.cast()) });
+    }
+}
+
+/// What keeps a C callback from running after its lease is released: no call starts once it is
+/// deactivated, and deactivating waits for a running call (on another thread) to end.
+struct CallGate {
     /// Active, and the thread running the callback now.
     inner: Mutex<(bool, Option<ThreadId>)>,
     idle: Condvar,
 }
 
-impl StateWatcher {
-    fn fire(&self, state: LeaseState) {
+impl zklock_lease {
+    /// A handle for guarded writes, while the lease is not released.
+    pub(crate) fn guarded(&self) -> Option<zklock::Guarded> {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(zklock::Lease::guarded)
+    }
+}
+
+impl CallGate {
+    fn new() -> CallGate {
+        CallGate {
+            inner: Mutex::new((true, None)),
+            idle: Condvar::new(),
+        }
+    }
+
+    fn call(&self, f: impl FnOnce()) {
         {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             if !inner.0 {
@@ -75,8 +135,7 @@ impl StateWatcher {
             }
             inner.1 = Some(std::thread::current().id());
         }
-        // No lock is held here: the callback may release the lease (and so deactivate us).
-        unsafe { (self.cb)(self.user.0, self.lease.0.cast(), state.into()) };
+        f();
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).1 = None;
         self.idle.notify_all();
     }
@@ -104,6 +163,7 @@ impl zklock_lease {
             path,
             lease: Mutex::new(Some(lease)),
             watcher: Mutex::new(None),
+            revoke_watcher: Mutex::new(None),
             callbacks,
         }));
         handles::register(handle, Kind::Lease)
@@ -118,6 +178,13 @@ impl zklock_lease {
 
     fn take_watcher(&self) -> Option<Arc<StateWatcher>> {
         self.watcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    fn take_revoke_watcher(&self) -> Option<Arc<RevokeWatcher>> {
+        self.revoke_watcher
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
@@ -191,8 +258,7 @@ pub unsafe extern "C" fn zklock_lease_on_state(
             cb,
             user: UserPtr(user),
             lease: UserPtr(lease.cast()),
-            inner: Mutex::new((true, None)),
-            idle: Condvar::new(),
+            gate: CallGate::new(),
         });
         let core = lease_ref.lease.lock().unwrap_or_else(|e| e.into_inner());
         let core = core.as_ref().ok_or_else(|| {
@@ -202,6 +268,57 @@ pub unsafe extern "C" fn zklock_lease_on_state(
         core.subscribe_in(lease_ref.callbacks.clone(), move |state| w.fire(state));
         *lease_ref.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
         Ok(())
+    })
+}
+
+/// Calls `cb(user, lease)` once on the client's callback thread when someone asks the holder to
+/// let go: the data of the lease's node is set to `__REVOKE__` (`zklock_revoke`, `zklock
+/// revoke`, or Curator's `Revoker.attemptRevoke`), also when that happened before this call.
+/// Opt-in, as Curator's `makeRevocable`: nothing is reported without a callback. Only a request:
+/// the lease stays held until released. Not called once the lease is released or lost. A later
+/// call replaces the callback; `cb` NULL removes it. The callback may call any zklock function,
+/// `zklock_lease_release(lease)` included.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_on_revoke(
+    lease: *mut zklock_lease,
+    cb: zklock_revoke_cb,
+    user: *mut c_void,
+) -> zklock_status {
+    guard(|| {
+        let lease_ref = handles::get(lease, Kind::Lease, "lease")?;
+        if let Some(old) = lease_ref.take_revoke_watcher() {
+            old.gate.deactivate();
+        }
+        let Some(cb) = cb else { return Ok(()) };
+        let watcher = Arc::new(RevokeWatcher {
+            cb,
+            user: UserPtr(user),
+            lease: UserPtr(lease.cast()),
+            gate: CallGate::new(),
+        });
+        let core = lease_ref.lease.lock().unwrap_or_else(|e| e.into_inner());
+        let core = core.as_ref().ok_or_else(|| {
+            Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
+        })?;
+        let w = watcher.clone();
+        core.on_revoke_in(lease_ref.callbacks.clone(), move || w.fire());
+        *lease_ref
+            .revoke_watcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+        Ok(())
+    })
+}
+
+/// True once someone asked the holder of `lease` to let go (see `zklock_lease_on_revoke`); the
+/// request is noticed by a watch set shortly after the lease was granted. false when `lease` is
+/// NULL or not a live lease (with the last error set).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_revoke_requested(lease: *const zklock_lease) -> bool {
+    guard_value(false, || {
+        let lease = handles::get(lease, Kind::Lease, "lease")?;
+        let core = lease.lease.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(core.as_ref().is_some_and(|l| l.is_revoke_requested()))
     })
 }
 
@@ -221,6 +338,9 @@ pub unsafe extern "C" fn zklock_lease_release(lease: *mut zklock_lease) -> zkloc
         let lease = Box::from_raw(lease);
         if let Some(watcher) = lease.take_watcher() {
             watcher.deactivate();
+        }
+        if let Some(watcher) = lease.take_revoke_watcher() {
+            watcher.gate.deactivate();
         }
         let core = lease.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
         let path = lease.path.to_string_lossy().into_owned();

@@ -18,13 +18,17 @@ mod error;
 mod handles;
 mod lease;
 mod lock;
+mod observe;
 mod op;
+mod semaphore;
 
 pub use client::*;
 pub use error::*;
 pub use lease::*;
 pub use lock::*;
+pub use observe::*;
 pub use op::*;
+pub use semaphore::*;
 
 use std::ffi::{c_char, CStr};
 

@@ -31,8 +31,9 @@ pub struct zklock_mutex_options {
     /// `sizeof(zklock_mutex_options)` as the caller knows it.
     pub size: usize,
     /// true (the default): a thread holding the lock through this handle may acquire it again
-    /// (counted; release as often). false: every acquire takes its own place in the queue
-    /// (Curator's InterProcessSemaphoreMutex): a second acquire by the holder waits for itself.
+    /// (counted; release as often). false: every acquire takes its own place in the queue: a
+    /// second acquire by the holder waits for itself. Either way the mutex excludes Curator's
+    /// InterProcessMutex, not its InterProcessSemaphoreMutex (`zklock_semaphore_mutex_new` does).
     pub reentrant: bool,
 }
 
@@ -52,7 +53,7 @@ pub unsafe extern "C" fn zklock_mutex_options_init(opts: *mut zklock_mutex_optio
 
 /// What a handle holds: the core's lock value (re-entrancy and all is the core's, keyed by the
 /// calling thread, see [`owner`]).
-enum Shape {
+pub(crate) enum Shape {
     Lock(zklock::Lock),
     /// One side of a read/write lock (both handles share the value, which links the sides).
     Side(Arc<zklock::RwLock>, bool),
@@ -101,7 +102,9 @@ fn side(rw: &zklock::RwLock, write: bool) -> &zklock::Lock {
     }
 }
 
-unsafe fn client_ref<'a>(client: *const zklock_client) -> Result<&'a zklock_client, Failure> {
+pub(crate) unsafe fn client_ref<'a>(
+    client: *const zklock_client,
+) -> Result<&'a zklock_client, Failure> {
     handles::get(client, Kind::Client, "client")
 }
 
@@ -130,7 +133,7 @@ unsafe fn read_mutex_options(opts: *const zklock_mutex_options) -> Result<bool, 
     }
 }
 
-fn boxed(shape: Shape, client: &zklock_client) -> *mut zklock_lock {
+pub(crate) fn boxed(shape: Shape, client: &zklock_client) -> *mut zklock_lock {
     let lock = Box::into_raw(Box::new(zklock_lock {
         shape,
         callbacks: client.callbacks.clone(),

@@ -319,6 +319,50 @@ static void op_acl(struct outcome *o, const struct bytes *in) {
     op_connect(o, servers, &opts);
 }
 
+/* Nothing the C face shows (the lease's path, zklock_last_error after a malformed credential)
+ * holds the password. */
+static void op_secret(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: a password with NUL inside cannot be passed";
+        return;
+    }
+    char auth[512], shown[2048] = "";
+    snprintf(auth, sizeof auth, "conformance:%s", in->p);
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.auth = auth;
+    opts.acl = ZKLOCK_ACL_CREATOR_ALL;
+    opts.connect_timeout_ms = 5000;
+    zklock_client *c = NULL;
+    zklock_lock *l = NULL;
+    zklock_lease *lease = NULL;
+    zklock_status st = seen(o, zklock_client_connect(servers, &opts, &c));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(c, case_path, NULL, &l));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 5000, &lease));
+    if (st == ZKLOCK_OK) {
+        snprintf(shown, sizeof shown, "%s", zklock_lease_path(lease));
+        st = seen(o, zklock_lease_release(lease));
+    }
+    if (l) zklock_lock_free(l);
+    if (c) zklock_client_free(c);
+    if (st != ZKLOCK_OK) {
+        o->word = kind_of(st);
+        return;
+    }
+    opts.auth = in->p;
+    opts.acl = ZKLOCK_ACL_OPEN;
+    c = NULL;
+    st = seen(o, zklock_client_connect(servers, &opts, &c));
+    if (c) zklock_client_free(c);
+    if (st != ZKLOCK_INVALID_ARGUMENT) {
+        snprintf(o->problem, sizeof o->problem, "a credential without ':' gave %s", kind_of(st));
+        return;
+    }
+    size_t used = strlen(shown);
+    snprintf(shown + used, sizeof shown - used, " %s", zklock_last_error());
+    o->word = strstr(shown, in->p) ? "shown" : "hidden";
+}
+
 /* A lease released by another thread after a delay. */
 struct later {
     zklock_lease *lease;
@@ -425,6 +469,48 @@ static int heard_lost(struct heard *h) {
 
 static const char *try_word(zklock_status st) {
     return st == ZKLOCK_OK ? "acquired" : st == ZKLOCK_TIMEOUT ? "not-acquired" : kind_of(st);
+}
+
+/* A revocation callback's flag (revoke-requested). */
+static struct {
+    pthread_mutex_t mu;
+    int asked;
+} revoke_heard = {PTHREAD_MUTEX_INITIALIZER, 0};
+
+static void revoke_heard_cb(void *user, zklock_lease *lease) {
+    (void)user;
+    (void)lease;
+    pthread_mutex_lock(&revoke_heard.mu);
+    revoke_heard.asked = 1;
+    pthread_mutex_unlock(&revoke_heard.mu);
+}
+
+static int revoke_was_heard(void) {
+    pthread_mutex_lock(&revoke_heard.mu);
+    int asked = revoke_heard.asked;
+    pthread_mutex_unlock(&revoke_heard.mu);
+    return asked;
+}
+
+/* op semaphore: N as C's int64_t (the parameter's type), then one try and its release. */
+static void op_semaphore(struct outcome *o, const struct bytes *in) {
+    char *end = NULL;
+    errno = 0;
+    long long n = strtoll(in->p, &end, 10);
+    if (errno || end == in->p || *end) {
+        o->na = "the number of leases does not fit in int64_t (C's parameter type)";
+        return;
+    }
+    zklock_lock *l = NULL;
+    zklock_status st = seen(o, zklock_semaphore_new(main_client, case_path, (int64_t)n, NULL, &l));
+    if (st == ZKLOCK_OK) {
+        zklock_lease *lease = NULL;
+        /* At most 5 s, not a try: the first lease also creates `leases` and its parents. */
+        st = seen(o, zklock_acquire(l, 5000, &lease));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lease_release(lease));
+    }
+    o->word = st == ZKLOCK_OK ? "ok" : kind_of(st);
+    zklock_lock_free(l);
 }
 
 static void scenario(struct outcome *o, const char *name) {
@@ -536,6 +622,106 @@ static void scenario(struct outcome *o, const char *name) {
     } else if (strncmp(name, "release-outcome", 15) == 0) {
         o->na = "zklock_lease_release reports a status, not the core's release outcome (ZKLOCK_OK "
                 "for released and still-held alike, ZKLOCK_LOST for was-lost)";
+    } else if (strcmp(name, "stats-outcomes") == 0) {
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_mutex_new(c, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_mutex_new(other_client, case_path, NULL, &other), "making the mutex");
+        TRY(zklock_acquire(other, 10000, &b), "the other client's acquire");
+        st = seen(o, zklock_acquire(l, 0, &a));
+        if (st != ZKLOCK_TIMEOUT) {
+            problem(o, "the try (expected ZKLOCK_TIMEOUT)", st);
+            goto done;
+        }
+        TRY(zklock_lease_release(b), "the other client's release");
+        b = NULL;
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_stats during = {.size = sizeof(zklock_stats)}, after = {.size = sizeof(zklock_stats)};
+        TRY(zklock_client_stats(c, &during), "the stats");
+        TRY(zklock_lease_release(a), "the release");
+        a = NULL;
+        TRY(zklock_client_stats(c, &after), "the stats");
+        static char text[160];
+        snprintf(text, sizeof text, "acquired=%llu,timed_out=%llu,held=%llu,after=%llu,holds=%llu",
+                 (unsigned long long)after.acquired, (unsigned long long)after.timed_out,
+                 (unsigned long long)during.held, (unsigned long long)after.held,
+                 (unsigned long long)after.hold.count);
+        o->word = text;
+    } else if (strcmp(name, "stats-lost") == 0) {
+        o->na = "C closes a client with zklock_client_free: no client is left to ask its stats "
+                "(the lost count after a black hole is in test_zklock.c)";
+    } else if (strcmp(name, "guarded-write") == 0) {
+        static char data[600], text[160];
+        snprintf(data, sizeof data, "%s-data", case_path);
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_write create = {"create", data, "a", 1, 0};
+        TRY(zklock_lease_guarded_write(a, &create, 1), "the guarded create");
+        zklock_write more[2] = {{"set_data", data, "b", 1, 0}, {"delete", data, NULL, 0, 0}};
+        TRY(zklock_lease_guarded_write(a, more, 2), "the guarded set and delete");
+        /* C has no per-write result for a create or a delete: ZKLOCK_OK says each applied. */
+        snprintf(text, sizeof text, "created,version=%d,deleted", (int)more[0].version);
+        o->word = text;
+    } else if (strcmp(name, "guarded-write-lost") == 0) {
+        static char data[600];
+        snprintf(data, sizeof data, "%s-data", case_path);
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_mutex_new(c, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_client_free(c);
+        c = NULL;
+        zklock_write late = {"create", data, "late", 4, 0};
+        st = seen(o, zklock_lease_guarded_write(a, &late, 1));
+        o->word = st == ZKLOCK_OK ? "written" : kind_of(st);
+        TRY(zklock_mutex_new(other_client, case_path, NULL, &other), "making the mutex");
+        TRY(zklock_acquire(other, 10000, &b), "the other client's acquire");
+        zklock_write again[2] = {{"create", data, NULL, 0, 0}, {"delete", data, NULL, 0, 0}};
+        if (zklock_lease_guarded_write(b, again, 2) != ZKLOCK_OK) o->word = "written-after-loss";
+    } else if (strcmp(name, "guarded-write-unknown-op") == 0) {
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_write w = {"append", case_path, "x", 1, 0};
+        st = seen(o, zklock_lease_guarded_write(a, &w, 1));
+        o->word = st == ZKLOCK_OK ? "written" : kind_of(st);
+    } else if (strcmp(name, "semaphore-fills") == 0) {
+        /* Two other clients each hold a lease of a semaphore of 2; this one tries. */
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_semaphore_new(other_client, case_path, 2, NULL, &other), "making a semaphore");
+        TRY(zklock_semaphore_new(c, case_path, 2, NULL, &r), "making a semaphore");
+        TRY(zklock_semaphore_new(main_client, case_path, 2, NULL, &l), "making a semaphore");
+        TRY(zklock_acquire(other, 10000, &a), "the first holder's acquire");
+        TRY(zklock_acquire(r, 10000, &b), "the second holder's acquire");
+        zklock_lease *tried = NULL;
+        st = seen(o, zklock_acquire(l, 0, &tried));
+        if (tried) zklock_lease_release(tried);
+        o->word = try_word(st);
+    } else if (strcmp(name, "semaphore-two-leases-one-value") == 0) {
+        TRY(zklock_semaphore_new(main_client, case_path, 2, NULL, &l), "making the semaphore");
+        TRY(zklock_acquire(l, 10000, &a), "the first acquire");
+        st = seen(o, zklock_acquire(l, 0, &b));
+        if (st == ZKLOCK_OK && strcmp(zklock_lease_path(a), zklock_lease_path(b)) == 0)
+            o->word = "same-node";
+        else
+            o->word = try_word(st);
+    } else if (strcmp(name, "semaphore-mutex-not-reentrant") == 0) {
+        TRY(zklock_semaphore_mutex_new(main_client, case_path, NULL, &l), "making the semaphore mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the holder's acquire");
+        o->word = try_word(seen(o, zklock_acquire(l, 0, &b)));
+    } else if (strcmp(name, "revoke-requested") == 0) {
+        pthread_mutex_lock(&revoke_heard.mu);
+        revoke_heard.asked = 0;
+        pthread_mutex_unlock(&revoke_heard.mu);
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the holder's acquire");
+        TRY(zklock_lease_on_revoke(a, revoke_heard_cb, NULL), "listening for revocation");
+        TRY(zklock_revoke(other_client, case_path, NULL), "the second client's revoke");
+        for (int i = 0; i < 50 && !revoke_was_heard(); i++) sleep_ms(100);
+        o->word = revoke_was_heard() ? "revoke-requested" : "not-requested";
+    } else if (strcmp(name, "revoke-not-held") == 0) {
+        st = seen(o, zklock_revoke(main_client, case_path, NULL));
+        o->word = st == ZKLOCK_OK ? "revoked" : kind_of(st);
     } else if (strncmp(name, "kind-", 5) == 0 || strcmp(name, "library") == 0) {
         o->na = "the C API has no call that lists a lock's participants";
     } else {
@@ -611,6 +797,8 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "identity") == 0) op_identity(&o, &in);
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
+        else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
+        else if (strcmp(op, "semaphore") == 0) op_semaphore(&o, &in);
         else if (strcmp(op, "scenario") == 0) scenario(&o, in.p);
         else snprintf(o.problem, sizeof o.problem, "unknown op %.40s", op);
         free(in.p);

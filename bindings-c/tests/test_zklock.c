@@ -1187,6 +1187,160 @@ static void test_an_async_cancel_settles_at_once_while_the_link_is_black(void) {
     tu_event_destroy(&r.done);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Observing locks (issue 18): stats, the log callback, guarded writes. */
+
+static zklock_stats stats_of(zklock_client *c) {
+    zklock_stats st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    if (zklock_client_stats(c, &st) != ZKLOCK_OK) printf("    stats: %s\n", zklock_last_error());
+    return st;
+}
+
+static void test_stats_count_acquires_by_outcome_and_what_is_held_and_waiting_now(void) {
+    struct pair s;
+    CHECK(pair_open(&s, "stats"));
+    zklock_stats st = stats_of(s.b);
+    CHECK(st.size == sizeof st && st.acquired == 0 && st.timed_out == 0);
+    zklock_lease *held = NULL, *mine = NULL;
+    CHECK(zklock_acquire(s.la, -1, &held) == ZKLOCK_OK);
+    CHECK(zklock_acquire(s.lb, 0, &mine) == ZKLOCK_TIMEOUT);
+    CHECK(zklock_acquire(s.lb, 200, &mine) == ZKLOCK_TIMEOUT);
+    struct async_result r;
+    async_init(&r, 0);
+    zklock_op *op = NULL;
+    CHECK(zklock_acquire_async(s.lb, -1, async_cb, &r, &op) == ZKLOCK_OK);
+    int64_t until = now_ms() + 10000;
+    while (stats_of(s.b).waiting != 1 && now_ms() < until) sleep_ms(10);
+    CHECK(stats_of(s.b).waiting == 1);
+    CHECK(zklock_op_cancel(op) == ZKLOCK_OK);
+    CHECK(tu_event_wait(&r.done, 1, 10000) == 1 && r.status == ZKLOCK_CANCELLED);
+    zklock_op_free(op);
+    tu_event_destroy(&r.done);
+    CHECK(zklock_lease_release(held) == ZKLOCK_OK);
+    CHECK(zklock_acquire(s.lb, 10000, &mine) == ZKLOCK_OK);
+    st = stats_of(s.b);
+    EXPECT(st.acquired == 1 && st.timed_out == 2 && st.cancelled == 1 && st.failed == 0);
+    EXPECT(st.held == 1 && st.waiting == 0 && st.wait.count == 1);
+    EXPECT(st.wait.p50_us <= st.wait.max_us && st.wait.p99_us <= st.wait.max_us);
+    sleep_ms(50);
+    CHECK(zklock_lease_release(mine) == ZKLOCK_OK);
+    st = stats_of(s.b);
+    EXPECT(st.held == 0 && st.hold.count == 1 && st.hold.max_us >= 50000);
+    EXPECT(stats_of(s.a).acquired == 1);
+    /* A caller built against an older, smaller zklock_stats gets only the fields that fit. */
+    struct {
+        zklock_stats st;
+        uint64_t canary;
+    } old;
+    memset(&old, 0xAB, sizeof old);
+    old.st.size = offsetof(zklock_stats, wait);
+    CHECK(zklock_client_stats(s.b, &old.st) == ZKLOCK_OK);
+    EXPECT(old.st.acquired == 1 && old.st.timed_out == 2);
+    EXPECT(old.st.wait.count == 0xABABABABABABABABull && old.canary == 0xABABABABABABABABull);
+    zklock_stats tiny = {.size = 1};
+    EXPECT(zklock_client_stats(s.b, &tiny) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_client_stats(s.b, NULL) == ZKLOCK_INVALID_ARGUMENT);
+    pair_close(&s);
+}
+
+/* What the log callback heard: one line per record, "level event fields". */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[65536];
+
+static void log_cb(void *user, int level, const char *event, const char *message,
+                   const char *fields) {
+    (void)message;
+    pthread_mutex_lock(&log_mu);
+    size_t n = strlen(log_text);
+    snprintf(log_text + n, sizeof log_text - n, "%d %s %s|", level, event, fields);
+    pthread_mutex_unlock(&log_mu);
+    (void)user;
+}
+
+static int log_has(int level, const char *event, const char *needle) {
+    pthread_mutex_lock(&log_mu);
+    int found = 0;
+    char *rec = log_text;
+    while (!found && rec && *rec) {
+        char *end = strchr(rec, '|');
+        char saved = end ? *end : 0;
+        if (end) *end = 0;
+        char head[64];
+        snprintf(head, sizeof head, "%d %s ", level, event);
+        found = strncmp(rec, head, strlen(head)) == 0 && strstr(rec, needle) != NULL;
+        if (end) *end = saved;
+        rec = end ? end + 1 : NULL;
+    }
+    pthread_mutex_unlock(&log_mu);
+    return found;
+}
+
+static void test_a_black_holed_holder_counts_lost_logs_it_at_warn_and_its_guarded_write_does_not_apply(
+    void) {
+    log_text[0] = 0;
+    CHECK(zklock_set_log_callback(ZKLOCK_LOG_DEBUG, log_cb, NULL) == ZKLOCK_OK);
+    struct pair s;
+    CHECK(pair_open_via(&s, "guardedlost", proxy, 2000, servers, 0));
+    char data[300], data2[310];
+    snprintf(data, sizeof data, "%s-data", s.p);
+    snprintf(data2, sizeof data2, "%s-2", data);
+    zklock_lease *lease = NULL;
+    CHECK(zklock_acquire(s.la, -1, &lease) == ZKLOCK_OK);
+    zklock_write create = {"create", data, "one", 3, 0};
+    CHECK(zklock_lease_guarded_write(lease, &create, 1) == ZKLOCK_OK);
+    harness("blackhole");
+    int64_t until = now_ms() + 20000;
+    while (zklock_lease_state_get(lease) != ZKLOCK_LEASE_LOST && now_ms() < until) sleep_ms(20);
+    EXPECT(zklock_lease_state_get(lease) == ZKLOCK_LEASE_LOST);
+    zklock_write after[2] = {{"set_data", data, "two", 3, 0}, {"create", data2, NULL, 0, 0}};
+    EXPECT(zklock_lease_guarded_write(lease, after, 2) == ZKLOCK_LOST);
+    harness("heal");
+    zklock_stats st = stats_of(s.a);
+    EXPECT(st.lost == 1 && st.held == 0 && st.suspended >= 1 && st.session_expiries == 1);
+    (void)zklock_lease_release(lease);
+    /* Nothing of the batch applied: "-2" can still be created, and "data" deleted. */
+    zklock_lease *check = NULL;
+    CHECK(zklock_acquire(s.lb, 10000, &check) == ZKLOCK_OK);
+    zklock_write cleanup[4] = {{"set_data", data, "seen", 4, 0}, {"create", data2, NULL, 0, 0},
+                               {"delete", data2, NULL, 0, 0}, {"delete", data, NULL, 0, 0}};
+    EXPECT(zklock_lease_guarded_write(check, cleanup, 4) == ZKLOCK_OK);
+    EXPECT(cleanup[0].version == 1 && cleanup[1].version == -1); /* "two" never applied */
+    CHECK(zklock_lease_release(check) == ZKLOCK_OK);
+    until = now_ms() + 10000;
+    while (!log_has(ZKLOCK_LOG_WARN, "state", "state=lost") && now_ms() < until) sleep_ms(20);
+    EXPECT(log_has(ZKLOCK_LOG_WARN, "state", "state=lost"));
+    EXPECT(log_has(ZKLOCK_LOG_DEBUG, "acquire", "outcome=acquired"));
+    EXPECT(log_has(ZKLOCK_LOG_WARN, "session", "event=expired"));
+    CHECK(zklock_set_log_callback(ZKLOCK_LOG_DEBUG, NULL, NULL) == ZKLOCK_OK);
+    EXPECT(zklock_set_log_callback(7, log_cb, NULL) == ZKLOCK_INVALID_ARGUMENT);
+    pair_close(&s);
+}
+
+static void test_a_failing_guarded_write_applies_nothing_and_bad_writes_are_invalid(void) {
+    char p[256];
+    zklock_client *c;
+    zklock_lock *l;
+    zklock_lease *lease;
+    CHECK(one_lease(p, "guardedbad", servers, 0, &c, &l, &lease));
+    char data[300];
+    snprintf(data, sizeof data, "%s-data", p);
+    zklock_write fails[2] = {{"create", data, "a", 1, 0},
+                             {"delete", "/zklock-c-no/such/node", NULL, 0, 0}};
+    EXPECT(zklock_lease_guarded_write(lease, fails, 2) == ZKLOCK_ZOOKEEPER);
+    EXPECT(strstr(zklock_last_error(), "delete") != NULL);
+    zklock_write ok[2] = {{"create", data, "a", 1, 0}, {"delete", data, NULL, 0, 0}};
+    EXPECT(zklock_lease_guarded_write(lease, ok, 2) == ZKLOCK_OK); /* "data" did not exist */
+    zklock_write unknown = {"append", data, "a", 1, 0};
+    EXPECT(zklock_lease_guarded_write(lease, &unknown, 1) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_lease_guarded_write(lease, NULL, 1) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_lease_guarded_write(lease, NULL, 0) == ZKLOCK_OK); /* only the check */
+    CHECK(zklock_lease_release(lease) == ZKLOCK_OK);
+    zklock_lock_free(l);
+    zklock_client_free(c);
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: %s SERVERS PROXY CONTROL_FIFO\n", argv[0]);
@@ -1227,5 +1381,8 @@ int main(int argc, char **argv) {
     RUN(test_a_freed_handle_passed_again_is_an_invalid_argument);
     RUN(test_a_slow_callback_of_one_client_does_not_delay_another_clients_lost);
     RUN(test_clients_freed_with_async_acquires_in_flight_end_them_cleanly);
+    RUN(test_stats_count_acquires_by_outcome_and_what_is_held_and_waiting_now);
+    RUN(test_a_black_holed_holder_counts_lost_logs_it_at_warn_and_its_guarded_write_does_not_apply);
+    RUN(test_a_failing_guarded_write_applies_nothing_and_bad_writes_are_invalid);
     return tu_summary();
 }

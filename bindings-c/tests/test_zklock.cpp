@@ -237,6 +237,40 @@ static void test_partial_options_take_the_defaults() {
     CHECK(only_timeout.connect_timeout == 0ms && only_timeout.acl == ZKLOCK_ACL_OPEN);
 }
 
+// Semaphores are zklock::lock objects: a semaphore of 2 gives two leases and refuses a third;
+// the semaphore mutex excludes itself; a revocation reaches the holder's on_revoke, which may
+// release the lease from inside.
+static void test_semaphore_and_revocation() {
+    zklock::client c(servers), other(servers);
+    zklock::lock sem = c.semaphore(path("semaphore"), 2);
+    zklock::lease one = sem.acquire_for(10s);
+    zklock::lease two = sem.acquire_for(10s);
+    CHECK(one.path() != two.path());
+    CHECK(!other.semaphore(path("semaphore"), 2).try_acquire());
+    CHECK(status_of([&] { c.semaphore(path("semaphore"), 0); }) == ZKLOCK_INVALID_ARGUMENT);
+    one.release();
+    two.release();
+
+    zklock::lock mine = c.semaphore_mutex(path("semaphore-mutex"));
+    zklock::lease held = mine.acquire_for(10s);
+    CHECK(!mine.try_acquire());  // not re-entrant
+    latch asked;
+    zklock::lease *self = &held;
+    bool released_inside = false;
+    held.on_revoke([&] {
+        released_inside = self->release();
+        asked.set();
+    });
+    CHECK(!held.revoke_requested());
+    other.revoke(path("semaphore-mutex"));
+    zklock::lease next = other.semaphore_mutex(path("semaphore-mutex")).acquire_for(20s);
+    CHECK(asked.wait(10s));
+    CHECK(released_inside);
+    CHECK(!held);
+    next.release();
+    CHECK(status_of([&] { other.revoke(path("semaphore-mutex")); }) == ZKLOCK_NOT_HELD);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         std::fprintf(stderr, "usage: %s SERVERS\n", argv[0]);
@@ -254,6 +288,7 @@ int main(int argc, char **argv) {
     run("async_with_lambda", test_async_with_lambda);
     run("state_callback_and_release_inside", test_state_callback_and_release_inside);
     run("partial_options_take_the_defaults", test_partial_options_take_the_defaults);
+    run("semaphore_and_revocation", test_semaphore_and_revocation);
     std::printf("%d passed, %d failed\n", passed_count, failed_count);
     return failed_count == 0 ? 0 : 1;
 }

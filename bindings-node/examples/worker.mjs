@@ -27,7 +27,15 @@ const base =
   BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)) - process.hrtime.bigint()
 const nowNs = () => base + process.hrtime.bigint()
 
-const client = await Client.connect(servers, { sessionTimeoutMs: 10_000 })
+const env = process.env // a secured ensemble: the same variables as the CLI's
+const client = await Client.connect(servers, {
+  sessionTimeoutMs: 10_000,
+  tlsCa: env.ZKLOCK_TLS_CA,
+  tlsCert: env.ZKLOCK_TLS_CERT,
+  tlsKey: env.ZKLOCK_TLS_KEY,
+  saslUser: env.ZKLOCK_SASL_USER,
+  saslPassword: env.ZKLOCK_SASL_PASSWORD,
+})
 try {
   const mutex = client.mutex(path)
   for (let i = 0; i < rounds; i++) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Builds the native addon from source with the machine's cargo and copies it to ./zklock.node.
-// Run by `npm install` (the package's install script). ZKLOCK_NODE_PROFILE=debug builds the
-// debug profile instead of release.
+// Run by `npm install` (the package's install script). The default profile is `dist` (release
+// code without debug info, as the prebuilt package ships it; it also shares make dist's build in
+// target/); ZKLOCK_NODE_PROFILE=release keeps line tables (the bench), =debug builds unoptimised.
 'use strict'
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -9,9 +10,9 @@ const path = require('node:path')
 
 const root = path.resolve(__dirname, '..')
 const cargo = process.env.CARGO || 'cargo'
-const profile = process.env.ZKLOCK_NODE_PROFILE === 'debug' ? 'debug' : 'release'
+const profile = ['debug', 'release'].includes(process.env.ZKLOCK_NODE_PROFILE) ? process.env.ZKLOCK_NODE_PROFILE : 'dist'
 const args = ['build', '-p', 'zklock-node', '--message-format=json-render-diagnostics']
-if (profile === 'release') args.push('--release')
+if (profile !== 'debug') args.push('--profile', profile)
 
 console.error(`zklock: building the native addon (${cargo} ${args.join(' ')})`)
 const run = spawnSync(cargo, args, {

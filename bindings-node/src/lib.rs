@@ -121,6 +121,14 @@ pub struct NativeConnectOptions {
     pub identity: Option<String>,
     /// An [`AclPolicy`] name: `open` (default), `creator-all` or `read-anyone-creator-all`.
     pub acl: Option<String>,
+    /// Secure ZooKeeper: PEM file paths, hostname verification, SASL DIGEST-MD5 credentials
+    /// (checked by the core's `SecureParts`).
+    pub tls_ca: Option<String>,
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
+    pub tls_verify_hostname: Option<bool>,
+    pub sasl_user: Option<String>,
+    pub sasl_password: Option<String>,
 }
 
 fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::Error> {
@@ -147,8 +155,94 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
         if let Some(acl) = o.acl {
             options = options.acl(acl.parse::<AclPolicy>()?);
         }
+        options = zklock::SecureParts {
+            tls_ca: o.tls_ca,
+            tls_cert: o.tls_cert,
+            tls_key: o.tls_key,
+            tls_verify_hostname: o.tls_verify_hostname,
+            sasl_user: o.sasl_user,
+            sasl_password: o.sasl_password,
+        }
+        .apply(options)?;
     }
     Ok(options)
+}
+
+/// Percentiles of recorded times, in milliseconds ([`zklock::Percentiles`]).
+#[napi(object)]
+pub struct NativePercentiles {
+    pub count: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// A client's statistics ([`zklock::Stats`]), counts as numbers.
+#[napi(object)]
+pub struct NativeStats {
+    pub acquired: f64,
+    pub timed_out: f64,
+    pub cancelled: f64,
+    pub failed: f64,
+    pub wait: NativePercentiles,
+    pub hold: NativePercentiles,
+    pub held: f64,
+    pub waiting: f64,
+    pub suspended: f64,
+    pub lost: f64,
+    pub reconnects: f64,
+    pub session_expiries: f64,
+}
+
+/// One record of the core's log ([`zklock::support::LogRecord`]).
+#[napi(object)]
+pub struct NativeLogRecord {
+    pub level: String,
+    pub event: String,
+    pub message: String,
+    pub fields: std::collections::HashMap<String, String>,
+}
+
+type LogCallback = ThreadsafeFunction<NativeLogRecord, (), NativeLogRecord, Status, false, true>;
+
+/// Installs the core's log sink: `callback(record)` on the JS thread for every record up to
+/// `level` (`debug`, `info`, `warn`, `error`; the core's names); index.js publishes them on the
+/// `zklock` diagnostics channel. The callback does not keep the event loop alive.
+#[napi(catch_unwind)]
+pub fn set_log_sink(callback: LogCallback, level: String) -> napi::Result<(), Code> {
+    let level = level.parse::<zklock::support::LogLevel>().map_err(js_err)?;
+    let sink: Arc<dyn Fn(&zklock::support::LogRecord) + Send + Sync> = Arc::new(move |r| {
+        let record = NativeLogRecord {
+            level: r.level.as_str().to_owned(),
+            event: r.event.to_owned(),
+            message: r.message.clone(),
+            fields: r
+                .fields
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+        };
+        callback.call(record, ThreadsafeFunctionCallMode::NonBlocking);
+    });
+    zklock::support::set_log_sink(Some((level, sink)));
+    Ok(())
+}
+
+/// One guarded write from JS: `op` is the core's name (`create`, `set_data`, `delete`).
+#[napi(object)]
+pub struct NativeWrite {
+    pub op: String,
+    pub path: String,
+    pub data: Option<napi::bindgen_prelude::Buffer>,
+}
+
+/// What one guarded write did: `op`, and the created `path` or the new data `version`.
+#[napi(object)]
+pub struct NativeWritten {
+    pub op: String,
+    pub path: Option<String>,
+    pub version: Option<i32>,
 }
 
 /// Connects to `hosts` (`host:port,host:port/optional/chroot`).
@@ -202,6 +296,33 @@ impl NativeClient {
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 
+    /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
+    /// layout); never re-entrant. A JS number is taken as it is: the core judges N.
+    #[napi(catch_unwind)]
+    pub fn semaphore(&self, path: String, max_leases: f64) -> napi::Result<NativeLock, Code> {
+        let n = max_leases_of(&path, max_leases).map_err(js_err)?;
+        let lock = self.inner.semaphore(&path, n).map_err(js_err)?;
+        Ok(self.lock(Target::Lock(Arc::new(lock)), path))
+    }
+
+    /// `semaphore(path, 1)`: excludes Curator's `InterProcessSemaphoreMutex`.
+    #[napi(catch_unwind)]
+    pub fn semaphore_mutex(&self, path: String) -> napi::Result<NativeLock, Code> {
+        let lock = self.inner.semaphore_mutex(&path).map_err(js_err)?;
+        Ok(self.lock(Target::Lock(Arc::new(lock)), path))
+    }
+
+    /// Asks the holder(s) of `path` (or the one `node`) to let go: `__REVOKE__` on their nodes
+    /// (Curator's `Revoker.attemptRevoke`). Resolves with the nodes asked.
+    #[napi]
+    pub async fn revoke(
+        &self,
+        path: String,
+        node: Option<String>,
+    ) -> napi::Result<Settled<Vec<String>>> {
+        Ok(Settled(self.inner.revoke(&path, node.as_deref()).await))
+    }
+
     /// Both sides of a read/write lock on `path`: `[read, write]`, one owner (so that holding
     /// the read side and asking for the write side is the core's refused upgrade).
     #[napi(catch_unwind)]
@@ -224,6 +345,33 @@ impl NativeClient {
         Ok(self.lock(Target::Multi(Arc::new(multi)), paths.join(",")))
     }
 
+    /// The core's statistics of this client ([`zklock::Stats`]; times in milliseconds).
+    #[napi(catch_unwind)]
+    pub fn stats(&self) -> NativeStats {
+        let s = self.inner.stats();
+        let times = |p: zklock::Percentiles| NativePercentiles {
+            count: p.count as f64,
+            p50: p.p50.as_secs_f64() * 1e3,
+            p90: p.p90.as_secs_f64() * 1e3,
+            p99: p.p99.as_secs_f64() * 1e3,
+            max: p.max.as_secs_f64() * 1e3,
+        };
+        NativeStats {
+            acquired: s.acquired as f64,
+            timed_out: s.timed_out as f64,
+            cancelled: s.cancelled as f64,
+            failed: s.failed as f64,
+            wait: times(s.wait),
+            hold: times(s.hold),
+            held: s.held as f64,
+            waiting: s.waiting as f64,
+            suspended: s.suspended as f64,
+            lost: s.lost as f64,
+            reconnects: s.reconnects as f64,
+            session_expiries: s.session_expiries as f64,
+        }
+    }
+
     /// Closes the session: its leases become lost and later calls fail with `ZKLOCK_CLOSED`.
     #[napi]
     pub async fn close(&self) -> napi::Result<()> {
@@ -239,6 +387,21 @@ impl NativeClient {
     pub fn close_sync(&self) {
         self.inner.blocking_close();
     }
+}
+
+/// A JS number as a semaphore's N for the core: one no `u32` holds (negative, fractional,
+/// NaN, beyond) cannot reach the core's check, so it gets the same kind of error here.
+fn max_leases_of(path: &str, n: f64) -> Result<u32, zklock::Error> {
+    if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) {
+        return Ok(n as u32);
+    }
+    Err(zklock::Error::new(
+        ErrorKind::InvalidArgument,
+        format!(
+            "invalid number of leases {n} for the semaphore {path}: it must be 1 to {}",
+            zklock::MAX_LEASES
+        ),
+    ))
 }
 
 impl NativeClient {
@@ -296,6 +459,8 @@ pub struct NativeParticipant {
     pub library: String,
     pub kind: String,
     pub session_id: BigInt,
+    /// A semaphore's N on its lease participants, when known.
+    pub max_leases: Option<u32>,
 }
 
 #[napi]
@@ -354,6 +519,7 @@ impl NativeLock {
                     library: p.library.as_str().to_owned(),
                     kind: p.kind.as_str().to_owned(),
                     session_id: BigInt::from(p.session_id),
+                    max_leases: p.max_leases,
                 })
                 .collect())
         }
@@ -517,6 +683,68 @@ impl NativeLease {
             lease.subscribe(move |state| {
                 callback.call(
                     state.as_str().to_owned(),
+                    ThreadsafeFunctionCallMode::NonBlocking,
+                );
+            });
+        }
+    }
+
+    /// Runs the writes with a check that the lease's node still exists, as one multi request
+    /// ([`zklock::Guarded::write`]); rejects with `ZKLOCK_LOST` after loss (nothing applied).
+    #[napi(ts_return_type = "Promise<NativeWritten[]>")]
+    pub fn guarded_write<'env>(
+        &self,
+        env: &'env Env,
+        writes: Vec<NativeWrite>,
+    ) -> napi::Result<Object<'env>> {
+        let guarded = self.lease().as_ref().map(zklock::Lease::guarded);
+        let path = self.path.clone();
+        let writes: zklock::Result<Vec<zklock::Write>> = writes
+            .into_iter()
+            .map(|w| zklock::Write::from_op(&w.op, &w.path, w.data.map(|d| d.to_vec())))
+            .collect();
+        settle_from_core(env, async move {
+            let Some(guarded) = guarded else {
+                return Err(zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!("the lease on {path} was released; guarded writes need a held lease"),
+                ));
+            };
+            let done = guarded.write(writes?).await?;
+            Ok(done
+                .into_iter()
+                .map(|w| NativeWritten {
+                    op: w.op().to_owned(),
+                    path: match &w {
+                        zklock::Written::Created(p) => Some(p.clone()),
+                        _ => None,
+                    },
+                    version: match w {
+                        zklock::Written::Set { version } => Some(version),
+                        _ => None,
+                    },
+                })
+                .collect::<Vec<_>>())
+        })
+    }
+
+    /// True once someone asked the holder to let go (`__REVOKE__` on its node).
+    #[napi(getter)]
+    pub fn revoke_requested(&self) -> bool {
+        self.lease()
+            .as_ref()
+            .is_some_and(|l| l.is_revoke_requested())
+    }
+
+    /// `callback('revoke-requested')` once on the JS thread when a revocation is requested
+    /// while the lease is held ([`zklock::Lease::on_revoke`]); never after it ended. The
+    /// callback does not keep the event loop alive.
+    #[napi(catch_unwind)]
+    pub fn on_revoke(&self, callback: StateCallback) {
+        if let Some(lease) = self.lease().as_ref() {
+            lease.on_revoke(move || {
+                callback.call(
+                    "revoke-requested".to_owned(),
                     ThreadsafeFunctionCallMode::NonBlocking,
                 );
             });

@@ -21,6 +21,10 @@
 //   lock was acquired; the only release of something not held is a second release (the
 //   `release-twice` case). An n/a case is reported by name with its reason as a skipped test
 //   ("n/a: ..."), counted apart in the closing line, never silently.
+// - A semaphore's N is `client.semaphore(path, Number(input))`; its lease is taken with
+//   `acquire({ timeoutMs: 5000 })`. The "same value, same owner" semaphore scenarios use one
+//   Semaphore object. Revocation is heard
+//   through the lease's 'revokeRequested' event and asked with `client.revoke(path)`.
 // - Every error message met on the way (also one mapped to not-acquired) must be at most 300
 //   characters.
 'use strict'
@@ -240,6 +244,31 @@ const ops = {
     })
   },
 
+  // Nothing the Node face shows (util.inspect of client, mutex, lease, participants; the error
+  // of a malformed credential) holds the password.
+  async secret(input, c) {
+    const util = require('node:util')
+    const show = (v) => util.inspect(v, { showHidden: true, depth: 6 })
+    const client = await Client.connect(zk.servers, {
+      auth: `conformance:${input}`,
+      acl: 'creator-all',
+      connectTimeoutMs: 5000,
+    })
+    const m = client.mutex(lockPath(c))
+    const lease = await m.acquire()
+    let shown = show(client) + show(m) + show(lease) + show(await m.participants())
+    await lease.release()
+    await client.close()
+    try {
+      await Client.connect(zk.servers, { auth: input, connectTimeoutMs: 5000 })
+      return 'a credential without ":" was accepted'
+    } catch (e) {
+      if (!isZkLockError(e) || e.code !== 'ZKLOCK_INVALID_ARGUMENT') throw e
+      shown += e.message + show(e)
+    }
+    return shown.includes(input) ? 'shown' : 'hidden'
+  },
+
   async timeout(input, c) {
     const s = seconds(input)
     const timeoutMs = input.trim() === '-1' ? -1 : s * 1000
@@ -253,6 +282,16 @@ const ops = {
     } finally {
       await freed
     }
+  },
+
+  async semaphore(input, c) {
+    return outcome(async () => {
+      const sem = a.semaphore(lockPath(c), Number(input))
+      // At most 5 s, not a try: the first lease also creates `leases` and its parents.
+      const lease = await sem.acquire({ timeoutMs: 5000 })
+      await lease.release()
+      return 'ok'
+    })
   },
 
   async scenario(input, c) {
@@ -468,12 +507,164 @@ const scenarios = {
       }
     }),
 
+  'semaphore-fills': (p) =>
+    outcome(async () => {
+      const one = await a.semaphore(p, 2).acquire()
+      const two = await b.semaphore(p, 2).acquire()
+      try {
+        return await ownClient(async (c) => {
+          const lease = await c.semaphore(p, 2).tryAcquire()
+          if (lease === null) return 'not-acquired'
+          await lease.release()
+          return 'acquired'
+        })
+      } finally {
+        await one.release()
+        await two.release()
+      }
+    }),
+
+  'semaphore-two-leases-one-value': (p) =>
+    outcome(async () => {
+      const sem = a.semaphore(p, 2)
+      const first = await sem.acquire()
+      try {
+        const second = await sem.tryAcquire()
+        if (second === null) return 'not-acquired'
+        const same = second.path === first.path
+        await second.release()
+        return same ? 'same-node' : 'acquired'
+      } finally {
+        await first.release()
+      }
+    }),
+
+  'semaphore-mutex-not-reentrant': (p) =>
+    outcome(async () => {
+      const sem = a.semaphoreMutex(p)
+      const held = await sem.acquire()
+      try {
+        const again = await sem.tryAcquire()
+        if (again === null) return 'not-acquired'
+        await again.release()
+        return 'acquired'
+      } finally {
+        await held.release()
+      }
+    }),
+
+  'kind-lease': (p) =>
+    outcome(async () => {
+      const sem = a.semaphore(p, 2)
+      const lease = await sem.acquire()
+      try {
+        return (await ourParticipant(sem, lease)).kind
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  'revoke-requested': (p) =>
+    outcome(async () => {
+      const lease = await a.mutex(p).acquire()
+      try {
+        const heard = new Promise((resolve) => {
+          lease.once('revokeRequested', () => resolve('revoke-requested'))
+          setTimeout(() => resolve('not-requested'), 5_000).unref()
+        })
+        await b.revoke(p)
+        return await heard
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  'revoke-not-held': (p) =>
+    outcome(async () => {
+      await a.revoke(p)
+      return 'revoked'
+    }),
+
   library: (p) =>
     outcome(async () => {
       const m = a.mutex(p)
       const lease = await m.acquire()
       try {
         return (await ourParticipant(m, lease)).library
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  'stats-outcomes': (p) =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const heldElsewhere = await b.mutex(p).acquire()
+        const m = c.mutex(p)
+        assert.equal(await m.tryAcquire(), null)
+        await heldElsewhere.release()
+        const lease = await m.acquire({ timeoutMs: 10_000 })
+        const held = c.stats().held
+        await lease.release()
+        const s = c.stats()
+        return `acquired=${s.acquired},timed_out=${s.timedOut},held=${held},after=${s.held},holds=${s.hold.count}`
+      }),
+    ),
+
+  'stats-lost': (p) =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const lease = await c.mutex(p).acquire()
+        await c.close()
+        assert.equal(lease.state, 'lost')
+        const s = c.stats()
+        return `lost=${s.lost},held=${s.held}`
+      }),
+    ),
+
+  'guarded-write': (p) =>
+    outcome(async () => {
+      const data = `${p}-data`
+      const lease = await a.mutex(p).acquire()
+      try {
+        const [created] = await lease.guardedWrite([{ op: 'create', path: data, data: 'a' }])
+        const [set, deleted] = await lease.guardedWrite([
+          { op: 'set_data', path: data, data: 'b' },
+          { op: 'delete', path: data },
+        ])
+        return `${created.path === data ? 'created' : JSON.stringify(created)},version=${set.version},${deleted.op === 'delete' ? 'deleted' : JSON.stringify(deleted)}`
+      } finally {
+        await lease.release()
+      }
+    }),
+
+  'guarded-write-lost': (p) =>
+    ownClient(async (c) => {
+      const data = `${p}-data`
+      const lease = await c.mutex(p).acquire()
+      await c.close()
+      const first = await outcome(async () => {
+        await lease.guardedWrite([{ op: 'create', path: data, data: 'late' }])
+        return 'written'
+      })
+      const other = await b.mutex(p).acquire()
+      try {
+        await other.guardedWrite([{ op: 'create', path: data }])
+      } catch {
+        return 'written-after-loss'
+      } finally {
+        await other.guardedWrite([{ op: 'delete', path: data }]).catch(() => {})
+        await other.release()
+      }
+      return first
+    }),
+
+  'guarded-write-unknown-op': (p) =>
+    outcome(async () => {
+      const lease = await a.mutex(p).acquire()
+      try {
+        await lease.guardedWrite([{ op: /** @type {any} */ ('append'), path: `${p}-data`, data: 'x' }])
+        return 'written'
       } finally {
         await lease.release()
       }

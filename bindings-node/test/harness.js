@@ -15,17 +15,19 @@ function harnessPath() {
 }
 
 /**
- * Starts ZooKeeper. Resolves with { servers, proxy, command(cmd), stop() }.
+ * Starts ZooKeeper. Resolves with { servers, proxy, info, command(cmd), stop() }; with `secure`
+ * a secured server (TLS port, SASL users) whose `info` has tls_servers, tls_ca, ... (zk-harness).
  * Rejects (failing the test) when the harness is missing or ZooKeeper does not come up.
  */
-async function startZooKeeper({ proxy = false, timeoutMs = 120_000 } = {}) {
+async function startZooKeeper({ proxy = false, secure = false, timeoutMs = 120_000 } = {}) {
   const bin = harnessPath()
   if (!fs.existsSync(bin)) {
     throw new Error(
       `zk-harness not found at ${bin}: build it with \`cargo build -p zklock-testkit --bin zk-harness\``,
     )
   }
-  const child = spawn(bin, proxy ? ['--proxy'] : [], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const args = [...(proxy ? ['--proxy'] : []), ...(secure ? ['--secure'] : [])]
+  const child = spawn(bin, args, { stdio: ['pipe', 'pipe', 'pipe'] })
   let stderr = ''
   child.stderr.on('data', (d) => {
     stderr += d
@@ -67,6 +69,7 @@ async function startZooKeeper({ proxy = false, timeoutMs = 120_000 } = {}) {
 
   let servers
   let proxyAddr
+  const info = {}
   try {
     const first = await nextLine(timeoutMs)
     if (!first.startsWith('servers=')) throw new Error(`zk-harness printed ${first}`)
@@ -75,6 +78,13 @@ async function startZooKeeper({ proxy = false, timeoutMs = 120_000 } = {}) {
       const second = await nextLine(10_000)
       if (!second.startsWith('proxy=')) throw new Error(`zk-harness printed ${second}`)
       proxyAddr = second.slice('proxy='.length)
+    }
+    info.servers = servers
+    // --secure: tls_servers=, tls_wrong_host_servers=, tls_ca=, ... up to sasl_users=.
+    while (secure && !('sasl_users' in info)) {
+      const line = await nextLine(10_000)
+      const eq = line.indexOf('=')
+      info[line.slice(0, eq)] = line.slice(eq + 1)
     }
   } catch (e) {
     child.kill('SIGKILL')
@@ -108,7 +118,7 @@ async function startZooKeeper({ proxy = false, timeoutMs = 120_000 } = {}) {
     clearTimeout(timer)
   }
 
-  return { servers, proxy: proxyAddr, command, stop, child }
+  return { servers, proxy: proxyAddr, info, command, stop, child }
 }
 
 /** A fresh lock path for one test. */

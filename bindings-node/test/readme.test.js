@@ -64,6 +64,14 @@ test("the README's JavaScript example runs as written on this Node", () => {
   assert.match(out, /\[ \d+n, \d+n \]/)
 })
 
+test("the README's semaphore example runs as written on this Node", () => {
+  const example = blocks('js').find((b) => b.startsWith('// semaphores.mjs'))
+  assert.ok(example, 'the README has the ```js semaphore example (semaphores.mjs)')
+  const out = runExample(example)
+  assert.match(out, /^third: null$/m)
+  assert.match(out, /^asked to let go\nstill held$/m)
+})
+
 test("the README's await using example compiles with tsc for Node 20 and runs", () => {
   const [example] = blocks('ts')
   assert.ok(example, 'the README has a ```ts example')

@@ -27,7 +27,16 @@ def main(argv: list[str]) -> int:
         return 2
     identity = f"python/{os.uname().nodename}/{os.getpid()}"
     try:
-        with zklock.Client(servers, identity=identity) as client:
+        env = os.environ.get  # a secured ensemble: the same variables as the CLI's
+        with zklock.Client(
+            servers,
+            identity=identity,
+            tls_ca=env("ZKLOCK_TLS_CA"),
+            tls_cert=env("ZKLOCK_TLS_CERT"),
+            tls_key=env("ZKLOCK_TLS_KEY"),
+            sasl_user=env("ZKLOCK_SASL_USER"),
+            sasl_password=env("ZKLOCK_SASL_PASSWORD"),
+        ) as client:
             lock = client.lock(path)
             with open(logfile, "a", encoding="utf-8") as log:
                 for _ in range(rounds):

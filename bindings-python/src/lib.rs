@@ -28,7 +28,7 @@ use std::time::Duration;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyModule;
+use pyo3::types::{PyDict, PyModule};
 
 use zklock::{Acquire, CallbackQueue, ErrorKind, LeaseState, Owner, Wait};
 
@@ -318,7 +318,8 @@ struct PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, auth=None, identity=None, acl="open"))]
+    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, auth=None, identity=None, acl="open", tls_ca=None, tls_cert=None, tls_key=None, tls_verify_hostname=None, sasl_user=None, sasl_password=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         hosts: String,
@@ -327,6 +328,12 @@ impl PyClient {
         auth: Option<String>,
         identity: Option<String>,
         acl: &str,
+        tls_ca: Option<String>,
+        tls_cert: Option<String>,
+        tls_key: Option<String>,
+        tls_verify_hostname: Option<bool>,
+        sasl_user: Option<String>,
+        sasl_password: Option<String>,
     ) -> PyResult<Self> {
         let secs = zklock::support::duration_from_secs_f64;
         let mut options = zklock::Options::default()
@@ -339,6 +346,16 @@ impl PyClient {
         if let Some(identity) = identity {
             options = options.identity(identity);
         }
+        let options = zklock::SecureParts {
+            tls_ca,
+            tls_cert,
+            tls_key,
+            tls_verify_hostname,
+            sasl_user,
+            sasl_password,
+        }
+        .apply(options)
+        .py(py)?;
         let client = wait(
             py,
             async move { zklock::Client::connect(&hosts, options).await },
@@ -381,6 +398,36 @@ impl PyClient {
         ))))
     }
 
+    /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
+    /// layout); never re-entrant. Any Python int is taken: the core judges N.
+    fn semaphore(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        max_leases: &Bound<'_, PyAny>,
+    ) -> PyResult<NativeLock> {
+        let n = max_leases_of(path, max_leases).py(py)?;
+        let lock = self.client.semaphore(path, n).py(py)?;
+        Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
+    }
+
+    /// `semaphore(path, 1)`: excludes Curator's `InterProcessSemaphoreMutex`.
+    fn semaphore_mutex(&self, py: Python<'_>, path: &str) -> PyResult<NativeLock> {
+        let lock = self.client.semaphore_mutex(path).py(py)?;
+        Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
+    }
+
+    /// Asks the holder(s) of `path` (or the one `node`) to let go: sets `__REVOKE__` on their
+    /// nodes (Curator's `Revoker.attemptRevoke`). Returns the nodes asked.
+    #[pyo3(signature = (path, node=None))]
+    fn revoke(&self, py: Python<'_>, path: String, node: Option<String>) -> PyResult<Vec<String>> {
+        let client = self.client.clone();
+        wait(
+            py,
+            async move { client.revoke(&path, node.as_deref()).await },
+        )
+    }
+
     /// Both sides of a read/write lock on `path`: `(read, write)`.
     fn rw_lock(&self, py: Python<'_>, path: &str) -> PyResult<(NativeLock, NativeLock)> {
         let rw = Arc::new(self.client.rw_lock(path).py(py)?);
@@ -411,6 +458,44 @@ impl PyClient {
         Ok(NativeLock::new(Inner::Multi(multi)))
     }
 
+    /// The core's statistics of this client, as a dict of numbers (times in seconds; `wait` and
+    /// `hold` are dicts of `count`, `p50`, `p90`, `p99`, `max`). `zklock.Client.stats()` makes
+    /// them a frozen dataclass.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.client.stats();
+        let times = |p: zklock::Percentiles| -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            d.set_item("count", p.count)?;
+            for (name, value) in [
+                ("p50", p.p50),
+                ("p90", p.p90),
+                ("p99", p.p99),
+                ("max", p.max),
+            ] {
+                d.set_item(name, value.as_secs_f64())?;
+            }
+            Ok(d)
+        };
+        let d = PyDict::new(py);
+        for (name, value) in [
+            ("acquired", s.acquired),
+            ("timed_out", s.timed_out),
+            ("cancelled", s.cancelled),
+            ("failed", s.failed),
+            ("held", s.held),
+            ("waiting", s.waiting),
+            ("suspended", s.suspended),
+            ("lost", s.lost),
+            ("reconnects", s.reconnects),
+            ("session_expiries", s.session_expiries),
+        ] {
+            d.set_item(name, value)?;
+        }
+        d.set_item("wait", times(s.wait)?)?;
+        d.set_item("hold", times(s.hold)?)?;
+        Ok(d)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<zklock._zklock.Client hosts={:?} session=0x{:x}{}>",
@@ -423,6 +508,25 @@ impl PyClient {
             }
         )
     }
+}
+
+/// A Python int as a semaphore's N for the core: a value no `u32` holds (negative, or beyond)
+/// cannot reach the core's check, so it gets the same kind of error here, naming the value.
+fn max_leases_of(path: &str, value: &Bound<'_, PyAny>) -> zklock::Result<u32> {
+    value.extract::<u32>().map_err(|_| {
+        let shown = value
+            .str()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| "?".to_owned());
+        zklock::Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "invalid number of leases {} for the semaphore {path}: it must be 1 to {}",
+                shown.chars().take(40).collect::<String>(),
+                zklock::MAX_LEASES
+            ),
+        )
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -510,8 +614,8 @@ impl NativeLock {
         }
     }
 
-    /// The queue of the lock path: `[(node, identity, token, library, kind, session_id)]`,
-    /// holder first.
+    /// The queue of the lock path: `[(node, identity, token, library, kind, session_id,
+    /// max_leases)]`, holder first (a semaphore's leases and guard waiters follow).
     fn participants(&self, py: Python<'_>) -> PyResult<Vec<ParticipantTuple>> {
         let list = match &self.inner {
             Inner::Single(l) => {
@@ -543,13 +647,14 @@ impl NativeLock {
                     library,
                     p.kind.as_str().to_owned(),
                     p.session_id,
+                    p.max_leases,
                 )
             })
             .collect())
     }
 }
 
-type ParticipantTuple = (String, String, i64, String, String, i64);
+type ParticipantTuple = (String, String, i64, String, String, i64, Option<u32>);
 
 // ---------------------------------------------------------------------------------------------
 // Leases
@@ -732,6 +837,24 @@ impl NativeLease {
         Ok(())
     }
 
+    /// True once someone asked the holder to let go (`__REVOKE__` on its node).
+    fn is_revoke_requested(&self, py: Python<'_>) -> PyResult<bool> {
+        self.check_process(py)?;
+        Ok(lock(&self.lease)
+            .as_ref()
+            .is_some_and(|l| l.is_revoke_requested()))
+    }
+
+    /// Calls `callback()` once, on zklock's callback thread, when a revocation is requested
+    /// while the lease is held (the core's `on_revoke`); never after it ended.
+    fn on_revoke(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        self.check_process(py)?;
+        if let Some(lease) = &*lock(&self.lease) {
+            lease.on_revoke(move || call_unraisable(&callback, None));
+        }
+        Ok(())
+    }
+
     /// The core's subscription: `callback(state)` on zklock's callback thread with the current
     /// state first, then at every change, ending after a final state (`'released'` at once for
     /// a released lease).
@@ -765,6 +888,49 @@ impl NativeLease {
         future_into_py(py, lease.release(), released_into_py)
     }
 
+    /// Runs `(op, path, data)` writes (`create`, `set_data`, `delete`; the core judges them) as
+    /// one multi request with a check that the lease's node still exists, the GIL released.
+    /// Returns per write the created path, the new data version, or None for a delete;
+    /// `LockLost` when the lease was lost (nothing applied).
+    fn guarded_write(
+        &self,
+        py: Python<'_>,
+        writes: Vec<(String, String, Option<Vec<u8>>)>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        self.check_process(py)?;
+        let writes = writes
+            .into_iter()
+            .map(|(op, path, data)| zklock::Write::from_op(&op, &path, data))
+            .collect::<zklock::Result<Vec<_>>>()
+            .py(py)?;
+        let guarded = lock(&self.lease).as_ref().map(zklock::Lease::guarded);
+        let Some(guarded) = guarded else {
+            return Err(to_py_err(
+                py,
+                zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!(
+                        "the lease on {} was released; guarded writes need a held lease",
+                        self.path
+                    ),
+                ),
+            ));
+        };
+        let done = py.detach(move || guarded.blocking_write(writes));
+        done.py(py)?
+            .into_iter()
+            .map(|w| -> PyResult<Py<PyAny>> {
+                Ok(match w {
+                    zklock::Written::Created(p) => p.into_pyobject(py)?.into_any().unbind(),
+                    zklock::Written::Set { version } => {
+                        version.into_pyobject(py)?.into_any().unbind()
+                    }
+                    zklock::Written::Deleted => py.None(),
+                })
+            })
+            .collect()
+    }
+
     fn __repr__(&self) -> String {
         let state = if self.pid == zklock::support::current_pid() {
             self.state().as_str()
@@ -786,6 +952,32 @@ fn check_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
     wait_of(py, timeout).map(drop)
 }
 
+/// Installs (or with None removes) the core's log sink: `callback(level, event, message,
+/// fields)` on zklock's callback thread for every record up to `level` (`'debug'`, `'info'`,
+/// `'warn'`, `'error'`); the package forwards them to `logging.getLogger("zklock")`.
+#[pyfunction]
+#[pyo3(signature = (callback, level="info"))]
+fn set_log_sink(py: Python<'_>, callback: Option<Py<PyAny>>, level: &str) -> PyResult<()> {
+    let level = zklock::support::LogLevel::from_str(level).py(py)?;
+    let sink = callback.map(|callback| {
+        let sink: Arc<dyn Fn(&zklock::support::LogRecord) + Send + Sync> = Arc::new(move |r| {
+            let _ = Python::try_attach(|py| {
+                let fields = PyDict::new(py);
+                for (k, v) in &r.fields {
+                    let _ = fields.set_item(*k, v);
+                }
+                let args = (r.level.as_str(), r.event, r.message.as_str(), fields);
+                if let Err(err) = callback.bind(py).call1(args) {
+                    err.write_unraisable(py, Some(callback.bind(py)));
+                }
+            });
+        });
+        (level, sink)
+    });
+    zklock::support::set_log_sink(sink);
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Module
 
@@ -795,6 +987,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeLock>()?;
     m.add_class::<NativeLease>()?;
     m.add_function(wrap_pyfunction!(check_timeout, m)?)?;
+    m.add_function(wrap_pyfunction!(set_log_sink, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -53,7 +53,8 @@ def test_typed_example_runs(servers):
 @pytest.mark.parametrize(
     "target",
     [
-        [str(EXAMPLES / "typed_example.py"), str(EXAMPLES / "worker.py"), str(EXAMPLES / "readme.py")],
+        [str(EXAMPLES / "typed_example.py"), str(EXAMPLES / "worker.py"), str(EXAMPLES / "readme.py"),
+         str(EXAMPLES / "readme_semaphore.py")],
         ["-p", "zklock"],  # the package itself: its annotations agree with _zklock.pyi
     ],
     ids=["examples", "package"],
@@ -86,3 +87,26 @@ def test_the_readme_example_runs_as_written(servers):
     assert out.returncode == 0, out.stdout + out.stderr
     tokens = [line.split()[-1] for line in out.stdout.splitlines() if line.startswith("fencing token")]
     assert len(tokens) == 2 and all(int(t) > 0 for t in tokens), out.stdout
+
+
+README_SEMAPHORE = EXAMPLES / "readme_semaphore.py"
+
+
+def test_the_readme_semaphore_example_is_examples_readme_semaphore_py_verbatim():
+    snippet = README_SEMAPHORE.read_text().strip("\n")
+    assert f"```python\n{snippet}\n```" in README.read_text(), (
+        "bindings-python/README.md must show examples/readme_semaphore.py verbatim"
+    )
+
+
+def test_the_readme_semaphore_example_runs_as_written(servers):
+    env = {**os.environ, "ZKLOCK_SERVERS": servers}
+    out = subprocess.run(
+        [sys.executable, "-W", "error::ResourceWarning", str(README_SEMAPHORE)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    tokens = lines[0].split()[2:]
+    assert lines[0].startswith("lease tokens") and len(set(tokens)) == 2, out.stdout
+    assert lines[1:] == ["third: False", "asked to let go: True"], out.stdout

@@ -38,8 +38,18 @@ fn work(
     logfile: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let identity = format!("rust-worker/{}", std::process::id());
-    let client =
-        zklock::Client::blocking_connect(servers, zklock::Options::default().identity(identity))?;
+    // A secured ensemble: the same variables as the CLI's.
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let options = zklock::SecureParts {
+        tls_ca: env("ZKLOCK_TLS_CA"),
+        tls_cert: env("ZKLOCK_TLS_CERT"),
+        tls_key: env("ZKLOCK_TLS_KEY"),
+        tls_verify_hostname: None,
+        sasl_user: env("ZKLOCK_SASL_USER"),
+        sasl_password: env("ZKLOCK_SASL_PASSWORD"),
+    }
+    .apply(zklock::Options::default().identity(identity))?;
+    let client = zklock::Client::blocking_connect(servers, options)?;
     let mutex = client.mutex(path)?;
     let mut log = std::fs::OpenOptions::new()
         .create(true)

@@ -15,6 +15,8 @@ pub enum Side {
     Mutex,
     Read,
     Write,
+    /// One lease of a semaphore of this many leases.
+    Semaphore(u32),
 }
 
 pub struct Args<'a> {
@@ -22,7 +24,27 @@ pub struct Args<'a> {
     pub side: Side,
     pub try_lock: bool,
     pub kill_after: Duration,
+    /// Print the wait and hold time (`--stats`) when the command ends.
+    pub stats: bool,
     pub command: &'a [OsString],
+}
+
+/// `--stats`: the core's statistics of this run's client, on stderr (the command's stdout stays
+/// its own): how long the lock was waited for and held, and what happened to the lease.
+fn print_stats(client: &zklock::Client, path: &str) {
+    let s = client.stats();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    eprintln!(
+        "zklock: stats for {path}: waited {:.1} ms, held {:.1} ms (acquired {}, timed out {}, suspended {}, lost {}, reconnects {}, session expiries {})",
+        ms(s.wait.max),
+        ms(s.hold.max),
+        s.acquired,
+        s.timed_out,
+        s.suspended,
+        s.lost,
+        s.reconnects,
+        s.session_expiries
+    );
 }
 
 /// SIGINT, SIGTERM and SIGHUP, caught from the start so none kills us with a node behind.
@@ -102,6 +124,10 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     let lock: &Lock = match args.side {
         Side::Mutex => {
             mutex = client.mutex(path)?;
+            &mutex
+        }
+        Side::Semaphore(n) => {
+            mutex = client.semaphore(path, n)?;
             &mutex
         }
         Side::Read | Side::Write => {
@@ -228,6 +254,9 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
                 .map(exit_code)
                 .map_err(|e| Failure::software(format!("waiting for the command: {e}")))?;
             let released = lease.release().await;
+            if args.stats {
+                print_stats(&client, path);
+            }
             close(&client).await;
             match released {
                 Ok(Released::WasLost) => Err(Failure::new(
@@ -269,6 +298,9 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
                 let _ = child.wait().await;
             }
             let _ = lease.release().await;
+            if args.stats {
+                print_stats(&client, path);
+            }
             close(&client).await;
             Err(Failure::new(
                 status::LOST,

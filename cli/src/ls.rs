@@ -11,6 +11,7 @@ pub fn kind_str(kind: NodeKind) -> &'static str {
         NodeKind::Mutex => "mutex",
         NodeKind::Read => "read",
         NodeKind::Write => "write",
+        NodeKind::Lease => "lease",
     }
 }
 
@@ -21,7 +22,19 @@ pub fn kind_str(kind: NodeKind) -> &'static str {
 /// and our write node stays until the read is released). From the outside a read of the same
 /// session that is not a downgrade cannot be told apart; zklock takes such reads only as
 /// downgrades.
+///
+/// A semaphore's nodes (kind `lease`, after the lock nodes) follow Curator's rule: the nodes of
+/// `<path>/leases` hold, except those past N when N is known, and, when N is not known (ZooKeeper
+/// does not store it), the newest lease node of the session that holds the guard
+/// (`<path>/locks`): that is a waiter with its node in place. The guard's nodes wait.
 pub fn holders(queue: &[Participant]) -> Vec<bool> {
+    let is_lease = |p: &Participant| p.kind == NodeKind::Lease && p.node.contains("/leases/");
+    let guard_session = queue
+        .iter()
+        .find(|p| p.kind == NodeKind::Lease && p.node.contains("/locks/"))
+        .map(|p| p.session_id);
+    let newest_lease = queue.iter().rposition(is_lease);
+    let mut leases_before = 0u64;
     let first_write_session = queue
         .first()
         .filter(|p| p.kind == NodeKind::Write)
@@ -31,6 +44,16 @@ pub fn holders(queue: &[Participant]) -> Vec<bool> {
         .iter()
         .enumerate()
         .map(|(i, p)| {
+            if p.kind == NodeKind::Lease {
+                if !is_lease(p) {
+                    return false;
+                }
+                leases_before += 1;
+                return match p.max_leases {
+                    Some(n) => leases_before <= u64::from(n),
+                    None => !(Some(i) == newest_lease && guard_session == Some(p.session_id)),
+                };
+            }
             let holds = if p.kind.is_exclusive() {
                 i == 0
             } else {
@@ -59,6 +82,7 @@ pub fn to_json(path: &str, queue: &[Participant]) -> serde_json::Value {
                 "identity": p.identity,
                 "token": p.token,
                 "session_id": format!("0x{:x}", p.session_id),
+                "max_leases": p.max_leases,
             })
         })
         .collect();
@@ -110,6 +134,153 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
     out
 }
 
+/// How long ago `created_ms` (a node's ctime) was, as `1h02m`, `3m05s` or `12.3s`.
+pub fn age(now_ms: i64, created_ms: i64) -> String {
+    let ms = (now_ms - created_ms).max(0);
+    let secs = ms / 1000;
+    match secs {
+        0..=59 => format!("{}.{}s", secs, (ms % 1000) / 100),
+        60..=3599 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
+    }
+}
+
+/// One frame of `ls --watch`: the queue in order with what each contender does and for how
+/// long (holding or waiting since its node was made), its identity and library.
+pub fn to_watch_frame(path: &str, queue: &[Participant], now_ms: i64) -> String {
+    if queue.is_empty() {
+        return format!("{path}: free (no contenders)\n");
+    }
+    let holds = holders(queue);
+    let held = holds.iter().filter(|h| **h).count();
+    let mut rows = vec![[
+        "#".to_owned(),
+        "ROLE".to_owned(),
+        "FOR".to_owned(),
+        "IDENTITY".to_owned(),
+        "LIBRARY".to_owned(),
+        "KIND".to_owned(),
+        "TOKEN".to_owned(),
+        "NODE".to_owned(),
+    ]];
+    for (i, (p, &h)) in queue.iter().zip(&holds).enumerate() {
+        rows.push([
+            i.to_string(),
+            if h { "holding" } else { "waiting" }.to_owned(),
+            age(now_ms, p.created_ms),
+            crate::one_line(&p.identity),
+            p.library.as_str().to_owned(),
+            kind_str(p.kind).to_owned(),
+            p.token.to_string(),
+            p.node.rsplit('/').next().unwrap_or_default().to_owned(),
+        ]);
+    }
+    let mut widths = [0usize; 8];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = format!("{path}: {held} holding, {} waiting\n", queue.len() - held);
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// How often `ls --watch` looks at the queue (one getChildren and a pipelined getData per node):
+/// a change shows within this, and the ages tick once a second.
+const WATCH_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// `zklock ls --watch PATH`: redraws the queue when it changes (and every second, for the
+/// ages) until interrupted. On a terminal each frame replaces the last (home + clear, plain
+/// ANSI, fine over ssh); otherwise frames follow each other, separated by a blank line, and
+/// only when the queue changed.
+pub async fn watch(cli: &Settings, path: &str) -> Result<i32, Failure> {
+    use std::io::{IsTerminal, Write};
+    let client = crate::connect(cli, path).await?;
+    let lock = client.mutex(path)?;
+    let tty = std::io::stdout().is_terminal();
+    let (mut last_queue, mut last_second) = (None::<String>, -1i64);
+    loop {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let (body, queue_key) = match lock.participants().await {
+            Ok(queue) => (
+                to_watch_frame(path, &queue, now_ms),
+                queue
+                    .iter()
+                    .map(|p| p.node.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            Err(e) => {
+                let why = crate::one_line(e.message());
+                (
+                    format!("{path}: cannot read the queue: {why}\n"),
+                    format!("error {why}"),
+                )
+            }
+        };
+        let changed = last_queue.as_deref() != Some(queue_key.as_str());
+        let tick = tty && now_ms / 1000 != last_second;
+        if changed || tick {
+            let clock = now_ms / 1000 % 86_400;
+            let stamp = format!(
+                "{:02}:{:02}:{:02} UTC",
+                clock / 3600,
+                clock / 60 % 60,
+                clock % 60
+            );
+            let mut out = std::io::stdout().lock();
+            let frame = if tty {
+                format!("\x1b[H\x1b[2J{body}\n(updated {stamp}; Ctrl-C to quit)\n")
+            } else {
+                format!("{body}(at {stamp})\n\n")
+            };
+            if out
+                .write_all(frame.as_bytes())
+                .and_then(|_| out.flush())
+                .is_err()
+            {
+                // The reader went away (a closed pipe, a hung-up terminal): stop quietly.
+                client.close().await;
+                return Ok(0);
+            }
+            last_queue = Some(queue_key);
+            last_second = now_ms / 1000;
+        }
+        tokio::time::sleep(WATCH_POLL).await;
+    }
+}
+
+/// `zklock revoke PATH [NODE]`: asks the holder(s) to let go; prints the nodes asked.
+pub async fn revoke(cli: &Settings, path: &str, node: Option<&str>) -> Result<i32, Failure> {
+    let client = crate::connect(cli, path).await?;
+    let asked = client.revoke(path, node).await;
+    client.close().await;
+    match asked {
+        Ok(nodes) => {
+            for node in nodes {
+                println!("{node}");
+            }
+            Ok(0)
+        }
+        Err(e) if e.kind() == zklock::ErrorKind::NotHeld => Err(Failure::new(
+            crate::status::NOBODY,
+            crate::one_line(e.message()),
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
 pub async fn run(cli: &Settings, path: &str, json: bool) -> Result<i32, Failure> {
     let client = crate::connect(cli, path).await?;
     let queue = client.mutex(path)?.participants().await?;
@@ -135,7 +306,32 @@ mod tests {
             library,
             kind,
             session_id: 0x1234,
+            created_ms: 1_700_000_000_000,
+            max_leases: None,
         }
+    }
+
+    #[test]
+    fn lease_nodes_hold_except_past_n_or_the_guard_holders_newest() {
+        let lease = |name: &str, session: i64, max: Option<u32>| Participant {
+            session_id: session,
+            max_leases: max,
+            ..p(name, NodeKind::Lease, Library::Curator)
+        };
+        // N unknown: the guard holder's (session 9) newest lease node waits, the guard's waits.
+        let q = [
+            lease("leases/a-lease-1", 1, None),
+            lease("leases/b-lease-2", 9, None),
+            lease("locks/c-lock-3", 9, None),
+            lease("locks/d-lock-4", 5, None),
+        ];
+        assert_eq!(holders(&q), vec![true, false, false, false]);
+        // N known: the first N lease nodes hold.
+        let q = [
+            lease("leases/a-lease-1", 1, Some(1)),
+            lease("leases/b-lease-2", 2, Some(1)),
+        ];
+        assert_eq!(holders(&q), vec![true, false]);
     }
 
     #[test]
@@ -179,6 +375,28 @@ mod tests {
         let mut ours_m = p("e-lock-5", NodeKind::Mutex, Library::Curator);
         ours_m.session_id = 1;
         assert_eq!(holders(&[ours_m, ours_r]), [true, false]);
+    }
+
+    #[test]
+    fn the_watch_frame_shows_each_contenders_role_age_identity_and_library_in_order() {
+        let q = [
+            p("x-lock-0000000001", NodeKind::Mutex, Library::Zklock),
+            p("y__lock__0000000002", NodeKind::Mutex, Library::Kazoo),
+        ];
+        let f = to_watch_frame("/l", &q, 1_700_000_000_000 + 65_000);
+        let lines: Vec<&str> = f.lines().collect();
+        assert_eq!(lines[0], "/l: 1 holding, 1 waiting");
+        assert!(
+            lines[2].starts_with("0  holding  1m05s  me") && lines[2].contains("zklock"),
+            "{f}"
+        );
+        assert!(
+            lines[3].starts_with("1  waiting  1m05s  me") && lines[3].contains("kazoo"),
+            "{f}"
+        );
+        assert_eq!(age(10_500, 10_000), "0.5s");
+        assert_eq!(age(0, -7_200_000), "2h00m");
+        assert_eq!(to_watch_frame("/l", &[], 0), "/l: free (no contenders)\n");
     }
 
     #[test]

@@ -24,6 +24,111 @@ pub struct Connection {
     /// How long to keep trying to reach a ZooKeeper server before giving up [default: 15s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub connect_timeout: Option<Duration>,
+
+    #[command(flatten)]
+    pub secure: Secure,
+}
+
+/// Secure ZooKeeper (exec and ls). The SASL password never comes from a flag (a flag shows in
+/// `ps`): $ZKLOCK_SASL_PASSWORD, or the first line of --sasl-password-file.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Secure {
+    /// PEM file of the CA that signed the servers' certificates: TLS to every server.
+    #[arg(long, value_name = "PEM", env = "ZKLOCK_TLS_CA")]
+    pub tls_ca: Option<String>,
+
+    /// PEM file of a client certificate (with --tls-key), for servers that ask for one.
+    #[arg(long, value_name = "PEM", env = "ZKLOCK_TLS_CERT")]
+    pub tls_cert: Option<String>,
+
+    /// PEM file of the client certificate's private key.
+    #[arg(long, value_name = "PEM", env = "ZKLOCK_TLS_KEY")]
+    pub tls_key: Option<String>,
+
+    /// Do not check that a server's certificate names the host dialled (the CA is still
+    /// checked). Also ZKLOCK_TLS_VERIFY_HOSTNAME=false.
+    #[arg(long)]
+    pub no_tls_verify_hostname: bool,
+
+    /// SASL DIGEST-MD5 user; the password comes from $ZKLOCK_SASL_PASSWORD or
+    /// --sasl-password-file.
+    #[arg(long, value_name = "USER", env = "ZKLOCK_SASL_USER")]
+    pub sasl_user: Option<String>,
+
+    /// A file whose first line is the SASL password.
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_SASL_PASSWORD_FILE")]
+    pub sasl_password_file: Option<String>,
+
+    /// ACL of the lock nodes we create: open, creator-all or read-anyone-creator-all (the last
+    /// two need a SASL user or $ZKLOCK_AUTH, digest credentials user:password).
+    #[arg(long, value_name = "POLICY", env = "ZKLOCK_ACL")]
+    pub acl: Option<String>,
+}
+
+// Not in `refuse_unused`: these come from the environment too (ZKLOCK_TLS_CA exported for the
+// demo), and `zklock server ...` must not fail because of it.
+impl Secure {
+    /// After the command wins over before it, field by field.
+    fn or(&self, before: &Secure) -> Secure {
+        Secure {
+            tls_ca: self.tls_ca.clone().or_else(|| before.tls_ca.clone()),
+            tls_cert: self.tls_cert.clone().or_else(|| before.tls_cert.clone()),
+            tls_key: self.tls_key.clone().or_else(|| before.tls_key.clone()),
+            no_tls_verify_hostname: self.no_tls_verify_hostname || before.no_tls_verify_hostname,
+            sasl_user: self.sasl_user.clone().or_else(|| before.sasl_user.clone()),
+            sasl_password_file: self
+                .sasl_password_file
+                .clone()
+                .or_else(|| before.sasl_password_file.clone()),
+            acl: self.acl.clone().or_else(|| before.acl.clone()),
+        }
+    }
+
+    /// The core's options from these flags and the environment; the core checks them.
+    fn apply(&self, mut options: zklock::Options) -> Result<zklock::Options, Failure> {
+        let password = match (
+            &self.sasl_password_file,
+            std::env::var("ZKLOCK_SASL_PASSWORD"),
+        ) {
+            (Some(file), _) => Some(
+                std::fs::read_to_string(file)
+                    .map_err(|e| {
+                        Failure::new(
+                            status::USAGE,
+                            format!("--sasl-password-file {file}: cannot read it: {e}"),
+                        )
+                    })?
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            (None, Ok(p)) if !p.is_empty() => Some(p),
+            _ => None,
+        };
+        let verify = match std::env::var("ZKLOCK_TLS_VERIFY_HOSTNAME").as_deref() {
+            _ if self.no_tls_verify_hostname => Some(false),
+            Ok("false" | "0" | "no") => Some(false),
+            _ => None,
+        };
+        if let Ok(auth) = std::env::var("ZKLOCK_AUTH") {
+            if !auth.is_empty() {
+                options = options.auth(auth);
+            }
+        }
+        if let Some(acl) = &self.acl {
+            options = options.acl(acl.parse::<zklock::AclPolicy>()?);
+        }
+        Ok(zklock::SecureParts {
+            tls_ca: self.tls_ca.clone(),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+            tls_verify_hostname: verify.filter(|_| self.tls_ca.is_some()),
+            sasl_user: self.sasl_user.clone(),
+            sasl_password: password.filter(|_| self.sasl_user.is_some()),
+        }
+        .apply(options)?)
+    }
 }
 
 /// The session that holds the lock, and how long to wait for it (exec).
@@ -74,6 +179,7 @@ pub struct Settings {
     pub session_timeout: Duration,
     pub timeout: Option<Duration>,
     pub identity: Option<String>,
+    pub secure: Secure,
 }
 
 impl Settings {
@@ -98,6 +204,7 @@ impl Settings {
                 .identity
                 .clone()
                 .or_else(|| before.holding.identity.clone()),
+            secure: connection.secure.or(&before.connection.secure),
         }
     }
 }
@@ -107,6 +214,7 @@ fn refuse_unused(cli: &Cli) -> Result<(), Failure> {
     let (name, takes_connection, takes_holding) = match &cli.command {
         Command::Exec { .. } => return Ok(()),
         Command::Ls { .. } => ("ls", true, false),
+        Command::Revoke { .. } => ("revoke", true, false),
         Command::Server { .. } => ("server", false, false),
         Command::CheckLog { .. } => ("check-log", false, false),
     };
@@ -159,9 +267,19 @@ pub enum Command {
         /// Take the exclusive (write) side of a read/write lock on PATH.
         #[arg(long)]
         write: bool,
+        /// Take one lease of a semaphore of N leases on PATH (Curator's InterProcessSemaphoreV2
+        /// layout: PATH/leases, PATH/locks): up to N commands run at once (as `consul lock -n`).
+        /// Every user of PATH must give the same N. -n 1 excludes Curator's
+        /// InterProcessSemaphoreMutex.
+        #[arg(short = 'n', long = "leases", value_name = "N", conflicts_with_all = ["read", "write"])]
+        leases: Option<u32>,
         /// Do not wait: exit at once with status 75 when the lock is held.
         #[arg(long = "try")]
         try_lock: bool,
+        /// When the command ends, print how long the lock was waited for and held (and the
+        /// client's other lock statistics) on stderr.
+        #[arg(long)]
+        stats: bool,
         /// Grace period between SIGTERM and SIGKILL when the lock is lost.
         #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
         kill_after: Duration,
@@ -179,8 +297,24 @@ pub enum Command {
         /// The lock path, e.g. /locks/nightly
         path: String,
         /// Print JSON for scripts instead of a table.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "watch")]
         json: bool,
+        /// Keep watching: redraw the queue when it changes (and every second on a terminal,
+        /// for how long each contender has held or waited), until Ctrl-C.
+        #[arg(long)]
+        watch: bool,
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// Ask the holder(s) of PATH to let go (Curator's revocation): sets the data of each holder's
+    /// node to __REVOKE__, which Curator's RevocationListener and zklock's revocation handlers
+    /// hear. Without NODE: the current holder, or every lease of a semaphore. Prints the nodes
+    /// asked. Exit status 3 when nobody holds PATH or NODE is gone.
+    Revoke {
+        /// The lock path, e.g. /locks/nightly
+        path: String,
+        /// One node to ask (its name, as `zklock ls` shows it, or its full path).
+        node: Option<String>,
         #[command(flatten)]
         connection: Connection,
     },
@@ -354,7 +488,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             expect,
             timeline,
         } => check::run(files, *expect, *timeline),
-        Command::Exec { .. } | Command::Ls { .. } => {
+        Command::Exec { .. } | Command::Ls { .. } | Command::Revoke { .. } => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -365,8 +499,10 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         path,
                         read,
                         write,
+                        leases,
                         try_lock,
                         kill_after,
+                        stats,
                         connection,
                         holding,
                         command,
@@ -375,7 +511,9 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                             &Settings::new(&cli, connection, Some(holding)),
                             exec::Args {
                                 path,
-                                side: if *read {
+                                side: if let Some(n) = leases {
+                                    exec::Side::Semaphore(*n)
+                                } else if *read {
                                     exec::Side::Read
                                 } else if *write {
                                     exec::Side::Write
@@ -384,6 +522,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                                 },
                                 try_lock: *try_lock,
                                 kill_after: *kill_after,
+                                stats: *stats,
                                 command,
                             },
                         )
@@ -391,9 +530,28 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     }
                     Command::Ls {
                         path,
+                        watch: true,
+                        connection,
+                        ..
+                    } => ls::watch(&Settings::new(&cli, connection, None), path).await,
+                    Command::Ls {
+                        path,
                         json,
                         connection,
+                        ..
                     } => ls::run(&Settings::new(&cli, connection, None), path, *json).await,
+                    Command::Revoke {
+                        path,
+                        node,
+                        connection,
+                    } => {
+                        ls::revoke(
+                            &Settings::new(&cli, connection, None),
+                            path,
+                            node.as_deref(),
+                        )
+                        .await
+                    }
                     _ => unreachable!(),
                 }
             })
@@ -432,6 +590,7 @@ pub async fn connect(cli: &Settings, path: &str) -> Result<zklock::Client, Failu
     if let Some(id) = &cli.identity {
         options = options.identity(id.clone());
     }
+    let options = cli.secure.apply(options)?;
     zklock::Client::connect(&servers, options)
         .await
         .map_err(Failure::from)

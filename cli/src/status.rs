@@ -20,6 +20,8 @@ pub const CANNOT_EXECUTE: i32 = 126;
 pub const NOT_FOUND: i32 = 127;
 /// `zklock server status`: no local server runs.
 pub const NOT_RUNNING: i32 = 3;
+/// `zklock revoke`: nobody holds the path, or the named node is gone.
+pub const NOBODY: i32 = 3;
 /// A mutual-exclusion violation found by check-log.
 pub const VIOLATION: i32 = 1;
 
@@ -38,7 +40,7 @@ Exit status:
     126  the command could not be executed
     127  the command was not found
     130  (143, 129) SIGINT (SIGTERM, SIGHUP) while waiting for the lock; no node is left behind
-  server status: 0 running, 3 not running.
+  server status: 0 running, 3 not running. revoke: 3 nobody holds the path (or NODE is gone).
 
 Environment:
   ZKLOCK_SERVERS     default for --servers
@@ -49,6 +51,8 @@ Environment:
 Examples:
   zklock server start
   zklock exec /locks/nightly -- ./job.sh
+  zklock exec -n 4 /locks/encoders -- ./encode.sh
+  zklock revoke /locks/nightly
   zklock --servers zk1:2181,zk2:2181 exec --try /locks/nightly -- ./job.sh
   zklock ls --json /locks/nightly";
 

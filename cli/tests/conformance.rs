@@ -1,10 +1,13 @@
 //! The command line's runner of the conformance cases (`tests/conformance/cases.txt`, format in
 //! its README), against the shared test ZooKeeper. The ops with a command-line form run the
-//! `zklock` binary as a user would: `path` (`zklock exec --try PATH -- true`), `hosts`
+//! `zklock` binary as a user would: `path` (`zklock exec --try PATH -- true`), `semaphore`
+//! (`zklock exec -n N --timeout 5s PATH -- true`, and the scenarios `semaphore-fills` with two lease
+//! holders in this process, `revoke-not-held` as `zklock revoke PATH`, status 3), `hosts`
 //! (`zklock --servers HOSTS ls`), `session_timeout` (`--session-timeout`), `identity`
-//! (`--identity`) and `timeout` (`--timeout`, with a holder in this process that frees the lock
-//! after 300 ms). Every other op (read/write and multi-locks, ACL names, the scenarios) has no
-//! command-line form and is named `n/a` with the reason. The exit status is mapped back to the
+//! (`--identity`), `timeout` (`--timeout`, with a holder in this process that frees the lock
+//! after 300 ms), `acl` (`--acl`, credentials from ZKLOCK_AUTH) and `secret` (`exec` + `ls`).
+//! Every other op (read/write and multi-locks, the scenarios) has no command-line form and is
+//! named `n/a` with the reason. The exit status is mapped back to the
 //! error kind (see `zklock --help`); stderr must be one line of at most 300 characters.
 //!
 //! One line per case, then `conformance cli: N passed, N failed`; the test fails on any mismatch.
@@ -125,12 +128,94 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             "the command line makes a read/write lock only to take it (exec --read/--write)",
         ),
         "multi" => Outcome::NotApplicable("the command line has no multi-lock"),
-        "acl" => Outcome::NotApplicable("the command line has no ACL option"),
+        "acl" => {
+            let mut cmd = zk(&["exec", "--try", "--acl", &input, lock_path, "--", "true"]);
+            cmd.env("ZKLOCK_AUTH", "user:secret");
+            outcome_of(&run(cmd), "ok", "Timeout")
+        }
+        "secret" => secret(servers, lock_path, &input),
+        "semaphore" => outcome_of(
+            &exec(&["-n", &input, "--timeout", "5s"], lock_path),
+            "ok",
+            "Timeout",
+        ),
+        "scenario" if input == "semaphore-fills" => {
+            // Two leases of a semaphore of 2 held by clients of this process.
+            let holders: Vec<_> = (0..2)
+                .map(|_| {
+                    let client =
+                        zklock::Client::blocking_connect(servers, zklock::Options::default())
+                            .expect("a lease holder connects");
+                    let lease = client
+                        .semaphore(lock_path, 2)
+                        .and_then(|s| s.blocking_acquire_timeout(Duration::from_secs(10)))
+                        .expect("the holder takes a lease");
+                    (client, lease)
+                })
+                .collect();
+            let out = exec(&["-n", "2", "--try"], lock_path);
+            for (client, lease) in holders {
+                lease.blocking_release().expect("the holder releases");
+                client.blocking_close();
+            }
+            outcome_of(&out, "acquired", "not-acquired")
+        }
+        "scenario" if input == "revoke-not-held" => {
+            let out = run(zk(&["revoke", lock_path]));
+            if out.status.code() == Some(3) {
+                return Outcome::Is("NotHeld".into());
+            }
+            outcome_of(&out, "revoked", "Timeout")
+        }
         "scenario" => Outcome::NotApplicable(
             "a scenario needs a lease or lock value to hold on to; the command line has none",
         ),
         other => Outcome::Broken(format!("unknown op {other:?}")),
     }
+}
+
+/// The `secret` op: `zklock exec` (credentials from ZKLOCK_AUTH, ACL creator-all) runs
+/// `zklock ls` of its own lock; neither output, nor the error of a credential without `:`,
+/// holds the password.
+fn secret(servers: &str, lock_path: &str, secret: &str) -> Outcome {
+    let ls = format!(
+        "'{}' --servers '{servers}' ls '{lock_path}'; '{}' --servers '{servers}' ls --json '{lock_path}'",
+        env!("CARGO_BIN_EXE_zklock"),
+        env!("CARGO_BIN_EXE_zklock")
+    );
+    let mut cmd = zk(&[
+        "exec",
+        "--acl",
+        "creator-all",
+        lock_path,
+        "--",
+        "sh",
+        "-c",
+        &ls,
+    ]);
+    cmd.env("ZKLOCK_AUTH", format!("conformance:{secret}"));
+    let held = run(cmd);
+    if held.status.code() != Some(0) || !stdout(&held).contains("_c_") {
+        return Outcome::Broken(format!("exec + ls failed: {:.300}", stderr(&held)));
+    }
+    let mut cmd = zk(&["ls", lock_path]);
+    cmd.env("ZKLOCK_AUTH", secret);
+    let bad = run(cmd);
+    if bad.status.code() != Some(64) {
+        return Outcome::Broken(format!("a credential without ':' gave {:?}", bad.status));
+    }
+    let shown = [&held, &bad]
+        .iter()
+        .map(|o| stdout(o) + &stderr(o))
+        .collect::<String>();
+    Outcome::Is(
+        if shown.contains(secret) {
+            "shown"
+        } else {
+            "hidden"
+        }
+        .into(),
+    )
 }
 
 #[test]

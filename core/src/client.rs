@@ -11,6 +11,7 @@ use crate::options::Options;
 use crate::protocol::NodeKind;
 use crate::runtime::{self, on_runtime};
 use crate::rwlock::RwLock;
+use crate::stats::Stats;
 
 /// A connection to a ZooKeeper ensemble. Cheap to clone; clones share the session.
 #[derive(Clone)]
@@ -51,6 +52,21 @@ impl Client {
         Lock::new(self.inner.clone(), path, NodeKind::Mutex)
     }
 
+    /// A counting semaphore of `max_leases` leases on `path`, on Curator's
+    /// `InterProcessSemaphoreV2` layout (`<path>/leases`, `<path>/locks`): every acquire takes
+    /// one lease (not re-entrant), held while at most `max_leases` exist. Every process on the
+    /// path must pass the same N (ZooKeeper does not store it). `InvalidArgument` for 0.
+    pub fn semaphore(&self, path: &str, max_leases: u32) -> Result<Lock> {
+        self.inner.check_usable()?;
+        Lock::semaphore(self.inner.clone(), path, max_leases)
+    }
+
+    /// `semaphore(path, 1)`: excludes Curator's `InterProcessSemaphoreMutex` on `path`. Not
+    /// re-entrant (a second acquire by the same holder waits for itself, as in Curator).
+    pub fn semaphore_mutex(&self, path: &str) -> Result<Lock> {
+        self.semaphore(path, 1)
+    }
+
     /// A read/write lock on `path`.
     pub fn rw_lock(&self, path: &str) -> Result<RwLock> {
         self.inner.check_usable()?;
@@ -66,6 +82,28 @@ impl Client {
         MultiLock::from_paths(&self.inner, paths)
     }
 
+    /// Asks the holder of `path` to let go, as Curator's `Revoker.attemptRevoke` does: sets the
+    /// data of its node to `__REVOKE__`. `node` names one node (its name or full path); `None`
+    /// asks every current holder (each lease of a semaphore). Returns the nodes asked;
+    /// `NotHeld` when nobody holds the path or the node is gone. Holders hear it through
+    /// [`crate::Lease::revoke_requested`] (zklock) or a `RevocationListener` (Curator).
+    pub async fn revoke(&self, path: &str, node: Option<&str>) -> Result<Vec<String>> {
+        self.inner.check_usable()?;
+        let inner = self.inner.clone();
+        let (path, node) = (path.to_owned(), node.map(str::to_owned));
+        on_runtime(async move { crate::revoke::revoke(&inner, &path, node.as_deref()).await }).await
+    }
+
+    /// Blocking twin of [`Client::revoke`].
+    pub fn blocking_revoke(&self, path: &str, node: Option<&str>) -> Result<Vec<String>> {
+        self.inner.check_usable()?;
+        let inner = self.inner.clone();
+        let (path, node) = (path.to_owned(), node.map(str::to_owned));
+        runtime::block_on(
+            async move { crate::revoke::revoke(&inner, &path, node.as_deref()).await },
+        )
+    }
+
     /// The connect string this client was made with.
     pub fn hosts(&self) -> &str {
         self.inner.hosts()
@@ -79,6 +117,13 @@ impl Client {
     /// The session timeout the server granted the current session.
     pub fn session_timeout(&self) -> std::time::Duration {
         self.inner.current().timeout
+    }
+
+    /// A snapshot of this client's lock statistics since it was made: acquires by outcome, wait
+    /// and hold times, leases held and acquires waiting now, lease state events, reconnects and
+    /// session expiries (see [`Stats`]). A few atomic reads; works after close too.
+    pub fn stats(&self) -> Stats {
+        self.inner.counters().snapshot()
     }
 
     pub fn is_closed(&self) -> bool {

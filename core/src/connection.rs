@@ -11,6 +11,7 @@ use crate::options::{AclPolicy, Options};
 use crate::protocol;
 use crate::runtime;
 use crate::session::Session;
+use crate::stats::Counters;
 
 pub(crate) struct Connection {
     hosts: String,
@@ -21,6 +22,8 @@ pub(crate) struct Connection {
     current: Mutex<Arc<Session>>,
     reconnect: tokio::sync::Mutex<()>,
     closed: AtomicBool,
+    /// The client's lock statistics, shared with its sessions and leases.
+    counters: Arc<Counters>,
 }
 
 impl Connection {
@@ -29,8 +32,10 @@ impl Connection {
         protocol::validate_hosts(&hosts)?;
         options.validate()?;
         runtime::claim_transport()?;
-        let session = Session::open(&hosts, &options).await?;
+        let counters = Arc::new(Counters::default());
+        let session = Session::open(&hosts, &options, &counters).await?;
         Ok(Connection {
+            counters,
             identity: options.identity_bytes(),
             hosts,
             options,
@@ -66,6 +71,10 @@ impl Connection {
         &self.identity
     }
 
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
     pub(crate) fn acl(&self) -> AclPolicy {
         self.options.acl
     }
@@ -85,7 +94,7 @@ impl Connection {
         }
         // Boxed: connecting is a large future, and every acquire future would otherwise carry
         // its size (memory per waiting lock).
-        let fresh = Box::pin(Session::open(&self.hosts, &self.options)).await?;
+        let fresh = Box::pin(Session::open(&self.hosts, &self.options, &self.counters)).await?;
         *self.current.lock().unwrap() = fresh.clone();
         Ok(fresh)
     }

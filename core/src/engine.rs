@@ -160,6 +160,30 @@ pub(crate) async fn enqueue(session: &Arc<Session>, req: &Request<'_>) -> Result
     }
 }
 
+/// Creates our node and lists its parent in one round trip, with no queue (a semaphore's lease
+/// node: its rule is a count, `semaphore` decides). A failure removes our node before it
+/// returns; the returned node is removed by `abandon`, or kept by `into_node`.
+pub(crate) async fn create_listed(
+    session: &Arc<Session>,
+    req: &Request<'_>,
+) -> Result<(Queued, Vec<String>)> {
+    let mut cleanup = Cleanup::new(session.clone(), req.dir);
+    match Box::pin(create_node(session, req, &mut cleanup)).await {
+        Ok((token, children)) => Ok((
+            Queued {
+                cleanup,
+                token,
+                blocker: None,
+            },
+            children,
+        )),
+        Err(e) => {
+            Box::pin(cleanup.remove_now()).await;
+            Err(e)
+        }
+    }
+}
+
 impl Queued {
     pub(crate) fn is_ours(&self) -> bool {
         self.blocker.is_none()
@@ -210,6 +234,20 @@ impl Queued {
             others_before,
         });
         Ok(())
+    }
+
+    /// Makes `wait_turn` wait for `watcher` (a semaphore's children watch) instead of a node
+    /// before us.
+    pub(crate) fn wait_for(&mut self, watcher: zk::OneshotWatcher) {
+        self.blocker = Some(Blocker {
+            watcher: Some(watcher),
+            others_before: 1,
+        });
+    }
+
+    /// Our node's full path.
+    pub(crate) fn node(&self) -> &str {
+        self.cleanup.node().unwrap_or_default()
     }
 
     /// Our node, once the lock is ours: its session, path and token (the recipe makes the lease).

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::nodes::delete_node;
+use crate::observe;
 use crate::own_watch::{OwnWatch, Watched};
 use crate::runtime::{self, on_runtime};
 use crate::session::{Member, Session};
@@ -29,7 +30,17 @@ pub(crate) struct LeaseShared {
     lost_reason: Mutex<Option<String>>,
     /// The watch on our own node (see `own_watch`); dropped before we delete the node ourselves.
     pub(crate) own_watch: Mutex<OwnWatch>,
+    /// When we got the node, for the hold time; `hold_counted` turns true once the end of the
+    /// hold (release or loss, whichever comes first) was counted.
+    since: std::time::Instant,
+    hold_counted: AtomicBool,
+    /// 1 once someone asked us to let go (Curator's revocation: our node's data `__REVOKE__`).
+    revoke: Signal,
 }
+
+/// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
+/// its `Revoker.attemptRevoke` and by `zklock revoke`).
+pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 impl LeaseShared {
     pub(crate) fn new(
@@ -49,7 +60,11 @@ impl LeaseShared {
             downgrade_of,
             lost_reason: Mutex::new(None),
             own_watch: Mutex::new(OwnWatch::Idle),
+            since: std::time::Instant::now(),
+            hold_counted: AtomicBool::new(false),
+            revoke: Signal::new(0),
         });
+        session.counters.hold_started();
         if session.is_dead() {
             lease.lose(
                 session
@@ -77,8 +92,29 @@ impl LeaseShared {
     }
 
     pub(crate) fn set_state(&self, new: LeaseState) {
-        self.state
-            .update(|s| (!LeaseState::from_u8(s).is_final()).then_some(new as u8));
+        let old = self.state();
+        if self
+            .state
+            .update(|s| (!LeaseState::from_u8(s).is_final()).then_some(new as u8))
+        {
+            let reason = self.lost_reason.lock().unwrap().clone();
+            // The reason without its "lease on <node> lost: " (the record names the node).
+            let reason = reason
+                .as_deref()
+                .filter(|_| new == LeaseState::Lost)
+                .map(|r| r.split_once(" lost: ").map_or(r, |(_, why)| why));
+            observe::lease_state(&self.session.counters, &self.node, old, new, reason);
+            if new.is_final() {
+                self.end_hold();
+            }
+        }
+    }
+
+    /// Counts the end of the hold once, at its release or loss.
+    fn end_hold(&self) {
+        if !self.hold_counted.swap(true, Ordering::AcqRel) {
+            self.session.counters.hold_ended(self.since);
+        }
     }
 
     /// Released by us, or lost.
@@ -109,6 +145,10 @@ impl LeaseShared {
             .get_or_insert_with(|| format!("lease on {} lost: {why}", self.node));
         self.set_state(LeaseState::Lost);
         self.stop_watching();
+    }
+
+    pub(crate) fn lost_reason(&self) -> Option<String> {
+        self.lost_reason.lock().unwrap().clone()
     }
 
     pub(crate) fn session(&self) -> &Arc<Session> {
@@ -189,6 +229,11 @@ impl Watched for LeaseShared {
     fn deleted_by_someone_else(&self) {
         self.stop_watching();
         self.lose_unless_released("our lock node was deleted by someone else");
+    }
+    fn data_seen(&self, data: &[u8]) {
+        if data == REVOKE_MESSAGE {
+            self.revoke.set(1);
+        }
     }
 }
 
@@ -383,7 +428,50 @@ impl Lease {
         });
     }
 
-    fn shared_parts(&self) -> Vec<Arc<LeaseShared>> {
+    /// True once someone asked this lease's holder to let go: the data of one of its nodes was
+    /// set to `__REVOKE__` (Curator's `Revoker.attemptRevoke`, `zklock revoke`, or
+    /// [`crate::Client::revoke`]). Noticed by the watch every held node gets after 100 ms, so a
+    /// request made earlier is seen then. Only a request: the lease stays held until released.
+    pub fn is_revoke_requested(&self) -> bool {
+        self.parts.iter().any(|p| p.shared.revoke.get() == 1)
+    }
+
+    /// Resolves once a revocation is requested (see [`Lease::is_revoke_requested`]); never if
+    /// the lease ends first. Curator's `makeRevocable` for every lease, opt-in by awaiting it.
+    pub fn revoke_requested(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let shared = self.shared_parts();
+        async move {
+            let signals: Vec<&Signal> = shared.iter().map(|p| &p.revoke).collect();
+            wait_any(&signals, || shared.iter().any(|p| p.revoke.get() == 1)).await
+        }
+    }
+
+    /// Calls `callback` once, on the callback thread, when a revocation is requested while the
+    /// lease is held or suspended (Curator's `RevocationListener`); not after it ended.
+    pub fn on_revoke(&self, callback: impl FnOnce() + Send + 'static) {
+        self.on_revoke_in(runtime::CallbackQueue::process(), callback)
+    }
+
+    /// [`Lease::on_revoke`] with the callback run on `queue` (a client's own callback thread).
+    pub fn on_revoke_in(
+        &self,
+        queue: runtime::CallbackQueue,
+        callback: impl FnOnce() + Send + 'static,
+    ) {
+        let shared = self.shared_parts();
+        runtime::spawn(async move {
+            let mut signals: Vec<&Signal> = shared.iter().map(|p| &p.revoke).collect();
+            signals.extend(shared.iter().map(|p| &p.state));
+            let asked = || shared.iter().any(|p| p.revoke.get() == 1);
+            let ended = || shared.iter().any(|p| p.is_finished());
+            wait_any(&signals, || asked() || ended()).await;
+            if asked() && !ended() {
+                queue.run(callback);
+            }
+        });
+    }
+
+    pub(crate) fn shared_parts(&self) -> Vec<Arc<LeaseShared>> {
         self.parts.iter().map(|p| p.shared.clone()).collect()
     }
 

@@ -1,6 +1,8 @@
 //! zklock: distributed locks on Apache ZooKeeper.
 //!
-//! Re-entrant [`Mutex`], [`RwLock`] and [`MultiLock`] after Apache Curator's recipes, with node
+//! Re-entrant [`Mutex`], [`RwLock`] and [`MultiLock`] after Apache Curator's recipes, counting
+//! semaphores on Curator's `InterProcessSemaphoreV2` layout ([`Client::semaphore`], a [`Lock`]
+//! like the others) and Curator-compatible revocation requests ([`Client::revoke`]), with node
 //! names Curator and kazoo understand, a fencing token on every [`Lease`] (the czxid of its node)
 //! and a lost signal with `held / suspended / lost` states. All I/O runs on a private runtime
 //! thread; every async method has a `blocking_` twin for callers without a runtime.
@@ -17,13 +19,17 @@
 
 // The modules read in one direction, each using only those above it (no import circles):
 //
-// leaves        error, names, signal, cancel, wait, state, options, protocol, lifeline
-// runtime       runtime (the private runtime thread, callback queues), bounds (acquire time rules)
+// leaves        error, names, signal, cancel, wait, state, protocol, secure, options, lifeline,
+//               stats (a client's counters)
+// runtime       runtime (the private runtime thread, callback queues), bounds (acquire time rules),
+//               logs (the faces' log sink), observe (where acquires, lease states and session
+//               events are counted and told)
 // session       own_watch (the own-node watch queue a session keeps), session, nodes (node
 //               operations with connection-loss handling), connection (a client's sessions)
 // engine        engine (the acquire engine, Curator's LockInternals)
-// leases        lease, acquire (a running acquire's handle)
-// recipes       mutex, rwlock, multi
+// leases        lease, acquire (a running acquire's handle), guarded (writes checked against a
+//               lease's node)
+// recipes       semaphore (Curator's InterProcessSemaphoreV2), mutex, rwlock, multi, revoke
 // entry point   client
 mod cancel;
 mod error;
@@ -31,11 +37,15 @@ mod lifeline;
 mod names;
 mod options;
 mod protocol;
+mod secure;
 mod signal;
 mod state;
+mod stats;
 mod wait;
 
 mod bounds;
+mod logs;
+mod observe;
 mod runtime;
 
 mod connection;
@@ -46,10 +56,14 @@ mod session;
 mod engine;
 
 mod acquire;
+mod guarded;
 mod lease;
+
+mod semaphore;
 
 mod multi;
 mod mutex;
+mod revoke;
 mod rwlock;
 
 mod client;
@@ -58,6 +72,7 @@ pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
+pub use guarded::{Guarded, Write, Written};
 pub use lease::Lease;
 pub use multi::MultiLock;
 pub use mutex::{Lock, Mutex, Owner, Participant};
@@ -65,7 +80,10 @@ pub use options::{AclPolicy, Options, MAX_SESSION_TIMEOUT};
 pub use protocol::{Library, NodeKind};
 pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
+pub use secure::{Pem, Sasl, SecureParts, Tls};
+pub use semaphore::MAX_LEASES;
 pub use state::{LeaseState, Released};
+pub use stats::{Percentiles, Stats};
 pub use wait::Wait;
 
 /// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
@@ -73,6 +91,7 @@ pub use wait::Wait;
 /// conversions of foreign numbers the faces used before `Wait`. No stability promise.
 #[doc(hidden)]
 pub mod support {
+    pub use crate::logs::{set_sink as set_log_sink, Level as LogLevel, Record as LogRecord};
     pub use crate::nodes::round_trips;
     pub use crate::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,

@@ -16,14 +16,16 @@ use crate::connection::Connection;
 use crate::engine::{self, Request};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared, Part, Reentry};
+use crate::observe::AcquireWatch;
 use crate::protocol::{self, Library, NodeKind};
 use crate::runtime;
 use crate::runtime::on_runtime;
 use crate::state::{LeaseState, Released};
 use crate::wait::Wait;
 
-/// A lock on one path: a mutex, or one side of a [`RwLock`]. Re-entrant per value by default:
-/// while this value holds the lock, acquiring it again (from any task) only counts up.
+/// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per value
+/// by default: while this value holds the lock, acquiring it again (from any task) only counts
+/// up (a semaphore never is: each acquire is a lease of its own).
 pub struct Lock {
     pub(crate) inner: Arc<LockInner>,
 }
@@ -47,6 +49,9 @@ pub(crate) struct LockInner {
     owner_gates: StdMutex<Vec<(Owner, Arc<tokio::sync::Semaphore>, usize)>>,
     /// The other side of a read/write lock.
     pub(crate) peer: OnceLock<Weak<LockInner>>,
+    /// A semaphore's N (see `semaphore`): `Some` makes this value a semaphore, never
+    /// re-entrant, each acquire one lease.
+    pub(crate) max_leases: Option<u32>,
 }
 
 struct Hold {
@@ -183,12 +188,92 @@ impl Lock {
                 gate: tokio::sync::Semaphore::new(1),
                 owner_gates: StdMutex::new(Vec::new()),
                 peer: OnceLock::new(),
+                max_leases: None,
             }),
         })
     }
 
-    /// `reentrant(false)`: every acquire takes its own place in the queue, like Curator's
-    /// `InterProcessSemaphoreMutex` (acquiring twice from one holder waits for itself).
+    /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
+    /// layout); not re-entrant: every acquire takes a lease of its own.
+    pub(crate) fn semaphore(client: Arc<Connection>, path: &str, max_leases: u32) -> Result<Lock> {
+        protocol::validate_path(path)?;
+        crate::semaphore::validate_max_leases(path, max_leases)?;
+        let lock = Lock::new(client, path, NodeKind::Lease)?.reentrant(false);
+        let inner = Arc::try_unwrap(lock.inner).unwrap_or_else(|_| unreachable!("just made"));
+        Ok(Lock {
+            inner: Arc::new(LockInner {
+                max_leases: Some(max_leases),
+                ..inner
+            }),
+        })
+    }
+
+    /// A semaphore's N; `None` for a mutex or a side of a read/write lock.
+    pub fn max_leases(&self) -> Option<u32> {
+        self.inner.max_leases
+    }
+
+    /// Takes `count` leases of a semaphore as one: all of them within one deadline, or none
+    /// (those taken are released before it fails). `InvalidArgument` on a lock that is no
+    /// semaphore, and for a count of 0 or above its N. Like Curator's `acquire(qty)`, the
+    /// leases are taken one after the other.
+    pub async fn acquire_many(
+        &self,
+        count: u32,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+    ) -> Result<Lease> {
+        let max = self.inner.max_leases.ok_or_else(|| {
+            Error::invalid(format!(
+                "acquire_many needs a semaphore; {} is a {} lock",
+                self.inner.path, self.inner.kind
+            ))
+        })?;
+        if count == 0 || count > max {
+            return Err(Error::invalid(format!(
+                "cannot take {count} leases of the semaphore {} of {max}: take 1 to {max}",
+                self.inner.path
+            )));
+        }
+        let deadline = wait.deadline().map(Instant::from_std);
+        let mut all: Option<Lease> = None;
+        for _ in 0..count {
+            let one = self
+                .inner
+                .clone()
+                .acquire_until(Owner::SHARED, deadline, cancel.clone())
+                .await;
+            match (one, all.as_mut()) {
+                (Ok(lease), Some(all)) => all.absorb(lease),
+                (Ok(lease), None) => all = Some(lease),
+                (Err(e), _) => {
+                    if let Some(taken) = all {
+                        let _ = taken.release().await;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(all.expect("count is at least 1"))
+    }
+
+    /// Blocking twin of [`Lock::acquire_many`].
+    pub fn blocking_acquire_many(
+        &self,
+        count: u32,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+    ) -> Result<Lease> {
+        let lock = Lock {
+            inner: self.inner.clone(),
+        };
+        runtime::block_on(async move { lock.acquire_many(count, wait, cancel).await })
+    }
+
+    /// `reentrant(false)`: every acquire takes its own place in the queue (acquiring twice from
+    /// one holder waits for itself). It stays a mutex on the path's own children, excluding
+    /// Curator's `InterProcessMutex`, not its `InterProcessSemaphoreMutex`: for that one, use
+    /// [`crate::Client::semaphore_mutex`]. A semaphore stays non-re-entrant whatever is asked.
     pub fn reentrant(self, reentrant: bool) -> Lock {
         let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| LockInner {
             client: shared.client.clone(),
@@ -199,7 +284,10 @@ impl Lock {
             gate: tokio::sync::Semaphore::new(1),
             owner_gates: StdMutex::new(Vec::new()),
             peer: OnceLock::new(),
+            max_leases: shared.max_leases,
         });
+        // A semaphore is never re-entrant: each acquire is a lease of its own.
+        let reentrant = reentrant && inner.max_leases.is_none();
         Lock {
             inner: Arc::new(LockInner { reentrant, ..inner }),
         }
@@ -380,14 +468,16 @@ impl Lock {
     pub async fn participants(&self) -> Result<Vec<Participant>> {
         let client = self.inner.client.clone();
         let path = self.inner.path.clone();
-        on_runtime(async move { participants(&client, &path).await }).await
+        let max = self.inner.max_leases;
+        on_runtime(async move { Ok(with_max(participants(&client, &path).await?, max)) }).await
     }
 
     /// Blocking twin of [`Lock::participants`].
     pub fn blocking_participants(&self) -> Result<Vec<Participant>> {
         let client = self.inner.client.clone();
         let path = self.inner.path.clone();
-        runtime::block_on(async move { participants(&client, &path).await })
+        let max = self.inner.max_leases;
+        runtime::block_on(async move { Ok(with_max(participants(&client, &path).await?, max)) })
     }
 }
 
@@ -449,29 +539,46 @@ impl LockInner {
             if let Some(lease) = self.try_reenter(owner) {
                 return Ok(lease);
             }
-            // A lock obtained after `decide_by` is given back (released in the background).
-            let in_time = |lease: Lease, lock: &LockInner| {
-                if bounds::too_late(decide_by) {
-                    drop(lease);
-                    return Err(crate::nodes::timeout_error(&lock.path));
-                }
-                Ok(lease)
-            };
-            let mut step = on_runtime(self.clone().begin(owner, deadline, cancel)).await?;
-            loop {
-                let mut waiting = match step {
-                    Step::Done(lease) => return in_time(lease, &self),
-                    Step::Wait(waiting) => waiting,
+            // Made only for an acquire that goes to ZooKeeper (a re-entrant one pays nothing);
+            // disabled, at the cost of a check, unless a `tracing` subscriber wants it.
+            let span = tracing::debug_span!(
+                "acquire",
+                path = self.path.as_str(),
+                kind = self.kind.as_str(),
+                outcome = tracing::field::Empty,
+                wait_ms = tracing::field::Empty,
+            );
+            let counters = self.client.counters();
+            let mut watch =
+                AcquireWatch::start(counters, &self.path, self.kind, decide_by, span.clone());
+            let result = async {
+                // A lock obtained after `decide_by` is given back (released in the background).
+                let in_time = |lease: Lease, lock: &LockInner| {
+                    if bounds::too_late(decide_by) {
+                        drop(lease);
+                        return Err(crate::nodes::timeout_error(&lock.path));
+                    }
+                    Ok(lease)
                 };
-                let turn = waiting.wait_turn().await;
-                if matches!(turn, Ok(true))
-                    && !waiting.cancelled()
-                    && waiting.queued.take_turn_if_next()
-                {
-                    return in_time(waiting.finish(None), &self);
+                let mut step = on_runtime(self.clone().begin(owner, deadline, cancel)).await?;
+                loop {
+                    let mut waiting = match step {
+                        Step::Done(lease) => return in_time(lease, &self),
+                        Step::Wait(waiting) => waiting,
+                    };
+                    let turn = waiting.wait_turn().await;
+                    if matches!(turn, Ok(true))
+                        && !waiting.cancelled()
+                        && waiting.queued.take_turn_if_next()
+                    {
+                        return in_time(waiting.finish(None), &self);
+                    }
+                    step = on_runtime(waiting.resume(turn)).await?;
                 }
-                step = on_runtime(waiting.resume(turn)).await?;
-            }
+            };
+            let result = tracing::Instrument::instrument(result, span).await;
+            watch.settle(&result);
+            result
         })
     }
 
@@ -611,6 +718,20 @@ impl LockInner {
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
     ) -> Result<Step> {
+        if let Some(max_leases) = self.max_leases {
+            let session = self.client.session().await?;
+            let request = crate::semaphore::SemaphoreRequest {
+                path: &self.path,
+                max_leases,
+                identity: self.client.identity(),
+                acl: self.client.acl(),
+                deadline,
+                cancel: cancel.as_ref(),
+            };
+            return Ok(Step::Done(
+                crate::semaphore::acquire(&session, &request).await?,
+            ));
+        }
         let gate = if self.reentrant {
             Some(
                 self.clone()
@@ -765,12 +886,50 @@ pub struct Participant {
     pub kind: NodeKind,
     /// The ZooKeeper session that owns the node.
     pub session_id: i64,
+    /// When the node was made (ZooKeeper's ctime: milliseconds since the Unix epoch, by the
+    /// server's clock): since when its holder has held or waited.
+    pub created_ms: i64,
+    /// A semaphore's N, when known (asked of a semaphore value; ZooKeeper does not store it).
+    pub max_leases: Option<u32>,
 }
 
+/// Sets the semaphore's N on its lease participants.
+fn with_max(mut queue: Vec<Participant>, max: Option<u32>) -> Vec<Participant> {
+    for p in queue.iter_mut().filter(|p| p.kind == NodeKind::Lease) {
+        p.max_leases = max;
+    }
+    queue
+}
+
+/// The lock nodes of `path` (holder first, then waiters in order), followed, when `path` is a
+/// semaphore (it has a `leases` child: Curator's layout), by its lease nodes in order and the
+/// waiters for its guard (`locks`), reported as kind `lease`: they wait for a lease.
 pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<Participant>> {
     let session = client.session().await?;
     let children = crate::nodes::list_children(&session, path, None, None).await?;
-    let queue = protocol::queue_of(&children, None);
+    let mut out = participants_of(&session, path, &children, None).await?;
+    if children.iter().any(|c| c == crate::semaphore::LEASES) {
+        for (dir, kind) in [
+            (crate::semaphore::LEASES, None),
+            (crate::semaphore::LOCKS, Some(NodeKind::Lease)),
+        ] {
+            let dir = format!("{path}/{dir}");
+            let children = crate::nodes::list_children(&session, &dir, None, None).await?;
+            out.extend(participants_of(&session, &dir, &children, kind).await?);
+        }
+    }
+    Ok(out)
+}
+
+/// The lock nodes among `children` of `path`, in queue order, read with one pipelined batch of
+/// getData; `kind` overrides the kind read from their names.
+async fn participants_of(
+    session: &crate::session::Session,
+    path: &str,
+    children: &[String],
+    kind: Option<NodeKind>,
+) -> Result<Vec<Participant>> {
+    let queue = protocol::queue_of(children, None);
     let zk = session.zk()?;
     let nodes: Vec<String> = queue.iter().map(|c| format!("{path}/{}", c.name)).collect();
     // Pipelined: every getData is sent before the first reply is awaited.
@@ -783,8 +942,10 @@ pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<
                 node,
                 token: stat.czxid,
                 library: contender.library,
-                kind: contender.kind,
+                kind: kind.unwrap_or(contender.kind),
                 session_id: stat.ephemeral_owner,
+                created_ms: stat.ctime,
+                max_leases: None,
             });
         }
     }

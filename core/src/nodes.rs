@@ -116,11 +116,22 @@ pub(crate) async fn delete_node(session: &Session, node: &str) -> Result<()> {
 }
 
 /// Creates the lock parent and its ancestors as container nodes (the server reaps them empty).
+/// The lock parent (the queue) gets the policy's ACL; ancestors let other users beside it
+/// (`AclPolicy::ancestor_acls`, docs/contract.md "ACLs").
 pub(crate) async fn make_parents(
     zk: &zk::Client,
     dir: &str,
     acl: AclPolicy,
 ) -> Result<(), zk::Error> {
+    if acl != AclPolicy::Open {
+        if let Some(up) = dir.rfind('/').filter(|&i| i > 0) {
+            zk.mkdir(
+                &dir[..up],
+                &zk::CreateMode::Container.with_acls(acl.ancestor_acls()),
+            )
+            .await?;
+        }
+    }
     zk.mkdir(dir, &zk::CreateMode::Container.with_acls(acl.acls()))
         .await
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use zookeeper_client as zk;
 
 use crate::error::{Error, Result};
+use crate::secure::{Sasl, Tls};
 
 /// Who may touch the lock nodes we create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -38,13 +39,33 @@ impl AclPolicy {
             })),
         }
     }
+
+    /// The ACL of the ancestors zklock creates above a lock path (`/locks` of `/locks/orders`):
+    /// anyone may read and create (other users make their own lock paths beside ours), only the
+    /// creator may change or delete. The lock path itself (the queue) gets `acls()`.
+    pub(crate) fn ancestor_acls(self) -> zk::Acls<'static> {
+        static ANCESTOR: std::sync::OnceLock<Vec<zk::Acl>> = std::sync::OnceLock::new();
+        match self {
+            AclPolicy::Open => zk::Acls::anyone_all(),
+            _ => zk::Acls::new(ANCESTOR.get_or_init(|| {
+                vec![
+                    zk::Acl::new(
+                        zk::Permission::READ | zk::Permission::CREATE,
+                        zk::AuthId::anyone(),
+                    ),
+                    zk::Acl::new(zk::Permission::ALL, zk::AuthId::authed()),
+                ]
+            })),
+        }
+    }
 }
 
 /// The longest session timeout the wire format holds (milliseconds in a signed 32-bit field).
 pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 
-/// How a [`crate::Client`] connects. `Options::default()` suits most uses.
-#[derive(Debug, Clone)]
+/// How a [`crate::Client`] connects. `Options::default()` suits most uses. Its `Debug` shows no
+/// secret (passwords as `***`, PEM bytes by their length).
+#[derive(Clone)]
 pub struct Options {
     /// The session timeout asked of the server (it may clamp it). Default 10 s.
     pub session_timeout: Duration,
@@ -57,6 +78,24 @@ pub struct Options {
     /// Identity written into our lock nodes, shown by `participants()`.
     /// Default `host/pid`.
     pub identity: Option<String>,
+    /// TLS to every server of the connect string (ZooKeeper's `secureClientPort`).
+    pub tls: Option<Tls>,
+    /// SASL DIGEST-MD5 credentials (the server's JAAS `Server` section).
+    pub sasl: Option<Sasl>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("session_timeout", &self.session_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("auth", &self.auth.as_deref().map(redact))
+            .field("acl", &self.acl)
+            .field("identity", &self.identity)
+            .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
+            .finish()
+    }
 }
 
 impl Default for Options {
@@ -67,6 +106,8 @@ impl Default for Options {
             auth: None,
             acl: AclPolicy::Open,
             identity: None,
+            tls: None,
+            sasl: None,
         }
     }
 }
@@ -90,6 +131,17 @@ impl Options {
     }
     pub fn identity(mut self, identity: impl Into<String>) -> Self {
         self.identity = Some(identity.into());
+        self
+    }
+    pub fn tls(mut self, tls: Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+    pub fn sasl(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.sasl = Some(Sasl {
+            user: user.into(),
+            password: password.into(),
+        });
         self
     }
 
@@ -120,9 +172,12 @@ impl Options {
                 )));
             }
         }
-        if self.acl != AclPolicy::Open && self.auth.is_none() {
+        if let Some(sasl) = &self.sasl {
+            crate::secure::validate_sasl(sasl)?;
+        }
+        if self.acl != AclPolicy::Open && self.auth.is_none() && self.sasl.is_none() {
             return Err(Error::invalid(format!(
-                "ACL policy {:?} needs auth (user:password)",
+                "ACL policy {:?} needs auth (user:password) or a SASL user",
                 self.acl
             )));
         }

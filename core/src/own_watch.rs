@@ -39,6 +39,8 @@ pub(crate) trait Watched: Send + Sync + 'static {
     fn recovery(&self) -> Pin<Box<dyn Future<Output = Result<()>> + Send>>;
     /// Our node was deleted by someone else: stop watching, and lose the lease unless released.
     fn deleted_by_someone_else(&self);
+    /// The node's data, read each time its watch is set (a revocation request is data).
+    fn data_seen(&self, _data: &[u8]) {}
 }
 
 /// How long a lease is held before we watch its node.
@@ -146,7 +148,8 @@ async fn register(lease: Weak<dyn Watched>) {
         let watched = Box::pin(zk.get_and_watch_data(l.node())).await;
         drop(zk);
         match watched {
-            Ok((_, _, watcher)) => {
+            Ok((data, _, watcher)) => {
+                l.data_seen(&data);
                 let mut slot = l.slot().lock().unwrap();
                 if matches!(*slot, OwnWatch::Registering) {
                     // A `Stopped` slot drops the watcher here instead (released meanwhile).

@@ -12,12 +12,16 @@ pub enum NodeKind {
     Read,
     /// Exclusive write node (`__WRIT__`).
     Write,
+    /// A semaphore's lease node (`-lease-`, under `<path>/leases`, Curator's
+    /// `InterProcessSemaphoreV2`), or a waiter for one.
+    Lease,
 }
 
 crate::names::names!(NodeKind, "node kind" {
     Mutex => "mutex",
     Read => "read",
     Write => "write",
+    Lease => "lease",
 });
 
 impl NodeKind {
@@ -27,11 +31,14 @@ impl NodeKind {
             NodeKind::Mutex => "lock-",
             NodeKind::Read => "__READ__",
             NodeKind::Write => "__WRIT__",
+            NodeKind::Lease => "lease-",
         }
     }
 
+    /// Whether the node excludes every later node of a lock queue (a lease node counts against
+    /// its semaphore's limit instead, see `semaphore`).
     pub fn is_exclusive(self) -> bool {
-        self != NodeKind::Read
+        matches!(self, NodeKind::Mutex | NodeKind::Write)
     }
 }
 
@@ -73,7 +80,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 
 /// A value as an error message shows it: quoted, and cut after 64 characters (a message must
 /// not carry a megabyte of input back to the user).
-fn shown(value: &str) -> String {
+pub(crate) fn shown(value: &str) -> String {
     const SHOWN: usize = 64;
     match value.char_indices().nth(SHOWN) {
         None => format!("{value:?}"),
@@ -141,12 +148,13 @@ pub(crate) fn node_prefix(protected: &str, kind: NodeKind) -> String {
 /// Reads a child name; `None` for anything that is no lock node (it is then ignored).
 pub fn parse_contender(name: &str) -> Option<Contender> {
     // `__rlock__` ends like `__lock__`, so it is tried first.
-    const MARKERS: [(&str, NodeKind); 5] = [
+    const MARKERS: [(&str, NodeKind); 6] = [
         ("__READ__", NodeKind::Read),
         ("__WRIT__", NodeKind::Write),
         ("__rlock__", NodeKind::Read),
         ("__lock__", NodeKind::Mutex),
         ("lock-", NodeKind::Mutex),
+        ("lease-", NodeKind::Lease),
     ];
     // The sequence is the trailing digits, with a '-' before them when it wrapped negative
     // (`%010d` of a signed int32). This runs for every child at every listing: no searching,
@@ -382,6 +390,12 @@ mod tests {
         assert!(parse_contender("config").is_none());
         assert!(parse_contender("leases").is_none());
         assert!(parse_contender("lock-abc").is_none());
+        let lease =
+            parse_contender("_c_0f8fad5b-d9cb-469f-a165-70867728950e-lease-0000000009").unwrap();
+        assert_eq!(
+            (lease.kind, lease.library, lease.sequence),
+            (NodeKind::Lease, Library::Curator, 9)
+        );
     }
 
     #[test]

@@ -134,6 +134,7 @@ fn start() -> Handle {
     std::thread::Builder::new()
         .name("zklock-runtime".into())
         .spawn(move || {
+            block_sigpipe();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -145,6 +146,22 @@ fn start() -> Handle {
         .expect("zklock: cannot spawn the runtime thread");
     rx.recv()
         .expect("zklock: runtime thread died while starting")
+}
+
+/// Blocks SIGPIPE on the calling thread, the runtime thread that does all of zklock's socket
+/// I/O. The transport writes with write(2), which raises SIGPIPE when the server has reset the
+/// connection (a cut link, a restarted server); a C or C++ host that keeps SIGPIPE's default
+/// action would die of it (Rust programs, Python and Node ignore it). Blocked on this thread,
+/// the signal stays pending and the write fails with EPIPE, which the transport handles as a
+/// lost connection. The host's own disposition of SIGPIPE is left alone.
+fn block_sigpipe() {
+    // SAFETY: plain libc calls on a local, zero-initialised signal set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// This process's pid (for fork detection by clients), without a system call per check: every

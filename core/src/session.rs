@@ -16,8 +16,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::lifeline::{self, Lifeline};
 use crate::options::Options;
 use crate::own_watch;
+use crate::secure;
 use crate::signal::Signal;
 use crate::state::LeaseState;
+use crate::stats::Counters;
+use crate::{observe, options::AclPolicy};
 
 /// What a session needs of a lease it carries: the lease implements it (the session module
 /// comes before the lease module and does not know its type).
@@ -55,6 +58,10 @@ pub(crate) struct Session {
     lifeline: Lifeline,
     /// Asks the lifeline task for a heartbeat now (after a reconnect).
     beat_now: Arc<tokio::sync::Notify>,
+    /// The client's statistics (reconnects, expiries, and its leases' events).
+    pub(crate) counters: Arc<Counters>,
+    /// The ACL policy of the client's nodes (a lease's guarded creates use it too).
+    pub(crate) acl: AclPolicy,
 }
 
 impl Drop for Session {
@@ -65,11 +72,20 @@ impl Drop for Session {
 
 impl Session {
     /// Opens a session, retrying unreachable servers until `connect_timeout`. Runs on the runtime.
-    pub(crate) async fn open(hosts: &str, options: &Options) -> Result<Arc<Session>> {
+    pub(crate) async fn open(
+        hosts: &str,
+        options: &Options,
+        counters: &Arc<Counters>,
+    ) -> Result<Arc<Session>> {
         // A connect timeout beyond what an instant holds means: keep trying.
         let far = Duration::from_secs(100 * 365 * 86_400);
         let deadline = Instant::now() + options.connect_timeout.min(far);
         let mut last_error;
+        let tls = options.tls.as_ref().map(secure::load).transpose()?;
+        if tls.is_some() {
+            secure::check_tls_hosts(hosts)?;
+        }
+        let mut diagnosed = false;
         let (client, sent) = loop {
             let mut connector = zk::Client::connector()
                 .with_session_timeout(options.session_timeout)
@@ -78,19 +94,54 @@ impl Session {
             if let Some(auth) = &options.auth {
                 connector = connector.with_auth("digest", auth.as_bytes());
             }
+            if let Some(sasl) = &options.sasl {
+                connector = connector.with_sasl(zk::SaslOptions::digest_md5(
+                    sasl.user.clone(),
+                    sasl.password.clone(),
+                ));
+            }
             let sent = Instant::now();
-            match tokio::time::timeout_at(deadline, connector.connect(hosts)).await {
+            let connecting = async {
+                match &tls {
+                    Some(t) => {
+                        connector
+                            .with_tls(t.transport.clone())
+                            .secure_connect(hosts)
+                            .await
+                    }
+                    None => connector.connect(hosts).await,
+                }
+            };
+            match tokio::time::timeout_at(deadline, connecting).await {
                 Ok(Ok(client)) => break (client, sent),
                 Ok(Err(
                     err @ (zk::Error::NoHosts | zk::Error::ConnectionLoss | zk::Error::Timeout),
                 )) => {
                     last_error = err.to_string();
+                    // Once per connect: a certificate or protocol mismatch does not heal by
+                    // retrying, so it fails now with the reason (see `secure`).
+                    if !diagnosed {
+                        diagnosed = true;
+                        if let Some(why) = secure::diagnose(hosts, tls.as_ref()).await {
+                            return Err(Error::new(
+                                ErrorKind::Connection,
+                                format!("cannot connect to ZooKeeper at {hosts}: {why}"),
+                            ));
+                        }
+                    }
                 }
                 Ok(Err(zk::Error::AuthFailed)) => {
+                    let whose = match (&options.sasl, &options.auth) {
+                        (Some(s), _) => format!("SASL user {:?}", s.user),
+                        (None, Some(a)) => {
+                            format!("digest user {:?}", a.split_once(':').map_or("", |(u, _)| u))
+                        }
+                        (None, None) => "no credentials".into(),
+                    };
                     return Err(Error::new(
                         ErrorKind::Permission,
-                        format!("ZooKeeper at {hosts} refused the credentials"),
-                    ))
+                        format!("ZooKeeper at {hosts} refused the credentials ({whose})"),
+                    ));
                 }
                 Ok(Err(err)) => return Err(Error::from_zk(err, &format!("connect to {hosts}"))),
                 Err(_) => last_error = "connect attempt timed out".into(),
@@ -118,7 +169,10 @@ impl Session {
             next_lease: AtomicU64::new(1),
             own_watches: Arc::default(),
             beat_now: Arc::default(),
+            counters: counters.clone(),
+            acl: options.acl,
         });
+        observe::session_event(counters, session.id, "opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
         tokio::spawn(keep_alive(Arc::downgrade(&session)));
         tokio::spawn(own_watch::run(session.own_watches.clone()));
@@ -209,6 +263,12 @@ impl Session {
             }
             *dead = Some(reason.clone());
         }
+        let what = match reason.kind() {
+            ErrorKind::SessionExpired => "expired",
+            ErrorKind::Closed => "closed",
+            _ => "ended",
+        };
+        observe::session_event(&self.counters, self.id, what, reason.message());
         self.link.set(DEAD);
         self.own_watches.close();
         let client = self.zk.lock().unwrap().take();
@@ -296,6 +356,9 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
         let Some(s) = session.upgrade() else { return };
         match state {
             zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => {
+                if s.link.get() == CONNECTED {
+                    observe::session_event(&s.counters, s.id, "disconnected", "");
+                }
                 s.set_connected(false);
                 for lease in s.live_leases() {
                     lease.set_state(LeaseState::Suspended);
@@ -304,6 +367,9 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
             zk::SessionState::SyncConnected => {
                 // Prove the session alive at once: the last answer before the break is old.
                 s.beat_now.notify_one();
+                if s.link.get() == DISCONNECTED {
+                    observe::session_event(&s.counters, s.id, "reconnected", "");
+                }
                 s.set_connected(true);
                 tokio::spawn(s.clone().verify_leases());
             }

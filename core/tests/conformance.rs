@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use zklock::{AclPolicy, Client, ErrorKind, Lease, Options, Owner, Wait};
+use zklock::{AclPolicy, Client, ErrorKind, Lease, Options, Owner, Wait, Write, Written};
 
 use zklock_testkit::conformance::{cases, Case};
 
@@ -106,9 +106,56 @@ impl Runner {
                 }
             },
             "timeout" => self.contended_acquire(input).await,
+            "secret" => self.secret(input).await,
+            "semaphore" => {
+                let Ok(n) = input.parse::<i64>() else {
+                    panic!("semaphore input {input:?} is no integer");
+                };
+                let Ok(n) = u32::try_from(n) else {
+                    return Outcome::NotApplicable(
+                        "N is a u32 in Rust: a negative or larger N does not compile",
+                    );
+                };
+                match self.client.semaphore(&self.case_path, n) {
+                    Err(e) => error_word(&e),
+                    Ok(sem) => match sem.acquire_timeout(Duration::from_secs(5)).await {
+                        Ok(lease) => {
+                            lease.release().await.unwrap();
+                            word("ok")
+                        }
+                        Err(e) => error_word(&e),
+                    },
+                }
+            }
             "scenario" => self.scenario(input).await,
             other => panic!("unknown op {other:?}"),
         }
+    }
+
+    /// The `secret` op: nothing the Rust face shows (`Debug`, messages) holds the password.
+    async fn secret(&self, secret: &str) -> Outcome {
+        let options = Options::default()
+            .auth(format!("conformance:{secret}"))
+            .acl(AclPolicy::CreatorAll);
+        let mut shown = format!("{options:?}");
+        let client = self.connect(options).await.unwrap();
+        let lock = client.mutex(&self.case_path).unwrap();
+        let lease = lock.acquire().await.unwrap();
+        let participants = lock.participants().await.unwrap();
+        shown += &format!("{client:?} {lease:?} {participants:?}");
+        lease.release().await.unwrap();
+        client.close().await;
+        let err = self
+            .connect(Options::default().auth(secret))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), zklock::ErrorKind::InvalidArgument, "{err}");
+        shown += &format!("{err} {err:?}");
+        word(if shown.contains(secret) {
+            "shown"
+        } else {
+            "hidden"
+        })
     }
 
     async fn connect_and_close(&self, options: Options) -> Outcome {
@@ -312,6 +359,155 @@ impl Runner {
                 self.own_participant(mutex().acquire().await.unwrap(), false)
                     .await
             }
+            "stats-outcomes" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                let held = mutex().acquire().await.unwrap();
+                let lock = c.mutex(path).unwrap();
+                assert!(lock.try_acquire().await.unwrap().is_none());
+                held.release().await.unwrap();
+                let lease = lock.acquire().await.unwrap();
+                let held_now = c.stats().held;
+                lease.release().await.unwrap();
+                let s = c.stats();
+                c.close().await;
+                word(&format!(
+                    "acquired={},timed_out={},held={held_now},after={},holds={}",
+                    s.acquired, s.timed_out, s.held, s.hold.count
+                ))
+            }
+            "stats-lost" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                let lease = c.mutex(path).unwrap().acquire().await.unwrap();
+                c.close().await;
+                tokio::time::timeout(Duration::from_secs(5), lease.lost())
+                    .await
+                    .unwrap();
+                let s = c.stats();
+                word(&format!("lost={},held={}", s.lost, s.held))
+            }
+            "guarded-write" => {
+                let data = format!("{path}-data");
+                let lease = mutex().acquire().await.unwrap();
+                let created = lease.guarded_write(vec![Write::create(&data, "a")]).await;
+                let more = lease
+                    .guarded_write(vec![Write::set_data(&data, "b"), Write::delete(&data)])
+                    .await;
+                lease.release().await.unwrap();
+                match (created, more) {
+                    (Ok(c), Ok(m)) => match (c.as_slice(), m.as_slice()) {
+                        ([Written::Created(p)], [Written::Set { version }, Written::Deleted])
+                            if *p == data =>
+                        {
+                            word(&format!("created,version={version},deleted"))
+                        }
+                        other => word(&format!("{other:?}")),
+                    },
+                    (Err(e), _) | (_, Err(e)) => error_word(&e),
+                }
+            }
+            "guarded-write-lost" => {
+                let data = format!("{path}-data");
+                let c = self.connect(Options::default()).await.unwrap();
+                let lease = c.mutex(path).unwrap().acquire().await.unwrap();
+                c.close().await;
+                let first = outcome_of(
+                    lease
+                        .guarded_write(vec![Write::create(&data, "late")])
+                        .await,
+                    "written",
+                );
+                let other = mutex().acquire().await.unwrap();
+                let again = other
+                    .guarded_write(vec![Write::create(&data, ""), Write::delete(&data)])
+                    .await;
+                other.release().await.unwrap();
+                match again {
+                    Ok(_) => first,
+                    Err(_) => word("written-after-loss"),
+                }
+            }
+            "guarded-write-unknown-op" => {
+                let lease = mutex().acquire().await.unwrap();
+                let outcome = match Write::from_op("append", &format!("{path}-data"), None) {
+                    Ok(w) => outcome_of(lease.guarded_write(vec![w]).await, "written"),
+                    Err(e) => error_word(&e),
+                };
+                lease.release().await.unwrap();
+                outcome
+            }
+            "semaphore-fills" => {
+                let (a, b) = (
+                    self.connect(Options::default()).await.unwrap(),
+                    self.connect(Options::default()).await.unwrap(),
+                );
+                let one = a.semaphore(path, 2).unwrap().acquire().await.unwrap();
+                let two = b.semaphore(path, 2).unwrap().acquire().await.unwrap();
+                let tried = self.client.semaphore(path, 2).unwrap().try_acquire().await;
+                drop((one, two));
+                a.close().await;
+                b.close().await;
+                match tried {
+                    Ok(Some(_)) => word("acquired"),
+                    Ok(None) => word("not-acquired"),
+                    Err(e) => error_word(&e),
+                }
+            }
+            "semaphore-two-leases-one-value" => {
+                let sem = self.client.semaphore(path, 2).unwrap();
+                let first = sem.acquire().await.unwrap();
+                let second = sem.try_acquire().await.unwrap();
+                let outcome = match second {
+                    Some(second) if second.path() != first.path() => {
+                        second.release().await.unwrap();
+                        word("acquired")
+                    }
+                    Some(_) => word("same-node"),
+                    None => word("not-acquired"),
+                };
+                first.release().await.unwrap();
+                outcome
+            }
+            "semaphore-mutex-not-reentrant" => {
+                let sem = self.client.semaphore_mutex(path).unwrap();
+                let held = sem.acquire().await.unwrap();
+                let again = sem.try_acquire().await.unwrap();
+                held.release().await.unwrap();
+                word(if again.is_none() {
+                    "not-acquired"
+                } else {
+                    "acquired"
+                })
+            }
+            "kind-lease" => {
+                let sem = self.client.semaphore(path, 2).unwrap();
+                let lease = sem.acquire().await.unwrap();
+                let participants = sem.participants().await.unwrap();
+                let ours = participants
+                    .iter()
+                    .find(|p| p.node == lease.path())
+                    .expect("our node is among the participants");
+                let kind = ours.kind.as_str();
+                lease.release().await.unwrap();
+                word(kind)
+            }
+            "revoke-requested" => {
+                let lease = mutex().acquire().await.unwrap();
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                lease.on_revoke(move || {
+                    tx.send(()).ok();
+                });
+                let other = self.connect(Options::default()).await.unwrap();
+                other.revoke(path, None).await.unwrap();
+                let heard = tokio::time::timeout(Duration::from_secs(5), rx).await;
+                other.close().await;
+                lease.release().await.unwrap();
+                word(if matches!(heard, Ok(Ok(()))) {
+                    "revoke-requested"
+                } else {
+                    "not-requested"
+                })
+            }
+            "revoke-not-held" => outcome_of(self.client.revoke(path, None).await, "revoked"),
             other => panic!("unknown scenario {other:?}"),
         }
     }

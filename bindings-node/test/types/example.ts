@@ -1,5 +1,18 @@
 // A TypeScript user's program: `tsc --noEmit --strict -p test/types` must accept it.
-import { Client, ErrorCode, isZkLockError, type Lease, type LeaseState, type Participant } from 'zklock'
+import {
+  Client,
+  ErrorCode,
+  isZkLockError,
+  logChannel,
+  Semaphore,
+  type GuardedWrite,
+  type GuardedWritten,
+  type Lease,
+  type LeaseState,
+  type LogRecord,
+  type Participant,
+  type Stats,
+} from 'zklock'
 
 async function writeWithFence(row: string, fence: bigint, signal: AbortSignal): Promise<void> {
   if (signal.aborted) throw signal.reason
@@ -43,6 +56,17 @@ export async function main(servers: string): Promise<void> {
   const queue: Participant[] = await semaphore.participants()
   for (const p of queue) console.log(p.node, p.identity, p.token + 1n, p.kind, p.sessionId)
 
+  const jobs: Semaphore = client.semaphore('/locks/jobs-pool', 4)
+  const slots: number = jobs.maxLeases
+  await jobs.using(async (lease) => {
+    lease.on('revokeRequested', () => console.log('asked to let go', lease.revokeRequested))
+    await writeWithFence('job', lease.token, lease.signal)
+  }, { timeoutMs: 1_000 })
+  const leases: Participant[] = await jobs.participants()
+  for (const p of leases) console.log(p.kind === 'lease', p.maxLeases ?? slots)
+  const asked: string[] = await client.revoke('/locks/jobs-pool', { node: 'some-node' })
+  console.log(asked, client.semaphoreMutex('/locks/one') instanceof Semaphore)
+
   const rw = client.rwLock('/locks/table')
   await rw.read.using(async () => {})
   try {
@@ -70,6 +94,25 @@ export async function main(servers: string): Promise<void> {
       }
     }
   }
+  // Observing: stats, guarded writes, the log channel.
+  const stats: Stats = client.stats()
+  const p99: number = stats.wait.p99
+  console.log(stats.acquired, stats.timedOut, stats.sessionExpiries, p99)
+  const guarded = await mutex.acquire()
+  const writes: GuardedWrite[] = [
+    { op: 'create', path: '/app/config', data: 'v1' },
+    { op: 'set_data', path: '/app/config', data: new Uint8Array([1]) },
+    { op: 'delete', path: '/app/config' },
+  ]
+  const done: GuardedWritten[] = await guarded.guardedWrite(writes)
+  for (const w of done) if (w.op === 'set_data') console.log(w.version)
+  await guarded.release()
+  const onRecord = (message: unknown): void => {
+    const record = message as LogRecord
+    if (record.level === 'warn') console.log(record.message, record.fields.path)
+  }
+  logChannel.subscribe(onRecord)
+  logChannel.unsubscribe(onRecord)
   console.log(client.hosts, client.sessionId, client.closed)
   await client.close()
 }

@@ -27,11 +27,26 @@ asyncio each task is an owner of its own. Waiting releases the GIL and is interr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import os
 import threading
 import weakref
 from types import TracebackType
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Type, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    Union,
+)
 
 from . import _zklock
 from ._errors import (
@@ -58,8 +73,12 @@ __all__ = [
     "Lock",
     "RwLock",
     "MultiLock",
+    "Semaphore",
     "Lease",
     "Participant",
+    "Stats",
+    "Percentiles",
+    "GuardedWrite",
     "ZkLockError",
     "LockTimeout",
     "Cancelled",
@@ -127,6 +146,16 @@ def _check_optional_str(value: object, what: str) -> Optional[str]:
     return None if value is None else _check_str(value, what)
 
 
+def _check_optional_path(value: object, what: str) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise InvalidArgumentType(f"{what} must be a file path (str), got {_type_name(value)}")
+    return value
+
+
 def _check_number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgumentType(f"{what} must be a number of seconds, got {_type_name(value)}")
@@ -158,6 +187,96 @@ def _check_callable(callback: object, what: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Observing: logs and stats
+
+#: The logger zklock's records go to: a settled acquire at DEBUG, a new session and a reconnect at
+#: INFO, lease state changes (suspended, held again, lost) and session breaks at WARNING. Quiet
+#: by default (a NullHandler, as libraries do): configure ``logging`` to see them.
+logger = logging.getLogger("zklock")
+logger.addHandler(logging.NullHandler())
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
+
+
+def _forward_log(level: str, event: str, message: str, fields: Dict[str, str]) -> None:
+    """The core's log sink (on zklock's callback thread): one ``logging`` record per core record,
+    with the core's fields in ``record.zklock`` (``event``, ``path``, ``state``, ...)."""
+    logger.log(_LEVELS.get(level, logging.INFO), "%s", message, extra={"zklock": {"event": event, **fields}})
+
+
+def _install_log_sink() -> None:
+    """Asks the core for records down to the logger's effective level when a client is made (so
+    that an application that logs nothing pays nothing for the acquire records)."""
+    level = logger.getEffectiveLevel()
+    name = "debug" if level <= logging.DEBUG else "info" if level <= logging.INFO else "warn"
+    _zklock.set_log_sink(_forward_log, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Percentiles:
+    """Percentiles of recorded times, in seconds (each the upper bound of a log bucket at most a
+    quarter wide, never above ``max``, which is exact)."""
+
+    count: int
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """A snapshot of a client's lock statistics (``Client.stats()``), counted by the core since
+    the client was made. A re-entrant acquire (a count going up) is not counted; a multi-lock
+    counts each member."""
+
+    acquired: int
+    timed_out: int
+    cancelled: int
+    failed: int
+    wait: Percentiles
+    hold: Percentiles
+    held: int
+    waiting: int
+    suspended: int
+    lost: int
+    reconnects: int
+    session_expiries: int
+
+    @classmethod
+    def _of(cls, raw: Mapping[str, Any]) -> "Stats":
+        values = dict(raw)
+        values["wait"] = Percentiles(**raw["wait"])
+        values["hold"] = Percentiles(**raw["hold"])
+        return cls(**values)
+
+
+#: A guarded write: ``("create", path, data)``, ``("set_data", path, data)`` or
+#: ``("delete", path)``.
+GuardedWrite = Union[Tuple[str, str], Tuple[str, str, bytes]]
+
+
+def _check_writes(writes: object) -> List[Tuple[str, str, Optional[bytes]]]:
+    if isinstance(writes, (str, bytes)) or not isinstance(writes, Iterable):
+        raise InvalidArgumentType(f"guarded_write() needs a list of writes, got {_type_name(writes)}")
+    out: List[Tuple[str, str, Optional[bytes]]] = []
+    for w in writes:
+        if not isinstance(w, tuple) or len(w) not in (2, 3):
+            raise InvalidArgumentType(
+                f"a guarded write is (op, path) or (op, path, data), got {_type_name(w)}"
+            )
+        op = _check_str(w[0], "the write's op")
+        path = _check_str(w[1], "the write's path")
+        data = None
+        if len(w) == 3:
+            if not isinstance(w[2], (bytes, bytearray, memoryview)):
+                raise InvalidArgumentType(f"the write's data must be bytes, got {_type_name(w[2])}")
+            data = bytes(w[2])
+        out.append((op, path, data))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Leases
 
 
@@ -174,7 +293,9 @@ class Lease:
     the parent raises :class:`ClientClosed` for its state, ``lost``, callbacks and release.
     """
 
-    __slots__ = ("_native", "_lock", "_owner", "_entered", "_done", "_lost", "__weakref__")
+    __slots__ = (
+        "_native", "_lock", "_owner", "_entered", "_done", "_lost", "_revoked", "__weakref__"
+    )
 
     def __init__(self, native: _zklock.NativeLease, lock: "Lock", owner: int) -> None:
         self._native = native
@@ -184,6 +305,7 @@ class Lease:
         self._done = False
         # Made on first use: most leases are never asked.
         self._lost: Optional[threading.Event] = None
+        self._revoked: Optional[threading.Event] = None
 
     @property
     def lost(self) -> threading.Event:
@@ -199,6 +321,31 @@ class Lease:
                         event.set()  # visible at once
                     self._native.on_lost(event.set)
         return event
+
+    @property
+    def revoke_requested(self) -> threading.Event:
+        """A :class:`threading.Event`, set once someone asks this holder to let go: the data of
+        its node was set to ``__REVOKE__`` (``client.revoke(path)``, ``zklock revoke``, or
+        Curator's ``Revoker.attemptRevoke``). Only a request: the lease stays held until
+        released. Opt-in, as Curator's ``makeRevocable``: nothing listens until this is read."""
+        self._native.state  # ClientClosed in a child process after fork()
+        event = self._revoked
+        if event is None:
+            with _mu:
+                event = self._revoked
+                if event is None:
+                    event = self._revoked = threading.Event()
+                    self._native.on_revoke(event.set)
+                    if self._native.is_revoke_requested():
+                        event.set()  # asked before we listened: visible at once
+        return event
+
+    def on_revoke(self, callback: Callable[[], object]) -> None:
+        """Calls ``callback()`` once, from zklock's callback thread, when a revocation is
+        requested while the lease is held (Curator's ``RevocationListener``); never after the
+        lease was released or lost. The callback may call into zklock (release the lease)."""
+        _check_callable(callback, "on_revoke")
+        self._native.on_revoke(callback)
 
     @property
     def token(self) -> int:
@@ -251,6 +398,15 @@ class Lease:
         finally:
             self._lock._forget(self)
 
+    def guarded_write(self, writes: Iterable[GuardedWrite]) -> List[Union[str, int, None]]:
+        """Runs ZooKeeper writes only while this lease holds the lock: ``("create", path, data)``,
+        ``("set_data", path, data)``, ``("delete", path)`` go in one multi request with a check
+        that the lease's node still exists, so all apply or none. Returns per write the created
+        path, the new data version, or None for a delete. Raises :class:`LockLost` when the lease
+        was lost (nothing applied), the write's own error (e.g. :class:`ZooKeeperError`) when a
+        write fails (nothing applied either). The GIL is released meanwhile."""
+        return self._native.guarded_write(_check_writes(writes))
+
     async def release_async(self) -> str:
         """The asyncio twin of :meth:`release`."""
         try:
@@ -276,6 +432,9 @@ class Participant(NamedTuple):
     library: str
     kind: str
     session_id: int
+    max_leases: Optional[int] = None
+    """A semaphore's N on its ``'lease'`` participants, when known (ZooKeeper does not store
+    it: it is the N of the semaphore asked)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,8 +446,9 @@ class Lock:
 
     Shaped like :class:`threading.Lock` (``acquire``/``release``/``locked``/``with``) and
     :class:`asyncio.Lock` (``async with``, ``await acquire_async()``). Re-entrant per thread, and
-    per task under asyncio; ``reentrant=False`` gives Curator's semaphore-mutex (every acquire
-    waits for its own place, and any thread may release).
+    per task under asyncio; with ``reentrant=False`` every acquire waits for its own place and
+    any thread may release. Either way it excludes Curator's ``InterProcessMutex``, not its
+    ``InterProcessSemaphoreMutex``: for that one use :meth:`Client.semaphore_mutex`.
 
     The core counts the holds and decides who contends; this object only keeps the lease of
     each hold taken through it (``acquire()`` returns a bool, ``release()`` and ``with`` need
@@ -315,7 +475,7 @@ class Lock:
 
     @property
     def kind(self) -> str:
-        """``'mutex'``, ``'read'``, ``'write'`` or ``'multi'``."""
+        """``'mutex'``, ``'read'``, ``'write'``, ``'multi'`` or ``'semaphore'``."""
         return self._kind
 
     @property
@@ -529,6 +689,69 @@ class _Holding:
             await lease.release_async()
 
 
+class Semaphore(Lock):
+    """A counting semaphore of ``max_leases`` leases on a path (Curator's
+    ``InterProcessSemaphoreV2``, same nodes: ``<path>/leases`` and ``<path>/locks``), shaped like
+    :class:`threading.Semaphore` and :class:`asyncio.Semaphore`: ``acquire(blocking, timeout)``,
+    ``release()``, ``with``, ``async with``. At most N leases exist at once, across every
+    process that uses the path with the same N (ZooKeeper does not store N). Never re-entrant:
+    each acquire takes a lease of its own, even on the thread that holds one. Each lease has
+    its fencing token, state and lost signal as a lock's lease has.
+
+    ``with sem`` releases the lease that this very ``with`` took (per thread, per task under
+    asyncio); ``release()`` releases the calling thread's most recent lease, or, as
+    :class:`threading.Semaphore` allows, another thread's when this one holds none.
+    :meth:`Client.semaphore_mutex` is the semaphore of 1, which excludes Curator's
+    ``InterProcessSemaphoreMutex``.
+    """
+
+    def __init__(
+        self, client: "Client", native: _zklock.NativeLock, max_leases: int
+    ) -> None:
+        super().__init__(client, native, "semaphore", False)
+        self._max_leases = max_leases
+
+    @property
+    def max_leases(self) -> int:
+        """N: how many leases may exist at once."""
+        return self._max_leases
+
+    def __repr__(self) -> str:
+        return (f"<zklock.Semaphore {self.path!r} max_leases={self._max_leases} "
+                f"locked={self.locked()}>")
+
+    def _key(self) -> int:
+        # Every lease is its own (the core never counts a semaphore's holds); the key only
+        # tells which `with` took which lease.
+        return _owner()
+
+    def _any_lease(self) -> Optional[Lease]:
+        lease = self._latest(self._key())
+        if lease is not None:
+            return lease
+        with _mu:
+            others = [lease for held in self._held.values() for lease in held if not lease._done]
+        return others[0] if others else None
+
+    def _not_held(self) -> NotHeld:
+        return NotHeld(f"release of the semaphore {self.path}: this process holds no lease of it")
+
+    def release(self) -> None:
+        """Releases a lease: this thread's (task's) most recent one, else the oldest lease of
+        this object held by any thread. Raises :class:`NotHeld` when there is none."""
+        lease = self._any_lease()
+        if lease is None:
+            raise self._not_held()
+        lease.release()
+
+    async def release_async(self) -> None:
+        """The asyncio twin of :meth:`release`."""
+        lease = self._any_lease()
+        if lease is None:
+            raise self._not_held()
+        await lease.release_async()
+
+
 class RwLock:
     """A read/write lock (Curator's ``InterProcessReadWriteLock``): any number of readers or
     one writer. A write holder may take the read side (downgrade); a read holder asking for the
@@ -581,6 +804,11 @@ class Client:
     ``connect_timeout`` passes (:class:`ConnectionFailed`). Also a context manager that closes
     the session on exit; a client still open at interpreter exit is closed then, so that its
     lock nodes go at once instead of after the session timeout.
+
+    Secure ZooKeeper: ``tls_ca`` (PEM file of the CA) turns TLS on for every server;
+    ``tls_cert`` and ``tls_key`` give a client certificate; ``tls_verify_hostname=False`` turns
+    host name checking off. ``sasl_user`` and ``sasl_password`` authenticate with SASL
+    DIGEST-MD5 (a wrong password raises :class:`PermissionDenied`).
     """
 
     def __init__(
@@ -591,6 +819,13 @@ class Client:
         auth: Optional[str] = None,
         identity: Optional[str] = None,
         acl: str = "open",
+        *,
+        tls_ca: Optional[Union[str, os.PathLike[str]]] = None,
+        tls_cert: Optional[Union[str, os.PathLike[str]]] = None,
+        tls_key: Optional[Union[str, os.PathLike[str]]] = None,
+        tls_verify_hostname: Optional[bool] = None,
+        sasl_user: Optional[str] = None,
+        sasl_password: Optional[str] = None,
     ) -> None:
         hosts = _check_str(hosts, "hosts")
         session = _check_number(session_timeout, "session_timeout")
@@ -598,7 +833,25 @@ class Client:
         auth = _check_optional_str(auth, "auth")
         identity = _check_optional_str(identity, "identity")
         acl = _check_str(acl, "acl")
-        self._native = _zklock.Client(hosts, session, connect, auth, identity, acl)
+        if tls_verify_hostname is not None and not isinstance(tls_verify_hostname, bool):
+            raise InvalidArgumentType(
+                f"tls_verify_hostname must be a bool, got {_type_name(tls_verify_hostname)}"
+            )
+        _install_log_sink()
+        self._native = _zklock.Client(
+            hosts,
+            session,
+            connect,
+            auth,
+            identity,
+            acl,
+            _check_optional_path(tls_ca, "tls_ca"),
+            _check_optional_path(tls_cert, "tls_cert"),
+            _check_optional_path(tls_key, "tls_key"),
+            tls_verify_hostname,
+            _check_optional_str(sasl_user, "sasl_user"),
+            _check_optional_str(sasl_password, "sasl_password"),
+        )
         self._finalizer = weakref.finalize(self, self._native.close)
 
     @classmethod
@@ -610,12 +863,14 @@ class Client:
         auth: Optional[str] = None,
         identity: Optional[str] = None,
         acl: str = "open",
+        **secure: Any,
     ) -> "Client":
         """Connects without blocking the event loop (the connect runs in the loop's default
-        executor)."""
+        executor). Takes the same keyword arguments as the constructor (``tls_ca``, ...)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            None, lambda: cls(hosts, session_timeout, connect_timeout, auth, identity, acl)
+            None,
+            lambda: cls(hosts, session_timeout, connect_timeout, auth, identity, acl, **secure),
         )
 
     @property
@@ -635,6 +890,14 @@ class Client:
     @property
     def closed(self) -> bool:
         return self._native.closed
+
+    def stats(self) -> Stats:
+        """This client's lock statistics (a frozen :class:`Stats`): acquires by outcome
+        (``acquired``, ``timed_out``, ``cancelled``, ``failed``), ``wait`` and ``hold`` times
+        (:class:`Percentiles`, seconds), leases ``held`` and acquires ``waiting`` now,
+        ``suspended`` and ``lost`` events, ``reconnects`` and ``session_expiries``. Works after
+        close too."""
+        return Stats._of(self._native.stats())
 
     def close(self) -> None:
         """Closes the session: its leases become lost and the server deletes their nodes.
@@ -665,14 +928,40 @@ class Client:
         self.close()
 
     def lock(self, path: str, reentrant: bool = True) -> Lock:
-        """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``; with
-        ``reentrant=False`` its ``InterProcessSemaphoreMutex``)."""
+        """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, which it excludes,
+        also with ``reentrant=False``; for Curator's ``InterProcessSemaphoreMutex`` use
+        :meth:`semaphore_mutex`)."""
         path = _check_str(path, "path")
         if not isinstance(reentrant, (bool, int)):
             raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
         return Lock(self, self._native.mutex(path, bool(reentrant)), "mutex", bool(reentrant))
 
     mutex = lock
+
+    def semaphore(self, path: str, max_leases: int) -> Semaphore:
+        """A counting semaphore of ``max_leases`` leases on ``path`` (Curator's
+        ``InterProcessSemaphoreV2``; every user of the path must pass the same N)."""
+        path = _check_str(path, "path")
+        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
+            raise InvalidArgumentType(
+                f"max_leases must be an int, got {_type_name(max_leases)}"
+            )
+        return Semaphore(self, self._native.semaphore(path, max_leases), max_leases)
+
+    def semaphore_mutex(self, path: str) -> Semaphore:
+        """The semaphore of one lease on ``path``: excludes Curator's
+        ``InterProcessSemaphoreMutex`` (and zklock's semaphore mutexes). Not re-entrant: a
+        second acquire by the holder waits for itself; any thread may release."""
+        return Semaphore(self, self._native.semaphore_mutex(_check_str(path, "path")), 1)
+
+    def revoke(self, path: str, node: Optional[str] = None) -> List[str]:
+        """Asks the holder of ``path`` to let go, as Curator's ``Revoker.attemptRevoke`` does:
+        sets the data of its node to ``__REVOKE__`` (every lease of a semaphore; ``node``, a
+        node's name or full path, asks that one). Returns the nodes asked; raises
+        :class:`NotHeld` when nobody holds ``path`` or the node is gone. Holders hear it through
+        :attr:`Lease.revoke_requested` / :meth:`Lease.on_revoke` (zklock) or a
+        ``RevocationListener`` (Curator); it is a request, the holder decides."""
+        return self._native.revoke(_check_str(path, "path"), _check_optional_str(node, "node"))
 
     def rw_lock(self, path: str) -> RwLock:
         """A read/write lock on ``path``: ``.read`` and ``.write`` are :class:`Lock` objects."""

@@ -46,8 +46,21 @@ pub fn scratch(name: &str) -> PathBuf {
 /// own process group so that signals sent by tests reach it as they would from `kill`.
 pub fn zklock() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zklock"));
-    cmd.env_remove("ZKLOCK_SERVERS")
-        .env("ZKLOCK_SERVER_DIR", no_local_server())
+    cmd.env_remove("ZKLOCK_SERVERS");
+    for var in [
+        "ZKLOCK_TLS_CA",
+        "ZKLOCK_TLS_CERT",
+        "ZKLOCK_TLS_KEY",
+        "ZKLOCK_TLS_VERIFY_HOSTNAME",
+        "ZKLOCK_SASL_USER",
+        "ZKLOCK_SASL_PASSWORD",
+        "ZKLOCK_SASL_PASSWORD_FILE",
+        "ZKLOCK_AUTH",
+        "ZKLOCK_ACL",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("ZKLOCK_SERVER_DIR", no_local_server())
         .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null())
         .process_group(0);

@@ -18,9 +18,11 @@ use std::time::{Duration, Instant};
 pub mod conformance;
 mod jars;
 mod proxy;
+mod secure;
 
 pub use jars::classpath;
 pub use proxy::Proxy;
+pub use secure::{shared_secure, Secured};
 
 /// Harness failures: always with a message saying what to do.
 pub type Result<T> = std::result::Result<T, String>;
@@ -32,6 +34,9 @@ pub struct Config {
     pub force_sync: bool,
     /// ZooKeeper's tick; session timeouts are clamped to [2, 300] ticks.
     pub tick_ms: u32,
+    /// A secured server (standalone only): a TLS client port beside the plain one and SASL
+    /// DIGEST-MD5 (see `Secured`).
+    pub secure: bool,
 }
 
 impl Default for Config {
@@ -39,6 +44,7 @@ impl Default for Config {
         Config {
             force_sync: false,
             tick_ms: 200,
+            secure: false,
         }
     }
 }
@@ -46,6 +52,8 @@ impl Default for Config {
 struct Member {
     id: usize,
     client_port: u16,
+    /// The TLS client port of a secured server.
+    secure_port: Option<u16>,
     dir: PathBuf,
     child: Option<Child>,
     paused: bool,
@@ -56,6 +64,8 @@ pub struct ZooKeeper {
     members: Vec<Member>,
     root: Option<PathBuf>,
     external: Option<String>,
+    /// Extra JVM arguments (the JAAS file of a secured server).
+    jvm_args: Vec<String>,
 }
 
 fn free_port() -> Result<u16> {
@@ -98,6 +108,7 @@ impl ZooKeeper {
                 members: Vec::new(),
                 root: None,
                 external: Some(s),
+                jvm_args: Vec::new(),
             }),
             _ => Self::standalone(),
         }
@@ -117,6 +128,12 @@ impl ZooKeeper {
             .map(|_| Ok((free_port()?, free_port()?, free_port()?)))
             .collect::<Result<_>>()?;
         let mut members = Vec::new();
+        let mut jvm_args = Vec::new();
+        let secured = match config.secure {
+            true if n == 1 => Some(secure::prepare(&root, free_port()?)?),
+            true => return Err("a secured ZooKeeper is standalone only".into()),
+            false => None,
+        };
         for (i, &(client_port, _, _)) in ports.iter().enumerate() {
             let id = i + 1;
             let dir = root.join(format!("server{id}"));
@@ -131,6 +148,10 @@ impl ZooKeeper {
                 dir.join("data").display(),
                 if config.force_sync { "yes" } else { "no" },
             );
+            if let Some(sec) = &secured {
+                cfg.push_str(&sec.zoo_cfg);
+                jvm_args = sec.jvm_args.clone();
+            }
             if n > 1 {
                 for (j, &(_, peer, election)) in ports.iter().enumerate() {
                     cfg.push_str(&format!("server.{}=127.0.0.1:{peer}:{election}\n", j + 1));
@@ -142,6 +163,7 @@ impl ZooKeeper {
             members.push(Member {
                 id,
                 client_port,
+                secure_port: secured.as_ref().map(|s| s.port),
                 dir,
                 child: None,
                 paused: false,
@@ -151,6 +173,7 @@ impl ZooKeeper {
             members,
             root: Some(root),
             external: None,
+            jvm_args,
         };
         for i in 0..n {
             zk.spawn(i, &java, &classpath)?;
@@ -160,6 +183,7 @@ impl ZooKeeper {
     }
 
     fn spawn(&mut self, i: usize, java: &Path, classpath: &str) -> Result<()> {
+        let jvm_args = self.jvm_args.clone();
         let m = &mut self.members[i];
         let log = std::fs::File::create(m.dir.join("server.log")).map_err(|e| e.to_string())?;
         let mut cmd = Command::new(java);
@@ -169,6 +193,7 @@ impl ZooKeeper {
             "-XX:+UseSerialGC",
             "-Dzookeeper.jmx.log4j.disable=true",
         ])
+        .args(&jvm_args)
         .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
         // Reap empty container parents within a second (default: a minute) so tests see it.
         .arg("-Dznode.container.checkIntervalMs=1000")
@@ -240,6 +265,13 @@ impl ZooKeeper {
             .map(|m| format!("127.0.0.1:{}", m.client_port))
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// The TLS address of member `i` of a secured server.
+    pub fn secure_address(&self, i: usize) -> Option<String> {
+        self.members[i]
+            .secure_port
+            .map(|p| format!("127.0.0.1:{p}"))
     }
 
     /// The address of member `i` (0-based).

@@ -1,7 +1,9 @@
 // A real Apache Curator client for zklock's interop tests: takes a lock ROUNDS times and logs
 // each critical section as "<who> <kind> <token> <enter_ns> <exit_ns>" (token = czxid of its node).
 //
-//   java CuratorWorker SERVERS PATH MODE ROUNDS LOGFILE      MODE: mutex | read | write | rw-random
+//   java CuratorWorker SERVERS PATH MODE ROUNDS LOGFILE
+//   MODE: mutex | read | write | rw-random | semaphore-N (InterProcessSemaphoreV2 of N leases,
+//   logged as shared sections) | semaphore-mutex (InterProcessSemaphoreMutex, exclusive)
 //
 // It lives in Curator's package so it can read a lock's own node path (protected getLockPath).
 package org.apache.curator.framework.recipes.locks;
@@ -25,6 +27,11 @@ public class CuratorWorker {
         InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
         Random random = new Random(System.nanoTime());
         try (FileWriter out = new FileWriter(log, true)) {
+            if (mode.startsWith("semaphore")) {
+                semaphore(client, path, mode, rounds, random, out);
+                client.close();
+                return;
+            }
             for (int i = 0; i < rounds; i++) {
                 String kind = mode.equals("rw-random") ? (random.nextInt(4) == 0 ? "write" : "read") : mode;
                 InterProcessMutex lock = kind.equals("mutex") ? mutex : kind.equals("read") ? rw.readLock() : rw.writeLock();
@@ -39,6 +46,37 @@ public class CuratorWorker {
             }
         }
         client.close();
+    }
+
+    /** Curator's semaphores: the token is the czxid of the lease node. */
+    static void semaphore(CuratorFramework client, String path, String mode, int rounds, Random random,
+            FileWriter out) throws Exception {
+        boolean mutex = mode.equals("semaphore-mutex");
+        InterProcessSemaphoreMutex semaphoreMutex = new InterProcessSemaphoreMutex(client, path);
+        InterProcessSemaphoreV2 semaphore =
+            mutex ? null : new InterProcessSemaphoreV2(client, path, Integer.parseInt(mode.substring(10)));
+        java.lang.reflect.Field leaseField = InterProcessSemaphoreMutex.class.getDeclaredField("lease");
+        leaseField.setAccessible(true);
+        for (int i = 0; i < rounds; i++) {
+            Lease lease;
+            if (mutex) {
+                semaphoreMutex.acquire();
+                lease = (Lease) leaseField.get(semaphoreMutex);
+            } else {
+                lease = semaphore.acquire();
+            }
+            long token = client.checkExists().forPath(path + "/leases/" + lease.getNodeName()).getCzxid();
+            long enter = wallNanos();
+            Thread.sleep(1 + random.nextInt(3));
+            long exit = wallNanos();
+            if (mutex) {
+                semaphoreMutex.release();
+            } else {
+                semaphore.returnLease(lease);
+            }
+            out.write("curator " + (mutex ? "exclusive" : "shared") + " " + token + " " + enter + " " + exit + "\n");
+            out.flush();
+        }
     }
 
     static long wallNanos() {

@@ -102,6 +102,22 @@ pub fn check_file(path: &std::path::Path) -> Result<Verdict, String> {
     Ok(check(parse(&text)?))
 }
 
+/// The most sections inside at one moment (a semaphore of N must never show more than N).
+pub fn max_concurrent(sections: &[Section]) -> usize {
+    let mut edges: Vec<(i128, i32)> = sections
+        .iter()
+        .flat_map(|s| [(s.enter, 1), (s.exit, -1)])
+        .collect();
+    // At one instant an exit comes before an enter: touching sections do not overlap.
+    edges.sort();
+    let (mut inside, mut most) = (0i32, 0i32);
+    for (_, step) in edges {
+        inside += step;
+        most = most.max(inside);
+    }
+    most as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,10 @@ const JAVA_SOURCES: &[(&str, &str)] = &[
         "CuratorPartitionHolder.java",
         "CuratorPartitionHolder.class",
     ),
+    (
+        "CuratorRevocation.java",
+        "org/apache/curator/framework/recipes/locks/CuratorRevocation.class",
+    ),
 ];
 
 /// Compiles the Java peers once (javac against Debian's jars) and returns their class path.
@@ -108,6 +112,25 @@ pub fn spawn_curator(
         .args([servers, path, mode, &rounds.to_string()])
         .arg(log)
         .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("java: {e}"))
+}
+
+/// Curator's revocation peer (tests/trust/peers/CuratorRevocation.java): `hold SERVERS PATH`,
+/// `revoke SERVERS NODE` or `lease SERVERS PATH N`, its stdout piped to the caller.
+pub fn curator_revocation(args: &[&str]) -> Result<Child, String> {
+    Command::new("java")
+        .args([
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+        ])
+        .arg(curator_worker_classpath()?)
+        .arg("org.apache.curator.framework.recipes.locks.CuratorRevocation")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("java: {e}"))
 }

@@ -156,3 +156,32 @@ async fn zklock_rwlock_and_curator_rwlock_share_reads_and_exclude_writes() {
     );
     assert!(leftovers(servers, &path).await.is_empty());
 }
+
+/// docs/interop.md's kazoo table: kazoo's WriteLock (`extra_lock_patterns=["__WRIT__",
+/// "__READ__"]`) excludes zklock's readers and writers on one path. (kazoo's ReadLock is left
+/// out: kazoo 2.8's ReadLock waits for writers queued after it, so any writer behind a waiting
+/// reader, kazoo's own WriteLock included, waits for a timeout; docs/interop.md.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zklock_rwlock_and_kazoo_write_lock_exclude_each_other() {
+    let servers = zklock_testkit::shared();
+    let path = zklock_testkit::unique_path("interop-kazoo-rw");
+    let log = log_file("kazoo-rw");
+    let workers = vec![
+        (
+            "zklock".to_string(),
+            peers::spawn_zklock(WORKER, servers, &path, "rw-random", 60, &log).unwrap(),
+        ),
+        (
+            "kazoo-write".to_string(),
+            peers::spawn_kazoo(servers, &path, "write", 40, &log).expect("kazoo worker"),
+        ),
+    ];
+    tokio::task::spawn_blocking(move || peers::wait_all(workers))
+        .await
+        .unwrap()
+        .unwrap();
+    let verdict = checker::check_file(&log).unwrap();
+    assert_eq!(verdict.sections, 100);
+    assert!(verdict.ok(), "{verdict:?}");
+    assert!(leftovers(servers, &path).await.is_empty());
+}

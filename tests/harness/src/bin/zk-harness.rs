@@ -1,6 +1,9 @@
-//! `zk-harness [--nodes N] [--force-sync] [--proxy]`: starts a real ZooKeeper (standalone, or an
-//! ensemble of N) for test suites in any language. Prints `servers=<connect string>` on stdout
-//! once it serves (and with --proxy, `proxy=<addr>`: a fault proxy in front of server 1), then
+//! `zk-harness [--nodes N] [--force-sync] [--proxy] [--secure]`: starts a real ZooKeeper
+//! (standalone, or an ensemble of N) for test suites in any language. Prints `servers=<connect
+//! string>` on stdout once it serves (and with --proxy, `proxy=<addr>`: a fault proxy in front
+//! of server 1; with --secure, a standalone server with a TLS port and SASL users, the lines of
+//! `Secured::describe`: `tls_servers=`, `tls_wrong_host_servers=`, `tls_ca=`, `tls_wrong_ca=`,
+//! `tls_cert=`, `tls_key=`, `sasl_users=user:password,...`), then
 //! obeys commands on stdin, one per line, answering `ok` or `error: ...`:
 //!   blackhole | heal | cut | refuse | delay MS | drop-next-reply   (the proxy; see Proxy)
 //!   stop I | restart I | pause I | resume I   (I is 1-based) | restart-all
@@ -10,7 +13,7 @@
 
 use std::io::{BufRead, Write};
 
-use zklock_testkit::{Config, Proxy, ZooKeeper};
+use zklock_testkit::{Config, Proxy, Secured, ZooKeeper};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,12 +31,18 @@ fn main() {
             }
             "--force-sync" => config.force_sync = true,
             "--proxy" => with_proxy = true,
+            "--secure" => config.secure = true,
             "-h" | "--help" => usage(),
             _ => usage(),
         }
     }
-    let mut zk = match ZooKeeper::start(nodes, &config) {
-        Ok(zk) => zk,
+    let started = if config.secure {
+        Secured::start().map(|s| (s.describe(), s.zk))
+    } else {
+        ZooKeeper::start(nodes, &config).map(|zk| (String::new(), zk))
+    };
+    let (secure_lines, mut zk) = match started {
+        Ok(started) => started,
         Err(e) => {
             eprintln!("zk-harness: {e}");
             std::process::exit(1);
@@ -41,6 +50,7 @@ fn main() {
     };
     let mut out = std::io::stdout();
     writeln!(out, "servers={}", zk.connect_string()).ok();
+    write!(out, "{secure_lines}").ok();
     let proxy = if with_proxy {
         match Proxy::start(&zk.address(0)) {
             Ok(p) => {
@@ -116,6 +126,6 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: zk-harness [--nodes N] [--force-sync] [--proxy]  (stdin: stop|restart|pause|resume I, restart-all, leader, mntr I, blackhole, heal, cut, refuse, delay MS, drop-next-reply, quit)");
+    eprintln!("usage: zk-harness [--nodes N] [--force-sync] [--proxy] [--secure]  (stdin: stop|restart|pause|resume I, restart-all, leader, mntr I, blackhole, heal, cut, refuse, delay MS, drop-next-reply, quit)");
     std::process::exit(2);
 }

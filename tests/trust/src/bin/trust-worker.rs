@@ -1,5 +1,6 @@
 //! zklock's worker for the trust suites: `trust-worker SERVERS PATH MODE ROUNDS LOGFILE`, MODE one
-//! of mutex | read | write | rw-random. Appends `zklock <exclusive|shared> <token> <enter_ns>
+//! of mutex | read | write | rw-random | semaphore-N (a lease of a semaphore of N, logged as a
+//! shared section) | semaphore-mutex (exclusive). Appends `zklock <exclusive|shared> <token> <enter_ns>
 //! <exit_ns>` per critical section. A lost lease or an acquire error is retried (and reported on
 //! stderr), so a worker under injected faults still finishes its rounds.
 
@@ -30,6 +31,15 @@ fn main() {
     });
     let mutex = client.mutex(path).unwrap();
     let rw = client.rw_lock(path).unwrap();
+    let semaphore = match mode.strip_prefix("semaphore-") {
+        Some("mutex") => Some(client.semaphore_mutex(path).unwrap()),
+        Some(n) => Some(
+            client
+                .semaphore(path, n.parse().expect("semaphore-N"))
+                .unwrap(),
+        ),
+        None => None,
+    };
     let mut out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -47,6 +57,7 @@ fn main() {
             m => m,
         };
         let lock = match kind {
+            _ if semaphore.is_some() => semaphore.as_ref().unwrap(),
             "mutex" => &mutex,
             "read" => rw.read(),
             _ => rw.write(),
@@ -68,7 +79,9 @@ fn main() {
         let token = lease.token();
         match lease.blocking_release() {
             Ok(zklock::Released::Released) if held => {
-                let kind = if kind == "read" {
+                let kind = if kind == "read"
+                    || (kind.starts_with("semaphore-") && kind != "semaphore-mutex")
+                {
                     "shared"
                 } else {
                     "exclusive"

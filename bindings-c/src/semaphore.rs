@@ -1,0 +1,133 @@
+//! Semaphores (Curator's `InterProcessSemaphoreV2` layout) as `zklock_lock` handles, and
+//! revocation requests. The core decides everything; this only converts C values.
+
+use std::ffi::c_char;
+use std::mem::size_of;
+
+use crate::client::{check_size, zklock_client};
+use crate::error::{guard, guard_value, zklock_status, Failure};
+use crate::lock::{boxed, client_ref, zklock_lock, Shape};
+use crate::str_arg;
+
+/// Options of `zklock_semaphore_new` and `zklock_semaphore_mutex_new`. Set `size` to
+/// `sizeof(zklock_semaphore_options)` (or call `zklock_semaphore_options_init`). No option is
+/// defined yet: the struct is there so that later ones need no new function.
+#[repr(C)]
+pub struct zklock_semaphore_options {
+    /// `sizeof(zklock_semaphore_options)` as the caller knows it.
+    pub size: usize,
+}
+
+/// Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_semaphore_options_init(opts: *mut zklock_semaphore_options) {
+    guard_value((), || {
+        if !opts.is_null() {
+            opts.write(zklock_semaphore_options {
+                size: size_of::<zklock_semaphore_options>(),
+            });
+        }
+        Ok(())
+    })
+}
+
+unsafe fn read_semaphore_options(opts: *const zklock_semaphore_options) -> Result<(), Failure> {
+    if opts.is_null() {
+        return Ok(());
+    }
+    let size = std::ptr::addr_of!((*opts).size).read();
+    check_size(
+        opts.cast(),
+        size,
+        size_of::<zklock_semaphore_options>(),
+        "zklock_semaphore_options",
+    )
+}
+
+/// A C `int64_t` as a semaphore's N for the core: a value no `u32` holds cannot reach the
+/// core's check, so it gets the same kind of error here, naming the value.
+fn max_leases_of(path: &str, n: i64) -> Result<u32, Failure> {
+    u32::try_from(n).map_err(|_| {
+        Failure::invalid(format!(
+            "invalid number of leases {n} for the semaphore {path}: it must be 1 to {}",
+            zklock::MAX_LEASES
+        ))
+    })
+}
+
+unsafe fn new_semaphore(
+    client: *mut zklock_client,
+    path: *const c_char,
+    max_leases: Option<i64>,
+    opts: *const zklock_semaphore_options,
+    out: *mut *mut zklock_lock,
+) -> Result<(), Failure> {
+    let client = client_ref(client)?;
+    let path = str_arg(path, "path")?;
+    if out.is_null() {
+        return Err(Failure::null("out"));
+    }
+    read_semaphore_options(opts)?;
+    let lock = match max_leases {
+        Some(n) => client.client.semaphore(path, max_leases_of(path, n)?)?,
+        None => client.client.semaphore_mutex(path)?,
+    };
+    out.write(boxed(Shape::Lock(lock), client));
+    Ok(())
+}
+
+/// A counting semaphore of `max_leases` leases on `path`, on Curator's `InterProcessSemaphoreV2`
+/// layout (`<path>/leases`, `<path>/locks`): at most `max_leases` leases exist at once across
+/// every process that uses the path with the same N (ZooKeeper does not store N; 1 to
+/// 2147483647, else `ZKLOCK_INVALID_ARGUMENT`). `*out` gets a `zklock_lock` for the usual
+/// functions: each `zklock_acquire` / `zklock_acquire_async` takes one lease of its own (never
+/// re-entrant, whatever thread), with its token, state and callbacks; `zklock_lease_release`
+/// gives it back, from any thread. `opts` NULL means defaults. No I/O until the first acquire.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_semaphore_new(
+    client: *mut zklock_client,
+    path: *const c_char,
+    max_leases: i64,
+    opts: *const zklock_semaphore_options,
+    out: *mut *mut zklock_lock,
+) -> zklock_status {
+    guard(|| new_semaphore(client, path, Some(max_leases), opts, out))
+}
+
+/// The semaphore of one lease on `path`: excludes Curator's `InterProcessSemaphoreMutex` (and
+/// every zklock semaphore mutex) on the same path. Not re-entrant: a second acquire by the
+/// holder waits for itself. (`zklock_mutex_new` excludes Curator's `InterProcessMutex`, not
+/// this one.)
+#[no_mangle]
+pub unsafe extern "C" fn zklock_semaphore_mutex_new(
+    client: *mut zklock_client,
+    path: *const c_char,
+    opts: *const zklock_semaphore_options,
+    out: *mut *mut zklock_lock,
+) -> zklock_status {
+    guard(|| new_semaphore(client, path, None, opts, out))
+}
+
+/// Asks the holder of `path` to let go, as Curator's `Revoker.attemptRevoke` does: sets the data
+/// of its node to `__REVOKE__` (every lease of a semaphore). `node` NULL asks every current
+/// holder; else it names one node (its name or full path). Blocks until written.
+/// `ZKLOCK_NOT_HELD` when nobody holds `path` or the node is gone. Holders hear it through
+/// `zklock_lease_on_revoke` (zklock) or a `RevocationListener` (Curator); it is a request.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_revoke(
+    client: *mut zklock_client,
+    path: *const c_char,
+    node: *const c_char,
+) -> zklock_status {
+    guard(|| {
+        let client = client_ref(client)?;
+        let path = str_arg(path, "path")?;
+        let node = if node.is_null() {
+            None
+        } else {
+            Some(str_arg(node, "node")?)
+        };
+        client.client.blocking_revoke(path, node)?;
+        Ok(())
+    })
+}

@@ -1,0 +1,276 @@
+//! Writes guarded by a lease: ZooKeeper writes (create, set data, delete) sent as one multi
+//! request together with a check that each of the lease's lock nodes still exists. ZooKeeper
+//! applies all of it or none, so the writes land only while the lock is ours (etcd's
+//! `IsOwner()` in a transaction; the check op of zookeeper-client's `LockClient`). After the
+//! lease was lost they do not apply, and the call fails with `LockLost`.
+
+use std::sync::Arc;
+
+use zookeeper_client as zk;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::lease::{Lease, LeaseShared};
+use crate::protocol;
+use crate::runtime::{self, on_runtime};
+use crate::state::LeaseState;
+
+/// One write of a guarded batch ([`Lease::guarded_write`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    /// Creates a persistent node with `data` (its parent must exist), with the client's ACL
+    /// policy.
+    Create { path: String, data: Vec<u8> },
+    /// Replaces the data of an existing node, whatever its version.
+    SetData { path: String, data: Vec<u8> },
+    /// Deletes a node that has no children, whatever its version.
+    Delete { path: String },
+}
+
+impl Write {
+    pub fn create(path: impl Into<String>, data: impl Into<Vec<u8>>) -> Write {
+        Write::Create {
+            path: path.into(),
+            data: data.into(),
+        }
+    }
+
+    pub fn set_data(path: impl Into<String>, data: impl Into<Vec<u8>>) -> Write {
+        Write::SetData {
+            path: path.into(),
+            data: data.into(),
+        }
+    }
+
+    pub fn delete(path: impl Into<String>) -> Write {
+        Write::Delete { path: path.into() }
+    }
+
+    /// A write from its op name (`create`, `set_data`, `delete`: the faces take these names),
+    /// its path and its data (`None` is empty data; a `delete` with data is refused).
+    pub fn from_op(op: &str, path: &str, data: Option<Vec<u8>>) -> Result<Write> {
+        let path = path.to_owned();
+        match (op, data) {
+            ("create", data) => Ok(Write::Create {
+                path,
+                data: data.unwrap_or_default(),
+            }),
+            ("set_data", data) => Ok(Write::SetData {
+                path,
+                data: data.unwrap_or_default(),
+            }),
+            ("delete", None) => Ok(Write::Delete { path }),
+            ("delete", Some(_)) => Err(Error::invalid("a guarded delete takes no data")),
+            (other, _) => Err(Error::invalid(format!(
+                "unknown guarded write {:?} (known: create, set_data, delete)",
+                other.chars().take(64).collect::<String>()
+            ))),
+        }
+    }
+
+    /// The node written.
+    pub fn path(&self) -> &str {
+        match self {
+            Write::Create { path, .. } | Write::SetData { path, .. } | Write::Delete { path } => {
+                path
+            }
+        }
+    }
+
+    /// The write's name: `create`, `set_data`, `delete` (how the faces spell the ops).
+    pub fn op(&self) -> &'static str {
+        match self {
+            Write::Create { .. } => "create",
+            Write::SetData { .. } => "set_data",
+            Write::Delete { .. } => "delete",
+        }
+    }
+}
+
+/// What one guarded write did, in the order of the batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// The node was created (its path).
+    Created(String),
+    /// The data was set; the node's new data version.
+    Set { version: i32 },
+    /// The node was deleted.
+    Deleted,
+}
+
+impl Lease {
+    /// Runs `writes` atomically with a check that this lease's lock node (every member's, for a
+    /// multi-lock) still exists: all apply or none. `LockLost` when the lease is lost, or its
+    /// node turns out gone (the lease turns lost then); `NotHeld` after release; a failing write
+    /// fails the batch with its ZooKeeper error (naming the write), and nothing applies. An empty
+    /// batch only checks that the lock is still ours. When the connection breaks before the
+    /// answer, the outcome is unknown (`Connection`) as for any ZooKeeper write.
+    pub async fn guarded_write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
+        self.guarded().write(writes).await
+    }
+
+    /// Blocking twin of [`Lease::guarded_write`].
+    pub fn blocking_guarded_write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
+        self.guarded().blocking_write(writes)
+    }
+
+    /// A handle for guarded writes that lives apart from the lease (a face keeps it beside a
+    /// lease it may release meanwhile); its writes fail with `NotHeld` once the lease was
+    /// released.
+    pub fn guarded(&self) -> Guarded {
+        Guarded {
+            parts: self.shared_parts(),
+            path: self.path().to_owned(),
+        }
+    }
+}
+
+/// Guarded writes of one lease ([`Lease::guarded`]). Cheap to clone.
+#[derive(Clone)]
+pub struct Guarded {
+    parts: Vec<Arc<LeaseShared>>,
+    path: String,
+}
+
+impl std::fmt::Debug for Guarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guarded").field("path", &self.path).finish()
+    }
+}
+
+impl Guarded {
+    /// [`Lease::guarded_write`].
+    pub async fn write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
+        self.check(&writes)?;
+        on_runtime(commit(self.parts.clone(), writes)).await
+    }
+
+    /// Blocking twin of [`Guarded::write`].
+    pub fn blocking_write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
+        self.check(&writes)?;
+        runtime::block_on(commit(self.parts.clone(), writes))
+    }
+
+    /// The checks before any I/O: the paths, and a lease still held (or suspended: the request
+    /// waits for the reconnect, and the check decides).
+    fn check(&self, writes: &[Write]) -> Result<()> {
+        for w in writes {
+            protocol::validate_path(w.path())?;
+        }
+        let states = self.parts.iter().map(|p| p.state());
+        match LeaseState::combine(states) {
+            LeaseState::Lost => Err(lost_error(&self.parts)),
+            LeaseState::Released => Err(Error::new(
+                ErrorKind::NotHeld,
+                format!(
+                    "the lease on {} was released; guarded writes need a held lease",
+                    self.path
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn lost_error(parts: &[Arc<LeaseShared>]) -> Error {
+    let reason = parts
+        .iter()
+        .find_map(|p| p.lost_reason())
+        .unwrap_or_else(|| "the lease was lost".into());
+    Error::new(
+        ErrorKind::LockLost,
+        format!("guarded write not applied: {reason}"),
+    )
+}
+
+async fn commit(parts: Vec<Arc<LeaseShared>>, writes: Vec<Write>) -> Result<Vec<Written>> {
+    let Some(first) = parts.first() else {
+        return Err(Error::new(ErrorKind::NotHeld, "the lease holds no lock"));
+    };
+    let session = first.session().clone();
+    let zk = match session.zk() {
+        Ok(zk) => zk,
+        Err(_) => {
+            // The session died: its nodes are gone with it, and so is the lease.
+            for p in &parts {
+                p.lose_unless_released("the ZooKeeper session ended");
+            }
+            return Err(lost_error(&parts));
+        }
+    };
+    let acls = session.acl.acls();
+    let create = zk::CreateMode::Persistent.with_acls(acls);
+    let mut multi = zk.new_multi_writer();
+    let bad = |e: zk::Error, what: &str| Error::from_zk(e, what);
+    for p in &parts {
+        multi
+            .add_check_version(p.node(), -1)
+            .map_err(|e| bad(e, "check the lock node"))?;
+    }
+    for w in &writes {
+        let added = match w {
+            Write::Create { path, data } => multi.add_create(path, data, &create),
+            Write::SetData { path, data } => multi.add_set_data(path, data, None),
+            Write::Delete { path } => multi.add_delete(path, None),
+        };
+        added.map_err(|e| bad(e, &describe(w)))?;
+    }
+    let results = match multi.commit().await {
+        Ok(results) => results,
+        Err(zk::MultiWriteError::OperationFailed { index, source }) if index < parts.len() => {
+            let _ = source;
+            parts[index].lose_unless_released("our lock node no longer exists");
+            return Err(lost_error(&parts));
+        }
+        Err(zk::MultiWriteError::OperationFailed { index, source }) => {
+            let w = &writes[index - parts.len()];
+            return Err(Error::from_zk(
+                source,
+                &format!("guarded write not applied: {} failed", describe(w)),
+            ));
+        }
+        Err(zk::MultiWriteError::RequestFailed { source }) => {
+            if matches!(
+                source,
+                zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::ClientClosed
+            ) || session.is_dead()
+            {
+                for p in &parts {
+                    p.lose_unless_released("the ZooKeeper session ended");
+                }
+                return Err(lost_error(&parts));
+            }
+            return Err(Error::from_zk(
+                source,
+                "guarded write (the outcome is unknown if the connection broke)",
+            ));
+        }
+    };
+    Ok(results
+        .into_iter()
+        .skip(parts.len())
+        .map(|r| match r {
+            zk::MultiWriteResult::Create { path, .. } => Written::Created(path),
+            zk::MultiWriteResult::SetData { stat } => Written::Set {
+                version: stat.version,
+            },
+            _ => Written::Deleted,
+        })
+        .collect())
+}
+
+impl Written {
+    /// The write's op name, as in [`Write::op`].
+    pub fn op(&self) -> &'static str {
+        match self {
+            Written::Created(_) => "create",
+            Written::Set { .. } => "set_data",
+            Written::Deleted => "delete",
+        }
+    }
+}
+
+/// `create /path` (quoting at most 64 characters of the path).
+fn describe(w: &Write) -> String {
+    let path: String = w.path().chars().take(64).collect();
+    format!("{} {path}", w.op())
+}

@@ -1,0 +1,534 @@
+//! Secure ZooKeeper: TLS and SASL options, the one place that checks and loads them, and the
+//! diagnosis that turns a failed handshake into a message saying which (wrong CA, wrong host,
+//! expired certificate, a plaintext client on a TLS port).
+//!
+//! The transport (zookeeper-client) logs why a handshake failed but reports only "no host
+//! reachable"; retrying that until the connect timeout would hide a configuration error behind a
+//! 15 s wait. So after a failed connect we shake hands once ourselves with the same certificates
+//! and, when the answer is definitive, fail at once with `Connection` and the reason.
+
+use std::io::ErrorKind as IoKind;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use zookeeper_client as zk;
+
+use crate::error::{Error, Result};
+
+/// PEM text: a file (read when connecting) or the bytes themselves.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Pem {
+    File(PathBuf),
+    Bytes(Vec<u8>),
+}
+
+/// Shows the file, never the bytes (a key is a secret).
+impl std::fmt::Debug for Pem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pem::File(p) => write!(f, "File({:?})", p),
+            Pem::Bytes(b) => write!(f, "Bytes(<{} bytes>)", b.len()),
+        }
+    }
+}
+
+impl Pem {
+    fn load(&self, what: &str) -> Result<Vec<u8>> {
+        match self {
+            Pem::Bytes(b) => Ok(b.clone()),
+            Pem::File(path) => std::fs::read(path).map_err(|e| {
+                Error::invalid(format!(
+                    "{what}: cannot read {}: {e}",
+                    crate::protocol::shown(&path.to_string_lossy())
+                ))
+            }),
+        }
+    }
+
+    fn describe(&self, what: &str) -> String {
+        match self {
+            Pem::File(p) => format!("{what} {}", crate::protocol::shown(&p.to_string_lossy())),
+            Pem::Bytes(_) => format!("{what} (PEM bytes)"),
+        }
+    }
+}
+
+/// TLS to every server of the connect string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tls {
+    /// The CA certificate(s) the servers' certificates must chain to.
+    pub ca: Pem,
+    /// Our certificate, for servers that ask for one (`ssl.clientAuth`); needs `key`.
+    pub cert: Option<Pem>,
+    /// The private key of `cert`.
+    pub key: Option<Pem>,
+    /// Whether a server's certificate must name the host we dialled. On unless turned off.
+    pub verify_hostname: bool,
+}
+
+impl Tls {
+    pub fn new(ca: Pem) -> Tls {
+        Tls {
+            ca,
+            cert: None,
+            key: None,
+            verify_hostname: true,
+        }
+    }
+}
+
+/// SASL DIGEST-MD5 credentials. GSSAPI (Kerberos) is not offered: the transport's GSSAPI needs
+/// the system's Kerberos libraries at build time.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Sasl {
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Sasl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sasl")
+            .field("user", &self.user)
+            .field("password", &"***")
+            .finish()
+    }
+}
+
+/// The secure options as every face spells them (Python `tls_ca`, Node `tlsCa`, C `tls_ca`,
+/// CLI `--tls-ca`): file paths and a flag, checked once here by [`SecureParts::apply`].
+#[derive(Default, Clone)]
+pub struct SecureParts {
+    pub tls_ca: Option<String>,
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
+    pub tls_verify_hostname: Option<bool>,
+    pub sasl_user: Option<String>,
+    pub sasl_password: Option<String>,
+}
+
+impl SecureParts {
+    /// Adds the parts to `options`: `InvalidArgument` for a combination that cannot work.
+    pub fn apply(self, mut options: crate::Options) -> Result<crate::Options> {
+        let file = |p: String| Pem::File(PathBuf::from(p));
+        match self.tls_ca {
+            Some(ca) => {
+                if self.tls_cert.is_some() != self.tls_key.is_some() {
+                    return Err(Error::invalid(
+                        "tls_cert and tls_key go together (a client certificate needs its key)",
+                    ));
+                }
+                options.tls = Some(Tls {
+                    ca: file(ca),
+                    cert: self.tls_cert.map(file),
+                    key: self.tls_key.map(file),
+                    verify_hostname: self.tls_verify_hostname.unwrap_or(true),
+                });
+            }
+            None if self.tls_cert.is_some()
+                || self.tls_key.is_some()
+                || self.tls_verify_hostname.is_some() =>
+            {
+                return Err(Error::invalid(
+                    "tls_cert, tls_key and tls_verify_hostname need tls_ca (the CA that signed the servers' certificates)",
+                ));
+            }
+            None => {}
+        }
+        match (self.sasl_user, self.sasl_password) {
+            (Some(user), Some(password)) => options.sasl = Some(Sasl { user, password }),
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(Error::invalid(
+                    "sasl_user needs sasl_password (the CLI reads it from ZKLOCK_SASL_PASSWORD or --sasl-password-file)",
+                ))
+            }
+            (None, Some(_)) => return Err(Error::invalid("sasl_password needs sasl_user")),
+        }
+        Ok(options)
+    }
+}
+
+pub(crate) fn validate_sasl(sasl: &Sasl) -> Result<()> {
+    if sasl.user.is_empty() || sasl.user.len() > 1024 || sasl.user.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            "sasl_user must be 1 to 1024 characters without control characters",
+        ));
+    }
+    if sasl.password.is_empty() {
+        return Err(Error::invalid("sasl_password is empty"));
+    }
+    Ok(())
+}
+
+/// What a TLS connect needs, loaded once per connect: the transport's options and the
+/// handshake configuration of the diagnosis.
+pub(crate) struct LoadedTls {
+    pub(crate) transport: zk::TlsOptions,
+    probe: Arc<rustls::ClientConfig>,
+    verify_hostname: bool,
+}
+
+/// Reads and parses the PEM files: `InvalidArgument` naming the file (never its content).
+pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
+    if tls.cert.is_some() != tls.key.is_some() {
+        return Err(Error::invalid(
+            "tls_cert and tls_key go together (a client certificate needs its key)",
+        ));
+    }
+    let ca = tls.ca.load("tls_ca")?;
+    let bad = |what: String| Error::invalid(what);
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&ca) {
+        let cert = cert.map_err(|_| bad(format!("{} is not PEM", tls.ca.describe("tls_ca"))))?;
+        roots.add(cert).map_err(|e| {
+            bad(format!(
+                "{} holds a certificate that cannot be a CA: {e}",
+                tls.ca.describe("tls_ca")
+            ))
+        })?;
+    }
+    if roots.is_empty() {
+        return Err(bad(format!(
+            "{} holds no PEM certificate",
+            tls.ca.describe("tls_ca")
+        )));
+    }
+    let ca_text = String::from_utf8(ca)
+        .map_err(|_| bad(format!("{} is not PEM text", tls.ca.describe("tls_ca"))))?;
+    let mut transport = zk::TlsOptions::new()
+        .with_pem_ca(&ca_text)
+        .map_err(|_| bad(format!("{} holds no usable CA", tls.ca.describe("tls_ca"))))?;
+    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+    let probe = match (&tls.cert, &tls.key) {
+        (Some(cert_pem), Some(key_pem)) => {
+            let cert = cert_pem.load("tls_cert")?;
+            let key = key_pem.load("tls_key")?;
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert)
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| bad(format!("{} is not PEM", cert_pem.describe("tls_cert"))))?;
+            if chain.is_empty() {
+                return Err(bad(format!(
+                    "{} holds no PEM certificate",
+                    cert_pem.describe("tls_cert")
+                )));
+            }
+            // The key's parse error is not quoted: it could echo a piece of the key.
+            let private = PrivateKeyDer::from_pem_slice(&key).map_err(|_| {
+                bad(format!(
+                    "{} holds no PEM private key",
+                    key_pem.describe("tls_key")
+                ))
+            })?;
+            let (cert_text, key_text) = match (String::from_utf8(cert), String::from_utf8(key)) {
+                (Ok(c), Ok(k)) => (c, k),
+                _ => return Err(bad("tls_cert or tls_key is not PEM text".into())),
+            };
+            transport = transport
+                .with_pem_identity(&cert_text, &key_text)
+                .map_err(|_| bad("tls_cert and tls_key do not form a client identity".into()))?;
+            builder.with_client_auth_cert(chain, private).map_err(|_| {
+                bad(format!(
+                    "{} does not match {}",
+                    key_pem.describe("tls_key"),
+                    cert_pem.describe("tls_cert")
+                ))
+            })?
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    if !tls.verify_hostname {
+        // SAFETY (the transport's word for "man in the middle possible"): asked for explicitly
+        // with tls_verify_hostname = false; the chain is still checked against the CA.
+        transport = unsafe { transport.with_no_hostname_verification() };
+    }
+    Ok(LoadedTls {
+        transport,
+        probe: Arc::new(probe),
+        verify_hostname: tls.verify_hostname,
+    })
+}
+
+/// Every host of a TLS connect string must be a name or address a certificate can hold (the
+/// transport would panic on one that is not).
+pub(crate) fn check_tls_hosts(hosts: &str) -> Result<()> {
+    let list = hosts.split('/').next().unwrap_or_default();
+    for entry in list.split(',') {
+        let Some((host, _)) = first_host(entry) else {
+            continue;
+        };
+        if ServerName::try_from(host.clone()).is_err() {
+            return Err(Error::invalid(format!(
+                "{} is not a host name or IP address a TLS certificate can name",
+                crate::protocol::shown(&host)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// After a failed connect: why, when a handshake of our own tells definitively (a certificate
+/// problem, or a TLS server answering a plaintext client). `None` when it cannot tell (the
+/// server is down or silent): then connecting goes on until the connect timeout.
+pub(crate) async fn diagnose(hosts: &str, tls: Option<&LoadedTls>) -> Option<String> {
+    let (host, port) = first_host(hosts)?;
+    let (config, verify_hostname, plain) = match tls {
+        Some(t) => (t.probe.clone(), t.verify_hostname, false),
+        None => (saw_certificate_config(), true, true),
+    };
+    let probe = tokio::task::spawn_blocking(move || handshake(&host, port, config));
+    let outcome = tokio::time::timeout(PROBE_LIMIT + Duration::from_millis(500), probe)
+        .await
+        .ok()?
+        .ok()?;
+    let host_port = first_host(hosts).map(|(h, p)| format!("{h}:{p}"))?;
+    match outcome {
+        Probe::Certificate(why) if plain => {
+            let _ = why;
+            Some(format!(
+                "{host_port} speaks TLS on this port and this client does not (give the CA: tls_ca, --tls-ca, ZKLOCK_TLS_CA)"
+            ))
+        }
+        Probe::Certificate(why) => certificate_reason(&why, verify_hostname, &host_port),
+        Probe::NotTls if !plain => Some(format!(
+            "{host_port} does not speak TLS on this port (a plaintext port? leave tls_ca out, or use the server's secureClientPort)"
+        )),
+        Probe::Alert(alert) if !plain => Some(format!(
+            "{host_port} refused our TLS handshake ({alert}); does it require a client certificate (tls_cert, tls_key)?"
+        )),
+        _ => None,
+    }
+}
+
+const PROBE_LIMIT: Duration = Duration::from_secs(1);
+
+enum Probe {
+    Certificate(rustls::CertificateError),
+    Alert(String),
+    NotTls,
+    Unknown,
+}
+
+fn handshake(host: &str, port: u16, config: Arc<rustls::ClientConfig>) -> Probe {
+    let Some(addr) = (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+    else {
+        return Probe::Unknown;
+    };
+    let Ok(mut sock) = TcpStream::connect_timeout(&addr, PROBE_LIMIT) else {
+        return Probe::Unknown;
+    };
+    sock.set_read_timeout(Some(PROBE_LIMIT)).ok();
+    sock.set_write_timeout(Some(PROBE_LIMIT)).ok();
+    let Ok(name) = ServerName::try_from(host.to_owned()) else {
+        return Probe::Unknown;
+    };
+    let Ok(mut conn) = rustls::ClientConnection::new(config, name) else {
+        return Probe::Unknown;
+    };
+    while conn.is_handshaking() {
+        if let Err(e) = conn.complete_io(&mut sock) {
+            let tls = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+            return match tls {
+                Some(rustls::Error::InvalidCertificate(c)) => Probe::Certificate(c.clone()),
+                Some(rustls::Error::General(g)) if g == SAW_CERTIFICATE => {
+                    Probe::Certificate(rustls::CertificateError::UnknownIssuer)
+                }
+                Some(rustls::Error::AlertReceived(a)) => Probe::Alert(format!("{a:?}")),
+                Some(rustls::Error::InvalidMessage(_)) => Probe::NotTls,
+                _ if e.kind() == IoKind::UnexpectedEof => Probe::NotTls,
+                _ => Probe::Unknown,
+            };
+        }
+    }
+    Probe::Unknown
+}
+
+fn certificate_reason(
+    why: &rustls::CertificateError,
+    verify_hostname: bool,
+    host_port: &str,
+) -> Option<String> {
+    use rustls::CertificateError as C;
+    Some(match why {
+        C::UnknownIssuer | C::BadSignature => format!(
+            "the certificate of {host_port} is not signed by the CA given (tls_ca): wrong CA"
+        ),
+        C::NotValidForName | C::NotValidForNameContext { .. } if verify_hostname => format!(
+            "the certificate of {host_port} is not valid for that host name: wrong host (connect by a name the certificate holds, or turn tls_verify_hostname off)"
+        ),
+        C::NotValidForName | C::NotValidForNameContext { .. } => return None,
+        C::Expired | C::ExpiredContext { .. } => {
+            format!("the certificate of {host_port} has expired")
+        }
+        C::NotValidYet | C::NotValidYetContext { .. } => {
+            format!("the certificate of {host_port} is not valid yet")
+        }
+        C::Revoked => format!("the certificate of {host_port} is revoked"),
+        other => format!("the certificate of {host_port} was refused: {other:?}"),
+    })
+}
+
+/// host and port of the first server of a connect string (2181 when none is given).
+fn first_host(hosts: &str) -> Option<(String, u16)> {
+    let list = hosts.split('/').next()?;
+    let entry = list.split(',').next()?.trim();
+    let entry = entry
+        .strip_prefix("tcp+tls://")
+        .or_else(|| entry.strip_prefix("tcp://"))
+        .unwrap_or(entry);
+    let (host, port) = match entry.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') || h.starts_with('[') => (h, p.parse().ok()?),
+        _ => (entry, 2181),
+    };
+    Some((
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned(),
+        port,
+    ))
+}
+
+const SAW_CERTIFICATE: &str = "zklock probe: the server sent a certificate";
+
+/// A handshake that stops at the server's certificate: proof that the port speaks TLS.
+fn saw_certificate_config() -> Arc<rustls::ClientConfig> {
+    static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let builder = rustls::ClientConfig::builder();
+            let schemes = builder
+                .crypto_provider()
+                .signature_verification_algorithms
+                .supported_schemes();
+            Arc::new(
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(SawCertificate(schemes)))
+                    .with_no_client_auth(),
+            )
+        })
+        .clone()
+}
+
+#[derive(Debug)]
+struct SawCertificate(Vec<rustls::SignatureScheme>);
+
+impl rustls::client::danger::ServerCertVerifier for SawCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> std::result::Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Err(rustls::Error::General(SAW_CERTIFICATE.into()))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> std::result::Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::General(SAW_CERTIFICATE.into()))
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> std::result::Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::General(SAW_CERTIFICATE.into()))
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn secure_parts_are_checked_once() {
+        let o = || crate::Options::default();
+        let e = SecureParts {
+            tls_cert: Some("c.pem".into()),
+            ..Default::default()
+        }
+        .apply(o())
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("need tls_ca"), "{e}");
+        let e = SecureParts {
+            tls_ca: Some("ca.pem".into()),
+            tls_key: Some("k.pem".into()),
+            ..Default::default()
+        }
+        .apply(o())
+        .unwrap_err();
+        assert!(e.message().contains("go together"), "{e}");
+        let e = SecureParts {
+            sasl_user: Some("alice".into()),
+            ..Default::default()
+        }
+        .apply(o())
+        .unwrap_err();
+        assert!(e.message().contains("needs sasl_password"), "{e}");
+        let ok = SecureParts {
+            tls_ca: Some("ca.pem".into()),
+            sasl_user: Some("alice".into()),
+            sasl_password: Some("pw-not-shown".into()),
+            ..Default::default()
+        }
+        .apply(o())
+        .unwrap();
+        assert!(ok.tls.as_ref().unwrap().verify_hostname);
+        assert!(!format!("{ok:?}").contains("pw-not-shown"), "{ok:?}");
+    }
+
+    #[test]
+    fn a_missing_ca_file_is_named() {
+        let e = match load(&Tls::new(Pem::File("/nonexistent/ca.pem".into()))) {
+            Err(e) => e,
+            Ok(_) => panic!("a missing CA file loaded"),
+        };
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("/nonexistent/ca.pem"), "{e}");
+    }
+
+    #[test]
+    fn key_bytes_never_show_in_debug() {
+        let tls = Tls {
+            cert: Some(Pem::Bytes(b"-----BEGIN CERTIFICATE-----".to_vec())),
+            key: Some(Pem::Bytes(b"TOPSECRETKEY".to_vec())),
+            ..Tls::new(Pem::Bytes(Vec::new()))
+        };
+        assert!(!format!("{tls:?}").contains("TOPSECRETKEY"));
+    }
+
+    #[test]
+    fn a_tls_host_a_certificate_cannot_name_is_refused() {
+        assert!(check_tls_hosts("127.0.0.1:1,zk-1.example:2,[::1]:3/chroot").is_ok());
+        let e = check_tls_hosts("good:1,bad_name!:2").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("bad_name!"), "{e}");
+    }
+
+    #[test]
+    fn the_first_host_of_a_connect_string() {
+        assert_eq!(first_host("a:1,b:2/chroot"), Some(("a".to_owned(), 1)));
+        assert_eq!(first_host("[::1]:7"), Some(("::1".to_owned(), 7)));
+        assert_eq!(first_host("h"), Some(("h".to_owned(), 2181)));
+    }
+}

@@ -1,0 +1,221 @@
+//! The counting semaphore on Curator's `InterProcessSemaphoreV2` layout, byte for byte:
+//!
+//! - `<path>/leases`: one protected ephemeral sequential node per lease, `_c_<uuid>-lease-<seq>`.
+//!   A lease is held while the number of children of `leases` (ours included, every child
+//!   counted, as Curator counts them) is at most N when its holder looked.
+//! - `<path>/locks`: an `InterProcessMutex` (`_c_<uuid>-lock-<seq>`) that guards the creation of
+//!   waiting lease nodes. N is not stored: every process passes the same N (as in Curator).
+//!
+//! Why the count is safe without the guard: take the holders at any moment and the one among
+//! them that looked last. Every other holder's node was created before it looked (each created
+//! its node before its own look) and still exists, so it counted them all and itself, and found
+//! at most N. The guard is for progress, not safety: a lease node counts against N while its
+//! creator waits, so two waiters with nodes could each see N+1 forever. Curator lets only the
+//! guard holder wait with a node; zklock keeps that rule.
+//!
+//! zklock's fast path: create the lease node and list `leases` in one round trip (pipelined);
+//! held if the count allows. Otherwise the node is deleted at once (a waiter never keeps a lease
+//! node while it waits for the guard, or a Curator guard holder could wait on our node forever)
+//! and the acquire takes Curator's path: the guard, a new lease node, a children watch until the
+//! count allows, the guard released. A fast-path node that briefly makes the count N+1 only makes
+//! a guard holder wait for its deletion, which follows at once. A try is the fast path alone.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use zookeeper_client as zk;
+
+use crate::cancel::CancelToken;
+use crate::engine::{self, Queued, Request};
+use crate::error::{is_transient, Error, ErrorKind, Result};
+use crate::lease::{Lease, LeaseShared, Part};
+use crate::nodes::{count_round_trip, recover, timeout_error};
+use crate::options::AclPolicy;
+use crate::protocol::NodeKind;
+use crate::session::Session;
+
+/// The child of a semaphore path that holds the lease nodes (Curator's `LEASE_PARENT`).
+pub(crate) const LEASES: &str = "leases";
+/// The child of a semaphore path that holds the guard mutex (Curator's `LOCK_PARENT`).
+pub(crate) const LOCKS: &str = "locks";
+
+/// The largest N a semaphore takes (Curator's is an `int`).
+pub const MAX_LEASES: u32 = i32::MAX as u32;
+
+/// Checks a semaphore's N: 1 to [`MAX_LEASES`].
+pub(crate) fn validate_max_leases(path: &str, max_leases: u32) -> Result<()> {
+    if max_leases == 0 || max_leases > MAX_LEASES {
+        return Err(Error::invalid(format!(
+            "invalid number of leases {max_leases} for the semaphore {path}: it must be 1 to {MAX_LEASES}"
+        )));
+    }
+    Ok(())
+}
+
+/// One lease acquire.
+pub(crate) struct SemaphoreRequest<'a> {
+    pub path: &'a str,
+    pub max_leases: u32,
+    pub identity: &'a [u8],
+    pub acl: AclPolicy,
+    /// `None`: wait forever. A deadline already past: try once (the fast path alone).
+    pub deadline: Option<Instant>,
+    pub cancel: Option<&'a CancelToken>,
+}
+
+impl SemaphoreRequest<'_> {
+    fn node_request<'b>(&'b self, dir: &'b str, kind: NodeKind) -> Request<'b> {
+        Request {
+            dir,
+            kind,
+            identity: self.identity,
+            acl: self.acl,
+            deadline: self.deadline,
+            downgrade_of: None,
+            cancel: self.cancel,
+        }
+    }
+
+    fn allows(&self, children: &[String]) -> bool {
+        children.len() as u64 <= u64::from(self.max_leases)
+    }
+
+    fn is_past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| d <= Instant::now())
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_some_and(CancelToken::is_cancelled)
+    }
+}
+
+/// Takes one lease: the fast path, then Curator's guarded path. No node is left behind when it
+/// fails (the engine's cleanup, protected-create recovery included).
+pub(crate) async fn acquire(session: &Arc<Session>, req: &SemaphoreRequest<'_>) -> Result<Lease> {
+    let leases = format!("{}/{LEASES}", req.path);
+    let lease_req = req.node_request(&leases, NodeKind::Lease);
+    let (fast, children) = engine::create_listed(session, &lease_req).await?;
+    if req.allows(&children) && !req.is_cancelled() {
+        return Ok(lease_of(fast));
+    }
+    // Deleted before anything else: never wait for the guard with a lease node.
+    let gone = fast.abandon(timeout_error(req.path)).await;
+    if req.is_cancelled() {
+        return Err(crate::nodes::cancelled_error(req.path));
+    }
+    if req.is_past_deadline() {
+        return Err(gone);
+    }
+    Box::pin(guarded(session, req, &lease_req)).await
+}
+
+/// Curator's path: hold the guard while our lease node waits for the count to allow it.
+async fn guarded(
+    session: &Arc<Session>,
+    req: &SemaphoreRequest<'_>,
+    lease_req: &Request<'_>,
+) -> Result<Lease> {
+    let locks = format!("{}/{LOCKS}", req.path);
+    let guard_req = req.node_request(&locks, NodeKind::Mutex);
+    let mut timer = req.deadline.map(|d| Box::pin(tokio::time::sleep_until(d)));
+    let mut guard = engine::enqueue(session, &guard_req).await?;
+    while !guard.is_ours() {
+        let turn = guard.wait_turn(&locks, req.cancel, timer.as_mut()).await;
+        let advanced = match turn {
+            Ok(deleted) => guard.advance(&guard_req, deleted).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = advanced {
+            return Err(guard.abandon(e).await);
+        }
+    }
+    let leased = wait_for_count(session, req, lease_req, timer.as_mut()).await;
+    // The guard goes whatever happened; its deletion runs in the background (dropping an
+    // abandoned attempt deletes its node), so a lease does not wait a round trip for it.
+    drop(guard);
+    leased
+}
+
+/// Under the guard: creates our lease node and waits until the count allows it.
+async fn wait_for_count(
+    session: &Arc<Session>,
+    req: &SemaphoreRequest<'_>,
+    lease_req: &Request<'_>,
+    mut timer: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
+) -> Result<Lease> {
+    let (mut ours, mut children) = engine::create_listed(session, lease_req).await?;
+    loop {
+        let name = ours
+            .node()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        if !children.contains(&name) {
+            let err = Error::new(
+                ErrorKind::ZooKeeper,
+                format!("our lease node {} vanished while waiting", ours.node()),
+            );
+            return Err(ours.abandon(err).await);
+        }
+        if req.allows(&children) {
+            if req.is_cancelled() {
+                let err = crate::nodes::cancelled_error(req.path);
+                return Err(ours.abandon(err).await);
+            }
+            return Ok(lease_of(ours));
+        }
+        if req.is_past_deadline() {
+            return Err(ours.abandon(timeout_error(req.path)).await);
+        }
+        let (listed, watcher) = match watch_children(session, lease_req).await {
+            Ok(watched) => watched,
+            Err(e) => return Err(ours.abandon(e).await),
+        };
+        if !req.allows(&listed) {
+            ours.wait_for(watcher);
+            let turn = ours
+                .wait_turn(lease_req.dir, req.cancel, timer.as_deref_mut())
+                .await;
+            if let Err(e) = turn {
+                return Err(ours.abandon(e).await);
+            }
+            children =
+                match crate::nodes::list_children(session, lease_req.dir, req.deadline, req.cancel)
+                    .await
+                {
+                    Ok(children) => children,
+                    Err(e) => return Err(ours.abandon(e).await),
+                };
+        } else {
+            children = listed;
+        }
+    }
+}
+
+/// Lists the lease nodes with a children watch, waiting out a disconnect.
+async fn watch_children(
+    session: &Session,
+    req: &Request<'_>,
+) -> Result<(Vec<String>, zk::OneshotWatcher)> {
+    loop {
+        let zk = session.zk()?;
+        let listed = zk.list_and_watch_children(req.dir).await;
+        count_round_trip();
+        match listed {
+            Ok(watched) => return Ok(watched),
+            Err(e) if is_transient(&e) => {
+                recover(session, req.deadline, req.cancel, req.dir).await?
+            }
+            Err(e) => return Err(Error::from_zk(e, &format!("watch {}", req.dir))),
+        }
+    }
+}
+
+fn lease_of(node: Queued) -> Lease {
+    let (session, node, token) = node.into_node();
+    Lease::new(vec![Part {
+        shared: LeaseShared::new(session, node, token, None),
+        owner: None,
+    }])
+}

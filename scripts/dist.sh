@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# make dist: the artifacts a user installs without a Rust toolchain, all from the workspace's one
+# version (Cargo.toml [workspace.package] version), written into dist/:
+#   zklock-<v>-cp39-abi3-manylinux_*_x86_64.whl  Python >= 3.9 (abi3), checked with auditwheel
+#   zklock-<v>.tar.gz                             Python sdist (builds from source with cargo)
+#   zklock-<v>.tgz                                npm package, prebuilds/linux-x64-gnu/zklock.node
+#   libzklock-<v>-linux-x86_64.tar.gz             C: lib/ include/ lib/pkgconfig/ bin/zklock
+#   zklock_<v>_amd64.deb                          the same files under /usr
+#   SHA256SUMS
+# The code is built once per artifact with the `dist` cargo profile (release without debug info,
+# symbols stripped) into the shared target/ directory: the C library and the Node addon in one
+# cargo run (the same build as bindings-node/scripts/build.js makes for make test's Node suite),
+# the command line in a second (its tokio features differ), the wheel by maturin (pyo3 unifies
+# some dependencies' features differently, so the core is compiled a third time). maturin and
+# auditwheel come from PyPI into target/dist-venv. Prints each artifact's size and each step's time.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export PATH="$HOME/.cargo/bin:$PATH"
+CARGO="${CARGO:-cargo}"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+out="$target_dir/dist"                # cargo's output for the `dist` profile
+stage="$target_dir/dist-stage"        # the trees the packages are made of
+venv="$target_dir/dist-venv"
+dist="$root/dist"
+version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)"
+[ -n "$version" ] || { echo "dist: no version in Cargo.toml [workspace.package]" >&2; exit 1; }
+ctar="libzklock-$version-linux-x86_64"
+
+timed() { # timed WHAT COMMAND...: runs it and prints how long it took
+  local what="$1" start=$SECONDS; shift
+  echo "== dist: $what"
+  "$@"
+  echo "   ($what: $((SECONDS - start)) s)"
+}
+
+rm -rf "$dist" "$stage"
+mkdir -p "$dist" "$stage"
+
+tools() {
+  for t in node npm dpkg-deb strip objdump python3; do
+    command -v "$t" >/dev/null || { echo "dist: $t is missing" >&2; return 1; }
+  done
+  if [ ! -x "$venv/bin/maturin" ] || [ ! -x "$venv/bin/auditwheel" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.9,<2" "auditwheel>=6"
+  fi
+}
+timed "maturin and auditwheel (PyPI) in $venv" tools
+
+timed "cargo build --profile dist -p zklock-c -p zklock-node" \
+  "$CARGO" build -q --locked --profile dist -p zklock-c -p zklock-node
+timed "cargo build --profile dist -p zklock-cli" \
+  "$CARGO" build -q --locked --profile dist -p zklock-cli
+
+# --- Python -------------------------------------------------------------------------------
+python_wheel() {
+  # The tag maturin picks from the glibc symbol versions the library uses; auditwheel (the
+  # PyPA's checker) must agree that the wheel's manylinux tag is true of what it contains.
+  "$venv/bin/maturin" build --quiet --locked --profile dist -m bindings-python/Cargo.toml -o "$dist"
+  local whl
+  whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-*.whl)"
+  local tag="${whl##*-abi3-}"; tag="${tag%.whl}"
+  case "$tag" in manylinux*) ;; *) echo "dist: the wheel is not a manylinux wheel: $whl" >&2; return 1 ;; esac
+  local show
+  show="$("$venv/bin/auditwheel" show "$whl")"
+  echo "$show" | sed 's/^/   auditwheel: /'
+  # auditwheel says: 'is consistent with the following platform tag: "manylinux_2_17_x86_64"'.
+  local allowed
+  allowed="$(echo "$show" | tr '\n' ' ' | sed -n 's/.*consistent with *the following platform tag: *"\([^"]*\)".*/\1/p')"
+  [ -n "$allowed" ] || { echo "dist: auditwheel gave no platform tag" >&2; return 1; }
+  python3 - "$tag" "$allowed" <<'PY'
+import re, sys
+tag, allowed = sys.argv[1], sys.argv[2]
+def glibc(t):
+    m = re.match(r"manylinux_(\d+)_(\d+)_x86_64$", t) or re.match(r"manylinux(2014)_x86_64$", t)
+    if not m:
+        sys.exit(f"dist: unknown tag {t}")
+    return (2, 17) if m.group(1) == "2014" else (int(m.group(1)), int(m.group(2)))
+# The wheel may claim a newer glibc than auditwheel's minimum, never an older one.
+ok = all(glibc(t) >= glibc(allowed) for t in tag.split("."))
+print(f"   wheel tag {tag}; auditwheel: the library needs {allowed} or newer: {'ok' if ok else 'NOT TRUE'}")
+sys.exit(0 if ok else 1)
+PY
+}
+timed "Python abi3 wheel (maturin --profile dist)" python_wheel
+timed "Python sdist (maturin sdist)" "$venv/bin/maturin" sdist -m bindings-python/Cargo.toml -o "$dist"
+
+# --- Node -----------------------------------------------------------------------------------
+node_package() {
+  local pkg="$stage/npm"
+  mkdir -p "$pkg/prebuilds/linux-x64-gnu"
+  cp bindings-node/index.js bindings-node/index.d.ts bindings-node/README.md "$pkg/"
+  cp "$out/libzklock_node.so" "$pkg/prebuilds/linux-x64-gnu/zklock.node"
+  # The checkout's package.json builds the addon at install (scripts.install); the packaged one
+  # carries it prebuilt: no scripts, no dev dependencies, the workspace's version.
+  node - "$root/bindings-node/package.json" "$pkg/package.json" "$version" <<'JS'
+const fs = require('node:fs')
+const [src, dest, version] = process.argv.slice(2)
+const pkg = JSON.parse(fs.readFileSync(src, 'utf8'))
+pkg.version = version
+delete pkg.scripts
+delete pkg.devDependencies
+pkg.files = ['index.js', 'index.d.ts', 'prebuilds/']
+fs.writeFileSync(dest, JSON.stringify(pkg, null, 2) + '\n')
+JS
+  (cd "$pkg" && npm pack --silent --pack-destination "$dist" >/dev/null)
+  [ -f "$dist/zklock-$version.tgz" ]
+}
+timed "npm package with the prebuilt linux-x64-gnu addon" node_package
+
+# --- C: tarball and .deb ----------------------------------------------------------------------
+# One tree laid out as a prefix: lib/ (libzklock.so.<v>, its soname link libzklock.so.0, the
+# link name libzklock.so, libzklock.a, pkgconfig/zklock.pc), include/, bin/zklock.
+c_tree() { # c_tree DIR PC_PREFIX
+  local dir="$1" pc_prefix="$2"
+  install -d "$dir/lib/pkgconfig" "$dir/include" "$dir/bin"
+  install -m 755 "$out/libzklock_c.so" "$dir/lib/libzklock.so.$version"
+  ln -s "libzklock.so.$version" "$dir/lib/libzklock.so.0"
+  ln -s libzklock.so.0 "$dir/lib/libzklock.so"
+  # Rust's standard library comes with debug info; a static library has no use for it.
+  install -m 644 "$out/libzklock_c.a" "$dir/lib/libzklock.a"
+  strip --strip-debug "$dir/lib/libzklock.a"
+  install -m 644 include/zklock.h include/zklock.hpp "$dir/include/"
+  install -m 755 "$out/zklock" "$dir/bin/zklock"
+  sed -e "s|@PREFIX@|$pc_prefix|g" -e "s|@VERSION@|$version|g" bindings-c/zklock.pc.in >"$dir/lib/pkgconfig/zklock.pc"
+}
+c_tarball() {
+  # ${pcfiledir}/../..: the .pc finds the tree wherever the tarball is unpacked.
+  c_tree "$stage/$ctar" '${pcfiledir}/../..'
+  cp bindings-c/README.md "$stage/$ctar/README.md"
+  tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$dist/$ctar.tar.gz" "$ctar"
+}
+timed "C tarball $ctar.tar.gz" c_tarball
+
+deb() {
+  local d="$stage/deb"
+  c_tree "$d/usr" /usr
+  install -d "$d/usr/share/doc/zklock" "$d/DEBIAN"
+  cp bindings-c/README.md "$d/usr/share/doc/zklock/README.md"
+  # The oldest glibc it runs on: the newest GLIBC_x.y symbol version any binary uses.
+  local glibc
+  glibc="$(objdump -T "$d/usr/lib/libzklock.so.$version" "$d/usr/bin/zklock" |
+    grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1)"
+  cat >"$d/DEBIAN/control" <<EOF
+Package: zklock
+Version: $version
+Architecture: amd64
+Maintainer: zklock maintainers <zklock@localhost>
+Section: libs
+Priority: optional
+Depends: libc6 (>= $glibc), libgcc-s1
+Installed-Size: $(du -sk --exclude=DEBIAN "$d" | cut -f1)
+Description: distributed locks on Apache ZooKeeper (C library and command line)
+ libzklock (libzklock.so.0, libzklock.a), the C header zklock.h, the C++17 header
+ zklock.hpp, the pkg-config file zklock.pc and the zklock command line.
+EOF
+  echo "libzklock 0 zklock (>= $version)" >"$d/DEBIAN/shlibs"
+  echo "activate-noawait ldconfig" >"$d/DEBIAN/triggers"
+  dpkg-deb --root-owner-group -Zgzip --build "$d" "$dist/zklock_${version}_amd64.deb" >/dev/null
+}
+timed "Debian package zklock_${version}_amd64.deb" deb
+
+(cd "$dist" && sha256sum -- * >SHA256SUMS)
+echo "== dist: $dist (version $version)"
+(cd "$dist" && ls -l --block-size=K -- * | awk '{print "   " $5 "\t" $9}')

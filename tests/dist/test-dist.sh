@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# make test-dist: the clean-room test of what `make dist` wrote into dist/. With cargo, rustc and
+# rustup taken off PATH it installs the abi3 wheel into fresh virtualenvs of CPython 3.9 and of
+# the newest CPython pyenv has, `npm install`s the npm tarball offline into a fresh project, builds
+# the C tour against the unpacked C tarball with pkg-config (shared with an rpath, and static) and
+# a C++ program against the Debian package, and runs each face's tour snippet (docs/tour/) against
+# a real ZooKeeper. It checks that every artifact carries the workspace's version, that libzklock
+# exports zklock_* only under its soname libzklock.so.0, that nothing carries debug info, and the
+# sizes against the limits in docs/packaging.md. An artifact that needs a toolchain to install or
+# to load fails here; the checkout's own npm package (which builds the addon at install) is
+# installed too and must fail, which shows the room really has no toolchain.
+#
+# The Debian package is unpacked with `dpkg-deb -x` into a temporary root (what `dpkg -i` does
+# with its files; the package has no maintainer scripts, only an ldconfig trigger), and
+# `apt-get install --simulate` checks that apt would install it here (its dependencies resolve).
+# It is not installed into this machine's /usr, which other test runs share.
+#
+# Knobs: ZKLOCK_DIST_PYTHONS (interpreters to test, default: pyenv's newest 3.9 and newest 3.x).
+# The last line is `dist: N passed, M failed`.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+dist="$root/dist"
+version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)"
+ctar="libzklock-$version-linux-x86_64"
+deb="$dist/zklock_${version}_amd64.deb"
+npm_tgz="$dist/zklock-$version.tgz"
+sdist="$dist/zklock-$version.tar.gz"
+
+# Size limits in KiB (docs/packaging.md has the measured sizes; these leave room for growth but
+# not for debug info, which multiplies them by ten).
+LIMIT_WHEEL=2048 LIMIT_NPM=2048 LIMIT_ADDON=4096 LIMIT_SO=4096 LIMIT_A=32768 LIMIT_CLI=5120
+LIMIT_CTAR=12288 LIMIT_DEB=12288
+
+passed=0; failed=0
+check() { # check NAME COMMAND...
+  local name="$1" start=$SECONDS; shift
+  echo "=== $name"
+  if "$@"; then passed=$((passed + 1)); echo "ok   $name ($((SECONDS - start)) s)"; else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+finish() {
+  echo "dist: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+  exit $?
+}
+declare -A versions   # where -> the version it reports
+declare -A took       # install -> seconds
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/zklock-dist.XXXXXX")"
+harness_pid=""
+cleanup() {
+  if [ -n "$harness_pid" ]; then
+    exec 3>&- 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$harness_pid" 2>/dev/null || break; sleep 0.1; done
+    kill "$harness_pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# --- what the test needs besides the artifacts (built before the toolchain leaves PATH) -----
+export PATH="$HOME/.cargo/bin:$PATH"
+for f in "$deb" "$npm_tgz" "$sdist" "$dist/$ctar.tar.gz" "$dist/SHA256SUMS"; do
+  [ -f "$f" ] || { echo "test-dist: $f is missing: run make dist first"; failed=$((failed + 1)); }
+done
+whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-manylinux_*_x86_64.whl 2>/dev/null | head -n1)"
+[ -n "$whl" ] || { echo "test-dist: no abi3 manylinux wheel in $dist: run make dist first"; failed=$((failed + 1)); }
+[ "$failed" -eq 0 ] || finish
+
+sums() (
+  cd "$dist" && sha256sum --quiet -c SHA256SUMS &&
+    diff <(ls | grep -v '^SHA256SUMS$') <(awk '{print $2}' SHA256SUMS | sort)
+)
+check "SHA256SUMS covers and matches every artifact" sums
+
+# The sdist is for platforms without a wheel: it must hold a complete, locked workspace.
+sdist_complete() (
+  tar -C "$tmp" -xzf "$sdist" && cd "$tmp/zklock-$version" &&
+    cargo metadata --offline --format-version 1 >/dev/null &&
+    grep -q "^Version: $version\$" PKG-INFO && [ -f pyproject.toml ] && [ -f core/src/lib.rs ]
+)
+check "the sdist holds a complete workspace (cargo metadata --offline)" sdist_complete
+
+# The checkout's npm package, which builds the addon at install: the control below.
+(cd bindings-node && npm pack --silent --pack-destination "$tmp" >/dev/null 2>&1) &&
+  mv "$tmp/zklock-"*.tgz "$tmp/source-package.tgz"
+
+start_harness() {
+  cargo build -q -p zklock-testkit --bin zk-harness || return 1
+  cp target/debug/zk-harness "$tmp/zk-harness"
+  mkfifo "$tmp/ctl"
+  "$tmp/zk-harness" <"$tmp/ctl" >"$tmp/harness.out" 2>"$tmp/harness.err" &
+  harness_pid=$!
+  exec 3>"$tmp/ctl"
+  for _ in $(seq 1 1200); do
+    grep -q '^servers=' "$tmp/harness.out" 2>/dev/null && break
+    kill -0 "$harness_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  ZKLOCK_SERVERS="$(sed -n 's/^servers=//p' "$tmp/harness.out" | head -n1)"
+  export ZKLOCK_SERVERS
+  [ -n "$ZKLOCK_SERVERS" ] || { echo "ZooKeeper did not start (a failure, not a skip):"; cat "$tmp/harness.err"; return 1; }
+  echo "ZooKeeper at $ZKLOCK_SERVERS"
+}
+check "start ZooKeeper (zk-harness)" start_harness
+[ -n "${ZKLOCK_SERVERS:-}" ] || finish
+
+# Python 3.9 and the newest: pyenv's, unless ZKLOCK_DIST_PYTHONS names them.
+if [ -z "${ZKLOCK_DIST_PYTHONS:-}" ] && command -v pyenv >/dev/null; then
+  pyroot="$(pyenv root)"
+  newest_of() { ls -d "$pyroot"/versions/$1 2>/dev/null | grep -E '/[0-9]+\.[0-9]+\.[0-9]+$' | sort -V | tail -n1; }
+  p39="$(newest_of '3.9.*')"; pnew="$(newest_of '3.*')"
+  [ -n "$p39" ] && [ -n "$pnew" ] && ZKLOCK_DIST_PYTHONS="$p39/bin/python3 $pnew/bin/python3"
+fi
+read -r -a pythons <<<"${ZKLOCK_DIST_PYTHONS:-}"
+if [ "${#pythons[@]}" -lt 2 ]; then
+  echo "test-dist: needs CPython 3.9 and a newer one (pyenv, or ZKLOCK_DIST_PYTHONS)"; failed=$((failed + 1))
+fi
+
+# --- the clean room -------------------------------------------------------------------------
+clean_path=""
+IFS=: read -r -a dirs <<<"$PATH"
+for d in "${dirs[@]}"; do
+  [ -n "$d" ] || continue
+  if [ -e "$d/cargo" ] || [ -e "$d/rustc" ] || [ -e "$d/rustup" ]; then continue; fi
+  clean_path="${clean_path:+$clean_path:}$d"
+done
+export PATH="$clean_path"
+unset CARGO RUSTC RUSTUP_TOOLCHAIN CARGO_TARGET_DIR
+no_toolchain() {
+  ! command -v cargo && ! command -v rustc && ! command -v rustup && echo "PATH=$PATH"
+}
+check "the clean room: no cargo, rustc or rustup on PATH" no_toolchain
+
+timed() { # timed KEY COMMAND...: runs it, keeps its time in took[KEY]
+  local key="$1" start=$EPOCHREALTIME; shift
+  "$@" || return 1
+  took[$key]="$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')"
+}
+
+# Python: the wheel only (--only-binary, --no-index: pip may neither build nor download).
+for py in "${pythons[@]}"; do
+  pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  venv="$tmp/venv-$pyver"
+  python_face() {
+    "$py" -m venv "$venv" &&
+      timed "pip install (Python $pyver)" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+        --no-index --no-cache-dir --only-binary=:all: "$whl" &&
+      versions["zklock.__version__ (Python $pyver)"]="$(cd "$tmp" && "$venv/bin/python" -c 'import zklock; print(zklock.__version__)')" &&
+      (cd "$tmp" && timeout 120 "$venv/bin/python" "$root/docs/tour/tour.py") | tee "$tmp/py.out" &&
+      grep -q '^python holds the lock, fencing token [0-9]' "$tmp/py.out"
+  }
+  check "Python $pyver: pip install the wheel into a fresh virtualenv, run docs/tour/tour.py" python_face
+done
+
+# Node: the tarball, offline, with an empty npm cache; install scripts are allowed to run (the
+# package must have none: if it had one that builds, it would fail here).
+app="$tmp/node-app"
+node_face() {
+  mkdir -p "$app" && echo '{ "name": "app", "private": true }' >"$app/package.json" &&
+    timed "npm install" bash -c "cd '$app' && npm install --offline --no-audit --no-fund --cache '$tmp/npm-cache' '$npm_tgz' >/dev/null" &&
+    [ -f "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" ] &&
+    node -e 'const s = require(process.argv[1]).scripts || {}; for (const k of ["preinstall", "install", "postinstall"]) if (s[k]) { console.error("install script:", k); process.exit(1) }' \
+      "$app/node_modules/zklock/package.json" &&
+    versions["Node package version"]="$(cd "$app" && node -p "require('zklock/package.json').version")" &&
+    cp docs/tour/tour.mjs "$app/" && (cd "$app" && timeout 120 node tour.mjs) | tee "$tmp/node.out" &&
+    grep -q '^node holds the lock, fencing token [0-9]' "$tmp/node.out"
+}
+check "Node: npm install the tarball offline into a fresh project (no install script), run docs/tour/tour.mjs" node_face
+# Another platform: the loader says what to do instead of failing to find a file.
+native_missing() {
+  echo "Object.defineProperty(process, 'arch', { value: 'arm64' })" >"$app/fake-arm64.cjs"
+  local out
+  out="$(cd "$app" && node -r ./fake-arm64.cjs -e "
+    try { require('zklock'); console.log('loaded') } catch (e) { console.log(e.code); console.log(e.message) }")"
+  echo "$out"
+  [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q 'linux-arm64-gnu' <<<"$out" &&
+    grep -q 'linux-x64-gnu only' <<<"$out" && grep -q 'npm install <checkout>/bindings-node' <<<"$out"
+}
+check "Node on linux-arm64-gnu (faked): ZKLOCK_NATIVE_MISSING names the platform and what to do" native_missing
+control() {
+  local p="$tmp/control-app"
+  mkdir -p "$p" && echo '{ "name": "control", "private": true }' >"$p/package.json" &&
+    ! (cd "$p" && npm install --offline --no-audit --no-fund --cache "$tmp/npm-cache" "$tmp/source-package.tgz" >"$tmp/control.log" 2>&1) &&
+    grep -q 'cannot run cargo' "$tmp/control.log" && echo "the checkout's package failed to install: $(grep -m1 'cannot run cargo' "$tmp/control.log")"
+}
+check "control: the checkout's npm package (it builds with cargo at install) fails to install here" control
+
+# C: the tarball unpacked anywhere; pkg-config finds it through the .pc's own location.
+c="$tmp/c/$ctar"
+c_face() {
+  mkdir -p "$tmp/c" && tar -C "$tmp/c" -xzf "$dist/$ctar.tar.gz" || return 1
+  export PKG_CONFIG_PATH="$c/lib/pkgconfig"
+  local libdir; libdir="$(pkg-config --variable=libdir zklock)" || return 1
+  versions["zklock.pc (tarball)"]="$(pkg-config --modversion zklock)"
+  # shellcheck disable=SC2046
+  cc -std=c11 -Wall -Werror docs/tour/tour.c $(pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" \
+    -o "$tmp/tour-c" &&
+    ldd "$tmp/tour-c" | grep -q "libzklock.so.0 => $libdir/libzklock.so.0" &&
+    timeout 120 "$tmp/tour-c" | tee "$tmp/c.out" && grep -q '^c holds the lock, fencing token [0-9]' "$tmp/c.out" || return 1
+  # shellcheck disable=SC2046
+  cc -std=c11 -Wall -Werror docs/tour/tour.c $(pkg-config --cflags zklock) -Wl,-Bstatic $(pkg-config --static --libs zklock) \
+    -o "$tmp/tour-c-static" && ! ldd "$tmp/tour-c-static" | grep libzklock &&
+    timeout 120 "$tmp/tour-c-static" | grep -q '^c holds the lock, fencing token [0-9]' || return 1
+  printf '#include <stdio.h>\n#include <zklock.h>\nint main(void) { puts(zklock_version()); return 0; }\n' >"$tmp/version.c"
+  # shellcheck disable=SC2046
+  cc "$tmp/version.c" $(pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" -o "$tmp/version" &&
+    versions["zklock_version() (tarball)"]="$("$tmp/version")"
+}
+check "C: pkg-config against the unpacked tarball; docs/tour/tour.c linked shared (rpath) and static (-Wl,-Bstatic), run" c_face
+cli_face() {
+  versions["zklock --version (tarball)"]="$("$c/bin/zklock" --version | sed 's/^zklock //')" &&
+    (PATH="$c/bin:$PATH" timeout 120 bash -c 'set -e; source docs/tour/tour.sh') | tee "$tmp/cli.out" &&
+    grep -q '^cli holds the lock, fencing token [0-9]' "$tmp/cli.out"
+}
+check "command line: the tarball's bin/zklock runs docs/tour/tour.sh" cli_face
+abi() {
+  local so="$c/lib/libzklock.so.$version" bad
+  readelf -d "$so" | grep -q 'SONAME.*\[libzklock.so.0\]' || { echo "soname is not libzklock.so.0"; return 1; }
+  [ "$(readlink "$c/lib/libzklock.so.0")" = "libzklock.so.$version" ] && [ "$(readlink "$c/lib/libzklock.so")" = libzklock.so.0 ] || return 1
+  bad="$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^zklock_')"
+  [ -z "$bad" ] || { echo "exported besides zklock_*: $bad"; return 1; }
+  echo "libzklock.so.0 exports $(nm -D --defined-only "$so" | wc -l) symbols, all zklock_*"
+  # The Python and Node modules export their entry point only.
+  local py_so; py_so="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so | head -n1)"
+  [ "$(nm -D --defined-only "$py_so" | awk '{print $3}')" = PyInit__zklock ] &&
+    [ "$(nm -D --defined-only "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" | awk '{print $3}')" = napi_register_module_v1 ]
+}
+check "libzklock.so.$version: soname libzklock.so.0, links .so.0 and .so, exports zklock_* only; the Python and Node modules their entry point only" abi
+
+# Debian package: apt resolves it; its files unpacked into a root of their own.
+debroot="$tmp/debroot"
+deb_face() {
+  [ "$(dpkg-deb -f "$deb" Package)" = zklock ] || return 1
+  versions["Debian package version"]="$(dpkg-deb -f "$deb" Version)"
+  apt-get install --simulate "$deb" 2>&1 | tee "$tmp/apt.out" | tail -n2
+  grep -q '^Inst zklock ' "$tmp/apt.out" || return 1
+  timed "dpkg-deb -x (.deb)" dpkg-deb -x "$deb" "$debroot" || return 1
+  # The .deb carries the tarball's files under /usr (only the README moves to share/doc).
+  diff <(cd "$c" && find lib include bin | sort) <(cd "$debroot/usr" && find lib include bin | sort) || return 1
+  local pc=(env PKG_CONFIG_SYSROOT_DIR="$debroot" PKG_CONFIG_LIBDIR="$debroot/usr/lib/pkgconfig" PKG_CONFIG_PATH=)
+  versions["zklock.pc (.deb)"]="$("${pc[@]}" pkg-config --modversion zklock)"
+  # shellcheck disable=SC2046
+  c++ -std=c++17 -Wall -Wextra -Werror tests/dist/tour.cpp $("${pc[@]}" pkg-config --cflags --libs zklock) -o "$tmp/tour-cpp" &&
+    LD_LIBRARY_PATH="$debroot/usr/lib" timeout 120 "$tmp/tour-cpp" | tee "$tmp/cpp.out" &&
+    grep -q "^c++ holds the lock, fencing token [0-9]*, libzklock $version\$" "$tmp/cpp.out" &&
+    versions["zklock --version (.deb)"]="$("$debroot/usr/bin/zklock" --version | sed 's/^zklock //')"
+}
+check "Debian package: apt-get install --simulate resolves it; tests/dist/tour.cpp built with its pkg-config, run" deb_face
+
+# --- versions, debug info, sizes ------------------------------------------------------------
+versions_line_up() {
+  versions["npm package in the checkout (bindings-node/package.json)"]="$(node -p "require('$root/bindings-node/package.json').version")"
+  versions["wheel file name"]="$(basename "$whl" | cut -d- -f2)"
+  local k bad=0
+  for k in "${!versions[@]}"; do
+    printf '  %-58s %s\n' "$k" "${versions[$k]}"
+    [ "${versions[$k]}" = "$version" ] || bad=1
+  done
+  # two Pythons, the Node package and the checkout's, the wheel, 3 from the tarball, 3 from the .deb
+  [ "${#versions[@]}" -eq 11 ] && [ "$bad" -eq 0 ] && echo "all say $version (Cargo.toml [workspace.package])"
+}
+check "versions line up: Python (both), Node, zklock_version(), zklock --version, zklock.pc, .deb" versions_line_up
+
+no_debug_info() {
+  local f bad=0
+  local so_py; so_py="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so 2>/dev/null | head -n1)"
+  for f in "$so_py" "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" \
+    "$c/lib/libzklock.so.$version" "$c/lib/libzklock.a" "$c/bin/zklock"; do
+    # Stripped: no .debug_* sections, and no symbol table (an archive's objects keep theirs:
+    # the linker needs them).
+    [ -f "$f" ] || { echo "missing: $f"; bad=1; continue; }
+    local pattern=' \.(debug_[a-z]*|symtab) '
+    [[ "$f" == *.a ]] && pattern=' \.debug_[a-z]* '
+    if readelf -S -W "$f" | grep -qE "$pattern"; then echo "debug info or symbol table in $f"; bad=1; fi
+  done
+  [ "$bad" -eq 0 ]
+}
+check "no debug info (nor symbol tables) in the Python module, the Node addon, libzklock and bin/zklock" no_debug_info
+
+sizes() {
+  local bad=0
+  size_ok() { # size_ok WHAT FILE LIMIT_KIB
+    [ -f "$2" ] || { echo "  missing: $2"; bad=1; return; }
+    local k; k=$(( ($(stat -L -c %s "$2") + 1023) / 1024 ))
+    printf '  %-34s %6d KiB  (limit %d KiB)\n' "$1" "$k" "$3"
+    [ "$k" -le "$3" ] || { echo "  $1 is over its limit"; bad=1; }
+  }
+  size_ok "wheel" "$whl" "$LIMIT_WHEEL"
+  size_ok "npm tarball" "$npm_tgz" "$LIMIT_NPM"
+  size_ok "Node addon (unpacked)" "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" "$LIMIT_ADDON"
+  size_ok "libzklock.so" "$c/lib/libzklock.so.$version" "$LIMIT_SO"
+  size_ok "libzklock.a" "$c/lib/libzklock.a" "$LIMIT_A"
+  size_ok "bin/zklock" "$c/bin/zklock" "$LIMIT_CLI"
+  size_ok "C tarball" "$dist/$ctar.tar.gz" "$LIMIT_CTAR"
+  size_ok "Debian package" "$deb" "$LIMIT_DEB"
+  [ "$bad" -eq 0 ]
+}
+check "artifact sizes within their limits (docs/packaging.md)" sizes
+
+echo "install times (s):"
+for k in "${!took[@]}"; do printf '  %-34s %s\n' "$k" "${took[$k]}"; done
+finish
