@@ -98,60 +98,6 @@ impl std::fmt::Debug for Sasl {
     }
 }
 
-/// The secure options as every face spells them (Python `tls_ca`, Node `tlsCa`, C `tls_ca`,
-/// CLI `--tls-ca`): file paths and a flag, checked once here by [`SecureParts::apply`].
-#[derive(Default, Clone)]
-pub struct SecureParts {
-    pub tls_ca: Option<String>,
-    pub tls_cert: Option<String>,
-    pub tls_key: Option<String>,
-    pub tls_verify_hostname: Option<bool>,
-    pub sasl_user: Option<String>,
-    pub sasl_password: Option<String>,
-}
-
-impl SecureParts {
-    /// Adds the parts to `options`: `InvalidArgument` for a combination that cannot work.
-    pub fn apply(self, mut options: crate::Options) -> Result<crate::Options> {
-        let file = |p: String| Pem::File(PathBuf::from(p));
-        match self.tls_ca {
-            Some(ca) => {
-                if self.tls_cert.is_some() != self.tls_key.is_some() {
-                    return Err(Error::invalid(
-                        "tls_cert and tls_key go together (a client certificate needs its key)",
-                    ));
-                }
-                options.tls = Some(Tls {
-                    ca: file(ca),
-                    cert: self.tls_cert.map(file),
-                    key: self.tls_key.map(file),
-                    verify_hostname: self.tls_verify_hostname.unwrap_or(true),
-                });
-            }
-            None if self.tls_cert.is_some()
-                || self.tls_key.is_some()
-                || self.tls_verify_hostname.is_some() =>
-            {
-                return Err(Error::invalid(
-                    "tls_cert, tls_key and tls_verify_hostname need tls_ca (the CA that signed the servers' certificates)",
-                ));
-            }
-            None => {}
-        }
-        match (self.sasl_user, self.sasl_password) {
-            (Some(user), Some(password)) => options.sasl = Some(Sasl { user, password }),
-            (None, None) => {}
-            (Some(_), None) => {
-                return Err(Error::invalid(
-                    "sasl_user needs sasl_password (the CLI reads it from ZKLOCK_SASL_PASSWORD or --sasl-password-file)",
-                ))
-            }
-            (None, Some(_)) => return Err(Error::invalid("sasl_password needs sasl_user")),
-        }
-        Ok(options)
-    }
-}
-
 pub(crate) fn validate_sasl(sasl: &Sasl) -> Result<()> {
     if sasl.user.is_empty() || sasl.user.len() > 1024 || sasl.user.chars().any(char::is_control) {
         return Err(Error::invalid(
@@ -458,44 +404,6 @@ impl rustls::client::danger::ServerCertVerifier for SawCertificate {
 mod tests {
     use super::*;
     use crate::ErrorKind;
-
-    #[test]
-    fn secure_parts_are_checked_once() {
-        let o = || crate::Options::default();
-        let e = SecureParts {
-            tls_cert: Some("c.pem".into()),
-            ..Default::default()
-        }
-        .apply(o())
-        .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert!(e.message().contains("need tls_ca"), "{e}");
-        let e = SecureParts {
-            tls_ca: Some("ca.pem".into()),
-            tls_key: Some("k.pem".into()),
-            ..Default::default()
-        }
-        .apply(o())
-        .unwrap_err();
-        assert!(e.message().contains("go together"), "{e}");
-        let e = SecureParts {
-            sasl_user: Some("alice".into()),
-            ..Default::default()
-        }
-        .apply(o())
-        .unwrap_err();
-        assert!(e.message().contains("needs sasl_password"), "{e}");
-        let ok = SecureParts {
-            tls_ca: Some("ca.pem".into()),
-            sasl_user: Some("alice".into()),
-            sasl_password: Some("pw-not-shown".into()),
-            ..Default::default()
-        }
-        .apply(o())
-        .unwrap();
-        assert!(ok.tls.as_ref().unwrap().verify_hostname);
-        assert!(!format!("{ok:?}").contains("pw-not-shown"), "{ok:?}");
-    }
 
     #[test]
     fn a_missing_ca_file_is_named() {
