@@ -115,14 +115,20 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
             crate::one_line(&p.identity),
         ]);
     }
-    let mut widths = [0usize; 7];
-    for row in &rows {
+    let title = format!("{path}: {held} holding, {} waiting\n", queue.len() - held);
+    title + &aligned(&rows)
+}
+
+/// The rows as columns padded to their widest cell, two spaces apart (`ls` and `ls --watch`).
+fn aligned<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0usize; N];
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let mut out = format!("{path}: {held} holding, {} waiting\n", queue.len() - held);
-    for row in &rows {
+    let mut out = String::new();
+    for row in rows {
         let line: Vec<String> = row
             .iter()
             .zip(widths)
@@ -175,23 +181,8 @@ pub fn to_watch_frame(path: &str, queue: &[Participant], now_ms: i64) -> String 
             p.node.rsplit('/').next().unwrap_or_default().to_owned(),
         ]);
     }
-    let mut widths = [0usize; 8];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = format!("{path}: {held} holding, {} waiting\n", queue.len() - held);
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    let title = format!("{path}: {held} holding, {} waiting\n", queue.len() - held);
+    title + &aligned(&rows)
 }
 
 /// How often `ls --watch` looks at the queue (one getChildren and a pipelined getData per node):
