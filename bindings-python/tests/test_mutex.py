@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from typing import List, Tuple
@@ -190,6 +191,45 @@ def test_other_thread_cannot_release_our_hold(client, path):
         t.join(10)
         assert lock.locked()
     assert len(errors) == 1 and isinstance(errors[0], zklock.NotHeld)
+
+
+def test_a_reentrant_acquire_and_release_run_no_python_code_of_the_package(client, path):
+    # Issue 17: the bookkeeping of holds (whose lease is which) is the native class's, so that
+    # a re-entrant acquire and a release are one native call each.
+    lock = client.lock(path)
+    ran: List[str] = []
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        if event == "call":
+            ran.append(frame.f_code.co_filename + ":" + frame.f_code.co_name)  # type: ignore[attr-defined]
+
+    with lock:
+        sys.setprofile(profile)
+        try:
+            assert lock.acquire()
+            lock.release()
+        finally:
+            sys.setprofile(None)
+        assert lock.hold_count() == 1
+    assert ran == [], ran
+    assert not lock.locked() and lock._held == 0
+
+
+def test_the_lease_of_an_acquire_is_one_object_and_is_forgotten_once_released(client, path):
+    lock = client.lock(path)
+    assert lock.acquire()
+    lease = lock.lease
+    assert isinstance(lease, zklock.Lease) and lease.is_held()
+    assert lock.lease is lease, "asking again gives another object"
+    assert lock.acquire()  # a second hold (the same node, counted): the most recent one
+    second = lock.lease
+    assert second is not None and second is not lease and second.token == lease.token
+    lock.release()  # releases the most recent hold
+    assert second.state == "released" and lock.lease is lease and lock.hold_count() == 1
+    assert lease.release() == "released"
+    assert lock.lease is None and not lock.locked() and lock._held == 0
+    with pytest.raises(zklock.NotHeld, match="this thread does not hold it"):
+        lock.release()
 
 
 def test_non_reentrant_lock_waits_for_itself(client, path):

@@ -30,12 +30,10 @@ import asyncio
 import dataclasses
 import logging
 import os
-import threading
 import weakref
 from types import TracebackType
 from typing import (
     Any,
-    Callable,
     Dict,
     Iterable,
     List,
@@ -95,38 +93,6 @@ __all__ = [
     "InternalError",
 ]
 
-# Guards the handles each Lock object keeps (below); held only for list work, never while
-# waiting. A child process made by fork() gets a fresh one.
-_mu = threading.Lock()
-
-
-def _reset_after_fork() -> None:
-    global _mu
-    _mu = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
-
-_get_running_loop = asyncio.events._get_running_loop
-
-# The core counts re-entrant holds per owner, a number the face chooses: the thread's ident, or
-# the running asyncio task's id with the top bit set (a thread ident never has it), or 0, the
-# core's shared owner, for a non re-entrant lock (any thread may release it).
-_TASK_BIT = 1 << 63
-_SHARED = 0
-
-
-def _owner() -> int:
-    """Who holds a re-entrant lock: the current asyncio task, else the current thread."""
-    loop = _get_running_loop()
-    if loop is not None:
-        task = asyncio.current_task(loop)
-        if task is not None:
-            return id(task) | _TASK_BIT
-    return threading.get_ident()
-
-
 # ---------------------------------------------------------------------------------------------
 # Argument types (a wrong type raises InvalidArgumentType: both InvalidArgument and TypeError).
 # The values themselves are the core's to judge.
@@ -167,23 +133,6 @@ def _check_timeout(value: object) -> Optional[float]:
     seconds = None if value is None else _check_number(value, "timeout")
     _zklock.check_timeout(seconds)
     return seconds
-
-
-def _acquire_timeout(blocking: object, timeout: object) -> float:
-    """threading.Lock.acquire's arguments to a timeout for the core (0: one try, -1: forever)."""
-    if not isinstance(blocking, (bool, int)):
-        raise InvalidArgumentType(f"blocking must be a bool, got {_type_name(blocking)}")
-    number = _check_number(timeout, "timeout")
-    if not blocking:
-        if number != -1:
-            raise InvalidArgument("can't specify a timeout for a non-blocking acquire")
-        return 0.0
-    return number
-
-
-def _check_callable(callback: object, what: str) -> None:
-    if not callable(callback):
-        raise InvalidArgumentType(f"{what}() needs a callable, got {_type_name(callback)}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,171 +205,12 @@ class Stats:
 GuardedWrite = Union[Tuple[str, str], Tuple[str, str, bytes]]
 
 
-def _check_writes(writes: object) -> List[Tuple[str, str, Optional[bytes]]]:
-    if isinstance(writes, (str, bytes)) or not isinstance(writes, Iterable):
-        raise InvalidArgumentType(f"guarded_write() needs a list of writes, got {_type_name(writes)}")
-    out: List[Tuple[str, str, Optional[bytes]]] = []
-    for w in writes:
-        if not isinstance(w, tuple) or len(w) not in (2, 3):
-            raise InvalidArgumentType(
-                f"a guarded write is (op, path) or (op, path, data), got {_type_name(w)}"
-            )
-        op = _check_str(w[0], "the write's op")
-        path = _check_str(w[1], "the write's path")
-        data = None
-        if len(w) == 3:
-            if not isinstance(w[2], (bytes, bytearray, memoryview)):
-                raise InvalidArgumentType(f"the write's data must be bytes, got {_type_name(w[2])}")
-            data = bytes(w[2])
-        out.append((op, path, data))
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # Leases
 
 
-class Lease:
-    """A held lock: its fencing token, its node, its state and a lost signal.
-
-    ``state`` is ``'held'``, ``'suspended'`` (disconnected: we cannot know whether we still hold
-    it), ``'lost'`` (final) or ``'released'``. ``lost`` is a :class:`threading.Event` set when the
-    lease is lost; ``on_lost(callback)`` calls ``callback()`` once, from zklock's callback thread.
-
-    A lease stays held until it is released, its client is closed or the process exits: garbage
-    collection never releases it (a lease collected while held emits a ``ResourceWarning`` and
-    its node stays until the client closes). In a child process made by ``fork()``, a lease of
-    the parent raises :class:`ClientClosed` for its state, ``lost``, callbacks and release.
-    """
-
-    __slots__ = (
-        "_native", "_lock", "_owner", "_entered", "_done", "_lost", "_revoked", "__weakref__"
-    )
-
-    def __init__(self, native: _zklock.NativeLease, lock: "Lock", owner: int) -> None:
-        self._native = native
-        self._lock = lock
-        self._owner = owner
-        self._entered = False  # taken by `with lock` / `async with lock`: that exit releases it
-        self._done = False
-        # Made on first use: most leases are never asked.
-        self._lost: Optional[threading.Event] = None
-        self._revoked: Optional[threading.Event] = None
-
-    @property
-    def lost(self) -> threading.Event:
-        """A :class:`threading.Event`, set once the lease is lost."""
-        state = self._native.state  # ClientClosed in a child process after fork()
-        event = self._lost
-        if event is None:
-            with _mu:
-                event = self._lost
-                if event is None:
-                    event = self._lost = threading.Event()
-                    if state == "lost":
-                        event.set()  # visible at once
-                    self._native.on_lost(event.set)
-        return event
-
-    @property
-    def revoke_requested(self) -> threading.Event:
-        """A :class:`threading.Event`, set once someone asks this holder to let go: the data of
-        its node was set to ``__REVOKE__`` (``client.revoke(path)``, ``zklock revoke``, or
-        Curator's ``Revoker.attemptRevoke``). Only a request: the lease stays held until
-        released. Opt-in, as Curator's ``makeRevocable``: nothing listens until this is read."""
-        self._native.state  # ClientClosed in a child process after fork()
-        event = self._revoked
-        if event is None:
-            with _mu:
-                event = self._revoked
-                if event is None:
-                    event = self._revoked = threading.Event()
-                    self._native.on_revoke(event.set)
-                    if self._native.is_revoke_requested():
-                        event.set()  # asked before we listened: visible at once
-        return event
-
-    def on_revoke(self, callback: Callable[[], object]) -> None:
-        """Calls ``callback()`` once, from zklock's callback thread, when a revocation is
-        requested while the lease is held (Curator's ``RevocationListener``); never after the
-        lease was released or lost. The callback may call into zklock (release the lease)."""
-        _check_callable(callback, "on_revoke")
-        self._native.on_revoke(callback)
-
-    @property
-    def token(self) -> int:
-        """The fencing token: the czxid of our lock node (for a multi-lock, the largest)."""
-        return self._native.token
-
-    @property
-    def tokens(self) -> List[int]:
-        """Every member's token (one for a plain lock), in path order."""
-        return self._native.tokens
-
-    @property
-    def path(self) -> str:
-        """Full path of our lock node (the first member's for a multi-lock)."""
-        return self._native.path
-
-    @property
-    def paths(self) -> List[str]:
-        """Full paths of every member's node."""
-        return self._native.paths
-
-    @property
-    def state(self) -> str:
-        """``'held'``, ``'suspended'``, ``'lost'`` or ``'released'``."""
-        return self._native.state
-
-    def is_held(self) -> bool:
-        """True while the state is ``'held'``."""
-        return self._native.is_held()
-
-    def on_lost(self, callback: Callable[[], object]) -> None:
-        """Calls ``callback()`` once, from zklock's callback thread, if the lease is lost (at
-        once, on that thread, if it already is). The callback may call into zklock."""
-        _check_callable(callback, "on_lost")
-        self._native.on_lost(callback)
-
-    def on_state(self, callback: Callable[[str], object]) -> None:
-        """Calls ``callback(state)`` from zklock's callback thread with the lease's current state
-        first, then at every change (``'held'``, ``'suspended'``, ``'lost'``, ``'released'``),
-        ending after a final state; ``'lost'`` comes at most once."""
-        _check_callable(callback, "on_state")
-        self._native.on_state(callback)
-
-    def release(self) -> str:
-        """Releases the lease and says how: ``'released'``, ``'still-held'`` (a re-entrant hold
-        counted down) or ``'was-lost'``. Releasing a lost lease succeeds; releasing twice raises
-        :class:`NotHeld`."""
-        try:
-            return self._native.release()
-        finally:
-            self._lock._forget(self)
-
-    def guarded_write(self, writes: Iterable[GuardedWrite]) -> List[Union[str, int, None]]:
-        """Runs ZooKeeper writes only while this lease holds the lock: ``("create", path, data)``,
-        ``("set_data", path, data)``, ``("delete", path)`` go in one multi request with a check
-        that the lease's node still exists, so all apply or none. Returns per write the created
-        path, the new data version, or None for a delete. Raises :class:`LockLost` when the lease
-        was lost (nothing applied), the write's own error (e.g. :class:`ZooKeeperError`) when a
-        write fails (nothing applied either). The GIL is released meanwhile."""
-        return self._native.guarded_write(_check_writes(writes))
-
-    async def release_async(self) -> str:
-        """The asyncio twin of :meth:`release`."""
-        try:
-            pending = self._native.release_async()
-        finally:
-            self._lock._forget(self)
-        return await pending
-
-    def __repr__(self) -> str:
-        try:
-            state = self.state
-        except ClientClosed:
-            state = "forked"  # a lease of the parent process, seen in a child
-        return f"<zklock.Lease path={self.path!r} token={self.token} state={state!r}>"
+#: A held lock (the native class, see its docstring): fencing token, node, state, lost signal.
+Lease = _zklock.Lease
 
 
 class Participant(NamedTuple):
@@ -441,7 +231,7 @@ class Participant(NamedTuple):
 # Locks
 
 
-class Lock:
+class Lock(_zklock.NativeLock):
     """A lock on a ZooKeeper path: a mutex, one side of a :class:`RwLock`, or a multi-lock.
 
     Shaped like :class:`threading.Lock` (``acquire``/``release``/``locked``/``with``) and
@@ -450,139 +240,16 @@ class Lock:
     any thread may release. Either way it excludes Curator's ``InterProcessMutex``, not its
     ``InterProcessSemaphoreMutex``: for that one use :meth:`Client.semaphore_mutex`.
 
-    The core counts the holds and decides who contends; this object only keeps the lease of
-    each hold taken through it (``acquire()`` returns a bool, ``release()`` and ``with`` need
-    the lease back).
+    The core counts the holds and decides who contends; the native base class keeps the lease
+    of each hold taken through this object (``acquire()`` returns a bool, ``release()`` and
+    ``with`` need the lease back), so that ``acquire``, ``release``, ``with``, ``locked``,
+    ``hold_count`` and ``lease`` are one native call each. This class adds the asyncio glue.
     """
 
-    def __init__(
-        self, client: "Client", native: _zklock.NativeLock, kind: str, reentrant: bool
-    ) -> None:
-        self._client = client
-        self._native = native
-        self._kind = kind
-        self._reentrant = reentrant
-        # The leases taken through this object and not yet released, per owner, oldest first
-        # (a lease entered by `with` stays until that `with` exits).
-        self._held: Dict[int, List[Lease]] = {}
-
-    # -- identity -----------------------------------------------------------------------------
-
-    @property
-    def path(self) -> str:
-        """The lock path (comma-separated paths for a multi-lock)."""
-        return self._native.path
-
-    @property
-    def kind(self) -> str:
-        """``'mutex'``, ``'read'``, ``'write'``, ``'multi'`` or ``'semaphore'``."""
-        return self._kind
-
-    @property
-    def reentrant(self) -> bool:
-        return self._reentrant
-
-    @property
-    def client(self) -> "Client":
-        return self._client
+    __slots__ = ()
 
     def __repr__(self) -> str:
-        return f"<zklock.Lock {self._kind} {self.path!r} locked={self.locked()}>"
-
-    # -- the leases of this object ------------------------------------------------------------
-
-    def _key(self) -> int:
-        return _owner() if self._reentrant else _SHARED
-
-    def _keep(self, native: _zklock.NativeLease, owner: int, entered: bool = False) -> Lease:
-        lease = Lease(native, self, owner)
-        lease._entered = entered
-        with _mu:
-            self._held.setdefault(owner, []).append(lease)
-        return lease
-
-    def _forget(self, lease: Lease) -> None:
-        """`lease` was released (or tried to be): it is no longer this owner's, unless a `with`
-        still has to exit it."""
-        with _mu:
-            lease._done = True
-            if not lease._entered:
-                self._drop(lease)
-
-    def _drop(self, lease: Lease) -> None:
-        leases = self._held.get(lease._owner, [])
-        for i in range(len(leases) - 1, -1, -1):
-            if leases[i] is lease:
-                del leases[i]
-                break
-        if not leases:
-            self._held.pop(lease._owner, None)
-
-    def _latest(self, owner: int) -> Optional[Lease]:
-        """This owner's most recent unreleased lease."""
-        with _mu:
-            leases = [lease for lease in self._held.get(owner, ()) if not lease._done]
-        return leases[-1] if leases else None
-
-    def _exit(self) -> Optional[Lease]:
-        """The lease the innermost `with` of this owner entered (forgotten here), if it still
-        needs releasing."""
-        owner = self._key()
-        with _mu:
-            for lease in reversed(self._held.get(owner, ())):
-                if lease._entered:
-                    lease._entered = False
-                    self._drop(lease)
-                    return None if lease._done else lease
-        return None
-
-    def _not_held(self) -> NotHeld:
-        owner = "process" if not self._reentrant else "task" if self._key() & _TASK_BIT else "thread"
-        return NotHeld(f"release of the lock {self.path}: this {owner} does not hold it")
-
-    def _acquire(self, timeout: Optional[float], entered: bool = False) -> Lease:
-        owner = self._key()
-        return self._keep(self._native.acquire(owner, timeout), owner, entered)
-
-    # -- threading.Lock shape -----------------------------------------------------------------
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        """Waits for the lock like :meth:`threading.Lock.acquire`: ``blocking=False`` tries
-        once, ``timeout`` (seconds, -1 forever) bounds the wait. Returns False when the lock
-        was not taken (no node is left behind). The GIL is released while waiting."""
-        try:
-            self._acquire(_acquire_timeout(blocking, timeout))
-        except LockTimeout:
-            return False
-        return True
-
-    def release(self) -> None:
-        """Releases this owner's most recent hold. Raises :class:`NotHeld` when this thread
-        (task) holds nothing."""
-        lease = self._latest(self._key())
-        if lease is None:
-            raise self._not_held()
-        lease.release()
-
-    def locked(self) -> bool:
-        """True while any thread or task of this process holds the lock through this object
-        (or this thread or task holds it through a multi-lock made of it)."""
-        with _mu:
-            leases = [lease for held in self._held.values() for lease in held if not lease._done]
-        return any(lease.state in ("held", "suspended") for lease in leases) or self.hold_count() > 0
-
-    def hold_count(self) -> int:
-        """How many holds this thread (task) has on the lock, as the core counts them (0 when
-        it holds none, or its lease was lost)."""
-        return self._native.hold_count(self._key())
-
-    @property
-    def lease(self) -> Optional[Lease]:
-        """This thread's (task's) lease while it holds the lock (state ``'held'`` or
-        ``'suspended'``), else None. A lost lease is not returned, but still needs releasing
-        (``release()`` does that without raising)."""
-        lease = self._latest(self._key())
-        return lease if lease is not None and lease.state in ("held", "suspended") else None
+        return f"<zklock.Lock {self.kind} {self.path!r} locked={self.locked()}>"
 
     def hold(self, timeout: Optional[float] = None) -> "_Holding":
         """A context manager (``with`` and ``async with``) that takes the lock within
@@ -590,24 +257,11 @@ class Lock:
         lease."""
         return _Holding(self, _check_timeout(timeout))
 
-    def __enter__(self) -> Lease:
-        return self._acquire(None, entered=True)
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        lease = self._exit()
-        if lease is not None:
-            lease.release()
-
     # -- asyncio.Lock shape -------------------------------------------------------------------
 
-    async def _acquire_async(self, timeout: Optional[float], entered: bool = False) -> Lease:
+    async def _acquire_async_as(self, timeout: Optional[float], entered: bool = False) -> Lease:
         owner = self._key()
-        pending = self._native.acquire_async(owner, timeout)
+        pending = self._acquire_async(owner, timeout)
         try:
             native = await pending
         except BaseException:
@@ -622,17 +276,14 @@ class Lock:
         """Waits for the lock without blocking the event loop and returns the lease; raises
         :class:`LockTimeout` after ``timeout`` seconds (None: forever, 0: one try). Cancelling
         the awaiting task removes the waiting node."""
-        return await self._acquire_async(_check_timeout(timeout))
+        return await self._acquire_async_as(_check_timeout(timeout))
 
     async def release_async(self) -> None:
         """The asyncio twin of :meth:`release`."""
-        lease = self._latest(self._key())
-        if lease is None:
-            raise self._not_held()
-        await lease.release_async()
+        await self._release_target().release_async()
 
     async def __aenter__(self) -> Lease:
-        return await self._acquire_async(None, entered=True)
+        return await self._acquire_async_as(None, entered=True)
 
     async def __aexit__(
         self,
@@ -649,7 +300,7 @@ class Lock:
     def participants(self) -> List[Participant]:
         """The queue of the lock path, holder first: node, identity, token, library, kind and
         session id of every contender (Curator's and kazoo's too)."""
-        return [Participant(*p) for p in self._native.participants()]
+        return [Participant(*p) for p in self._participants()]
 
 
 class _Holding:
@@ -675,7 +326,7 @@ class _Holding:
             lease.release()
 
     async def __aenter__(self) -> Lease:
-        self._lease = await self._lock._acquire_async(self._timeout)
+        self._lease = await self._lock._acquire_async_as(self._timeout)
         return self._lease
 
     async def __aexit__(
@@ -705,11 +356,15 @@ class Semaphore(Lock):
     ``InterProcessSemaphoreMutex``.
     """
 
-    def __init__(
-        self, client: "Client", native: _zklock.NativeLock, max_leases: int
-    ) -> None:
-        super().__init__(client, native, "semaphore", False)
+    __slots__ = ("_max_leases",)
+    _max_leases: int
+
+    def __new__(cls, client: "Client", native: _zklock.NativeLock, max_leases: int) -> "Semaphore":
+        # Never re-entrant; the native base keeps each lease per thread (task) all the same, to
+        # know which `with` took which, and release() falls back to any thread's lease.
+        self = super().__new__(cls, client, native, "semaphore", False)
         self._max_leases = max_leases
+        return self
 
     @property
     def max_leases(self) -> int:
@@ -719,37 +374,6 @@ class Semaphore(Lock):
     def __repr__(self) -> str:
         return (f"<zklock.Semaphore {self.path!r} max_leases={self._max_leases} "
                 f"locked={self.locked()}>")
-
-    def _key(self) -> int:
-        # Every lease is its own (the core never counts a semaphore's holds); the key only
-        # tells which `with` took which lease.
-        return _owner()
-
-    def _any_lease(self) -> Optional[Lease]:
-        lease = self._latest(self._key())
-        if lease is not None:
-            return lease
-        with _mu:
-            others = [lease for held in self._held.values() for lease in held if not lease._done]
-        return others[0] if others else None
-
-    def _not_held(self) -> NotHeld:
-        return NotHeld(f"release of the semaphore {self.path}: this process holds no lease of it")
-
-    def release(self) -> None:
-        """Releases a lease: this thread's (task's) most recent one, else the oldest lease of
-        this object held by any thread. Raises :class:`NotHeld` when there is none."""
-        lease = self._any_lease()
-        if lease is None:
-            raise self._not_held()
-        lease.release()
-
-    async def release_async(self) -> None:
-        """The asyncio twin of :meth:`release`."""
-        lease = self._any_lease()
-        if lease is None:
-            raise self._not_held()
-        await lease.release_async()
 
 
 class RwLock:
@@ -779,10 +403,14 @@ class MultiLock(Lock):
     deadline for the set, members taken in path order and released in reverse order. Members
     given as :class:`Lock` objects share their re-entrancy with them."""
 
-    def __init__(self, client: "Client", members: Sequence[Lock]) -> None:
-        native = client._native.multi_lock([m._native for m in members])
+    __slots__ = ("_members",)
+    _members: List[Lock]
+
+    def __new__(cls, client: "Client", members: Sequence[Lock]) -> "MultiLock":
+        native = client._native.multi_lock(list(members))
+        self = super().__new__(cls, client, native, "multi", True)
         self._members = list(members)
-        super().__init__(client, native, "multi", True)
+        return self
 
     @property
     def members(self) -> List[Lock]:
@@ -978,7 +606,7 @@ class Client:
             if isinstance(item, str):
                 members.append(self.lock(item))
             elif isinstance(item, Lock) and not isinstance(item, MultiLock):
-                if item._client is not self:
+                if item.client is not self:
                     raise InvalidArgument(f"the lock on {item.path} belongs to another client")
                 members.append(item)
             else:
