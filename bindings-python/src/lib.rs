@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::pyclass::{PyTraverseError, PyVisit};
 use pyo3::sync::MutexExt;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{
@@ -1171,6 +1172,24 @@ impl NativeLock {
     /// `NotHeld` when there is none.
     fn _release_target(&self, py: Python<'_>) -> PyResult<Py<PyLease>> {
         self.release_object(py)
+    }
+
+    /// The garbage collector's view of what this object holds (its client, the `Lease`
+    /// objects of its book): a cycle through it (`client.lock_of_mine = lock`) is then found,
+    /// as it was when the package's Lock kept them in its `__dict__`. The book is skipped when
+    /// another thread has it locked (a traversal must not wait).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(client) = &self.client {
+            visit.call(client)?;
+        }
+        if let Ok(entries) = self.book.held.try_lock() {
+            for held in entries.iter() {
+                if let Slot::Object(lease) = &held.slot {
+                    visit.call(lease)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// How many leases this object keeps (none once every hold taken through it was

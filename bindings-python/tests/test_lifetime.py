@@ -123,6 +123,17 @@ def test_collecting_a_released_or_lost_lease_neither_warns_nor_releases_anything
     assert_empty_eventually(other, path)
 
 
+def test_a_client_and_a_lock_object_that_refer_to_each_other_are_collected(servers, path):
+    client = zklock.Client(servers)
+    lock = client.lock(path)
+    client.kept_lock = lock  # type: ignore[attr-defined]  # the lock refers to its client
+    gone_lock, gone_client = weakref.ref(lock), weakref.ref(client)
+    held = [client, lock]
+    del client, lock
+    assert collect_with_warnings(held.clear) == []
+    assert gone_lock() is None and gone_client() is None, "the cycle was not collected"
+
+
 @pytest.mark.parametrize(
     "make",
     [
