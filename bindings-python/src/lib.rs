@@ -1744,6 +1744,9 @@ impl PyLease {
     /// The asyncio twin of `release`: an awaitable.
     fn release_async<'py>(slf: &Bound<'py, PyLease>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        // Outside a running loop this raises before anything is taken (as awaiting the
+        // package's coroutine did), instead of releasing a lease nobody would hear of.
+        py.import("asyncio")?.call_method0("get_running_loop")?;
         let taken = slf.get().take(py);
         PyLease::forget(slf);
         future_into_py(py, taken?.release(), released_into_py)

@@ -250,3 +250,13 @@ def test_each_task_counts_its_own_holds_and_a_thread_is_another_owner(client, pa
 
     asyncio.run(main())
     assert_empty_eventually(client, path)
+
+
+def test_release_async_outside_a_running_loop_raises_and_leaves_the_lease_held(client, other, path):
+    lock = client.lock(path)
+    with lock as lease:
+        with pytest.raises(RuntimeError, match="no running event loop"):
+            lease.release_async()
+        assert lease.is_held() and lock.locked()
+        assert not other.lock(path).acquire(blocking=False)
+    assert lease.state == "released" and not lock.locked()

@@ -248,6 +248,12 @@ class Lock(_zklock.NativeLock):
 
     __slots__ = ()
 
+    @property
+    def client(self) -> "Client":
+        """The client this lock was made by."""
+        client: Client = super().client
+        return client
+
     def __repr__(self) -> str:
         return f"<zklock.Lock {self.kind} {self.path!r} locked={self.locked()}>"
 
