@@ -3,8 +3,11 @@
 //! This layer only translates: one native object per core value (a client, one core lock value,
 //! one lease), Python numbers and strings in (the core's rules judge them: `Wait::from_secs`,
 //! `AclPolicy::from_str`, the option checks), the core's errors out as the matching `zklock`
-//! exception, and the core's names as they are. The core counts re-entrant holds per owner; the
-//! Python package passes the owner (the thread, or the asyncio task).
+//! exception, and the core's names as they are. The core counts re-entrant holds per owner;
+//! this module says which owner is calling (the asyncio task, else the thread) and keeps the
+//! leases taken through each lock object, so that `zklock.Lock` (a subclass of `NativeLock`)
+//! and `zklock.Lease` (this module's class) take and release a lock in one native call: the
+//! package adds only the asyncio glue, named tuples and reprs.
 //!
 //! Waiting, with the GIL released:
 //!
