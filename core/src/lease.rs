@@ -256,10 +256,46 @@ pub(crate) struct Part {
     pub(crate) owner: Option<Arc<dyn Reentry>>,
 }
 
+/// The members of a lease: the first one inline, so that the common lease of one node (every
+/// mutex, read/write side and semaphore lease; each re-entrant acquire) allocates nothing
+/// (bench s2, issue 17); a multi-lock's further members in `rest`.
+#[derive(Default)]
+struct Parts {
+    first: Option<Part>,
+    rest: Vec<Part>,
+}
+
+impl Parts {
+    fn iter(&self) -> impl Iterator<Item = &Part> {
+        self.first.iter().chain(self.rest.iter())
+    }
+
+    fn push(&mut self, part: Part) {
+        match self.first {
+            None => self.first = Some(part),
+            Some(_) => self.rest.push(part),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// The only member, when there is exactly one.
+    fn single(&self) -> Option<&Part> {
+        self.first.as_ref().filter(|_| self.rest.is_empty())
+    }
+
+    /// The members, last first (the order of release).
+    fn into_reversed(self) -> impl Iterator<Item = Part> {
+        self.rest.into_iter().rev().chain(self.first)
+    }
+}
+
 /// A held lock. Dropping a lease releases it in the background; call [`Lease::release`] to
 /// know when the node is gone.
 pub struct Lease {
-    parts: Vec<Part>,
+    parts: Parts,
     done: bool,
 }
 
@@ -274,15 +310,33 @@ impl std::fmt::Debug for Lease {
 }
 
 impl Lease {
-    pub(crate) fn new(parts: Vec<Part>) -> Lease {
-        Lease { parts, done: false }
+    /// A lease of no member yet, which a multi-lock fills with [`Lease::absorb`].
+    pub(crate) fn empty() -> Lease {
+        Lease {
+            parts: Parts::default(),
+            done: false,
+        }
+    }
+
+    /// A lease of one node.
+    pub(crate) fn one(part: Part) -> Lease {
+        Lease {
+            parts: Parts {
+                first: Some(part),
+                rest: Vec::new(),
+            },
+            done: false,
+        }
     }
 
     /// Moves the members of `other` into this lease (a multi-lock taking its members one by
     /// one: until it returns, dropping it releases what it took).
     pub(crate) fn absorb(&mut self, mut other: Lease) {
         other.done = true;
-        self.parts.append(&mut other.parts);
+        let Parts { first, rest } = std::mem::take(&mut other.parts);
+        for part in first.into_iter().chain(rest) {
+            self.parts.push(part);
+        }
     }
 
     /// The fencing token: the czxid of our lock node. For a multi-lock, the largest of its
@@ -302,7 +356,7 @@ impl Lease {
 
     /// Full path of our lock node (the first member's for a multi-lock).
     pub fn path(&self) -> &str {
-        self.parts.first().map(|p| p.shared.node()).unwrap_or("")
+        self.parts.first.as_ref().map_or("", |p| p.shared.node())
     }
 
     /// Full paths of every member's node.
@@ -513,22 +567,22 @@ impl Lease {
     /// reference must not release a lock the program may still be working under (Curator and
     /// kazoo keep such locks too).
     pub fn detach(mut self) {
-        self.parts.clear();
+        self.parts = Parts::default();
         self.done = true;
     }
 
     /// The common re-entrant case without a trip to the runtime: one member whose lock value
     /// holds it more than once only counts down.
     fn count_down_reentrant(&mut self) -> bool {
-        let [Part {
+        let Some(Part {
             shared,
             owner: Some(owner),
-        }] = self.parts.as_slice()
+        }) = self.parts.single()
         else {
             return false;
         };
         if owner.count_down_if_shared(shared) {
-            self.parts.clear();
+            self.parts = Parts::default();
             self.done = true;
             return true;
         }
@@ -551,10 +605,10 @@ fn combined_state(shared: &[Arc<LeaseShared>]) -> LeaseState {
     LeaseState::combine(shared.iter().map(|p| p.state()))
 }
 
-async fn release_parts(parts: Vec<Part>) -> Result<Released> {
+async fn release_parts(parts: Parts) -> Result<Released> {
     let mut outcome = Released::StillHeld;
     let mut first_error = None;
-    for part in parts.into_iter().rev() {
+    for part in parts.into_reversed() {
         let result = match &part.owner {
             Some(owner) => owner.clone().release_hold(part.shared.clone()).await,
             None => part.shared.clone().delete().await,

@@ -4,6 +4,7 @@
 //! `Mutex` object; Rust's default is the value itself, [`Owner::SHARED`]). Two owners of one
 //! value contend like two clients, as Curator's per-thread rule has it.
 
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -38,8 +39,10 @@ pub(crate) struct LockInner {
     pub(crate) path: String,
     pub(crate) kind: NodeKind,
     reentrant: bool,
-    /// The live holds of this value, by owner (rarely more than one).
+    /// The live holds of this value, by owner (rarely more than one), but for `shared`'s.
     holds: StdMutex<Vec<(Owner, Hold)>>,
+    /// The hold of [`Owner::SHARED`] (Rust's default), counted without taking `holds`.
+    shared: SharedHold,
     /// Serialises first acquisitions among tasks sharing this value, so they share one node:
     /// one permit, taken by a `GatePass` (owned, so it can wait in the caller's future).
     gate: tokio::sync::Semaphore,
@@ -57,6 +60,131 @@ pub(crate) struct LockInner {
 struct Hold {
     shared: Arc<LeaseShared>,
     count: usize,
+}
+
+/// The hold of [`Owner::SHARED`], apart from the other owners' so that re-entering and counting
+/// down take no mutex (bench s2, issue 17): a re-entrant acquire is one compare-and-swap on
+/// `count` and a release another. Rules that keep `node` safe to read without a lock:
+/// - `node` owns one strong count of its lease's node while not null, and changes only under
+///   the lock value's `holds` mutex: set while `count` is 0 (then `count` becomes 1), taken
+///   out as `count` goes from 1 to 0.
+/// - `count` goes up only from a value above 0 (`pin`), so whoever counted up holds a unit
+///   that keeps `node` in place until it counts down again.
+/// A lost hold stays here (its other holders still count on it) until its last release; a new
+/// acquire of `SHARED` meanwhile takes a node of its own, kept in `holds` like another owner's.
+struct SharedHold {
+    count: AtomicUsize,
+    node: AtomicPtr<LeaseShared>,
+}
+
+impl SharedHold {
+    fn new() -> SharedHold {
+        SharedHold {
+            count: AtomicUsize::new(0),
+            node: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// Counts up a hold that exists; false when there is none.
+    fn pin(&self) -> bool {
+        let mut count = self.count.load(Ordering::Relaxed);
+        while count > 0 {
+            match self.count.compare_exchange_weak(
+                count,
+                count + 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => count = now,
+            }
+        }
+        false
+    }
+
+    /// The node of the hold; only while holding a unit (after `pin`, or through a lease of
+    /// this hold) or under the `holds` mutex with `count` above 0.
+    fn node(&self) -> Arc<LeaseShared> {
+        let node = self.node.load(Ordering::Acquire);
+        assert!(!node.is_null(), "a counted shared hold has its node");
+        // SAFETY: `node` came from `Arc::into_raw` in `install` and keeps that strong count
+        // until `take_last` (see the rules above): it is alive while we hold a unit.
+        unsafe {
+            Arc::increment_strong_count(node);
+            Arc::from_raw(node)
+        }
+    }
+
+    /// True when `shared` is this hold's node. Stable for a caller holding `shared`: its node
+    /// comes here only new (under `holds`), and leaves only at its own last release.
+    fn is(&self, shared: &Arc<LeaseShared>) -> bool {
+        std::ptr::eq(self.node.load(Ordering::Acquire), Arc::as_ptr(shared))
+    }
+
+    /// The count, under the `holds` mutex (0: no hold).
+    fn count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Counts down one of several holds; false, changing nothing, for the last one.
+    fn count_down_unless_last(&self) -> bool {
+        let mut count = self.count.load(Ordering::Relaxed);
+        while count > 1 {
+            match self.count.compare_exchange_weak(
+                count,
+                count - 1,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => count = now,
+            }
+        }
+        false
+    }
+
+    /// Under the `holds` mutex, with `count` 0: `shared` becomes the hold, counted once.
+    fn install(&self, shared: Arc<LeaseShared>) {
+        debug_assert_eq!(self.count(), 0);
+        let old = self
+            .node
+            .swap(Arc::into_raw(shared).cast_mut(), Ordering::AcqRel);
+        debug_assert!(old.is_null());
+        self.count.store(1, Ordering::Release);
+    }
+
+    /// Under the `holds` mutex: counts one hold down; true when that was the last one (the
+    /// node left this slot: the caller deletes it).
+    fn count_down_locked(&self) -> bool {
+        loop {
+            if self.count_down_unless_last() {
+                return false;
+            }
+            // A concurrent `pin` makes this fail and the loop count down instead.
+            if self
+                .count
+                .compare_exchange(1, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                let node = self.node.swap(std::ptr::null_mut(), Ordering::AcqRel);
+                // SAFETY: the strong count `install` gave this slot; no one can read `node`
+                // any more (the count is 0, and `pin` never counts up from 0).
+                drop(unsafe { Arc::from_raw(node) });
+                return true;
+            }
+        }
+    }
+}
+
+impl Drop for SharedHold {
+    fn drop(&mut self) {
+        let node = *self.node.get_mut();
+        if !node.is_null() {
+            // SAFETY: the strong count `install` gave this slot (a detached hold never
+            // released); nothing else can reach the slot once its lock value is dropped.
+            drop(unsafe { Arc::from_raw(node) });
+        }
+    }
 }
 
 /// Who a re-entrant hold belongs to: acquiring again with the same owner only counts up; another
@@ -155,23 +283,27 @@ impl Waiting {
         let counted_by = if lock.reentrant {
             let mut holds = lock.holds.lock().unwrap();
             holds.retain(|(o, _)| *o != owner);
-            holds.push((
-                owner,
-                Hold {
-                    shared: shared.clone(),
-                    count: 1,
-                },
-            ));
+            if owner == Owner::SHARED && lock.shared.count() == 0 {
+                lock.shared.install(shared.clone());
+            } else {
+                holds.push((
+                    owner,
+                    Hold {
+                        shared: shared.clone(),
+                        count: 1,
+                    },
+                ));
+            }
             drop(holds);
             Some(lock)
         } else {
             None
         };
         drop(gate);
-        Lease::new(vec![Part {
+        Lease::one(Part {
             shared,
             owner: counted_by.map(|l| l as Arc<dyn Reentry>),
-        }])
+        })
     }
 }
 
@@ -185,6 +317,7 @@ impl Lock {
                 kind,
                 reentrant: true,
                 holds: StdMutex::new(Vec::new()),
+                shared: SharedHold::new(),
                 gate: tokio::sync::Semaphore::new(1),
                 owner_gates: StdMutex::new(Vec::new()),
                 peer: OnceLock::new(),
@@ -281,6 +414,7 @@ impl Lock {
             kind: shared.kind,
             reentrant: shared.reentrant,
             holds: StdMutex::new(Vec::new()),
+            shared: SharedHold::new(),
             gate: tokio::sync::Semaphore::new(1),
             owner_gates: StdMutex::new(Vec::new()),
             peer: OnceLock::new(),
@@ -317,14 +451,7 @@ impl Lock {
     /// nothing here. A face that releases this way drops its leases with [`Lease::detach`].
     pub async fn release_as(&self, owner: Owner) -> Result<Released> {
         let inner = self.inner.clone();
-        let shared = {
-            let holds = inner.holds.lock().unwrap();
-            holds
-                .iter()
-                .find(|(o, _)| *o == owner)
-                .map(|(_, h)| h.shared.clone())
-        };
-        let Some(shared) = shared else {
+        let Some((shared, _)) = inner.hold_of(owner) else {
             return Err(Error::new(
                 ErrorKind::NotHeld,
                 format!("the lock {} is not held by this owner", inner.path),
@@ -495,23 +622,46 @@ impl LockInner {
         if !self.reentrant || self.client.check_usable().is_err() {
             return None;
         }
+        if owner == Owner::SHARED && self.shared.pin() {
+            let lease = Lease::one(Part {
+                shared: self.shared.node(),
+                owner: Some(self.clone()),
+            });
+            if lease.state() != LeaseState::Lost {
+                return Some(lease);
+            }
+            // Counted down again (a lost hold is never re-entered); a new hold of `SHARED`
+            // taken since the loss is in `holds`.
+            drop(lease);
+        }
         let mut holds = self.holds.lock().unwrap();
         let (_, h) = holds.iter_mut().find(|(o, _)| *o == owner)?;
         if h.shared.state() == LeaseState::Lost {
             return None;
         }
         h.count += 1;
-        Some(Lease::new(vec![Part {
+        Some(Lease::one(Part {
             shared: h.shared.clone(),
             owner: Some(self.clone()),
-        }]))
+        }))
     }
 
     /// The node and count of `owner`'s live hold, if any.
     fn held(&self, owner: Owner) -> Option<(Arc<LeaseShared>, usize)> {
+        self.hold_of(owner)
+            .filter(|(shared, _)| shared.state() != LeaseState::Lost)
+    }
+
+    /// The node and count of `owner`'s hold, lost or not: for `SHARED`, one taken since its
+    /// lost hold (in `holds`) before that lost one.
+    fn hold_of(&self, owner: Owner) -> Option<(Arc<LeaseShared>, usize)> {
         let holds = self.holds.lock().unwrap();
-        let (_, h) = holds.iter().find(|(o, _)| *o == owner)?;
-        (h.shared.state() != LeaseState::Lost).then(|| (h.shared.clone(), h.count))
+        if let Some((_, h)) = holds.iter().find(|(o, _)| *o == owner) {
+            return Some((h.shared.clone(), h.count));
+        }
+        // Under `holds`, the shared hold's node stays in place while counted.
+        (owner == Owner::SHARED && self.shared.count() > 0)
+            .then(|| (self.shared.node(), self.shared.count()))
     }
 
     fn peer(&self) -> Option<Arc<LockInner>> {
@@ -779,9 +929,11 @@ impl LockInner {
     /// The live read hold that was taken as a downgrade of the write node `writer`, if any.
     fn downgraded_from(&self, writer: &str) -> Option<Arc<LeaseShared>> {
         let holds = self.holds.lock().unwrap();
+        let shared = (self.shared.count() > 0).then(|| self.shared.node());
         holds
             .iter()
             .map(|(_, h)| &h.shared)
+            .chain(shared.as_ref())
             .find(|s| s.state() != LeaseState::Lost && s.downgrade_of.as_deref() == Some(writer))
             .cloned()
     }
@@ -789,6 +941,9 @@ impl LockInner {
     /// Counts down a hold of `shared` that is held more than once; false if this release is the
     /// last one (or the hold is another node's), which must go through `release_hold`.
     fn count_down_hold(&self, shared: &Arc<LeaseShared>) -> bool {
+        if self.shared.is(shared) {
+            return self.shared.count_down_unless_last();
+        }
         let mut holds = self.holds.lock().unwrap();
         match holds
             .iter_mut()
@@ -806,7 +961,11 @@ impl LockInner {
     async fn release_one_hold(self: Arc<Self>, shared: Arc<LeaseShared>) -> Result<Released> {
         {
             let mut holds = self.holds.lock().unwrap();
-            if let Some(i) = holds
+            if self.shared.is(&shared) {
+                if !self.shared.count_down_locked() {
+                    return Ok(Released::StillHeld);
+                }
+            } else if let Some(i) = holds
                 .iter()
                 .position(|(_, h)| Arc::ptr_eq(&h.shared, &shared))
             {

@@ -214,8 +214,8 @@ async fn watch_children(
 
 fn lease_of(node: Queued) -> Lease {
     let (session, node, token) = node.into_node();
-    Lease::new(vec![Part {
+    Lease::one(Part {
         shared: LeaseShared::new(session, node, token, None),
         owner: None,
-    }])
+    })
 }
