@@ -242,7 +242,7 @@ impl Watched for LeaseShared {
 pub(crate) trait Reentry: Send + Sync {
     /// Counts down a hold of `shared` that is held more than once; false when this release is
     /// the last one, which must go through `release_hold`.
-    fn count_down_if_shared(&self, shared: &Arc<LeaseShared>) -> bool;
+    fn count_down_if_shared(&self, shared: &LeaseShared) -> bool;
     /// One re-entrant release: counts down, and deletes the node at zero.
     fn release_hold(
         self: Arc<Self>,
@@ -252,8 +252,52 @@ pub(crate) trait Reentry: Send + Sync {
 
 /// One member of a lease: the node, and the re-entrant lock value that counts its holds.
 pub(crate) struct Part {
-    pub(crate) shared: Arc<LeaseShared>,
+    pub(crate) shared: NodeRef,
     pub(crate) owner: Option<Arc<dyn Reentry>>,
+}
+
+/// How a part reaches its node: a strong count of its own, or (a re-entrant hold of a lock
+/// value's shared owner, bench s2) through the hold it counts, without touching the node's
+/// reference count.
+pub(crate) enum NodeRef {
+    Owned(Arc<LeaseShared>),
+    /// A node that the part's `owner` keeps alive for as long as the part holds one of the
+    /// hold's counts (the lock value's rule for its shared hold): made only with that owner,
+    /// and never read after the count was given back.
+    Counted(std::ptr::NonNull<LeaseShared>),
+}
+
+// SAFETY: a `Counted` node is a `LeaseShared` (Send + Sync) kept alive by the part's owner, as
+// an `Arc` would; the pointer is only read as `&LeaseShared`.
+unsafe impl Send for NodeRef {}
+unsafe impl Sync for NodeRef {}
+
+impl NodeRef {
+    /// The node with a strong count of its own (for work that may outlive the part's count).
+    pub(crate) fn to_arc(&self) -> Arc<LeaseShared> {
+        match self {
+            NodeRef::Owned(shared) => shared.clone(),
+            NodeRef::Counted(node) => {
+                // SAFETY: alive while the part holds its count (see `Counted`), and it came
+                // from an `Arc` (the hold's own strong count).
+                unsafe {
+                    Arc::increment_strong_count(node.as_ptr());
+                    Arc::from_raw(node.as_ptr())
+                }
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for NodeRef {
+    type Target = LeaseShared;
+    fn deref(&self) -> &LeaseShared {
+        match self {
+            NodeRef::Owned(shared) => shared,
+            // SAFETY: alive while the part holds its count (see `Counted`).
+            NodeRef::Counted(node) => unsafe { node.as_ref() },
+        }
+    }
 }
 
 /// The members of a lease: the first one inline, so that the common lease of one node (every
@@ -526,18 +570,26 @@ impl Lease {
     }
 
     pub(crate) fn shared_parts(&self) -> Vec<Arc<LeaseShared>> {
-        self.parts.iter().map(|p| p.shared.clone()).collect()
+        self.parts.iter().map(|p| p.shared.to_arc()).collect()
     }
 
     /// Releases the lease: the node is deleted (members in reverse order for a multi-lock), or a
     /// re-entrant hold count goes down. Releasing a lost lease succeeds with `WasLost`.
-    pub async fn release(mut self) -> Result<Released> {
-        if self.count_down_reentrant() {
-            return Ok(Released::StillHeld);
+    pub fn release(
+        mut self,
+    ) -> impl std::future::Future<Output = Result<Released>> + Send + 'static {
+        // The re-entrant count-down here, and the release that goes to ZooKeeper boxed: this
+        // future stays a few words, where an `async fn` would be the size of the whole release,
+        // copied by every caller that awaits it (bench s2, issue 17). Dropped unawaited, the
+        // lease in it releases in the background as a dropped lease does.
+        let counted = self.count_down_reentrant();
+        async move {
+            if counted {
+                return Ok(Released::StillHeld);
+            }
+            let parts = std::mem::take(&mut self.parts);
+            Box::pin(on_runtime(release_parts(parts))).await
         }
-        let parts = std::mem::take(&mut self.parts);
-        self.done = true;
-        on_runtime(release_parts(parts)).await
     }
 
     /// Blocking twin of [`Lease::release`].
@@ -610,8 +662,8 @@ async fn release_parts(parts: Parts) -> Result<Released> {
     let mut first_error = None;
     for part in parts.into_reversed() {
         let result = match &part.owner {
-            Some(owner) => owner.clone().release_hold(part.shared.clone()).await,
-            None => part.shared.clone().delete().await,
+            Some(owner) => owner.clone().release_hold(part.shared.to_arc()).await,
+            None => part.shared.to_arc().delete().await,
         };
         match result {
             Ok(Released::WasLost) => outcome = Released::WasLost,

@@ -16,7 +16,7 @@ use crate::cancel::CancelToken;
 use crate::connection::Connection;
 use crate::engine::{self, Request};
 use crate::error::{Error, ErrorKind, Result};
-use crate::lease::{Lease, LeaseShared, Part, Reentry};
+use crate::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
 use crate::observe::AcquireWatch;
 use crate::protocol::{self, Library, NodeKind};
 use crate::runtime;
@@ -102,23 +102,24 @@ impl SharedHold {
         false
     }
 
-    /// The node of the hold; only while holding a unit (after `pin`, or through a lease of
-    /// this hold) or under the `holds` mutex with `count` above 0.
-    fn node(&self) -> Arc<LeaseShared> {
+    /// The node of the hold, as a part that counts one hold: only while holding a unit
+    /// (after `pin`) and for the lease that takes that unit over.
+    fn counted_node(&self) -> NodeRef {
         let node = self.node.load(Ordering::Acquire);
-        assert!(!node.is_null(), "a counted shared hold has its node");
-        // SAFETY: `node` came from `Arc::into_raw` in `install` and keeps that strong count
-        // until `take_last` (see the rules above): it is alive while we hold a unit.
-        unsafe {
-            Arc::increment_strong_count(node);
-            Arc::from_raw(node)
-        }
+        NodeRef::Counted(std::ptr::NonNull::new(node).expect("a counted shared hold has its node"))
+    }
+
+    /// The node of the hold; only while holding a unit or under the `holds` mutex with
+    /// `count` above 0.
+    fn node(&self) -> Arc<LeaseShared> {
+        // The unit (or the mutex) keeps the node in place while its strong count is taken.
+        self.counted_node().to_arc()
     }
 
     /// True when `shared` is this hold's node. Stable for a caller holding `shared`: its node
     /// comes here only new (under `holds`), and leaves only at its own last release.
-    fn is(&self, shared: &Arc<LeaseShared>) -> bool {
-        std::ptr::eq(self.node.load(Ordering::Acquire), Arc::as_ptr(shared))
+    fn is(&self, shared: &LeaseShared) -> bool {
+        std::ptr::eq(self.node.load(Ordering::Acquire), shared)
     }
 
     /// The count, under the `holds` mutex (0: no hold).
@@ -301,7 +302,7 @@ impl Waiting {
         };
         drop(gate);
         Lease::one(Part {
-            shared,
+            shared: NodeRef::Owned(shared),
             owner: counted_by.map(|l| l as Arc<dyn Reentry>),
         })
     }
@@ -623,11 +624,15 @@ impl LockInner {
             return None;
         }
         if owner == Owner::SHARED && self.shared.pin() {
+            // The lease takes the unit over: it reaches the node through this hold, which
+            // keeps it alive while counted (no reference count of its own to change).
+            let node = self.shared.counted_node();
+            let lost = node.state() == LeaseState::Lost;
             let lease = Lease::one(Part {
-                shared: self.shared.node(),
+                shared: node,
                 owner: Some(self.clone()),
             });
-            if lease.state() != LeaseState::Lost {
+            if !lost {
                 return Some(lease);
             }
             // Counted down again (a lost hold is never re-entered); a new hold of `SHARED`
@@ -641,7 +646,7 @@ impl LockInner {
         }
         h.count += 1;
         Some(Lease::one(Part {
-            shared: h.shared.clone(),
+            shared: NodeRef::Owned(h.shared.clone()),
             owner: Some(self.clone()),
         }))
     }
@@ -940,14 +945,14 @@ impl LockInner {
 
     /// Counts down a hold of `shared` that is held more than once; false if this release is the
     /// last one (or the hold is another node's), which must go through `release_hold`.
-    fn count_down_hold(&self, shared: &Arc<LeaseShared>) -> bool {
+    fn count_down_hold(&self, shared: &LeaseShared) -> bool {
         if self.shared.is(shared) {
             return self.shared.count_down_unless_last();
         }
         let mut holds = self.holds.lock().unwrap();
         match holds
             .iter_mut()
-            .find(|(_, h)| Arc::ptr_eq(&h.shared, shared))
+            .find(|(_, h)| std::ptr::eq(Arc::as_ptr(&h.shared), shared))
         {
             Some((_, h)) if h.count > 1 => {
                 h.count -= 1;
@@ -1018,7 +1023,7 @@ impl LockInner {
 }
 
 impl Reentry for LockInner {
-    fn count_down_if_shared(&self, shared: &Arc<LeaseShared>) -> bool {
+    fn count_down_if_shared(&self, shared: &LeaseShared) -> bool {
         self.count_down_hold(shared)
     }
 
