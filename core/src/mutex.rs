@@ -715,12 +715,14 @@ impl LockInner {
                     }
                     Ok(lease)
                 };
-                let mut step = on_runtime(self.clone().begin(owner, deadline, cancel)).await?;
-                loop {
-                    let mut waiting = match step {
+                // One `waiting` across the awaits, never a `Step` beside it: the state of a
+                // waiting acquire is stored once in this future (memory per waiting lock).
+                let mut waiting =
+                    match on_runtime(self.clone().begin(owner, deadline, cancel)).await? {
                         Step::Done(lease) => return in_time(lease, &self),
                         Step::Wait(waiting) => waiting,
                     };
+                loop {
                     let turn = waiting.wait_turn().await;
                     if matches!(turn, Ok(true))
                         && !waiting.cancelled()
@@ -728,7 +730,10 @@ impl LockInner {
                     {
                         return in_time(waiting.finish(None), &self);
                     }
-                    step = on_runtime(waiting.resume(turn)).await?;
+                    waiting = match on_runtime(waiting.resume(turn)).await? {
+                        Step::Done(lease) => return in_time(lease, &self),
+                        Step::Wait(waiting) => waiting,
+                    };
                 }
             };
             let result = tracing::Instrument::instrument(result, span).await;
