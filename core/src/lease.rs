@@ -22,12 +22,11 @@ pub(crate) struct LeaseShared {
     /// A `LeaseState` as its discriminant.
     state: Signal,
     released: AtomicBool,
-    /// Nodes to delete with this one (a write node kept to cover a downgraded read, see rw).
-    pub(crate) riders: Mutex<Vec<Arc<LeaseShared>>>,
+    /// What few leases ever need (riders, a lost reason): boxed when first needed, so that
+    /// every held lock does not carry its room (memory per held lock, bench s6).
+    rare: Mutex<Option<Box<Rare>>>,
     /// Set on a read lease taken while our own write lease was held (a downgrade).
     pub(crate) downgrade_of: Option<String>,
-    /// Why the lease was lost, once it was.
-    lost_reason: Mutex<Option<String>>,
     /// The watch on our own node (see `own_watch`); dropped before we delete the node ourselves.
     pub(crate) own_watch: Mutex<OwnWatch>,
     /// When we got the node, for the hold time; `hold_counted` turns true once the end of the
@@ -36,6 +35,15 @@ pub(crate) struct LeaseShared {
     hold_counted: AtomicBool,
     /// 1 once someone asked us to let go (Curator's revocation: our node's data `__REVOKE__`).
     revoke: Signal,
+}
+
+/// The rare part of a lease's node.
+#[derive(Default)]
+struct Rare {
+    /// Nodes to delete with this one (a write node kept to cover a downgraded read, see rw).
+    riders: Vec<Arc<LeaseShared>>,
+    /// Why the lease was lost, once it was.
+    lost_reason: Option<String>,
 }
 
 /// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
@@ -56,9 +64,8 @@ impl LeaseShared {
             token,
             state: Signal::new(LeaseState::Held as u8),
             released: AtomicBool::new(false),
-            riders: Mutex::new(Vec::new()),
+            rare: Mutex::new(None),
             downgrade_of,
-            lost_reason: Mutex::new(None),
             own_watch: Mutex::new(OwnWatch::Idle),
             since: std::time::Instant::now(),
             hold_counted: AtomicBool::new(false),
@@ -97,7 +104,7 @@ impl LeaseShared {
             .state
             .update(|s| (!LeaseState::from_u8(s).is_final()).then_some(new as u8))
         {
-            let reason = self.lost_reason.lock().unwrap().clone();
+            let reason = self.lost_reason();
             // The reason without its "lease on <node> lost: " (the record names the node).
             let reason = reason
                 .as_deref()
@@ -139,16 +146,25 @@ impl LeaseShared {
         if self.state().is_final() {
             return;
         }
-        self.lost_reason
+        self.rare
             .lock()
             .unwrap()
+            .get_or_insert_with(Box::default)
+            .lost_reason
             .get_or_insert_with(|| format!("lease on {} lost: {why}", self.node));
         self.set_state(LeaseState::Lost);
         self.stop_watching();
     }
 
     pub(crate) fn lost_reason(&self) -> Option<String> {
-        self.lost_reason.lock().unwrap().clone()
+        let rare = self.rare.lock().unwrap();
+        rare.as_ref().and_then(|r| r.lost_reason.clone())
+    }
+
+    /// A node to delete with this one (a write node kept to cover a downgraded read).
+    pub(crate) fn add_rider(&self, rider: Arc<LeaseShared>) {
+        let mut rare = self.rare.lock().unwrap();
+        rare.get_or_insert_with(Box::default).riders.push(rider);
     }
 
     pub(crate) fn session(&self) -> &Arc<Session> {
@@ -167,7 +183,10 @@ impl LeaseShared {
         let was_lost = self.state() == LeaseState::Lost;
         self.set_state(LeaseState::Released);
         self.session.deregister(self.registration);
-        let riders = std::mem::take(&mut *self.riders.lock().unwrap());
+        let riders = match self.rare.lock().unwrap().as_mut() {
+            Some(rare) => std::mem::take(&mut rare.riders),
+            None => Vec::new(),
+        };
         for rider in riders {
             Box::pin(rider.delete()).await.ok();
         }
@@ -421,9 +440,7 @@ impl Lease {
     /// Why the lease was lost (session expired, node deleted, client closed, no server contact
     /// for the session timeout), once it was; `None` while it is not lost.
     pub fn lost_reason(&self) -> Option<String> {
-        self.parts
-            .iter()
-            .find_map(|p| p.shared.lost_reason.lock().unwrap().clone())
+        self.parts.iter().find_map(|p| p.shared.lost_reason())
     }
 
     /// True while the state is `Held`.

@@ -1021,7 +1021,7 @@ impl LockInner {
             .iter()
             .any(|c| c.kind.is_exclusive());
         if writer_between {
-            reader.riders.lock().unwrap().push(writer.clone());
+            reader.add_rider(writer.clone());
         }
         writer_between
     }
