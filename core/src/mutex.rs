@@ -70,6 +70,7 @@ struct Hold {
 ///   out as `count` goes from 1 to 0.
 /// - `count` goes up only from a value above 0 (`pin`), so whoever counted up holds a unit
 ///   that keeps `node` in place until it counts down again.
+///
 /// A lost hold stays here (its other holders still count on it) until its last release; a new
 /// acquire of `SHARED` meanwhile takes a node of its own, kept in `holds` like another owner's.
 struct SharedHold {
