@@ -945,7 +945,7 @@ impl LockInner {
             .iter()
             .map(|(_, h)| &h.shared)
             .chain(shared.as_ref())
-            .find(|s| s.state() != LeaseState::Lost && s.downgrade_of.as_deref() == Some(writer))
+            .find(|s| s.state() != LeaseState::Lost && s.downgrade_of().as_deref() == Some(writer))
             .cloned()
     }
 
@@ -1000,7 +1000,7 @@ impl LockInner {
         let Some(reader) = self.peer().and_then(|p| p.downgraded_from(writer.node())) else {
             return false;
         };
-        if reader.downgrade_of.as_deref() != Some(writer.node()) {
+        if reader.downgrade_of().as_deref() != Some(writer.node()) {
             return false;
         }
         let Ok(children) =
