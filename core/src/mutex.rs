@@ -226,9 +226,9 @@ struct Waiting {
     owner: Owner,
     gate: Option<GatePass>,
     queued: engine::Queued,
-    deadline: Option<Instant>,
     cancel: Option<CancelToken>,
-    /// Made on the runtime (a timer needs one to be made), polled wherever the caller is.
+    /// Made on the runtime (a timer needs one to be made), polled wherever the caller is. Its
+    /// deadline is the acquire's (not kept twice: memory per waiting lock).
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
@@ -243,7 +243,8 @@ impl Waiting {
     async fn resume(mut self, turn: Result<bool>) -> Result<Step> {
         let advanced = match turn {
             Ok(deleted) => {
-                let request = self.lock.request(self.deadline, None, self.cancel.as_ref());
+                let deadline = self.timer.as_ref().map(|t| t.deadline());
+                let request = self.lock.request(deadline, None, self.cancel.as_ref());
                 self.queued.advance(&request, deleted).await
             }
             Err(e) => Err(e),
@@ -705,8 +706,7 @@ impl LockInner {
                 wait_ms = tracing::field::Empty,
             );
             let counters = self.client.counters();
-            let mut watch =
-                AcquireWatch::start(counters, &self.path, self.kind, decide_by, span.clone());
+            let mut watch = AcquireWatch::start(counters, &self.path, self.kind, &decide_by, span);
             let result = async {
                 // A lock obtained after `decide_by` is given back (released in the background).
                 let in_time = |lease: Lease, lock: &LockInner| {
@@ -737,7 +737,7 @@ impl LockInner {
                     };
                 }
             };
-            let result = tracing::Instrument::instrument(result, span).await;
+            let result = watch.in_span(result).await;
             watch.settle(&result);
             result
         })
@@ -915,7 +915,6 @@ impl LockInner {
             lock: self.clone(),
             gate,
             queued,
-            deadline,
             cancel,
         };
         waiting.settle(downgrade_of).await
