@@ -91,6 +91,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|i| client.mutex(&format!("{base}/{i}")))
         .collect::<zklock::Result<_>>()?;
     report("lock values", start, locks);
+    // What a waiting acquire keeps in its task, beside what it allocates.
+    let probe = values[0].acquire_until(None);
+    println!("acquire future: {} B", std::mem::size_of_val(&probe));
+    drop(probe);
     let before = snapshot();
     let mut leases = Vec::new();
     let mut waiters = Vec::new();

@@ -22,20 +22,30 @@ pub(crate) struct LeaseShared {
     /// A `LeaseState` as its discriminant.
     state: Signal,
     released: AtomicBool,
-    /// Nodes to delete with this one (a write node kept to cover a downgraded read, see rw).
-    pub(crate) riders: Mutex<Vec<Arc<LeaseShared>>>,
-    /// Set on a read lease taken while our own write lease was held (a downgrade).
-    pub(crate) downgrade_of: Option<String>,
-    /// Why the lease was lost, once it was.
-    lost_reason: Mutex<Option<String>>,
+    /// What few leases ever need (riders, a lost reason): boxed when first needed, so that
+    /// every held lock does not carry its room (memory per held lock, bench s6).
+    rare: Mutex<Option<Box<Rare>>>,
     /// The watch on our own node (see `own_watch`); dropped before we delete the node ourselves.
     pub(crate) own_watch: Mutex<OwnWatch>,
     /// When we got the node, for the hold time; `hold_counted` turns true once the end of the
     /// hold (release or loss, whichever comes first) was counted.
     since: std::time::Instant,
     hold_counted: AtomicBool,
-    /// 1 once someone asked us to let go (Curator's revocation: our node's data `__REVOKE__`).
-    revoke: Signal,
+    /// True once someone asked us to let go (Curator's revocation: our node's data
+    /// `__REVOKE__`). Told through `state`'s signal rather than one of its own: its 40 bytes
+    /// on every held lock (bench s6), for a wake-up that waiters on the state re-check.
+    revoke: AtomicBool,
+}
+
+/// The rare part of a lease's node.
+#[derive(Default)]
+struct Rare {
+    /// Nodes to delete with this one (a write node kept to cover a downgraded read, see rw).
+    riders: Vec<Arc<LeaseShared>>,
+    /// Why the lease was lost, once it was.
+    lost_reason: Option<String>,
+    /// Set on a read lease taken while our own write lease was held (a downgrade).
+    downgrade_of: Option<String>,
 }
 
 /// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
@@ -56,13 +66,16 @@ impl LeaseShared {
             token,
             state: Signal::new(LeaseState::Held as u8),
             released: AtomicBool::new(false),
-            riders: Mutex::new(Vec::new()),
-            downgrade_of,
-            lost_reason: Mutex::new(None),
+            rare: Mutex::new(downgrade_of.map(|writer| {
+                Box::new(Rare {
+                    downgrade_of: Some(writer),
+                    ..Rare::default()
+                })
+            })),
             own_watch: Mutex::new(OwnWatch::Idle),
             since: std::time::Instant::now(),
             hold_counted: AtomicBool::new(false),
-            revoke: Signal::new(0),
+            revoke: AtomicBool::new(false),
         });
         session.counters.hold_started();
         if session.is_dead() {
@@ -97,7 +110,7 @@ impl LeaseShared {
             .state
             .update(|s| (!LeaseState::from_u8(s).is_final()).then_some(new as u8))
         {
-            let reason = self.lost_reason.lock().unwrap().clone();
+            let reason = self.lost_reason();
             // The reason without its "lease on <node> lost: " (the record names the node).
             let reason = reason
                 .as_deref()
@@ -139,16 +152,36 @@ impl LeaseShared {
         if self.state().is_final() {
             return;
         }
-        self.lost_reason
+        self.rare
             .lock()
             .unwrap()
+            .get_or_insert_with(Box::default)
+            .lost_reason
             .get_or_insert_with(|| format!("lease on {} lost: {why}", self.node));
         self.set_state(LeaseState::Lost);
         self.stop_watching();
     }
 
     pub(crate) fn lost_reason(&self) -> Option<String> {
-        self.lost_reason.lock().unwrap().clone()
+        let rare = self.rare.lock().unwrap();
+        rare.as_ref().and_then(|r| r.lost_reason.clone())
+    }
+
+    /// The write node this read lease was taken as a downgrade of, if it was.
+    pub(crate) fn downgrade_of(&self) -> Option<String> {
+        let rare = self.rare.lock().unwrap();
+        rare.as_ref().and_then(|r| r.downgrade_of.clone())
+    }
+
+    /// True once a revocation was requested.
+    fn revoke_asked(&self) -> bool {
+        self.revoke.load(Ordering::Acquire)
+    }
+
+    /// A node to delete with this one (a write node kept to cover a downgraded read).
+    pub(crate) fn add_rider(&self, rider: Arc<LeaseShared>) {
+        let mut rare = self.rare.lock().unwrap();
+        rare.get_or_insert_with(Box::default).riders.push(rider);
     }
 
     pub(crate) fn session(&self) -> &Arc<Session> {
@@ -167,7 +200,10 @@ impl LeaseShared {
         let was_lost = self.state() == LeaseState::Lost;
         self.set_state(LeaseState::Released);
         self.session.deregister(self.registration);
-        let riders = std::mem::take(&mut *self.riders.lock().unwrap());
+        let riders = match self.rare.lock().unwrap().as_mut() {
+            Some(rare) => std::mem::take(&mut rare.riders),
+            None => Vec::new(),
+        };
         for rider in riders {
             Box::pin(rider.delete()).await.ok();
         }
@@ -231,8 +267,8 @@ impl Watched for LeaseShared {
         self.lose_unless_released("our lock node was deleted by someone else");
     }
     fn data_seen(&self, data: &[u8]) {
-        if data == REVOKE_MESSAGE {
-            self.revoke.set(1);
+        if data == REVOKE_MESSAGE && !self.revoke.swap(true, Ordering::AcqRel) {
+            self.state.wake();
         }
     }
 }
@@ -242,7 +278,7 @@ impl Watched for LeaseShared {
 pub(crate) trait Reentry: Send + Sync {
     /// Counts down a hold of `shared` that is held more than once; false when this release is
     /// the last one, which must go through `release_hold`.
-    fn count_down_if_shared(&self, shared: &Arc<LeaseShared>) -> bool;
+    fn count_down_if_shared(&self, shared: &LeaseShared) -> bool;
     /// One re-entrant release: counts down, and deletes the node at zero.
     fn release_hold(
         self: Arc<Self>,
@@ -252,15 +288,107 @@ pub(crate) trait Reentry: Send + Sync {
 
 /// One member of a lease: the node, and the re-entrant lock value that counts its holds.
 pub(crate) struct Part {
-    pub(crate) shared: Arc<LeaseShared>,
+    pub(crate) shared: NodeRef,
     pub(crate) owner: Option<Arc<dyn Reentry>>,
+}
+
+/// How a part reaches its node: a strong count of its own, or (a re-entrant hold of a lock
+/// value's shared owner, bench s2) through the hold it counts, without touching the node's
+/// reference count.
+pub(crate) enum NodeRef {
+    Owned(Arc<LeaseShared>),
+    /// A node that the part's `owner` keeps alive for as long as the part holds one of the
+    /// hold's counts (the lock value's rule for its shared hold): made only with that owner,
+    /// and never read after the count was given back.
+    Counted(std::ptr::NonNull<LeaseShared>),
+}
+
+// SAFETY: a `Counted` node is a `LeaseShared` (Send + Sync) kept alive by the part's owner, as
+// an `Arc` would; the pointer is only read as `&LeaseShared`.
+unsafe impl Send for NodeRef {}
+unsafe impl Sync for NodeRef {}
+
+impl NodeRef {
+    /// The node with a strong count of its own (for work that may outlive the part's count).
+    pub(crate) fn to_arc(&self) -> Arc<LeaseShared> {
+        match self {
+            NodeRef::Owned(shared) => shared.clone(),
+            NodeRef::Counted(node) => {
+                // SAFETY: alive while the part holds its count (see `Counted`), and it came
+                // from an `Arc` (the hold's own strong count).
+                unsafe {
+                    Arc::increment_strong_count(node.as_ptr());
+                    Arc::from_raw(node.as_ptr())
+                }
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for NodeRef {
+    type Target = LeaseShared;
+    fn deref(&self) -> &LeaseShared {
+        match self {
+            NodeRef::Owned(shared) => shared,
+            // SAFETY: alive while the part holds its count (see `Counted`).
+            NodeRef::Counted(node) => unsafe { node.as_ref() },
+        }
+    }
+}
+
+/// The members of a lease: the first one inline, so that the common lease of one node (every
+/// mutex, read/write side and semaphore lease; each re-entrant acquire) allocates nothing
+/// (bench s2, issue 17); a multi-lock's further members in `rest`.
+#[derive(Default)]
+struct Parts {
+    first: Option<Part>,
+    /// Boxed: a lease is moved by every caller that awaits an acquire or a release, and the
+    /// fewer its bytes the cheaper each move (bench s2). One word where a `Vec` is three.
+    #[allow(clippy::box_collection)]
+    rest: Option<Box<Vec<Part>>>,
+}
+
+impl Parts {
+    fn iter(&self) -> impl Iterator<Item = &Part> {
+        self.first
+            .iter()
+            .chain(self.rest.iter().flat_map(|rest| rest.iter()))
+    }
+
+    fn push(&mut self, part: Part) {
+        match self.first {
+            None => self.first = Some(part),
+            Some(_) => self.rest.get_or_insert_with(Box::default).push(part),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// The only member, when there is exactly one.
+    fn single(&self) -> Option<&Part> {
+        self.first.as_ref().filter(|_| self.rest.is_none())
+    }
+
+    /// The members, first first.
+    fn into_members(self) -> impl Iterator<Item = Part> {
+        self.first
+            .into_iter()
+            .chain(self.rest.into_iter().flat_map(|rest| *rest))
+    }
+
+    /// The members, last first (the order of release).
+    fn into_reversed(self) -> impl Iterator<Item = Part> {
+        let rest = self.rest.map_or_else(Vec::new, |rest| *rest);
+        rest.into_iter().rev().chain(self.first)
+    }
 }
 
 /// A held lock. Dropping a lease releases it in the background; call [`Lease::release`] to
 /// know when the node is gone.
 pub struct Lease {
-    parts: Vec<Part>,
-    done: bool,
+    parts: Parts,
 }
 
 impl std::fmt::Debug for Lease {
@@ -274,15 +402,29 @@ impl std::fmt::Debug for Lease {
 }
 
 impl Lease {
-    pub(crate) fn new(parts: Vec<Part>) -> Lease {
-        Lease { parts, done: false }
+    /// A lease of no member yet, which a multi-lock fills with [`Lease::absorb`].
+    pub(crate) fn empty() -> Lease {
+        Lease {
+            parts: Parts::default(),
+        }
+    }
+
+    /// A lease of one node.
+    pub(crate) fn one(part: Part) -> Lease {
+        Lease {
+            parts: Parts {
+                first: Some(part),
+                rest: None,
+            },
+        }
     }
 
     /// Moves the members of `other` into this lease (a multi-lock taking its members one by
     /// one: until it returns, dropping it releases what it took).
     pub(crate) fn absorb(&mut self, mut other: Lease) {
-        other.done = true;
-        self.parts.append(&mut other.parts);
+        for part in std::mem::take(&mut other.parts).into_members() {
+            self.parts.push(part);
+        }
     }
 
     /// The fencing token: the czxid of our lock node. For a multi-lock, the largest of its
@@ -302,7 +444,7 @@ impl Lease {
 
     /// Full path of our lock node (the first member's for a multi-lock).
     pub fn path(&self) -> &str {
-        self.parts.first().map(|p| p.shared.node()).unwrap_or("")
+        self.parts.first.as_ref().map_or("", |p| p.shared.node())
     }
 
     /// Full paths of every member's node.
@@ -314,18 +456,13 @@ impl Lease {
     }
 
     pub fn state(&self) -> LeaseState {
-        if self.done {
-            return LeaseState::Released;
-        }
         LeaseState::combine(self.parts.iter().map(|p| p.shared.state()))
     }
 
     /// Why the lease was lost (session expired, node deleted, client closed, no server contact
     /// for the session timeout), once it was; `None` while it is not lost.
     pub fn lost_reason(&self) -> Option<String> {
-        self.parts
-            .iter()
-            .find_map(|p| p.shared.lost_reason.lock().unwrap().clone())
+        self.parts.iter().find_map(|p| p.shared.lost_reason())
     }
 
     /// True while the state is `Held`.
@@ -433,7 +570,7 @@ impl Lease {
     /// [`crate::Client::revoke`]). Noticed by the watch every held node gets after 100 ms, so a
     /// request made earlier is seen then. Only a request: the lease stays held until released.
     pub fn is_revoke_requested(&self) -> bool {
-        self.parts.iter().any(|p| p.shared.revoke.get() == 1)
+        self.parts.iter().any(|p| p.shared.revoke_asked())
     }
 
     /// Resolves once a revocation is requested (see [`Lease::is_revoke_requested`]); never if
@@ -441,8 +578,8 @@ impl Lease {
     pub fn revoke_requested(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let shared = self.shared_parts();
         async move {
-            let signals: Vec<&Signal> = shared.iter().map(|p| &p.revoke).collect();
-            wait_any(&signals, || shared.iter().any(|p| p.revoke.get() == 1)).await
+            let signals: Vec<&Signal> = shared.iter().map(|p| &p.state).collect();
+            wait_any(&signals, || shared.iter().any(|p| p.revoke_asked())).await
         }
     }
 
@@ -460,9 +597,9 @@ impl Lease {
     ) {
         let shared = self.shared_parts();
         runtime::spawn(async move {
-            let mut signals: Vec<&Signal> = shared.iter().map(|p| &p.revoke).collect();
-            signals.extend(shared.iter().map(|p| &p.state));
-            let asked = || shared.iter().any(|p| p.revoke.get() == 1);
+            // A revocation request wakes the state's signal too.
+            let signals: Vec<&Signal> = shared.iter().map(|p| &p.state).collect();
+            let asked = || shared.iter().any(|p| p.revoke_asked());
             let ended = || shared.iter().any(|p| p.is_finished());
             wait_any(&signals, || asked() || ended()).await;
             if asked() && !ended() {
@@ -472,18 +609,26 @@ impl Lease {
     }
 
     pub(crate) fn shared_parts(&self) -> Vec<Arc<LeaseShared>> {
-        self.parts.iter().map(|p| p.shared.clone()).collect()
+        self.parts.iter().map(|p| p.shared.to_arc()).collect()
     }
 
     /// Releases the lease: the node is deleted (members in reverse order for a multi-lock), or a
     /// re-entrant hold count goes down. Releasing a lost lease succeeds with `WasLost`.
-    pub async fn release(mut self) -> Result<Released> {
-        if self.count_down_reentrant() {
-            return Ok(Released::StillHeld);
+    pub fn release(
+        mut self,
+    ) -> impl std::future::Future<Output = Result<Released>> + Send + 'static {
+        // The re-entrant count-down here, and the release that goes to ZooKeeper boxed: this
+        // future stays a few words, where an `async fn` would be the size of the whole release,
+        // copied by every caller that awaits it (bench s2, issue 17). Dropped unawaited, the
+        // lease in it releases in the background as a dropped lease does.
+        let counted = self.count_down_reentrant();
+        async move {
+            if counted {
+                return Ok(Released::StillHeld);
+            }
+            let parts = std::mem::take(&mut self.parts);
+            Box::pin(on_runtime(release_parts(parts))).await
         }
-        let parts = std::mem::take(&mut self.parts);
-        self.done = true;
-        on_runtime(release_parts(parts)).await
     }
 
     /// Blocking twin of [`Lease::release`].
@@ -492,7 +637,6 @@ impl Lease {
             return Ok(Released::StillHeld);
         }
         let parts = std::mem::take(&mut self.parts);
-        self.done = true;
         runtime::block_on(release_parts(parts))
     }
 
@@ -513,23 +657,21 @@ impl Lease {
     /// reference must not release a lock the program may still be working under (Curator and
     /// kazoo keep such locks too).
     pub fn detach(mut self) {
-        self.parts.clear();
-        self.done = true;
+        self.parts = Parts::default();
     }
 
     /// The common re-entrant case without a trip to the runtime: one member whose lock value
     /// holds it more than once only counts down.
     fn count_down_reentrant(&mut self) -> bool {
-        let [Part {
+        let Some(Part {
             shared,
             owner: Some(owner),
-        }] = self.parts.as_slice()
+        }) = self.parts.single()
         else {
             return false;
         };
         if owner.count_down_if_shared(shared) {
-            self.parts.clear();
-            self.done = true;
+            self.parts = Parts::default();
             return true;
         }
         false
@@ -551,13 +693,13 @@ fn combined_state(shared: &[Arc<LeaseShared>]) -> LeaseState {
     LeaseState::combine(shared.iter().map(|p| p.state()))
 }
 
-async fn release_parts(parts: Vec<Part>) -> Result<Released> {
+async fn release_parts(parts: Parts) -> Result<Released> {
     let mut outcome = Released::StillHeld;
     let mut first_error = None;
-    for part in parts.into_iter().rev() {
+    for part in parts.into_reversed() {
         let result = match &part.owner {
-            Some(owner) => owner.clone().release_hold(part.shared.clone()).await,
-            None => part.shared.clone().delete().await,
+            Some(owner) => owner.clone().release_hold(part.shared.to_arc()).await,
+            None => part.shared.to_arc().delete().await,
         };
         match result {
             Ok(Released::WasLost) => outcome = Released::WasLost,

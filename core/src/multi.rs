@@ -160,7 +160,7 @@ async fn acquire_all(
     let steps = on_runtime(async move {
         // What was taken so far: dropped (when the outer bound gives up), it is released in
         // the background.
-        let mut lease = Lease::new(Vec::with_capacity(members.len()));
+        let mut lease = Lease::empty();
         for member in members {
             match member.acquire_until(owner, deadline, cancel.clone()).await {
                 Ok(member_lease) => lease.absorb(member_lease),

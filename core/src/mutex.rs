@@ -4,6 +4,7 @@
 //! `Mutex` object; Rust's default is the value itself, [`Owner::SHARED`]). Two owners of one
 //! value contend like two clients, as Curator's per-thread rule has it.
 
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use crate::cancel::CancelToken;
 use crate::connection::Connection;
 use crate::engine::{self, Request};
 use crate::error::{Error, ErrorKind, Result};
-use crate::lease::{Lease, LeaseShared, Part, Reentry};
+use crate::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
 use crate::observe::AcquireWatch;
 use crate::protocol::{self, Library, NodeKind};
 use crate::runtime;
@@ -38,8 +39,10 @@ pub(crate) struct LockInner {
     pub(crate) path: String,
     pub(crate) kind: NodeKind,
     reentrant: bool,
-    /// The live holds of this value, by owner (rarely more than one).
+    /// The live holds of this value, by owner (rarely more than one), but for `shared`'s.
     holds: StdMutex<Vec<(Owner, Hold)>>,
+    /// The hold of [`Owner::SHARED`] (Rust's default), counted without taking `holds`.
+    shared: SharedHold,
     /// Serialises first acquisitions among tasks sharing this value, so they share one node:
     /// one permit, taken by a `GatePass` (owned, so it can wait in the caller's future).
     gate: tokio::sync::Semaphore,
@@ -57,6 +60,133 @@ pub(crate) struct LockInner {
 struct Hold {
     shared: Arc<LeaseShared>,
     count: usize,
+}
+
+/// The hold of [`Owner::SHARED`], apart from the other owners' so that re-entering and counting
+/// down take no mutex (bench s2, issue 17): a re-entrant acquire is one compare-and-swap on
+/// `count` and a release another. Rules that keep `node` safe to read without a lock:
+/// - `node` owns one strong count of its lease's node while not null, and changes only under
+///   the lock value's `holds` mutex: set while `count` is 0 (then `count` becomes 1), taken
+///   out as `count` goes from 1 to 0.
+/// - `count` goes up only from a value above 0 (`pin`), so whoever counted up holds a unit
+///   that keeps `node` in place until it counts down again.
+///
+/// A lost hold stays here (its other holders still count on it) until its last release; a new
+/// acquire of `SHARED` meanwhile takes a node of its own, kept in `holds` like another owner's.
+struct SharedHold {
+    count: AtomicUsize,
+    node: AtomicPtr<LeaseShared>,
+}
+
+impl SharedHold {
+    fn new() -> SharedHold {
+        SharedHold {
+            count: AtomicUsize::new(0),
+            node: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// Counts up a hold that exists; false when there is none.
+    fn pin(&self) -> bool {
+        let mut count = self.count.load(Ordering::Relaxed);
+        while count > 0 {
+            match self.count.compare_exchange_weak(
+                count,
+                count + 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => count = now,
+            }
+        }
+        false
+    }
+
+    /// The node of the hold, as a part that counts one hold: only while holding a unit
+    /// (after `pin`) and for the lease that takes that unit over.
+    fn counted_node(&self) -> NodeRef {
+        let node = self.node.load(Ordering::Acquire);
+        NodeRef::Counted(std::ptr::NonNull::new(node).expect("a counted shared hold has its node"))
+    }
+
+    /// The node of the hold; only while holding a unit or under the `holds` mutex with
+    /// `count` above 0.
+    fn node(&self) -> Arc<LeaseShared> {
+        // The unit (or the mutex) keeps the node in place while its strong count is taken.
+        self.counted_node().to_arc()
+    }
+
+    /// True when `shared` is this hold's node. Stable for a caller holding `shared`: its node
+    /// comes here only new (under `holds`), and leaves only at its own last release.
+    fn is(&self, shared: &LeaseShared) -> bool {
+        std::ptr::eq(self.node.load(Ordering::Acquire), shared)
+    }
+
+    /// The count, under the `holds` mutex (0: no hold).
+    fn count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Counts down one of several holds; false, changing nothing, for the last one.
+    fn count_down_unless_last(&self) -> bool {
+        let mut count = self.count.load(Ordering::Relaxed);
+        while count > 1 {
+            match self.count.compare_exchange_weak(
+                count,
+                count - 1,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => count = now,
+            }
+        }
+        false
+    }
+
+    /// Under the `holds` mutex, with `count` 0: `shared` becomes the hold, counted once.
+    fn install(&self, shared: Arc<LeaseShared>) {
+        debug_assert_eq!(self.count(), 0);
+        let old = self
+            .node
+            .swap(Arc::into_raw(shared).cast_mut(), Ordering::AcqRel);
+        debug_assert!(old.is_null());
+        self.count.store(1, Ordering::Release);
+    }
+
+    /// Under the `holds` mutex: counts one hold down; true when that was the last one (the
+    /// node left this slot: the caller deletes it).
+    fn count_down_locked(&self) -> bool {
+        loop {
+            if self.count_down_unless_last() {
+                return false;
+            }
+            // A concurrent `pin` makes this fail and the loop count down instead.
+            if self
+                .count
+                .compare_exchange(1, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                let node = self.node.swap(std::ptr::null_mut(), Ordering::AcqRel);
+                // SAFETY: the strong count `install` gave this slot; no one can read `node`
+                // any more (the count is 0, and `pin` never counts up from 0).
+                drop(unsafe { Arc::from_raw(node) });
+                return true;
+            }
+        }
+    }
+}
+
+impl Drop for SharedHold {
+    fn drop(&mut self) {
+        let node = *self.node.get_mut();
+        if !node.is_null() {
+            // SAFETY: the strong count `install` gave this slot (a detached hold never
+            // released); nothing else can reach the slot once its lock value is dropped.
+            drop(unsafe { Arc::from_raw(node) });
+        }
+    }
 }
 
 /// Who a re-entrant hold belongs to: acquiring again with the same owner only counts up; another
@@ -96,9 +226,9 @@ struct Waiting {
     owner: Owner,
     gate: Option<GatePass>,
     queued: engine::Queued,
-    deadline: Option<Instant>,
     cancel: Option<CancelToken>,
-    /// Made on the runtime (a timer needs one to be made), polled wherever the caller is.
+    /// Made on the runtime (a timer needs one to be made), polled wherever the caller is. Its
+    /// deadline is the acquire's (not kept twice: memory per waiting lock).
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
@@ -113,7 +243,8 @@ impl Waiting {
     async fn resume(mut self, turn: Result<bool>) -> Result<Step> {
         let advanced = match turn {
             Ok(deleted) => {
-                let request = self.lock.request(self.deadline, None, self.cancel.as_ref());
+                let deadline = self.timer.as_ref().map(|t| t.deadline());
+                let request = self.lock.request(deadline, None, self.cancel.as_ref());
                 self.queued.advance(&request, deleted).await
             }
             Err(e) => Err(e),
@@ -155,23 +286,27 @@ impl Waiting {
         let counted_by = if lock.reentrant {
             let mut holds = lock.holds.lock().unwrap();
             holds.retain(|(o, _)| *o != owner);
-            holds.push((
-                owner,
-                Hold {
-                    shared: shared.clone(),
-                    count: 1,
-                },
-            ));
+            if owner == Owner::SHARED && lock.shared.count() == 0 {
+                lock.shared.install(shared.clone());
+            } else {
+                holds.push((
+                    owner,
+                    Hold {
+                        shared: shared.clone(),
+                        count: 1,
+                    },
+                ));
+            }
             drop(holds);
             Some(lock)
         } else {
             None
         };
         drop(gate);
-        Lease::new(vec![Part {
-            shared,
+        Lease::one(Part {
+            shared: NodeRef::Owned(shared),
             owner: counted_by.map(|l| l as Arc<dyn Reentry>),
-        }])
+        })
     }
 }
 
@@ -185,6 +320,7 @@ impl Lock {
                 kind,
                 reentrant: true,
                 holds: StdMutex::new(Vec::new()),
+                shared: SharedHold::new(),
                 gate: tokio::sync::Semaphore::new(1),
                 owner_gates: StdMutex::new(Vec::new()),
                 peer: OnceLock::new(),
@@ -281,6 +417,7 @@ impl Lock {
             kind: shared.kind,
             reentrant: shared.reentrant,
             holds: StdMutex::new(Vec::new()),
+            shared: SharedHold::new(),
             gate: tokio::sync::Semaphore::new(1),
             owner_gates: StdMutex::new(Vec::new()),
             peer: OnceLock::new(),
@@ -317,14 +454,7 @@ impl Lock {
     /// nothing here. A face that releases this way drops its leases with [`Lease::detach`].
     pub async fn release_as(&self, owner: Owner) -> Result<Released> {
         let inner = self.inner.clone();
-        let shared = {
-            let holds = inner.holds.lock().unwrap();
-            holds
-                .iter()
-                .find(|(o, _)| *o == owner)
-                .map(|(_, h)| h.shared.clone())
-        };
-        let Some(shared) = shared else {
+        let Some((shared, _)) = inner.hold_of(owner) else {
             return Err(Error::new(
                 ErrorKind::NotHeld,
                 format!("the lock {} is not held by this owner", inner.path),
@@ -495,23 +625,50 @@ impl LockInner {
         if !self.reentrant || self.client.check_usable().is_err() {
             return None;
         }
+        if owner == Owner::SHARED && self.shared.pin() {
+            // The lease takes the unit over: it reaches the node through this hold, which
+            // keeps it alive while counted (no reference count of its own to change).
+            let node = self.shared.counted_node();
+            let lost = node.state() == LeaseState::Lost;
+            let lease = Lease::one(Part {
+                shared: node,
+                owner: Some(self.clone()),
+            });
+            if !lost {
+                return Some(lease);
+            }
+            // Counted down again (a lost hold is never re-entered); a new hold of `SHARED`
+            // taken since the loss is in `holds`.
+            drop(lease);
+        }
         let mut holds = self.holds.lock().unwrap();
         let (_, h) = holds.iter_mut().find(|(o, _)| *o == owner)?;
         if h.shared.state() == LeaseState::Lost {
             return None;
         }
         h.count += 1;
-        Some(Lease::new(vec![Part {
-            shared: h.shared.clone(),
+        Some(Lease::one(Part {
+            shared: NodeRef::Owned(h.shared.clone()),
             owner: Some(self.clone()),
-        }]))
+        }))
     }
 
     /// The node and count of `owner`'s live hold, if any.
     fn held(&self, owner: Owner) -> Option<(Arc<LeaseShared>, usize)> {
+        self.hold_of(owner)
+            .filter(|(shared, _)| shared.state() != LeaseState::Lost)
+    }
+
+    /// The node and count of `owner`'s hold, lost or not: for `SHARED`, one taken since its
+    /// lost hold (in `holds`) before that lost one.
+    fn hold_of(&self, owner: Owner) -> Option<(Arc<LeaseShared>, usize)> {
         let holds = self.holds.lock().unwrap();
-        let (_, h) = holds.iter().find(|(o, _)| *o == owner)?;
-        (h.shared.state() != LeaseState::Lost).then(|| (h.shared.clone(), h.count))
+        if let Some((_, h)) = holds.iter().find(|(o, _)| *o == owner) {
+            return Some((h.shared.clone(), h.count));
+        }
+        // Under `holds`, the shared hold's node stays in place while counted.
+        (owner == Owner::SHARED && self.shared.count() > 0)
+            .then(|| (self.shared.node(), self.shared.count()))
     }
 
     fn peer(&self) -> Option<Arc<LockInner>> {
@@ -549,8 +706,7 @@ impl LockInner {
                 wait_ms = tracing::field::Empty,
             );
             let counters = self.client.counters();
-            let mut watch =
-                AcquireWatch::start(counters, &self.path, self.kind, decide_by, span.clone());
+            let mut watch = AcquireWatch::start(counters, &self.path, self.kind, &decide_by, span);
             let result = async {
                 // A lock obtained after `decide_by` is given back (released in the background).
                 let in_time = |lease: Lease, lock: &LockInner| {
@@ -560,12 +716,14 @@ impl LockInner {
                     }
                     Ok(lease)
                 };
-                let mut step = on_runtime(self.clone().begin(owner, deadline, cancel)).await?;
-                loop {
-                    let mut waiting = match step {
+                // One `waiting` across the awaits, never a `Step` beside it: the state of a
+                // waiting acquire is stored once in this future (memory per waiting lock).
+                let mut waiting =
+                    match on_runtime(self.clone().begin(owner, deadline, cancel)).await? {
                         Step::Done(lease) => return in_time(lease, &self),
                         Step::Wait(waiting) => waiting,
                     };
+                loop {
                     let turn = waiting.wait_turn().await;
                     if matches!(turn, Ok(true))
                         && !waiting.cancelled()
@@ -573,10 +731,13 @@ impl LockInner {
                     {
                         return in_time(waiting.finish(None), &self);
                     }
-                    step = on_runtime(waiting.resume(turn)).await?;
+                    waiting = match on_runtime(waiting.resume(turn)).await? {
+                        Step::Done(lease) => return in_time(lease, &self),
+                        Step::Wait(waiting) => waiting,
+                    };
                 }
             };
-            let result = tracing::Instrument::instrument(result, span).await;
+            let result = watch.in_span(result).await;
             watch.settle(&result);
             result
         })
@@ -754,7 +915,6 @@ impl LockInner {
             lock: self.clone(),
             gate,
             queued,
-            deadline,
             cancel,
         };
         waiting.settle(downgrade_of).await
@@ -779,20 +939,25 @@ impl LockInner {
     /// The live read hold that was taken as a downgrade of the write node `writer`, if any.
     fn downgraded_from(&self, writer: &str) -> Option<Arc<LeaseShared>> {
         let holds = self.holds.lock().unwrap();
+        let shared = (self.shared.count() > 0).then(|| self.shared.node());
         holds
             .iter()
             .map(|(_, h)| &h.shared)
-            .find(|s| s.state() != LeaseState::Lost && s.downgrade_of.as_deref() == Some(writer))
+            .chain(shared.as_ref())
+            .find(|s| s.state() != LeaseState::Lost && s.downgrade_of().as_deref() == Some(writer))
             .cloned()
     }
 
     /// Counts down a hold of `shared` that is held more than once; false if this release is the
     /// last one (or the hold is another node's), which must go through `release_hold`.
-    fn count_down_hold(&self, shared: &Arc<LeaseShared>) -> bool {
+    fn count_down_hold(&self, shared: &LeaseShared) -> bool {
+        if self.shared.is(shared) {
+            return self.shared.count_down_unless_last();
+        }
         let mut holds = self.holds.lock().unwrap();
         match holds
             .iter_mut()
-            .find(|(_, h)| Arc::ptr_eq(&h.shared, shared))
+            .find(|(_, h)| std::ptr::eq(Arc::as_ptr(&h.shared), shared))
         {
             Some((_, h)) if h.count > 1 => {
                 h.count -= 1;
@@ -806,7 +971,11 @@ impl LockInner {
     async fn release_one_hold(self: Arc<Self>, shared: Arc<LeaseShared>) -> Result<Released> {
         {
             let mut holds = self.holds.lock().unwrap();
-            if let Some(i) = holds
+            if self.shared.is(&shared) {
+                if !self.shared.count_down_locked() {
+                    return Ok(Released::StillHeld);
+                }
+            } else if let Some(i) = holds
                 .iter()
                 .position(|(_, h)| Arc::ptr_eq(&h.shared, &shared))
             {
@@ -830,7 +999,7 @@ impl LockInner {
         let Some(reader) = self.peer().and_then(|p| p.downgraded_from(writer.node())) else {
             return false;
         };
-        if reader.downgrade_of.as_deref() != Some(writer.node()) {
+        if reader.downgrade_of().as_deref() != Some(writer.node()) {
             return false;
         }
         let Ok(children) =
@@ -852,14 +1021,14 @@ impl LockInner {
             .iter()
             .any(|c| c.kind.is_exclusive());
         if writer_between {
-            reader.riders.lock().unwrap().push(writer.clone());
+            reader.add_rider(writer.clone());
         }
         writer_between
     }
 }
 
 impl Reentry for LockInner {
-    fn count_down_if_shared(&self, shared: &Arc<LeaseShared>) -> bool {
+    fn count_down_if_shared(&self, shared: &LeaseShared) -> bool {
         self.count_down_hold(shared)
     }
 

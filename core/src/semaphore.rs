@@ -28,7 +28,7 @@ use zookeeper_client as zk;
 use crate::cancel::CancelToken;
 use crate::engine::{self, Queued, Request};
 use crate::error::{is_transient, Error, ErrorKind, Result};
-use crate::lease::{Lease, LeaseShared, Part};
+use crate::lease::{Lease, LeaseShared, NodeRef, Part};
 use crate::nodes::{count_round_trip, recover, timeout_error};
 use crate::options::AclPolicy;
 use crate::protocol::NodeKind;
@@ -214,8 +214,8 @@ async fn watch_children(
 
 fn lease_of(node: Queued) -> Lease {
     let (session, node, token) = node.into_node();
-    Lease::new(vec![Part {
-        shared: LeaseShared::new(session, node, token, None),
+    Lease::one(Part {
+        shared: NodeRef::Owned(LeaseShared::new(session, node, token, None)),
         owner: None,
-    }])
+    })
 }

@@ -49,6 +49,12 @@ impl Signal {
         self.changed.notified()
     }
 
+    /// Wakes every waiter without a change of the value: for a flag kept beside it that its
+    /// waiters re-check (a lease's revocation request beside its state).
+    pub(crate) fn wake(&self) {
+        self.changed.notify_waiters();
+    }
+
     pub(crate) fn set(&self, value: u8) -> bool {
         self.update(|_| Some(value))
     }

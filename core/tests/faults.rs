@@ -231,6 +231,35 @@ async fn our_node_deleted_by_someone_else_makes_the_lease_lost() {
 }
 
 #[tokio::test]
+async fn a_lost_reentrant_hold_stays_lost_for_each_holder_while_the_value_takes_a_new_node() {
+    let path = unique_path("lost-reentrant");
+    let client = client().await;
+    let mutex = client.mutex(&path).unwrap();
+    let first = mutex.acquire().await.unwrap();
+    let second = mutex.acquire().await.unwrap();
+    assert_eq!(mutex.hold_count(), 2);
+    let raw = zookeeper_client::Client::connect(servers()).await.unwrap();
+    raw.delete(first.path(), None).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), first.lost())
+        .await
+        .expect("lost after our node was deleted");
+    assert_eq!(second.state(), zklock::LeaseState::Lost);
+    assert_eq!(mutex.hold_count(), 0, "a lost hold is not counted");
+    // The value takes the lock again on a node of its own, which the old holders never see.
+    let again = mutex.acquire().await.unwrap();
+    assert_ne!(again.path(), first.path());
+    assert_eq!(again.state(), zklock::LeaseState::Held);
+    assert_eq!(mutex.hold_count(), 1);
+    assert_eq!(first.state(), zklock::LeaseState::Lost);
+    // The old holders count their lost hold down; the last one is told it was lost.
+    assert_eq!(second.release().await.unwrap(), zklock::Released::StillHeld);
+    assert_eq!(first.release().await.unwrap(), zklock::Released::WasLost);
+    assert_eq!(mutex.hold_count(), 1);
+    assert_eq!(again.release().await.unwrap(), zklock::Released::Released);
+    assert_eq!(mutex.hold_count(), 0);
+}
+
+#[tokio::test]
 async fn a_release_leaves_no_watch_on_the_server() {
     let zk = ZooKeeper::standalone().expect("ZooKeeper must start");
     let client = zklock::Client::connect(&zk.connect_string(), Options::default())

@@ -101,6 +101,42 @@ async fn tasks_on_one_mutex_value_share_its_hold_and_another_value_contends() {
     assert_empty_eventually(&path).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_reentering_and_releasing_one_value_at_once_keep_its_count_exact() {
+    let path = unique_path("shared-count");
+    let client = client().await;
+    let mutex = Arc::new(client.mutex(&path).unwrap());
+    let outer = mutex.acquire().await.unwrap();
+    // The shared owner's count is changed without a lock (issue 17): four threads re-enter and
+    // release at once, each keeping a few holds at a time.
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let mutex = mutex.clone();
+            std::thread::spawn(move || {
+                for _ in 0..5_000 {
+                    let a = mutex.blocking_acquire().unwrap();
+                    let b = mutex.blocking_acquire().unwrap();
+                    assert_eq!(a.token(), b.token(), "one node for every hold");
+                    assert_eq!(b.blocking_release().unwrap(), Released::StillHeld);
+                    assert_eq!(a.blocking_release().unwrap(), Released::StillHeld);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(mutex.hold_count(), 1, "only the outer hold is left");
+    assert_eq!(children(&path).await.len(), 1);
+    assert_eq!(outer.release().await.unwrap(), Released::Released);
+    assert_eq!(mutex.hold_count(), 0);
+    assert_empty_eventually(&path).await;
+    // Taken again, the value holds a new node (its shared hold starts over).
+    let again = mutex.acquire().await.unwrap();
+    assert_eq!(mutex.hold_count(), 1);
+    assert_eq!(again.release().await.unwrap(), Released::Released);
+}
+
 #[tokio::test]
 async fn waiters_acquire_in_arrival_order() {
     let path = unique_path("fifo");
