@@ -1762,7 +1762,7 @@ impl Connector {
         if !self.fail_eagerly {
             endpoints.cycle();
         }
-        let mut buf = Vec::with_capacity(4096);
+        let mut buf = Vec::with_capacity(crate::session::RECV_BUF_KEEP);
         let mut depot = Depot::new();
         let conn = session.start(&mut endpoints, &mut buf, &mut depot).await?;
         let session_info = session.session.clone();

@@ -44,6 +44,8 @@ use crate::sasl::{SaslInitiator, SaslOptions, SaslSession};
 use crate::tls::TlsOptions;
 
 pub const PASSWORD_LEN: usize = 16;
+/// zklock: the read buffer's initial capacity, and what it shrinks back to after a large reply.
+pub const RECV_BUF_KEEP: usize = 4096;
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
 #[derive(Default)]
@@ -482,6 +484,12 @@ impl Session {
         }
         let consumed_bytes = recved.len() - reading.len();
         recved.drain(..consumed_bytes);
+        // zklock: a large reply (a children listing of a long queue) grows the read buffer to
+        // its size; give that back once it is consumed instead of keeping it for the session's
+        // life. Ordinary replies fit in the initial capacity and never reach this.
+        if recved.capacity() > RECV_BUF_KEEP && recved.len() <= RECV_BUF_KEEP / 2 {
+            recved.shrink_to(RECV_BUF_KEEP);
+        }
         self.last_recv = Instant::now();
         Ok(())
     }

@@ -252,13 +252,15 @@ impl WatchManager {
         requester: Weak<mpsc::UnboundedSender<Request>>,
         state_receiver: sync::watch::Receiver<SessionState>,
     ) -> Self {
+        // zklock: the cache and the tables start empty and grow on demand (the cache stays
+        // bounded by CACHED_PATHS_MAX); preallocated they cost about 20 KB per session.
         WatchManager {
-            cached_paths: LinkedHashSet::with_capacity(CACHED_PATHS_MAX),
-            cached_watches: Vec::with_capacity(100),
+            cached_paths: LinkedHashSet::new(),
+            cached_watches: Vec::new(),
 
             next_watcher_id: 1,
-            watches: HashMap::with_capacity(20),
-            watching_paths: HashMap::with_capacity(20),
+            watches: HashMap::new(),
+            watching_paths: HashMap::new(),
 
             requester,
             state_receiver: state_receiver.into(),
