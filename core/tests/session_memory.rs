@@ -53,7 +53,7 @@ static GLOBAL: Counting = Counting;
 
 const SESSIONS: usize = 200;
 /// What one session with one queued waiter may keep, generously: about 20 KB in the change
-/// that added this test, 76 KB before it (the transport preallocated about 31 KB of tables per
+/// that added this test, 76 KB before it (the transport preallocated about 46 KB of tables per
 /// session and kept its read buffer at the size of the longest children listing it had read).
 const BOUND: isize = 40 * 1024;
 /// The most it may take while the waiters queue: about 22 KB in that change, 35 KB with the

