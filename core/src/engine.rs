@@ -281,6 +281,9 @@ async fn watch_blocker(
         let Some((blocker, others_before)) = next_blocker(req, cleanup, &children)? else {
             return Ok(None);
         };
+        // A listing holds every waiter's name: free it before the round trip below, or a
+        // thousand waiters queueing at once each hold one (issue 17, s5: memory per session).
+        drop(children);
         if req.deadline.is_some_and(|d| d <= Instant::now()) {
             return Err(timeout_error(req.dir));
         }
