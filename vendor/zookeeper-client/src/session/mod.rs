@@ -568,18 +568,42 @@ impl Session {
                     r?;
                     self.last_send = Instant::now();
                 },
-                r = requester.next(), if !channel_halted => match r {
-                    None => {
-                        if !self.detached {
-                            depot.push_session(SessionOperation::new_without_body(OpCode::CloseSession));
+                r = requester.next(), if !channel_halted => {
+                    // zklock: take every request already queued, not one per turn of this loop.
+                    // `select!` polls its branches from a start that depends on where this
+                    // future sits in memory; when the writer came before the requester, requests
+                    // sent together (a lock's create pipelined with its getChildren) went out in
+                    // separate writes, the server answered in separate packets, and each reply
+                    // cost the client one more wake-up of the reactor and of this task: about a
+                    // third more CPU per lock cycle in four processes out of five. Bounded, so
+                    // that a flood of requests still gets written.
+                    const REQUEST_BATCH_MAX: usize = 64;
+                    let (mut r, mut taken) = (r, 1);
+                    loop {
+                        match r {
+                            None => {
+                                if !self.detached {
+                                    depot.push_session(SessionOperation::new_without_body(OpCode::CloseSession));
+                                }
+                                channel_halted = true;
+                                break;
+                            }
+                            Some(Request::Session(operation)) => depot.push_session(operation),
+                            Some(Request::RemoveWatcher {
+                                id, responser
+                            }) => {
+                                self.watch_manager.remove_watcher(id, responser, depot);
+                            }
                         }
-                        channel_halted = true;
-                    }
-                    Some(Request::Session(operation)) => depot.push_session(operation),
-                    Some(Request::RemoveWatcher {
-                        id, responser
-                    }) => {
-                        self.watch_manager.remove_watcher(id, responser, depot);
+                        if taken == REQUEST_BATCH_MAX {
+                            break;
+                        }
+                        taken += 1;
+                        r = match requester.try_recv() {
+                            Ok(r) => Some(r),
+                            // None queued now; a closed channel is seen by `next()` next turn.
+                            Err(_) => break,
+                        };
                     }
                 },
                 now = tick.as_mut() => {
