@@ -1,0 +1,215 @@
+//! `zklock.Client`'s native object: one ZooKeeper session and the locks made on it.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use zklock::ErrorKind;
+
+use crate::args::max_leases_of;
+use crate::errors::{to_py_err, IntoPy};
+use crate::lock::{Inner, NativeLock};
+use crate::runtime::wait;
+
+/// One ZooKeeper session (see `zklock.Client` for the documented face).
+#[pyclass(frozen, module = "zklock._zklock", name = "Client")]
+pub(crate) struct PyClient {
+    pub(crate) client: zklock::Client,
+}
+
+#[pymethods]
+impl PyClient {
+    #[new]
+    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, auth=None, identity=None, acl="open", tls_ca=None, tls_cert=None, tls_key=None, tls_verify_hostname=None, sasl_user=None, sasl_password=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        hosts: String,
+        session_timeout: f64,
+        connect_timeout: f64,
+        auth: Option<String>,
+        identity: Option<String>,
+        acl: &str,
+        tls_ca: Option<String>,
+        tls_cert: Option<String>,
+        tls_key: Option<String>,
+        tls_verify_hostname: Option<bool>,
+        sasl_user: Option<String>,
+        sasl_password: Option<String>,
+    ) -> PyResult<Self> {
+        let secs = zklock::support::duration_from_secs_f64;
+        let mut options = zklock::Options::default()
+            .session_timeout(secs(session_timeout, "session_timeout").py(py)?)
+            .connect_timeout(secs(connect_timeout, "connect_timeout").py(py)?)
+            .acl(zklock::AclPolicy::from_str(acl).py(py)?);
+        if let Some(auth) = auth {
+            options = options.auth(auth);
+        }
+        if let Some(identity) = identity {
+            options = options.identity(identity);
+        }
+        let options = zklock::SecureParts {
+            tls_ca,
+            tls_cert,
+            tls_key,
+            tls_verify_hostname,
+            sasl_user,
+            sasl_password,
+        }
+        .apply(options)
+        .py(py)?;
+        let client = wait(
+            py,
+            async move { zklock::Client::connect(&hosts, options).await },
+        )?;
+        Ok(PyClient { client })
+    }
+
+    /// Closes the session; leases taken through it become lost. Idempotent.
+    fn close(&self, py: Python<'_>) {
+        let client = self.client.clone();
+        py.detach(move || client.blocking_close());
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    #[getter]
+    fn hosts(&self) -> &str {
+        self.client.hosts()
+    }
+
+    #[getter]
+    fn session_id(&self) -> i64 {
+        self.client.session_id()
+    }
+
+    #[getter]
+    fn session_timeout(&self) -> f64 {
+        self.client.session_timeout().as_secs_f64()
+    }
+
+    /// A mutex on `path`.
+    #[pyo3(signature = (path, reentrant=true))]
+    fn mutex(&self, py: Python<'_>, path: &str, reentrant: bool) -> PyResult<NativeLock> {
+        let lock = self.client.mutex(path).py(py)?;
+        Ok(NativeLock::new(Inner::Single(Arc::new(
+            lock.reentrant(reentrant),
+        ))))
+    }
+
+    /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
+    /// layout); never re-entrant. Any Python int is taken: the core judges N.
+    fn semaphore(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        max_leases: &Bound<'_, PyAny>,
+    ) -> PyResult<NativeLock> {
+        let n = max_leases_of(path, max_leases).py(py)?;
+        let lock = self.client.semaphore(path, n).py(py)?;
+        Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
+    }
+
+    /// `semaphore(path, 1)`: excludes Curator's `InterProcessSemaphoreMutex`.
+    fn semaphore_mutex(&self, py: Python<'_>, path: &str) -> PyResult<NativeLock> {
+        let lock = self.client.semaphore_mutex(path).py(py)?;
+        Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
+    }
+
+    /// Asks the holder(s) of `path` (or the one `node`) to let go: sets `__REVOKE__` on their
+    /// nodes (Curator's `Revoker.attemptRevoke`). Returns the nodes asked.
+    #[pyo3(signature = (path, node=None))]
+    fn revoke(&self, py: Python<'_>, path: String, node: Option<String>) -> PyResult<Vec<String>> {
+        let client = self.client.clone();
+        wait(
+            py,
+            async move { client.revoke(&path, node.as_deref()).await },
+        )
+    }
+
+    /// Both sides of a read/write lock on `path`: `(read, write)`.
+    fn rw_lock(&self, py: Python<'_>, path: &str) -> PyResult<(NativeLock, NativeLock)> {
+        let rw = Arc::new(self.client.rw_lock(path).py(py)?);
+        Ok((
+            NativeLock::new(Inner::Read(rw.clone())),
+            NativeLock::new(Inner::Write(rw)),
+        ))
+    }
+
+    /// A multi-lock over existing core lock values (sharing their re-entrancy).
+    fn multi_lock(&self, py: Python<'_>, members: Vec<Py<NativeLock>>) -> PyResult<NativeLock> {
+        let mut locks: Vec<&zklock::Lock> = Vec::with_capacity(members.len());
+        for m in &members {
+            match m.get().as_lock() {
+                Some(lock) => locks.push(lock),
+                None => {
+                    return Err(to_py_err(
+                        py,
+                        zklock::Error::new(
+                            ErrorKind::InvalidArgument,
+                            "a multi-lock cannot contain another multi-lock",
+                        ),
+                    ))
+                }
+            }
+        }
+        let multi = zklock::MultiLock::from_locks(locks).py(py)?;
+        Ok(NativeLock::new(Inner::Multi(Arc::new(multi))))
+    }
+
+    /// The core's statistics of this client, as a dict of numbers (times in seconds; `wait` and
+    /// `hold` are dicts of `count`, `p50`, `p90`, `p99`, `max`). `zklock.Client.stats()` makes
+    /// them a frozen dataclass.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.client.stats();
+        let times = |p: zklock::Percentiles| -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            d.set_item("count", p.count)?;
+            for (name, value) in [
+                ("p50", p.p50),
+                ("p90", p.p90),
+                ("p99", p.p99),
+                ("max", p.max),
+            ] {
+                d.set_item(name, value.as_secs_f64())?;
+            }
+            Ok(d)
+        };
+        let d = PyDict::new(py);
+        for (name, value) in [
+            ("acquired", s.acquired),
+            ("timed_out", s.timed_out),
+            ("cancelled", s.cancelled),
+            ("failed", s.failed),
+            ("held", s.held),
+            ("waiting", s.waiting),
+            ("suspended", s.suspended),
+            ("lost", s.lost),
+            ("reconnects", s.reconnects),
+            ("session_expiries", s.session_expiries),
+        ] {
+            d.set_item(name, value)?;
+        }
+        d.set_item("wait", times(s.wait)?)?;
+        d.set_item("hold", times(s.hold)?)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<zklock._zklock.Client hosts={:?} session=0x{:x}{}>",
+            self.client.hosts(),
+            self.client.session_id(),
+            if self.client.is_closed() {
+                " closed"
+            } else {
+                ""
+            }
+        )
+    }
+}

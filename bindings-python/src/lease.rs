@@ -1,0 +1,702 @@
+//! `zklock.Lease`: one held lease, its state, callbacks, release and guarded writes, and
+//! what happens to a lease nobody releases; and the `Book` of the leases taken through one
+//! lock object (here, not in `lock`, because a `Lease` leaves its book when released).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString, PyTuple};
+
+use zklock::{Acquire, ErrorKind, LeaseState};
+
+use crate::errors::{py_error, to_py_err, wrong_type, IntoPy};
+use crate::runtime::{
+    call_unraisable, delivery, future_into_py, lock, outcome_of, Canceller, LoopFuture,
+};
+
+/// An asyncio future of the running loop that gets the started acquire's lease.
+pub(crate) fn acquire_into_py(py: Python<'_>, acquire: Acquire) -> PyResult<Bound<'_, PyAny>> {
+    let (future, target) = LoopFuture::new(py)?;
+    future.call_method1("add_done_callback", (Canceller(acquire.canceller()),))?;
+    acquire.on_complete_in(delivery(), move |result| {
+        target.complete(outcome_of(result, lease_into_py))
+    });
+    Ok(future)
+}
+
+pub(crate) fn lease_into_py(py: Python<'_>, lease: zklock::Lease) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(py, PyLease::new(lease))?.into_any())
+}
+
+/// Releases a core lease taken in this process: a re-entrant hold that only counts down keeps
+/// the GIL (nothing to wait for), a last hold waits for the delete with the GIL released.
+pub(crate) fn release_now(py: Python<'_>, lease: zklock::Lease) -> PyResult<zklock::Released> {
+    let lease = match lease.release_counted() {
+        Ok(released) => return Ok(released),
+        Err(lease) => lease,
+    };
+    py.detach(move || lease.blocking_release()).py(py)
+}
+
+/// `ClientClosed` in a child process after fork(): a lease and its session belong to the
+/// parent, so the child can neither use it nor know its state (it must not read `held`).
+pub(crate) fn forked(py: Python<'_>, path: &str) -> PyErr {
+    to_py_err(
+        py,
+        zklock::Error::new(
+            ErrorKind::Closed,
+            format!(
+                "the lease on {path} was taken before fork(); it belongs to the parent process, \
+                 which alone can know its state or release it"
+            ),
+        ),
+    )
+}
+
+/// A lease nobody will release (its lock object or `Lease` was collected): a lease that is
+/// still held (or suspended) is detached, not released, with a `ResourceWarning` naming the
+/// path; its node stays until the client closes, its session ends or the process exits (as
+/// with kazoo and Curator). A released or lost lease has nothing to keep and is dropped as
+/// usual; a lease inherited through fork() belongs to the parent and is left alone.
+pub(crate) fn drop_unreleased(lease: zklock::Lease, pid: u32) {
+    if pid != zklock::support::current_pid() {
+        lease.detach();
+        return;
+    }
+    if !matches!(lease.state(), LeaseState::Held | LeaseState::Suspended) {
+        return;
+    }
+    let message = format!(
+        "a zklock lease on {} was garbage-collected while held; the lock stays held until \
+         its client is closed or the process exits (release the lease, or use `with`)",
+        lease.path()
+    );
+    lease.detach();
+    // Dropped by the garbage collector, with the GIL held; after the interpreter is gone
+    // there is nobody left to warn.
+    let _ = Python::try_attach(|py| warn_resource(py, &message));
+}
+
+/// What a `Lease` object keeps of its lease for after the release.
+pub(crate) struct LeaseInfo {
+    pub(crate) token: i64,
+    pub(crate) path: String,
+    /// A multi-lock's members (tokens, paths); a single lock's are its own.
+    pub(crate) multi: Option<Box<(Vec<i64>, Vec<String>)>>,
+    pub(crate) pid: u32,
+}
+
+impl LeaseInfo {
+    pub(crate) fn of(lease: &zklock::Lease, pid: u32) -> LeaseInfo {
+        let paths = lease.paths();
+        LeaseInfo {
+            token: lease.token(),
+            path: lease.path().to_owned(),
+            multi: (paths.len() > 1).then(|| Box::new((lease.tokens(), paths))),
+            pid,
+        }
+    }
+}
+
+pub(crate) static EVENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A new `threading.Event`.
+pub(crate) fn new_event(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let class = EVENT.get_or_try_init(py, || {
+        py.import("threading")?.getattr("Event").map(Bound::unbind)
+    })?;
+    Ok(class.bind(py).call0()?.unbind())
+}
+
+pub(crate) fn check_callable(
+    py: Python<'_>,
+    callback: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<()> {
+    if callback.is_callable() {
+        return Ok(());
+    }
+    let name = callback
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".to_owned());
+    Err(py_error(
+        py,
+        "InvalidArgumentType",
+        format!("{what}() needs a callable, got {name}"),
+    ))
+}
+
+/// A held lock: its fencing token, its node, its state and a lost signal.
+///
+/// `state` is 'held', 'suspended' (disconnected: we cannot know whether we still hold it),
+/// 'lost' (final) or 'released'. `lost` is a `threading.Event` set when the lease is lost;
+/// `on_lost(callback)` calls `callback()` once, from zklock's callback thread.
+///
+/// A lease stays held until it is released, its client is closed or the process exits:
+/// garbage collection never releases it (a lease collected while held emits a
+/// `ResourceWarning` and its node stays until the client closes). In a child process made by
+/// `fork()`, a lease of the parent raises `ClientClosed` for its state, `lost`, callbacks and
+/// release.
+#[pyclass(frozen, weakref, module = "zklock", name = "Lease")]
+pub(crate) struct PyLease {
+    pub(crate) lease: Mutex<Option<zklock::Lease>>,
+    /// Release was asked (`_done`): no longer its owner's to release, whatever came of it.
+    pub(crate) done: AtomicBool,
+    /// It was lost before it was released (an `on_lost` registered later still runs).
+    pub(crate) lost_before_release: AtomicBool,
+    pub(crate) token: i64,
+    pub(crate) path: String,
+    pub(crate) multi: Option<Box<(Vec<i64>, Vec<String>)>>,
+    /// The process the lease was taken in (its session cannot be used after fork()).
+    pub(crate) pid: u32,
+    /// The book of the lock object it was taken through, to leave it when released.
+    pub(crate) book: std::sync::OnceLock<std::sync::Weak<Book>>,
+    /// `lost` and `revoke_requested`, made on first use: most leases are never asked.
+    pub(crate) lost_event: PyOnceLock<Py<PyAny>>,
+    pub(crate) revoke_event: PyOnceLock<Py<PyAny>>,
+}
+
+impl PyLease {
+    pub(crate) fn new(lease: zklock::Lease) -> Self {
+        let object = PyLease::empty(LeaseInfo::of(&lease, zklock::support::current_pid()));
+        *lock(&object.lease) = Some(lease);
+        object
+    }
+
+    pub(crate) fn empty(info: LeaseInfo) -> Self {
+        PyLease {
+            lease: Mutex::new(None),
+            done: AtomicBool::new(false),
+            lost_before_release: AtomicBool::new(false),
+            token: info.token,
+            path: info.path,
+            multi: info.multi,
+            pid: info.pid,
+            book: std::sync::OnceLock::new(),
+            lost_event: PyOnceLock::new(),
+            revoke_event: PyOnceLock::new(),
+        }
+    }
+
+    pub(crate) fn set_book(&self, book: std::sync::Weak<Book>) {
+        let _ = self.book.set(book);
+    }
+
+    pub(crate) fn done(&self) -> bool {
+        self.done.load(Ordering::Relaxed)
+    }
+
+    /// `ClientClosed` in a child process after fork().
+    pub(crate) fn check_process(&self, py: Python<'_>) -> PyResult<()> {
+        if self.pid == zklock::support::current_pid() {
+            return Ok(());
+        }
+        Err(forked(py, &self.path))
+    }
+
+    pub(crate) fn take(&self, py: Python<'_>) -> PyResult<zklock::Lease> {
+        self.check_process(py)?;
+        let Some(lease) = lock(&self.lease).take() else {
+            return Err(to_py_err(
+                py,
+                zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!("the lease on {} was already released", self.path),
+                ),
+            ));
+        };
+        if lease.state() == LeaseState::Lost {
+            self.lost_before_release.store(true, Ordering::Relaxed);
+        }
+        Ok(lease)
+    }
+
+    pub(crate) fn state(&self) -> LeaseState {
+        lock(&self.lease)
+            .as_ref()
+            .map_or(LeaseState::Released, |l| l.state())
+    }
+
+    /// Marks the lease done (release was asked, whatever came of it) and leaves its lock
+    /// object's book, unless a `with` still has to exit it.
+    pub(crate) fn forget(slf: &Bound<'_, PyLease>) {
+        let this = slf.get();
+        this.done.store(true, Ordering::Relaxed);
+        if let Some(book) = this.book.get().and_then(std::sync::Weak::upgrade) {
+            let forgotten = book.forget(slf.py(), slf.as_ptr());
+            drop(forgotten); // the book unlocked: dropping the entry may run Python
+        }
+    }
+
+    pub(crate) fn release_bound(slf: &Bound<'_, PyLease>) -> PyResult<&'static str> {
+        let py = slf.py();
+        let taken = slf.get().take(py);
+        let released = taken.and_then(|lease| release_now(py, lease));
+        PyLease::forget(slf);
+        Ok(released?.as_str())
+    }
+
+    pub(crate) fn event(
+        &self,
+        py: Python<'_>,
+        cell: &PyOnceLock<Py<PyAny>>,
+        listen: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<()>,
+    ) -> PyResult<Py<PyAny>> {
+        if let Some(event) = cell.get(py) {
+            return Ok(event.clone_ref(py));
+        }
+        let event = new_event(py)?;
+        // Made outside any lock (making it runs Python); the first made is the one kept, and
+        // only that one listens.
+        if cell.set(py, event.clone_ref(py)).is_ok() {
+            listen(event.bind(py))?;
+        }
+        Ok(cell.get(py).map_or(event, |e| e.clone_ref(py)))
+    }
+}
+
+/// Garbage collection never releases a lock (see `drop_unreleased`).
+impl Drop for PyLease {
+    fn drop(&mut self) {
+        if let Some(lease) = self
+            .lease
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            drop_unreleased(lease, self.pid);
+        }
+    }
+}
+
+/// Issues a `ResourceWarning` from a destructor: an exception being raised meanwhile is kept,
+/// and a warning turned into an error (`-W error`) goes to `sys.unraisablehook`.
+pub(crate) fn warn_resource(py: Python<'_>, message: &str) {
+    let pending = PyErr::take(py);
+    let text = std::ffi::CString::new(message.replace('\0', ""))
+        .unwrap_or_else(|_| c"a zklock lease was garbage-collected while held".to_owned());
+    let category = py.get_type::<pyo3::exceptions::PyResourceWarning>();
+    if let Err(err) = PyErr::warn(py, category.as_any(), &text, 1) {
+        err.write_unraisable(py, None);
+    }
+    if let Some(pending) = pending {
+        pending.restore(py);
+    }
+}
+
+pub(crate) fn released_into_py(py: Python<'_>, r: zklock::Released) -> PyResult<Py<PyAny>> {
+    Ok(pyo3::types::PyString::new(py, r.as_str())
+        .into_any()
+        .unbind())
+}
+
+pub(crate) type GuardedWriteArgs = Vec<(String, String, Option<Vec<u8>>)>;
+
+/// A list of guarded writes from Python: `(op, path)` or `(op, path, data)` tuples, with the
+/// types checked here (the core judges the values).
+pub(crate) fn writes_of(py: Python<'_>, writes: &Bound<'_, PyAny>) -> PyResult<GuardedWriteArgs> {
+    let iterable = !(writes.is_instance_of::<PyString>() || writes.is_instance_of::<PyBytes>())
+        && writes.try_iter().is_ok();
+    if !iterable {
+        let name = writes
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        return Err(py_error(
+            py,
+            "InvalidArgumentType",
+            format!("guarded_write() needs a list of writes, got {name}"),
+        ));
+    }
+    let mut out = Vec::new();
+    for w in writes.try_iter()? {
+        let w = w?;
+        let tuple = w
+            .cast::<PyTuple>()
+            .ok()
+            .filter(|t| matches!(t.len(), 2 | 3));
+        let Some(tuple) = tuple else {
+            let name = w
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            return Err(py_error(
+                py,
+                "InvalidArgumentType",
+                format!("a guarded write is (op, path) or (op, path, data), got {name}"),
+            ));
+        };
+        let text = |i: usize, what: &str| -> PyResult<String> {
+            let item = tuple.get_item(i)?;
+            if !item.is_instance_of::<PyString>() {
+                return Err(wrong_type(py, what, "a str", &item));
+            }
+            item.extract()
+        };
+        let op = text(0, "the write's op")?;
+        let path = text(1, "the write's path")?;
+        let data = if tuple.len() == 3 {
+            let item = tuple.get_item(2)?;
+            let bytes_like = item.is_instance_of::<PyBytes>()
+                || item.is_instance_of::<PyByteArray>()
+                || item.is_instance_of::<PyMemoryView>();
+            if !bytes_like {
+                return Err(wrong_type(py, "the write's data", "bytes", &item));
+            }
+            let made = py.get_type::<PyBytes>().call1((item,))?;
+            Some(made.cast::<PyBytes>()?.as_bytes().to_vec())
+        } else {
+            None
+        };
+        out.push((op, path, data));
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl PyLease {
+    /// The fencing token: the czxid of our lock node (for a multi-lock, the largest).
+    #[getter]
+    fn token(&self) -> i64 {
+        self.token
+    }
+
+    /// Every member's token (one for a plain lock), in path order.
+    #[getter]
+    fn tokens(&self) -> Vec<i64> {
+        self.multi
+            .as_ref()
+            .map_or_else(|| vec![self.token], |m| m.0.clone())
+    }
+
+    /// Full path of our lock node (the first member's for a multi-lock).
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Full paths of every member's node.
+    #[getter]
+    fn paths(&self) -> Vec<String> {
+        self.multi
+            .as_ref()
+            .map_or_else(|| vec![self.path.clone()], |m| m.1.clone())
+    }
+
+    /// 'held', 'suspended', 'lost' or 'released'.
+    #[getter(state)]
+    fn state_name(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.check_process(py)?;
+        Ok(self.state().as_str())
+    }
+
+    /// True while the state is 'held'.
+    fn is_held(&self, py: Python<'_>) -> PyResult<bool> {
+        self.check_process(py)?;
+        Ok(self.state() == LeaseState::Held)
+    }
+
+    /// Released (or tried to be).
+    #[getter]
+    fn _done(&self) -> bool {
+        self.done()
+    }
+
+    /// A `threading.Event`, set once the lease is lost.
+    #[getter]
+    fn lost(slf: &Bound<'_, PyLease>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        this.check_process(py)?;
+        this.event(py, &this.lost_event, |event| {
+            if this.state() == LeaseState::Lost {
+                event.call_method0("set")?; // visible at once
+            }
+            this.on_lost(py, event.getattr("set")?)
+        })
+    }
+
+    /// A `threading.Event`, set once someone asks this holder to let go: the data of its node
+    /// was set to `__REVOKE__` (`client.revoke(path)`, `zklock revoke`, or Curator's
+    /// `Revoker.attemptRevoke`). Only a request: the lease stays held until released. Opt-in,
+    /// as Curator's `makeRevocable`: nothing listens until this is read.
+    #[getter]
+    fn revoke_requested(slf: &Bound<'_, PyLease>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        this.check_process(py)?;
+        this.event(py, &this.revoke_event, |event| {
+            this.on_revoke(py, event.getattr("set")?)?;
+            if this.is_revoke_requested(py)? {
+                event.call_method0("set")?; // asked before we listened: visible at once
+            }
+            Ok(())
+        })
+    }
+
+    /// Calls `callback()` once, from zklock's callback thread, if the lease is lost (at once,
+    /// on that thread, if it already is). The callback may call into zklock.
+    fn on_lost(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
+        check_callable(py, &callback, "on_lost")?;
+        self.check_process(py)?;
+        let callback = callback.unbind();
+        match &*lock(&self.lease) {
+            Some(lease) => lease.subscribe(move |state| {
+                if state == LeaseState::Lost {
+                    call_unraisable(&callback, None);
+                }
+            }),
+            None if self.lost_before_release.load(Ordering::Relaxed) => {
+                zklock::support::run_callback(move || call_unraisable(&callback, None))
+            }
+            // Released while held: it can no longer be lost.
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// True once someone asked the holder to let go (`__REVOKE__` on its node).
+    fn is_revoke_requested(&self, py: Python<'_>) -> PyResult<bool> {
+        self.check_process(py)?;
+        Ok(lock(&self.lease)
+            .as_ref()
+            .is_some_and(|l| l.is_revoke_requested()))
+    }
+
+    /// Calls `callback()` once, from zklock's callback thread, when a revocation is requested
+    /// while the lease is held (Curator's `RevocationListener`); never after the lease was
+    /// released or lost. The callback may call into zklock (release the lease).
+    fn on_revoke(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
+        check_callable(py, &callback, "on_revoke")?;
+        self.check_process(py)?;
+        let callback = callback.unbind();
+        if let Some(lease) = &*lock(&self.lease) {
+            lease.on_revoke(move || call_unraisable(&callback, None));
+        }
+        Ok(())
+    }
+
+    /// Calls `callback(state)` from zklock's callback thread with the lease's current state
+    /// first, then at every change ('held', 'suspended', 'lost', 'released'), ending after a
+    /// final state; 'lost' comes at most once.
+    fn on_state(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
+        check_callable(py, &callback, "on_state")?;
+        self.check_process(py)?;
+        let callback = callback.unbind();
+        match &*lock(&self.lease) {
+            Some(lease) => lease.subscribe(move |state| call_unraisable(&callback, Some(state))),
+            None => zklock::support::run_callback(move || {
+                call_unraisable(&callback, Some(LeaseState::Released))
+            }),
+        }
+        Ok(())
+    }
+
+    /// Releases the lease and says how: 'released', 'still-held' (a re-entrant hold counted
+    /// down) or 'was-lost'. Releasing a lost lease succeeds; releasing twice raises `NotHeld`.
+    fn release(slf: &Bound<'_, PyLease>) -> PyResult<&'static str> {
+        PyLease::release_bound(slf)
+    }
+
+    /// The asyncio twin of `release`: an awaitable.
+    fn release_async<'py>(slf: &Bound<'py, PyLease>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        // Outside a running loop this raises before anything is taken (as awaiting the
+        // package's coroutine did), instead of releasing a lease nobody would hear of.
+        py.import("asyncio")?.call_method0("get_running_loop")?;
+        let taken = slf.get().take(py);
+        PyLease::forget(slf);
+        future_into_py(py, taken?.release(), released_into_py)
+    }
+
+    /// Runs ZooKeeper writes only while this lease holds the lock: `("create", path, data)`,
+    /// `("set_data", path, data)`, `("delete", path)` go in one multi request with a check
+    /// that the lease's node still exists, so all apply or none. Returns per write the created
+    /// path, the new data version, or None for a delete. Raises `LockLost` when the lease was
+    /// lost (nothing applied), the write's own error (e.g. `ZooKeeperError`) when a write
+    /// fails (nothing applied either). The GIL is released meanwhile.
+    fn guarded_write(&self, py: Python<'_>, writes: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+        let writes = writes_of(py, writes)?;
+        self.check_process(py)?;
+        let writes = writes
+            .into_iter()
+            .map(|(op, path, data)| zklock::Write::from_op(&op, &path, data))
+            .collect::<zklock::Result<Vec<_>>>()
+            .py(py)?;
+        let guarded = lock(&self.lease).as_ref().map(zklock::Lease::guarded);
+        let Some(guarded) = guarded else {
+            return Err(to_py_err(
+                py,
+                zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!(
+                        "the lease on {} was released; guarded writes need a held lease",
+                        self.path
+                    ),
+                ),
+            ));
+        };
+        let done = py.detach(move || guarded.blocking_write(writes));
+        done.py(py)?
+            .into_iter()
+            .map(|w| -> PyResult<Py<PyAny>> {
+                Ok(match w {
+                    zklock::Written::Created(p) => p.into_pyobject(py)?.into_any().unbind(),
+                    zklock::Written::Set { version } => {
+                        version.into_pyobject(py)?.into_any().unbind()
+                    }
+                    zklock::Written::Deleted => py.None(),
+                })
+            })
+            .collect()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let state = if self.pid == zklock::support::current_pid() {
+            self.state().as_str()
+        } else {
+            "forked" // a lease of the parent process, seen in a child
+        };
+        let path = PyString::new(py, &self.path).repr()?;
+        Ok(format!(
+            "<zklock.Lease path={path} token={} state='{state}'>",
+            self.token
+        ))
+    }
+}
+
+/// The leases taken through one lock object and not yet released, oldest first, each with its
+/// owner. `acquire()` returns a bool and `release()` finds the lease again, so a hold taken that
+/// way keeps only the core's lease here; a `Lease` object is made when Python asks for one
+/// (`with`, `lock.lease`, asyncio) and then kept instead, so that it stays the same object.
+///
+/// Locked only for list work, with the GIL held and never across a Python call (a Python
+/// object is neither made nor dropped under it); a thread that finds it taken waits detached
+/// (`lock_py_attached`), so it cannot deadlock with the GIL.
+pub(crate) struct Book {
+    pub(crate) held: Mutex<Vec<Held>>,
+}
+
+pub(crate) struct Held {
+    pub(crate) owner: u64,
+    /// Taken by `with lock` / `async with lock`: that exit releases it, and it stays here
+    /// (released or not) until then.
+    pub(crate) entered: bool,
+    pub(crate) slot: Slot,
+}
+
+pub(crate) enum Slot {
+    /// A hold taken by `acquire()`: the core's lease and the process it was taken in.
+    Bare(zklock::Lease, u32),
+    Object(Py<PyLease>),
+}
+
+impl Slot {
+    /// Released (or tried to be): no longer this owner's to release.
+    pub(crate) fn done(&self) -> bool {
+        match self {
+            Slot::Bare(..) => false,
+            Slot::Object(lease) => lease.get().done(),
+        }
+    }
+}
+
+impl Book {
+    pub(crate) fn new() -> Arc<Book> {
+        Arc::new(Book {
+            held: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub(crate) fn entries<'a>(&'a self, py: Python<'_>) -> std::sync::MutexGuard<'a, Vec<Held>> {
+        self.held
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn push(&self, py: Python<'_>, held: Held) {
+        let mut entries = self.entries(py);
+        if entries.capacity() == 0 {
+            // Most locks hold one lease at a time: room for one, not the four `push` makes
+            // first (more holds grow the list as usual).
+            entries.reserve_exact(1);
+        }
+        entries.push(held);
+    }
+
+    /// The index of `owner`'s most recent lease that is not released.
+    pub(crate) fn latest(entries: &[Held], owner: u64) -> Option<usize> {
+        entries
+            .iter()
+            .rposition(|h| h.owner == owner && !h.slot.done())
+    }
+
+    /// Forgets a `Lease` object that was released (or tried to be), unless a `with` still has
+    /// to exit it. Returns what to drop once the book is unlocked.
+    pub(crate) fn forget(&self, py: Python<'_>, lease: *mut pyo3::ffi::PyObject) -> Option<Held> {
+        let mut entries = self.entries(py);
+        let i = entries.iter().rposition(|h| {
+            matches!(&h.slot, Slot::Object(o) if o.as_ptr() == lease) && !h.entered
+        })?;
+        Some(entries.remove(i))
+    }
+
+    /// Makes the entry at `i` (of `owner`) a `Lease` object if it is not one yet, and returns
+    /// the object. The object is made with the book unlocked (making a Python object may run
+    /// the garbage collector and other threads), empty, and the lease moved into it after.
+    pub(crate) fn object_at(self: &Arc<Self>, py: Python<'_>, i: usize) -> PyResult<Py<PyLease>> {
+        let (owner, info) = {
+            let entries = self.entries(py);
+            let held = &entries[i];
+            match &held.slot {
+                Slot::Object(lease) => return Ok(lease.clone_ref(py)),
+                Slot::Bare(lease, pid) => (held.owner, LeaseInfo::of(lease, *pid)),
+            }
+        };
+        let token = info.token;
+        let object = Py::new(py, PyLease::empty(info))?;
+        let mut entries = self.entries(py);
+        // Other threads may have changed the list meanwhile (a semaphore's release() takes any
+        // thread's lease): find the entry again. This owner's bare holds of one node are alike.
+        let same = |h: &Held| {
+            h.owner == owner && matches!(&h.slot, Slot::Bare(l, _) if l.token() == token)
+        };
+        let found = match entries.get(i) {
+            Some(h) if same(h) => Some(i),
+            _ => entries.iter().rposition(same),
+        };
+        if let Some(i) = found {
+            let slot = std::mem::replace(&mut entries[i].slot, Slot::Object(object.clone_ref(py)));
+            if let Slot::Bare(lease, _) = slot {
+                *lock(&object.get().lease) = Some(lease);
+            }
+        }
+        drop(entries);
+        object.get().set_book(Arc::downgrade(self));
+        if found.is_none() {
+            // Released meanwhile by another thread: the empty object reads 'released'.
+            object.get().done.store(true, Ordering::Relaxed);
+        }
+        Ok(object)
+    }
+}
+
+/// Garbage collection never releases a lock: the holds of a collected lock object that
+/// `acquire()` took are detached, each with a `ResourceWarning` (see `drop_unreleased`).
+impl Drop for Book {
+    fn drop(&mut self) {
+        let entries = std::mem::take(self.held.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for held in entries {
+            if let Slot::Bare(lease, pid) = held.slot {
+                drop_unreleased(lease, pid);
+            }
+        }
+    }
+}

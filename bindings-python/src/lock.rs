@@ -1,0 +1,508 @@
+//! `NativeLock`, the base of `zklock.Lock`: one core lock value and its `Book` of the
+//! leases taken through it.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::pyclass::{PyTraverseError, PyVisit};
+
+use zklock::{Acquire, ErrorKind, LeaseState, Owner, Wait};
+
+use crate::args::{acquire_timeout, current_owner, wait_of, Arg, SHARED, TASK_BIT};
+use crate::errors::{py_error, to_py_err, IntoPy};
+use crate::lease::{acquire_into_py, forked, release_now, Book, Held, PyLease, Slot};
+use crate::runtime::{wait, wait_acquire};
+
+/// The `with` statement's way out: `__exit__(exc_type, exc, tb)`.
+pub(crate) type ExitArgs<'py> = (
+    Option<Bound<'py, PyAny>>,
+    Option<Bound<'py, PyAny>>,
+    Option<Bound<'py, PyAny>>,
+);
+
+/// One core lock value (a mutex, one side of a read/write lock, a multi-lock, a semaphore)
+/// and the leases taken through this object: the base of `zklock.Lock`, whose `acquire`,
+/// `release`, `with`, `locked`, `hold_count` and `lease` are these methods. The package adds
+/// only the asyncio glue and the named tuples.
+#[pyclass(frozen, subclass, weakref, module = "zklock._zklock")]
+pub(crate) struct NativeLock {
+    pub(crate) inner: Inner,
+    /// The `zklock.Client` it was made by (None on the value `Client.mutex()` & co. return).
+    pub(crate) client: Option<Py<PyAny>>,
+    pub(crate) kind: &'static str,
+    pub(crate) reentrant: bool,
+    /// Each thread (task) keeps its own leases, also of a semaphore, which is not re-entrant.
+    pub(crate) per_owner: bool,
+    pub(crate) book: Arc<Book>,
+}
+
+pub(crate) enum Inner {
+    Single(Arc<zklock::Lock>),
+    Read(Arc<zklock::RwLock>),
+    Write(Arc<zklock::RwLock>),
+    Multi(Arc<zklock::MultiLock>),
+}
+
+impl Inner {
+    pub(crate) fn clone_ref(&self) -> Inner {
+        match self {
+            Inner::Single(l) => Inner::Single(l.clone()),
+            Inner::Read(rw) => Inner::Read(rw.clone()),
+            Inner::Write(rw) => Inner::Write(rw.clone()),
+            Inner::Multi(m) => Inner::Multi(m.clone()),
+        }
+    }
+}
+
+pub(crate) const KINDS: [&str; 5] = ["mutex", "read", "write", "multi", "semaphore"];
+
+impl NativeLock {
+    pub(crate) fn new(inner: Inner) -> Self {
+        NativeLock {
+            inner,
+            client: None,
+            kind: "",
+            reentrant: true,
+            per_owner: true,
+            book: Book::new(),
+        }
+    }
+
+    pub(crate) fn as_lock(&self) -> Option<&zklock::Lock> {
+        match &self.inner {
+            Inner::Single(l) => Some(l),
+            Inner::Read(rw) => Some(rw.read()),
+            Inner::Write(rw) => Some(rw.write()),
+            Inner::Multi(_) => None,
+        }
+    }
+
+    pub(crate) fn start(&self, owner: Owner, wait: Wait) -> Acquire {
+        match (&self.inner, self.as_lock()) {
+            (Inner::Multi(m), _) => m.start_acquire(owner, wait),
+            (_, Some(lock)) => lock.start_acquire(owner, wait),
+            (_, None) => unreachable!("a lock that is not a multi-lock has a core lock"),
+        }
+    }
+
+    /// Whose holds these are: the calling thread (task), or the shared owner.
+    pub(crate) fn key(&self, py: Python<'_>) -> PyResult<u64> {
+        if self.per_owner {
+            current_owner(py)
+        } else {
+            Ok(SHARED)
+        }
+    }
+
+    /// Takes the lock for `owner` within `timeout` (the core's rule; None: forever). A
+    /// re-entrant hold needs no trip to the runtime.
+    pub(crate) fn take(
+        &self,
+        py: Python<'_>,
+        owner: u64,
+        timeout: Option<f64>,
+    ) -> PyResult<zklock::Result<zklock::Lease>> {
+        let wait = wait_of(py, timeout)?;
+        if let Some(lease) = self.as_lock().and_then(|l| l.reenter_as(Owner(owner))) {
+            return Ok(Ok(lease));
+        }
+        wait_acquire(py, self.start(Owner(owner), wait))
+    }
+
+    /// Takes the lock for the caller and keeps the lease as a `Lease` object.
+    pub(crate) fn take_object(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        entered: bool,
+    ) -> PyResult<Py<PyLease>> {
+        let owner = self.key(py)?;
+        let lease = self.take(py, owner, timeout)?.py(py)?;
+        let object = Py::new(py, PyLease::new(lease))?;
+        self.keep_object(py, &object, owner, entered);
+        Ok(object)
+    }
+
+    pub(crate) fn keep_object(
+        &self,
+        py: Python<'_>,
+        object: &Py<PyLease>,
+        owner: u64,
+        entered: bool,
+    ) {
+        object.get().set_book(Arc::downgrade(&self.book));
+        self.book.push(
+            py,
+            Held {
+                owner,
+                entered,
+                slot: Slot::Object(object.clone_ref(py)),
+            },
+        );
+    }
+
+    /// The index of the lease `release()` releases: this owner's most recent one, else (a
+    /// semaphore, as `threading.Semaphore` allows) the oldest lease of any thread.
+    pub(crate) fn release_target(&self, entries: &[Held], owner: u64) -> Option<usize> {
+        Book::latest(entries, owner).or_else(|| {
+            if self.kind == "semaphore" {
+                entries.iter().position(|h| !h.slot.done())
+            } else {
+                None
+            }
+        })
+    }
+
+    pub(crate) fn not_held(&self, py: Python<'_>, owner: u64) -> PyErr {
+        let message = if self.kind == "semaphore" {
+            format!(
+                "release of the semaphore {}: this process holds no lease of it",
+                self.path()
+            )
+        } else {
+            let who = if !self.reentrant {
+                "process"
+            } else if owner & TASK_BIT != 0 {
+                "task"
+            } else {
+                "thread"
+            };
+            format!(
+                "release of the lock {}: this {who} does not hold it",
+                self.path()
+            )
+        };
+        py_error(py, "NotHeld", message)
+    }
+
+    /// The `Lease` object `release()` would release, made if need be (the asyncio release).
+    pub(crate) fn release_object(&self, py: Python<'_>) -> PyResult<Py<PyLease>> {
+        let owner = self.key(py)?;
+        let found = self.release_target(&self.book.entries(py), owner);
+        match found {
+            Some(i) => self.book.object_at(py, i),
+            None => Err(self.not_held(py, owner)),
+        }
+    }
+
+    pub(crate) fn path(&self) -> String {
+        self.paths().join(",")
+    }
+
+    pub(crate) fn paths(&self) -> Vec<String> {
+        match (&self.inner, self.as_lock()) {
+            (Inner::Multi(m), _) => m.paths().into_iter().map(str::to_owned).collect(),
+            (_, Some(lock)) => vec![lock.path().to_owned()],
+            (_, None) => Vec::new(),
+        }
+    }
+
+    pub(crate) fn hold_count_of(&self, owner: u64) -> usize {
+        self.as_lock().map_or(0, |l| l.hold_count_as(Owner(owner)))
+    }
+}
+
+#[pymethods]
+impl NativeLock {
+    /// `zklock.Lock(client, native, kind, reentrant)`: a lock object over the core lock value
+    /// of `native` (made by the client), with a book of its own.
+    #[new]
+    fn py_new(
+        py: Python<'_>,
+        client: Py<PyAny>,
+        native: &Bound<'_, NativeLock>,
+        kind: &str,
+        reentrant: bool,
+    ) -> PyResult<Self> {
+        let Some(kind) = KINDS.iter().copied().find(|k| *k == kind) else {
+            return Err(to_py_err(
+                py,
+                zklock::Error::new(ErrorKind::InvalidArgument, format!("no lock kind {kind:?}")),
+            ));
+        };
+        Ok(NativeLock {
+            inner: native.get().inner.clone_ref(),
+            client: Some(client),
+            kind,
+            reentrant,
+            per_owner: reentrant || kind == "semaphore",
+            book: Book::new(),
+        })
+    }
+
+    /// Waits for the lock like `threading.Lock.acquire`: `blocking=False` tries once, `timeout`
+    /// (seconds, -1 forever) bounds the wait. Returns False when the lock was not taken (no
+    /// node is left behind). The GIL is released while waiting.
+    #[pyo3(signature = (blocking = Arg::Missing, timeout = Arg::Missing))]
+    fn acquire(&self, py: Python<'_>, blocking: Arg<'_>, timeout: Arg<'_>) -> PyResult<bool> {
+        let timeout = acquire_timeout(py, blocking, timeout)?;
+        let owner = self.key(py)?;
+        let lease = match self.take(py, owner, Some(timeout))? {
+            Ok(lease) => lease,
+            Err(err) if err.kind() == ErrorKind::Timeout => return Ok(false),
+            Err(err) => return Err(to_py_err(py, err)),
+        };
+        let pid = zklock::support::current_pid();
+        self.book.push(
+            py,
+            Held {
+                owner,
+                entered: false,
+                slot: Slot::Bare(lease, pid),
+            },
+        );
+        Ok(true)
+    }
+
+    /// Releases this owner's most recent hold (a semaphore: else the oldest lease of this
+    /// object held by any thread). Raises `NotHeld` when this thread (task) holds nothing.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        let owner = self.key(py)?;
+        let mut entries = self.book.entries(py);
+        let Some(i) = self.release_target(&entries, owner) else {
+            drop(entries);
+            return Err(self.not_held(py, owner));
+        };
+        match &entries[i].slot {
+            Slot::Bare(lease, pid) if *pid != zklock::support::current_pid() => {
+                let path = lease.path().to_owned();
+                drop(entries); // the error is a Python object: made with the book unlocked
+                Err(forked(py, &path))
+            }
+            Slot::Bare(..) => {
+                let Slot::Bare(lease, _) = entries.remove(i).slot else {
+                    unreachable!()
+                };
+                drop(entries);
+                release_now(py, lease).map(drop)
+            }
+            Slot::Object(object) => {
+                let object = object.clone_ref(py);
+                drop(entries);
+                PyLease::release_bound(object.bind(py)).map(drop)
+            }
+        }
+    }
+
+    /// True while any thread or task of this process holds the lock through this object (or
+    /// this thread or task holds it through a multi-lock made of it).
+    fn locked(&self, py: Python<'_>) -> PyResult<bool> {
+        let objects: Vec<Py<PyLease>> = {
+            let entries = self.book.entries(py);
+            let mut objects = Vec::new();
+            for held in entries.iter() {
+                match &held.slot {
+                    Slot::Bare(lease, pid) => {
+                        if *pid != zklock::support::current_pid() {
+                            let path = lease.path().to_owned();
+                            drop(entries);
+                            return Err(forked(py, &path));
+                        }
+                        if matches!(lease.state(), LeaseState::Held | LeaseState::Suspended) {
+                            return Ok(true);
+                        }
+                    }
+                    Slot::Object(object) if !object.get().done() => {
+                        objects.push(object.clone_ref(py))
+                    }
+                    Slot::Object(_) => {}
+                }
+            }
+            objects
+        };
+        for object in &objects {
+            let lease = object.get();
+            lease.check_process(py)?;
+            if matches!(lease.state(), LeaseState::Held | LeaseState::Suspended) {
+                return Ok(true);
+            }
+        }
+        Ok(self.hold_count(py)? > 0)
+    }
+
+    /// How many holds this thread (task) has on the lock, as the core counts them (0 when it
+    /// holds none, or its lease was lost).
+    fn hold_count(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.hold_count_of(self.key(py)?))
+    }
+
+    /// This thread's (task's) lease while it holds the lock (state 'held' or 'suspended'),
+    /// else None. A lost lease is not returned, but still needs releasing (`release()` does
+    /// that without raising).
+    #[getter]
+    fn lease(&self, py: Python<'_>) -> PyResult<Option<Py<PyLease>>> {
+        let owner = self.key(py)?;
+        let found = Book::latest(&self.book.entries(py), owner);
+        let Some(i) = found else {
+            return Ok(None);
+        };
+        let object = self.book.object_at(py, i)?;
+        let lease = object.get();
+        lease.check_process(py)?;
+        Ok(matches!(lease.state(), LeaseState::Held | LeaseState::Suspended).then_some(object))
+    }
+
+    fn __enter__(&self, py: Python<'_>) -> PyResult<Py<PyLease>> {
+        self.take_object(py, None, true)
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: ExitArgs<'_>) -> PyResult<()> {
+        match self._exit(py)? {
+            Some(lease) => PyLease::release_bound(lease.bind(py)).map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// The lease the innermost `with` of this owner entered (forgotten here), if it still
+    /// needs releasing.
+    fn _exit(&self, py: Python<'_>) -> PyResult<Option<Py<PyLease>>> {
+        let owner = self.key(py)?;
+        let held = {
+            let mut entries = self.book.entries(py);
+            let Some(i) = entries.iter().rposition(|h| h.owner == owner && h.entered) else {
+                return Ok(None);
+            };
+            entries.remove(i)
+        };
+        match held.slot {
+            Slot::Object(lease) if !lease.get().done() => Ok(Some(lease)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Takes the lock (`timeout` by the core's rule; None: forever) and returns the lease;
+    /// `entered`: a `with` will release it.
+    #[pyo3(signature = (timeout = None, entered = false))]
+    fn _acquire(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        entered: bool,
+    ) -> PyResult<Py<PyLease>> {
+        self.take_object(py, timeout, entered)
+    }
+
+    /// Who the caller is for this lock (its thread or task, or the shared owner).
+    fn _key(&self, py: Python<'_>) -> PyResult<u64> {
+        self.key(py)
+    }
+
+    /// The asyncio acquire: an awaitable future of the running loop for `owner` (from
+    /// `_key()`); the package keeps the lease it gets with `_keep`.
+    #[pyo3(signature = (owner, timeout=None))]
+    fn _acquire_async<'py>(
+        &self,
+        py: Python<'py>,
+        owner: u64,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let wait = wait_of(py, timeout)?;
+        acquire_into_py(py, self.start(Owner(owner), wait))
+    }
+
+    /// Keeps a lease taken by `_acquire_async` as `owner`'s.
+    fn _keep(&self, py: Python<'_>, lease: Py<PyLease>, owner: u64, entered: bool) -> Py<PyLease> {
+        self.keep_object(py, &lease, owner, entered);
+        lease
+    }
+
+    /// The lease `release()` would release, as a `Lease` object (for the asyncio release);
+    /// `NotHeld` when there is none.
+    fn _release_target(&self, py: Python<'_>) -> PyResult<Py<PyLease>> {
+        self.release_object(py)
+    }
+
+    /// The garbage collector's view of what this object holds (its client, the `Lease`
+    /// objects of its book): a cycle through it (`client.lock_of_mine = lock`) is then found,
+    /// as it was when the package's Lock kept them in its `__dict__`. The book is skipped when
+    /// another thread has it locked (a traversal must not wait).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(client) = &self.client {
+            visit.call(client)?;
+        }
+        if let Ok(entries) = self.book.held.try_lock() {
+            for held in entries.iter() {
+                if let Slot::Object(lease) = &held.slot {
+                    visit.call(lease)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// How many leases this object keeps (none once every hold taken through it was
+    /// released and every `with` exited).
+    #[getter]
+    fn _held(&self, py: Python<'_>) -> usize {
+        self.book.entries(py).len()
+    }
+
+    /// The lock path (comma-separated paths for a multi-lock).
+    #[getter(path)]
+    fn path_py(&self) -> String {
+        self.path()
+    }
+
+    #[getter(paths)]
+    fn paths_py(&self) -> Vec<String> {
+        self.paths()
+    }
+
+    /// 'mutex', 'read', 'write', 'multi' or 'semaphore'.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    #[getter]
+    fn reentrant(&self) -> bool {
+        self.reentrant
+    }
+
+    #[getter]
+    fn client(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.client.as_ref().map(|c| c.clone_ref(py))
+    }
+
+    /// The queue of the lock path: `[(node, identity, token, library, kind, session_id,
+    /// max_leases)]`, holder first (a semaphore's leases and guard waiters follow).
+    fn _participants(&self, py: Python<'_>) -> PyResult<Vec<ParticipantTuple>> {
+        let list = match &self.inner {
+            Inner::Single(l) => {
+                let l = l.clone();
+                wait(py, async move { l.participants().await })?
+            }
+            Inner::Read(rw) | Inner::Write(rw) => {
+                let rw = rw.clone();
+                wait(py, async move { rw.participants().await })?
+            }
+            Inner::Multi(_) => {
+                return Err(to_py_err(
+                    py,
+                    zklock::Error::new(
+                        ErrorKind::InvalidArgument,
+                        "participants() of a multi-lock: ask its members",
+                    ),
+                ))
+            }
+        };
+        Ok(list
+            .into_iter()
+            .map(|p| {
+                let library = p.library.as_str().to_owned();
+                (
+                    p.node,
+                    p.identity,
+                    p.token,
+                    library,
+                    p.kind.as_str().to_owned(),
+                    p.session_id,
+                    p.max_leases,
+                )
+            })
+            .collect())
+    }
+}
+
+pub(crate) type ParticipantTuple = (String, String, i64, String, String, i64, Option<u32>);
