@@ -475,8 +475,12 @@ class Lock {
     }
     let nativeLease
     try {
-      pending = call(() => this.#native.startAcquire(timeoutMs))
-      nativeLease = await pending.wait()
+      // A re-entrant hold is taken at once (no I/O): no trip to the core and back.
+      nativeLease = call(() => this.#native.tryReenter(timeoutMs))
+      if (nativeLease == null) {
+        pending = call(() => this.#native.startAcquire(timeoutMs))
+        nativeLease = await pending.wait()
+      }
     } catch (e) {
       try {
         unlisten()
@@ -504,7 +508,8 @@ class Lock {
   async tryAcquire() {
     let nativeLease
     try {
-      nativeLease = await call(() => this.#native.startAcquire(0)).wait()
+      nativeLease =
+        call(() => this.#native.tryReenter(0)) ?? (await call(() => this.#native.startAcquire(0)).wait())
     } catch (e) {
       if (isZkLockError(e) && e.code === ErrorCode.TIMEOUT) return null
       throw translate(e)
@@ -926,7 +931,9 @@ class Lease extends EventEmitter {
     core.state()
     core.done = true
     core.finish()
-    this.#releasing = core.native.release()
+    // A re-entrant hold that only counts down is released at once: no trip to the core and back.
+    const counted = core.native.releaseCounted()
+    this.#releasing = counted == null ? core.native.release() : Promise.resolve(counted)
     try {
       return await this.#releasing
     } catch (e) {

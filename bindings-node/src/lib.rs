@@ -480,6 +480,20 @@ impl NativeLock {
         u32::try_from(count).unwrap_or(u32::MAX)
     }
 
+    /// The lease of a re-entrant hold, taken here and now when this object's owner already
+    /// holds the lock ([`zklock::Lock::reenter_as`]: no I/O, so no trip to the core's runtime
+    /// and back to the JS thread); `null` when it does not (then `start_acquire`). `timeoutMs`
+    /// is judged first, as `start_acquire` would.
+    #[napi(catch_unwind)]
+    pub fn try_reenter(&self, timeout_ms: Option<f64>) -> napi::Result<Option<NativeLease>, Code> {
+        Wait::from_millis(timeout_ms).map_err(js_err)?;
+        Ok(self
+            .target
+            .lock()
+            .and_then(|l| l.reenter_as(self.owner))
+            .map(NativeLease::new))
+    }
+
     /// Starts an acquire on the core's runtime (`timeoutMs` by the core's rule: absent, -1 or
     /// Infinity wait forever, 0 is one attempt). Awaited with `wait()`, aborted with `cancel()`.
     #[napi(catch_unwind)]
@@ -748,6 +762,21 @@ impl NativeLease {
                     ThreadsafeFunctionCallMode::NonBlocking,
                 );
             });
+        }
+    }
+
+    /// Releases here and now when this only counts a re-entrant hold down
+    /// ([`zklock::Lease::release_counted`]): `still-held`, without a trip to the core's runtime
+    /// and back; `null` otherwise (the lease stays, for `release`).
+    #[napi(catch_unwind)]
+    pub fn release_counted(&self) -> Option<&'static str> {
+        let mut slot = self.lease();
+        match slot.take()?.release_counted() {
+            Ok(released) => Some(released.as_str()),
+            Err(lease) => {
+                *slot = Some(lease);
+                None
+            }
         }
     }
 
