@@ -480,6 +480,20 @@ impl NativeLock {
         u32::try_from(count).unwrap_or(u32::MAX)
     }
 
+    /// The lease of a re-entrant hold, taken here and now when this object's owner already
+    /// holds the lock ([`zklock::Lock::reenter_as`]: no I/O, so no trip to the core's runtime
+    /// and back to the JS thread); `null` when it does not (then `start_acquire`). `timeoutMs`
+    /// is judged first, as `start_acquire` would.
+    #[napi(catch_unwind)]
+    pub fn try_reenter(&self, timeout_ms: Option<f64>) -> napi::Result<Option<NativeLease>, Code> {
+        Wait::from_millis(timeout_ms).map_err(js_err)?;
+        Ok(self
+            .target
+            .lock()
+            .and_then(|l| l.reenter_as(self.owner))
+            .map(NativeLease::new))
+    }
+
     /// Starts an acquire on the core's runtime (`timeoutMs` by the core's rule: absent, -1 or
     /// Infinity wait forever, 0 is one attempt). Awaited with `wait()`, aborted with `cancel()`.
     #[napi(catch_unwind)]
@@ -529,17 +543,264 @@ impl NativeLock {
 }
 
 /// A promise settled from the core's runtime thread: `fut` runs there and its outcome goes
-/// straight to the JS thread (no hop through napi's own runtime).
+/// straight to the JS thread (no hop through napi's own runtime), through this environment's
+/// one settle queue ([`settle_queue`]).
 fn settle_from_core<'env, T: ToNapiValue + Send + 'static>(
     env: &'env Env,
     fut: impl Future<Output = zklock::Result<T>> + Send + 'static,
 ) -> napi::Result<Object<'env>> {
-    let (deferred, promise) = env.create_deferred::<Settled<T>, _>()?;
+    let (settle, promise) = Settle::new(env)?;
     zklock::support::spawn(async move {
         let result = fut.await;
-        deferred.resolve(move |_| Ok(Settled(result)));
+        settle.send(Box::new(move |env| unsafe {
+            Settled::<T>::to_napi_value(env, Settled(result))
+        }));
     });
     Ok(promise)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The settle queue
+//
+// napi-rs makes a threadsafe function for every promise it settles from another thread (its
+// create, cleanup hook, uv_close and finalize were about 5-8 % of a Node worker's CPU in bench
+// s1 and s4, issue 17). Every promise of this addon is settled through one threadsafe function
+// per JS environment instead (the main thread and each worker thread have their own). It does
+// not keep the event loop alive by itself, only while a promise made here is pending; when its
+// environment ends, Node finalizes it and later outcomes are dropped (nobody can see them).
+
+/// What the JS thread runs to make a promise's outcome: its value, or the error to reject with.
+type SettleFn = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send>;
+
+/// The threadsafe function of one environment; `None` once Node finalized it.
+struct QueueShared {
+    tsfn: std::sync::RwLock<Option<RawTsfn>>,
+}
+
+#[derive(Clone, Copy)]
+struct RawTsfn(sys::napi_threadsafe_function);
+
+// A threadsafe function is made to be called from any thread (napi's own contract).
+unsafe impl Send for RawTsfn {}
+unsafe impl Sync for RawTsfn {}
+
+/// The JS thread's side of its environment's queue: how many promises are pending.
+struct QueueLocal {
+    env: sys::napi_env,
+    shared: Arc<QueueShared>,
+    pending: std::cell::Cell<usize>,
+}
+
+thread_local! {
+    static QUEUE: std::cell::RefCell<Option<std::rc::Rc<QueueLocal>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// This environment's queue, made on first use (on the JS thread).
+fn settle_queue(env: sys::napi_env) -> napi::Result<std::rc::Rc<QueueLocal>> {
+    if let Some(q) = QUEUE.with(|q| q.borrow().clone()) {
+        if q.env == env {
+            return Ok(q);
+        }
+    }
+    let shared = Arc::new(QueueShared {
+        tsfn: std::sync::RwLock::new(None),
+    });
+    let mut name = std::ptr::null_mut();
+    let mut tsfn = std::ptr::null_mut();
+    let label = "zklock_settle";
+    let finalize_data = Arc::into_raw(shared.clone()) as *mut std::ffi::c_void;
+    let status = unsafe {
+        let s = sys::napi_create_string_utf8(
+            env,
+            label.as_ptr().cast(),
+            label.len() as isize,
+            &mut name,
+        );
+        if s != sys::Status::napi_ok {
+            s
+        } else {
+            sys::napi_create_threadsafe_function(
+                env,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                name,
+                0,
+                1,
+                finalize_data,
+                Some(queue_finalized),
+                std::ptr::null_mut(),
+                Some(queue_settle),
+                &mut tsfn,
+            )
+        }
+    };
+    if status != sys::Status::napi_ok {
+        drop(unsafe { Arc::from_raw(finalize_data as *const QueueShared) });
+        return Err(napi::Error::new(
+            Status::GenericFailure,
+            format!("cannot make the settle queue (napi status {status})"),
+        ));
+    }
+    // Idle, it must not keep the process alive: referenced only while promises are pending.
+    unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
+    *shared.tsfn.write().unwrap_or_else(|e| e.into_inner()) = Some(RawTsfn(tsfn));
+    let local = std::rc::Rc::new(QueueLocal {
+        env,
+        shared,
+        pending: std::cell::Cell::new(0),
+    });
+    QUEUE.with(|q| *q.borrow_mut() = Some(local.clone()));
+    Ok(local)
+}
+
+/// Node let go of the queue (its environment ends): later outcomes are dropped.
+unsafe extern "C" fn queue_finalized(
+    env: sys::napi_env,
+    data: *mut std::ffi::c_void,
+    _hint: *mut std::ffi::c_void,
+) {
+    let shared = unsafe { Arc::from_raw(data as *const QueueShared) };
+    *shared.tsfn.write().unwrap_or_else(|e| e.into_inner()) = None;
+    let _ = QUEUE.try_with(|q| {
+        let mut q = q.borrow_mut();
+        if q.as_ref().is_some_and(|l| l.env == env) {
+            *q = None;
+        }
+    });
+}
+
+/// One promise's outcome, on the JS thread (`env` null: the environment ends, drop it).
+unsafe extern "C" fn queue_settle(
+    env: sys::napi_env,
+    _js_callback: sys::napi_value,
+    _context: *mut std::ffi::c_void,
+    data: *mut std::ffi::c_void,
+) {
+    if data.is_null() {
+        return;
+    }
+    let item = unsafe { Box::from_raw(data as *mut SettleItem) };
+    if env.is_null() {
+        return;
+    }
+    let SettleItem { deferred, make } = *item;
+    if let Ok(Some(q)) = QUEUE.try_with(|q| q.borrow().clone()) {
+        let left = q.pending.get().saturating_sub(1);
+        q.pending.set(left);
+        if left == 0 {
+            if let Some(t) = *q.shared.tsfn.read().unwrap_or_else(|e| e.into_inner()) {
+                unsafe { sys::napi_unref_threadsafe_function(env, t.0) };
+            }
+        }
+    }
+    // No panic may cross into Node: one becomes the promise's ZKLOCK_INTERNAL rejection.
+    let made =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(env))).unwrap_or_else(|_| {
+            Err(unsafe {
+                make_js_error(
+                    env,
+                    &zklock::Error::new(ErrorKind::Internal, "a promise's outcome panicked"),
+                )
+            })
+        });
+    unsafe {
+        match made {
+            Ok(value) => sys::napi_resolve_deferred(env, deferred.0, value),
+            Err(e) => {
+                sys::napi_reject_deferred(env, deferred.0, napi::JsError::from(e).into_value(env))
+            }
+        };
+    }
+}
+
+#[derive(Clone, Copy)]
+struct RawDeferred(sys::napi_deferred);
+
+// Only ever used on the JS thread (in `queue_settle`); carried there through the queue.
+unsafe impl Send for RawDeferred {}
+
+struct SettleItem {
+    deferred: RawDeferred,
+    make: SettleFn,
+}
+
+/// A pending promise of the queue: settled once by `send`, or (dropped unsent) rejected.
+struct Settle {
+    shared: Arc<QueueShared>,
+    deferred: Option<RawDeferred>,
+}
+
+impl Settle {
+    fn new(env: &Env) -> napi::Result<(Settle, Object<'_>)> {
+        let queue = settle_queue(env.raw())?;
+        let mut deferred = std::ptr::null_mut();
+        let mut promise = std::ptr::null_mut();
+        let status = unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) };
+        if status != sys::Status::napi_ok {
+            return Err(napi::Error::new(
+                Status::GenericFailure,
+                format!("cannot make a promise (napi status {status})"),
+            ));
+        }
+        if queue.pending.get() == 0 {
+            if let Some(t) = *queue.shared.tsfn.read().unwrap_or_else(|e| e.into_inner()) {
+                unsafe { sys::napi_ref_threadsafe_function(env.raw(), t.0) };
+            }
+        }
+        queue.pending.set(queue.pending.get() + 1);
+        let settle = Settle {
+            shared: queue.shared.clone(),
+            deferred: Some(RawDeferred(deferred)),
+        };
+        Ok((settle, Object::from_raw(env.raw(), promise)))
+    }
+
+    /// Hands the outcome to the JS thread (from any thread).
+    fn send(mut self, make: SettleFn) {
+        if let Some(deferred) = self.deferred.take() {
+            self.post(SettleItem { deferred, make });
+        }
+    }
+
+    fn post(&self, item: SettleItem) {
+        let tsfn = self.shared.tsfn.read().unwrap_or_else(|e| e.into_inner());
+        let Some(t) = *tsfn else {
+            return; // The environment ended: nobody waits for this promise any more.
+        };
+        let data = Box::into_raw(Box::new(item));
+        let status = unsafe {
+            sys::napi_call_threadsafe_function(
+                t.0,
+                data.cast(),
+                sys::ThreadsafeFunctionCallMode::nonblocking,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            // Closing: the environment ends. Take the outcome back and drop it.
+            drop(unsafe { Box::from_raw(data) });
+        }
+    }
+}
+
+impl Drop for Settle {
+    fn drop(&mut self) {
+        // A task dropped before its outcome (the runtime going away): reject rather than leave
+        // the promise, and the event loop it keeps alive, pending forever.
+        if let Some(deferred) = self.deferred.take() {
+            self.post(SettleItem {
+                deferred,
+                make: Box::new(|env| {
+                    Err(unsafe {
+                        make_js_error(
+                            env,
+                            &zklock::Error::new(ErrorKind::Internal, "the operation was dropped"),
+                        )
+                    })
+                }),
+            });
+        }
+    }
 }
 
 /// A core acquire ([`zklock::Acquire`]) seen from JS: `wait()` once, `cancel()` any time.
@@ -748,6 +1009,21 @@ impl NativeLease {
                     ThreadsafeFunctionCallMode::NonBlocking,
                 );
             });
+        }
+    }
+
+    /// Releases here and now when this only counts a re-entrant hold down
+    /// ([`zklock::Lease::release_counted`]): `still-held`, without a trip to the core's runtime
+    /// and back; `null` otherwise (the lease stays, for `release`).
+    #[napi(catch_unwind)]
+    pub fn release_counted(&self) -> Option<&'static str> {
+        let mut slot = self.lease();
+        match slot.take()?.release_counted() {
+            Ok(released) => Some(released.as_str()),
+            Err(lease) => {
+                *slot = Some(lease);
+                None
+            }
         }
     }
 
