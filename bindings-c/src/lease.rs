@@ -55,48 +55,49 @@ pub struct zklock_lease {
     lease: Mutex<Option<zklock::Lease>>,
     token: i64,
     path: CString,
-    watcher: Mutex<Option<Arc<StateWatcher>>>,
+    watcher: Slot<StateCb>,
     /// The revocation callback (`zklock_lease_on_revoke`), gated like the state callback.
-    revoke_watcher: Mutex<Option<Arc<RevokeWatcher>>>,
+    revoke_watcher: Slot<RevokeCb>,
     /// The client's callback thread, where the state callback runs.
     callbacks: zklock::CallbackQueue,
 }
 
-/// One registered state callback. The C callback runs with no lock held; `release` (from
-/// another thread) waits for a running call to end before the lease memory goes away, and no
-/// call starts after a release or a replacement (what to report, and when, is the core's).
-struct StateWatcher {
-    cb: unsafe extern "C" fn(*mut c_void, *mut zklock_lease, zklock_lease_state),
+type StateCb = unsafe extern "C" fn(*mut c_void, *mut zklock_lease, zklock_lease_state);
+type RevokeCb = unsafe extern "C" fn(*mut c_void, *mut zklock_lease);
+
+/// Where a lease keeps one kind of registered callback (state or revocation).
+type Slot<Cb> = Mutex<Option<Arc<Watcher<Cb>>>>;
+
+/// One registered C callback. It runs with no lock held (it may release the lease, and so
+/// deactivate us); `release` (from another thread) waits for a running call to end before the
+/// lease memory goes away, and no call starts after a release or a replacement (what to
+/// report, and when, is the core's).
+struct Watcher<Cb> {
+    cb: Cb,
     user: UserPtr,
     lease: UserPtr,
     gate: CallGate,
 }
 
-impl StateWatcher {
+impl Watcher<StateCb> {
     fn fire(&self, state: LeaseState) {
-        // No lock is held while it runs: the callback may release the lease (and so
-        // deactivate us).
         self.gate
             .call(|| unsafe { (self.cb)(self.user.0, self.lease.0.cast(), state.into()) });
     }
-
-    fn deactivate(&self) {
-        self.gate.deactivate()
-    }
 }
 
-/// One registered revocation callback, gated as the state callback is.
-struct RevokeWatcher {
-    cb: unsafe extern "C" fn(*mut c_void, *mut zklock_lease),
-    user: UserPtr,
-    lease: UserPtr,
-    gate: CallGate,
-}
-
-impl RevokeWatcher {
+impl Watcher<RevokeCb> {
     fn fire(&self) {
         self.gate
             .call(|| unsafe { (self.cb)(self.user.0, self.lease.0.cast()) });
+    }
+}
+
+/// Empties `slot`; the callback that was there (if any) never runs again once this returns.
+fn stop<Cb>(slot: &Slot<Cb>) {
+    let old = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(old) = old {
+        old.gate.deactivate();
     }
 }
 
@@ -176,18 +177,33 @@ impl zklock_lease {
         }
     }
 
-    fn take_watcher(&self) -> Option<Arc<StateWatcher>> {
-        self.watcher
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-    }
-
-    fn take_revoke_watcher(&self) -> Option<Arc<RevokeWatcher>> {
-        self.revoke_watcher
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
+    /// What `zklock_lease_on_state` and `zklock_lease_on_revoke` share: the callback in
+    /// `slot` is replaced by `cb` (removed when NULL), and `subscribe` tells the core to call
+    /// the new one on the client's callback thread. `handle` is this lease's C handle, passed
+    /// back to the callback.
+    fn replace_callback<Cb: Send + Sync + 'static>(
+        &self,
+        handle: *mut zklock_lease,
+        slot: &Slot<Cb>,
+        cb: Option<Cb>,
+        user: *mut c_void,
+        subscribe: impl FnOnce(&zklock::Lease, zklock::CallbackQueue, Arc<Watcher<Cb>>),
+    ) -> Result<(), Failure> {
+        stop(slot);
+        let Some(cb) = cb else { return Ok(()) };
+        let watcher = Arc::new(Watcher {
+            cb,
+            user: UserPtr(user),
+            lease: UserPtr(handle.cast()),
+            gate: CallGate::new(),
+        });
+        let core = self.lease.lock().unwrap_or_else(|e| e.into_inner());
+        let core = core.as_ref().ok_or_else(|| {
+            Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
+        })?;
+        subscribe(core, self.callbacks.clone(), watcher.clone());
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+        Ok(())
     }
 }
 
@@ -249,25 +265,10 @@ pub unsafe extern "C" fn zklock_lease_on_state(
     user: *mut c_void,
 ) -> zklock_status {
     guard(|| {
-        let lease_ref = handles::get(lease, Kind::Lease, "lease")?;
-        if let Some(old) = lease_ref.take_watcher() {
-            old.deactivate();
-        }
-        let Some(cb) = cb else { return Ok(()) };
-        let watcher = Arc::new(StateWatcher {
-            cb,
-            user: UserPtr(user),
-            lease: UserPtr(lease.cast()),
-            gate: CallGate::new(),
-        });
-        let core = lease_ref.lease.lock().unwrap_or_else(|e| e.into_inner());
-        let core = core.as_ref().ok_or_else(|| {
-            Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
-        })?;
-        let w = watcher.clone();
-        core.subscribe_in(lease_ref.callbacks.clone(), move |state| w.fire(state));
-        *lease_ref.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
-        Ok(())
+        let this = handles::get(lease, Kind::Lease, "lease")?;
+        this.replace_callback(lease, &this.watcher, cb, user, |core, queue, w| {
+            core.subscribe_in(queue, move |state| w.fire(state))
+        })
     })
 }
 
@@ -285,28 +286,10 @@ pub unsafe extern "C" fn zklock_lease_on_revoke(
     user: *mut c_void,
 ) -> zklock_status {
     guard(|| {
-        let lease_ref = handles::get(lease, Kind::Lease, "lease")?;
-        if let Some(old) = lease_ref.take_revoke_watcher() {
-            old.gate.deactivate();
-        }
-        let Some(cb) = cb else { return Ok(()) };
-        let watcher = Arc::new(RevokeWatcher {
-            cb,
-            user: UserPtr(user),
-            lease: UserPtr(lease.cast()),
-            gate: CallGate::new(),
-        });
-        let core = lease_ref.lease.lock().unwrap_or_else(|e| e.into_inner());
-        let core = core.as_ref().ok_or_else(|| {
-            Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
-        })?;
-        let w = watcher.clone();
-        core.on_revoke_in(lease_ref.callbacks.clone(), move || w.fire());
-        *lease_ref
-            .revoke_watcher
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(watcher);
-        Ok(())
+        let this = handles::get(lease, Kind::Lease, "lease")?;
+        this.replace_callback(lease, &this.revoke_watcher, cb, user, |core, queue, w| {
+            core.on_revoke_in(queue, move || w.fire())
+        })
     })
 }
 
@@ -336,12 +319,8 @@ pub unsafe extern "C" fn zklock_lease_release(lease: *mut zklock_lease) -> zkloc
     guard(|| {
         handles::unregister(lease, Kind::Lease, "lease")?;
         let lease = Box::from_raw(lease);
-        if let Some(watcher) = lease.take_watcher() {
-            watcher.deactivate();
-        }
-        if let Some(watcher) = lease.take_revoke_watcher() {
-            watcher.gate.deactivate();
-        }
+        stop(&lease.watcher);
+        stop(&lease.revoke_watcher);
         let core = lease.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
         let path = lease.path.to_string_lossy().into_owned();
         drop(lease);
