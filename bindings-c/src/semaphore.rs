@@ -47,12 +47,7 @@ unsafe fn read_semaphore_options(opts: *const zklock_semaphore_options) -> Resul
 /// A C `int64_t` as a semaphore's N for the core: a value no `u32` holds cannot reach the
 /// core's check, so it gets the same kind of error here, naming the value.
 fn max_leases_of(path: &str, n: i64) -> Result<u32, Failure> {
-    u32::try_from(n).map_err(|_| {
-        Failure::invalid(format!(
-            "invalid number of leases {n} for the semaphore {path}: it must be 1 to {}",
-            zklock::MAX_LEASES
-        ))
-    })
+    u32::try_from(n).map_err(|_| zklock::invalid_max_leases(path, n).into())
 }
 
 unsafe fn new_semaphore(

@@ -395,13 +395,7 @@ fn max_leases_of(path: &str, n: f64) -> Result<u32, zklock::Error> {
     if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) {
         return Ok(n as u32);
     }
-    Err(zklock::Error::new(
-        ErrorKind::InvalidArgument,
-        format!(
-            "invalid number of leases {n} for the semaphore {path}: it must be 1 to {}",
-            zklock::MAX_LEASES
-        ),
-    ))
+    Err(zklock::invalid_max_leases(path, n))
 }
 
 impl NativeClient {

@@ -21,14 +21,7 @@ pub(crate) fn max_leases_of(path: &str, value: &Bound<'_, PyAny>) -> zklock::Res
             .str()
             .map(|s| s.to_string())
             .unwrap_or_else(|_| "?".to_owned());
-        zklock::Error::new(
-            ErrorKind::InvalidArgument,
-            format!(
-                "invalid number of leases {} for the semaphore {path}: it must be 1 to {}",
-                shown.chars().take(40).collect::<String>(),
-                zklock::MAX_LEASES
-            ),
-        )
+        zklock::invalid_max_leases(path, shown)
     })
 }
 

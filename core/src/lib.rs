@@ -81,7 +81,7 @@ pub use protocol::{Library, NodeKind};
 pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
 pub use secure::{Pem, Sasl, Tls};
-pub use semaphore::MAX_LEASES;
+pub use semaphore::{invalid_max_leases, MAX_LEASES};
 pub use state::{LeaseState, Released};
 pub use stats::{Percentiles, Stats};
 pub use wait::Wait;

@@ -45,11 +45,19 @@ pub const MAX_LEASES: u32 = i32::MAX as u32;
 /// Checks a semaphore's N: 1 to [`MAX_LEASES`].
 pub(crate) fn validate_max_leases(path: &str, max_leases: u32) -> Result<()> {
     if max_leases == 0 || max_leases > MAX_LEASES {
-        return Err(Error::invalid(format!(
-            "invalid number of leases {max_leases} for the semaphore {path}: it must be 1 to {MAX_LEASES}"
-        )));
+        return Err(invalid_max_leases(path, max_leases));
     }
     Ok(())
+}
+
+/// The error for a semaphore's N out of 1 to [`MAX_LEASES`], naming the value as the caller
+/// wrote it (at most 40 characters of it). The faces use it for a value that cannot even
+/// reach the core as a `u32` (negative, fractional, NaN, huge), so every face says the same.
+pub fn invalid_max_leases(path: &str, shown: impl std::fmt::Display) -> Error {
+    let shown: String = shown.to_string().chars().take(40).collect();
+    Error::invalid(format!(
+        "invalid number of leases {shown} for the semaphore {path}: it must be 1 to {MAX_LEASES}"
+    ))
 }
 
 /// One lease acquire.
