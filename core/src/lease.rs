@@ -104,6 +104,20 @@ impl LeaseShared {
         LeaseState::from_u8(self.state.get())
     }
 
+    /// The state at this instant: also lost when the session's lifeline deadline has passed and
+    /// its task has not woken up yet (a holder resumed after a pause must not read `held`).
+    pub(crate) fn current_state(&self) -> LeaseState {
+        let state = self.state();
+        if state.is_final() || !self.session.is_lost_now() {
+            return state;
+        }
+        if !self.state().is_final() {
+            let why = self.session.dead_reason().map(|e| e.message().to_owned());
+            self.lose(why.as_deref().unwrap_or("session closed"));
+        }
+        self.state()
+    }
+
     pub(crate) fn set_state(&self, new: LeaseState) {
         let old = self.state();
         if self
@@ -455,8 +469,9 @@ impl Lease {
             .collect()
     }
 
+    /// Where the lease stands at this instant (the lifeline's deadline is checked on the spot).
     pub fn state(&self) -> LeaseState {
-        LeaseState::combine(self.parts.iter().map(|p| p.shared.state()))
+        LeaseState::combine(self.parts.iter().map(|p| p.shared.current_state()))
     }
 
     /// Why the lease was lost (session expired, node deleted, client closed, no server contact

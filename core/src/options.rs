@@ -84,6 +84,11 @@ pub struct Options {
     pub tls: Option<Tls>,
     /// SASL DIGEST-MD5 credentials (the server's JAAS `Server` section).
     pub sasl: Option<Sasl>,
+    /// The ensemble's `tickTime`. The lifeline gives a lease up one tick earlier than the
+    /// session's own margin, and spaces its heartbeats by half a tick (docs/safety.md). `None`:
+    /// ZooKeeper's sample tick, 2 s, or a fifth of the session timeout when that is shorter.
+    /// A session shorter than four ticks is refused at connect (`InvalidArgument`).
+    pub server_tick: Option<Duration>,
 }
 
 impl std::fmt::Debug for Options {
@@ -96,6 +101,7 @@ impl std::fmt::Debug for Options {
             .field("identity", &self.identity)
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
+            .field("server_tick", &self.server_tick)
             .finish()
     }
 }
@@ -110,6 +116,7 @@ impl Default for Options {
             identity: None,
             tls: None,
             sasl: None,
+            server_tick: None,
         }
     }
 }
@@ -139,6 +146,10 @@ impl Options {
         self.tls = Some(tls);
         self
     }
+    pub fn server_tick(mut self, tick: Duration) -> Self {
+        self.server_tick = Some(tick);
+        self
+    }
     pub fn sasl(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.sasl = Some(Sasl {
             user: user.into(),
@@ -162,6 +173,14 @@ impl Options {
                 self.session_timeout.as_secs_f64(),
                 MAX_SESSION_TIMEOUT.as_secs()
             )));
+        }
+        if let Some(tick) = self.server_tick {
+            if tick < Duration::from_millis(1) || tick > MAX_SESSION_TIMEOUT {
+                return Err(Error::invalid(format!(
+                    "server tick {tick:?} is out of range (1 ms to {} s)",
+                    MAX_SESSION_TIMEOUT.as_secs()
+                )));
+            }
         }
         if self.connect_timeout.is_zero() {
             return Err(Error::invalid("connect timeout must be positive"));

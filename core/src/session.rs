@@ -1,8 +1,9 @@
 //! One ZooKeeper session and what depends on it: the leases taken through it and the waiters
 //! that must fail when it dies. A monitor task turns the client's connection states into lease
-//! states (held / suspended / lost); a lifeline task proves the session alive with a light
-//! request four times per session timeout and declares it lost before the server could have
-//! expired it (see `lifeline`).
+//! states (held / suspended / lost); a lifeline task proves to itself, with `sync` heartbeats,
+//! that the ZooKeeper leader keeps hearing of the session, and declares it lost before the
+//! leader could have expired it (see `lifeline`). Reading a lease's state checks that deadline
+//! too, so no state read says `held` after it passed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -157,11 +158,15 @@ impl Session {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
+        let granted = client.session_timeout();
+        let tick = lifeline::tick(options.server_tick, granted);
+        // Dropping the client closes the session it opened.
+        lifeline::check_timing(granted, tick)?;
         let states = client.state_watcher();
         let session = Arc::new(Session {
             id: client.session_id().0,
-            timeout: client.session_timeout(),
-            lifeline: Lifeline::new(client.session_timeout(), sent),
+            timeout: granted,
+            lifeline: Lifeline::new(granted, tick, sent),
             zk: Mutex::new(Some(client)),
             link: Signal::new(CONNECTED),
             dead: Mutex::new(None),
@@ -206,6 +211,35 @@ impl Session {
 
     pub(crate) fn is_dead(&self) -> bool {
         self.link.get() == DEAD
+    }
+
+    /// Whether the session can still hold locks at this instant: dead, or past the lifeline's
+    /// deadline (then it is given up here and now, before the lifeline task wakes up).
+    pub(crate) fn is_lost_now(&self) -> bool {
+        if self.is_dead() {
+            return true;
+        }
+        if self.lifeline.is_past() {
+            self.give_up();
+            return true;
+        }
+        false
+    }
+
+    /// The lifeline's deadline passed: every lease is lost and the session closed.
+    fn give_up(&self) {
+        let since = Instant::now().saturating_duration_since(self.lifeline.proven());
+        self.kill(Error::new(
+            ErrorKind::SessionExpired,
+            format!(
+                "the ZooKeeper leader has not provably heard of session 0x{:x} for {since:.1?} \
+                 (session timeout {:?}, server tick {:?}); treated as expired before the \
+                 server can expire it",
+                self.id,
+                self.timeout,
+                self.lifeline.tick()
+            ),
+        ));
     }
 
     /// Resolves at the next change of the connection (see `Signal::changed`).
@@ -398,10 +432,12 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
     }
 }
 
-/// The lifeline of one session: a heartbeat every `beat_interval`, each answered one moving the
-/// moment of loss; at that moment, every lease of the session is lost and the session is closed
-/// (`Session::kill`). Runs until the session dies or is dropped.
+/// The lifeline of one session: a `sync` heartbeat every `beat_interval` (pipelined: a slow
+/// answer does not hold up the next), each answer feeding the proof of `Lifeline::answered`; at
+/// its deadline every lease of the session is lost and the session is closed (`give_up`). Runs
+/// until the session dies or is dropped.
 async fn keep_alive(session: Weak<Session>) {
+    let in_flight = Arc::new(AtomicU64::new(0));
     let mut next_beat = Instant::now();
     loop {
         let Some(s) = session.upgrade() else { return };
@@ -411,17 +447,12 @@ async fn keep_alive(session: Weak<Session>) {
         let now = Instant::now();
         let lost_at = s.lifeline.lost_at();
         if now >= lost_at {
-            let since = now.saturating_duration_since(s.lifeline.last_answered());
-            s.kill(Error::new(ErrorKind::SessionExpired, format!(
-                "no answer from ZooKeeper to any request sent in the last {since:.1?} (session timeout {:?}); \
-                 session 0x{:x} treated as expired before the server can expire it",
-                s.timeout, s.id
-            )));
+            s.give_up();
             return;
         }
         if now >= next_beat {
-            heartbeat(&s);
-            next_beat = now + lifeline::beat_interval(s.timeout);
+            heartbeat(&s, &in_flight);
+            next_beat = now + lifeline::beat_interval(s.timeout, s.lifeline.tick());
         }
         let wake = lost_at.min(next_beat);
         let beat_now = s.beat_now.clone();
@@ -435,17 +466,26 @@ async fn keep_alive(session: Weak<Session>) {
     }
 }
 
-/// Sends one light request (`exists /`, no watch) and records its send time when answered.
-/// Bounded by the session timeout, so at most four are ever in flight.
-fn heartbeat(session: &Arc<Session>) {
+/// At most this many heartbeats wait for their answers at once (a black hole holds them all).
+const MAX_BEATS_IN_FLIGHT: u64 = 16;
+
+/// Sends one `sync` (forwarded by a follower to the leader; see `lifeline`) and records its send
+/// and answer times. Bounded by the session timeout and by `MAX_BEATS_IN_FLIGHT`.
+fn heartbeat(session: &Arc<Session>, in_flight: &Arc<AtomicU64>) {
     let Ok(zk) = session.zk() else { return };
-    let (weak, timeout) = (Arc::downgrade(session), session.timeout);
+    if in_flight.load(Ordering::Relaxed) >= MAX_BEATS_IN_FLIGHT {
+        return;
+    }
+    in_flight.fetch_add(1, Ordering::Relaxed);
+    let (weak, timeout, in_flight) = (Arc::downgrade(session), session.timeout, in_flight.clone());
     let sent = Instant::now();
-    let reply = zk.check_stat("/");
     tokio::spawn(async move {
-        if let Ok(Ok(_)) = tokio::time::timeout(timeout, reply).await {
+        let reply = zk.sync("/");
+        let answered = tokio::time::timeout(timeout, reply).await;
+        in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Ok(Ok(())) = answered {
             if let Some(s) = weak.upgrade() {
-                s.lifeline.answered(sent);
+                s.lifeline.answered(sent, Instant::now());
             }
         }
     });
