@@ -24,7 +24,8 @@
 // runtime       runtime (the private runtime thread, callback queues), bounds (acquire time rules),
 //               logs (the faces' log sink), observe (where acquires, lease states and session
 //               events are counted and told)
-// session       own_watch (the own-node watch queue a session keeps), session, nodes (node
+// session       own_watch (the own-node watch queue a session keeps), farewell (closing a
+//               session given up on a connection of its own), session, nodes (node
 //               operations with connection-loss handling), connection (a client's sessions)
 // engine        engine (the acquire engine, Curator's LockInternals)
 // leases        lease, acquire (a running acquire's handle), guarded (writes checked against a
@@ -49,6 +50,7 @@ mod observe;
 mod runtime;
 
 mod connection;
+mod farewell;
 mod nodes;
 mod own_watch;
 mod session;

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::farewell;
 use crate::lifeline::{self, Lifeline};
 use crate::options::Options;
 use crate::own_watch;
@@ -63,6 +64,9 @@ pub(crate) struct Session {
     pub(crate) counters: Arc<Counters>,
     /// The ACL policy of the client's nodes (a lease's guarded creates use it too).
     pub(crate) acl: AclPolicy,
+    /// The connect string, and whether it is plain TCP (for `farewell`).
+    hosts: String,
+    plain: bool,
 }
 
 impl Drop for Session {
@@ -176,6 +180,8 @@ impl Session {
             beat_now: Arc::default(),
             counters: counters.clone(),
             acl: options.acl,
+            hosts: hosts.to_owned(),
+            plain: tls.is_none(),
         });
         observe::session_event(counters, session.id, "opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
@@ -226,8 +232,16 @@ impl Session {
         false
     }
 
-    /// The lifeline's deadline passed: every lease is lost and the session closed.
+    /// The lifeline's deadline passed: every lease is lost and the session closed, also on the
+    /// server when only the direction to it still works (`farewell`).
     fn give_up(&self) {
+        let credentials = self.zk.lock().unwrap().as_ref().map(|zk| {
+            let session = zk.session();
+            (session.id().0, session.password().to_vec())
+        });
+        if let (Some((id, password)), true) = (credentials, self.plain) {
+            farewell::close_blindly(&self.hosts, id, &password, self.timeout);
+        }
         let since = Instant::now().saturating_duration_since(self.lifeline.proven());
         self.kill(Error::new(
             ErrorKind::SessionExpired,

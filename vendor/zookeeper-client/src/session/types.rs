@@ -55,6 +55,13 @@ impl SessionInfo {
     pub fn is_readonly(&self) -> bool {
         self.readonly
     }
+
+    // zklock: the session's password, so that zklock can close a session it gave up on a
+    // connection of its own when this client's link answers no more (README change 6).
+    /// Session password.
+    pub fn password(&self) -> &[u8] {
+        &self.password
+    }
 }
 
 /// ZooKeeper session states.
