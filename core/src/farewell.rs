@@ -106,8 +106,8 @@ mod tests {
     #[test]
     fn the_frames_are_a_connect_request_then_a_close_session_each_behind_its_length() {
         let bytes = frames(0x0102030405060708, b"pw", Duration::from_millis(4000));
-        let connect_len = 4 + 8 + 4 + 8 + 4 + 2 + 1;
-        assert_eq!(&bytes[..4], &(connect_len as i32).to_be_bytes());
+        let connect_len: i32 = 4 + 8 + 4 + 8 + 4 + 2 + 1;
+        assert_eq!(&bytes[..4], &connect_len.to_be_bytes());
         assert_eq!(&bytes[4..8], &0i32.to_be_bytes(), "protocol version");
         assert_eq!(&bytes[16..20], &4000i32.to_be_bytes(), "timeout");
         assert_eq!(&bytes[20..28], &0x0102030405060708i64.to_be_bytes());
