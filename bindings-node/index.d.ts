@@ -34,6 +34,10 @@ export interface ConnectOptions {
   sessionTimeoutMs?: number
   /** How long `connect` keeps trying before ZKLOCK_CONNECTION. Default 15 000. */
   connectTimeoutMs?: number
+  /** The ensemble's tickTime: the lost signal's deadline depends on it (docs/safety.md).
+   * Default: ZooKeeper's sample 2000, or a fifth of the session timeout when shorter. A session
+   * shorter than four ticks rejects with ZKLOCK_INVALID_ARGUMENT. */
+  serverTickMs?: number
   /** Digest credentials `user:password`. */
   auth?: string
   /** Written into our lock nodes and shown by `participants()`. Default `host/pid`. */

@@ -269,7 +269,8 @@ class Client {
 
   /**
    * Connects to `hosts` (`host:port,host:port/optional/chroot`).
-   * Options: sessionTimeoutMs, connectTimeoutMs, auth ('user:password'), identity, acl;
+   * Options: sessionTimeoutMs, connectTimeoutMs, serverTickMs, auth ('user:password'),
+   * identity, acl;
    * secure ZooKeeper: tlsCa, tlsCert, tlsKey (PEM file paths), tlsVerifyHostname, saslUser,
    * saslPassword.
    */
@@ -279,6 +280,7 @@ class Client {
     const nativeOptions = {
       sessionTimeoutMs: checkMillis(o.sessionTimeoutMs, 'sessionTimeoutMs'),
       connectTimeoutMs: checkMillis(o.connectTimeoutMs, 'connectTimeoutMs'),
+      serverTickMs: checkMillis(o.serverTickMs, 'serverTickMs'),
       auth: o.auth === undefined || o.auth === null ? undefined : checkString(o.auth, 'auth'),
       identity:
         o.identity === undefined || o.identity === null

@@ -155,6 +155,10 @@ typedef struct zklock_client_options {
     // SASL DIGEST-MD5 user and password, or NULL (a wrong password is `ZKLOCK_PERMISSION`).
     const char *sasl_user;
     const char *sasl_password;
+    // The ensemble's tickTime in milliseconds (0: ZooKeeper's sample 2000, or a fifth of the
+    // session timeout when shorter); the lost signal's deadline depends on it. A session
+    // shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
+    int64_t server_tick_ms;
 } zklock_client_options;
 
 // Called on the client's callback thread with a lease's current state, then at each change of

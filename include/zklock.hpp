@@ -332,6 +332,7 @@ struct options {
     bool tls_verify_hostname{true};
     std::string sasl_user{};  // SASL DIGEST-MD5; empty for none
     std::string sasl_password{};
+    std::chrono::milliseconds server_tick{0};  // the ensemble's tickTime; zero: the default
 };
 
 /// One ZooKeeper session. Move-only; closed when destroyed.
@@ -342,6 +343,7 @@ public:
         zklock_client_options_init(&o);
         if (opts.session_timeout.count() > 0) o.session_timeout_ms = opts.session_timeout.count();
         if (opts.connect_timeout.count() > 0) o.connect_timeout_ms = opts.connect_timeout.count();
+        if (opts.server_tick.count() > 0) o.server_tick_ms = opts.server_tick.count();
         o.auth = opts.auth.empty() ? nullptr : opts.auth.c_str();
         o.identity = opts.identity.empty() ? nullptr : opts.identity.c_str();
         o.acl = opts.acl;

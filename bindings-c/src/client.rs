@@ -65,6 +65,10 @@ pub struct zklock_client_options {
     /// SASL DIGEST-MD5 user and password, or NULL (a wrong password is `ZKLOCK_PERMISSION`).
     pub sasl_user: *const c_char,
     pub sasl_password: *const c_char,
+    /// The ensemble's tickTime in milliseconds (0: ZooKeeper's sample 2000, or a fifth of the
+    /// session timeout when shorter); the lost signal's deadline depends on it. A session
+    /// shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
+    pub server_tick_ms: i64,
 }
 
 /// Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
@@ -85,6 +89,7 @@ pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_opt
                 tls_verify_hostname: 0,
                 sasl_user: std::ptr::null(),
                 sasl_password: std::ptr::null(),
+                server_tick_ms: 0,
             });
         }
         Ok(())
@@ -161,6 +166,9 @@ unsafe fn read_options(opts: *const zklock_client_options) -> Result<zklock::Opt
         "connect_timeout_ms",
     )? {
         options.connect_timeout = d;
+    }
+    if let Some(d) = ms(field!(server_tick_ms, i64).unwrap_or(0), "server_tick_ms")? {
+        options.server_tick = Some(d);
     }
     if let Some(auth) = field!(auth, *const c_char).filter(|p| !p.is_null()) {
         options.auth = Some(str_arg(auth, "zklock_client_options.auth")?.to_owned());

@@ -292,6 +292,21 @@ static void op_session_timeout(struct outcome *o, const struct bytes *in) {
     op_connect(o, servers, &opts);
 }
 
+static void op_server_tick(struct outcome *o, const struct bytes *in) {
+    double secs;
+    int64_t ms;
+    if (!parse_seconds(in->p, &secs)) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not a number of seconds", in->p);
+        return;
+    }
+    if (!to_millis(secs, &ms, &o->na)) return;
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.session_timeout_ms = 4000;
+    opts.server_tick_ms = ms;
+    op_connect(o, servers, &opts);
+}
+
 static void op_identity(struct outcome *o, const struct bytes *in) {
     if (has_nul(in)) {
         o->na = "a C string ends at its first NUL: an identity with NUL inside cannot be passed";
@@ -794,6 +809,7 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "multi") == 0) op_multi(&o, &in);
         else if (strcmp(op, "hosts") == 0) op_hosts(&o, &in);
         else if (strcmp(op, "session_timeout") == 0) op_session_timeout(&o, &in);
+        else if (strcmp(op, "server_tick") == 0) op_server_tick(&o, &in);
         else if (strcmp(op, "identity") == 0) op_identity(&o, &in);
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);

@@ -129,6 +129,8 @@ pub struct NativeConnectOptions {
     pub tls_verify_hostname: Option<bool>,
     pub sasl_user: Option<String>,
     pub sasl_password: Option<String>,
+    /// The ensemble's tickTime ([`zklock::Options::server_tick`]).
+    pub server_tick_ms: Option<f64>,
 }
 
 fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::Error> {
@@ -144,6 +146,12 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
             options = options.connect_timeout(zklock::support::duration_from_millis_f64(
                 ms,
                 "connectTimeoutMs",
+            )?);
+        }
+        if let Some(ms) = o.server_tick_ms {
+            options = options.server_tick(zklock::support::duration_from_millis_f64(
+                ms,
+                "serverTickMs",
             )?);
         }
         if let Some(auth) = o.auth {

@@ -225,6 +225,17 @@ const ops = {
     })
   },
 
+  async server_tick(input) {
+    return outcome(async () => {
+      const c = await Client.connect(zk.servers, {
+        sessionTimeoutMs: 4000,
+        serverTickMs: Math.round(seconds(input) * 1000),
+      })
+      await c.close()
+      return 'ok'
+    })
+  },
+
   async identity(input) {
     return outcome(async () => {
       const c = await Client.connect(zk.servers, { identity: input })

@@ -22,7 +22,7 @@ pub(crate) struct PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, auth=None, identity=None, acl="open", tls_ca=None, tls_cert=None, tls_key=None, tls_verify_hostname=None, sasl_user=None, sasl_password=None))]
+    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, auth=None, identity=None, acl="open", tls_ca=None, tls_cert=None, tls_key=None, tls_verify_hostname=None, sasl_user=None, sasl_password=None, server_tick=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -38,6 +38,7 @@ impl PyClient {
         tls_verify_hostname: Option<bool>,
         sasl_user: Option<String>,
         sasl_password: Option<String>,
+        server_tick: Option<f64>,
     ) -> PyResult<Self> {
         let secs = zklock::support::duration_from_secs_f64;
         let mut options = zklock::Options::default()
@@ -49,6 +50,9 @@ impl PyClient {
         }
         if let Some(identity) = identity {
             options = options.identity(identity);
+        }
+        if let Some(tick) = server_tick {
+            options = options.server_tick(secs(tick, "server_tick").py(py)?);
         }
         let options = zklock::SecureParts {
             tls_ca,

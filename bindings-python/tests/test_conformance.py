@@ -225,6 +225,13 @@ def op_hosts(ctx: Ctx, text: str) -> str:
     return "ok"
 
 
+def op_server_tick(ctx: Ctx, text: str) -> str:
+    zklock.Client(
+        ctx.servers, session_timeout=4.0, connect_timeout=5.0, server_tick=float(text)
+    ).close()
+    return "ok"
+
+
 def op_session_timeout(ctx: Ctx, text: str) -> str:
     zklock.Client(ctx.servers, session_timeout=float(text), connect_timeout=5.0).close()
     return "ok"
@@ -604,6 +611,7 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "multi": op_multi,
     "hosts": op_hosts,
     "session_timeout": op_session_timeout,
+    "server_tick": op_server_tick,
     "identity": op_identity,
     "acl": op_acl,
     "timeout": op_timeout,

@@ -139,6 +139,12 @@ pub struct Holding {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub session_timeout: Option<Duration>,
 
+    /// The ensemble's tickTime: the lost signal's deadline depends on it (docs/safety.md).
+    /// Default: ZooKeeper's sample 2s, or a fifth of the session timeout when shorter. A session
+    /// shorter than four ticks is refused.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub server_tick: Option<Duration>,
+
     /// How long to wait for the lock; default: forever. 0 is the same as --try. A bare number
     /// is seconds by zklock's one rule for every face: -1 and inf wait forever, other negative
     /// numbers and nan are refused.
@@ -177,6 +183,7 @@ pub struct Settings {
     pub servers: Option<String>,
     pub connect_timeout: Duration,
     pub session_timeout: Duration,
+    pub server_tick: Option<Duration>,
     pub timeout: Option<Duration>,
     pub identity: Option<String>,
     pub secure: Secure,
@@ -199,6 +206,7 @@ impl Settings {
                 .session_timeout
                 .or(before.holding.session_timeout)
                 .unwrap_or(Duration::from_secs(10)),
+            server_tick: holding.server_tick.or(before.holding.server_tick),
             timeout: holding.timeout.or(before.holding.timeout).and_then(|t| t.0),
             identity: holding
                 .identity
@@ -232,6 +240,11 @@ fn refuse_unused(cli: &Cli) -> Result<(), Failure> {
         (
             "--session-timeout",
             cli.holding.session_timeout.is_some(),
+            takes_holding,
+        ),
+        (
+            "--server-tick",
+            cli.holding.server_tick.is_some(),
             takes_holding,
         ),
         ("--timeout", cli.holding.timeout.is_some(), takes_holding),
@@ -590,6 +603,7 @@ pub async fn connect(cli: &Settings, path: &str) -> Result<zklock::Client, Failu
     if let Some(id) = &cli.identity {
         options = options.identity(id.clone());
     }
+    options.server_tick = cli.server_tick;
     let options = cli.secure.apply(options)?;
     zklock::Client::connect(&servers, options)
         .await

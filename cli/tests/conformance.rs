@@ -113,6 +113,13 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             let out = exec(&["--try", "--session-timeout", &input], lock_path);
             outcome_of(&out, "ok", "Timeout")
         }
+        "server_tick" => {
+            let out = exec(
+                &["--try", "--session-timeout", "4s", "--server-tick", &input],
+                lock_path,
+            );
+            outcome_of(&out, "ok", "Timeout")
+        }
         "identity" => outcome_of(
             &exec(&["--try", "--identity", &input], lock_path),
             "ok",

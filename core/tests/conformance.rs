@@ -94,6 +94,13 @@ impl Runner {
                 let options = Options::default().session_timeout(Duration::from_secs_f64(secs));
                 self.connect_and_close(options).await
             }
+            "server_tick" => {
+                let secs: f64 = input.parse().unwrap();
+                let options = Options::default()
+                    .session_timeout(Duration::from_secs(4))
+                    .server_tick(Duration::from_secs_f64(secs));
+                self.connect_and_close(options).await
+            }
             "identity" => {
                 self.connect_and_close(Options::default().identity(input))
                     .await

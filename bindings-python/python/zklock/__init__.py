@@ -443,6 +443,10 @@ class Client:
     ``tls_cert`` and ``tls_key`` give a client certificate; ``tls_verify_hostname=False`` turns
     host name checking off. ``sasl_user`` and ``sasl_password`` authenticate with SASL
     DIGEST-MD5 (a wrong password raises :class:`PermissionDenied`).
+
+    ``server_tick`` (seconds) is the ensemble's ``tickTime``; the lost signal's deadline depends on
+    it (docs/safety.md). Default: ZooKeeper's sample 2 s, or a fifth of the session timeout when
+    that is shorter. A session shorter than four ticks raises :class:`InvalidArgument`.
     """
 
     def __init__(
@@ -460,6 +464,7 @@ class Client:
         tls_verify_hostname: Optional[bool] = None,
         sasl_user: Optional[str] = None,
         sasl_password: Optional[str] = None,
+        server_tick: Optional[float] = None,
     ) -> None:
         hosts = _check_str(hosts, "hosts")
         session = _check_number(session_timeout, "session_timeout")
@@ -485,6 +490,7 @@ class Client:
             tls_verify_hostname,
             _check_optional_str(sasl_user, "sasl_user"),
             _check_optional_str(sasl_password, "sasl_password"),
+            None if server_tick is None else _check_number(server_tick, "server_tick"),
         )
         self._finalizer = weakref.finalize(self, self._native.close)
 

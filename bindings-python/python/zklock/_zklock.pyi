@@ -24,6 +24,7 @@ class Client:
         tls_verify_hostname: Optional[bool] = ...,
         sasl_user: Optional[str] = ...,
         sasl_password: Optional[str] = ...,
+        server_tick: Optional[float] = ...,
     ) -> None: ...
     def close(self) -> None: ...
     @property
