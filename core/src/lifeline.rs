@@ -100,6 +100,8 @@ pub(crate) struct Lifeline {
 struct Chain {
     /// The leader touched the session at this moment or later (client clock).
     proven: Instant,
+    /// The latest send time of an answered heartbeat.
+    latest: Instant,
     /// Answered heartbeats as (sent, answered), oldest first.
     answered: VecDeque<(Instant, Instant)>,
 }
@@ -110,6 +112,7 @@ impl Lifeline {
         let line = Lifeline {
             chain: Mutex::new(Chain {
                 proven: sent,
+                latest: sent,
                 answered: VecDeque::new(),
             }),
             lost_at_nanos: AtomicU64::new(0),
@@ -128,6 +131,7 @@ impl Lifeline {
     /// A heartbeat sent at `sent` was answered at `answered`.
     pub(crate) fn answered(&self, sent: Instant, answered: Instant) {
         let mut chain = self.chain.lock().unwrap();
+        chain.latest = chain.latest.max(sent);
         let at = chain.answered.partition_point(|(s, _)| *s <= sent);
         chain.answered.insert(at, (sent, answered));
         if chain.answered.len() > HISTORY {
@@ -156,6 +160,24 @@ impl Lifeline {
                 chain.answered.retain(|(s, _)| *s >= t_j);
                 self.publish(t_j);
             }
+        }
+    }
+
+    /// The latest send time of an answered heartbeat: read when the transport is seen
+    /// disconnected, it bounds from below when the next reconnect was sent (see `reconnected`).
+    pub(crate) fn latest_answered(&self) -> Instant {
+        self.chain.lock().unwrap().latest
+    }
+
+    /// The session was re-established by a connect request sent after `sent_after`. A follower
+    /// revalidates a re-established session at the leader, which touches it
+    /// (`Learner.validateSession`, `Leader.revalidateSession`), and a leader touches it itself:
+    /// that proves the leader heard of the session after `sent_after`.
+    pub(crate) fn reconnected(&self, sent_after: Instant) {
+        let mut chain = self.chain.lock().unwrap();
+        if sent_after > chain.proven {
+            chain.proven = sent_after;
+            self.publish(sent_after);
         }
     }
 
@@ -280,6 +302,21 @@ mod tests {
         line.answered(start + ms(2400), start + ms(3100));
         // m = 2400: k answered by 2400 -> 1600 (2300); j answered by 1300 -> 400 (1100).
         assert_eq!(line.proven(), start + ms(400));
+    }
+
+    #[test]
+    fn a_reconnect_proves_the_heartbeats_answered_before_the_disconnect_was_seen() {
+        let start = Instant::now();
+        let line = Lifeline::new(TIMEOUT, TICK, start);
+        line.answered(start + ms(300), start + ms(310));
+        assert_eq!(line.proven(), start, "one answer alone proves nothing");
+        let seen_disconnected = line.latest_answered();
+        assert_eq!(seen_disconnected, start + ms(300));
+        line.reconnected(seen_disconnected);
+        assert_eq!(line.proven(), start + ms(300));
+        // An older bound moves nothing back.
+        line.reconnected(start + ms(100));
+        assert_eq!(line.proven(), start + ms(300));
     }
 
     #[test]

@@ -399,11 +399,18 @@ impl Session {
 /// Follows the connection states of one session until it ends. Whether a disconnected session
 /// still holds its locks is the lifeline's to decide (`keep_alive`), not the transport's notice.
 async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
+    // The send time of the latest heartbeat answered before the transport was seen
+    // disconnected. The state watcher gives the latest state, so every answer recorded before
+    // that read came over a connection that had broken by then, and the next reconnect was
+    // sent after it: the reconnect proves the leader heard of us after that send (see
+    // `Lifeline::reconnected`). A disconnect and reconnect seen as one change proves nothing.
+    let mut answered_before_disconnect = None;
     loop {
         let state = states.changed().await;
         let Some(s) = session.upgrade() else { return };
         match state {
             zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => {
+                answered_before_disconnect.get_or_insert_with(|| s.lifeline.latest_answered());
                 if s.link.get() == CONNECTED {
                     observe::session_event(&s.counters, s.id, "disconnected", "");
                 }
@@ -413,6 +420,9 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
                 }
             }
             zk::SessionState::SyncConnected => {
+                if let Some(sent) = answered_before_disconnect.take() {
+                    s.lifeline.reconnected(sent);
+                }
                 // Prove the session alive at once: the last answer before the break is old.
                 s.beat_now.notify_one();
                 if s.link.get() == DISCONNECTED {
