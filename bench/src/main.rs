@@ -79,6 +79,7 @@ fn main() {
                 force_sync: args.opt("force-sync").is_some(),
                 tick_ms: 200,
                 secure: false,
+                ..zklock_testkit::Config::default()
             };
             match zklock_testkit::ZooKeeper::start(1, &config) {
                 Ok(zk) => {

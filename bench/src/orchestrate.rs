@@ -527,6 +527,7 @@ pub fn run(args: &Args, impls: Vec<Impl>, skipped: Vec<(String, String)>) -> Res
                 force_sync,
                 tick_ms: 200,
                 secure: tls,
+                ..Config::default()
             },
         )?;
         if tls {

@@ -1,7 +1,9 @@
 //! Starts real Apache ZooKeeper servers for tests: Debian's `zookeeper` package and the
 //! machine's Java, on free 127.0.0.1 ports with temporary data directories. A standalone server
-//! or an ensemble; members can be stopped, restarted, paused (SIGSTOP) and resumed. Everything
-//! is killed and removed on drop, and the servers die with the test process.
+//! or an ensemble; members can be stopped, restarted, paused (SIGSTOP) and resumed, and with
+//! `Config::peer_proxies` cut off from their peers (`isolate`: a cut, a black hole, or loss in one
+//! direction) while their clients still reach them. Everything is killed and removed on drop,
+//! and the servers die with the test process.
 //!
 //! It installs nothing: when Java or the jars are missing it fails with a message saying what to
 //! install (`make test` installs them). `ZKLOCK_TEST_SERVERS` points tests at an existing
@@ -37,6 +39,33 @@ pub struct Config {
     /// A secured server (standalone only): a TLS client port beside the plain one and SASL
     /// DIGEST-MD5 (see `Secured`).
     pub secure: bool,
+    /// ZooKeeper's `syncLimit`, in ticks: how long a follower and its leader wait for each other.
+    pub sync_limit: u32,
+    /// Route every member's links to its peers through fault proxies (see `isolate`).
+    pub peer_proxies: bool,
+}
+
+/// How `ZooKeeper::isolate` cuts a member off from its peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// Every peer connection closed and new ones refused: the member notices at once.
+    Cut,
+    /// Connections stay open and nothing crosses either way: noticed only by timeouts.
+    BlackHole,
+    /// What the member sends to its peers is lost; what they send still arrives.
+    OutgoingLost,
+    /// What the peers send to the member is lost; what it sends still arrives.
+    IncomingLost,
+}
+
+/// The proxies of one directed peer link: member `from` reaches member `to`'s quorum and
+/// election ports through them.
+struct PeerLink {
+    from: usize,
+    to: usize,
+    quorum: Proxy,
+    /// Only on links from a larger id to a smaller one (see `ZooKeeper::start`).
+    election: Option<Proxy>,
 }
 
 impl Default for Config {
@@ -45,6 +74,8 @@ impl Default for Config {
             force_sync: false,
             tick_ms: 200,
             secure: false,
+            sync_limit: 10,
+            peer_proxies: false,
         }
     }
 }
@@ -66,6 +97,8 @@ pub struct ZooKeeper {
     external: Option<String>,
     /// Extra JVM arguments (the JAAS file of a secured server).
     jvm_args: Vec<String>,
+    /// With `Config::peer_proxies`: every directed link between members.
+    links: Vec<PeerLink>,
 }
 
 fn free_port() -> Result<u16> {
@@ -109,6 +142,7 @@ impl ZooKeeper {
                 root: None,
                 external: Some(s),
                 jvm_args: Vec::new(),
+                links: Vec::new(),
             }),
             _ => Self::standalone(),
         }
@@ -129,6 +163,32 @@ impl ZooKeeper {
             .collect::<Result<_>>()?;
         let mut members = Vec::new();
         let mut jvm_args = Vec::new();
+        // Member i names member j (j != i) by the ports of the proxies of link i -> j, and
+        // itself by its own ports, which it binds. A follower reaches its leader's quorum port
+        // by its own view of the leader (`Learner.findLeader`), so every quorum link is proxied.
+        // Election connections are kept only when the larger id opened them: a connection from
+        // a smaller id is closed and opened back to the address the smaller id announced, its
+        // real one (`QuorumCnxManager.handleConnection`), which would bypass the proxies. So a
+        // member names every larger id's election port by a port nobody listens on: its own
+        // attempts fail at once, the larger id connects to it through the proxy of its link,
+        // and that connection carries the messages both ways.
+        let mut links = Vec::new();
+        if config.peer_proxies && n > 1 {
+            for from in 0..n {
+                for (to, &(_, peer, election)) in ports.iter().enumerate() {
+                    if from != to {
+                        links.push(PeerLink {
+                            from,
+                            to,
+                            quorum: Proxy::start_for_peer(&format!("127.0.0.1:{peer}"))?,
+                            election: (from > to)
+                                .then(|| Proxy::start_for_peer(&format!("127.0.0.1:{election}")))
+                                .transpose()?,
+                        });
+                    }
+                }
+            }
+        }
         let secured = match config.secure {
             true if n == 1 => Some(secure::prepare(&root, free_port()?)?),
             true => return Err("a secured ZooKeeper is standalone only".into()),
@@ -142,11 +202,12 @@ impl ZooKeeper {
             let mut cfg = format!(
                 "tickTime={}\ndataDir={}\nclientPort={client_port}\nclientPortAddress=127.0.0.1\n\
                  admin.enableServer=false\n4lw.commands.whitelist=*\nforceSync={}\n\
-                 maxSessionTimeout=60000\ninitLimit=20\nsyncLimit=10\nmaxClientCnxns=0\n\
+                 maxSessionTimeout=60000\ninitLimit=20\nsyncLimit={}\nmaxClientCnxns=0\n\
                  autopurge.purgeInterval=0\nreconfigEnabled=false\nstandaloneEnabled=true\n",
                 config.tick_ms,
                 dir.join("data").display(),
                 if config.force_sync { "yes" } else { "no" },
+                config.sync_limit,
             );
             if let Some(sec) = &secured {
                 cfg.push_str(&sec.zoo_cfg);
@@ -154,6 +215,16 @@ impl ZooKeeper {
             }
             if n > 1 {
                 for (j, &(_, peer, election)) in ports.iter().enumerate() {
+                    let (peer, election) = match links.iter().find(|l| l.from == i && l.to == j) {
+                        Some(l) => (
+                            port_of(l.quorum.addr()),
+                            match &l.election {
+                                Some(e) => port_of(e.addr()),
+                                None => free_port()?,
+                            },
+                        ),
+                        None => (peer, election),
+                    };
                     cfg.push_str(&format!("server.{}=127.0.0.1:{peer}:{election}\n", j + 1));
                 }
                 std::fs::write(dir.join("data/myid"), format!("{id}\n"))
@@ -174,6 +245,7 @@ impl ZooKeeper {
             root: Some(root),
             external: None,
             jvm_args,
+            links,
         };
         for i in 0..n {
             zk.spawn(i, &java, &classpath)?;
@@ -345,6 +417,54 @@ impl ZooKeeper {
         }
     }
 
+    /// Cuts member `i` off from every peer as `how` says, in both directions of each link;
+    /// its clients still reach it. Needs `Config::peer_proxies`.
+    pub fn isolate(&self, i: usize, how: Isolation) {
+        assert!(
+            !self.links.is_empty(),
+            "isolate needs an ensemble started with Config::peer_proxies"
+        );
+        for link in self.links.iter().filter(|l| l.from == i || l.to == i) {
+            for proxy in std::iter::once(&link.quorum).chain(&link.election) {
+                match how {
+                    Isolation::Cut => {
+                        proxy.refuse();
+                        proxy.cut();
+                    }
+                    Isolation::BlackHole => proxy.blackhole(),
+                    // The member is the proxy's client on the links it opened, its server on
+                    // the links its peers opened.
+                    Isolation::OutgoingLost if link.from == i => proxy.drop_to_server(),
+                    Isolation::OutgoingLost => proxy.drop_to_client(),
+                    Isolation::IncomingLost if link.from == i => proxy.drop_to_client(),
+                    Isolation::IncomingLost => proxy.drop_to_server(),
+                }
+            }
+        }
+    }
+
+    /// Ends member `i`'s isolation: its peer links pass bytes again (cut connections are
+    /// opened anew by the members themselves).
+    pub fn heal(&self, i: usize) {
+        for link in self.links.iter().filter(|l| l.from == i || l.to == i) {
+            link.quorum.heal();
+            if let Some(e) = &link.election {
+                e.heal();
+            }
+        }
+    }
+
+    /// The members that say they follow or lead (serve), by index.
+    pub fn serving(&self) -> Vec<usize> {
+        (0..self.members.len())
+            .filter(|&i| {
+                self.four_letter(i, "srvr")
+                    .map(|r| r.contains("Mode: leader") || r.contains("Mode: follower"))
+                    .unwrap_or(false)
+            })
+            .collect()
+    }
+
     /// The index of the current leader, if any member says it leads.
     pub fn leader(&self) -> Option<usize> {
         (0..self.members.len()).find(|&i| {
@@ -390,6 +510,12 @@ impl ZooKeeper {
             .and_then(|(_, v)| v.trim().parse().ok())
             .ok_or_else(|| format!("mntr has no numeric {key}"))
     }
+}
+
+fn port_of(addr: &str) -> u16 {
+    addr.rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .expect("a proxy address ends in its port")
 }
 
 /// Sends a four-letter word to `addr` and returns the reply.

@@ -1,7 +1,8 @@
-//! A TCP fault proxy between ZooKeeper clients and one server: passes bytes through, and on
-//! command black-holes them, cuts every connection, refuses new ones, delays, or cuts a
-//! connection right after the server's next reply is produced (so a request is applied but its
-//! reply never reaches the client).
+//! A TCP fault proxy between ZooKeeper clients and one server (or between two members of an
+//! ensemble): passes bytes through, and on command black-holes them, drops them in one
+//! direction only, cuts every connection, refuses new ones, delays, or cuts a connection right
+//! after the server's next reply is produced (so a request is applied but its reply never
+//! reaches the client).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -15,9 +16,16 @@ const REFUSE: u8 = 2;
 
 struct Shared {
     target: String,
+    /// How long a new connection keeps trying to reach the target before it is closed.
+    patience: Duration,
     mode: AtomicU8,
     delay_ms: AtomicU64,
     drop_next_reply: AtomicBool,
+    /// One-way loss: bytes read from the client (or from the server) are discarded.
+    drop_up: AtomicBool,
+    drop_down: AtomicBool,
+    /// Connections being pumped now.
+    open: AtomicU64,
     generation: AtomicU64,
     conns: Mutex<Vec<TcpStream>>,
     stop: AtomicBool,
@@ -30,8 +38,23 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Listens on a free loopback port and forwards to `target` (`host:port`).
+    /// Listens on a free loopback port and forwards to `target` (`host:port`). A connection
+    /// whose target refuses it is closed at once.
     pub fn start(target: &str) -> crate::Result<Proxy> {
+        Self::start_with_patience(target, Duration::ZERO)
+    }
+
+    /// A proxy on a link between two ensemble members. The proxy accepts a connection before
+    /// it reaches the target, so a member dialling a peer that does not listen yet (a follower
+    /// dialling the quorum port of a leader that is still starting) would see the connection
+    /// close instead of refused, give up the round and start a new election
+    /// (`Learner.connectToLeader` retries only refused connects). This one keeps trying the
+    /// target for a while, as the member itself would.
+    pub fn start_for_peer(target: &str) -> crate::Result<Proxy> {
+        Self::start_with_patience(target, Duration::from_secs(5))
+    }
+
+    fn start_with_patience(target: &str, patience: Duration) -> crate::Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
         let addr = listener
             .local_addr()
@@ -39,9 +62,13 @@ impl Proxy {
             .to_string();
         let shared = Arc::new(Shared {
             target: target.to_owned(),
+            patience,
             mode: AtomicU8::new(PASS),
             delay_ms: AtomicU64::new(0),
             drop_next_reply: AtomicBool::new(false),
+            drop_up: AtomicBool::new(false),
+            drop_down: AtomicBool::new(false),
+            open: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             conns: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
@@ -71,8 +98,27 @@ impl Proxy {
         self.shared.mode.store(REFUSE, Ordering::SeqCst);
     }
 
+    /// Drops every byte the client sends (the server hears nothing) while the server's bytes
+    /// still reach the client; connections stay open.
+    pub fn drop_to_server(&self) {
+        self.shared.drop_up.store(true, Ordering::SeqCst);
+    }
+
+    /// Drops every byte the server sends (the client hears nothing) while the client's bytes
+    /// still reach the server; connections stay open.
+    pub fn drop_to_client(&self) {
+        self.shared.drop_down.store(true, Ordering::SeqCst);
+    }
+
+    /// How many connections the proxy is forwarding now.
+    pub fn open_connections(&self) -> u64 {
+        self.shared.open.load(Ordering::SeqCst)
+    }
+
     /// Back to passing bytes through.
     pub fn heal(&self) {
+        self.shared.drop_up.store(false, Ordering::SeqCst);
+        self.shared.drop_down.store(false, Ordering::SeqCst);
         self.shared.delay_ms.store(0, Ordering::SeqCst);
         self.shared.mode.store(PASS, Ordering::SeqCst);
     }
@@ -131,9 +177,20 @@ fn connect_and_pump(client: TcpStream, shared: Arc<Shared>) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let Ok(server) = TcpStream::connect(&shared.target) else {
-        let _ = client.shutdown(Shutdown::Both);
-        return;
+    let started = std::time::Instant::now();
+    let server = loop {
+        match TcpStream::connect(&shared.target) {
+            Ok(server) => break server,
+            Err(_)
+                if started.elapsed() < shared.patience && !shared.stop.load(Ordering::SeqCst) =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => {
+                let _ = client.shutdown(Shutdown::Both);
+                return;
+            }
+        }
     };
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
@@ -144,8 +201,11 @@ fn connect_and_pump(client: TcpStream, shared: Arc<Shared>) {
     }
     let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
     let sh = shared.clone();
-    std::thread::spawn(move || pump(c2, s2, sh, false));
-    pump(server, client, shared, true);
+    shared.open.fetch_add(1, Ordering::SeqCst);
+    let up = std::thread::spawn(move || pump(c2, s2, sh, false));
+    pump(server, client, shared.clone(), true);
+    let _ = up.join();
+    shared.open.fetch_sub(1, Ordering::SeqCst);
 }
 
 fn pump(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, from_server: bool) {
@@ -174,6 +234,14 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, from_server
         };
         if from_server && shared.drop_next_reply.swap(false, Ordering::SeqCst) {
             break;
+        }
+        let dropped = if from_server {
+            &shared.drop_down
+        } else {
+            &shared.drop_up
+        };
+        if dropped.load(Ordering::SeqCst) {
+            continue;
         }
         let delay = shared.delay_ms.load(Ordering::SeqCst);
         if delay > 0 {
