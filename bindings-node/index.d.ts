@@ -18,6 +18,9 @@ export declare const ErrorCode: {
   readonly ZOOKEEPER: 'ZKLOCK_ZOOKEEPER'
   /** A bug in zklock (a panicked task): please report it. */
   readonly INTERNAL: 'ZKLOCK_INTERNAL'
+  /** A write was sent but its answer was lost with the connection: it may or may not have been
+   * applied. Read back before retrying. */
+  readonly OUTCOME_UNKNOWN: 'ZKLOCK_OUTCOME_UNKNOWN'
 }
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 

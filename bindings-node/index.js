@@ -71,6 +71,8 @@ const ErrorCode = Object.freeze({
   ZOOKEEPER: 'ZKLOCK_ZOOKEEPER',
   /** A bug in zklock (the core's Internal kind, e.g. a panicked task). */
   INTERNAL: 'ZKLOCK_INTERNAL',
+  /** A write was sent but its answer was lost with the connection: read back before retrying. */
+  OUTCOME_UNKNOWN: 'ZKLOCK_OUTCOME_UNKNOWN',
 })
 const knownCodes = new Set(Object.values(ErrorCode))
 

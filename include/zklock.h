@@ -90,6 +90,9 @@ typedef enum zklock_status {
     ZKLOCK_ZOOKEEPER = -11,
     // A bug in zklock: a Rust panic was caught at the library boundary.
     ZKLOCK_PANIC = -12,
+    // A write was sent but its answer was lost with the connection: it may or may not have
+    // been applied. Read back before retrying.
+    ZKLOCK_OUTCOME_UNKNOWN = -13,
 } zklock_status;
 
 // Where a lease stands. `ZKLOCK_LEASE_LOST` is final and reported once.

@@ -35,6 +35,9 @@ pub enum zklock_status {
     ZKLOCK_ZOOKEEPER = -11,
     /// A bug in zklock: a Rust panic was caught at the library boundary.
     ZKLOCK_PANIC = -12,
+    /// A write was sent but its answer was lost with the connection: it may or may not have
+    /// been applied. Read back before retrying.
+    ZKLOCK_OUTCOME_UNKNOWN = -13,
 }
 
 use zklock_status::*;
@@ -55,6 +58,7 @@ impl zklock_status {
             K::Permission => ZKLOCK_PERMISSION,
             K::ZooKeeper => ZKLOCK_ZOOKEEPER,
             K::Internal => ZKLOCK_PANIC,
+            K::OutcomeUnknown => ZKLOCK_OUTCOME_UNKNOWN,
         }
     }
 
@@ -73,6 +77,9 @@ impl zklock_status {
             -10 => "ZKLOCK_PERMISSION: ZooKeeper's ACL refused the operation\0",
             -11 => "ZKLOCK_ZOOKEEPER: ZooKeeper error\0",
             -12 => "ZKLOCK_PANIC: internal error in zklock (a bug)\0",
+            -13 => {
+                "ZKLOCK_OUTCOME_UNKNOWN: the connection broke before ZooKeeper answered the write\0"
+            }
             _ => "unknown zklock status\0",
         }
     }

@@ -59,6 +59,7 @@ static const char *kind_of(zklock_status st) {
     case ZKLOCK_PERMISSION: return "Permission";
     case ZKLOCK_ZOOKEEPER: return "ZooKeeper";
     case ZKLOCK_PANIC: return "Internal";
+    case ZKLOCK_OUTCOME_UNKNOWN: return "OutcomeUnknown";
     }
     return "unknown-status";
 }

@@ -89,7 +89,8 @@ static void test_status_strings(void) {
     int codes[] = {ZKLOCK_TIMEOUT,    ZKLOCK_CANCELLED,  ZKLOCK_LOST,
                    ZKLOCK_SESSION_EXPIRED, ZKLOCK_CONNECTION, ZKLOCK_NOT_HELD,
                    ZKLOCK_UPGRADE,    ZKLOCK_INVALID_ARGUMENT, ZKLOCK_CLOSED,
-                   ZKLOCK_PERMISSION, ZKLOCK_ZOOKEEPER,  ZKLOCK_PANIC};
+                   ZKLOCK_PERMISSION, ZKLOCK_ZOOKEEPER,  ZKLOCK_PANIC,
+                   ZKLOCK_OUTCOME_UNKNOWN};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         CHECK(codes[i] < 0);
         CHECK(strncmp(zklock_status_str(codes[i]), "ZKLOCK_", 7) == 0);

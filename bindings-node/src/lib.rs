@@ -29,7 +29,7 @@ use zklock::{AclPolicy, Acquire, ErrorKind, LeaseState, Owner, Wait};
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-/// The `err.code` of a zklock error (API.md's error table).
+/// The `err.code` of a zklock error (docs/contract.md's error table).
 pub fn code_of(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::Timeout => "ZKLOCK_TIMEOUT",
@@ -44,6 +44,7 @@ pub fn code_of(kind: ErrorKind) -> &'static str {
         ErrorKind::Permission => "ZKLOCK_PERMISSION",
         ErrorKind::ZooKeeper => "ZKLOCK_ZOOKEEPER",
         ErrorKind::Internal => "ZKLOCK_INTERNAL",
+        ErrorKind::OutcomeUnknown => "ZKLOCK_OUTCOME_UNKNOWN",
     }
 }
 

@@ -52,6 +52,7 @@ const KIND_OF_CODE = Object.freeze({
   ZKLOCK_PERMISSION: 'Permission',
   ZKLOCK_ZOOKEEPER: 'ZooKeeper',
   ZKLOCK_INTERNAL: 'Internal',
+  ZKLOCK_OUTCOME_UNKNOWN: 'OutcomeUnknown',
 })
 
 /** Scenarios (or ops) that have no form in the Node API, with the reason. */

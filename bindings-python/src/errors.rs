@@ -23,6 +23,7 @@ pub(crate) fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Permission => "PermissionDenied",
         ErrorKind::ZooKeeper => "ZooKeeperError",
         ErrorKind::Internal => "InternalError",
+        ErrorKind::OutcomeUnknown => "OutcomeUnknown",
     }
 }
 

@@ -144,6 +144,7 @@ KINDS: Dict[Type[BaseException], str] = {
     zklock.PermissionDenied: "Permission",
     zklock.ZooKeeperError: "ZooKeeper",
     zklock.InternalError: "Internal",
+    zklock.OutcomeUnknown: "OutcomeUnknown",
 }
 
 

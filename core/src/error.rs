@@ -33,11 +33,14 @@ pub enum ErrorKind {
     ZooKeeper,
     /// A bug in zklock (a task panicked); the C face reports it as `ZKLOCK_PANIC`.
     Internal,
+    /// A write was sent but its answer was lost with the connection: it may or may not have
+    /// been applied (kazoo's `ConnectionLoss`). Read back before retrying.
+    OutcomeUnknown,
 }
 
 impl ErrorKind {
     /// Every kind, in the contract's order.
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::Timeout,
         ErrorKind::Cancelled,
         ErrorKind::LockLost,
@@ -50,6 +53,7 @@ impl ErrorKind {
         ErrorKind::Permission,
         ErrorKind::ZooKeeper,
         ErrorKind::Internal,
+        ErrorKind::OutcomeUnknown,
     ];
 
     /// The kind's name in the contract (and the conformance cases): `Timeout`, `LockLost`, ...
@@ -67,6 +71,7 @@ impl ErrorKind {
             ErrorKind::Permission => "Permission",
             ErrorKind::ZooKeeper => "ZooKeeper",
             ErrorKind::Internal => "Internal",
+            ErrorKind::OutcomeUnknown => "OutcomeUnknown",
         }
     }
 }
@@ -175,6 +180,18 @@ impl Error {
         Error {
             kind,
             message: format!("{what}: {err}"),
+            source: Some(Arc::new(err)),
+        }
+    }
+
+    /// A write whose answer was lost with the connection (`what` names it).
+    pub(crate) fn outcome_unknown(err: zk::Error, what: &str) -> Error {
+        Error {
+            kind: ErrorKind::OutcomeUnknown,
+            message: format!(
+                "{what}: the connection broke before ZooKeeper answered, so it may or may not \
+                 have been applied ({err}); read back before retrying"
+            ),
             source: Some(Arc::new(err)),
         }
     }

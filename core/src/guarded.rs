@@ -2,9 +2,14 @@
 //! request together with a check that each of the lease's lock nodes still exists. ZooKeeper
 //! applies all of it or none, so the writes land only while the lock is ours (etcd's
 //! `IsOwner()` in a transaction; the check op of zookeeper-client's `LockClient`). After the
-//! lease was lost they do not apply, and the call fails with `LockLost`.
+//! lease was lost they do not apply, and the call fails with `LockLost`. A write on a suspended
+//! lease waits for the reconnect (within its timeout) before it is sent; a write whose answer is
+//! lost with the connection fails with `OutcomeUnknown`, since it may have been applied.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use zookeeper_client as zk;
 
@@ -102,8 +107,9 @@ impl Lease {
     /// multi-lock) still exists: all apply or none. `LockLost` when the lease is lost, or its
     /// node turns out gone (the lease turns lost then); `NotHeld` after release; a failing write
     /// fails the batch with its ZooKeeper error (naming the write), and nothing applies. An empty
-    /// batch only checks that the lock is still ours. When the connection breaks before the
-    /// answer, the outcome is unknown (`Connection`) as for any ZooKeeper write.
+    /// batch only checks that the lock is still ours. While the lease is suspended the batch
+    /// waits for the reconnect before it is sent; when the connection breaks after it was sent
+    /// and before the answer, it fails with `OutcomeUnknown` (it may have been applied).
     pub async fn guarded_write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
         self.guarded().write(writes).await
     }
@@ -111,6 +117,26 @@ impl Lease {
     /// Blocking twin of [`Lease::guarded_write`].
     pub fn blocking_guarded_write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
         self.guarded().blocking_write(writes)
+    }
+
+    /// [`Lease::guarded_write`] within `timeout` (`None`: no bound): `Timeout` when the batch
+    /// could not be sent by then (nothing applied), `OutcomeUnknown` when it was sent and not
+    /// answered by then.
+    pub async fn guarded_write_timeout(
+        &self,
+        writes: Vec<Write>,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Written>> {
+        self.guarded().write_timeout(writes, timeout).await
+    }
+
+    /// Blocking twin of [`Lease::guarded_write_timeout`].
+    pub fn blocking_guarded_write_timeout(
+        &self,
+        writes: Vec<Write>,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Written>> {
+        self.guarded().blocking_write_timeout(writes, timeout)
     }
 
     /// A handle for guarded writes that lives apart from the lease (a face keeps it beside a
@@ -140,14 +166,34 @@ impl std::fmt::Debug for Guarded {
 impl Guarded {
     /// [`Lease::guarded_write`].
     pub async fn write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
-        self.check(&writes)?;
-        on_runtime(commit(self.parts.clone(), writes)).await
+        self.write_timeout(writes, None).await
     }
 
     /// Blocking twin of [`Guarded::write`].
     pub fn blocking_write(&self, writes: Vec<Write>) -> Result<Vec<Written>> {
+        self.blocking_write_timeout(writes, None)
+    }
+
+    /// [`Lease::guarded_write_timeout`].
+    pub async fn write_timeout(
+        &self,
+        writes: Vec<Write>,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Written>> {
         self.check(&writes)?;
-        runtime::block_on(commit(self.parts.clone(), writes))
+        let deadline = deadline(timeout);
+        on_runtime(commit(self.parts.clone(), writes, deadline)).await
+    }
+
+    /// Blocking twin of [`Guarded::write_timeout`].
+    pub fn blocking_write_timeout(
+        &self,
+        writes: Vec<Write>,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Written>> {
+        self.check(&writes)?;
+        let deadline = deadline(timeout);
+        runtime::block_on(commit(self.parts.clone(), writes, deadline))
     }
 
     /// The checks before any I/O: the paths, and a lease still held (or suspended: the request
@@ -171,6 +217,11 @@ impl Guarded {
     }
 }
 
+/// The instant a timeout ends (a timeout beyond what an instant holds is no bound).
+fn deadline(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.and_then(|t| Instant::now().checked_add(t))
+}
+
 fn lost_error(parts: &[Arc<LeaseShared>]) -> Error {
     let reason = parts
         .iter()
@@ -182,11 +233,29 @@ fn lost_error(parts: &[Arc<LeaseShared>]) -> Error {
     )
 }
 
-async fn commit(parts: Vec<Arc<LeaseShared>>, writes: Vec<Write>) -> Result<Vec<Written>> {
+async fn commit(
+    parts: Vec<Arc<LeaseShared>>,
+    writes: Vec<Write>,
+    deadline: Option<Instant>,
+) -> Result<Vec<Written>> {
     let Some(first) = parts.first() else {
         return Err(Error::new(ErrorKind::NotHeld, "the lease holds no lock"));
     };
     let session = first.session().clone();
+    // A suspended lease: wait for the reconnect (or the deadline) before sending anything, so
+    // that a batch never goes out on a link that is known to be down.
+    if let Err(e) = session
+        .wait_connected(deadline, "guarded write not sent")
+        .await
+    {
+        if e.kind() == ErrorKind::Timeout {
+            return Err(e);
+        }
+        for p in &parts {
+            p.lose_unless_released("the ZooKeeper session ended");
+        }
+        return Err(lost_error(&parts));
+    }
     let zk = match session.zk() {
         Ok(zk) => zk,
         Err(_) => {
@@ -214,7 +283,20 @@ async fn commit(parts: Vec<Arc<LeaseShared>>, writes: Vec<Write>) -> Result<Vec<
         };
         added.map_err(|e| bad(e, &describe(w)))?;
     }
-    let results = match multi.commit().await {
+    let sent = multi.commit();
+    let answered =
+        match deadline {
+            None => sent.await,
+            Some(d) => match tokio::time::timeout_at(d, sent).await {
+                Ok(answered) => answered,
+                Err(_) => return Err(Error::new(
+                    ErrorKind::OutcomeUnknown,
+                    "guarded write sent, but ZooKeeper did not answer within the timeout: it may \
+                     or may not have been applied; read back before retrying",
+                )),
+            },
+        };
+    let results = match answered {
         Ok(results) => results,
         Err(zk::MultiWriteError::OperationFailed { index, source }) if index < parts.len() => {
             let _ = source;
@@ -239,10 +321,10 @@ async fn commit(parts: Vec<Arc<LeaseShared>>, writes: Vec<Write>) -> Result<Vec<
                 }
                 return Err(lost_error(&parts));
             }
-            return Err(Error::from_zk(
-                source,
-                "guarded write (the outcome is unknown if the connection broke)",
-            ));
+            if crate::error::is_transient(&source) {
+                return Err(Error::outcome_unknown(source, "guarded write"));
+            }
+            return Err(Error::from_zk(source, "guarded write not applied"));
         }
     };
     Ok(results

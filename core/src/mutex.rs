@@ -609,6 +609,56 @@ impl Lock {
         let max = self.inner.max_leases;
         runtime::block_on(async move { Ok(with_max(participants(&client, &path).await?, max)) })
     }
+
+    /// [`Lock::participants`] that fails with `Timeout` when the listing is not complete within
+    /// `timeout` (connecting, or waiting for a reconnect, included); `None` waits as long as the
+    /// session lives.
+    pub async fn participants_timeout(
+        &self,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Participant>> {
+        let client = self.inner.client.clone();
+        let path = self.inner.path.clone();
+        let max = self.inner.max_leases;
+        on_runtime(async move {
+            let listed = within(timeout, &path, participants(&client, &path)).await?;
+            Ok(with_max(listed, max))
+        })
+        .await
+    }
+
+    /// Blocking twin of [`Lock::participants_timeout`].
+    pub fn blocking_participants_timeout(
+        &self,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Participant>> {
+        let client = self.inner.client.clone();
+        let path = self.inner.path.clone();
+        let max = self.inner.max_leases;
+        runtime::block_on(async move {
+            let listed = within(timeout, &path, participants(&client, &path)).await?;
+            Ok(with_max(listed, max))
+        })
+    }
+}
+
+/// Runs a listing within `timeout` (`None`: no bound), failing with `Timeout` past it.
+async fn within<T>(
+    timeout: Option<Duration>,
+    path: &str,
+    listing: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let Some(timeout) = timeout else {
+        return listing.await;
+    };
+    tokio::time::timeout(timeout, listing)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::timeout(format!(
+                "listing the participants of {} took longer than {timeout:?}",
+                crate::protocol::shown(path)
+            )))
+        })
 }
 
 pub(crate) fn none_on_timeout(result: Result<Lease>) -> Result<Option<Lease>> {

@@ -62,6 +62,7 @@ from ._errors import (
     ZkLockError,
     ZooKeeperError,
     InternalError,
+    OutcomeUnknown,
 )
 
 __version__: str = _zklock.__version__
@@ -91,6 +92,7 @@ __all__ = [
     "PermissionDenied",
     "ZooKeeperError",
     "InternalError",
+    "OutcomeUnknown",
 ]
 
 # ---------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ __all__ = [
     "PermissionDenied",
     "ZooKeeperError",
     "InternalError",
+    "OutcomeUnknown",
 ]
 
 
@@ -112,3 +113,10 @@ for _cls in list(globals().values()):
     if isinstance(_cls, type) and issubclass(_cls, ZkLockError):
         _cls.__module__ = "zklock"
 del _cls
+
+
+class OutcomeUnknown(ZkLockError, ConnectionError):
+    """A write was sent but the connection broke before ZooKeeper answered: it may or may not
+    have been applied (kazoo's ``ConnectionLoss``). Read back before retrying."""
+
+    kind = "OutcomeUnknown"
