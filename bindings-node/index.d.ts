@@ -74,6 +74,16 @@ export interface MutexOptions {
   reentrant?: boolean
 }
 
+/** A bound on a call that is not an acquire (`participants`, `guardedWrite`). */
+export interface TimeoutOptions {
+  /**
+   * The acquire's rule: absent, -1 or Infinity no bound. A bound that passes rejects with
+   * ZKLOCK_TIMEOUT (a guarded write: nothing sent) or, once a guarded write was sent, with
+   * ZKLOCK_OUTCOME_UNKNOWN; 0 always times out.
+   */
+  timeoutMs?: number
+}
+
 export interface AcquireOptions {
   /**
    * Give up after this long with ZKLOCK_TIMEOUT; 0 makes one attempt. Absent, -1, Infinity (or
@@ -223,8 +233,11 @@ export declare class Lock {
    * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished.
    */
   using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>>
-  /** The queue: holder(s) first, then waiters in order. */
-  participants(): Promise<Participant[]>
+  /**
+   * The queue: holder(s) first, then waiters in order. `timeoutMs` (the acquire's rule) rejects
+   * with ZKLOCK_TIMEOUT when the listing, waiting for a reconnect included, takes longer.
+   */
+  participants(options?: TimeoutOptions): Promise<Participant[]>
 }
 
 /** An exclusive lock (Curator's InterProcessMutex). Re-entrant per object by default. */
@@ -251,7 +264,7 @@ export declare class RwLock {
   readonly path: string
   readonly read: Lock
   readonly write: Lock
-  participants(): Promise<Participant[]>
+  participants(options?: TimeoutOptions): Promise<Participant[]>
 }
 
 export interface LeaseEvents {
@@ -296,9 +309,11 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   off<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   /**
    * Runs the writes as one multi request with a check that the lease's node still exists: all
-   * apply or none; rejects with ZKLOCK_LOST after loss.
+   * apply or none; rejects with ZKLOCK_LOST after loss (nothing applied), ZKLOCK_OUTCOME_UNKNOWN
+   * when the connection broke after sending (it may have been applied). On a suspended lease
+   * the batch waits for the reconnect, within `timeoutMs` (ZKLOCK_TIMEOUT, nothing sent).
    */
-  guardedWrite(writes: readonly GuardedWrite[]): Promise<GuardedWritten[]>
+  guardedWrite(writes: readonly GuardedWrite[], options?: TimeoutOptions): Promise<GuardedWritten[]>
   /** Releases the lease; a second call rejects with ZKLOCK_NOT_HELD. */
   release(): Promise<ReleaseResult>
   [Symbol.asyncDispose](): Promise<void>

@@ -564,10 +564,14 @@ class Lock {
     return result
   }
 
-  /** The queue: holder(s) first, then waiters in order. */
-  async participants() {
+  /**
+   * The queue: holder(s) first, then waiters in order. `{ timeoutMs }` (absent: no bound)
+   * rejects with ZKLOCK_TIMEOUT when the listing takes longer (waiting for a reconnect included).
+   */
+  async participants(options) {
+    const timeoutMs = checkMillis(checkOptions(options, 'participants options').timeoutMs, 'timeoutMs')
     try {
-      return await this.#native.participants()
+      return await this.#native.participants(timeoutMs)
     } catch (e) {
       throw translate(e)
     }
@@ -631,8 +635,8 @@ class RwLock {
     return this.#path
   }
 
-  participants() {
-    return this.read.participants()
+  participants(options) {
+    return this.read.participants(options)
   }
 }
 
@@ -904,13 +908,16 @@ class Lease extends EventEmitter {
    * check that the lease's node still exists, so all apply or none. Resolves with per write
    * `{ op, path }` (created) or `{ op, version }` (new data version) or `{ op }` (deleted);
    * rejects with ZKLOCK_LOST when the lease was lost (nothing applied), or the failing write's
-   * error (nothing applied either).
+   * error (nothing applied either), or ZKLOCK_OUTCOME_UNKNOWN when the connection broke after
+   * the batch was sent (it may have been applied). On a suspended lease the batch waits for the
+   * reconnect; `{ timeoutMs }` (absent: no bound) bounds that wait and the answer.
    */
-  async guardedWrite(writes) {
+  async guardedWrite(writes, options) {
     const checked = checkWrites(writes)
+    const timeoutMs = checkMillis(checkOptions(options, 'guardedWrite options').timeoutMs, 'timeoutMs')
     let done
     try {
-      done = await this.#core.native.guardedWrite(checked)
+      done = await this.#core.native.guardedWrite(checked, timeoutMs)
     } catch (e) {
       throw translate(e)
     }

@@ -412,11 +412,21 @@ enum zklock_status zklock_set_log_callback(int max_level, zklock_log_cb cb, void
 // Runs `count` writes as one ZooKeeper multi request with a check that `lease`'s lock node
 // still exists: all apply or none. `ZKLOCK_LOST` when the lease was lost (nothing applied);
 // the failing write's status (e.g. `ZKLOCK_ZOOKEEPER`, the write named in
-// `zklock_last_error()`) when one fails (nothing applied either); `count` 0 only checks that
-// the lock is still ours. Blocks until ZooKeeper answered.
+// `zklock_last_error()`) when one fails (nothing applied either); `ZKLOCK_OUTCOME_UNKNOWN`
+// when the connection broke after the batch was sent (it may have been applied); `count` 0
+// only checks that the lock is still ours. On a suspended lease the batch waits for the
+// reconnect. Blocks until ZooKeeper answered.
 enum zklock_status zklock_lease_guarded_write(const struct zklock_lease *lease,
                                               struct zklock_write *writes,
                                               size_t count);
+
+// `zklock_lease_guarded_write` within `timeout_ms` (`zklock_acquire`'s rule, -1 no bound):
+// `ZKLOCK_TIMEOUT` when it passed before the batch was sent (nothing applied; 0 always),
+// `ZKLOCK_OUTCOME_UNKNOWN` when it passed after.
+enum zklock_status zklock_lease_guarded_write_timeout(const struct zklock_lease *lease,
+                                                      struct zklock_write *writes,
+                                                      size_t count,
+                                                      int64_t timeout_ms);
 
 // Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
 // on the client's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries

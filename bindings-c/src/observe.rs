@@ -209,44 +209,70 @@ pub struct zklock_write {
 /// Runs `count` writes as one ZooKeeper multi request with a check that `lease`'s lock node
 /// still exists: all apply or none. `ZKLOCK_LOST` when the lease was lost (nothing applied);
 /// the failing write's status (e.g. `ZKLOCK_ZOOKEEPER`, the write named in
-/// `zklock_last_error()`) when one fails (nothing applied either); `count` 0 only checks that
-/// the lock is still ours. Blocks until ZooKeeper answered.
+/// `zklock_last_error()`) when one fails (nothing applied either); `ZKLOCK_OUTCOME_UNKNOWN`
+/// when the connection broke after the batch was sent (it may have been applied); `count` 0
+/// only checks that the lock is still ours. On a suspended lease the batch waits for the
+/// reconnect. Blocks until ZooKeeper answered.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lease_guarded_write(
     lease: *const zklock_lease,
     writes: *mut zklock_write,
     count: usize,
 ) -> zklock_status {
+    guard(|| guarded_write(lease, writes, count, None))
+}
+
+/// `zklock_lease_guarded_write` within `timeout_ms` (`zklock_acquire`'s rule, -1 no bound):
+/// `ZKLOCK_TIMEOUT` when it passed before the batch was sent (nothing applied; 0 always),
+/// `ZKLOCK_OUTCOME_UNKNOWN` when it passed after.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_guarded_write_timeout(
+    lease: *const zklock_lease,
+    writes: *mut zklock_write,
+    count: usize,
+    timeout_ms: i64,
+) -> zklock_status {
     guard(|| {
-        let lease = handles::get(lease, Kind::Lease, "lease")?;
-        if writes.is_null() && count > 0 {
-            return Err(Failure::null("writes"));
-        }
-        let mut batch = Vec::with_capacity(count);
-        for i in 0..count {
-            std::ptr::addr_of_mut!((*writes.add(i)).version).write(-1);
-        }
-        for i in 0..count {
-            let w = writes.add(i).read();
-            let op = str_arg(w.op, &format!("writes[{i}].op"))?;
-            let path = str_arg(w.path, &format!("writes[{i}].path"))?;
-            let data = match (w.data.is_null(), w.data_len) {
-                (true, 0) => None,
-                (true, _) => return Err(Failure::null(&format!("writes[{i}].data"))),
-                (false, n) => Some(std::slice::from_raw_parts(w.data.cast::<u8>(), n).to_vec()),
-            };
-            batch.push(zklock::Write::from_op(op, path, data)?);
-        }
-        let guarded = lease.guarded().ok_or_else(|| {
-            Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
-        })?;
-        zklock::support::refuse_on_runtime_thread()?;
-        let done = guarded.blocking_write(batch)?;
-        for (i, w) in done.into_iter().enumerate().take(count) {
-            if let zklock::Written::Set { version } = w {
-                std::ptr::addr_of_mut!((*writes.add(i)).version).write(version);
-            }
-        }
-        Ok(())
+        let timeout = zklock::Wait::from_millis_i64(timeout_ms)?.time_left();
+        guarded_write(lease, writes, count, timeout)
     })
+}
+
+/// The body of both guarded-write calls: reads the C writes, runs them, writes the versions.
+unsafe fn guarded_write(
+    lease: *const zklock_lease,
+    writes: *mut zklock_write,
+    count: usize,
+    timeout: Option<std::time::Duration>,
+) -> Result<(), Failure> {
+    let lease = handles::get(lease, Kind::Lease, "lease")?;
+    if writes.is_null() && count > 0 {
+        return Err(Failure::null("writes"));
+    }
+    let mut batch = Vec::with_capacity(count);
+    for i in 0..count {
+        std::ptr::addr_of_mut!((*writes.add(i)).version).write(-1);
+    }
+    for i in 0..count {
+        let w = writes.add(i).read();
+        let op = str_arg(w.op, &format!("writes[{i}].op"))?;
+        let path = str_arg(w.path, &format!("writes[{i}].path"))?;
+        let data = match (w.data.is_null(), w.data_len) {
+            (true, 0) => None,
+            (true, _) => return Err(Failure::null(&format!("writes[{i}].data"))),
+            (false, n) => Some(std::slice::from_raw_parts(w.data.cast::<u8>(), n).to_vec()),
+        };
+        batch.push(zklock::Write::from_op(op, path, data)?);
+    }
+    let guarded = lease
+        .guarded()
+        .ok_or_else(|| Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released"))?;
+    zklock::support::refuse_on_runtime_thread()?;
+    let done = guarded.blocking_write_timeout(batch, timeout)?;
+    for (i, w) in done.into_iter().enumerate().take(count) {
+        if let zklock::Written::Set { version } = w {
+            std::ptr::addr_of_mut!((*writes.add(i)).version).write(version);
+        }
+    }
+    Ok(())
 }

@@ -433,6 +433,45 @@ static void op_timeout(struct outcome *o, const struct bytes *in) {
     zklock_lock_free(theirs);
 }
 
+/* A guarded create with the input as its timeout; on failure the same create must succeed. */
+static void op_guarded_timeout(struct outcome *o, const struct bytes *in) {
+    double secs;
+    int64_t ms;
+    if (!parse_seconds(in->p, &secs)) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not a number of seconds", in->p);
+        return;
+    }
+    if (strcmp(in->p, "-1") == 0) {
+        ms = -1;
+    } else if (!to_millis(secs, &ms, &o->na)) {
+        return;
+    }
+    static char data[600];
+    snprintf(data, sizeof data, "%s-data", case_path);
+    zklock_lock *l = NULL;
+    zklock_lease *a = NULL;
+    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+    if (st != ZKLOCK_OK) {
+        problem(o, "holding the lock", st);
+        zklock_lock_free(l);
+        return;
+    }
+    zklock_write create = {"create", data, "a", 1, 0};
+    st = seen(o, zklock_lease_guarded_write_timeout(a, &create, 1, ms));
+    o->word = st == ZKLOCK_OK ? "created" : kind_of(st);
+    zklock_write again[2] = {{"create", data, NULL, 0, 0}, {"delete", data, NULL, 0, 0}};
+    zklock_write *cleanup = st == ZKLOCK_OK ? &again[1] : again;
+    zklock_status cs = zklock_lease_guarded_write(a, cleanup, st == ZKLOCK_OK ? 1 : 2);
+    if (cs != ZKLOCK_OK) {
+        if (st == ZKLOCK_OK) problem(o, "deleting the node", cs);
+        else o->word = "written-after-timeout";
+    }
+    zklock_status rs = zklock_lease_release(a);
+    if (rs != ZKLOCK_OK) problem(o, "releasing", rs);
+    zklock_lock_free(l);
+}
+
 /* --- scenarios ---------------------------------------------------------------------------- */
 
 struct try_arg {
@@ -814,6 +853,9 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "identity") == 0) op_identity(&o, &in);
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
+        else if (strcmp(op, "guarded_timeout") == 0) op_guarded_timeout(&o, &in);
+        else if (strcmp(op, "participants_timeout") == 0)
+            o.na = "the C API has no participants listing (zklock ls, or another face, shows the queue)";
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
         else if (strcmp(op, "semaphore") == 0) op_semaphore(&o, &in);
         else if (strcmp(op, "scenario") == 0) scenario(&o, in.p);

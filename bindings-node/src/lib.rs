@@ -513,19 +513,28 @@ impl NativeLock {
     }
 
     /// The queue: holder first, then waiters in order (for a multi-lock, each path's in turn).
+    /// `timeoutMs` (by the acquire's rule) rejects with `ZKLOCK_TIMEOUT` when listing takes longer.
     #[napi]
-    pub async fn participants(&self) -> napi::Result<Settled<Vec<NativeParticipant>>> {
+    pub async fn participants(
+        &self,
+        timeout_ms: Option<f64>,
+    ) -> napi::Result<Settled<Vec<NativeParticipant>>> {
         let result = async {
+            let timeout = Wait::from_millis(timeout_ms)?.time_left();
             let participants = match &self.target {
                 Target::Multi(m) => {
+                    // One deadline for all the member paths.
+                    let deadline = timeout.map(|t| std::time::Instant::now() + t);
                     let mut all = Vec::new();
                     for p in m.paths() {
-                        all.extend(self.client.mutex(p)?.participants().await?);
+                        let left = deadline
+                            .map(|d| d.saturating_duration_since(std::time::Instant::now()));
+                        all.extend(self.client.mutex(p)?.participants_timeout(left).await?);
                     }
                     all
                 }
-                Target::Rw(rw, _) => rw.participants().await?,
-                Target::Lock(l) => l.participants().await?,
+                Target::Rw(rw, _) => rw.participants_timeout(timeout).await?,
+                Target::Lock(l) => l.participants_timeout(timeout).await?,
             };
             Ok(participants
                 .into_iter()
@@ -955,12 +964,17 @@ impl NativeLease {
 
     /// Runs the writes with a check that the lease's node still exists, as one multi request
     /// ([`zklock::Guarded::write`]); rejects with `ZKLOCK_LOST` after loss (nothing applied).
+    /// On a suspended lease the batch waits for the reconnect; `timeoutMs`
+    /// bounds that wait and the answer by the acquire's rule (`ZKLOCK_TIMEOUT` before sending, `ZKLOCK_OUTCOME_UNKNOWN`
+    /// after).
     #[napi(ts_return_type = "Promise<NativeWritten[]>")]
     pub fn guarded_write<'env>(
         &self,
         env: &'env Env,
         writes: Vec<NativeWrite>,
+        timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
+        let timeout = Wait::from_millis(timeout_ms).map(Wait::time_left);
         let guarded = self.lease().as_ref().map(zklock::Lease::guarded);
         let path = self.path.clone();
         let writes: zklock::Result<Vec<zklock::Write>> = writes
@@ -974,7 +988,7 @@ impl NativeLease {
                     format!("the lease on {path} was released; guarded writes need a held lease"),
                 ));
             };
-            let done = guarded.write(writes?).await?;
+            let done = guarded.write_timeout(writes?, timeout?).await?;
             Ok(done
                 .into_iter()
                 .map(|w| NativeWritten {

@@ -296,6 +296,41 @@ const ops = {
     }
   },
 
+  async guarded_timeout(input, c) {
+    const timeoutMs = input.trim() === '-1' ? -1 : seconds(input) * 1000
+    const data = `${lockPath(c)}-data`
+    const lease = await a.mutex(lockPath(c)).acquire()
+    try {
+      const [created] = await lease.guardedWrite([{ op: 'create', path: data, data: 'a' }], {
+        timeoutMs,
+      })
+      await lease.guardedWrite([{ op: 'delete', path: data }])
+      return created.path === data ? 'created' : JSON.stringify(created)
+    } catch (e) {
+      const kind = kindOf(e)
+      // Nothing may have been written: the same create must succeed now.
+      const again = await outcome(async () => {
+        await lease.guardedWrite([{ op: 'create', path: data }])
+        await lease.guardedWrite([{ op: 'delete', path: data }])
+        return 'ok'
+      })
+      return again === 'ok' ? kind : 'written-after-timeout'
+    } finally {
+      await lease.release()
+    }
+  },
+
+  async participants_timeout(input, c) {
+    const timeoutMs = input.trim() === '-1' ? -1 : seconds(input) * 1000
+    const lock = a.mutex(lockPath(c))
+    const lease = await lock.acquire()
+    try {
+      return await outcome(async () => `listed=${(await lock.participants({ timeoutMs })).length}`)
+    } finally {
+      await lease.release()
+    }
+  },
+
   async semaphore(input, c) {
     return outcome(async () => {
       const sem = a.semaphore(lockPath(c), Number(input))

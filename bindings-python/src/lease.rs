@@ -10,7 +10,7 @@ use pyo3::sync::MutexExt;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString, PyTuple};
 
-use zklock::{Acquire, ErrorKind, LeaseState};
+use zklock::{Acquire, ErrorKind, LeaseState, Wait};
 
 use crate::errors::{py_error, to_py_err, wrong_type, IntoPy};
 use crate::runtime::{
@@ -521,8 +521,18 @@ impl PyLease {
     /// that the lease's node still exists, so all apply or none. Returns per write the created
     /// path, the new data version, or None for a delete. Raises `LockLost` when the lease was
     /// lost (nothing applied), the write's own error (e.g. `ZooKeeperError`) when a write
-    /// fails (nothing applied either). The GIL is released meanwhile.
-    fn guarded_write(&self, py: Python<'_>, writes: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+    /// fails (nothing applied either). `OutcomeUnknown` when the connection broke after the
+    /// batch was sent and before the answer (it may have been applied). On a suspended lease the
+    /// batch waits for the reconnect; `timeout` (seconds, by the acquire's rule) bounds that wait and
+    /// the answer. The GIL is released meanwhile.
+    #[pyo3(signature = (writes, timeout=None))]
+    fn guarded_write(
+        &self,
+        py: Python<'_>,
+        writes: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let timeout = Wait::from_secs(timeout).py(py)?.time_left();
         let writes = writes_of(py, writes)?;
         self.check_process(py)?;
         let writes = writes
@@ -543,7 +553,7 @@ impl PyLease {
                 ),
             ));
         };
-        let done = py.detach(move || guarded.blocking_write(writes));
+        let done = py.detach(move || guarded.blocking_write_timeout(writes, timeout));
         done.py(py)?
             .into_iter()
             .map(|w| -> PyResult<Py<PyAny>> {

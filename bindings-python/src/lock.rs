@@ -467,15 +467,21 @@ impl NativeLock {
 
     /// The queue of the lock path: `[(node, identity, token, library, kind, session_id,
     /// max_leases)]`, holder first (a semaphore's leases and guard waiters follow).
-    fn _participants(&self, py: Python<'_>) -> PyResult<Vec<ParticipantTuple>> {
+    #[pyo3(signature = (timeout=None))]
+    fn _participants(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<ParticipantTuple>> {
+        let timeout = Wait::from_secs(timeout).py(py)?.time_left();
         let list = match &self.inner {
             Inner::Single(l) => {
                 let l = l.clone();
-                wait(py, async move { l.participants().await })?
+                wait(py, async move { l.participants_timeout(timeout).await })?
             }
             Inner::Read(rw) | Inner::Write(rw) => {
                 let rw = rw.clone();
-                wait(py, async move { rw.participants().await })?
+                wait(py, async move { rw.participants_timeout(timeout).await })?
             }
             Inner::Multi(_) => {
                 return Err(to_py_err(

@@ -299,6 +299,31 @@ def op_timeout(ctx: Ctx, text: str) -> str:
             holder.join(WAIT)
 
 
+def op_guarded_timeout(ctx: Ctx, text: str) -> str:
+    seconds: float = -1 if text == "-1" else float(text)
+    data = ctx.path + "-data"
+    with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+        try:
+            (created,) = lease.guarded_write([("create", data, b"a")], timeout=seconds)
+        except zklock.ZkLockError as e:
+            # Nothing may have been written: the same create must succeed now.
+            try:
+                lease.guarded_write([("create", data, b"")])
+            except zklock.ZooKeeperError:
+                return "written-after-timeout"
+            lease.guarded_write([("delete", data)])
+            return kind_of(e)
+        lease.guarded_write([("delete", data)])
+    return "created" if created == data else str(created)
+
+
+def op_participants_timeout(ctx: Ctx, text: str) -> str:
+    seconds: float = -1 if text == "-1" else float(text)
+    lock = ctx.shared.lock(ctx.path)
+    with lock.hold(WAIT):
+        return f"listed={len(lock.participants(timeout=seconds))}"
+
+
 # -- scenarios ---------------------------------------------------------------------------------
 
 
@@ -616,6 +641,8 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "identity": op_identity,
     "acl": op_acl,
     "timeout": op_timeout,
+    "guarded_timeout": op_guarded_timeout,
+    "participants_timeout": op_participants_timeout,
     "secret": op_secret,
 
 

@@ -174,6 +174,12 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             }
             outcome_of(&out, "revoked", "Timeout")
         }
+        "guarded_timeout" => Outcome::NotApplicable(
+            "the command line has no guarded write (it runs a command under the lock)",
+        ),
+        "participants_timeout" => Outcome::NotApplicable(
+            "zklock ls is bounded by --connect-timeout and the session, not by a timeout of its own",
+        ),
         "scenario" => Outcome::NotApplicable(
             "a scenario needs a lease or lock value to hold on to; the command line has none",
         ),

@@ -256,6 +256,13 @@ async fn commit(
         }
         return Err(lost_error(&parts));
     }
+    // A deadline that has passed (a zero timeout among them) sends nothing: a batch sent with
+    // no time left for its answer could only end as OutcomeUnknown.
+    if deadline.is_some_and(|d| d <= Instant::now()) {
+        return Err(Error::timeout(
+            "guarded write not sent: its timeout passed before it could be sent",
+        ));
+    }
     let zk = match session.zk() {
         Ok(zk) => zk,
         Err(_) => {

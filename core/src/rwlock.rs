@@ -40,4 +40,12 @@ impl RwLock {
     pub async fn participants(&self) -> Result<Vec<Participant>> {
         self.read.participants().await
     }
+
+    /// [`Lock::participants_timeout`] of the shared queue.
+    pub async fn participants_timeout(
+        &self,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Vec<Participant>> {
+        self.read.participants_timeout(timeout).await
+    }
 }

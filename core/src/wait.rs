@@ -82,6 +82,13 @@ impl Wait {
             Wait::Until(at) => Some(at),
         }
     }
+
+    /// The time this wait leaves from now, for the calls that take a bound rather than a wait
+    /// (`participants`, guarded writes): `None` forever, zero for a try or a passed deadline.
+    pub fn time_left(self) -> Option<Duration> {
+        self.deadline()
+            .map(|at| at.saturating_duration_since(Instant::now()))
+    }
 }
 
 fn negative(what: &str, value: &str, unit: &str) -> Error {
@@ -119,6 +126,11 @@ mod tests {
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}");
             assert!(e.message().len() < 120, "{e}");
         }
+        assert_eq!(Wait::Forever.time_left(), None);
+        assert_eq!(Wait::Try.time_left(), Some(Duration::ZERO));
+        assert!(
+            Wait::timeout(Duration::from_secs(60)).time_left().unwrap() > Duration::from_secs(59)
+        );
         assert_eq!(
             Wait::from_millis_i64(-2).unwrap_err().kind(),
             ErrorKind::InvalidArgument

@@ -113,6 +113,21 @@ impl Runner {
                 }
             },
             "timeout" => self.contended_acquire(input).await,
+            "guarded_timeout" => self.guarded_timeout(input).await,
+            "participants_timeout" => {
+                let timeout = match Wait::from_secs(Some(seconds(input))) {
+                    Ok(wait) => wait.time_left(),
+                    Err(e) => return error_word(&e),
+                };
+                let lock = self.client.mutex(&self.case_path).unwrap();
+                let lease = lock.acquire().await.unwrap();
+                let listed = lock.participants_timeout(timeout).await;
+                lease.release().await.unwrap();
+                match listed {
+                    Ok(list) => word(&format!("listed={}", list.len())),
+                    Err(e) => error_word(&e),
+                }
+            }
             "secret" => self.secret(input).await,
             "semaphore" => {
                 let Ok(n) = input.parse::<i64>() else {
@@ -176,14 +191,44 @@ impl Runner {
     }
 
     /// Another client holds the lock and frees it 300 ms later; we acquire with the timeout.
-    async fn contended_acquire(&self, input: &str) -> Outcome {
-        let secs: f64 = match input {
-            "nan" => f64::NAN,
-            "inf" => f64::INFINITY,
-            "-inf" => f64::NEG_INFINITY,
-            other => other.parse().unwrap(),
+    /// A guarded create with the input as its timeout (the acquire's rule, as a Rust face user
+    /// gets it from `Wait::time_left`); on failure the same create must succeed.
+    async fn guarded_timeout(&self, input: &str) -> Outcome {
+        let timeout = match Wait::from_secs(Some(seconds(input))) {
+            Ok(wait) => wait.time_left(),
+            Err(e) => return error_word(&e),
         };
-        let wait = match Wait::from_secs(Some(secs)) {
+        let data = format!("{}-data", self.case_path);
+        let lease = self.client.mutex(&self.case_path).unwrap().acquire().await;
+        let lease = lease.unwrap();
+        let written = lease
+            .guarded_write_timeout(vec![Write::create(&data, "a")], timeout)
+            .await;
+        let outcome = match written {
+            Ok(done) => {
+                lease
+                    .guarded_write(vec![Write::delete(&data)])
+                    .await
+                    .unwrap();
+                match done.as_slice() {
+                    [Written::Created(p)] if *p == data => word("created"),
+                    other => word(&format!("{other:?}")),
+                }
+            }
+            Err(e) => {
+                let again = vec![Write::create(&data, ""), Write::delete(&data)];
+                match lease.guarded_write(again).await {
+                    Ok(_) => error_word(&e),
+                    Err(_) => word("written-after-timeout"),
+                }
+            }
+        };
+        lease.release().await.unwrap();
+        outcome
+    }
+
+    async fn contended_acquire(&self, input: &str) -> Outcome {
+        let wait = match Wait::from_secs(Some(seconds(input))) {
             Ok(wait) => wait,
             Err(e) => return error_word(&e),
         };
@@ -613,5 +658,15 @@ fn main() {
     println!("conformance rust: {passed} passed, {failed} failed");
     if failed > 0 {
         std::process::exit(1);
+    }
+}
+
+/// Seconds as written in cases.txt (`nan`, `inf`, `-inf`, exponents).
+fn seconds(input: &str) -> f64 {
+    match input {
+        "nan" => f64::NAN,
+        "inf" => f64::INFINITY,
+        "-inf" => f64::NEG_INFINITY,
+        other => other.parse().unwrap(),
     }
 }

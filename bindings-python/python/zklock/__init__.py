@@ -305,10 +305,12 @@ class Lock(_zklock.NativeLock):
 
     # -- introspection ------------------------------------------------------------------------
 
-    def participants(self) -> List[Participant]:
+    def participants(self, timeout: Optional[float] = None) -> List[Participant]:
         """The queue of the lock path, holder first: node, identity, token, library, kind and
-        session id of every contender (Curator's and kazoo's too)."""
-        return [Participant(*p) for p in self._participants()]
+        session id of every contender (Curator's and kazoo's too). ``timeout`` (seconds, by the
+        acquire's rule: None or -1 no bound) raises :class:`LockTimeout` when the listing, waiting
+        for a reconnect included, takes longer."""
+        return [Participant(*p) for p in self._participants(_check_timeout(timeout))]
 
 
 class _Holding:
@@ -399,8 +401,8 @@ class RwLock:
     def path(self) -> str:
         return self._path
 
-    def participants(self) -> List[Participant]:
-        return self.read.participants()
+    def participants(self, timeout: Optional[float] = None) -> List[Participant]:
+        return self.read.participants(timeout)
 
     def __repr__(self) -> str:
         return f"<zklock.RwLock {self._path!r}>"
@@ -424,9 +426,9 @@ class MultiLock(Lock):
     def members(self) -> List[Lock]:
         return list(self._members)
 
-    def participants(self) -> List[Participant]:
+    def participants(self, timeout: Optional[float] = None) -> List[Participant]:
         """The queues of every member path, one after the other."""
-        return [p for m in self._members for p in m.participants()]
+        return [p for m in self._members for p in m.participants(timeout)]
 
 
 # ---------------------------------------------------------------------------------------------
