@@ -5,7 +5,7 @@
 # other's timing.
 #
 # Issue 23, point 3: the same peers with the holder pinned to a follower of a 3-node ensemble
-# whose peer links are black-holed (tests named *_isolated_follower_*; about 15 minutes more).
+# whose peer links are black-holed (tests named *_isolated_follower_*; about 7 minutes more).
 #
 #   tests/trust/peer-margins.sh                 # 5 rounds per holder per timing, both scenarios
 #   tests/trust/peer-margins.sh kazoo           # one holder (a test-name filter)
