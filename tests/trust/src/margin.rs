@@ -6,6 +6,10 @@
 //! margin = (when the waiter's acquire returned) - (when the holder's lost signal fired)
 //! ```
 //!
+//! The same round runs with the black hole one level up ([`run_member_round`], issue 23): the
+//! holder's only server is a member of a 3-node ensemble whose links to its peers are
+//! black-holed, while the waiter is on another member.
+//!
 //! Positive: the holder knew first (safe). Negative: for that long two holders believed they held
 //! the lock. The holder is anything that can report its signals as [`Event`]s: a child process
 //! printing `<signal> <wall-clock ns>` lines ([`Holder::spawn`], used for Curator and kazoo) or
@@ -18,7 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use zklock_testkit::Proxy;
+use zklock_testkit::{Isolation, Proxy, ZooKeeper};
 
 /// A signal of the holder under test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,7 +190,8 @@ pub fn zklock_holder(servers: &str, path: &str, session: Duration) -> Result<Hol
 pub struct Round {
     pub holder: String,
     pub session_timeout: Duration,
-    /// When the proxy started black-holing the holder's link.
+    /// When the black hole began: on the holder's link ([`run_round`]) or on its member's peer
+    /// links ([`run_member_round`]).
     pub blackholed_at: SystemTime,
     /// When the waiter's acquire returned (the lock changed hands).
     pub waiter_acquired_at: SystemTime,
@@ -229,6 +234,11 @@ impl Round {
     /// holder's session.
     pub fn handover_ms(&self) -> i64 {
         signed_ms(self.waiter_acquired_at, self.blackholed_at)
+    }
+
+    /// The holder's lost signal, counted from the black hole.
+    pub fn lost_after_blackhole_ms(&self) -> Option<i64> {
+        self.lost_at.map(|l| signed_ms(l, self.blackholed_at))
     }
 }
 
@@ -296,7 +306,66 @@ pub fn run_round(
 ) -> Result<Round, String> {
     let proxy = Proxy::start(server)?;
     let holder = start_holder(proxy.addr(), path)?;
+    let fault = Fault {
+        waiter_server: server,
+        waiter_options: zklock::Options::default(),
+        begin: || proxy.blackhole(),
+        end: || proxy.heal(),
+    };
+    let round = watch_round(holder, path, session_timeout, options, fault);
+    drop(proxy);
+    round
+}
+
+/// The member-isolation scenario (issue 23): the holder's only server is member `holder_at` of
+/// the ensemble `zk` (started with `Config::peer_proxies`), the zklock waiter is on member
+/// `waiter_at` with `waiter_options`, and it is `holder_at`'s peer links that are black-holed:
+/// the holder's own link stays healthy, its member still answers it until it notices it lost
+/// the leader, while the rest of the ensemble expires the holder's session and hands the lock
+/// over. `start_holder(member address, lock path)` starts the holder. Healing ends the
+/// isolation; the member then rejoins and the holder can hear that its session expired.
+#[allow(clippy::too_many_arguments)]
+pub fn run_member_round(
+    zk: &ZooKeeper,
+    holder_at: usize,
+    waiter_at: usize,
+    waiter_options: zklock::Options,
+    path: &str,
+    session_timeout: Duration,
+    options: &RoundOptions,
+    start_holder: impl FnOnce(&str, &str) -> Result<Holder, String>,
+) -> Result<Round, String> {
+    let holder = start_holder(&zk.address(holder_at), path)?;
+    let waiter_server = zk.address(waiter_at);
+    let fault = Fault {
+        waiter_server: &waiter_server,
+        waiter_options,
+        begin: || zk.isolate(holder_at, Isolation::BlackHole),
+        end: || zk.heal(holder_at),
+    };
+    watch_round(holder, path, session_timeout, options, fault)
+}
+
+/// What separates a round's holder from the ensemble, and where its waiter queues.
+struct Fault<'a, B: FnOnce(), E: FnOnce()> {
+    waiter_server: &'a str,
+    waiter_options: zklock::Options,
+    begin: B,
+    end: E,
+}
+
+/// The body of every round, whatever the fault: the holder holds, a waiter queues, the fault
+/// begins, both are watched until the lock changed hands and the holder fired lost (or the
+/// outage bound), the fault ends, and a late lost signal is awaited.
+fn watch_round<B: FnOnce(), E: FnOnce()>(
+    holder: Holder,
+    path: &str,
+    session_timeout: Duration,
+    options: &RoundOptions,
+    fault: Fault<'_, B, E>,
+) -> Result<Round, String> {
     let name = holder.name().to_owned();
+    let server = fault.waiter_server;
 
     // 1. The holder holds.
     let deadline = Instant::now() + options.hold_limit;
@@ -319,7 +388,7 @@ pub fn run_round(
     }
 
     // 2. A zklock waiter on a direct link queues behind it.
-    let waiter = zklock::Client::blocking_connect(server, zklock::Options::default())
+    let waiter = zklock::Client::blocking_connect(server, fault.waiter_options)
         .map_err(|e| format!("waiter cannot connect to {server}: {e}"))?;
     let (acquired_tx, acquired_rx) = mpsc::channel();
     let lock = waiter.mutex(path).map_err(|e| e.to_string())?;
@@ -361,7 +430,7 @@ pub fn run_round(
         / 1e9;
     std::thread::sleep(Duration::from_millis(100) + session_timeout.mul_f64(phase / 3.0));
     let blackholed_at = SystemTime::now();
-    proxy.blackhole();
+    (fault.begin)();
 
     // 4. Watch both until the lock changed hands and the holder fired lost, or the outage bound.
     let started = Instant::now();
@@ -399,7 +468,7 @@ pub fn run_round(
         }
     }
     let healed_at = SystemTime::now();
-    proxy.heal();
+    (fault.end)();
 
     // 5. A lost signal that had not fired during the outage: does it fire once reconnected?
     let limit = Instant::now() + options.lost_after_heal;
@@ -418,7 +487,6 @@ pub fn run_round(
         let _ = lease.blocking_release();
     }
     waiter.blocking_close();
-    drop(proxy);
     if lost_at.is_none() {
         return Err(format!(
             "the {name} holder's lost signal did not fire, not even {:?} after the heal{log_hint}",
