@@ -180,13 +180,29 @@ export interface LogRecord {
 /** The diagnostics channel `zklock` (subscribe before connecting to get 'debug' records). */
 export declare const logChannel: import('node:diagnostics_channel').Channel
 
-export declare class Client implements AsyncDisposable {
+/**
+ * Where a client's connection stands: 'suspended' when it broke (the session may live, its
+ * leases are suspended), 'lost' when the session ended or the client was closed.
+ */
+export type ConnectionState = 'connected' | 'suspended' | 'lost'
+
+export interface ClientEvents {
+  /** The connection changed (kazoo's add_listener); 'lost' once per session. */
+  state: [state: ConnectionState]
+}
+
+export declare class Client extends EventEmitter implements AsyncDisposable {
   private constructor()
   /** Connects to `hosts` (`host:port,host:port/optional/chroot`). */
   static connect(hosts: string, options?: ConnectOptions): Promise<Client>
   readonly hosts: string
   readonly sessionId: bigint
   readonly closed: boolean
+  /** The connection now. */
+  readonly state: ConnectionState
+  on<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this
+  once<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this
+  off<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this
   /** This client's lock statistics (times in milliseconds). */
   stats(): Stats
   /** An exclusive lock on `path`. */

@@ -252,21 +252,59 @@ function closeOpenClients() {
   openClients.clear()
 }
 
-/** One ZooKeeper session. Make it with `Client.connect`. */
-class Client {
+/**
+ * One ZooKeeper session. Make it with `Client.connect`. Emits 'state' with 'connected',
+ * 'suspended' or 'lost' at every change of the connection (kazoo's add_listener).
+ */
+class Client extends EventEmitter {
   #native
   /** LeaseCores of this client's leases that are not lost or released yet. */
   #leases = new Set()
+  /** The core's id of our connection listener while 'state' has listeners, and what it said. */
+  #stateListener = null
+  #lastState = null
 
   /** @private */
   constructor(token, nativeClient) {
+    super()
     internalOnly(token, 'Client')
     this.#native = nativeClient
+    // The core is asked for states only while someone listens; its callback holds the client
+    // weakly, so listening does not keep an unreachable client's objects alive.
+    super.on('newListener', (event) => {
+      if (event === 'state' && this.#stateListener === null) this.#listenToConnection()
+    })
+    super.on('removeListener', (event) => {
+      if (event === 'state' && this.listenerCount('state') === 0 && this.#stateListener !== null) {
+        this.#native.removeConnectionListener(this.#stateListener)
+        this.#stateListener = null
+      }
+    })
     openClients.add(nativeClient)
     if (!exitHookInstalled) {
       exitHookInstalled = true
       process.on('exit', closeOpenClients)
     }
+  }
+
+  #listenToConnection() {
+    const self = new WeakRef(this)
+    this.#lastState = this.#native.connectionState
+    this.#stateListener = this.#native.onConnection((state) => {
+      const client = self.deref()
+      // The core tells the current state first: an event is a change only.
+      if (client === undefined || state === client.#lastState) return
+      client.#lastState = state
+      client.emit('state', state)
+    })
+  }
+
+  /**
+   * The connection now: 'connected', 'suspended' (broken; the session may live, its leases are
+   * suspended) or 'lost' (the session ended, or the client was closed).
+   */
+  get state() {
+    return this.#native.connectionState
   }
 
   /**

@@ -95,6 +95,18 @@ typedef enum zklock_status {
     ZKLOCK_OUTCOME_UNKNOWN = -13,
 } zklock_status;
 
+// Where a client's connection stands (the core's `ConnectionState`). `ZKLOCK_CONNECTION_LOST`
+// is reported once per session; a later acquire opens a new session (`ZKLOCK_CONNECTED` again)
+// unless the client was closed.
+typedef enum zklock_connection_state {
+    // Connected to a server of the ensemble.
+    ZKLOCK_CONNECTED = 0,
+    // The connection broke; the session may still be alive (its leases are suspended).
+    ZKLOCK_SUSPENDED = 1,
+    // The session ended (expired, given up, or the client closed): its leases are lost.
+    ZKLOCK_CONNECTION_LOST = 2,
+} zklock_connection_state;
+
 // Where a lease stands. `ZKLOCK_LEASE_LOST` is final and reported once.
 typedef enum zklock_lease_state {
     // We hold the lock.
@@ -126,6 +138,12 @@ typedef struct zklock_lock zklock_lock;
 // An asynchronous acquire: cancel it with `zklock_op_cancel`, free it with `zklock_op_free`
 // (at any time: freeing does not cancel, and the callback still comes).
 typedef struct zklock_op zklock_op;
+
+// Called on the client's callback thread with the connection's current state, then at every
+// change. It may call any zklock function except `zklock_client_free` of its own client.
+typedef void (*zklock_connection_cb)(void *user,
+                                     struct zklock_client *client,
+                                     enum zklock_connection_state state);
 
 // Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
 // `zklock_client_options_init`): the library reads only the fields that fit in `size`, so a
@@ -274,6 +292,26 @@ extern "C" {
 
 // The library version, e.g. "0.1.0" (a static string).
 const char *zklock_version(void);
+
+// Calls `cb(user, client, state)` on the client's callback thread with the connection's current
+// state first, then at every change (kazoo's `add_listener`). A later call replaces the
+// callback; `cb` NULL removes it; none runs after `zklock_client_free` returned.
+enum zklock_status zklock_client_on_connection(struct zklock_client *client,
+                                               zklock_connection_cb cb,
+                                               void *user);
+
+// The connection's state now; `ZKLOCK_CONNECTION_LOST` when `client` is NULL or not a live
+// client (with the last error set).
+enum zklock_connection_state zklock_client_connection_state(const struct zklock_client *client);
+
+// The name of a `zklock_connection_state` ("connected", "suspended", "lost": the core's
+// names, as every face shows them); "unknown" for another value. A static string.
+const char *zklock_connection_state_str(int state);
+
+// Closes the session without freeing the client: every lease taken through it becomes lost,
+// the connection callback hears `ZKLOCK_CONNECTION_LOST`, and later acquires fail with
+// `ZKLOCK_CLOSED`. Free it with `zklock_client_free` as usual. Closing twice is fine.
+enum zklock_status zklock_client_close(struct zklock_client *client);
 
 // Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
 void zklock_client_options_init(struct zklock_client_options *opts);

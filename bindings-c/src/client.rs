@@ -1,12 +1,16 @@
 //! `zklock_client`: one ZooKeeper session, and its options.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int, c_void, CString};
 use std::mem::{offset_of, size_of};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use zklock::ConnectionState;
+
 use crate::error::{guard, guard_value, zklock_status, Failure};
+use crate::gate::CallGate;
 use crate::handles::{self, Kind};
-use crate::str_arg;
+use crate::{str_arg, UserPtr};
 
 /// ACL policy for `zklock_client_options.acl`: world:anyone may do anything (the default).
 pub const ZKLOCK_ACL_OPEN: i32 = 0;
@@ -31,6 +35,143 @@ pub struct zklock_client {
     /// This client's callback thread; its locks and leases hold clones, and the thread ends
     /// when the last of them is freed and the callbacks already queued have run.
     pub(crate) callbacks: zklock::CallbackQueue,
+    /// The connection-state callback (`zklock_client_on_connection`) and its core listener id.
+    connection: Mutex<Option<(u64, Arc<ConnectionWatcher>)>>,
+}
+
+/// Where a client's connection stands (the core's `ConnectionState`). `ZKLOCK_CONNECTION_LOST`
+/// is reported once per session; a later acquire opens a new session (`ZKLOCK_CONNECTED` again)
+/// unless the client was closed.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum zklock_connection_state {
+    /// Connected to a server of the ensemble.
+    ZKLOCK_CONNECTED = 0,
+    /// The connection broke; the session may still be alive (its leases are suspended).
+    ZKLOCK_SUSPENDED = 1,
+    /// The session ended (expired, given up, or the client closed): its leases are lost.
+    ZKLOCK_CONNECTION_LOST = 2,
+}
+
+impl From<ConnectionState> for zklock_connection_state {
+    fn from(s: ConnectionState) -> Self {
+        match s {
+            ConnectionState::Connected => zklock_connection_state::ZKLOCK_CONNECTED,
+            ConnectionState::Suspended => zklock_connection_state::ZKLOCK_SUSPENDED,
+            ConnectionState::Lost => zklock_connection_state::ZKLOCK_CONNECTION_LOST,
+        }
+    }
+}
+
+/// Called on the client's callback thread with the connection's current state, then at every
+/// change. It may call any zklock function except `zklock_client_free` of its own client.
+pub type zklock_connection_cb = Option<
+    unsafe extern "C" fn(
+        user: *mut c_void,
+        client: *mut zklock_client,
+        state: zklock_connection_state,
+    ),
+>;
+
+type ConnectionCb = unsafe extern "C" fn(*mut c_void, *mut zklock_client, zklock_connection_state);
+
+/// One registered connection callback, gated so that it never runs after it was replaced or
+/// its client freed.
+struct ConnectionWatcher {
+    cb: ConnectionCb,
+    user: UserPtr,
+    client: UserPtr,
+    gate: CallGate,
+}
+
+impl zklock_client {
+    /// Stops the connection callback, if any: it never runs again once this returns.
+    fn stop_connection_callback(&self) {
+        let old = self
+            .connection
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((id, watcher)) = old {
+            self.client.remove_connection_listener(id);
+            watcher.gate.deactivate();
+        }
+    }
+}
+
+/// Calls `cb(user, client, state)` on the client's callback thread with the connection's current
+/// state first, then at every change (kazoo's `add_listener`). A later call replaces the
+/// callback; `cb` NULL removes it; none runs after `zklock_client_free` returned.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_on_connection(
+    client: *mut zklock_client,
+    cb: zklock_connection_cb,
+    user: *mut c_void,
+) -> zklock_status {
+    guard(|| {
+        let this = handles::get(client, Kind::Client, "client")?;
+        this.stop_connection_callback();
+        let Some(cb) = cb else { return Ok(()) };
+        let watcher = Arc::new(ConnectionWatcher {
+            cb,
+            user: UserPtr(user),
+            client: UserPtr(client.cast()),
+            gate: CallGate::new(),
+        });
+        let w = watcher.clone();
+        let id = this
+            .client
+            .on_connection_in(this.callbacks.clone(), move |state| {
+                w.gate
+                    .call(|| unsafe { (w.cb)(w.user.0, w.client.0.cast(), state.into()) })
+            });
+        *this.connection.lock().unwrap_or_else(|e| e.into_inner()) = Some((id, watcher));
+        Ok(())
+    })
+}
+
+/// The connection's state now; `ZKLOCK_CONNECTION_LOST` when `client` is NULL or not a live
+/// client (with the last error set).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_connection_state(
+    client: *const zklock_client,
+) -> zklock_connection_state {
+    guard_value(zklock_connection_state::ZKLOCK_CONNECTION_LOST, || {
+        Ok(handles::get(client, Kind::Client, "client")?
+            .client
+            .connection_state()
+            .into())
+    })
+}
+
+/// The name of a `zklock_connection_state` ("connected", "suspended", "lost": the core's
+/// names, as every face shows them); "unknown" for another value. A static string.
+#[no_mangle]
+pub extern "C" fn zklock_connection_state_str(state: c_int) -> *const c_char {
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    guard_value(c"unknown".as_ptr(), || {
+        let names = NAMES.get_or_init(|| {
+            let name = |s: &ConnectionState| CString::new(s.as_str()).unwrap_or_default();
+            ConnectionState::ALL.iter().map(name).collect()
+        });
+        Ok(ConnectionState::ALL
+            .iter()
+            .position(|s| zklock_connection_state::from(*s) as c_int == state)
+            .map_or(c"unknown".as_ptr(), |i| names[i].as_ptr()))
+    })
+}
+
+/// Closes the session without freeing the client: every lease taken through it becomes lost,
+/// the connection callback hears `ZKLOCK_CONNECTION_LOST`, and later acquires fail with
+/// `ZKLOCK_CLOSED`. Free it with `zklock_client_free` as usual. Closing twice is fine.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_close(client: *mut zklock_client) -> zklock_status {
+    guard(|| {
+        let this = handles::get(client, Kind::Client, "client")?;
+        zklock::support::refuse_on_runtime_thread()?;
+        this.client.blocking_close();
+        Ok(())
+    })
 }
 
 /// Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
@@ -254,7 +395,11 @@ pub unsafe extern "C" fn zklock_client_connect(
         let options = read_options(opts)?;
         let client = zklock::Client::blocking_connect(hosts, options)?;
         let callbacks = zklock::CallbackQueue::own_thread()?;
-        let handle = Box::into_raw(Box::new(zklock_client { client, callbacks }));
+        let handle = Box::into_raw(Box::new(zklock_client {
+            client,
+            callbacks,
+            connection: Mutex::new(None),
+        }));
         out.write(handles::register(handle, Kind::Client));
         Ok(())
     })
@@ -270,6 +415,7 @@ pub unsafe extern "C" fn zklock_client_free(client: *mut zklock_client) {
         if !client.is_null() {
             handles::unregister(client, Kind::Client, "client")?;
             let client = Box::from_raw(client);
+            client.stop_connection_callback();
             client.client.blocking_close();
         }
         Ok(())

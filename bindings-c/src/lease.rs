@@ -1,12 +1,12 @@
 //! `zklock_lease`: a held lock (token, node path, state, state callback, release).
 
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::thread::ThreadId;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use zklock::LeaseState;
 
 use crate::error::{guard, guard_value, zklock_status, Failure};
+use crate::gate::CallGate;
 use crate::handles::{self, Kind};
 use crate::UserPtr;
 
@@ -101,14 +101,6 @@ fn stop<Cb>(slot: &Slot<Cb>) {
     }
 }
 
-/// What keeps a C callback from running after its lease is released: no call starts once it is
-/// deactivated, and deactivating waits for a running call (on another thread) to end.
-struct CallGate {
-    /// Active, and the thread running the callback now.
-    inner: Mutex<(bool, Option<ThreadId>)>,
-    idle: Condvar,
-}
-
 impl zklock_lease {
     /// A handle for guarded writes, while the lease is not released.
     pub(crate) fn guarded(&self) -> Option<zklock::Guarded> {
@@ -117,39 +109,6 @@ impl zklock_lease {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .map(zklock::Lease::guarded)
-    }
-}
-
-impl CallGate {
-    fn new() -> CallGate {
-        CallGate {
-            inner: Mutex::new((true, None)),
-            idle: Condvar::new(),
-        }
-    }
-
-    fn call(&self, f: impl FnOnce()) {
-        {
-            let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            if !inner.0 {
-                return;
-            }
-            inner.1 = Some(std::thread::current().id());
-        }
-        f();
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1 = None;
-        self.idle.notify_all();
-    }
-
-    /// No call starts after this returns, and none is running unless on this very thread
-    /// (a callback releasing its own lease).
-    fn deactivate(&self) {
-        let me = std::thread::current().id();
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        inner.0 = false;
-        while inner.1.is_some() && inner.1 != Some(me) {
-            inner = self.idle.wait(inner).unwrap_or_else(|e| e.into_inner());
-        }
     }
 }
 

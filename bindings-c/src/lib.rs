@@ -15,6 +15,7 @@
 
 mod client;
 mod error;
+mod gate;
 mod handles;
 mod lease;
 mod lock;

@@ -540,6 +540,40 @@ static void revoke_heard_cb(void *user, zklock_lease *lease) {
     pthread_mutex_unlock(&revoke_heard.mu);
 }
 
+/* What the connection-states scenario's callback heard, joined by ','. */
+static struct {
+    pthread_mutex_t mu;
+    char text[128];
+    int lost;
+} connection_heard = {PTHREAD_MUTEX_INITIALIZER, "", 0};
+
+static void connection_heard_cb(void *user, zklock_client *client, zklock_connection_state state) {
+    (void)user;
+    (void)client;
+    pthread_mutex_lock(&connection_heard.mu);
+    size_t n = strlen(connection_heard.text);
+    snprintf(connection_heard.text + n, sizeof connection_heard.text - n, "%s%s", n ? "," : "",
+             zklock_connection_state_str(state));
+    if (state == ZKLOCK_CONNECTION_LOST) connection_heard.lost = 1;
+    pthread_mutex_unlock(&connection_heard.mu);
+}
+
+/* The outcome of the cancel scenario's async acquire. */
+static struct {
+    pthread_mutex_t mu;
+    int done;
+    zklock_status status;
+} cancelled_acquire = {PTHREAD_MUTEX_INITIALIZER, 0, ZKLOCK_OK};
+
+static void cancelled_acquire_cb(void *user, zklock_status status, zklock_lease *lease) {
+    (void)user;
+    if (lease) zklock_lease_release(lease);
+    pthread_mutex_lock(&cancelled_acquire.mu);
+    cancelled_acquire.status = status;
+    cancelled_acquire.done = 1;
+    pthread_mutex_unlock(&cancelled_acquire.mu);
+}
+
 static int revoke_was_heard(void) {
     pthread_mutex_lock(&revoke_heard.mu);
     int asked = revoke_heard.asked;
@@ -774,6 +808,61 @@ static void scenario(struct outcome *o, const char *name) {
         TRY(zklock_revoke(other_client, case_path, NULL), "the second client's revoke");
         for (int i = 0; i < 50 && !revoke_was_heard(); i++) sleep_ms(100);
         o->word = revoke_was_heard() ? "revoke-requested" : "not-requested";
+    } else if (strcmp(name, "connection-states") == 0) {
+        pthread_mutex_lock(&connection_heard.mu);
+        connection_heard.text[0] = 0;
+        connection_heard.lost = 0;
+        pthread_mutex_unlock(&connection_heard.mu);
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_client_on_connection(c, connection_heard_cb, NULL), "listening to the connection");
+        TRY(zklock_client_close(c), "closing the client");
+        int lost = 0;
+        for (int i = 0; i < 50 && !lost; i++) {
+            pthread_mutex_lock(&connection_heard.mu);
+            lost = connection_heard.lost;
+            pthread_mutex_unlock(&connection_heard.mu);
+            if (!lost) sleep_ms(100);
+        }
+        sleep_ms(300);
+        static char heard[128];
+        pthread_mutex_lock(&connection_heard.mu);
+        snprintf(heard, sizeof heard, "%s", connection_heard.text);
+        pthread_mutex_unlock(&connection_heard.mu);
+        o->word = heard;
+    } else if (strcmp(name, "cancel-waiting-acquire") == 0) {
+        /* C cancels an async acquire (zklock_op_cancel). No listing in C: a node the cancelled
+         * acquire left would stand first once the holder releases, so a try fails then. */
+        pthread_mutex_lock(&cancelled_acquire.mu);
+        cancelled_acquire.done = 0;
+        pthread_mutex_unlock(&cancelled_acquire.mu);
+        zklock_op *op = NULL;
+        TRY(zklock_mutex_new(other_client, case_path, NULL, &other), "making the holder's mutex");
+        TRY(zklock_acquire(other, 10000, &b), "the holder's acquire");
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire_async(l, -1, cancelled_acquire_cb, NULL, &op), "starting the acquire");
+        sleep_ms(200);
+        st = seen(o, zklock_op_cancel(op));
+        zklock_op_free(op);
+        if (st != ZKLOCK_OK) {
+            problem(o, "cancelling", st);
+            goto done;
+        }
+        int done_yet = 0;
+        for (int i = 0; i < 100 && !done_yet; i++) {
+            pthread_mutex_lock(&cancelled_acquire.mu);
+            done_yet = cancelled_acquire.done;
+            pthread_mutex_unlock(&cancelled_acquire.mu);
+            if (!done_yet) sleep_ms(50);
+        }
+        if (!done_yet) {
+            snprintf(o->problem, sizeof o->problem, "the cancelled acquire never called back");
+            goto done;
+        }
+        o->word = cancelled_acquire.status == ZKLOCK_OK ? "acquired" : kind_of(cancelled_acquire.status);
+        TRY(zklock_lease_release(b), "the holder's release");
+        b = NULL;
+        if (zklock_acquire(l, 0, &a) != ZKLOCK_OK) o->word = "left-node";
     } else if (strcmp(name, "revoke-not-held") == 0) {
         st = seen(o, zklock_revoke(main_client, case_path, NULL));
         o->word = st == ZKLOCK_OK ? "revoked" : kind_of(st);

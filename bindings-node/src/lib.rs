@@ -396,6 +396,31 @@ impl NativeClient {
     pub fn close_sync(&self) {
         self.inner.blocking_close();
     }
+
+    /// The connection's state now (the core's [`zklock::ConnectionState`] name).
+    #[napi(getter)]
+    pub fn connection_state(&self) -> &'static str {
+        self.inner.connection_state().as_str()
+    }
+
+    /// `callback(state)` on the JS thread with the current state, then at every change
+    /// ([`zklock::Client::on_connection`]); does not keep the event loop alive. Returns the
+    /// listener's id for `removeConnectionListener`.
+    #[napi(catch_unwind)]
+    pub fn on_connection(&self, callback: StateCallback) -> f64 {
+        let id = self.inner.on_connection(move |state| {
+            callback.call(
+                state.as_str().to_owned(),
+                ThreadsafeFunctionCallMode::NonBlocking,
+            );
+        });
+        id as f64
+    }
+
+    #[napi(catch_unwind)]
+    pub fn remove_connection_listener(&self, id: f64) -> bool {
+        self.inner.remove_connection_listener(id as u64)
+    }
 }
 
 /// A JS number as a semaphore's N for the core: one no `u32` holds (negative, fractional,

@@ -626,6 +626,43 @@ const scenarios = {
       }
     }),
 
+  'connection-states': () =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const heard = [c.state]
+        let lost
+        const gotLost = new Promise((resolve) => (lost = resolve))
+        c.on('state', (state) => {
+          heard.push(state)
+          if (state === 'lost') lost()
+        })
+        await c.close()
+        await Promise.race([gotLost, new Promise((r) => setTimeout(r, 5000))])
+        await new Promise((r) => setTimeout(r, 300))
+        return heard.join(',')
+      }),
+    ),
+
+  'cancel-waiting-acquire': (p) =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const held = await b.mutex(p).acquire()
+        try {
+          const abort = new AbortController()
+          setTimeout(() => abort.abort(), 200)
+          const result = await outcome(async () => {
+            const lease = await c.mutex(p).acquire({ signal: abort.signal })
+            await lease.release()
+            return 'acquired'
+          })
+          const queue = await b.mutex(p).participants()
+          return queue.length === 1 ? result : 'left-node'
+        } finally {
+          await held.release()
+        }
+      }),
+    ),
+
   'revoke-not-held': (p) =>
     outcome(async () => {
       await a.revoke(p)

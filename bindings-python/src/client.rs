@@ -10,8 +10,9 @@ use zklock::ErrorKind;
 
 use crate::args::max_leases_of;
 use crate::errors::{to_py_err, IntoPy};
+use crate::lease::check_callable;
 use crate::lock::{Inner, NativeLock};
-use crate::runtime::wait;
+use crate::runtime::{call_unraisable_with, wait};
 
 /// One ZooKeeper session (see `zklock.Client` for the documented face).
 #[pyclass(frozen, module = "zklock._zklock", name = "Client")]
@@ -80,6 +81,26 @@ impl PyClient {
     #[getter]
     fn closed(&self) -> bool {
         self.client.is_closed()
+    }
+
+    /// The connection's state now: 'connected', 'suspended' or 'lost' (the core's names).
+    #[getter]
+    fn connection_state(&self) -> &'static str {
+        self.client.connection_state().as_str()
+    }
+
+    /// Calls `callback(state)` with the current state and at every change, on zklock's callback
+    /// thread; returns the listener's id for `_remove_connection_listener`.
+    fn _on_connection(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<u64> {
+        check_callable(py, &callback, "add_listener")?;
+        let callback = callback.unbind();
+        Ok(self
+            .client
+            .on_connection(move |state| call_unraisable_with(&callback, state.as_str())))
+    }
+
+    fn _remove_connection_listener(&self, id: u64) -> bool {
+        self.client.remove_connection_listener(id)
     }
 
     #[getter]

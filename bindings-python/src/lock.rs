@@ -34,6 +34,51 @@ pub(crate) struct NativeLock {
     /// Each thread (task) keeps its own leases, also of a semaphore, which is not re-entrant.
     pub(crate) per_owner: bool,
     pub(crate) book: Arc<Book>,
+    /// The blocking acquires waiting through this object, for `cancel()` from another thread.
+    pub(crate) waiting: Arc<Waiting>,
+}
+
+/// The cancel tokens of the blocking acquires in progress through one lock object.
+#[derive(Default)]
+pub(crate) struct Waiting {
+    next: std::sync::atomic::AtomicU64,
+    list: std::sync::Mutex<Vec<(u64, zklock::CancelToken)>>,
+}
+
+impl Waiting {
+    /// Keeps `token` until the returned guard is dropped (the acquire ended).
+    fn add(self: &Arc<Self>, token: zklock::CancelToken) -> WaitingGuard {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.list.lock().unwrap().push((id, token));
+        WaitingGuard {
+            waiting: self.clone(),
+            id,
+        }
+    }
+
+    /// Cancels every acquire waiting now; how many there were.
+    fn cancel_all(&self) -> usize {
+        let list = self.list.lock().unwrap();
+        for (_, token) in list.iter() {
+            token.cancel();
+        }
+        list.len()
+    }
+}
+
+struct WaitingGuard {
+    waiting: Arc<Waiting>,
+    id: u64,
+}
+
+impl Drop for WaitingGuard {
+    fn drop(&mut self) {
+        self.waiting
+            .list
+            .lock()
+            .unwrap()
+            .retain(|(id, _)| *id != self.id);
+    }
 }
 
 pub(crate) enum Inner {
@@ -65,6 +110,7 @@ impl NativeLock {
             reentrant: true,
             per_owner: true,
             book: Book::new(),
+            waiting: Arc::default(),
         }
     }
 
@@ -106,7 +152,9 @@ impl NativeLock {
         if let Some(lease) = self.as_lock().and_then(|l| l.reenter_as(Owner(owner))) {
             return Ok(Ok(lease));
         }
-        wait_acquire(py, self.start(Owner(owner), wait))
+        let acquire = self.start(Owner(owner), wait);
+        let _waiting = self.waiting.add(acquire.canceller());
+        wait_acquire(py, acquire)
     }
 
     /// Takes the lock for the caller and keeps the lease as a `Lease` object.
@@ -227,7 +275,15 @@ impl NativeLock {
             reentrant,
             per_owner: reentrant || kind == "semaphore",
             book: Book::new(),
+            waiting: Arc::default(),
         })
+    }
+
+    /// Cancels the blocking acquires waiting through this object now, from any thread (kazoo's
+    /// `lock.cancel()`): each raises `Cancelled` and leaves no node behind. Returns how many
+    /// there were; an acquire that starts later is not affected.
+    fn cancel(&self) -> usize {
+        self.waiting.cancel_all()
     }
 
     /// Waits for the lock like `threading.Lock.acquire`: `blocking=False` tries once, `timeout`

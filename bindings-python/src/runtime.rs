@@ -217,13 +217,24 @@ where
 /// client closed at exit makes its leases lost) there is no Python left to call, and the
 /// callback is skipped.
 pub(crate) fn call_unraisable(callback: &Py<PyAny>, state: Option<LeaseState>) {
+    match state {
+        Some(state) => call_unraisable_with(callback, state.as_str()),
+        None => {
+            let _ = Python::try_attach(|py| {
+                let callback = callback.bind(py);
+                if let Err(err) = callback.call0() {
+                    err.write_unraisable(py, Some(callback));
+                }
+            });
+        }
+    }
+}
+
+/// `callback(name)` for a state's name, with the same rules as `call_unraisable`.
+pub(crate) fn call_unraisable_with(callback: &Py<PyAny>, name: &'static str) {
     let _ = Python::try_attach(|py| {
         let callback = callback.bind(py);
-        let called = match state {
-            Some(state) => callback.call1((state.as_str(),)),
-            None => callback.call0(),
-        };
-        if let Err(err) = called {
+        if let Err(err) = callback.call1((name,)) {
             err.write_unraisable(py, Some(callback));
         }
     });

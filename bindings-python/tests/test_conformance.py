@@ -587,6 +587,50 @@ def sc_revoke_not_held(ctx: Ctx) -> str:
     return "revoked"
 
 
+def sc_connection_states(ctx: Ctx) -> str:
+    heard: List[str] = []
+    lost = threading.Event()
+
+    def listener(state: str) -> None:
+        heard.append(state)
+        if state == "lost":
+            lost.set()
+
+    client = zklock.Client(ctx.servers)
+    client.add_listener(listener)
+    client.close()
+    assert lost.wait(WAIT), f"no 'lost' heard: {heard}"
+    threading.Event().wait(0.3)
+    return ",".join(heard)
+
+
+def sc_cancel_waiting_acquire(ctx: Ctx) -> str:
+    with ctx.shared.lock(ctx.path).hold(WAIT):
+        with zklock.Client(ctx.servers) as client:
+            lock = client.lock(ctx.path)
+
+            def cancel_once_waiting() -> None:
+                threading.Event().wait(0.2)
+                # cancel() says how many acquires it cancelled: none before this one waits.
+                for _ in range(int(WAIT / 0.05)):
+                    if lock.cancel():
+                        return
+                    threading.Event().wait(0.05)
+
+            canceller = threading.Thread(target=cancel_once_waiting)
+            canceller.start()
+            try:
+                lock.acquire()
+                outcome = "acquired"
+            except zklock.ZkLockError as e:
+                outcome = kind_of(e)
+            finally:
+                canceller.join()
+            if len(ctx.shared.lock(ctx.path).participants()) != 1:
+                return "left-node"
+            return outcome
+
+
 SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "reenter-same-owner": sc_reenter_same_owner,
     "second-owner-try": sc_second_owner_try,
@@ -619,6 +663,8 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "semaphore-two-leases-one-value": sc_semaphore_two_leases_one_value,
     "semaphore-mutex-not-reentrant": sc_semaphore_mutex_not_reentrant,
     "kind-lease": sc_kind_lease,
+    "connection-states": sc_connection_states,
+    "cancel-waiting-acquire": sc_cancel_waiting_acquire,
     "revoke-requested": sc_revoke_requested,
     "revoke-not-held": sc_revoke_not_held,
 }

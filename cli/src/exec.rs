@@ -116,8 +116,17 @@ fn exit_code(status: ExitStatus) -> i32 {
 pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     let path = args.path;
     let mut signals = Signals::new()?;
+    // --timeout bounds the whole wait, connecting included: an unreachable ensemble fails
+    // within it, not after --connect-timeout (a try still gets the connect timeout: it makes
+    // one attempt at the lock, and connecting comes before that attempt).
+    let started = std::time::Instant::now();
+    let try_now = args.try_lock || cli.timeout == Some(Duration::ZERO);
+    let connect_within = match cli.timeout {
+        Some(limit) if !try_now => limit.min(cli.connect_timeout),
+        _ => cli.connect_timeout,
+    };
     let client = tokio::select! {
-        c = crate::connect(cli, path) => c?,
+        c = crate::connect_within(cli, path, connect_within) => c?,
         sig = signals.recv() => return Ok(128 + sig),
     };
     let (mutex, rw);
@@ -139,13 +148,11 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
             }
         }
     };
-    let try_now = args.try_lock || cli.timeout == Some(Duration::ZERO);
-    let now = std::time::Instant::now();
     // A timeout too large for the clock is the same as none.
     let deadline = if try_now {
-        Some(now)
+        Some(std::time::Instant::now())
     } else {
-        cli.timeout.and_then(|limit| now.checked_add(limit))
+        cli.timeout.and_then(|limit| started.checked_add(limit))
     };
     // Cancelling through the token (not by dropping the future) makes the acquire remove its
     // node before it returns, so exiting afterwards leaves nothing behind.

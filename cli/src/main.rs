@@ -595,11 +595,21 @@ pub fn servers(cli: &Settings) -> Result<String, Failure> {
 
 /// Connects with the command line's options; the lock path is checked first (no network).
 pub async fn connect(cli: &Settings, path: &str) -> Result<zklock::Client, Failure> {
+    connect_within(cli, path, cli.connect_timeout).await
+}
+
+/// `connect`, giving up after `limit` (at most the connect timeout; `exec --timeout` passes
+/// its own when shorter).
+pub async fn connect_within(
+    cli: &Settings,
+    path: &str,
+    limit: Duration,
+) -> Result<zklock::Client, Failure> {
     zklock::support::validate_path(path).map_err(Failure::from)?;
     let servers = servers(cli)?;
     let mut options = zklock::Options::default()
         .session_timeout(cli.session_timeout)
-        .connect_timeout(cli.connect_timeout);
+        .connect_timeout(limit);
     if let Some(id) = &cli.identity {
         options = options.identity(id.clone());
     }

@@ -218,3 +218,34 @@ fn each_commands_help_lists_only_the_options_that_apply() {
         "--servers does not apply",
     );
 }
+
+/// `exec --timeout 1s` against an ensemble that accepts connections and never answers gives up
+/// after about a second, not after the 15 s connect timeout: the acquire's deadline bounds the
+/// connect it implies (issue 23, point 7).
+#[test]
+fn a_timeout_bounds_connecting_to_a_silent_ensemble() {
+    // Connections complete in the kernel's backlog and then hear nothing.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let started = std::time::Instant::now();
+    let mut cmd = zklock();
+    cmd.args([
+        "--servers",
+        &addr,
+        "exec",
+        "--timeout",
+        "1s",
+        "/locks/x",
+        "--",
+        "true",
+    ]);
+    let out = run(cmd);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&addr), "{}", stderr(&out));
+    assert!(
+        took < std::time::Duration::from_millis(2500),
+        "exec --timeout 1s gave up after {took:?}"
+    );
+    println!("exec --timeout 1s against a silent ensemble exited after {took:?}");
+}

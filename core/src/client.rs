@@ -11,6 +11,7 @@ use crate::options::Options;
 use crate::protocol::NodeKind;
 use crate::runtime::{self, on_runtime};
 use crate::rwlock::RwLock;
+use crate::state::ConnectionState;
 use crate::stats::Stats;
 
 /// A connection to a ZooKeeper ensemble. Cheap to clone; clones share the session.
@@ -124,6 +125,39 @@ impl Client {
     /// session expiries (see [`Stats`]). A few atomic reads; works after close too.
     pub fn stats(&self) -> Stats {
         self.inner.counters().snapshot()
+    }
+
+    /// Where the connection to the ensemble stands now (the lifeline's deadline checked on the
+    /// spot): `Connected`, `Suspended` (broken; the session may live), `Lost` (the session
+    /// ended, or the client was closed).
+    pub fn connection_state(&self) -> ConnectionState {
+        self.inner.connection_state()
+    }
+
+    /// Calls `callback` with the connection's current state, then at every change, on the
+    /// process-wide callback thread (kazoo's `add_listener`): `Lost` once per session, then
+    /// `Connected` when a later acquire opens a new one; nothing after `Lost` of a closed
+    /// client. Returns an id for [`Client::remove_connection_listener`].
+    pub fn on_connection(&self, callback: impl Fn(ConnectionState) + Send + Sync + 'static) -> u64 {
+        self.on_connection_in(runtime::CallbackQueue::process(), callback)
+    }
+
+    /// [`Client::on_connection`] with the callbacks run on `queue` (a client's own thread).
+    pub fn on_connection_in(
+        &self,
+        queue: runtime::CallbackQueue,
+        callback: impl Fn(ConnectionState) + Send + Sync + 'static,
+    ) -> u64 {
+        let inner = self.inner.clone();
+        self.inner
+            .listeners()
+            .add(queue, Arc::new(callback), move || inner.connection_state())
+    }
+
+    /// Stops the listener `id`; false when it was removed already. A call already queued may
+    /// still run.
+    pub fn remove_connection_listener(&self, id: u64) -> bool {
+        self.inner.listeners().remove(id)
     }
 
     pub fn is_closed(&self) -> bool {

@@ -6,11 +6,15 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use tokio::time::Instant;
+
 use crate::error::{Error, Result};
+use crate::listeners::ConnectionListeners;
 use crate::options::{AclPolicy, Options};
 use crate::protocol;
 use crate::runtime;
 use crate::session::Session;
+use crate::state::ConnectionState;
 use crate::stats::Counters;
 
 pub(crate) struct Connection {
@@ -24,6 +28,8 @@ pub(crate) struct Connection {
     closed: AtomicBool,
     /// The client's lock statistics, shared with its sessions and leases.
     counters: Arc<Counters>,
+    /// The client's connection-state listeners, shared with its sessions.
+    listeners: Arc<ConnectionListeners>,
 }
 
 impl Connection {
@@ -33,9 +39,11 @@ impl Connection {
         options.validate()?;
         runtime::claim_transport()?;
         let counters = Arc::new(Counters::default());
-        let session = Session::open(&hosts, &options, &counters).await?;
+        let listeners = Arc::new(ConnectionListeners::default());
+        let session = Session::open(&hosts, &options, &counters, &listeners, None).await?;
         Ok(Connection {
             counters,
+            listeners,
             identity: options.identity_bytes(),
             hosts,
             options,
@@ -67,6 +75,18 @@ impl Connection {
         }
     }
 
+    /// Where the connection stands: `Lost` once closed, else the current session's state.
+    pub(crate) fn connection_state(&self) -> ConnectionState {
+        if self.is_closed() {
+            return ConnectionState::Lost;
+        }
+        self.current().connection_state()
+    }
+
+    pub(crate) fn listeners(&self) -> &ConnectionListeners {
+        &self.listeners
+    }
+
     pub(crate) fn identity(&self) -> &[u8] {
         &self.identity
     }
@@ -81,6 +101,12 @@ impl Connection {
 
     /// The live session, opening a new one when the last one died. Runs on the runtime.
     pub(crate) async fn session(&self) -> Result<Arc<Session>> {
+        self.session_by(None).await
+    }
+
+    /// `session`, opening a new one (when needed) by `deadline` at the latest: an acquire's
+    /// deadline bounds the reconnect it implies.
+    pub(crate) async fn session_by(&self, deadline: Option<Instant>) -> Result<Arc<Session>> {
         self.check_usable()?;
         let current = self.current();
         if !current.is_dead() {
@@ -94,7 +120,14 @@ impl Connection {
         }
         // Boxed: connecting is a large future, and every acquire future would otherwise carry
         // its size (memory per waiting lock).
-        let fresh = Box::pin(Session::open(&self.hosts, &self.options, &self.counters)).await?;
+        let fresh = Box::pin(Session::open(
+            &self.hosts,
+            &self.options,
+            &self.counters,
+            &self.listeners,
+            deadline,
+        ))
+        .await?;
         *self.current.lock().unwrap() = fresh.clone();
         Ok(fresh)
     }

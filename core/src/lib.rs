@@ -49,6 +49,8 @@ mod logs;
 mod observe;
 mod runtime;
 
+mod listeners;
+
 mod connection;
 mod farewell;
 mod nodes;
@@ -84,7 +86,7 @@ pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
 pub use secure::{Pem, Sasl, Tls};
 pub use semaphore::{invalid_max_leases, MAX_LEASES};
-pub use state::{LeaseState, Released};
+pub use state::{ConnectionState, LeaseState, Released};
 pub use stats::{Percentiles, Stats};
 pub use wait::Wait;
 

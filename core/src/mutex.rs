@@ -651,14 +651,19 @@ async fn within<T>(
     let Some(timeout) = timeout else {
         return listing.await;
     };
+    let too_long = || {
+        Err(Error::timeout(format!(
+            "listing the participants of {} took longer than {timeout:?}",
+            crate::protocol::shown(path)
+        )))
+    };
+    // No time at all fails without asking: a zero tokio timeout races a fast reply.
+    if timeout.is_zero() {
+        return too_long();
+    }
     tokio::time::timeout(timeout, listing)
         .await
-        .unwrap_or_else(|_| {
-            Err(Error::timeout(format!(
-                "listing the participants of {} took longer than {timeout:?}",
-                crate::protocol::shown(path)
-            )))
-        })
+        .unwrap_or_else(|_| too_long())
 }
 
 pub(crate) fn none_on_timeout(result: Result<Lease>) -> Result<Option<Lease>> {
@@ -930,7 +935,7 @@ impl LockInner {
         cancel: Option<CancelToken>,
     ) -> Result<Step> {
         if let Some(max_leases) = self.max_leases {
-            let session = self.client.session().await?;
+            let session = self.client.session_by(deadline).await?;
             let request = crate::semaphore::SemaphoreRequest {
                 path: &self.path,
                 max_leases,
@@ -956,7 +961,7 @@ impl LockInner {
             return Ok(Step::Done(lease));
         }
         let downgrade_of = self.downgrade_of(owner)?;
-        let session = self.client.session().await?;
+        let session = self.client.session_by(deadline).await?;
         let request = self.request(deadline, downgrade_of.clone(), cancel.as_ref());
         let queued = engine::enqueue(&session, &request).await?;
         let waiting = Waiting {

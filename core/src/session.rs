@@ -16,11 +16,12 @@ use zookeeper_client as zk;
 use crate::error::{Error, ErrorKind, Result};
 use crate::farewell;
 use crate::lifeline::{self, Lifeline};
+use crate::listeners::ConnectionListeners;
 use crate::options::Options;
 use crate::own_watch;
 use crate::secure;
 use crate::signal::Signal;
-use crate::state::LeaseState;
+use crate::state::{ConnectionState, LeaseState};
 use crate::stats::Counters;
 use crate::{observe, options::AclPolicy};
 
@@ -62,6 +63,8 @@ pub(crate) struct Session {
     beat_now: Arc<tokio::sync::Notify>,
     /// The client's statistics (reconnects, expiries, and its leases' events).
     pub(crate) counters: Arc<Counters>,
+    /// The client's connection-state listeners, told of this session's changes.
+    listeners: Arc<ConnectionListeners>,
     /// The ACL policy of the client's nodes (a lease's guarded creates use it too).
     pub(crate) acl: AclPolicy,
     /// The connect string, and whether it is plain TCP (for `farewell`).
@@ -76,15 +79,21 @@ impl Drop for Session {
 }
 
 impl Session {
-    /// Opens a session, retrying unreachable servers until `connect_timeout`. Runs on the runtime.
+    /// Opens a session, retrying unreachable servers until `connect_timeout`, or until `until`
+    /// when that comes first (the deadline of the acquire that needs the session: a deadline
+    /// bounds the connect it implies). Runs on the runtime.
     pub(crate) async fn open(
         hosts: &str,
         options: &Options,
         counters: &Arc<Counters>,
+        listeners: &Arc<ConnectionListeners>,
+        until: Option<Instant>,
     ) -> Result<Arc<Session>> {
         // A connect timeout beyond what an instant holds means: keep trying.
         let far = Duration::from_secs(100 * 365 * 86_400);
-        let deadline = Instant::now() + options.connect_timeout.min(far);
+        let started = Instant::now();
+        let connect_by = started + options.connect_timeout.min(far);
+        let deadline = until.map_or(connect_by, |u| u.min(connect_by));
         let mut last_error;
         let tls = options.tls.as_ref().map(secure::load).transpose()?;
         if tls.is_some() {
@@ -127,7 +136,14 @@ impl Session {
                     // retrying, so it fails now with the reason (see `secure`).
                     if !diagnosed {
                         diagnosed = true;
-                        if let Some(why) = secure::diagnose(hosts, tls.as_ref()).await {
+                        // Within the deadline: a silent server would hold the probe for
+                        // its whole limit.
+                        let probe = secure::diagnose(hosts, tls.as_ref());
+                        let why = tokio::time::timeout_at(deadline, probe)
+                            .await
+                            .ok()
+                            .flatten();
+                        if let Some(why) = why {
                             return Err(Error::new(
                                 ErrorKind::Connection,
                                 format!("cannot connect to ZooKeeper at {hosts}: {why}"),
@@ -155,8 +171,13 @@ impl Session {
                 return Err(Error::new(
                     ErrorKind::Connection,
                     format!(
-                        "cannot reach ZooKeeper at {hosts} within {:?}: {last_error}",
-                        options.connect_timeout
+                        "cannot reach ZooKeeper at {hosts} within {:?}{}: {last_error}",
+                        deadline.saturating_duration_since(started),
+                        if deadline < connect_by {
+                            " (the acquire's deadline)"
+                        } else {
+                            ""
+                        }
                     ),
                 ));
             }
@@ -179,11 +200,12 @@ impl Session {
             own_watches: Arc::default(),
             beat_now: Arc::default(),
             counters: counters.clone(),
+            listeners: listeners.clone(),
             acl: options.acl,
             hosts: hosts.to_owned(),
             plain: tls.is_none(),
         });
-        observe::session_event(counters, session.id, "opened", "");
+        session.event("opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
         tokio::spawn(keep_alive(Arc::downgrade(&session)));
         tokio::spawn(own_watch::run(session.own_watches.clone()));
@@ -256,6 +278,30 @@ impl Session {
         ));
     }
 
+    /// What happened to the session (`opened`, `disconnected`, `reconnected`, `expired`,
+    /// `closed`, `ended`): counted and logged (`observe`), and told to the client's
+    /// connection-state listeners.
+    fn event(&self, what: &'static str, reason: &str) {
+        observe::session_event(&self.counters, self.id, what, reason);
+        self.listeners.tell(match what {
+            "opened" | "reconnected" => ConnectionState::Connected,
+            "disconnected" => ConnectionState::Suspended,
+            _ => ConnectionState::Lost,
+        });
+    }
+
+    /// The connection as a client's listeners see it, checking the lifeline's deadline on the
+    /// spot (as a lease's state read does).
+    pub(crate) fn connection_state(&self) -> ConnectionState {
+        if self.is_lost_now() {
+            ConnectionState::Lost
+        } else if self.link.get() == CONNECTED {
+            ConnectionState::Connected
+        } else {
+            ConnectionState::Suspended
+        }
+    }
+
     /// Resolves at the next change of the connection (see `Signal::changed`).
     pub(crate) fn link_changed(&self) -> tokio::sync::futures::Notified<'_> {
         self.link.changed()
@@ -316,7 +362,7 @@ impl Session {
             ErrorKind::Closed => "closed",
             _ => "ended",
         };
-        observe::session_event(&self.counters, self.id, what, reason.message());
+        self.event(what, reason.message());
         self.link.set(DEAD);
         self.own_watches.close();
         let client = self.zk.lock().unwrap().take();
@@ -412,7 +458,7 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
             zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => {
                 answered_before_disconnect.get_or_insert_with(|| s.lifeline.latest_answered());
                 if s.link.get() == CONNECTED {
-                    observe::session_event(&s.counters, s.id, "disconnected", "");
+                    s.event("disconnected", "");
                 }
                 s.set_connected(false);
                 for lease in s.live_leases() {
@@ -426,7 +472,7 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
                 // Prove the session alive at once: the last answer before the break is old.
                 s.beat_now.notify_one();
                 if s.link.get() == DISCONNECTED {
-                    observe::session_event(&s.counters, s.id, "reconnected", "");
+                    s.event("reconnected", "");
                 }
                 s.set_connected(true);
                 tokio::spawn(s.clone().verify_leases());

@@ -50,6 +50,25 @@ impl LeaseState {
     }
 }
 
+/// Where a client's connection to the ensemble stands (kazoo's `KazooState`). `Lost` when its
+/// session ended (expired, given up by the lifeline, or the client closed); the next acquire of
+/// a client that was not closed opens a new session, and the client is `Connected` again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConnectionState {
+    /// Connected to a server of the ensemble.
+    Connected,
+    /// The connection broke; the session may still be alive (its leases are `suspended`).
+    Suspended,
+    /// The session ended: every lease taken through it is lost.
+    Lost,
+}
+
+crate::names::names!(ConnectionState, "connection state" {
+    Connected => "connected",
+    Suspended => "suspended",
+    Lost => "lost",
+});
+
 crate::names::names!(Released, "release outcome" {
     Released => "released",
     StillHeld => "still-held",

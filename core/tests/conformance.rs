@@ -560,6 +560,56 @@ impl Runner {
                 })
             }
             "revoke-not-held" => outcome_of(self.client.revoke(path, None).await, "revoked"),
+            "connection-states" => {
+                let c = self.connect(Options::default()).await.unwrap();
+                let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let tx = std::sync::Mutex::new(Some(tx));
+                let sink = heard.clone();
+                c.on_connection(move |s| {
+                    sink.lock().unwrap().push(s.as_str());
+                    if s.as_str() == "lost" {
+                        if let Some(tx) = tx.lock().unwrap().take() {
+                            tx.send(()).ok();
+                        }
+                    }
+                });
+                c.close().await;
+                tokio::time::timeout(Duration::from_secs(5), rx)
+                    .await
+                    .expect("lost is heard")
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let heard = heard.lock().unwrap().join(",");
+                word(&heard)
+            }
+            "cancel-waiting-acquire" => {
+                let held = mutex().acquire().await.unwrap();
+                let c = self.connect(Options::default()).await.unwrap();
+                let acquire = c
+                    .mutex(path)
+                    .unwrap()
+                    .start_acquire(Owner::SHARED, Wait::Forever);
+                let canceller = acquire.canceller();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    canceller.cancel();
+                });
+                let outcome = match acquire.await {
+                    Ok(lease) => {
+                        lease.release().await.unwrap();
+                        word("acquired")
+                    }
+                    Err(e) => error_word(&e),
+                };
+                let queue = mutex().participants().await.unwrap();
+                c.close().await;
+                held.release().await.unwrap();
+                if queue.len() != 1 {
+                    return word("left-node");
+                }
+                outcome
+            }
             other => panic!("unknown scenario {other:?}"),
         }
     }

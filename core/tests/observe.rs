@@ -275,3 +275,64 @@ async fn a_cut_connection_counts_a_suspension_and_a_reconnect_and_the_lease_stay
     assert_eq!(lease.guarded_write(vec![]).await.unwrap(), vec![]);
     lease.release().await.unwrap();
 }
+
+/// Waits (at most 10 s) until the listener has heard `n` states, and returns them.
+fn heard_states(heard: &Arc<Mutex<Vec<&'static str>>>, n: usize) -> Vec<&'static str> {
+    for _ in 0..200 {
+        if heard.lock().unwrap().len() >= n {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    heard.lock().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_listener_hears_connected_suspended_connected_and_lost_once() {
+    let (proxy, client) = client_behind_proxy(Duration::from_secs(10)).await;
+    let heard: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let sink = heard.clone();
+    client.on_connection(move |s| sink.lock().unwrap().push(s.as_str()));
+    assert_eq!(heard_states(&heard, 1), ["connected"]);
+    assert_eq!(client.connection_state().as_str(), "connected");
+
+    // The connection breaks and new ones are refused: suspended, not lost (the session lives).
+    proxy.refuse();
+    proxy.cut();
+    assert_eq!(heard_states(&heard, 2), ["connected", "suspended"]);
+    assert_eq!(client.connection_state().as_str(), "suspended");
+
+    proxy.heal();
+    assert_eq!(
+        heard_states(&heard, 3),
+        ["connected", "suspended", "connected"]
+    );
+    assert_eq!(client.connection_state().as_str(), "connected");
+
+    client.close().await;
+    assert_eq!(
+        heard_states(&heard, 4),
+        ["connected", "suspended", "connected", "lost"]
+    );
+    assert_eq!(client.connection_state().as_str(), "lost");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        heard.lock().unwrap().len(),
+        4,
+        "lost is the last word of a closed client"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_connection_listener_hears_nothing_more() {
+    let client = client().await;
+    let heard: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let sink = heard.clone();
+    let id = client.on_connection(move |s| sink.lock().unwrap().push(s.as_str()));
+    assert_eq!(heard_states(&heard, 1), ["connected"]);
+    assert!(client.remove_connection_listener(id));
+    assert!(!client.remove_connection_listener(id));
+    client.close().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(*heard.lock().unwrap(), ["connected"]);
+}

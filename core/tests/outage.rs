@@ -154,3 +154,31 @@ fn an_oversized_path_is_refused_before_any_request() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().len() < 200, "{err}");
 }
+
+/// An acquire on a client whose session died must open a new one; while the ensemble stays
+/// unreachable its deadline bounds that connect (not the 15 s connect timeout), and it fails
+/// with `Connection` (issue 23, point 7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_that_must_open_a_new_session_gives_up_by_its_deadline() {
+    let path = unique_path("outage-reopen");
+    let (proxy, client) = client_behind_proxy(Duration::from_secs(2)).await;
+    proxy.blackhole();
+    let black = Instant::now();
+    while client.connection_state() != zklock::ConnectionState::Lost {
+        assert!(
+            black.elapsed() < Duration::from_secs(10),
+            "the session was never given up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mutex = client.mutex(&path).unwrap();
+    let start = Instant::now();
+    let result = mutex.acquire_timeout(Duration::from_secs(1)).await;
+    let took = start.elapsed();
+    assert_eq!(result.unwrap_err().kind(), ErrorKind::Connection);
+    assert!(
+        took <= Duration::from_millis(1250) + SLACK,
+        "acquire(timeout 1 s) needing a new session settled after {took:?}"
+    );
+    proxy.heal();
+}

@@ -30,10 +30,12 @@ import asyncio
 import dataclasses
 import logging
 import os
+import threading
 import weakref
 from types import TracebackType
 from typing import (
     Any,
+    Callable,
     Dict,
     Iterable,
     List,
@@ -439,7 +441,9 @@ class Client:
     """One ZooKeeper session over ``hosts`` (``host:port,host:port/optional/chroot``).
 
     Connecting blocks (with the GIL released) until the session is established or
-    ``connect_timeout`` passes (:class:`ConnectionFailed`). Also a context manager that closes
+    ``connect_timeout`` passes (:class:`ConnectionFailed`): the client connects here, eagerly,
+    so an acquire's ``timeout`` starts after that. When a session ends later (expired, given up),
+    the next acquire opens a new one within its own ``timeout``. Also a context manager that closes
     the session on exit; a client still open at interpreter exit is closed then, so that its
     lock nodes go at once instead of after the session timeout.
 
@@ -497,6 +501,9 @@ class Client:
             None if server_tick is None else _check_number(server_tick, "server_tick"),
         )
         self._finalizer = weakref.finalize(self, self._native.close)
+        # add_listener's callables and their ids in the core.
+        self._listeners: Dict[Callable[[str], object], int] = {}
+        self._listeners_lock = threading.Lock()
 
     @classmethod
     async def connect_async(
@@ -534,6 +541,32 @@ class Client:
     @property
     def closed(self) -> bool:
         return self._native.closed
+
+    # -- connection state (kazoo's add_listener) ----------------------------------------------
+
+    @property
+    def state(self) -> str:
+        """The connection now: ``'connected'``, ``'suspended'`` (broken; the session may live,
+        its leases are suspended) or ``'lost'`` (the session ended, or the client was closed)."""
+        return self._native.connection_state
+
+    def add_listener(self, listener: Callable[[str], object]) -> None:
+        """Calls ``listener(state)`` with the current state and at every change, on zklock's
+        callback thread (kazoo's ``add_listener``): ``'lost'`` once per session, then
+        ``'connected'`` when a later acquire opens a new session; nothing after the ``'lost'``
+        of a closed client. An exception it raises goes to ``sys.unraisablehook``. Adding the
+        same callable twice adds it once."""
+        with self._listeners_lock:
+            if listener not in self._listeners:
+                self._listeners[listener] = self._native._on_connection(listener)
+
+    def remove_listener(self, listener: Callable[[str], object]) -> None:
+        """Stops calling ``listener`` (a call already on its way may still run); a listener
+        that was never added is ignored, as in kazoo."""
+        with self._listeners_lock:
+            id = self._listeners.pop(listener, None)
+        if id is not None:
+            self._native._remove_connection_listener(id)
 
     def stats(self) -> Stats:
         """This client's lock statistics (a frozen :class:`Stats`): acquires by outcome
