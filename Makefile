@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test deps lint test-rust test-python test-node test-c test-cli test-interop test-dist dist demo bench soak test-faults install
+.PHONY: test deps lint test-rust test-python test-node test-c test-cli test-interop test-dist dist demo bench soak trust-long test-faults install
 
 test: deps lint test-rust test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
@@ -53,6 +53,13 @@ install:
 # Benchmarks against Curator, kazoo and the raw ZooKeeper limit; results in bench/results/.
 bench: deps
 	bench/run.sh
+
+# The member-isolation scenarios at their full count (make test runs 3 rounds of each; issue
+# 23 asks for at least 10): a holder on an isolated follower or leader knows first.
+TRUST_ROUNDS ?= 10
+trust-long: deps
+	$(CARGO) build -q -p zklock-testkit --bin zk-harness
+	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-trust --test isolation -- --nocapture --test-threads=1
 
 # A bounded soak with random faults on a 3-node ensemble (SOAK_SECONDS, default 600).
 SOAK_SECONDS ?= 600
