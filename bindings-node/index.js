@@ -238,6 +238,8 @@ function checkWrites(writes) {
 // uncaught exception, the end of the script) closes it synchronously in its 'exit' event, so
 // its lock nodes go at once instead of after the session timeout. Kept until closed: an open
 // session (and the locks it holds) does not end because a Client object became unreachable.
+// A worker thread gets no 'exit' event when terminate()d or stopped with its process: there
+// the native side closes them as the worker's environment goes (closeWithEnvironment).
 const openClients = new Set()
 let exitHookInstalled = false
 
@@ -280,6 +282,7 @@ class Client extends EventEmitter {
         this.#stateListener = null
       }
     })
+    nativeClient.closeWithEnvironment()
     openClients.add(nativeClient)
     if (!exitHookInstalled) {
       exitHookInstalled = true

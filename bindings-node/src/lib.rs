@@ -421,6 +421,95 @@ impl NativeClient {
     pub fn remove_connection_listener(&self, id: f64) -> bool {
         self.inner.remove_connection_listener(id as u64)
     }
+
+    /// Ties the session to the JS environment (main thread or worker thread) it was made in:
+    /// when that environment goes away, the session is closed if still open. index.js calls
+    /// this once per client, right after connecting.
+    #[napi(catch_unwind)]
+    pub fn close_with_environment(&self, env: &Env) -> napi::Result<()> {
+        close_with_environment(env, &self.inner)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Closing with the environment
+//
+// A session ends when its last handle is dropped, which is usually what happens when its
+// environment ends and Node finalizes the environment's objects. Not always: a lease whose
+// states are watched (a listener, a read `lease.signal`) is kept by the core's watch task until
+// a final state, and that lease keeps its session, so a worker terminated while holding it left
+// the lock and the session alive for good (issue 27). index.js's `process.on('exit')` does not
+// cover it either: a worker's 'exit' event is not emitted on `terminate()`, nor when the process
+// ends while the worker runs. So each environment keeps its clients, and one cleanup hook per
+// environment (Node runs them on the environment's own thread as it tears it down, also for a
+// worker stopped by `process.exit()` in the main thread) closes the ones still open. Closing
+// makes every lease lost, which ends the watch tasks and lets their threadsafe functions go.
+
+/// The clients made in one environment, for its cleanup hook.
+struct EnvClients {
+    env: sys::napi_env,
+    clients: std::cell::RefCell<Vec<zklock::Client>>,
+}
+
+thread_local! {
+    /// The registries of the environments living on this thread (one for the main thread or a
+    /// worker thread; an embedder may run more), each until its cleanup hook runs.
+    static ENV_CLIENTS: std::cell::RefCell<Vec<std::rc::Rc<EnvClients>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn close_with_environment(env: &Env, client: &zklock::Client) -> napi::Result<()> {
+    let registry = ENV_CLIENTS.with(|all| -> napi::Result<_> {
+        let mut all = all.borrow_mut();
+        if let Some(r) = all.iter().find(|r| r.env == env.raw()) {
+            return Ok(r.clone());
+        }
+        let r = std::rc::Rc::new(EnvClients {
+            env: env.raw(),
+            clients: std::cell::RefCell::new(Vec::new()),
+        });
+        env.add_env_cleanup_hook(r.clone(), close_env_clients)?;
+        all.push(r.clone());
+        Ok(r)
+    })?;
+    let mut clients = registry.clients.borrow_mut();
+    // Closed clients are dropped here, so that a program that connects and closes clients
+    // again and again does not grow the list.
+    clients.retain(|c| !c.is_closed());
+    clients.push(client.clone());
+    Ok(())
+}
+
+/// The environment ends: closes its open clients, all at once (each waits for ZooKeeper to be
+/// told, up to half a second when it cannot be reached), before the thread goes on tearing down.
+fn close_env_clients(registry: std::rc::Rc<EnvClients>) {
+    let _ = ENV_CLIENTS.try_with(|all| {
+        all.borrow_mut()
+            .retain(|r| !std::rc::Rc::ptr_eq(r, &registry))
+    });
+    let open: Vec<zklock::Client> = registry
+        .clients
+        .take()
+        .into_iter()
+        .filter(|c| !c.is_closed())
+        .collect();
+    if open.is_empty() {
+        return;
+    }
+    // No panic may cross into Node (this runs from a C callback): the sessions then end with
+    // their timeout, as before.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        zklock::support::block_on(async move {
+            let closing: Vec<_> = open
+                .into_iter()
+                .map(|c| zklock::support::spawn(async move { c.close().await }))
+                .collect();
+            for c in closing {
+                let _ = c.await;
+            }
+            Ok(())
+        })
+    }));
 }
 
 /// A JS number as a semaphore's N for the core: one no `u32` holds (negative, fractional,
