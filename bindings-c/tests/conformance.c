@@ -393,18 +393,24 @@ static void *release_later(void *arg) {
     return NULL;
 }
 
-static void op_timeout(struct outcome *o, const struct bytes *in) {
+/* The `timeout` op's conversion of the input (seconds; -1 passed as C's "wait forever"). 0 when
+ * the case ends here: a problem, or n/a with the reason. */
+static int timeout_ms_of(struct outcome *o, const struct bytes *in, int64_t *ms) {
     double secs;
-    int64_t ms;
     if (!parse_seconds(in->p, &secs)) {
         snprintf(o->problem, sizeof o->problem, "the input %.40s is not a number of seconds", in->p);
-        return;
+        return 0;
     }
     if (strcmp(in->p, "-1") == 0) {
-        ms = -1; /* C's "wait forever", passed as is */
-    } else if (!to_millis(secs, &ms, &o->na)) {
-        return;
+        *ms = -1;
+        return 1;
     }
+    return to_millis(secs, ms, &o->na);
+}
+
+static void op_timeout(struct outcome *o, const struct bytes *in) {
+    int64_t ms;
+    if (!timeout_ms_of(o, in, &ms)) return;
     zklock_lock *mine = NULL, *theirs = NULL;
     zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &mine));
     if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(other_client, case_path, NULL, &theirs));
@@ -435,17 +441,8 @@ static void op_timeout(struct outcome *o, const struct bytes *in) {
 
 /* A guarded create with the input as its timeout; on failure the same create must succeed. */
 static void op_guarded_timeout(struct outcome *o, const struct bytes *in) {
-    double secs;
     int64_t ms;
-    if (!parse_seconds(in->p, &secs)) {
-        snprintf(o->problem, sizeof o->problem, "the input %.40s is not a number of seconds", in->p);
-        return;
-    }
-    if (strcmp(in->p, "-1") == 0) {
-        ms = -1;
-    } else if (!to_millis(secs, &ms, &o->na)) {
-        return;
-    }
+    if (!timeout_ms_of(o, in, &ms)) return;
     static char data[600];
     snprintf(data, sizeof data, "%s-data", case_path);
     zklock_lock *l = NULL;

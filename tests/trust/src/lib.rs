@@ -6,3 +6,4 @@ pub mod checker;
 pub mod fenced;
 pub mod margin;
 pub mod peers;
+pub mod timing;

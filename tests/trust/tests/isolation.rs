@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zklock::{LeaseState, Options};
 use zklock_testkit::{unique_path, Config, Isolation, Proxy, ZooKeeper};
+use zklock_trust::timing::{Timing, FAST, SAMPLE};
 
 /// Holder/waiter pairs per round, all on the isolated member.
 const PAIRS: usize = 3;
@@ -28,28 +29,6 @@ fn rounds() -> usize {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3)
 }
-
-/// An ensemble's timing: ZooKeeper's tick and syncLimit, and the holders' session timeout.
-#[derive(Debug, Clone, Copy)]
-struct Timing {
-    tick: Duration,
-    sync_limit: u32,
-    session: Duration,
-}
-
-/// tick 500 ms, syncLimit 4, session 4 s: the first table row.
-const FAST: Timing = Timing {
-    tick: Duration::from_millis(500),
-    sync_limit: 4,
-    session: Duration::from_secs(4),
-};
-
-/// ZooKeeper's sample configuration (tick 2 s, syncLimit 5) and zklock's default session.
-const SAMPLE: Timing = Timing {
-    tick: Duration::from_secs(2),
-    sync_limit: 5,
-    session: Duration::from_secs(10),
-};
 
 fn ensemble(timing: Timing) -> ZooKeeper {
     ZooKeeper::start(

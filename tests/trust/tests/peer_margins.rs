@@ -25,6 +25,7 @@ use std::time::Instant;
 use zklock_testkit::{Config, ZooKeeper};
 use zklock_trust::margin::{self, Round, RoundOptions};
 use zklock_trust::peers;
+use zklock_trust::timing::{Timing, FAST, SAMPLE};
 
 const SESSION_TIMEOUTS: [Duration; 2] = [Duration::from_secs(2), Duration::from_secs(4)];
 
@@ -123,28 +124,6 @@ fn start_zklock(
 fn a_black_holed_zklock_holder_reports_its_lost_margin_in_every_round() {
     measure("zklock", start_zklock);
 }
-
-/// An ensemble's timing for the member-isolation rounds: ZooKeeper's tick and syncLimit, and the
-/// holder's session timeout (the two timings of tests/isolation.rs).
-#[derive(Debug, Clone, Copy)]
-struct Timing {
-    tick: Duration,
-    sync_limit: u32,
-    session: Duration,
-}
-
-const FAST: Timing = Timing {
-    tick: Duration::from_millis(500),
-    sync_limit: 4,
-    session: Duration::from_secs(4),
-};
-
-/// ZooKeeper's sample configuration, and zklock's default session.
-const SAMPLE: Timing = Timing {
-    tick: Duration::from_secs(2),
-    sync_limit: 5,
-    session: Duration::from_secs(10),
-};
 
 /// Waits until all three members serve under one leader, and returns the leader: a member that
 /// was isolated must have rejoined before the next round pins a holder to a follower.
