@@ -64,8 +64,7 @@ struct PeerLink {
     from: usize,
     to: usize,
     quorum: Proxy,
-    /// Only on links from a larger id to a smaller one (see `ZooKeeper::start`).
-    election: Option<Proxy>,
+    election: Proxy,
 }
 
 impl Default for Config {
@@ -167,11 +166,14 @@ impl ZooKeeper {
         // itself by its own ports, which it binds. A follower reaches its leader's quorum port
         // by its own view of the leader (`Learner.findLeader`), so every quorum link is proxied.
         // Election connections are kept only when the larger id opened them: a connection from
-        // a smaller id is closed and opened back to the address the smaller id announced, its
-        // real one (`QuorumCnxManager.handleConnection`), which would bypass the proxies. So a
-        // member names every larger id's election port by a port nobody listens on: its own
-        // attempts fail at once, the larger id connects to it through the proxy of its link,
-        // and that connection carries the messages both ways.
+        // a smaller id is closed and opened back to the election address the smaller id
+        // announced in its initial message (`QuorumCnxManager.handleConnection`), which would
+        // bypass the proxies. A wildcard address is left out of that message's list
+        // (`InitialMessage.parse`, `isWildcardAddress`), and the larger id then connects back to
+        // the address of its own view, the proxy of its link. So with peer proxies each member
+        // names itself `0.0.0.0` (it binds its ports on every interface, loopback included):
+        // every election link runs through its proxy, whoever opens it, and a member restarted
+        // while the others stay up can announce itself to every peer.
         let mut links = Vec::new();
         if config.peer_proxies && n > 1 {
             for from in 0..n {
@@ -181,9 +183,7 @@ impl ZooKeeper {
                             from,
                             to,
                             quorum: Proxy::start_for_peer(&format!("127.0.0.1:{peer}"))?,
-                            election: (from > to)
-                                .then(|| Proxy::start_for_peer(&format!("127.0.0.1:{election}")))
-                                .transpose()?,
+                            election: Proxy::start_for_peer(&format!("127.0.0.1:{election}"))?,
                         });
                     }
                 }
@@ -215,17 +215,18 @@ impl ZooKeeper {
             }
             if n > 1 {
                 for (j, &(_, peer, election)) in ports.iter().enumerate() {
-                    let (peer, election) = match links.iter().find(|l| l.from == i && l.to == j) {
-                        Some(l) => (
-                            port_of(l.quorum.addr()),
-                            match &l.election {
-                                Some(e) => port_of(e.addr()),
-                                None => free_port()?,
-                            },
-                        ),
-                        None => (peer, election),
-                    };
-                    cfg.push_str(&format!("server.{}=127.0.0.1:{peer}:{election}\n", j + 1));
+                    let (host, peer, election) =
+                        match links.iter().find(|l| l.from == i && l.to == j) {
+                            Some(l) => (
+                                "127.0.0.1",
+                                port_of(l.quorum.addr()),
+                                port_of(l.election.addr()),
+                            ),
+                            // Itself: the wildcard when its links are proxied (above).
+                            None if !links.is_empty() => ("0.0.0.0", peer, election),
+                            None => ("127.0.0.1", peer, election),
+                        };
+                    cfg.push_str(&format!("server.{}={host}:{peer}:{election}\n", j + 1));
                 }
                 std::fs::write(dir.join("data/myid"), format!("{id}\n"))
                     .map_err(|e| e.to_string())?;
@@ -425,7 +426,7 @@ impl ZooKeeper {
             "isolate needs an ensemble started with Config::peer_proxies"
         );
         for link in self.links.iter().filter(|l| l.from == i || l.to == i) {
-            for proxy in std::iter::once(&link.quorum).chain(&link.election) {
+            for proxy in [&link.quorum, &link.election] {
                 match how {
                     Isolation::Cut => {
                         proxy.refuse();
@@ -448,9 +449,7 @@ impl ZooKeeper {
     pub fn heal(&self, i: usize) {
         for link in self.links.iter().filter(|l| l.from == i || l.to == i) {
             link.quorum.heal();
-            if let Some(e) = &link.election {
-                e.heal();
-            }
+            link.election.heal();
         }
     }
 
