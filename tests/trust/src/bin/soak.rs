@@ -1,7 +1,9 @@
 //! `soak [SECONDS]` (default 600, `make soak`): a 3-node ensemble, each client behind fault
 //! proxies of its own, clients contending on a few locks while random faults are injected
 //! (connections cut, a member black-holed for a while, one client partitioned from the whole
-//! ensemble past its session timeout, a member restarted, the leader killed, a slow link).
+//! ensemble past its session timeout, a member restarted, the leader killed, a slow link, and a
+//! member cut off from its peers by a black hole or a cut while its clients still reach it:
+//! the ensemble's peer links run through fault proxies of their own).
 //! Every critical section is recorded; it ends at its release or at its lease's lost signal,
 //! whichever comes first (a careful holder stops working when told), and the exclusion checker
 //! counts overlaps of sections of one lock. Prints operations done, faults injected, overlaps
@@ -11,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use zklock_testkit::{Proxy, ZooKeeper};
+use zklock_testkit::{Config, Isolation, Proxy, ZooKeeper};
 use zklock_trust::checker::{self, Section};
 use zklock_trust::fenced::FencedRegister;
 
@@ -36,7 +38,11 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(600);
-    let mut zk = ZooKeeper::ensemble(3).unwrap_or_else(|e| {
+    let config = Config {
+        peer_proxies: true,
+        ..Config::default()
+    };
+    let mut zk = ZooKeeper::start(3, &config).unwrap_or_else(|e| {
         eprintln!("soak: {e}");
         std::process::exit(1);
     });
@@ -72,6 +78,7 @@ fn main() {
 
     let started = Instant::now();
     let mut faults = 0usize;
+    let mut isolations = 0usize;
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
     while started.elapsed() < Duration::from_secs(seconds) {
         std::thread::sleep(Duration::from_millis(1500));
@@ -80,8 +87,20 @@ fn main() {
         seed ^= seed << 17;
         let member = (seed % 3) as usize;
         let to_member = |f: &dyn Fn(&Proxy)| proxies.iter().for_each(|c| f(&c[member]));
-        // Half of the faults partition one client; the rest hit one member for everyone.
-        match (seed >> 8) % 10 {
+        // Faults 0-4 hit one member for every client, 10-11 cut a member off from its peers
+        // (the holders on it must know first), the rest partition one client.
+        match (seed >> 8) % 12 {
+            10 | 11 => {
+                let how = if (seed >> 8) % 12 == 10 {
+                    Isolation::BlackHole
+                } else {
+                    Isolation::Cut
+                };
+                zk.isolate(member, how);
+                std::thread::sleep(Duration::from_millis(1000 + seed % 6000));
+                zk.heal(member);
+                isolations += 1;
+            }
             0 => to_member(&|p| p.cut()),
             1 => {
                 to_member(&|p| p.blackhole());
@@ -156,7 +175,7 @@ fn main() {
             .count();
     }
     println!(
-        "soak: {}s, operations {}, faults injected {faults}, sections ended by a lost signal {lost_sections}, typed errors {}, fenced rejections {}, overlaps {overlaps}, leftover nodes {leftovers}",
+        "soak: {}s, operations {}, faults injected {faults} (member isolations {isolations}), sections ended by a lost signal {lost_sections}, typed errors {}, fenced rejections {}, overlaps {overlaps}, leftover nodes {leftovers}",
         seconds,
         shared.ops.load(Ordering::SeqCst),
         shared.errors.load(Ordering::SeqCst),
