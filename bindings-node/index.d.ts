@@ -169,7 +169,11 @@ export type GuardedWritten =
   | { op: 'set_data'; version: number }
   | { op: 'delete' }
 
-/** A record of the core's log, published on the diagnostics channel `zklock`. */
+/**
+ * A record of the core's log, published on the diagnostics channel `zklock` of the JS
+ * environment (main thread or worker thread) whose client it is about: each environment gets
+ * the records of its own clients only.
+ */
 export interface LogRecord {
   level: 'error' | 'warn' | 'info' | 'debug'
   event: 'acquire' | 'state' | 'session'
@@ -177,7 +181,8 @@ export interface LogRecord {
   fields: Record<string, string>
 }
 
-/** The diagnostics channel `zklock` (subscribe before connecting to get 'debug' records). */
+/** The diagnostics channel `zklock` (subscribe before connecting to get 'debug' records); each
+ * environment's channel carries the records of the clients connected in that environment. */
 export declare const logChannel: import('node:diagnostics_channel').Channel
 
 /**

@@ -196,7 +196,9 @@ function internalOnly(token, what) {
  * `{ level, event, message, fields }`: a settled acquire at 'debug', a new session and a
  * reconnect at 'info', lease state changes (suspended, held again, lost) and session breaks at
  * 'warn'. Quiet by default: nothing is published without a subscriber, and the 'debug' records
- * are asked of the core only when the channel has a subscriber as a client connects.
+ * are asked of the core only when the channel has a subscriber as a client connects. Each JS
+ * environment has its own channel and sink (the addon routes a record to the environment its
+ * client was made in), so this environment's sink gets its own clients' records only.
  */
 const logChannel = diagnosticsChannel.channel('zklock')
 
