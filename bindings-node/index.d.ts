@@ -325,6 +325,11 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   readonly signal: AbortSignal
   /** True once someone asked this holder to let go; the lease stays held until released. */
   readonly revokeRequested: boolean
+  /**
+   * Listens for one of `LeaseEvents`. A lease never emits 'error', but accepts 'error'
+   * listeners, so that Node's `events.once(lease, 'lost')` and `events.on(lease, ...)` (which add
+   * one) work; any other event name throws ZKLOCK_INVALID_ARGUMENT.
+   */
   on<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   once<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   off<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this

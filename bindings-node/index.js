@@ -867,6 +867,8 @@ class Lease extends EventEmitter {
   /** A lease with listeners stays reachable (from its core) until a final state. */
   #listened(event, listener) {
     checkListener(event, listener)
+    // Nothing to watch for: an 'error' listener comes with events.once()/on()'s real one.
+    if (event === 'error') return listener
     if (!this.#core.done && !this.#core.lost) this.#core.pin = this
     this.#core.watch()
     if (event === 'revokeRequested' && !this.#core.done) this.#core.watchRevoke()
@@ -1005,8 +1007,10 @@ class Lease extends EventEmitter {
   }
 }
 
+// 'error' is accepted though a lease never emits it: Node's events.once() and events.on() add an
+// 'error' listener next to the one asked for, and refusing it made them throw.
 const leaseEvents = new Set([
-  'suspended', 'resumed', 'lost', 'revokeRequested', 'newListener', 'removeListener',
+  'suspended', 'resumed', 'lost', 'revokeRequested', 'newListener', 'removeListener', 'error',
 ])
 
 function checkListener(event, listener) {
