@@ -91,7 +91,11 @@ export interface AcquireOptions {
    * ZKLOCK_INVALID_ARGUMENT. (zklock's one timeout rule, the same in every language.)
    */
   timeoutMs?: number
-  /** Aborting it rejects the pending acquire with ZKLOCK_ABORTED and removes its node. */
+  /**
+   * Aborting it rejects the pending acquire with ZKLOCK_ABORTED and removes its node. One signal
+   * may serve any number of acquires at once: they share one 'abort' listener, removed when the
+   * last of them settles.
+   */
   signal?: AbortSignal
 }
 

@@ -506,20 +506,12 @@ class Lock {
     if (signal && signal.aborted) throw abortError(this.path, signal)
     /** @type {any} */
     let pending = null
-    const onAbort = () => {
-      if (pending) pending.cancel()
-    }
     // Listen before starting, so that a signal that cannot be listened to costs nothing.
-    if (signal) {
-      try {
-        signal.addEventListener('abort', onAbort, { once: true })
-      } catch (e) {
-        throw signalMethodFailed('addEventListener', e)
-      }
-    }
-    const unlisten = () => {
-      if (signal) signal.removeEventListener('abort', onAbort)
-    }
+    const unlisten = signal
+      ? onAbort(signal, () => {
+          if (pending) pending.cancel()
+        })
+      : () => {}
     let nativeLease
     try {
       // A re-entrant hold is taken at once (no I/O): no trip to the core and back.
@@ -680,6 +672,48 @@ class RwLock {
 
   participants(options) {
     return this.read.participants(options)
+  }
+}
+
+/**
+ * The acquires waiting on each signal, and the one 'abort' listener they share: a signal passed
+ * to many acquires at once (one per job of a batch) gets a single listener of ours, not one per
+ * acquire (Node warns past 10 listeners, MaxListenersExceededWarning). The listener is removed
+ * with the last acquire, so a long-lived signal keeps nothing of ours once its acquires settled.
+ * @type {WeakMap<object, { waiters: Set<() => void>, listener: () => void }>}
+ */
+const signalWaiters = new WeakMap()
+
+/**
+ * Runs `cancel` (a function of one acquire's own) when `signal` aborts. Returns the function
+ * that stops that (and takes our listener off the signal when no acquire waits on it any
+ * more); it throws what a look-alike signal's removeEventListener throws.
+ */
+function onAbort(signal, cancel) {
+  let entry = signalWaiters.get(signal)
+  if (entry === undefined) {
+    const waiters = new Set()
+    const listener = () => {
+      // Once: the signal drops this listener itself (`once`), and later acquires see `aborted`.
+      signalWaiters.delete(signal)
+      for (const waiter of waiters) waiter()
+      waiters.clear()
+    }
+    try {
+      signal.addEventListener('abort', listener, { once: true })
+    } catch (e) {
+      throw signalMethodFailed('addEventListener', e)
+    }
+    entry = { waiters, listener }
+    signalWaiters.set(signal, entry)
+  }
+  const mine = entry
+  mine.waiters.add(cancel)
+  return () => {
+    if (!mine.waiters.delete(cancel) || mine.waiters.size > 0) return
+    if (signalWaiters.get(signal) !== mine) return
+    signalWaiters.delete(signal)
+    signal.removeEventListener('abort', mine.listener)
   }
 }
 
