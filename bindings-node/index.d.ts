@@ -255,7 +255,8 @@ export declare class Lock {
   tryAcquire(): Promise<Lease | null>
   /**
    * Runs `fn` under the lock and releases it afterwards, also when `fn` throws. Rejects with
-   * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished.
+   * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished (as
+   * `await using` does at block exit).
    */
   using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>>
   /**
@@ -346,5 +347,12 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   guardedWrite(writes: readonly GuardedWrite[], options?: TimeoutOptions): Promise<GuardedWritten[]>
   /** Releases the lease; a second call rejects with ZKLOCK_NOT_HELD. */
   release(): Promise<ReleaseResult>
+  /**
+   * `await using lease = await lock.acquire()`: releases at block exit, and rejects with
+   * ZKLOCK_LOST when the lease was lost inside the block, as `Lock.using()` does: the block's
+   * work was (partly) done without the lock. If the block threw too, both errors come as a
+   * `SuppressedError` (`error`: the ZKLOCK_LOST one, `suppressed`: the block's). A lease
+   * released by hand inside the block is not released again and disposes quietly.
+   */
   [Symbol.asyncDispose](): Promise<void>
 }

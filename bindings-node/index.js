@@ -585,17 +585,7 @@ class Lock {
       await lease.release().catch(() => {})
       throw e
     }
-    const lostInside = lease.state === 'lost'
-    const outcome = await lease.release()
-    if (lostInside || outcome === 'was-lost') {
-      const reason = lease.signal.aborted ? lease.signal.reason : undefined
-      throw zkError(
-        ErrorCode.LOST,
-        `the lease on ${this.path} was lost before the using() callback finished` +
-          (reason ? ` (${reason.message})` : ''),
-        reason,
-      )
-    }
+    await releaseAtScopeEnd(lease, 'the using() callback finished')
     return result
   }
 
@@ -1031,14 +1021,39 @@ class Lease extends EventEmitter {
     }
   }
 
-  /** `await using lease = await mutex.acquire()` releases at block exit. */
+  /**
+   * `await using lease = await mutex.acquire()` releases at block exit, and rejects with
+   * ZKLOCK_LOST when the lease was lost inside the block, as `using()` does (when the block threw
+   * as well, JavaScript hands both on as a SuppressedError). A lease released by hand in the
+   * block is left alone: its `release()` answered already.
+   */
   async [Symbol.asyncDispose]() {
     if (this.#releasing) {
       await this.#releasing.catch(() => {})
       return
     }
-    await this.release()
+    await releaseAtScopeEnd(this, 'the await using block ended')
   }
+}
+
+/**
+ * Releases `lease` at the end of a scope (`using()`'s callback, an `await using` block), and
+ * rejects with ZKLOCK_LOST when it was lost before the scope ended: what the scope did, it did
+ * (partly) without the lock, and a scope that ends quietly would say otherwise. One rule for
+ * both forms, so that rewriting one as the other changes nothing.
+ */
+async function releaseAtScopeEnd(lease, scope) {
+  const lostInside = lease.state === 'lost'
+  const outcome = await lease.release()
+  if (lostInside || outcome === 'was-lost') {
+    const reason = lease.signal.aborted ? lease.signal.reason : undefined
+    throw zkError(
+      ErrorCode.LOST,
+      `the lease on ${lease.lockPath} was lost before ${scope}` + (reason ? ` (${reason.message})` : ''),
+      reason,
+    )
+  }
+  return outcome
 }
 
 // 'error' is accepted though a lease never emits it: Node's events.once() and events.on() add an
