@@ -91,7 +91,11 @@ export interface AcquireOptions {
    * ZKLOCK_INVALID_ARGUMENT. (zklock's one timeout rule, the same in every language.)
    */
   timeoutMs?: number
-  /** Aborting it rejects the pending acquire with ZKLOCK_ABORTED and removes its node. */
+  /**
+   * Aborting it rejects the pending acquire with ZKLOCK_ABORTED and removes its node. One signal
+   * may serve any number of acquires at once: they share one 'abort' listener, removed when the
+   * last of them settles.
+   */
   signal?: AbortSignal
 }
 
@@ -169,7 +173,11 @@ export type GuardedWritten =
   | { op: 'set_data'; version: number }
   | { op: 'delete' }
 
-/** A record of the core's log, published on the diagnostics channel `zklock`. */
+/**
+ * A record of the core's log, published on the diagnostics channel `zklock` of the JS
+ * environment (main thread or worker thread) whose client it is about: each environment gets
+ * the records of its own clients only.
+ */
 export interface LogRecord {
   level: 'error' | 'warn' | 'info' | 'debug'
   event: 'acquire' | 'state' | 'session'
@@ -177,7 +185,8 @@ export interface LogRecord {
   fields: Record<string, string>
 }
 
-/** The diagnostics channel `zklock` (subscribe before connecting to get 'debug' records). */
+/** The diagnostics channel `zklock` (subscribe before connecting to get 'debug' records); each
+ * environment's channel carries the records of the clients connected in that environment. */
 export declare const logChannel: import('node:diagnostics_channel').Channel
 
 /**
@@ -246,7 +255,8 @@ export declare class Lock {
   tryAcquire(): Promise<Lease | null>
   /**
    * Runs `fn` under the lock and releases it afterwards, also when `fn` throws. Rejects with
-   * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished.
+   * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished (as
+   * `await using` does at block exit).
    */
   using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>>
   /**
@@ -320,6 +330,11 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   readonly signal: AbortSignal
   /** True once someone asked this holder to let go; the lease stays held until released. */
   readonly revokeRequested: boolean
+  /**
+   * Listens for one of `LeaseEvents`. A lease never emits 'error', but accepts 'error'
+   * listeners, so that Node's `events.once(lease, 'lost')` and `events.on(lease, ...)` (which add
+   * one) work; any other event name throws ZKLOCK_INVALID_ARGUMENT.
+   */
   on<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   once<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
   off<K extends keyof LeaseEvents>(event: K, listener: (...args: LeaseEvents[K]) => void): this
@@ -332,5 +347,12 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   guardedWrite(writes: readonly GuardedWrite[], options?: TimeoutOptions): Promise<GuardedWritten[]>
   /** Releases the lease; a second call rejects with ZKLOCK_NOT_HELD. */
   release(): Promise<ReleaseResult>
+  /**
+   * `await using lease = await lock.acquire()`: releases at block exit, and rejects with
+   * ZKLOCK_LOST when the lease was lost inside the block, as `Lock.using()` does: the block's
+   * work was (partly) done without the lock. If the block threw too, both errors come as a
+   * `SuppressedError` (`error`: the ZKLOCK_LOST one, `suppressed`: the block's). A lease
+   * released by hand inside the block is not released again and disposes quietly.
+   */
   [Symbol.asyncDispose](): Promise<void>
 }

@@ -196,7 +196,9 @@ function internalOnly(token, what) {
  * `{ level, event, message, fields }`: a settled acquire at 'debug', a new session and a
  * reconnect at 'info', lease state changes (suspended, held again, lost) and session breaks at
  * 'warn'. Quiet by default: nothing is published without a subscriber, and the 'debug' records
- * are asked of the core only when the channel has a subscriber as a client connects.
+ * are asked of the core only when the channel has a subscriber as a client connects. Each JS
+ * environment has its own channel and sink (the addon routes a record to the environment its
+ * client was made in), so this environment's sink gets its own clients' records only.
  */
 const logChannel = diagnosticsChannel.channel('zklock')
 
@@ -504,20 +506,12 @@ class Lock {
     if (signal && signal.aborted) throw abortError(this.path, signal)
     /** @type {any} */
     let pending = null
-    const onAbort = () => {
-      if (pending) pending.cancel()
-    }
     // Listen before starting, so that a signal that cannot be listened to costs nothing.
-    if (signal) {
-      try {
-        signal.addEventListener('abort', onAbort, { once: true })
-      } catch (e) {
-        throw signalMethodFailed('addEventListener', e)
-      }
-    }
-    const unlisten = () => {
-      if (signal) signal.removeEventListener('abort', onAbort)
-    }
+    const unlisten = signal
+      ? onAbort(signal, () => {
+          if (pending) pending.cancel()
+        })
+      : () => {}
     let nativeLease
     try {
       // A re-entrant hold is taken at once (no I/O): no trip to the core and back.
@@ -591,17 +585,7 @@ class Lock {
       await lease.release().catch(() => {})
       throw e
     }
-    const lostInside = lease.state === 'lost'
-    const outcome = await lease.release()
-    if (lostInside || outcome === 'was-lost') {
-      const reason = lease.signal.aborted ? lease.signal.reason : undefined
-      throw zkError(
-        ErrorCode.LOST,
-        `the lease on ${this.path} was lost before the using() callback finished` +
-          (reason ? ` (${reason.message})` : ''),
-        reason,
-      )
-    }
+    await releaseAtScopeEnd(lease, 'the using() callback finished')
     return result
   }
 
@@ -678,6 +662,48 @@ class RwLock {
 
   participants(options) {
     return this.read.participants(options)
+  }
+}
+
+/**
+ * The acquires waiting on each signal, and the one 'abort' listener they share: a signal passed
+ * to many acquires at once (one per job of a batch) gets a single listener of ours, not one per
+ * acquire (Node warns past 10 listeners, MaxListenersExceededWarning). The listener is removed
+ * with the last acquire, so a long-lived signal keeps nothing of ours once its acquires settled.
+ * @type {WeakMap<object, { waiters: Set<() => void>, listener: () => void }>}
+ */
+const signalWaiters = new WeakMap()
+
+/**
+ * Runs `cancel` (a function of one acquire's own) when `signal` aborts. Returns the function
+ * that stops that (and takes our listener off the signal when no acquire waits on it any
+ * more); it throws what a look-alike signal's removeEventListener throws.
+ */
+function onAbort(signal, cancel) {
+  let entry = signalWaiters.get(signal)
+  if (entry === undefined) {
+    const waiters = new Set()
+    const listener = () => {
+      // Once: the signal drops this listener itself (`once`), and later acquires see `aborted`.
+      signalWaiters.delete(signal)
+      for (const waiter of waiters) waiter()
+      waiters.clear()
+    }
+    try {
+      signal.addEventListener('abort', listener, { once: true })
+    } catch (e) {
+      throw signalMethodFailed('addEventListener', e)
+    }
+    entry = { waiters, listener }
+    signalWaiters.set(signal, entry)
+  }
+  const mine = entry
+  mine.waiters.add(cancel)
+  return () => {
+    if (!mine.waiters.delete(cancel) || mine.waiters.size > 0) return
+    if (signalWaiters.get(signal) !== mine) return
+    signalWaiters.delete(signal)
+    signal.removeEventListener('abort', mine.listener)
   }
 }
 
@@ -865,6 +891,8 @@ class Lease extends EventEmitter {
   /** A lease with listeners stays reachable (from its core) until a final state. */
   #listened(event, listener) {
     checkListener(event, listener)
+    // Nothing to watch for: an 'error' listener comes with events.once()/on()'s real one.
+    if (event === 'error') return listener
     if (!this.#core.done && !this.#core.lost) this.#core.pin = this
     this.#core.watch()
     if (event === 'revokeRequested' && !this.#core.done) this.#core.watchRevoke()
@@ -993,18 +1021,45 @@ class Lease extends EventEmitter {
     }
   }
 
-  /** `await using lease = await mutex.acquire()` releases at block exit. */
+  /**
+   * `await using lease = await mutex.acquire()` releases at block exit, and rejects with
+   * ZKLOCK_LOST when the lease was lost inside the block, as `using()` does (when the block threw
+   * as well, JavaScript hands both on as a SuppressedError). A lease released by hand in the
+   * block is left alone: its `release()` answered already.
+   */
   async [Symbol.asyncDispose]() {
     if (this.#releasing) {
       await this.#releasing.catch(() => {})
       return
     }
-    await this.release()
+    await releaseAtScopeEnd(this, 'the await using block ended')
   }
 }
 
+/**
+ * Releases `lease` at the end of a scope (`using()`'s callback, an `await using` block), and
+ * rejects with ZKLOCK_LOST when it was lost before the scope ended: what the scope did, it did
+ * (partly) without the lock, and a scope that ends quietly would say otherwise. One rule for
+ * both forms, so that rewriting one as the other changes nothing.
+ */
+async function releaseAtScopeEnd(lease, scope) {
+  const lostInside = lease.state === 'lost'
+  const outcome = await lease.release()
+  if (lostInside || outcome === 'was-lost') {
+    const reason = lease.signal.aborted ? lease.signal.reason : undefined
+    throw zkError(
+      ErrorCode.LOST,
+      `the lease on ${lease.lockPath} was lost before ${scope}` + (reason ? ` (${reason.message})` : ''),
+      reason,
+    )
+  }
+  return outcome
+}
+
+// 'error' is accepted though a lease never emits it: Node's events.once() and events.on() add an
+// 'error' listener next to the one asked for, and refusing it made them throw.
 const leaseEvents = new Set([
-  'suspended', 'resumed', 'lost', 'revokeRequested', 'newListener', 'removeListener',
+  'suspended', 'resumed', 'lost', 'revokeRequested', 'newListener', 'removeListener', 'error',
 ])
 
 function checkListener(event, listener) {

@@ -53,3 +53,13 @@ test('await using after a manual release does not fail', async () => {
 test('await using closes a client', async () => {
   assert.equal(await scenarios.clientDisposed(zk.servers), true)
 })
+
+test('await using rejects with ZKLOCK_LOST when the lease was lost inside the block, as using() does', async () => {
+  const out = await scenarios.lostInsideTheBlock(zk.servers, uniquePath('dispose-lost'))
+  assert.deepEqual(out, {
+    disposed: 'ZKLOCK_LOST',
+    used: 'ZKLOCK_LOST',
+    stateAfter: 'lost',
+    thrown: { name: 'SuppressedError', error: 'ZKLOCK_LOST', suppressed: 'boom after the loss' },
+  })
+})

@@ -105,6 +105,13 @@ impl Client {
         )
     }
 
+    /// This client's id: unique in the process and never reused, and carried by every log record
+    /// about the client ([`crate::support::LogRecord`]'s `client`), so that a face whose
+    /// clients belong to different owners (Node's worker threads) gives each its own records.
+    pub fn id(&self) -> u64 {
+        self.inner.counters().client()
+    }
+
     /// The connect string this client was made with.
     pub fn hosts(&self) -> &str {
         self.inner.hosts()

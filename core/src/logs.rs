@@ -1,7 +1,9 @@
 //! What the core says about its locks, said once for every face: each record goes to `tracing`
 //! (Rust programs see it behind nothing more than a subscriber) and to at most one sink a face
 //! installs (Python's `logging`, Node's `diagnostics_channel`, C's log callback). Quiet by
-//! default: without a subscriber and a sink nothing is formatted.
+//! default: without a subscriber and a sink nothing is formatted. Each record names its client
+//! ([`Record::client`]), so that a face with several owners in one process (Node's threads) can
+//! route it; the sink itself stays one per process.
 //!
 //! Levels: every settled acquire at `debug`; a new session and a reconnect at `info`; lease state
 //! changes (suspended, held again, lost) and connection breaks and session expiries at `warn`.
@@ -27,12 +29,16 @@ crate::names::names!(Level, "log level" {
     Debug => "debug",
 });
 
-/// One record for a face's sink: its level, what it is about (`acquire`, `state`, `session`),
-/// a message for people and its fields by name (`path`, `kind`, `outcome`, `wait_ms`, `node`,
-/// `state`, `session`, `reason`).
+/// One record for a face's sink: its level, the client it is about, what it is about
+/// (`acquire`, `state`, `session`), a message for people and its fields by name (`path`, `kind`,
+/// `outcome`, `wait_ms`, `node`, `state`, `session`, `reason`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
     pub level: Level,
+    /// The id of the client whose acquire, lease or session this is ([`crate::Client::id`]).
+    /// The sink is one per process; a face that serves several owners in one process (Node's
+    /// main thread and worker threads) routes each record to its client's owner by it.
+    pub client: u64,
     pub event: &'static str,
     pub message: String,
     pub fields: Vec<(&'static str, String)>,
@@ -69,6 +75,7 @@ pub(crate) fn wanted(level: Level) -> bool {
 /// Hands a record to the sink, on the callback thread. Call only when `wanted(level)`.
 pub(crate) fn emit(
     level: Level,
+    client: u64,
     event: &'static str,
     message: String,
     fields: Vec<(&'static str, String)>,
@@ -78,6 +85,7 @@ pub(crate) fn emit(
     };
     let record = Record {
         level,
+        client,
         event,
         message,
         fields,

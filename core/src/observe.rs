@@ -78,6 +78,7 @@ impl<'a> AcquireWatch<'a> {
             }
             logs::emit(
                 Level::Debug,
+                self.counters.client(),
                 "acquire",
                 format!(
                     "acquire of {} ({}): {} after {wait_ms:.1} ms",
@@ -192,7 +193,7 @@ pub(crate) fn lease_state(
             fields.push(("reason", reason.to_owned()));
             message.push_str(&format!(" ({reason})"));
         }
-        logs::emit(level, "state", message, fields);
+        logs::emit(level, counters.client(), "state", message, fields);
     }
 }
 
@@ -237,6 +238,7 @@ pub(crate) fn session_event(counters: &Counters, session: i64, what: &'static st
         }
         logs::emit(
             level,
+            counters.client(),
             "session",
             message,
             vec![
@@ -244,6 +246,48 @@ pub(crate) fn session_event(counters: &Counters, session: i64, what: &'static st
                 ("event", what.to_owned()),
                 ("reason", reason.to_owned()),
             ],
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{mpsc, Arc, Mutex};
+
+    #[test]
+    fn every_record_names_the_client_whose_event_it_tells() {
+        let (a, b) = (Counters::default(), Counters::default());
+        let ids = [a.client(), b.client()];
+        let (tx, rx) = mpsc::channel();
+        let tx = Mutex::new(tx);
+        // The sink is the process's: other tests' records may pass by, so keep ours only.
+        logs::set_sink(Some((
+            Level::Debug,
+            Arc::new(move |r: &logs::Record| {
+                if ids.contains(&r.client) {
+                    let _ = tx.lock().unwrap().send((r.client, r.event));
+                }
+            }),
+        )));
+        session_event(&a, 7, "opened", "");
+        lease_state(&b, "n", LeaseState::Held, LeaseState::Lost, Some("closed"));
+        let decide_by = None;
+        let mut watch =
+            AcquireWatch::start(&a, "/p", NodeKind::Mutex, &decide_by, tracing::Span::none());
+        watch.settle(&Ok::<(), crate::Error>(()));
+        drop(watch);
+        let got: Vec<_> = (0..3)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).expect("a record"))
+            .collect();
+        logs::set_sink(None);
+        assert_eq!(
+            got,
+            [
+                (a.client(), "session"),
+                (b.client(), "state"),
+                (a.client(), "acquire")
+            ]
         );
     }
 }

@@ -96,8 +96,15 @@ fn upper_bound(i: usize) -> u64 {
     low.saturating_add((1u64 << shift) - 1)
 }
 
-/// The live counters of one client (shared by its sessions and leases).
+/// The last client id handed out ([`Counters::client`]); ids start at 1 and are never reused.
+static LAST_CLIENT: AtomicU64 = AtomicU64::new(0);
+
+/// The live counters of one client (shared by its sessions and leases). They also carry the
+/// client's id, because every function that tells of a client's event (`observe`) is handed
+/// them already: its log records say whose they are without another parameter everywhere.
 pub(crate) struct Counters {
+    /// The client's id ([`crate::Client::id`]), unique in the process.
+    client: u64,
     acquired: AtomicU64,
     timed_out: AtomicU64,
     cancelled: AtomicU64,
@@ -115,6 +122,7 @@ pub(crate) struct Counters {
 impl Default for Counters {
     fn default() -> Counters {
         Counters {
+            client: LAST_CLIENT.fetch_add(1, Relaxed) + 1,
             acquired: AtomicU64::new(0),
             timed_out: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
@@ -160,6 +168,11 @@ impl Outcome {
 }
 
 impl Counters {
+    /// The id of the client these counters belong to.
+    pub(crate) fn client(&self) -> u64 {
+        self.client
+    }
+
     pub(crate) fn wait_started(&self) {
         self.waiting.fetch_add(1, Relaxed);
     }
@@ -305,6 +318,12 @@ mod tests {
         assert!(near(p.p90, 90), "p90 {:?}", p.p90);
         assert!(p.p99 <= p.max && near(p.p99, 99), "p99 {:?}", p.p99);
         assert_eq!(Histogram::new().snapshot(), Percentiles::default());
+    }
+
+    #[test]
+    fn each_client_gets_an_id_of_its_own() {
+        let (a, b) = (Counters::default(), Counters::default());
+        assert!(a.client() > 0 && b.client() > a.client());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 // Compiled by tsc (see dispose.test.js): `await using` as a TypeScript user writes it. Node 20's
 // V8 cannot parse `await using` yet; tsc lowers it to Symbol.asyncDispose calls.
-import { Client, type Lease } from 'zklock'
+import { Client, type Lease, type ZkLockError } from 'zklock'
 
 export interface Outcome {
   nodesInside: number
@@ -64,4 +64,52 @@ export async function clientDisposed(servers: string): Promise<boolean> {
     captured = client
   }
   return captured.closed
+}
+
+export interface LostInside {
+  /** The code `await using` rejected with at block exit (undefined: it did not). */
+  disposed?: string
+  /** The code `mutex.using()` rejected with for the same loss. */
+  used?: string
+  stateAfter: string
+  /** When the block threw too: the SuppressedError's two errors. */
+  thrown?: { name: string; error?: string; suppressed?: string }
+}
+
+/** A lease lost inside the block (its client closed there): the same outcome as `using()`. */
+export async function lostInsideTheBlock(servers: string, path: string): Promise<LostInside> {
+  let captured: Lease | undefined
+  let disposed: string | undefined
+  {
+    const client = await Client.connect(servers)
+    try {
+      await using lease = await client.mutex(path).acquire({ timeoutMs: 5_000 })
+      captured = lease
+      await client.close()
+    } catch (e) {
+      disposed = (e as ZkLockError).code
+    }
+  }
+  const other = await Client.connect(servers)
+  const used = await other
+    .mutex(path)
+    .using(() => other.close())
+    .then(
+      () => undefined,
+      (e: ZkLockError) => e.code,
+    )
+
+  // The block throws as well: both errors reach the caller, the block's as the suppressed one.
+  let thrown: LostInside['thrown']
+  const third = await Client.connect(servers)
+  try {
+    await using lease = await third.mutex(path).acquire({ timeoutMs: 5_000 })
+    void lease
+    await third.close()
+    throw new Error('boom after the loss')
+  } catch (e) {
+    const s = e as { name: string; error?: ZkLockError; suppressed?: Error }
+    thrown = { name: s.name, error: s.error?.code, suppressed: s.suppressed?.message }
+  }
+  return { disposed, used, stateAfter: captured ? captured.state : 'none', thrown }
 }

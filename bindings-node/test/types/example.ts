@@ -13,6 +13,7 @@ import {
   type Participant,
   type Stats,
 } from 'zklock'
+import { once } from 'node:events'
 
 async function writeWithFence(row: string, fence: bigint, signal: AbortSignal): Promise<void> {
   if (signal.aborted) throw signal.reason
@@ -107,6 +108,11 @@ export async function main(servers: string): Promise<void> {
   const done: GuardedWritten[] = await guarded.guardedWrite(writes)
   for (const w of done) if (w.op === 'set_data') console.log(w.version)
   await guarded.release()
+  // Node's own helpers on a lease (they add an 'error' listener, which a lease accepts).
+  const watched = await mutex.acquire()
+  const lostWith = once(watched, 'lost', { signal: AbortSignal.timeout(1_000) })
+  await watched.release()
+  await lostWith.catch(() => {})
   const onRecord = (message: unknown): void => {
     const record = message as LogRecord
     if (record.level === 'warn') console.log(record.message, record.fields.path)
