@@ -469,6 +469,46 @@ static void op_guarded_timeout(struct outcome *o, const struct bytes *in) {
     zklock_lock_free(l);
 }
 
+/* A guarded create of the input number of bytes; then the lease must still be held. */
+static void op_guarded_size(struct outcome *o, const struct bytes *in) {
+    char *end;
+    unsigned long long n = strtoull(in->p, &end, 10);
+    if (end == in->p || *end) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not a byte count", in->p);
+        return;
+    }
+    static char data[600];
+    snprintf(data, sizeof data, "%s-data", case_path);
+    zklock_lock *l = NULL;
+    zklock_lease *a = NULL;
+    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+    if (st != ZKLOCK_OK) {
+        problem(o, "holding the lock", st);
+        zklock_lock_free(l);
+        return;
+    }
+    char *bytes = malloc(n ? n : 1);
+    memset(bytes, 'a', n);
+    zklock_write create = {"create", data, bytes, n, 0};
+    st = seen(o, zklock_lease_guarded_write(a, &create, 1));
+    free(bytes);
+    o->word = st == ZKLOCK_OK ? "created" : kind_of(st);
+    if (st == ZKLOCK_OK) {
+        zklock_write del = {"delete", data, NULL, 0, 0};
+        zklock_status cs = zklock_lease_guarded_write(a, &del, 1);
+        if (cs != ZKLOCK_OK) problem(o, "deleting the node", cs);
+    }
+    enum zklock_lease_state state = zklock_lease_state_get(a);
+    if (state != ZKLOCK_LEASE_HELD) {
+        static char word[64];
+        snprintf(word, sizeof word, "%s,%s", o->word, zklock_lease_state_str(state));
+        o->word = word;
+    }
+    zklock_lease_release(a);
+    zklock_lock_free(l);
+}
+
 /* --- scenarios ---------------------------------------------------------------------------- */
 
 struct try_arg {
@@ -940,6 +980,7 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
         else if (strcmp(op, "guarded_timeout") == 0) op_guarded_timeout(&o, &in);
+        else if (strcmp(op, "guarded_size") == 0) op_guarded_size(&o, &in);
         else if (strcmp(op, "participants_timeout") == 0)
             o.na = "the C API has no participants listing (zklock ls, or another face, shows the queue)";
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);

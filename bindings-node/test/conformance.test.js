@@ -320,6 +320,21 @@ const ops = {
     }
   },
 
+  async guarded_size(input, c) {
+    const data = `${lockPath(c)}-data`
+    const lease = await a.mutex(lockPath(c)).acquire()
+    try {
+      const written = await outcome(async () => {
+        await lease.guardedWrite([{ op: 'create', path: data, data: Buffer.alloc(Number(input), 'a') }])
+        await lease.guardedWrite([{ op: 'delete', path: data }])
+        return 'created'
+      })
+      return lease.state === 'held' ? written : `${written},${lease.state}`
+    } finally {
+      await lease.release()
+    }
+  },
+
   async participants_timeout(input, c) {
     const timeoutMs = input.trim() === '-1' ? -1 : seconds(input) * 1000
     const lock = a.mutex(lockPath(c))

@@ -317,6 +317,21 @@ def op_guarded_timeout(ctx: Ctx, text: str) -> str:
     return "created" if created == data else str(created)
 
 
+def op_guarded_size(ctx: Ctx, text: str) -> str:
+    data = ctx.path + "-data"
+    lock = ctx.shared.lock(ctx.path)
+    with lock.hold(WAIT) as lease:
+        try:
+            lease.guarded_write([("create", data, b"a" * int(text))])
+        except zklock.ZkLockError as e:
+            outcome = kind_of(e)
+        else:
+            lease.guarded_write([("delete", data)])
+            outcome = "created"
+        state = lease.state
+    return outcome if state == "held" else f"{outcome},{state}"
+
+
 def op_participants_timeout(ctx: Ctx, text: str) -> str:
     seconds: float = -1 if text == "-1" else float(text)
     lock = ctx.shared.lock(ctx.path)
@@ -688,6 +703,7 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "acl": op_acl,
     "timeout": op_timeout,
     "guarded_timeout": op_guarded_timeout,
+    "guarded_size": op_guarded_size,
     "participants_timeout": op_participants_timeout,
     "secret": op_secret,
 

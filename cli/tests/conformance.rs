@@ -174,7 +174,7 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             }
             outcome_of(&out, "revoked", "Timeout")
         }
-        "guarded_timeout" => Outcome::NotApplicable(
+        "guarded_timeout" | "guarded_size" => Outcome::NotApplicable(
             "the command line has no guarded write (it runs a command under the lock)",
         ),
         "participants_timeout" => Outcome::NotApplicable(

@@ -212,6 +212,15 @@ impl Session {
         Ok(session)
     }
 
+    /// The bytes the transport puts before each path of a request: the connect string's chroot
+    /// (none for `/` or no chroot).
+    pub(crate) fn chroot_bytes(&self) -> usize {
+        match self.hosts.find('/') {
+            Some(i) if &self.hosts[i..] != "/" => self.hosts.len() - i,
+            _ => 0,
+        }
+    }
+
     /// A handle for requests, or the reason the session is gone.
     pub(crate) fn zk(&self) -> Result<zk::Client> {
         if let Some(err) = self.dead_reason() {

@@ -114,6 +114,7 @@ impl Runner {
             },
             "timeout" => self.contended_acquire(input).await,
             "guarded_timeout" => self.guarded_timeout(input).await,
+            "guarded_size" => self.guarded_size(input).await,
             "participants_timeout" => {
                 let timeout = match Wait::from_secs(Some(seconds(input))) {
                     Ok(wait) => wait.time_left(),
@@ -225,6 +226,35 @@ impl Runner {
         };
         lease.release().await.unwrap();
         outcome
+    }
+
+    async fn guarded_size(&self, input: &str) -> Outcome {
+        let size: usize = input.parse().expect("guarded_size takes a byte count");
+        let data = format!("{}-data", self.case_path);
+        let lease = self.client.mutex(&self.case_path).unwrap().acquire().await;
+        let lease = lease.unwrap();
+        let written = lease
+            .guarded_write(vec![Write::create(&data, vec![b'a'; size])])
+            .await;
+        let outcome = match written {
+            Ok(_) => {
+                lease
+                    .guarded_write(vec![Write::delete(&data)])
+                    .await
+                    .unwrap();
+                "created".to_owned()
+            }
+            Err(e) => match error_word(&e) {
+                Outcome::Is(kind) => kind,
+                Outcome::NotApplicable(_) => unreachable!(),
+            },
+        };
+        let state = lease.state();
+        let _ = lease.release().await;
+        match state {
+            zklock::LeaseState::Held => word(&outcome),
+            other => word(&format!("{outcome},{}", other.as_str())),
+        }
     }
 
     async fn contended_acquire(&self, input: &str) -> Outcome {
