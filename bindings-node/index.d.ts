@@ -91,6 +91,15 @@ export interface AcquireOptions {
    * ZKLOCK_INVALID_ARGUMENT. (zklock's one timeout rule, the same in every language.)
    */
   timeoutMs?: number
+  /**
+   * The safe form of a computed deadline, instead of `timeoutMs: deadline - Date.now()` (which
+   * is -1, "wait forever", when the deadline passed a millisecond ago): a Date or milliseconds
+   * since the epoch (Date.now()'s clock). Once it has passed, one attempt (ZKLOCK_TIMEOUT when
+   * the lock is held). An invalid Date (NaN) rejects with ZKLOCK_INVALID_ARGUMENT, and so does
+   * giving both `timeoutMs` and `deadline`. Read against the system clock once, when the
+   * acquire starts; the wait itself is not moved by a later clock step.
+   */
+  deadline?: Date | number
   /** Aborting it rejects the pending acquire with ZKLOCK_ABORTED and removes its node. */
   signal?: AbortSignal
 }

@@ -163,10 +163,24 @@ function signalMethodFailed(method, e) {
   return zkError(ErrorCode.INVALID_ARGUMENT, `signal.${method} threw: ${message}`, e)
 }
 
+/**
+ * An absolute deadline: a Date or milliseconds since the epoch (Date.now()'s clock); absent:
+ * undefined. Its value (passed, NaN of an invalid Date) is the core's to judge.
+ */
+function checkDeadline(value) {
+  if (value === undefined || value === null) return undefined
+  if (value instanceof Date) return value.getTime()
+  if (typeof value !== 'number') {
+    throw invalid(`deadline must be a Date or milliseconds since the epoch, got ${describe(value)}`)
+  }
+  return value
+}
+
 function acquireOptions(options) {
   const o = checkOptions(options, 'acquire options')
   return {
     timeoutMs: checkMillis(o.timeoutMs, 'timeoutMs'),
+    deadline: checkDeadline(o.deadline),
     signal: checkSignal(o.signal),
   }
 }
@@ -496,11 +510,12 @@ class Lock {
   }
 
   /**
-   * Waits until the lock is ours. `timeoutMs` (0 = one attempt) rejects with ZKLOCK_TIMEOUT,
-   * an aborted `signal` with ZKLOCK_ABORTED; neither leaves a node behind.
+   * Waits until the lock is ours. `timeoutMs` (0 = one attempt) or `deadline` (a Date or
+   * epoch milliseconds; one attempt once passed) rejects with ZKLOCK_TIMEOUT, an aborted
+   * `signal` with ZKLOCK_ABORTED; neither leaves a node behind.
    */
   async acquire(options) {
-    const { timeoutMs, signal } = acquireOptions(options)
+    const { timeoutMs, deadline, signal } = acquireOptions(options)
     if (signal && signal.aborted) throw abortError(this.path, signal)
     /** @type {any} */
     let pending = null
@@ -521,9 +536,9 @@ class Lock {
     let nativeLease
     try {
       // A re-entrant hold is taken at once (no I/O): no trip to the core and back.
-      nativeLease = call(() => this.#native.tryReenter(timeoutMs))
+      nativeLease = call(() => this.#native.tryReenter(timeoutMs, deadline))
       if (nativeLease == null) {
-        pending = call(() => this.#native.startAcquire(timeoutMs))
+        pending = call(() => this.#native.startAcquire(timeoutMs, deadline))
         nativeLease = await pending.wait()
       }
     } catch (e) {
@@ -554,7 +569,8 @@ class Lock {
     let nativeLease
     try {
       nativeLease =
-        call(() => this.#native.tryReenter(0)) ?? (await call(() => this.#native.startAcquire(0)).wait())
+        call(() => this.#native.tryReenter(0, undefined)) ??
+        (await call(() => this.#native.startAcquire(0, undefined)).wait())
     } catch (e) {
       if (isZkLockError(e) && e.code === ErrorCode.TIMEOUT) return null
       throw translate(e)

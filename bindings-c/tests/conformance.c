@@ -981,6 +981,9 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
         else if (strcmp(op, "guarded_timeout") == 0) op_guarded_timeout(&o, &in);
         else if (strcmp(op, "guarded_size") == 0) op_guarded_size(&o, &in);
+        else if (strcmp(op, "deadline") == 0)
+            o.na = "C takes timeout_ms only; zklock.hpp's acquire_for/acquire_until (a passed deadline is "
+                   "one try) are tested by tests/test_zklock.cpp";
         else if (strcmp(op, "participants_timeout") == 0)
             o.na = "the C API has no participants listing (zklock ls, or another face, shows the queue)";
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);

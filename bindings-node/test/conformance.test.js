@@ -296,6 +296,20 @@ const ops = {
     }
   },
 
+  async deadline(input, c) {
+    const deadline = Date.now() + seconds(input) * 1000
+    const p = lockPath(c)
+    const held = await b.mutex(p).acquire()
+    const freed = new Promise((resolve, reject) => {
+      setTimeout(() => held.release().then(resolve, reject), 300)
+    })
+    try {
+      return await acquireOutcome(a.mutex(p), { deadline })
+    } finally {
+      await freed
+    }
+  },
+
   async guarded_timeout(input, c) {
     const timeoutMs = input.trim() === '-1' ? -1 : seconds(input) * 1000
     const data = `${lockPath(c)}-data`

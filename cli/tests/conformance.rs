@@ -174,6 +174,9 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             }
             outcome_of(&out, "revoked", "Timeout")
         }
+        "deadline" => Outcome::NotApplicable(
+            "zklock exec takes --timeout, a duration; a deadline has no command-line form",
+        ),
         "guarded_timeout" | "guarded_size" => Outcome::NotApplicable(
             "the command line has no guarded write (it runs a command under the lock)",
         ),

@@ -113,6 +113,7 @@ impl Runner {
                 }
             },
             "timeout" => self.contended_acquire(input).await,
+            "deadline" => self.deadline_acquire(input).await,
             "guarded_timeout" => self.guarded_timeout(input).await,
             "guarded_size" => self.guarded_size(input).await,
             "participants_timeout" => {
@@ -262,6 +263,30 @@ impl Runner {
             Ok(wait) => wait,
             Err(e) => return error_word(&e),
         };
+        self.contended(|lock| lock.acquire_as(Owner::SHARED, wait, None))
+            .await
+    }
+
+    /// Rust's deadline is an `Instant`: `acquire_until(Some(now ± input))`.
+    async fn deadline_acquire(&self, input: &str) -> Outcome {
+        let secs = seconds(input);
+        let offset = Duration::from_secs_f64(secs.abs());
+        let now = std::time::Instant::now();
+        let deadline = if secs < 0.0 {
+            now.checked_sub(offset).unwrap_or(now)
+        } else {
+            now + offset
+        };
+        self.contended(|lock| lock.acquire_until(Some(deadline)))
+            .await
+    }
+
+    /// Another client holds the case's lock and frees it 300 ms later; meanwhile `acquire`.
+    async fn contended<F, A>(&self, acquire: A) -> Outcome
+    where
+        F: std::future::Future<Output = zklock::Result<Lease>>,
+        A: FnOnce(&zklock::Lock) -> F,
+    {
         let other = self.connect(Options::default()).await.unwrap();
         let held = other
             .mutex(&self.case_path)
@@ -275,7 +300,7 @@ impl Runner {
             other.close().await;
         });
         let lock = self.client.mutex(&self.case_path).unwrap();
-        let outcome = match lock.acquire_as(Owner::SHARED, wait, None).await {
+        let outcome = match acquire(&lock).await {
             Ok(lease) => {
                 lease.release().await.unwrap();
                 word("acquired")
