@@ -48,11 +48,16 @@ export interface ConnectOptions {
   /** ACL of the lock nodes (and parents) we create. Default 'open'; the others need `auth`
    * or `saslUser`. */
   acl?: AclPolicy
-  /** PEM file of the CA that signed the servers' certificates: TLS to every server. */
-  tlsCa?: string
-  /** PEM files of a client certificate and its key (both or neither; need `tlsCa`). */
-  tlsCert?: string
-  tlsKey?: string
+  /**
+   * The CA that signed the servers' certificates: TLS to every server. Like `tls.connect`'s
+   * `ca`, `cert` and `key`, this and the next two take PEM content (a Buffer, or a string
+   * holding `-----BEGIN `); any other string is the path of a PEM file. No error, log or
+   * `util.inspect()` ever shows PEM content, nor a value that looks like key material.
+   */
+  tlsCa?: string | Buffer
+  /** A client certificate and its key (both or neither; need `tlsCa`): PEM content or paths. */
+  tlsCert?: string | Buffer
+  tlsKey?: string | Buffer
   /** Check that a server's certificate names the host dialled. Default true. */
   tlsVerifyHostname?: boolean
   /** SASL DIGEST-MD5 credentials; a wrong password rejects with ZKLOCK_PERMISSION. */

@@ -328,7 +328,8 @@ class Client extends EventEmitter {
    * Connects to `hosts` (`host:port,host:port/optional/chroot`).
    * Options: sessionTimeoutMs, connectTimeoutMs, serverTickMs, auth ('user:password'),
    * identity, acl;
-   * secure ZooKeeper: tlsCa, tlsCert, tlsKey (PEM file paths), tlsVerifyHostname, saslUser,
+   * secure ZooKeeper: tlsCa, tlsCert, tlsKey (PEM file paths, or PEM content as a Buffer or a
+   * string holding '-----BEGIN ', as tls.connect takes them), tlsVerifyHostname, saslUser,
    * saslPassword.
    */
   static async connect(hosts, options) {
@@ -345,7 +346,12 @@ class Client extends EventEmitter {
           : checkString(o.identity, 'identity'),
       acl: o.acl === undefined || o.acl === null ? undefined : checkString(o.acl, 'acl'),
     }
-    for (const key of ['tlsCa', 'tlsCert', 'tlsKey', 'saslUser', 'saslPassword']) {
+    for (const key of ['tlsCa', 'tlsCert', 'tlsKey']) {
+      if (o[key] === undefined || o[key] === null) continue
+      // PEM content as a Buffer, as tls.connect takes it; the core tells text from a path.
+      nativeOptions[key] = Buffer.isBuffer(o[key]) ? o[key].toString('utf8') : checkString(o[key], key)
+    }
+    for (const key of ['saslUser', 'saslPassword']) {
       if (o[key] !== undefined && o[key] !== null) nativeOptions[key] = checkString(o[key], key)
     }
     if (o.tlsVerifyHostname !== undefined && o.tlsVerifyHostname !== null) {

@@ -165,9 +165,10 @@ typedef struct zklock_client_options {
     // Identity written into our lock nodes (NULL: "host/pid").
     const char *identity;
     // PEM file of the CA that signed the servers' certificates: TLS to every server (NULL: no
-    // TLS).
+    // TLS). This and the next two also take PEM text itself (a string holding "-----BEGIN "),
+    // which no error message ever shows.
     const char *tls_ca;
-    // PEM files of a client certificate and its key (both or neither; need `tls_ca`).
+    // PEM files (or text) of a client certificate and its key (both or neither; need `tls_ca`).
     const char *tls_cert;
     const char *tls_key;
     // 0 (default) or `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`: check the host name;

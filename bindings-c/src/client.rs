@@ -195,9 +195,10 @@ pub struct zklock_client_options {
     /// Identity written into our lock nodes (NULL: "host/pid").
     pub identity: *const c_char,
     /// PEM file of the CA that signed the servers' certificates: TLS to every server (NULL: no
-    /// TLS).
+    /// TLS). This and the next two also take PEM text itself (a string holding "-----BEGIN "),
+    /// which no error message ever shows.
     pub tls_ca: *const c_char,
-    /// PEM files of a client certificate and its key (both or neither; need `tls_ca`).
+    /// PEM files (or text) of a client certificate and its key (both or neither; need `tls_ca`).
     pub tls_cert: *const c_char,
     pub tls_key: *const c_char,
     /// 0 (default) or `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`: check the host name;

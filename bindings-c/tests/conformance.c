@@ -337,6 +337,54 @@ static void op_acl(struct outcome *o, const struct bytes *in) {
 
 /* Nothing the C face shows (the lease's path, zklock_last_error after a malformed credential)
  * holds the password. */
+/* Whether `shown` holds 12 consecutive characters of the PEM's body (no boundary lines). */
+static int pem_body_shown(const char *shown, const char *pem) {
+    char body[4096];
+    size_t n = 0;
+    for (const char *line = pem; *line && n < sizeof body - 1;) {
+        const char *end = strchr(line, '\n');
+        if (!end) end = line + strlen(line);
+        const char *t = line;
+        while (t < end && (*t == ' ' || *t == '\t')) t++;
+        if (strncmp(t, "-----", 5) != 0)
+            for (; t < end && n < sizeof body - 1; t++)
+                if (*t != '\r' && *t != ' ') body[n++] = *t;
+        line = *end ? end + 1 : end;
+    }
+    body[n] = 0;
+    for (size_t i = 0; i + 12 <= n; i++) {
+        char window[13];
+        memcpy(window, body + i, 12);
+        window[12] = 0;
+        if (strstr(shown, window)) return 1;
+    }
+    return 0;
+}
+
+/* A PEM key given as content (or its body alone) to the TLS options: no error shows it. */
+static void op_secret_pem(struct outcome *o, const struct bytes *in) {
+    static char shown[4096];
+    shown[0] = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        zklock_client_options opts;
+        zklock_client_options_init(&opts);
+        opts.connect_timeout_ms = 5000;
+        if (attempt < 2) opts.tls_ca = in->p;
+        if (attempt == 1) opts.tls_cert = in->p;
+        if (attempt >= 1) opts.tls_key = in->p;
+        zklock_client *c = NULL;
+        zklock_status st = seen(o, zklock_client_connect(servers, &opts, &c));
+        if (st == ZKLOCK_OK) {
+            zklock_client_free(c);
+            o->word = "connected";
+            return;
+        }
+        size_t used = strlen(shown);
+        snprintf(shown + used, sizeof shown - used, "%s ", zklock_last_error());
+    }
+    o->word = pem_body_shown(shown, in->p) ? "shown" : "hidden";
+}
+
 static void op_secret(struct outcome *o, const struct bytes *in) {
     if (has_nul(in)) {
         o->na = "a C string ends at its first NUL: a password with NUL inside cannot be passed";
@@ -987,6 +1035,7 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "participants_timeout") == 0)
             o.na = "the C API has no participants listing (zklock ls, or another face, shows the queue)";
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
+        else if (strcmp(op, "secret_pem") == 0) op_secret_pem(&o, &in);
         else if (strcmp(op, "semaphore") == 0) op_semaphore(&o, &in);
         else if (strcmp(op, "scenario") == 0) scenario(&o, in.p);
         else snprintf(o.problem, sizeof o.problem, "unknown op %.40s", op);

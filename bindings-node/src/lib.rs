@@ -122,8 +122,8 @@ pub struct NativeConnectOptions {
     pub identity: Option<String>,
     /// An [`AclPolicy`] name: `open` (default), `creator-all` or `read-anyone-creator-all`.
     pub acl: Option<String>,
-    /// Secure ZooKeeper: PEM file paths, hostname verification, SASL DIGEST-MD5 credentials
-    /// (checked by the core's `SecureParts`).
+    /// Secure ZooKeeper: PEM file paths or PEM text, hostname verification, SASL DIGEST-MD5
+    /// credentials (checked by the core's `SecureParts`).
     pub tls_ca: Option<String>,
     pub tls_cert: Option<String>,
     pub tls_key: Option<String>,

@@ -281,6 +281,35 @@ const ops = {
     return shown.includes(input) ? 'shown' : 'hidden'
   },
 
+  // A PEM key given as content (or its body alone) to the TLS options: no error shows it.
+  async secret_pem(input) {
+    const util = require('node:util')
+    let shown = ''
+    for (const options of [
+      { tlsCa: input },
+      { tlsCa: input, tlsCert: input, tlsKey: input },
+      { tlsKey: input },
+    ]) {
+      try {
+        const c = await Client.connect(zk.servers, { ...options, connectTimeoutMs: 5000 })
+        await c.close()
+        return 'connected'
+      } catch (e) {
+        if (!isZkLockError(e)) throw e
+        shown += e.message + util.inspect(e, { showHidden: true, depth: 6 })
+      }
+    }
+    const body = input
+      .split('\n')
+      .filter((l) => !l.trim().startsWith('-----'))
+      .map((l) => l.trim())
+      .join('')
+    for (let i = 0; i + 12 <= body.length; i++) {
+      if (shown.includes(body.slice(i, i + 12))) return 'shown'
+    }
+    return 'hidden'
+  },
+
   async timeout(input, c) {
     const s = seconds(input)
     const timeoutMs = input.trim() === '-1' ? -1 : s * 1000

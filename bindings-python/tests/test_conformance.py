@@ -267,6 +267,29 @@ def op_secret(ctx: Ctx, text: str) -> str:
     return "shown" if text in shown else "hidden"
 
 
+def pem_body_shown(shown: str, pem: str) -> bool:
+    """Whether `shown` holds 12 consecutive characters of the PEM's body (no boundaries)."""
+    body = "".join(line.strip() for line in pem.splitlines() if not line.strip().startswith("-----"))
+    return any(body[i : i + 12] in shown for i in range(len(body) - 11))
+
+
+def op_secret_pem(ctx: Ctx, text: str) -> str:
+    """A PEM key given as content (or its body alone) to the TLS options: no error shows it."""
+    shown = ""
+    for options in (
+        {"tls_ca": text},
+        {"tls_ca": text, "tls_cert": text, "tls_key": text},
+        {"tls_key": text},
+    ):
+        try:
+            zklock.Client(ctx.servers, connect_timeout=5.0, **options).close()
+        except zklock.ZkLockError as e:
+            shown += str(e) + repr(e)
+        else:
+            return "connected"
+    return "shown" if pem_body_shown(shown, text) else "hidden"
+
+
 def op_semaphore(ctx: Ctx, text: str) -> str:
     sem = ctx.shared.semaphore(ctx.path, int(text))
     # At most 5 s, not a try: the first lease also creates `leases` and its parents.
@@ -706,6 +729,7 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "guarded_size": op_guarded_size,
     "participants_timeout": op_participants_timeout,
     "secret": op_secret,
+    "secret_pem": op_secret_pem,
 
 
     "semaphore": op_semaphore,

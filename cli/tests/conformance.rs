@@ -141,6 +141,7 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             outcome_of(&run(cmd), "ok", "Timeout")
         }
         "secret" => secret(servers, lock_path, &input),
+        "secret_pem" => secret_pem(lock_path, &input),
         "semaphore" => outcome_of(
             &exec(&["-n", &input, "--timeout", "5s"], lock_path),
             "ok",
@@ -188,6 +189,39 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
         ),
         other => Outcome::Broken(format!("unknown op {other:?}")),
     }
+}
+
+/// The `secret_pem` op: the input (PEM text of a made-up key, or its body) as `--tls-ca`; as
+/// `--tls-ca`, `--tls-cert` and `--tls-key`; as `--tls-key` alone (through `ZKLOCK_TLS_KEY`,
+/// the environment a key is more likely to come from). Every run must fail; no output shows it.
+fn secret_pem(lock_path: &str, pem: &str) -> Outcome {
+    let mut shown = String::new();
+    for attempt in 0..3 {
+        let mut cmd = zk(&["exec", "--try", "--connect-timeout", "5s"]);
+        if attempt < 2 {
+            cmd.args(["--tls-ca", pem]);
+        }
+        if attempt == 1 {
+            cmd.args(["--tls-cert", pem, "--tls-key", pem]);
+        }
+        if attempt == 2 {
+            cmd.env("ZKLOCK_TLS_KEY", pem);
+        }
+        cmd.arg(lock_path).args(["--", "true"]);
+        let out = run(cmd);
+        if out.status.code() == Some(0) {
+            return Outcome::Is("connected".into());
+        }
+        shown += &(stdout(&out) + &stderr(&out));
+    }
+    Outcome::Is(
+        if zklock_testkit::conformance::pem_body_shown(&shown, pem) {
+            "shown"
+        } else {
+            "hidden"
+        }
+        .into(),
+    )
 }
 
 /// The `secret` op: `zklock exec` (credentials from ZKLOCK_AUTH, ACL creator-all) runs

@@ -11,9 +11,11 @@ mod common;
 
 use std::time::Duration;
 
-use zklock::{AclPolicy, Client, ErrorKind, Lease, Options, Owner, Wait, Write, Written};
+use zklock::{
+    AclPolicy, Client, ErrorKind, Lease, Options, Owner, SecureParts, Wait, Write, Written,
+};
 
-use zklock_testkit::conformance::{cases, Case};
+use zklock_testkit::conformance::{cases, pem_body_shown, Case};
 
 /// What happened, as the cases' outcome words.
 enum Outcome {
@@ -131,6 +133,7 @@ impl Runner {
                 }
             }
             "secret" => self.secret(input).await,
+            "secret_pem" => self.secret_pem(input).await,
             "semaphore" => {
                 let Ok(n) = input.parse::<i64>() else {
                     panic!("semaphore input {input:?} is no integer");
@@ -176,6 +179,51 @@ impl Runner {
         assert_eq!(err.kind(), zklock::ErrorKind::InvalidArgument, "{err}");
         shown += &format!("{err} {err:?}");
         word(if shown.contains(secret) {
+            "shown"
+        } else {
+            "hidden"
+        })
+    }
+
+    /// The input, PEM text of a private key, given where a CA belongs, as all three TLS
+    /// options, and as the key alone: every error (Display and Debug) and the options' Debug.
+    async fn secret_pem(&self, pem: &str) -> Outcome {
+        let given = || Some(pem.to_owned());
+        let attempts = [
+            SecureParts {
+                tls_ca: given(),
+                ..Default::default()
+            },
+            SecureParts {
+                tls_ca: given(),
+                tls_cert: given(),
+                tls_key: given(),
+                ..Default::default()
+            },
+            SecureParts {
+                tls_key: given(),
+                ..Default::default()
+            },
+        ];
+        let mut shown = String::new();
+        for parts in attempts {
+            let options = match parts.apply(Options::default()) {
+                Ok(options) => options,
+                Err(e) => {
+                    shown += &format!("{e} {e:?}");
+                    continue;
+                }
+            };
+            shown += &format!("{options:?}");
+            match self.connect(options).await {
+                Ok(c) => {
+                    c.close().await;
+                    return word("connected");
+                }
+                Err(e) => shown += &format!("{e} {e:?}"),
+            }
+        }
+        word(if pem_body_shown(&shown, pem) {
             "shown"
         } else {
             "hidden"

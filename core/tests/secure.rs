@@ -43,6 +43,34 @@ async fn a_tls_connect_acquires_and_releases_with_and_without_a_client_certifica
     }
 }
 
+/// Issue 27, point 5: a TLS option holding PEM text is the content itself, as Node's
+/// `tls.connect` takes it (every face passes its strings through `SecureParts`).
+#[tokio::test]
+async fn pem_text_in_the_options_connects_like_the_files() {
+    let s = shared_secure();
+    let text = |p: &std::path::Path| Some(std::fs::read_to_string(p).unwrap());
+    let options = zklock::SecureParts {
+        tls_ca: text(&s.ca),
+        tls_cert: text(&s.client_cert),
+        tls_key: text(&s.client_key),
+        ..Default::default()
+    }
+    .apply(Options::default())
+    .unwrap();
+    let shown = format!("{options:?}");
+    assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+    let client = Client::connect(&s.tls_servers, options)
+        .await
+        .expect("TLS connect with PEM text");
+    let lease = client
+        .mutex(&unique_path("tls-text"))
+        .unwrap()
+        .acquire()
+        .await;
+    lease.unwrap().release().await.unwrap();
+    client.close().await;
+}
+
 #[tokio::test]
 async fn a_wrong_ca_fails_fast_saying_wrong_ca() {
     let s = shared_secure();
