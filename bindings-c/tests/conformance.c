@@ -361,6 +361,28 @@ static int pem_body_shown(const char *shown, const char *pem) {
     return 0;
 }
 
+/* SASL credentials for a server without SASL. */
+static void op_sasl(struct outcome *o, const struct bytes *in) {
+    static char user[256];
+    const char *colon = strchr(in->p, ':');
+    if (!colon || (size_t)(colon - in->p) >= sizeof user) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not user:password", in->p);
+        return;
+    }
+    memcpy(user, in->p, (size_t)(colon - in->p));
+    user[colon - in->p] = 0;
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.connect_timeout_ms = 5000;
+    opts.sasl_user = user;
+    opts.sasl_password = colon + 1;
+    zklock_client *c = NULL;
+    zklock_status st = seen(o, zklock_client_connect(servers, &opts, &c));
+    if (c) zklock_client_free(c);
+    if (st != ZKLOCK_OK && strstr(zklock_last_error(), colon + 1)) o->word = "shown";
+    else o->word = kind_of(st);
+}
+
 /* A PEM key given as content (or its body alone) to the TLS options: no error shows it. */
 static void op_secret_pem(struct outcome *o, const struct bytes *in) {
     static char shown[4096];
@@ -1036,6 +1058,7 @@ int main(int argc, char **argv) {
             o.na = "the C API has no participants listing (zklock ls, or another face, shows the queue)";
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
         else if (strcmp(op, "secret_pem") == 0) op_secret_pem(&o, &in);
+        else if (strcmp(op, "sasl") == 0) op_sasl(&o, &in);
         else if (strcmp(op, "semaphore") == 0) op_semaphore(&o, &in);
         else if (strcmp(op, "scenario") == 0) scenario(&o, in.p);
         else snprintf(o.problem, sizeof o.problem, "unknown op %.40s", op);

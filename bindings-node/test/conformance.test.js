@@ -281,6 +281,19 @@ const ops = {
     return shown.includes(input) ? 'shown' : 'hidden'
   },
 
+  async sasl(input) {
+    const [user, password] = [input.slice(0, input.indexOf(':')), input.slice(input.indexOf(':') + 1)]
+    const util = require('node:util')
+    try {
+      const c = await Client.connect(zk.servers, { saslUser: user, saslPassword: password, connectTimeoutMs: 5000 })
+      await c.close()
+      return 'ok'
+    } catch (e) {
+      if (isZkLockError(e) && (e.message + util.inspect(e)).includes(password)) return 'shown'
+      return kindOf(e)
+    }
+  },
+
   // A PEM key given as content (or its body alone) to the TLS options: no error shows it.
   async secret_pem(input) {
     const util = require('node:util')

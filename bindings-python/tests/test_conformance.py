@@ -290,6 +290,19 @@ def op_secret_pem(ctx: Ctx, text: str) -> str:
     return "shown" if pem_body_shown(shown, text) else "hidden"
 
 
+def op_sasl(ctx: Ctx, text: str) -> str:
+    user, password = text.split(":", 1)
+    try:
+        zklock.Client(
+            ctx.servers, sasl_user=user, sasl_password=password, connect_timeout=5.0
+        ).close()
+    except zklock.ZkLockError as e:
+        if password in str(e) + repr(e):
+            return "shown"
+        raise
+    return "ok"
+
+
 def op_semaphore(ctx: Ctx, text: str) -> str:
     sem = ctx.shared.semaphore(ctx.path, int(text))
     # At most 5 s, not a try: the first lease also creates `leases` and its parents.
@@ -730,6 +743,7 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "participants_timeout": op_participants_timeout,
     "secret": op_secret,
     "secret_pem": op_secret_pem,
+    "sasl": op_sasl,
 
 
     "semaphore": op_semaphore,

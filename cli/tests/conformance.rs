@@ -142,6 +142,17 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
         }
         "secret" => secret(servers, lock_path, &input),
         "secret_pem" => secret_pem(lock_path, &input),
+        "sasl" => {
+            let (user, password) = input.split_once(':').expect("sasl takes user:password");
+            let mut cmd = zk(&["exec", "--try", "--connect-timeout", "5s", "--sasl-user", user]);
+            cmd.env("ZKLOCK_SASL_PASSWORD", password);
+            cmd.arg(lock_path).args(["--", "true"]);
+            let out = run(cmd);
+            if (stdout(&out) + &stderr(&out)).contains(password) {
+                return Outcome::Is("shown".into());
+            }
+            outcome_of(&out, "ok", "Timeout")
+        }
         "semaphore" => outcome_of(
             &exec(&["-n", &input, "--timeout", "5s"], lock_path),
             "ok",

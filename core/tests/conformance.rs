@@ -133,6 +133,17 @@ impl Runner {
                 }
             }
             "secret" => self.secret(input).await,
+            "sasl" => {
+                let (user, password) = input.split_once(':').expect("sasl takes user:password");
+                match self.connect(Options::default().sasl(user, password)).await {
+                    Ok(c) => {
+                        c.close().await;
+                        word("ok")
+                    }
+                    Err(e) if format!("{e} {e:?}").contains(password) => word("shown"),
+                    Err(e) => error_word(&e),
+                }
+            }
             "secret_pem" => self.secret_pem(input).await,
             "semaphore" => {
                 let Ok(n) = input.parse::<i64>() else {
