@@ -394,8 +394,10 @@ pub unsafe extern "C" fn zklock_client_connect(
         }
         let hosts = str_arg(hosts, "hosts")?;
         let options = read_options(opts)?;
-        let client = zklock::Client::blocking_connect(hosts, options)?;
+        // The client's own callback thread first: when the system refuses it, no session was
+        // opened for nothing.
         let callbacks = zklock::CallbackQueue::own_thread()?;
+        let client = zklock::Client::blocking_connect(hosts, options)?;
         let handle = Box::into_raw(Box::new(zklock_client {
             client,
             callbacks,
