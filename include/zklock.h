@@ -74,7 +74,8 @@ typedef enum zklock_status {
     ZKLOCK_LOST = -3,
     // The client's ZooKeeper session expired.
     ZKLOCK_SESSION_EXPIRED = -4,
-    // The ensemble could not be reached within the connect timeout.
+    // The ensemble could not be reached within the connect timeout, or the system refused what
+    // a client needs (a socket, its callback thread: see the message).
     ZKLOCK_CONNECTION = -5,
     // Release by a caller that holds nothing.
     ZKLOCK_NOT_HELD = -6,
