@@ -497,7 +497,7 @@ mod tests {
             let e = load(&Tls::new(Pem::File(path.into()))).err().unwrap();
             assert!(
                 e.message()
-                    .contains(path.split(['/', '\\']).last().unwrap()),
+                    .contains(path.split(['/', '\\']).next_back().unwrap()),
                 "{e}"
             );
         }
