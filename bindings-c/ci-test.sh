@@ -113,7 +113,10 @@ build_tests() {
     "$CXX" -std=c++17 -Wall -Wextra -Wmissing-field-initializers -Werror -g -O1 -I"$root/include" bindings-c/tests/test_zklock.cpp \
       -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -o "$tmp/test_cpp" &&
     "$CC" "${cflags[@]}" -Ibindings-c/tests bindings-c/tests/test_secure.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
-      -o "$tmp/test_secure"
+      -o "$tmp/test_secure" &&
+    # Static, with pthread_create wrapped: the test makes the system refuse a thread.
+    "$CC" "${cflags[@]}" bindings-c/tests/test_threads.c "$out/libzklock.a" -Wl,--wrap=pthread_create \
+      -lpthread -ldl -lm -lrt -o "$tmp/test_threads"
 }
 step "build the C tests (shared, static, semaphores), the conformance runner and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
 
@@ -193,6 +196,10 @@ secure_check() {
   return $rc
 }
 step "secure ZooKeeper through the C API (zk-harness --secure)" secure_check
+
+# One callback thread per client, and a refused thread reported as such (issue 27, point 9).
+step "C callback threads (one per client; a refused thread is ZKLOCK_CONNECTION)" \
+  run_counted "$tmp/threads.log" "$tmp/test_threads" "$servers"
 
 step "C++ wrapper test (include/zklock.hpp)" \
   run_counted "$tmp/cpp.log" "$tmp/test_cpp" "$servers"

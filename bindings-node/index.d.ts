@@ -48,11 +48,16 @@ export interface ConnectOptions {
   /** ACL of the lock nodes (and parents) we create. Default 'open'; the others need `auth`
    * or `saslUser`. */
   acl?: AclPolicy
-  /** PEM file of the CA that signed the servers' certificates: TLS to every server. */
-  tlsCa?: string
-  /** PEM files of a client certificate and its key (both or neither; need `tlsCa`). */
-  tlsCert?: string
-  tlsKey?: string
+  /**
+   * The CA that signed the servers' certificates: TLS to every server. Like `tls.connect`'s
+   * `ca`, `cert` and `key`, this and the next two take PEM content (a Buffer, or a string
+   * holding `-----BEGIN `); any other string is the path of a PEM file. No error, log or
+   * `util.inspect()` ever shows PEM content, nor a value that looks like key material.
+   */
+  tlsCa?: string | Buffer
+  /** A client certificate and its key (both or neither; need `tlsCa`): PEM content or paths. */
+  tlsCert?: string | Buffer
+  tlsKey?: string | Buffer
   /** Check that a server's certificate names the host dialled. Default true. */
   tlsVerifyHostname?: boolean
   /** SASL DIGEST-MD5 credentials; a wrong password rejects with ZKLOCK_PERMISSION. */
@@ -91,6 +96,15 @@ export interface AcquireOptions {
    * ZKLOCK_INVALID_ARGUMENT. (zklock's one timeout rule, the same in every language.)
    */
   timeoutMs?: number
+  /**
+   * The safe form of a computed deadline, instead of `timeoutMs: deadline - Date.now()` (which
+   * is -1, "wait forever", when the deadline passed a millisecond ago): a Date or milliseconds
+   * since the epoch (Date.now()'s clock). Once it has passed, one attempt (ZKLOCK_TIMEOUT when
+   * the lock is held). An invalid Date (NaN) rejects with ZKLOCK_INVALID_ARGUMENT, and so does
+   * giving both `timeoutMs` and `deadline`. Read against the system clock once, when the
+   * acquire starts; the wait itself is not moved by a later clock step.
+   */
+  deadline?: Date | number
   /**
    * Aborting it rejects the pending acquire with ZKLOCK_ABORTED and removes its node. One signal
    * may serve any number of acquires at once: they share one 'abort' listener, removed when the

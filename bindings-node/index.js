@@ -163,10 +163,24 @@ function signalMethodFailed(method, e) {
   return zkError(ErrorCode.INVALID_ARGUMENT, `signal.${method} threw: ${message}`, e)
 }
 
+/**
+ * An absolute deadline: a Date or milliseconds since the epoch (Date.now()'s clock); absent:
+ * undefined. Its value (passed, NaN of an invalid Date) is the core's to judge.
+ */
+function checkDeadline(value) {
+  if (value === undefined || value === null) return undefined
+  if (value instanceof Date) return value.getTime()
+  if (typeof value !== 'number') {
+    throw invalid(`deadline must be a Date or milliseconds since the epoch, got ${describe(value)}`)
+  }
+  return value
+}
+
 function acquireOptions(options) {
   const o = checkOptions(options, 'acquire options')
   return {
     timeoutMs: checkMillis(o.timeoutMs, 'timeoutMs'),
+    deadline: checkDeadline(o.deadline),
     signal: checkSignal(o.signal),
   }
 }
@@ -316,7 +330,8 @@ class Client extends EventEmitter {
    * Connects to `hosts` (`host:port,host:port/optional/chroot`).
    * Options: sessionTimeoutMs, connectTimeoutMs, serverTickMs, auth ('user:password'),
    * identity, acl;
-   * secure ZooKeeper: tlsCa, tlsCert, tlsKey (PEM file paths), tlsVerifyHostname, saslUser,
+   * secure ZooKeeper: tlsCa, tlsCert, tlsKey (PEM file paths, or PEM content as a Buffer or a
+   * string holding '-----BEGIN ', as tls.connect takes them), tlsVerifyHostname, saslUser,
    * saslPassword.
    */
   static async connect(hosts, options) {
@@ -333,7 +348,12 @@ class Client extends EventEmitter {
           : checkString(o.identity, 'identity'),
       acl: o.acl === undefined || o.acl === null ? undefined : checkString(o.acl, 'acl'),
     }
-    for (const key of ['tlsCa', 'tlsCert', 'tlsKey', 'saslUser', 'saslPassword']) {
+    for (const key of ['tlsCa', 'tlsCert', 'tlsKey']) {
+      if (o[key] === undefined || o[key] === null) continue
+      // PEM content as a Buffer, as tls.connect takes it; the core tells text from a path.
+      nativeOptions[key] = Buffer.isBuffer(o[key]) ? o[key].toString('utf8') : checkString(o[key], key)
+    }
+    for (const key of ['saslUser', 'saslPassword']) {
       if (o[key] !== undefined && o[key] !== null) nativeOptions[key] = checkString(o[key], key)
     }
     if (o.tlsVerifyHostname !== undefined && o.tlsVerifyHostname !== null) {
@@ -498,11 +518,12 @@ class Lock {
   }
 
   /**
-   * Waits until the lock is ours. `timeoutMs` (0 = one attempt) rejects with ZKLOCK_TIMEOUT,
-   * an aborted `signal` with ZKLOCK_ABORTED; neither leaves a node behind.
+   * Waits until the lock is ours. `timeoutMs` (0 = one attempt) or `deadline` (a Date or
+   * epoch milliseconds; one attempt once passed) rejects with ZKLOCK_TIMEOUT, an aborted
+   * `signal` with ZKLOCK_ABORTED; neither leaves a node behind.
    */
   async acquire(options) {
-    const { timeoutMs, signal } = acquireOptions(options)
+    const { timeoutMs, deadline, signal } = acquireOptions(options)
     if (signal && signal.aborted) throw abortError(this.path, signal)
     /** @type {any} */
     let pending = null
@@ -515,9 +536,9 @@ class Lock {
     let nativeLease
     try {
       // A re-entrant hold is taken at once (no I/O): no trip to the core and back.
-      nativeLease = call(() => this.#native.tryReenter(timeoutMs))
+      nativeLease = call(() => this.#native.tryReenter(timeoutMs, deadline))
       if (nativeLease == null) {
-        pending = call(() => this.#native.startAcquire(timeoutMs))
+        pending = call(() => this.#native.startAcquire(timeoutMs, deadline))
         nativeLease = await pending.wait()
       }
     } catch (e) {
@@ -548,7 +569,8 @@ class Lock {
     let nativeLease
     try {
       nativeLease =
-        call(() => this.#native.tryReenter(0)) ?? (await call(() => this.#native.startAcquire(0)).wait())
+        call(() => this.#native.tryReenter(0, undefined)) ??
+        (await call(() => this.#native.startAcquire(0, undefined)).wait())
     } catch (e) {
       if (isZkLockError(e) && e.code === ErrorCode.TIMEOUT) return null
       throw translate(e)

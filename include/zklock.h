@@ -74,7 +74,8 @@ typedef enum zklock_status {
     ZKLOCK_LOST = -3,
     // The client's ZooKeeper session expired.
     ZKLOCK_SESSION_EXPIRED = -4,
-    // The ensemble could not be reached within the connect timeout.
+    // The ensemble could not be reached within the connect timeout, or the system refused what
+    // a client needs (a socket, its callback thread: see the message).
     ZKLOCK_CONNECTION = -5,
     // Release by a caller that holds nothing.
     ZKLOCK_NOT_HELD = -6,
@@ -165,9 +166,10 @@ typedef struct zklock_client_options {
     // Identity written into our lock nodes (NULL: "host/pid").
     const char *identity;
     // PEM file of the CA that signed the servers' certificates: TLS to every server (NULL: no
-    // TLS).
+    // TLS). This and the next two also take PEM text itself (a string holding "-----BEGIN "),
+    // which no error message ever shows.
     const char *tls_ca;
-    // PEM files of a client certificate and its key (both or neither; need `tls_ca`).
+    // PEM files (or text) of a client certificate and its key (both or neither; need `tls_ca`).
     const char *tls_cert;
     const char *tls_key;
     // 0 (default) or `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`: check the host name;

@@ -51,6 +51,21 @@ inline void check(zklock_status status) {
     }
 }
 
+// A C++ duration as the C API's `timeout_ms`. C reads -1 as "forever" and other negatives as
+// errors, so a truncating cast turned a deadline that passed 1 ms ago (`deadline - now()` of
+// -1.5 ms) into a wait forever (issue 27, point 4). std::timed_mutex::try_lock_for's rule
+// instead: <= 0 is one try (0), a positive duration rounds up (never down to a try), and one past
+// int64_t milliseconds (+infinity among them) is no bound (-1). NaN has no C form.
+template <class Rep, class Period>
+int64_t timeout_ms(std::chrono::duration<Rep, Period> timeout) {
+    const long double ms = std::chrono::duration<long double, std::milli>(timeout).count();
+    if (ms != ms) throw error(ZKLOCK_INVALID_ARGUMENT, "the timeout is NaN");
+    if (ms <= 0) return 0;
+    if (ms >= 9.2e18L) return -1;
+    const auto whole = static_cast<int64_t>(ms);
+    return whole < ms ? whole + 1 : whole;
+}
+
 // The state callback that is running on this thread, so that a lease released from inside its
 // own callback frees the std::function only after the call returns.
 struct running_callback {
@@ -264,12 +279,19 @@ public:
 
     /// Waits as long as it takes.
     lease acquire() { return acquire_ms(-1); }
-    /// Waits at most `timeout` (whole milliseconds, by zklock's one rule for `timeout_ms`: 0 one
-    /// try, -1 forever, other negatives ZKLOCK_INVALID_ARGUMENT); throws zklock::error with
-    /// ZKLOCK_TIMEOUT after it.
+    /// Waits at most `timeout`, as std::timed_mutex::try_lock_for does: a duration <= 0 (a
+    /// deadline that has passed: `acquire_for(deadline - now())`) is one try, a positive one is
+    /// rounded up to whole milliseconds, one beyond what int64_t milliseconds hold waits as long
+    /// as it takes; a NaN is ZKLOCK_INVALID_ARGUMENT. Throws zklock::error with ZKLOCK_TIMEOUT
+    /// when it passed (or the try found the lock held).
     template <class Rep, class Period>
     lease acquire_for(std::chrono::duration<Rep, Period> timeout) {
-        return acquire_ms(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+        return acquire_ms(detail::timeout_ms(timeout));
+    }
+    /// acquire_for(deadline - Clock::now()).
+    template <class Clock, class Duration>
+    lease acquire_until(std::chrono::time_point<Clock, Duration> deadline) {
+        return acquire_for(deadline - Clock::now());
     }
     /// One try: an empty optional when someone else holds the lock.
     std::optional<lease> try_acquire() {

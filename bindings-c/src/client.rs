@@ -195,9 +195,10 @@ pub struct zklock_client_options {
     /// Identity written into our lock nodes (NULL: "host/pid").
     pub identity: *const c_char,
     /// PEM file of the CA that signed the servers' certificates: TLS to every server (NULL: no
-    /// TLS).
+    /// TLS). This and the next two also take PEM text itself (a string holding "-----BEGIN "),
+    /// which no error message ever shows.
     pub tls_ca: *const c_char,
-    /// PEM files of a client certificate and its key (both or neither; need `tls_ca`).
+    /// PEM files (or text) of a client certificate and its key (both or neither; need `tls_ca`).
     pub tls_cert: *const c_char,
     pub tls_key: *const c_char,
     /// 0 (default) or `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`: check the host name;
@@ -393,8 +394,10 @@ pub unsafe extern "C" fn zklock_client_connect(
         }
         let hosts = str_arg(hosts, "hosts")?;
         let options = read_options(opts)?;
-        let client = zklock::Client::blocking_connect(hosts, options)?;
+        // The client's own callback thread first: when the system refuses it, no session was
+        // opened for nothing.
         let callbacks = zklock::CallbackQueue::own_thread()?;
+        let client = zklock::Client::blocking_connect(hosts, options)?;
         let handle = Box::into_raw(Box::new(zklock_client {
             client,
             callbacks,

@@ -19,7 +19,8 @@ pub enum zklock_status {
     ZKLOCK_LOST = -3,
     /// The client's ZooKeeper session expired.
     ZKLOCK_SESSION_EXPIRED = -4,
-    /// The ensemble could not be reached within the connect timeout.
+    /// The ensemble could not be reached within the connect timeout, or the system refused what
+    /// a client needs (a socket, its callback thread: see the message).
     ZKLOCK_CONNECTION = -5,
     /// Release by a caller that holds nothing.
     ZKLOCK_NOT_HELD = -6,
@@ -69,7 +70,7 @@ impl zklock_status {
             -2 => "ZKLOCK_CANCELLED: the acquire was cancelled\0",
             -3 => "ZKLOCK_LOST: the lease was lost while it was held\0",
             -4 => "ZKLOCK_SESSION_EXPIRED: the ZooKeeper session expired\0",
-            -5 => "ZKLOCK_CONNECTION: cannot reach the ZooKeeper ensemble\0",
+            -5 => "ZKLOCK_CONNECTION: cannot reach the ZooKeeper ensemble, or the system refused a client its socket or thread\0",
             -6 => "ZKLOCK_NOT_HELD: the caller holds nothing to release\0",
             -7 => "ZKLOCK_UPGRADE: a read holder cannot take the write lock\0",
             -8 => "ZKLOCK_INVALID_ARGUMENT: invalid argument\0",

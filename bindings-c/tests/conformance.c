@@ -337,6 +337,76 @@ static void op_acl(struct outcome *o, const struct bytes *in) {
 
 /* Nothing the C face shows (the lease's path, zklock_last_error after a malformed credential)
  * holds the password. */
+/* Whether `shown` holds 12 consecutive characters of the PEM's body (no boundary lines). */
+static int pem_body_shown(const char *shown, const char *pem) {
+    char body[4096];
+    size_t n = 0;
+    for (const char *line = pem; *line && n < sizeof body - 1;) {
+        const char *end = strchr(line, '\n');
+        if (!end) end = line + strlen(line);
+        const char *t = line;
+        while (t < end && (*t == ' ' || *t == '\t')) t++;
+        if (strncmp(t, "-----", 5) != 0)
+            for (; t < end && n < sizeof body - 1; t++)
+                if (*t != '\r' && *t != ' ') body[n++] = *t;
+        line = *end ? end + 1 : end;
+    }
+    body[n] = 0;
+    for (size_t i = 0; i + 12 <= n; i++) {
+        char window[13];
+        memcpy(window, body + i, 12);
+        window[12] = 0;
+        if (strstr(shown, window)) return 1;
+    }
+    return 0;
+}
+
+/* SASL credentials for a server without SASL. */
+static void op_sasl(struct outcome *o, const struct bytes *in) {
+    static char user[256];
+    const char *colon = strchr(in->p, ':');
+    if (!colon || (size_t)(colon - in->p) >= sizeof user) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not user:password", in->p);
+        return;
+    }
+    memcpy(user, in->p, (size_t)(colon - in->p));
+    user[colon - in->p] = 0;
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.connect_timeout_ms = 5000;
+    opts.sasl_user = user;
+    opts.sasl_password = colon + 1;
+    zklock_client *c = NULL;
+    zklock_status st = seen(o, zklock_client_connect(servers, &opts, &c));
+    if (c) zklock_client_free(c);
+    if (st != ZKLOCK_OK && strstr(zklock_last_error(), colon + 1)) o->word = "shown";
+    else o->word = kind_of(st);
+}
+
+/* A PEM key given as content (or its body alone) to the TLS options: no error shows it. */
+static void op_secret_pem(struct outcome *o, const struct bytes *in) {
+    static char shown[4096];
+    shown[0] = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        zklock_client_options opts;
+        zklock_client_options_init(&opts);
+        opts.connect_timeout_ms = 5000;
+        if (attempt < 2) opts.tls_ca = in->p;
+        if (attempt == 1) opts.tls_cert = in->p;
+        if (attempt >= 1) opts.tls_key = in->p;
+        zklock_client *c = NULL;
+        zklock_status st = seen(o, zklock_client_connect(servers, &opts, &c));
+        if (st == ZKLOCK_OK) {
+            zklock_client_free(c);
+            o->word = "connected";
+            return;
+        }
+        size_t used = strlen(shown);
+        snprintf(shown + used, sizeof shown - used, "%s ", zklock_last_error());
+    }
+    o->word = pem_body_shown(shown, in->p) ? "shown" : "hidden";
+}
+
 static void op_secret(struct outcome *o, const struct bytes *in) {
     if (has_nul(in)) {
         o->na = "a C string ends at its first NUL: a password with NUL inside cannot be passed";
@@ -466,6 +536,46 @@ static void op_guarded_timeout(struct outcome *o, const struct bytes *in) {
     }
     zklock_status rs = zklock_lease_release(a);
     if (rs != ZKLOCK_OK) problem(o, "releasing", rs);
+    zklock_lock_free(l);
+}
+
+/* A guarded create of the input number of bytes; then the lease must still be held. */
+static void op_guarded_size(struct outcome *o, const struct bytes *in) {
+    char *end;
+    unsigned long long n = strtoull(in->p, &end, 10);
+    if (end == in->p || *end) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not a byte count", in->p);
+        return;
+    }
+    static char data[600];
+    snprintf(data, sizeof data, "%s-data", case_path);
+    zklock_lock *l = NULL;
+    zklock_lease *a = NULL;
+    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+    if (st != ZKLOCK_OK) {
+        problem(o, "holding the lock", st);
+        zklock_lock_free(l);
+        return;
+    }
+    char *bytes = malloc(n ? n : 1);
+    memset(bytes, 'a', n);
+    zklock_write create = {"create", data, bytes, n, 0};
+    st = seen(o, zklock_lease_guarded_write(a, &create, 1));
+    free(bytes);
+    o->word = st == ZKLOCK_OK ? "created" : kind_of(st);
+    if (st == ZKLOCK_OK) {
+        zklock_write del = {"delete", data, NULL, 0, 0};
+        zklock_status cs = zklock_lease_guarded_write(a, &del, 1);
+        if (cs != ZKLOCK_OK) problem(o, "deleting the node", cs);
+    }
+    enum zklock_lease_state state = zklock_lease_state_get(a);
+    if (state != ZKLOCK_LEASE_HELD) {
+        static char word[64];
+        snprintf(word, sizeof word, "%s,%s", o->word, zklock_lease_state_str(state));
+        o->word = word;
+    }
+    zklock_lease_release(a);
     zklock_lock_free(l);
 }
 
@@ -940,9 +1050,15 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
         else if (strcmp(op, "guarded_timeout") == 0) op_guarded_timeout(&o, &in);
+        else if (strcmp(op, "guarded_size") == 0) op_guarded_size(&o, &in);
+        else if (strcmp(op, "deadline") == 0)
+            o.na = "C takes timeout_ms only; zklock.hpp's acquire_for/acquire_until (a passed deadline is "
+                   "one try) are tested by tests/test_zklock.cpp";
         else if (strcmp(op, "participants_timeout") == 0)
             o.na = "the C API has no participants listing (zklock ls, or another face, shows the queue)";
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
+        else if (strcmp(op, "secret_pem") == 0) op_secret_pem(&o, &in);
+        else if (strcmp(op, "sasl") == 0) op_sasl(&o, &in);
         else if (strcmp(op, "semaphore") == 0) op_semaphore(&o, &in);
         else if (strcmp(op, "scenario") == 0) scenario(&o, in.p);
         else snprintf(o.problem, sizeof o.problem, "unknown op %.40s", op);

@@ -3,7 +3,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -132,6 +135,61 @@ static void test_errors_carry_the_status() {
     auto t0 = std::chrono::steady_clock::now();
     CHECK(status_of([&] { theirs.acquire_for(200ms); }) == ZKLOCK_TIMEOUT);
     CHECK(std::chrono::steady_clock::now() - t0 >= 150ms);
+}
+
+// acquire_for follows std::timed_mutex::try_lock_for (issue 27, point 4): `deadline - now()` of
+// a deadline that passed is one try, never C's -1 "forever" (a truncated -1.5 ms used to wait
+// until the holder let go) nor an error (-5 ms used to throw ZKLOCK_INVALID_ARGUMENT).
+static void test_acquire_for_a_passed_deadline_is_one_try() {
+    using std::chrono::steady_clock;
+    zklock::client c(servers), other(servers);
+    zklock::lock mine = c.mutex(path("deadline")), theirs = other.mutex(path("deadline"));
+    std::optional<zklock::lease> held = mine.acquire();
+    // The holder lets go after 3 s: an acquire that waits "forever" then gets the lock, and the
+    // check below sees it acquired instead of timing out.
+    std::thread let_go([&] {
+        std::this_thread::sleep_for(3s);
+        held.reset();
+    });
+    struct joined {
+        std::thread &t;
+        ~joined() {
+            if (t.joinable()) t.join();
+        }
+    } join_on_failure{let_go};
+    const std::chrono::duration<double> minus_inf(-std::numeric_limits<double>::infinity());
+    auto passed = [&](auto d) {
+        auto t0 = steady_clock::now();
+        zklock_status st = status_of([&] { theirs.acquire_for(d); });
+        return st == ZKLOCK_TIMEOUT && steady_clock::now() - t0 < 2s;
+    };
+    CHECK(passed(steady_clock::now() - 1500us - steady_clock::now()));
+    CHECK(passed(-1ms));
+    CHECK(passed(-999us));
+    CHECK(passed(-5ms));
+    CHECK(passed(-1h));
+    CHECK(passed(0ns));
+    CHECK(passed(std::chrono::duration<double, std::milli>(-0.5)));
+    CHECK(passed(minus_inf));
+    {
+        auto t0 = steady_clock::now();
+        CHECK(status_of([&] { theirs.acquire_until(steady_clock::now() - 1500us); }) ==
+              ZKLOCK_TIMEOUT);
+        CHECK(steady_clock::now() - t0 < 2s);
+    }
+    // Positive sub-millisecond durations round up to a bounded wait.
+    CHECK(passed(1ns));
+    CHECK(passed(std::chrono::duration<double, std::micro>(0.25)));
+    CHECK(status_of([&] { theirs.acquire_for(std::chrono::duration<double>(NAN)); }) ==
+          ZKLOCK_INVALID_ARGUMENT);
+    // Durations beyond int64_t milliseconds (and +infinity) wait as long as it takes.
+    const std::chrono::duration<double> plus_inf(std::numeric_limits<double>::infinity());
+    zklock::lease after_inf = theirs.acquire_for(plus_inf);
+    CHECK(after_inf.is_held());
+    let_go.join();
+    after_inf.release();
+    zklock::lease after_max = theirs.acquire_for(std::chrono::hours::max());
+    CHECK(after_max.is_held());
 }
 
 static void test_rwlock_and_upgrade() {
@@ -283,6 +341,7 @@ int main(int argc, char **argv) {
     run("raii_lease_releases_at_scope_end", test_raii_lease_releases_at_scope_end);
     run("move_semantics", test_move_semantics);
     run("errors_carry_the_status", test_errors_carry_the_status);
+    run("acquire_for_a_passed_deadline_is_one_try", test_acquire_for_a_passed_deadline_is_one_try);
     run("rwlock_and_upgrade", test_rwlock_and_upgrade);
     run("multi", test_multi);
     run("async_with_lambda", test_async_with_lambda);

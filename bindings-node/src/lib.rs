@@ -122,8 +122,8 @@ pub struct NativeConnectOptions {
     pub identity: Option<String>,
     /// An [`AclPolicy`] name: `open` (default), `creator-all` or `read-anyone-creator-all`.
     pub acl: Option<String>,
-    /// Secure ZooKeeper: PEM file paths, hostname verification, SASL DIGEST-MD5 credentials
-    /// (checked by the core's `SecureParts`).
+    /// Secure ZooKeeper: PEM file paths or PEM text, hostname verification, SASL DIGEST-MD5
+    /// credentials (checked by the core's `SecureParts`).
     pub tls_ca: Option<String>,
     pub tls_cert: Option<String>,
     pub tls_key: Option<String>,
@@ -776,8 +776,12 @@ impl NativeLock {
     /// and back to the JS thread); `null` when it does not (then `start_acquire`). `timeoutMs`
     /// is judged first, as `start_acquire` would.
     #[napi(catch_unwind)]
-    pub fn try_reenter(&self, timeout_ms: Option<f64>) -> napi::Result<Option<NativeLease>, Code> {
-        Wait::from_millis(timeout_ms).map_err(js_err)?;
+    pub fn try_reenter(
+        &self,
+        timeout_ms: Option<f64>,
+        deadline_ms: Option<f64>,
+    ) -> napi::Result<Option<NativeLease>, Code> {
+        Wait::from_millis_or_deadline(timeout_ms, deadline_ms).map_err(js_err)?;
         Ok(self
             .target
             .lock()
@@ -786,10 +790,15 @@ impl NativeLock {
     }
 
     /// Starts an acquire on the core's runtime (`timeoutMs` by the core's rule: absent, -1 or
-    /// Infinity wait forever, 0 is one attempt). Awaited with `wait()`, aborted with `cancel()`.
+    /// Infinity wait forever, 0 is one attempt; or a `deadline` in milliseconds since the epoch,
+    /// one attempt once it passed). Awaited with `wait()`, aborted with `cancel()`.
     #[napi(catch_unwind)]
-    pub fn start_acquire(&self, timeout_ms: Option<f64>) -> napi::Result<NativeAcquire, Code> {
-        let wait = Wait::from_millis(timeout_ms).map_err(js_err)?;
+    pub fn start_acquire(
+        &self,
+        timeout_ms: Option<f64>,
+        deadline_ms: Option<f64>,
+    ) -> napi::Result<NativeAcquire, Code> {
+        let wait = Wait::from_millis_or_deadline(timeout_ms, deadline_ms).map_err(js_err)?;
         let acquire = match (&self.target, self.target.lock()) {
             (Target::Multi(m), _) => m.start_acquire(self.owner, wait),
             (_, Some(l)) => l.start_acquire(self.owner, wait),

@@ -82,6 +82,41 @@ test('timeoutMs rejects with ZKLOCK_TIMEOUT and leaves no node', async () => {
   await held.release()
 })
 
+// Issue 27, point 4: `timeoutMs: deadline - Date.now()` is -1, "forever", when the deadline
+// passed a millisecond ago. The `deadline` option is the safe form: once passed, one attempt.
+test('a deadline that passed is one attempt, never forever; a Date works; bad deadlines reject', async () => {
+  const p = uniquePath('deadline')
+  const held = await a.mutex(p).acquire()
+  const other = b.mutex(p)
+  // The holder lets go after 3 s: an acquire that waits "forever" gets the lock then, instead
+  // of the ZKLOCK_TIMEOUT expected here.
+  const letGo = new Promise((resolve) => setTimeout(resolve, 3000)).then(() => held.release())
+  try {
+    for (const deadline of [Date.now() - 1, Date.now() - 1.5, Date.now() - 3_600_000, Date.now(), 0,
+      -Infinity, new Date(Date.now() - 1)]) {
+      const started = Date.now()
+      await assert.rejects(other.acquire({ deadline }), { code: ErrorCode.TIMEOUT }, String(deadline))
+      assert.ok(Date.now() - started < 2000, `one attempt for ${deadline}`)
+    }
+    const started = Date.now()
+    await assert.rejects(other.acquire({ deadline: new Date(Date.now() + 300) }), { code: ErrorCode.TIMEOUT })
+    assert.ok(Date.now() - started >= 250, 'a deadline ahead is waited for')
+    for (const bad of [new Date('not a date'), NaN, '2030-01-01', {}]) {
+      await assert.rejects(other.acquire({ deadline: bad }), { code: ErrorCode.INVALID_ARGUMENT }, String(bad))
+    }
+    await assert.rejects(other.acquire({ deadline: Date.now() + 1000, timeoutMs: 1000 }), {
+      code: ErrorCode.INVALID_ARGUMENT,
+      message: /not both/,
+    })
+    await eventually(async () => (await nodesOf(other)) === 1, 5_000, 'only the holder node')
+  } finally {
+    await letGo
+  }
+  // Infinity as a deadline, like -1 and Infinity as timeoutMs, waits as long as it takes.
+  const lease = await other.acquire({ deadline: Infinity })
+  await lease.release()
+})
+
 test('aborting the signal rejects with ZKLOCK_ABORTED and removes the waiting node', async () => {
   const p = uniquePath('abort')
   const held = await a.mutex(p).acquire()

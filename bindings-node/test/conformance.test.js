@@ -281,6 +281,48 @@ const ops = {
     return shown.includes(input) ? 'shown' : 'hidden'
   },
 
+  async sasl(input) {
+    const [user, password] = [input.slice(0, input.indexOf(':')), input.slice(input.indexOf(':') + 1)]
+    const util = require('node:util')
+    try {
+      const c = await Client.connect(zk.servers, { saslUser: user, saslPassword: password, connectTimeoutMs: 5000 })
+      await c.close()
+      return 'ok'
+    } catch (e) {
+      if (isZkLockError(e) && (e.message + util.inspect(e)).includes(password)) return 'shown'
+      return kindOf(e)
+    }
+  },
+
+  // A PEM key given as content (or its body alone) to the TLS options: no error shows it.
+  async secret_pem(input) {
+    const util = require('node:util')
+    let shown = ''
+    for (const options of [
+      { tlsCa: input },
+      { tlsCa: input, tlsCert: input, tlsKey: input },
+      { tlsKey: input },
+    ]) {
+      try {
+        const c = await Client.connect(zk.servers, { ...options, connectTimeoutMs: 5000 })
+        await c.close()
+        return 'connected'
+      } catch (e) {
+        if (!isZkLockError(e)) throw e
+        shown += e.message + util.inspect(e, { showHidden: true, depth: 6 })
+      }
+    }
+    const body = input
+      .split('\n')
+      .filter((l) => !l.trim().startsWith('-----'))
+      .map((l) => l.trim())
+      .join('')
+    for (let i = 0; i + 12 <= body.length; i++) {
+      if (shown.includes(body.slice(i, i + 12))) return 'shown'
+    }
+    return 'hidden'
+  },
+
   async timeout(input, c) {
     const s = seconds(input)
     const timeoutMs = input.trim() === '-1' ? -1 : s * 1000
@@ -291,6 +333,20 @@ const ops = {
     })
     try {
       return await acquireOutcome(a.mutex(p), { timeoutMs })
+    } finally {
+      await freed
+    }
+  },
+
+  async deadline(input, c) {
+    const deadline = Date.now() + seconds(input) * 1000
+    const p = lockPath(c)
+    const held = await b.mutex(p).acquire()
+    const freed = new Promise((resolve, reject) => {
+      setTimeout(() => held.release().then(resolve, reject), 300)
+    })
+    try {
+      return await acquireOutcome(a.mutex(p), { deadline })
     } finally {
       await freed
     }
@@ -315,6 +371,21 @@ const ops = {
         return 'ok'
       })
       return again === 'ok' ? kind : 'written-after-timeout'
+    } finally {
+      await lease.release()
+    }
+  },
+
+  async guarded_size(input, c) {
+    const data = `${lockPath(c)}-data`
+    const lease = await a.mutex(lockPath(c)).acquire()
+    try {
+      const written = await outcome(async () => {
+        await lease.guardedWrite([{ op: 'create', path: data, data: Buffer.alloc(Number(input), 'a') }])
+        await lease.guardedWrite([{ op: 'delete', path: data }])
+        return 'created'
+      })
+      return lease.state === 'held' ? written : `${written},${lease.state}`
     } finally {
       await lease.release()
     }

@@ -34,6 +34,35 @@ test('a TLS client with a client certificate acquires and releases', async () =>
   await client.close()
 })
 
+// Issue 27, point 5: PEM content is taken as tls.connect takes it (a Buffer or a string), and a
+// key given as content never shows in an error.
+test('PEM content (Buffer or string) connects like the files; a key as content is never shown', async () => {
+  const fs = require('node:fs')
+  for (const read of [(f) => fs.readFileSync(f), (f) => fs.readFileSync(f, 'utf8')]) {
+    const client = await Client.connect(info.tls_servers, {
+      tlsCa: read(info.tls_ca),
+      tlsCert: read(info.tls_cert),
+      tlsKey: read(info.tls_key),
+    })
+    const lease = await client.mutex(uniquePath('tls-content')).acquire()
+    await lease.release()
+    await client.close()
+  }
+  const key = fs.readFileSync(info.tls_key, 'utf8')
+  const body = key.split('\n').filter((l) => l && !l.startsWith('-----')).join('')
+  for (const options of [{ tlsCa: key }, { tlsCa: key, tlsCert: key, tlsKey: key }, { tlsKey: key },
+    { tlsCa: info.tls_ca, tlsCert: key, tlsKey: info.tls_cert }]) {
+    await assert.rejects(Client.connect(info.tls_servers, { ...options, connectTimeoutMs: 5000 }), (e) => {
+      assert.equal(e.code, ErrorCode.INVALID_ARGUMENT, e.message)
+      const shown = e.message + util.inspect(e, { showHidden: true, depth: 6 })
+      for (let i = 0; i + 12 <= body.length; i++) {
+        assert.ok(!shown.includes(body.slice(i, i + 12)), `the key shows in: ${e.message}`)
+      }
+      return true
+    })
+  }
+})
+
 for (const [name, hosts, options, words] of [
   ['a wrong CA', 'tls_servers', { tlsCa: 'tls_wrong_ca' }, /wrong CA/],
   ['a plaintext client on the TLS port', 'tls_servers', {}, /speaks TLS/],

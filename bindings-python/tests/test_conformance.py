@@ -267,6 +267,42 @@ def op_secret(ctx: Ctx, text: str) -> str:
     return "shown" if text in shown else "hidden"
 
 
+def pem_body_shown(shown: str, pem: str) -> bool:
+    """Whether `shown` holds 12 consecutive characters of the PEM's body (no boundaries)."""
+    body = "".join(line.strip() for line in pem.splitlines() if not line.strip().startswith("-----"))
+    return any(body[i : i + 12] in shown for i in range(len(body) - 11))
+
+
+def op_secret_pem(ctx: Ctx, text: str) -> str:
+    """A PEM key given as content (or its body alone) to the TLS options: no error shows it."""
+    shown = ""
+    for options in (
+        {"tls_ca": text},
+        {"tls_ca": text, "tls_cert": text, "tls_key": text},
+        {"tls_key": text},
+    ):
+        try:
+            zklock.Client(ctx.servers, connect_timeout=5.0, **options).close()
+        except zklock.ZkLockError as e:
+            shown += str(e) + repr(e)
+        else:
+            return "connected"
+    return "shown" if pem_body_shown(shown, text) else "hidden"
+
+
+def op_sasl(ctx: Ctx, text: str) -> str:
+    user, password = text.split(":", 1)
+    try:
+        zklock.Client(
+            ctx.servers, sasl_user=user, sasl_password=password, connect_timeout=5.0
+        ).close()
+    except zklock.ZkLockError as e:
+        if password in str(e) + repr(e):
+            return "shown"
+        raise
+    return "ok"
+
+
 def op_semaphore(ctx: Ctx, text: str) -> str:
     sem = ctx.shared.semaphore(ctx.path, int(text))
     # At most 5 s, not a try: the first lease also creates `leases` and its parents.
@@ -315,6 +351,21 @@ def op_guarded_timeout(ctx: Ctx, text: str) -> str:
             return kind_of(e)
         lease.guarded_write([("delete", data)])
     return "created" if created == data else str(created)
+
+
+def op_guarded_size(ctx: Ctx, text: str) -> str:
+    data = ctx.path + "-data"
+    lock = ctx.shared.lock(ctx.path)
+    with lock.hold(WAIT) as lease:
+        try:
+            lease.guarded_write([("create", data, b"a" * int(text))])
+        except zklock.ZkLockError as e:
+            outcome = kind_of(e)
+        else:
+            lease.guarded_write([("delete", data)])
+            outcome = "created"
+        state = lease.state
+    return outcome if state == "held" else f"{outcome},{state}"
 
 
 def op_participants_timeout(ctx: Ctx, text: str) -> str:
@@ -688,8 +739,11 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "acl": op_acl,
     "timeout": op_timeout,
     "guarded_timeout": op_guarded_timeout,
+    "guarded_size": op_guarded_size,
     "participants_timeout": op_participants_timeout,
     "secret": op_secret,
+    "secret_pem": op_secret_pem,
+    "sasl": op_sasl,
 
 
     "semaphore": op_semaphore,
@@ -722,8 +776,10 @@ def shared(servers: str) -> Iterator[zklock.Client]:
 
 
 # Cases this face cannot run, by op or by "scenario:<name>", with the reason (reported n/a).
-# Every case can be expressed in Python today.
-NOT_APPLICABLE: Dict[str, str] = {}
+NOT_APPLICABLE: Dict[str, str] = {
+    "deadline": "Python takes a timeout in seconds, no deadline; a computed timeout whose deadline "
+    "passed is negative, InvalidArgument (case timeout-negative-half), never 'forever'",
+}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

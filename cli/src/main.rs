@@ -33,16 +33,35 @@ pub struct Connection {
 /// `ps`): $ZKLOCK_SASL_PASSWORD, or the first line of --sasl-password-file.
 #[derive(Args, Debug, Clone, Default)]
 pub struct Secure {
-    /// PEM file of the CA that signed the servers' certificates: TLS to every server.
-    #[arg(long, value_name = "PEM", env = "ZKLOCK_TLS_CA")]
+    /// PEM file of the CA that signed the servers' certificates: TLS to every server. This and
+    /// the next two also take PEM text itself (a value holding `-----BEGIN `), never shown.
+    #[arg(
+        long,
+        value_name = "PEM",
+        env = "ZKLOCK_TLS_CA",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
     pub tls_ca: Option<String>,
 
     /// PEM file of a client certificate (with --tls-key), for servers that ask for one.
-    #[arg(long, value_name = "PEM", env = "ZKLOCK_TLS_CERT")]
+    #[arg(
+        long,
+        value_name = "PEM",
+        env = "ZKLOCK_TLS_CERT",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
     pub tls_cert: Option<String>,
 
     /// PEM file of the client certificate's private key.
-    #[arg(long, value_name = "PEM", env = "ZKLOCK_TLS_KEY")]
+    #[arg(
+        long,
+        value_name = "PEM",
+        env = "ZKLOCK_TLS_KEY",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
     pub tls_key: Option<String>,
 
     /// Do not check that a server's certificate names the host dialled (the CA is still
@@ -474,7 +493,14 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> i32 {
         return status::USAGE;
     }
     // clap's first paragraph, as one line (it may list missing arguments on the next lines).
-    let rendered = e.render().to_string();
+    // clap quotes the argument it stumbled on: never one that looks like key material (a PEM
+    // given where no option takes it, issue 27 point 5).
+    let mut rendered = e.render().to_string();
+    for arg in args.iter().skip(1).map(|a| a.to_string_lossy()) {
+        if zklock::support::looks_like_key_material(&arg) {
+            rendered = rendered.replace(&*arg, "<an argument that looks like key material>");
+        }
+    }
     let paragraph: Vec<&str> = rendered
         .lines()
         .skip_while(|l| l.trim().is_empty())

@@ -141,6 +141,18 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             outcome_of(&run(cmd), "ok", "Timeout")
         }
         "secret" => secret(servers, lock_path, &input),
+        "secret_pem" => secret_pem(lock_path, &input),
+        "sasl" => {
+            let (user, password) = input.split_once(':').expect("sasl takes user:password");
+            let mut cmd = zk(&["exec", "--try", "--connect-timeout", "5s", "--sasl-user", user]);
+            cmd.env("ZKLOCK_SASL_PASSWORD", password);
+            cmd.arg(lock_path).args(["--", "true"]);
+            let out = run(cmd);
+            if (stdout(&out) + &stderr(&out)).contains(password) {
+                return Outcome::Is("shown".into());
+            }
+            outcome_of(&out, "ok", "Timeout")
+        }
         "semaphore" => outcome_of(
             &exec(&["-n", &input, "--timeout", "5s"], lock_path),
             "ok",
@@ -174,7 +186,10 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             }
             outcome_of(&out, "revoked", "Timeout")
         }
-        "guarded_timeout" => Outcome::NotApplicable(
+        "deadline" => Outcome::NotApplicable(
+            "zklock exec takes --timeout, a duration; a deadline has no command-line form",
+        ),
+        "guarded_timeout" | "guarded_size" => Outcome::NotApplicable(
             "the command line has no guarded write (it runs a command under the lock)",
         ),
         "participants_timeout" => Outcome::NotApplicable(
@@ -185,6 +200,39 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
         ),
         other => Outcome::Broken(format!("unknown op {other:?}")),
     }
+}
+
+/// The `secret_pem` op: the input (PEM text of a made-up key, or its body) as `--tls-ca`; as
+/// `--tls-ca`, `--tls-cert` and `--tls-key`; as `--tls-key` alone (through `ZKLOCK_TLS_KEY`,
+/// the environment a key is more likely to come from). Every run must fail; no output shows it.
+fn secret_pem(lock_path: &str, pem: &str) -> Outcome {
+    let mut shown = String::new();
+    for attempt in 0..3 {
+        let mut cmd = zk(&["exec", "--try", "--connect-timeout", "5s"]);
+        if attempt < 2 {
+            cmd.args(["--tls-ca", pem]);
+        }
+        if attempt == 1 {
+            cmd.args(["--tls-cert", pem, "--tls-key", pem]);
+        }
+        if attempt == 2 {
+            cmd.env("ZKLOCK_TLS_KEY", pem);
+        }
+        cmd.arg(lock_path).args(["--", "true"]);
+        let out = run(cmd);
+        if out.status.code() == Some(0) {
+            return Outcome::Is("connected".into());
+        }
+        shown += &(stdout(&out) + &stderr(&out));
+    }
+    Outcome::Is(
+        if zklock_testkit::conformance::pem_body_shown(&shown, pem) {
+            "shown"
+        } else {
+            "hidden"
+        }
+        .into(),
+    )
 }
 
 /// The `secret` op: `zklock exec` (credentials from ZKLOCK_AUTH, ACL creator-all) runs

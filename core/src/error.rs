@@ -17,7 +17,8 @@ pub enum ErrorKind {
     LockLost,
     /// The client's ZooKeeper session expired.
     SessionExpired,
-    /// The ensemble could not be reached within the connect timeout.
+    /// The ensemble could not be reached within the connect timeout, or the system refused what
+    /// a client needs to connect (a socket, the C face's callback thread).
     Connection,
     /// Release by a caller that holds nothing.
     NotHeld,

@@ -196,12 +196,13 @@ impl Guarded {
         runtime::block_on(commit(self.parts.clone(), writes, deadline))
     }
 
-    /// The checks before any I/O: the paths, and a lease still held (or suspended: the request
-    /// waits for the reconnect, and the check decides).
+    /// The checks before any I/O: the paths, a request the server will read, and a lease still
+    /// held (or suspended: the request waits for the reconnect, and the check decides).
     fn check(&self, writes: &[Write]) -> Result<()> {
         for w in writes {
             protocol::validate_path(w.path())?;
         }
+        self.check_size(writes)?;
         let states = self.parts.iter().map(|p| p.state());
         match LeaseState::combine(states) {
             LeaseState::Lost => Err(lost_error(&self.parts)),
@@ -215,6 +216,76 @@ impl Guarded {
             _ => Ok(()),
         }
     }
+}
+
+impl Guarded {
+    /// Refuses a batch whose request is over ZooKeeper's packet limit
+    /// ([`protocol::MAX_PACKET_BYTES`]). Sent, it would make the server close the connection
+    /// before reading it: every lease of the client would turn suspended, and the write could
+    /// only end as `OutcomeUnknown` (issue 27). The message names the sizes and the largest
+    /// write's path, never its data.
+    fn check_size(&self, writes: &[Write]) -> Result<()> {
+        let Some(first) = self.parts.first() else {
+            return Ok(());
+        };
+        let session = first.session();
+        let nodes: Vec<&str> = self.parts.iter().map(|p| p.node()).collect();
+        let size = request_bytes(&nodes, writes, session.chroot_bytes(), session.acl.acls());
+        if size <= protocol::MAX_PACKET_BYTES {
+            return Ok(());
+        }
+        let data_len = |w: &Write| match w {
+            Write::Create { data, .. } | Write::SetData { data, .. } => data.len(),
+            Write::Delete { .. } => 0,
+        };
+        let largest = writes.iter().max_by_key(|w| data_len(w));
+        let which = largest.map_or_else(String::new, |w| {
+            format!("; {} carries {} bytes of data", describe(w), data_len(w))
+        });
+        Err(Error::invalid(format!(
+            "guarded write not sent: its request would be {size} bytes, over ZooKeeper's packet \
+             limit of {} (jute.maxbuffer){which}",
+            protocol::MAX_PACKET_BYTES
+        )))
+    }
+}
+
+/// The length of the multi request of a guarded batch as jute encodes it, without the 4-byte
+/// frame (`zookeeper-jute/src/main/resources/zookeeper.jute`: `RequestHeader`, `MultiHeader`
+/// and the op records; `MultiOperationRecord.serialize` writes a header before each op and a
+/// closing one). `chroot` bytes go before each path.
+fn request_bytes(nodes: &[&str], writes: &[Write], chroot: usize, acls: zk::Acls<'_>) -> usize {
+    use protocol::jute_bytes;
+    const REQUEST_HEADER: usize = 4 + 4; // xid, type
+    const MULTI_HEADER: usize = 4 + 1 + 4; // type, done, err
+    const INT: usize = 4;
+    let path = |p: &str| jute_bytes(chroot + p.len());
+    let acl_bytes: usize = INT
+        + acls
+            .iter()
+            .map(|a| INT + jute_bytes(a.scheme().len()) + jute_bytes(a.id().len()))
+            .sum::<usize>();
+    let checks: usize = nodes
+        .iter()
+        .map(|n| MULTI_HEADER + path(n) + INT) // CheckVersionRequest: path, version
+        .sum();
+    let ops: usize = writes
+        .iter()
+        .map(|w| {
+            MULTI_HEADER
+                + match w {
+                    // CreateRequest: path, data, acl, flags
+                    Write::Create { path: p, data } => {
+                        path(p) + jute_bytes(data.len()) + acl_bytes + INT
+                    }
+                    // SetDataRequest: path, data, version
+                    Write::SetData { path: p, data } => path(p) + jute_bytes(data.len()) + INT,
+                    // DeleteRequest: path, version
+                    Write::Delete { path: p } => path(p) + INT,
+                }
+        })
+        .sum();
+    REQUEST_HEADER + checks + ops + MULTI_HEADER
 }
 
 /// The instant a timeout ends (a timeout beyond what an instant holds is no bound).

@@ -5,7 +5,6 @@ use std::time::Duration;
 use zookeeper_client as zk;
 
 use crate::error::{Error, Result};
-use std::path::PathBuf;
 
 use crate::secure::{Pem, Sasl, Tls};
 
@@ -274,7 +273,8 @@ pub fn duration_from_millis_i64(ms: i64, what: &str) -> Result<Duration> {
 }
 
 /// The secure options as every face spells them (Python `tls_ca`, Node `tlsCa`, C `tls_ca`,
-/// CLI `--tls-ca`): file paths and a flag, checked once here by [`SecureParts::apply`].
+/// CLI `--tls-ca`): PEM file paths or PEM text ([`Pem::from_option`]) and a flag, checked once
+/// here by [`SecureParts::apply`].
 #[derive(Default, Clone)]
 pub struct SecureParts {
     pub tls_ca: Option<String>,
@@ -288,7 +288,7 @@ pub struct SecureParts {
 impl SecureParts {
     /// Adds the parts to `options`: `InvalidArgument` for a combination that cannot work.
     pub fn apply(self, mut options: Options) -> Result<Options> {
-        let file = |p: String| Pem::File(PathBuf::from(p));
+        let file = Pem::from_option;
         match self.tls_ca {
             Some(ca) => {
                 if self.tls_cert.is_some() != self.tls_key.is_some() {

@@ -78,6 +78,20 @@ pub struct Contender {
 /// transport that resends it after the reconnect loops. 4 KiB is far beyond any real lock path.
 pub const MAX_PATH_BYTES: usize = 4096;
 
+/// The largest request a ZooKeeper server reads, counted without the 4-byte length prefix that
+/// frames it: `jute.maxbuffer`, whose default is 0xfffff (1 MiB minus one byte). The server reads
+/// the prefix first and closes the connection when it is over the limit, before reading the
+/// request (`zookeeper-server/.../server/NIOServerCnxn.java` `readLength`, and the same test in
+/// `NettyServerCnxn.java`, against `zookeeper-jute/.../jute/BinaryInputArchive.java`
+/// `maxBuffer`). The client cannot learn the server's setting, so a request is measured against
+/// the default: a server started with a larger `jute.maxbuffer` still gets nothing larger.
+pub const MAX_PACKET_BYTES: usize = 0xfffff;
+
+/// The bytes jute spends on a string or a byte buffer: its length as an int, then the bytes.
+pub(crate) fn jute_bytes(len: usize) -> usize {
+    4 + len
+}
+
 /// A value as an error message shows it: quoted, and cut after 64 characters (a message must
 /// not carry a megabyte of input back to the user).
 pub(crate) fn shown(value: &str) -> String {

@@ -68,13 +68,19 @@ impl CallbackQueue {
     }
 
     /// A new thread, named `zklock-cb`, that runs this queue's callbacks and ends when the
-    /// last clone is dropped and the queue is drained.
+    /// last clone is dropped and the queue is drained. When the system refuses the thread (its
+    /// limit of threads or of memory for their stacks), `Connection`: like a socket refused for
+    /// want of descriptors, a resource a client needs could not be had, and a retry may find it;
+    /// it is no bug of zklock, which `Internal` would say (issue 27, point 9).
     pub fn own_thread() -> Result<CallbackQueue> {
         Ok(CallbackQueue {
             own: Some(spawn_callback_thread("zklock-cb").map_err(|e| {
                 Error::new(
-                    crate::ErrorKind::Internal,
-                    format!("cannot start a callback thread: {e}"),
+                    crate::ErrorKind::Connection,
+                    format!(
+                        "cannot start the client's callback thread: the system refused a new \
+                         thread ({e}); see its limits (ulimit -u, memory for thread stacks)"
+                    ),
                 )
             })?),
         })

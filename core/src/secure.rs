@@ -26,10 +26,14 @@ pub enum Pem {
     Bytes(Vec<u8>),
 }
 
-/// Shows the file, never the bytes (a key is a secret).
+/// Shows the file, never the bytes (a key is a secret), nor a "path" that looks like key
+/// material.
 impl std::fmt::Debug for Pem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Pem::File(p) if looks_like_key_material(&p.to_string_lossy()) => {
+                write!(f, "File(<not shown: it looks like key material>)")
+            }
             Pem::File(p) => write!(f, "File({:?})", p),
             Pem::Bytes(b) => write!(f, "Bytes(<{} bytes>)", b.len()),
         }
@@ -37,13 +41,26 @@ impl std::fmt::Debug for Pem {
 }
 
 impl Pem {
+    /// A TLS option as every face takes it (Python `tls_key`, Node `tlsKey`, C `tls_key`, CLI
+    /// `--tls-key` and `ZKLOCK_TLS_KEY`): PEM text itself when it holds a PEM boundary
+    /// (`-----BEGIN `), as Node's `tls.connect` takes `ca`, `cert` and `key`; otherwise the path
+    /// of a PEM file. A value that is neither never shows in a message when it looks like key
+    /// material (issue 27, point 5: a key given as content was quoted as a missing file).
+    pub fn from_option(value: String) -> Pem {
+        if value.contains("-----BEGIN ") {
+            Pem::Bytes(value.into_bytes())
+        } else {
+            Pem::File(PathBuf::from(value))
+        }
+    }
+
     fn load(&self, what: &str) -> Result<Vec<u8>> {
         match self {
             Pem::Bytes(b) => Ok(b.clone()),
             Pem::File(path) => std::fs::read(path).map_err(|e| {
                 Error::invalid(format!(
                     "{what}: cannot read {}: {e}",
-                    crate::protocol::shown(&path.to_string_lossy())
+                    shown_path(&path.to_string_lossy())
                 ))
             }),
         }
@@ -51,10 +68,36 @@ impl Pem {
 
     fn describe(&self, what: &str) -> String {
         match self {
-            Pem::File(p) => format!("{what} {}", crate::protocol::shown(&p.to_string_lossy())),
-            Pem::Bytes(_) => format!("{what} (PEM bytes)"),
+            Pem::File(p) => format!("{what} {}", shown_path(&p.to_string_lossy())),
+            Pem::Bytes(_) => format!("{what} (given as PEM content)"),
         }
     }
+}
+
+/// A PEM file's path as a message quotes it: not at all when it looks like key material.
+fn shown_path(path: &str) -> String {
+    if looks_like_key_material(path) {
+        "the file named (its name looks like key material: not shown)".into()
+    } else {
+        crate::protocol::shown(path)
+    }
+}
+
+/// Whether a value given as a file path looks like key material rather than a path: a PEM
+/// boundary or label, a line break, or a run of 20 or more base64 characters that mixes upper
+/// case, lower case and digits (a PEM body without its boundaries; file names rarely do, and a
+/// path that does is only not quoted). The CLI asks it of the arguments a usage error quotes.
+pub fn looks_like_key_material(value: &str) -> bool {
+    if value.contains("-----") || value.contains("PRIVATE KEY") || value.contains(['\n', '\r']) {
+        return true;
+    }
+    let base64 = |c: char| c.is_ascii_alphanumeric() || c == '+' || c == '/' || c == '=';
+    value.split(|c: char| !base64(c)).any(|run| {
+        run.len() >= 20
+            && run.chars().any(|c| c.is_ascii_uppercase())
+            && run.chars().any(|c| c.is_ascii_lowercase())
+            && run.chars().any(|c| c.is_ascii_digit())
+    })
 }
 
 /// TLS to every server of the connect string.
@@ -413,6 +456,51 @@ mod tests {
         };
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().contains("/nonexistent/ca.pem"), "{e}");
+    }
+
+    /// A private key for these tests only, made up: never a real one.
+    const MADE_UP_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIFpLbG9ja0NvbmZvcm1hbmNlT25seU5vdEFLZXkx\n-----END PRIVATE KEY-----\n";
+
+    #[test]
+    fn pem_text_is_content_and_a_path_that_looks_like_a_key_is_never_quoted() {
+        assert_eq!(
+            Pem::from_option(MADE_UP_KEY.into()),
+            Pem::Bytes(MADE_UP_KEY.as_bytes().to_vec())
+        );
+        assert_eq!(
+            Pem::from_option("/etc/zk/ca.pem".into()),
+            Pem::File("/etc/zk/ca.pem".into())
+        );
+        let body = "MC4CAQAwBQYDK2VwBCIEIFpLbG9ja0NvbmZvcm1hbmNlT25seU5vdEFLZXkx";
+        for value in [MADE_UP_KEY, body, &MADE_UP_KEY[..40]] {
+            let tls = Tls::new(Pem::File(value.into()));
+            let e = load(&tls).err().expect("no such file");
+            let shown = format!("{e} {e:?} {tls:?}");
+            assert!(!shown.contains(&body[..12]), "{shown}");
+        }
+        // A key given as content where the CA belongs: the error names the option, not the key.
+        let e = load(&Tls::new(Pem::from_option(MADE_UP_KEY.into())))
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            e.message()
+                .contains("tls_ca (given as PEM content) holds no PEM certificate"),
+            "{e}"
+        );
+        for path in [
+            "/etc/zookeeper/ssl/client-key.pem",
+            "certs/zk_ca.crt",
+            "C:\\zk\\ca.pem",
+        ] {
+            assert!(!looks_like_key_material(path), "{path}");
+            let e = load(&Tls::new(Pem::File(path.into()))).err().unwrap();
+            assert!(
+                e.message()
+                    .contains(path.split(['/', '\\']).next_back().unwrap()),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -78,6 +78,45 @@ impl Drop for Session {
     }
 }
 
+/// Fails when the server did not authenticate our SASL user (issue 27, point 8). A ZooKeeper
+/// server without a SASL login (no JAAS `Server` section) has no SASL server on the connection,
+/// yet answers the client's SASL token with success and an empty token: `ZooKeeperServer
+/// .processSasl` catches the NullPointerException, logs "cnxn.saslServer is null" and replies OK;
+/// no `sasl` identity is added (`cnxn.addAuthInfo` runs only when the exchange completes). The
+/// credentials would be silently unused, and the first create with a creator ACL would fail with
+/// "invalid ACL". `whoami` (ZooKeeper 3.7+, ZOOKEEPER-3969: the session's identities) tells; a
+/// server too old for it is given the benefit of the doubt.
+async fn sasl_in_effect(
+    client: &zk::Client,
+    hosts: &str,
+    sasl: &secure::Sasl,
+    deadline: Instant,
+) -> Result<()> {
+    // The connect's deadline, but time for one round trip even when it is nearly used up.
+    let by = deadline.max(Instant::now() + Duration::from_secs(2));
+    match tokio::time::timeout_at(by, client.list_auth_users()).await {
+        Ok(Ok(users)) if users.iter().any(|u| u.scheme() == "sasl") => Ok(()),
+        Ok(Ok(_)) => Err(Error::new(
+            ErrorKind::Permission,
+            format!(
+                "ZooKeeper at {hosts} did not authenticate SASL user {}: the server has no SASL \
+                 configured (no JAAS Server section), so the credentials would be unused and \
+                 ACLs naming the user would fail",
+                crate::protocol::shown(&sasl.user)
+            ),
+        )),
+        Ok(Err(zk::Error::Unimplemented)) => Ok(()),
+        Ok(Err(e)) => Err(Error::from_zk(
+            e,
+            &format!("confirm the SASL login at {hosts}"),
+        )),
+        Err(_) => Err(Error::new(
+            ErrorKind::Connection,
+            format!("ZooKeeper at {hosts} did not answer whoami after the SASL login in time"),
+        )),
+    }
+}
+
 impl Session {
     /// Opens a session, retrying unreachable servers until `connect_timeout`, or until `until`
     /// when that comes first (the deadline of the acquire that needs the session: a deadline
@@ -183,6 +222,10 @@ impl Session {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
+        if let Some(sasl) = &options.sasl {
+            // Dropping the client closes the session it opened.
+            sasl_in_effect(&client, hosts, sasl, deadline).await?;
+        }
         let granted = client.session_timeout();
         let tick = lifeline::tick(options.server_tick, granted);
         // Dropping the client closes the session it opened.
@@ -210,6 +253,15 @@ impl Session {
         tokio::spawn(keep_alive(Arc::downgrade(&session)));
         tokio::spawn(own_watch::run(session.own_watches.clone()));
         Ok(session)
+    }
+
+    /// The bytes the transport puts before each path of a request: the connect string's chroot
+    /// (none for `/` or no chroot).
+    pub(crate) fn chroot_bytes(&self) -> usize {
+        match self.hosts.find('/') {
+            Some(i) if &self.hosts[i..] != "/" => self.hosts.len() - i,
+            _ => 0,
+        }
     }
 
     /// A handle for requests, or the reason the session is gone.

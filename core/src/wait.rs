@@ -47,6 +47,42 @@ impl Wait {
         Self::from_unit(ms, 1e-3, "timeoutMs", "milliseconds")
     }
 
+    /// A deadline as milliseconds since the Unix epoch (Node's `deadline`, on `Date.now()`'s
+    /// clock). A deadline that has passed, or is now, is one attempt (a computed
+    /// `deadline - Date.now()` as a timeout could land on -1, "forever": issue 27, point 4);
+    /// `+inf` or beyond the clock waits forever, `-inf` is a try, NaN (an invalid `Date`) is
+    /// `InvalidArgument`. The time left is read from the system clock once, here; the wait
+    /// itself runs on the monotonic clock, so a clock step afterwards does not move it.
+    pub fn from_epoch_millis(deadline_ms: f64) -> Result<Wait> {
+        if deadline_ms.is_nan() {
+            return Err(Error::invalid(
+                "deadline must be a time (milliseconds since the epoch, or a valid Date), got NaN",
+            ));
+        }
+        let now_ms = match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            Ok(since) => since.as_secs_f64() * 1e3,
+            Err(before) => -before.duration().as_secs_f64() * 1e3,
+        };
+        let left_ms = deadline_ms - now_ms;
+        if left_ms <= 0.0 {
+            return Ok(Wait::Try);
+        }
+        Ok(Duration::try_from_secs_f64(left_ms / 1e3).map_or(Wait::Forever, Wait::timeout))
+    }
+
+    /// Node's acquire options: `timeoutMs` by the rule above, or a `deadline`
+    /// ([`Wait::from_epoch_millis`]); both at once is `InvalidArgument`.
+    pub fn from_millis_or_deadline(
+        timeout_ms: Option<f64>,
+        deadline_ms: Option<f64>,
+    ) -> Result<Wait> {
+        match (timeout_ms, deadline_ms) {
+            (Some(_), Some(_)) => Err(Error::invalid("give timeoutMs or deadline, not both")),
+            (None, Some(deadline)) => Self::from_epoch_millis(deadline),
+            (timeout, None) => Self::from_millis(timeout),
+        }
+    }
+
     /// A timeout in milliseconds as an integer (C's `timeout_ms`), by the rule above.
     pub fn from_millis_i64(ms: i64) -> Result<Wait> {
         match ms {
@@ -134,6 +170,53 @@ mod tests {
         assert_eq!(
             Wait::from_millis_i64(-2).unwrap_err().kind(),
             ErrorKind::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn a_deadline_that_passed_is_a_try_never_forever() {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as f64;
+        for passed in [
+            now_ms - 1.0,
+            now_ms - 1.5,
+            now_ms - 3.6e6,
+            0.0,
+            -1.0,
+            f64::NEG_INFINITY,
+        ] {
+            assert_eq!(
+                Wait::from_epoch_millis(passed).unwrap(),
+                Wait::Try,
+                "{passed}"
+            );
+        }
+        let left = Wait::from_epoch_millis(now_ms + 60_000.0)
+            .unwrap()
+            .time_left()
+            .unwrap();
+        assert!(
+            left > Duration::from_secs(59) && left <= Duration::from_secs(60),
+            "{left:?}"
+        );
+        assert_eq!(
+            Wait::from_epoch_millis(f64::INFINITY).unwrap(),
+            Wait::Forever
+        );
+        assert_eq!(Wait::from_epoch_millis(1e300).unwrap(), Wait::Forever);
+        let e = Wait::from_epoch_millis(f64::NAN).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let e = Wait::from_millis_or_deadline(Some(5.0), Some(now_ms)).unwrap_err();
+        assert!(e.message().contains("not both"), "{e}");
+        assert_eq!(
+            Wait::from_millis_or_deadline(None, None).unwrap(),
+            Wait::Forever
+        );
+        assert_eq!(
+            Wait::from_millis_or_deadline(Some(-1.0), None).unwrap(),
+            Wait::Forever
         );
     }
 }

@@ -11,9 +11,11 @@ mod common;
 
 use std::time::Duration;
 
-use zklock::{AclPolicy, Client, ErrorKind, Lease, Options, Owner, Wait, Write, Written};
+use zklock::{
+    AclPolicy, Client, ErrorKind, Lease, Options, Owner, SecureParts, Wait, Write, Written,
+};
 
-use zklock_testkit::conformance::{cases, Case};
+use zklock_testkit::conformance::{cases, pem_body_shown, Case};
 
 /// What happened, as the cases' outcome words.
 enum Outcome {
@@ -113,7 +115,9 @@ impl Runner {
                 }
             },
             "timeout" => self.contended_acquire(input).await,
+            "deadline" => self.deadline_acquire(input).await,
             "guarded_timeout" => self.guarded_timeout(input).await,
+            "guarded_size" => self.guarded_size(input).await,
             "participants_timeout" => {
                 let timeout = match Wait::from_secs(Some(seconds(input))) {
                     Ok(wait) => wait.time_left(),
@@ -129,6 +133,18 @@ impl Runner {
                 }
             }
             "secret" => self.secret(input).await,
+            "sasl" => {
+                let (user, password) = input.split_once(':').expect("sasl takes user:password");
+                match self.connect(Options::default().sasl(user, password)).await {
+                    Ok(c) => {
+                        c.close().await;
+                        word("ok")
+                    }
+                    Err(e) if format!("{e} {e:?}").contains(password) => word("shown"),
+                    Err(e) => error_word(&e),
+                }
+            }
+            "secret_pem" => self.secret_pem(input).await,
             "semaphore" => {
                 let Ok(n) = input.parse::<i64>() else {
                     panic!("semaphore input {input:?} is no integer");
@@ -174,6 +190,51 @@ impl Runner {
         assert_eq!(err.kind(), zklock::ErrorKind::InvalidArgument, "{err}");
         shown += &format!("{err} {err:?}");
         word(if shown.contains(secret) {
+            "shown"
+        } else {
+            "hidden"
+        })
+    }
+
+    /// The input, PEM text of a private key, given where a CA belongs, as all three TLS
+    /// options, and as the key alone: every error (Display and Debug) and the options' Debug.
+    async fn secret_pem(&self, pem: &str) -> Outcome {
+        let given = || Some(pem.to_owned());
+        let attempts = [
+            SecureParts {
+                tls_ca: given(),
+                ..Default::default()
+            },
+            SecureParts {
+                tls_ca: given(),
+                tls_cert: given(),
+                tls_key: given(),
+                ..Default::default()
+            },
+            SecureParts {
+                tls_key: given(),
+                ..Default::default()
+            },
+        ];
+        let mut shown = String::new();
+        for parts in attempts {
+            let options = match parts.apply(Options::default()) {
+                Ok(options) => options,
+                Err(e) => {
+                    shown += &format!("{e} {e:?}");
+                    continue;
+                }
+            };
+            shown += &format!("{options:?}");
+            match self.connect(options).await {
+                Ok(c) => {
+                    c.close().await;
+                    return word("connected");
+                }
+                Err(e) => shown += &format!("{e} {e:?}"),
+            }
+        }
+        word(if pem_body_shown(&shown, pem) {
             "shown"
         } else {
             "hidden"
@@ -227,11 +288,64 @@ impl Runner {
         outcome
     }
 
+    async fn guarded_size(&self, input: &str) -> Outcome {
+        let size: usize = input.parse().expect("guarded_size takes a byte count");
+        let data = format!("{}-data", self.case_path);
+        let lease = self.client.mutex(&self.case_path).unwrap().acquire().await;
+        let lease = lease.unwrap();
+        let written = lease
+            .guarded_write(vec![Write::create(&data, vec![b'a'; size])])
+            .await;
+        let outcome = match written {
+            Ok(_) => {
+                lease
+                    .guarded_write(vec![Write::delete(&data)])
+                    .await
+                    .unwrap();
+                "created".to_owned()
+            }
+            Err(e) => match error_word(&e) {
+                Outcome::Is(kind) => kind,
+                Outcome::NotApplicable(_) => unreachable!(),
+            },
+        };
+        let state = lease.state();
+        let _ = lease.release().await;
+        match state {
+            zklock::LeaseState::Held => word(&outcome),
+            other => word(&format!("{outcome},{}", other.as_str())),
+        }
+    }
+
     async fn contended_acquire(&self, input: &str) -> Outcome {
         let wait = match Wait::from_secs(Some(seconds(input))) {
             Ok(wait) => wait,
             Err(e) => return error_word(&e),
         };
+        self.contended(|lock| lock.acquire_as(Owner::SHARED, wait, None))
+            .await
+    }
+
+    /// Rust's deadline is an `Instant`: `acquire_until(Some(now ± input))`.
+    async fn deadline_acquire(&self, input: &str) -> Outcome {
+        let secs = seconds(input);
+        let offset = Duration::from_secs_f64(secs.abs());
+        let now = std::time::Instant::now();
+        let deadline = if secs < 0.0 {
+            now.checked_sub(offset).unwrap_or(now)
+        } else {
+            now + offset
+        };
+        self.contended(|lock| lock.acquire_until(Some(deadline)))
+            .await
+    }
+
+    /// Another client holds the case's lock and frees it 300 ms later; meanwhile `acquire`.
+    async fn contended<F, A>(&self, acquire: A) -> Outcome
+    where
+        F: std::future::Future<Output = zklock::Result<Lease>>,
+        A: FnOnce(&zklock::Lock) -> F,
+    {
         let other = self.connect(Options::default()).await.unwrap();
         let held = other
             .mutex(&self.case_path)
@@ -245,7 +359,7 @@ impl Runner {
             other.close().await;
         });
         let lock = self.client.mutex(&self.case_path).unwrap();
-        let outcome = match lock.acquire_as(Owner::SHARED, wait, None).await {
+        let outcome = match acquire(&lock).await {
             Ok(lease) => {
                 lease.release().await.unwrap();
                 word("acquired")

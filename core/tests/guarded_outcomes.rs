@@ -135,3 +135,62 @@ async fn listing_participants_is_bounded_by_its_timeout() {
     let _ = lease.release().await;
     client.close().await;
 }
+
+/// A guarded batch over ZooKeeper's packet limit is refused before any I/O (issue 27, point 3):
+/// sent, the server would close the connection (`NIOServerCnxn.readLength`), every lease of the
+/// client would turn suspended and the write would end as `OutcomeUnknown`. A batch exactly at
+/// the limit is sent and applied, so the core measures the request as the server reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guarded_write_over_the_packet_limit_is_refused_before_io_and_one_at_the_limit_applies() {
+    let (proxy, client, lease, data) = holder("packet-limit").await;
+    let mut states = Vec::new();
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tell = heard.clone();
+    lease.subscribe(move |s| tell.lock().unwrap().push(s));
+    let node = lease.path().to_owned(); // our lock node's full path
+                                        // The server's limit, jute.maxbuffer's default (BinaryInputArchive.maxBuffer), counted
+                                        // without the 4-byte frame. The multi request, field by field (zookeeper.jute): the request
+                                        // header (xid, type); before each op a MultiHeader (type, done, err); a closing one.
+                                        // Strings and buffers are an int length and the bytes; ACL open: [world:anyone, perms].
+    let limit = 0xfffff;
+    let multi_header = 4 + 1 + 4;
+    let check = multi_header + (4 + node.len()) + 4;
+    let open_acl = 4 + (4 + (4 + "world".len()) + (4 + "anyone".len()));
+    let create_but_data = multi_header + (4 + data.len()) + 4 + open_acl + 4;
+    let fits = limit - (8 + check + create_but_data + multi_header);
+
+    let err = lease
+        .guarded_write(vec![Write::create(&data, vec![b'q'; fits + 1])])
+        .await
+        .expect_err("one byte over the limit");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.message().contains("jute.maxbuffer"), "{err}");
+    assert!(err.message().contains(&format!("{}", limit + 1)), "{err}");
+    assert!(
+        err.message().len() < 300 && !err.message().contains("qqqq"),
+        "{err}"
+    );
+    assert!(!node_exists(&data).await);
+    states.push(lease.state());
+
+    let written = lease
+        .guarded_write(vec![Write::create(&data, vec![b'q'; fits])])
+        .await
+        .expect("a request at the limit is read and applied");
+    assert_eq!(written.len(), 1);
+    assert!(node_exists(&data).await);
+    states.push(lease.state());
+    assert_eq!(states, [LeaseState::Held, LeaseState::Held]);
+    assert_eq!(
+        *heard.lock().unwrap(),
+        [LeaseState::Held],
+        "the lease never left held: the connection stayed up"
+    );
+    assert_eq!(proxy.open_connections(), 1, "no reconnect");
+    lease
+        .guarded_write(vec![Write::delete(&data)])
+        .await
+        .unwrap();
+    let _ = lease.release().await;
+    client.close().await;
+}

@@ -43,6 +43,62 @@ async fn a_tls_connect_acquires_and_releases_with_and_without_a_client_certifica
     }
 }
 
+/// Issue 27, point 5: a TLS option holding PEM text is the content itself, as Node's
+/// `tls.connect` takes it (every face passes its strings through `SecureParts`).
+#[tokio::test]
+async fn pem_text_in_the_options_connects_like_the_files() {
+    let s = shared_secure();
+    let text = |p: &std::path::Path| Some(std::fs::read_to_string(p).unwrap());
+    let options = zklock::SecureParts {
+        tls_ca: text(&s.ca),
+        tls_cert: text(&s.client_cert),
+        tls_key: text(&s.client_key),
+        ..Default::default()
+    }
+    .apply(Options::default())
+    .unwrap();
+    let shown = format!("{options:?}");
+    assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+    let client = Client::connect(&s.tls_servers, options)
+        .await
+        .expect("TLS connect with PEM text");
+    let lease = client
+        .mutex(&unique_path("tls-text"))
+        .unwrap()
+        .acquire()
+        .await;
+    lease.unwrap().release().await.unwrap();
+    client.close().await;
+}
+
+/// Issue 27, point 8: SASL credentials sent to a server without SASL used to be silently
+/// unused (the server answers the exchange with success), and the first creator-ACL acquire
+/// failed with "invalid ACL". The connect says so, with `Permission`, never the password.
+#[tokio::test]
+async fn sasl_credentials_for_a_server_without_sasl_fail_at_connect_with_permission() {
+    let plain = zklock_testkit::shared();
+    for acl in [AclPolicy::Open, AclPolicy::CreatorAll] {
+        let options = Options::default()
+            .sasl("alice", "pw-of-a-plain-server-9")
+            .acl(acl);
+        let (err, took) = connect_err(plain, options).await;
+        assert_eq!(err.kind(), ErrorKind::Permission, "{err}");
+        assert!(
+            err.message().contains("did not authenticate SASL user"),
+            "{err}"
+        );
+        assert!(err.message().contains("\"alice\""), "{err}");
+        assert!(!format!("{err} {err:?}").contains("pw-of-a-plain-server-9"));
+        assert!(took < FAST, "took {took:?}");
+    }
+    // The secured server authenticates the same way: the check lets a real login through.
+    let s = shared_secure();
+    let client = Client::connect(&s.servers, alice().acl(AclPolicy::CreatorAll))
+        .await
+        .expect("a SASL login on a SASL server");
+    client.close().await;
+}
+
 #[tokio::test]
 async fn a_wrong_ca_fails_fast_saying_wrong_ca() {
     let s = shared_secure();

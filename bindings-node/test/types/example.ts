@@ -84,6 +84,8 @@ export async function main(servers: string): Promise<void> {
 
   try {
     await mutex.acquire({ timeoutMs: 0 })
+    await mutex.acquire({ deadline: new Date(Date.now() + 1_000) })
+    await mutex.acquire({ deadline: Date.now() + 1_000 })
   } catch (e) {
     if (isZkLockError(e)) {
       switch (e.code) {

@@ -122,7 +122,9 @@ def _check_optional_path(value: object, what: str) -> Optional[str]:
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str):
-        raise InvalidArgumentType(f"{what} must be a file path (str), got {_type_name(value)}")
+        raise InvalidArgumentType(
+            f"{what} must be a file path or PEM text (str), got {_type_name(value)}"
+        )
     return value
 
 
@@ -448,7 +450,8 @@ class Client:
     lock nodes go at once instead of after the session timeout.
 
     Secure ZooKeeper: ``tls_ca`` (PEM file of the CA) turns TLS on for every server;
-    ``tls_cert`` and ``tls_key`` give a client certificate; ``tls_verify_hostname=False`` turns
+    ``tls_cert`` and ``tls_key`` give a client certificate. Each takes a path or PEM text itself
+    (a ``str`` holding ``-----BEGIN ``), which no exception ever shows; ``tls_verify_hostname=False`` turns
     host name checking off. ``sasl_user`` and ``sasl_password`` authenticate with SASL
     DIGEST-MD5 (a wrong password raises :class:`PermissionDenied`).
 

@@ -34,6 +34,18 @@ pub fn cases(servers: &str) -> Vec<Case> {
         .collect()
 }
 
+/// The `secret_pem` op's test: whether `shown` holds 12 consecutive characters of the body of
+/// `pem` (its lines other than the `-----` boundaries, joined).
+pub fn pem_body_shown(shown: &str, pem: &str) -> bool {
+    let body: Vec<char> = pem
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("-----"))
+        .flat_map(|l| l.trim().chars())
+        .collect();
+    body.windows(12)
+        .any(|w| shown.contains(&w.iter().collect::<String>()))
+}
+
 /// `%XX` bytes and `%*N(x)` repeats.
 pub fn decode(text: &str) -> Result<Vec<u8>, String> {
     let bytes = text.as_bytes();
