@@ -509,6 +509,20 @@ static void op_timeout(struct outcome *o, const struct bytes *in) {
     zklock_lock_free(theirs);
 }
 
+/* Holds the case's lock through the main client: 1 with `*l` and `*a` set, else 0 (a problem
+ * recorded, nothing left to free). */
+static int hold_case_lock(struct outcome *o, zklock_lock **l, zklock_lease **a) {
+    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, l));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(*l, 10000, a));
+    if (st != ZKLOCK_OK) {
+        problem(o, "holding the lock", st);
+        zklock_lock_free(*l);
+        *l = NULL;
+        return 0;
+    }
+    return 1;
+}
+
 /* A guarded create with the input as its timeout; on failure the same create must succeed. */
 static void op_guarded_timeout(struct outcome *o, const struct bytes *in) {
     int64_t ms;
@@ -517,15 +531,9 @@ static void op_guarded_timeout(struct outcome *o, const struct bytes *in) {
     snprintf(data, sizeof data, "%s-data", case_path);
     zklock_lock *l = NULL;
     zklock_lease *a = NULL;
-    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
-    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
-    if (st != ZKLOCK_OK) {
-        problem(o, "holding the lock", st);
-        zklock_lock_free(l);
-        return;
-    }
+    if (!hold_case_lock(o, &l, &a)) return;
     zklock_write create = {"create", data, "a", 1, 0};
-    st = seen(o, zklock_lease_guarded_write_timeout(a, &create, 1, ms));
+    zklock_status st = seen(o, zklock_lease_guarded_write_timeout(a, &create, 1, ms));
     o->word = st == ZKLOCK_OK ? "created" : kind_of(st);
     zklock_write again[2] = {{"create", data, NULL, 0, 0}, {"delete", data, NULL, 0, 0}};
     zklock_write *cleanup = st == ZKLOCK_OK ? &again[1] : again;
@@ -551,17 +559,11 @@ static void op_guarded_size(struct outcome *o, const struct bytes *in) {
     snprintf(data, sizeof data, "%s-data", case_path);
     zklock_lock *l = NULL;
     zklock_lease *a = NULL;
-    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
-    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
-    if (st != ZKLOCK_OK) {
-        problem(o, "holding the lock", st);
-        zklock_lock_free(l);
-        return;
-    }
+    if (!hold_case_lock(o, &l, &a)) return;
     char *bytes = malloc(n ? n : 1);
     memset(bytes, 'a', n);
     zklock_write create = {"create", data, bytes, n, 0};
-    st = seen(o, zklock_lease_guarded_write(a, &create, 1));
+    zklock_status st = seen(o, zklock_lease_guarded_write(a, &create, 1));
     free(bytes);
     o->word = st == ZKLOCK_OK ? "created" : kind_of(st);
     if (st == ZKLOCK_OK) {
