@@ -29,6 +29,9 @@ pub enum JuteError {
     /// A multi response or request carried an op type this crate does not know.
     #[error("unknown op type {0} in a multi")]
     UnknownMultiOp(i32),
+    /// A reply to an op type this crate does not send.
+    #[error("no reply record known for op type {0}")]
+    UnknownOp(i32),
     /// Bytes were left over after the record.
     #[error("{0} trailing bytes after the record")]
     TrailingBytes(usize),

@@ -6,5 +6,11 @@
 //!
 //! The crate knows nothing of locks. See README.md for what remains of issue 24.
 
+pub mod conn;
 pub mod frame;
 pub mod jute;
+
+pub use conn::{
+    connect, ConnectOptions, Connection, Error, Event, Events, OpError, Reply, Request, Response,
+    Session, Stats,
+};
