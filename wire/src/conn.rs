@@ -653,7 +653,6 @@ impl Driver {
             let dead_at = self.last_recv + self.read_timeout;
             let want_write = self.wpos < self.wbuf.len();
             let step: Result<(), Error> = tokio::select! {
-                biased;
                 r = self.stream.readable() => match r {
                     Err(e) => Err(e.into()),
                     Ok(()) => self.read(&mut buf),
@@ -672,7 +671,8 @@ impl Driver {
                     Err(e) => Err(e.into()),
                     Ok(()) => self.flush(),
                 },
-                _ = tokio::time::sleep_until(ping_at.into()), if !self.closing => {
+                // Not while a write is stuck: the ping would only pile up behind it.
+                _ = tokio::time::sleep_until(ping_at.into()), if !self.closing && !want_write => {
                     self.ping();
                     self.flush()
                 }
