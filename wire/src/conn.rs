@@ -1,0 +1,844 @@
+//! One connection to one ZooKeeper server, driven by a task on the caller's tokio runtime.
+//!
+//! The client side of the protocol follows `ClientCnxn.java` and `ClientCnxnSocketNIO.java`
+//! (apache/zookeeper release-3.8.4, `zookeeper-server/src/main/java/org/apache/zookeeper/`):
+//! - the first frame out is a `ConnectRequest`, the first frame in a `ConnectResponse`; a
+//!   response with a timeout `<= 0` means the session expired (`ClientCnxn.SendThread.onConnected`);
+//!   a read-only server is refused here (a lock must not be granted by a partitioned member);
+//! - every later request is `RequestHeader` + record; the server answers each in the order it
+//!   was sent, so replies are matched against the oldest outstanding request and a reply with any
+//!   other xid is a protocol error that closes the connection (`ClientCnxn.readResponse`:
+//!   "Xid out of order");
+//! - xid -1 is a watch notification, -2 a ping's reply (`ClientCnxn.NOTIFICATION_XID`, `PING_XID`);
+//!   notifications are delivered in stream order with the replies: an event the server sent
+//!   before a reply is in [`Events`] before that reply's future completes;
+//! - a ping goes out when nothing was sent for a third of the negotiated timeout, and the
+//!   connection is closed when nothing was heard for two thirds of it (`ClientCnxn`'s
+//!   `readTimeout = sessionTimeout * 2 / 3`).
+//!
+//! The task owns the socket: a reply is read, decoded and completes its request on the runtime's
+//! thread. Requests queued while the task was busy are encoded into one buffer and leave in one
+//! write. Each reply carries when its request left (its last byte was handed to the kernel) and
+//! when the reply arrived; [`Connection::stats`] exposes when the server was last heard from.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::frame::{self, FrameDecoder, FrameError};
+use crate::jute::*;
+
+/// Why a connection closed, or could not be made. Cloned to every request it fails.
+#[derive(Debug, Clone, Error)]
+pub enum Error {
+    #[error("i/o error: {0}")]
+    Io(Arc<std::io::Error>),
+    #[error("framing: {0}")]
+    Frame(#[from] FrameError),
+    #[error("malformed record from the server: {0}")]
+    Jute(#[from] JuteError),
+    /// A reply that is not for the oldest outstanding request.
+    #[error("reply with xid {got}, expected {expected:?}")]
+    UnexpectedXid { got: i32, expected: Option<i32> },
+    /// The server answered the connect request with a zero timeout: the session is gone.
+    #[error("session expired")]
+    SessionExpired,
+    /// The server is in read-only mode.
+    #[error("server is read-only")]
+    ReadOnlyServer,
+    #[error("connect timed out after {0:?}")]
+    ConnectTimeout(Duration),
+    /// Nothing heard from the server for two thirds of the session timeout.
+    #[error("nothing heard from the server for {0:?}")]
+    ReadTimeout(Duration),
+    /// The server closed the connection.
+    #[error("connection closed by the server")]
+    ServerClosed,
+    /// The connection was closed on this side (CloseSession done, or every handle dropped).
+    #[error("connection closed")]
+    Closed,
+    /// A reply whose record is not the one its request calls for.
+    #[error("reply of an unexpected shape")]
+    UnexpectedShape,
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(Arc::new(e))
+    }
+}
+
+/// A request's failure: the connection's, or the server's error code.
+#[derive(Debug, Clone, Error)]
+pub enum OpError {
+    #[error(transparent)]
+    Connection(#[from] Error),
+    /// The reply header's `err`, a `KeeperException.Code` (see [`code`]).
+    #[error("server error {name} ({0})", name = code::name(*.0))]
+    Server(i32),
+}
+
+/// What to connect with.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// The timeout asked for; the server negotiates it into its min/max session timeouts.
+    pub session_timeout: Duration,
+    /// 0 for a new session.
+    pub session_id: i64,
+    /// Empty for a new session (sent as 16 zero bytes, as the Java client does).
+    pub passwd: Vec<u8>,
+    pub last_zxid_seen: i64,
+    /// How long the TCP connect and the handshake may take.
+    pub connect_timeout: Duration,
+    /// The largest request payload sent, and reply payload accepted (`jute.maxbuffer`).
+    pub max_packet: usize,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            session_timeout: Duration::from_secs(10),
+            session_id: 0,
+            passwd: Vec::new(),
+            last_zxid_seen: 0,
+            connect_timeout: Duration::from_secs(5),
+            max_packet: frame::DEFAULT_MAX,
+        }
+    }
+}
+
+/// The session as the server granted it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub id: i64,
+    pub passwd: Vec<u8>,
+    /// The negotiated timeout.
+    pub timeout: Duration,
+}
+
+/// A request this crate can send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    Create(CreateRequest),
+    Create2(CreateRequest),
+    Delete(DeleteRequest),
+    Exists(ExistsRequest),
+    GetData(GetDataRequest),
+    SetData(SetDataRequest),
+    GetChildren2(GetChildren2Request),
+    Multi(MultiRequest),
+    Sync(SyncRequest),
+    CloseSession,
+}
+
+impl Request {
+    pub fn op_code(&self) -> i32 {
+        match self {
+            Request::Create(_) => op::CREATE,
+            Request::Create2(_) => op::CREATE2,
+            Request::Delete(_) => op::DELETE,
+            Request::Exists(_) => op::EXISTS,
+            Request::GetData(_) => op::GET_DATA,
+            Request::SetData(_) => op::SET_DATA,
+            Request::GetChildren2(_) => op::GET_CHILDREN2,
+            Request::Multi(_) => op::MULTI,
+            Request::Sync(_) => op::SYNC,
+            Request::CloseSession => op::CLOSE_SESSION,
+        }
+    }
+
+    /// The record after the header (none for CloseSession).
+    pub fn encode_body(&self, out: &mut Vec<u8>) {
+        match self {
+            Request::Create(r) | Request::Create2(r) => r.encode(out),
+            Request::Delete(r) => r.encode(out),
+            Request::Exists(r) => r.encode(out),
+            Request::GetData(r) => r.encode(out),
+            Request::SetData(r) => r.encode(out),
+            Request::GetChildren2(r) => r.encode(out),
+            Request::Multi(r) => r.encode(out),
+            Request::Sync(r) => r.encode(out),
+            Request::CloseSession => {}
+        }
+    }
+}
+
+/// A reply's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    Create(CreateResponse),
+    Create2(Create2Response),
+    Delete,
+    Exists(ExistsResponse),
+    GetData(GetDataResponse),
+    SetData(SetDataResponse),
+    GetChildren2(GetChildren2Response),
+    Multi(MultiResponse),
+    Sync(SyncResponse),
+    CloseSession,
+}
+
+/// Decodes the body of a reply to a request of type `op` whose header carried `err`.
+///
+/// A non-zero `err` has no record (the server sends the header alone; like `ClientCnxn` any
+/// bytes after it are not read), except a multi, which answers with its per-op results. A
+/// record of the wrong shape — short, malformed or with bytes left over — is an error.
+pub fn decode_reply_body(
+    op: i32,
+    err: i32,
+    body: &[u8],
+) -> Result<Result<Response, i32>, JuteError> {
+    if err != 0 && (op != op::MULTI || body.is_empty()) {
+        return Ok(Err(err));
+    }
+    let r = match op {
+        op::CREATE => Response::Create(CreateResponse::decode_all(body)?),
+        op::CREATE2 => Response::Create2(Create2Response::decode_all(body)?),
+        op::DELETE => Reader::new(body).finish().map(|_| Response::Delete)?,
+        op::EXISTS => Response::Exists(ExistsResponse::decode_all(body)?),
+        op::GET_DATA => Response::GetData(GetDataResponse::decode_all(body)?),
+        op::SET_DATA => Response::SetData(SetDataResponse::decode_all(body)?),
+        op::GET_CHILDREN2 => Response::GetChildren2(GetChildren2Response::decode_all(body)?),
+        op::MULTI => Response::Multi(MultiResponse::decode_all(body)?),
+        op::SYNC => Response::Sync(SyncResponse::decode_all(body)?),
+        op::CLOSE_SESSION => Reader::new(body).finish().map(|_| Response::CloseSession)?,
+        other => return Err(JuteError::UnknownOp(other)),
+    };
+    Ok(Ok(r))
+}
+
+/// A reply, with the times the lifeline needs.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub xid: i32,
+    pub zxid: i64,
+    /// The record, or the server's error code.
+    pub result: Result<Response, i32>,
+    /// When the request's last byte was handed to the kernel.
+    pub sent_at: Instant,
+    /// When the reply was read.
+    pub received_at: Instant,
+}
+
+/// A watch notification, or the end of the connection.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Watch {
+        event: WatcherEvent,
+        zxid: i64,
+    },
+    /// The connection closed; nothing follows.
+    Closed(Error),
+}
+
+/// The connection's events, in the order they arrived relative to replies.
+#[derive(Debug)]
+pub struct Events(mpsc::UnboundedReceiver<Event>);
+
+impl Events {
+    /// The next event; `None` after [`Event::Closed`] was taken.
+    pub async fn recv(&mut self) -> Option<Event> {
+        self.0.recv().await
+    }
+    pub fn try_recv(&mut self) -> Option<Event> {
+        self.0.try_recv().ok()
+    }
+}
+
+/// What the transport knows about its link, for the lifeline.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    /// When the last frame (reply, ping reply or event) was read.
+    pub last_recv: Instant,
+    /// When bytes were last handed to the kernel.
+    pub last_send: Instant,
+    /// When the last ping left, and when its reply came (if it has).
+    pub last_ping_sent: Option<Instant>,
+    pub last_ping_reply: Option<Instant>,
+    /// The largest zxid seen in a reply.
+    pub last_zxid: i64,
+    /// Write calls made and frames sent, pings included.
+    pub writes: u64,
+    pub frames_sent: u64,
+    /// Requests sent and not yet answered.
+    pub outstanding: usize,
+}
+
+struct Shared {
+    stats: Stats,
+    closed: Option<Error>,
+}
+
+enum Cmd {
+    Request {
+        op: i32,
+        frame: Vec<u8>,
+        tx: oneshot::Sender<Result<Reply, Error>>,
+    },
+}
+
+/// A handle on one connection. Clones share it; when the last is dropped the task closes the
+/// socket (the session itself lives on until its timeout).
+#[derive(Clone)]
+pub struct Connection {
+    tx: mpsc::UnboundedSender<Cmd>,
+    shared: Arc<Mutex<Shared>>,
+    session: Session,
+    max_packet: usize,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("session_id", &format_args!("{:#x}", self.session.id))
+            .finish()
+    }
+}
+
+/// A reply to come.
+#[derive(Debug)]
+pub struct ReplyFuture(oneshot::Receiver<Result<Reply, Error>>);
+
+impl Future for ReplyFuture {
+    type Output = Result<Reply, Error>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0)
+            .poll(cx)
+            .map(|r| r.unwrap_or(Err(Error::Closed)))
+    }
+}
+
+/// Connects to one server (`host:port`) and establishes or resumes a session.
+pub async fn connect(addr: &str, opts: &ConnectOptions) -> Result<(Connection, Events), Error> {
+    let handshake = async {
+        let mut stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let mut out = Vec::new();
+        let req = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: opts.last_zxid_seen,
+            timeout: opts.session_timeout.as_millis().min(i32::MAX as u128) as i32,
+            session_id: opts.session_id,
+            passwd: if opts.passwd.is_empty() {
+                vec![0; 16]
+            } else {
+                opts.passwd.clone()
+            },
+            read_only: false,
+        };
+        frame::write_frame(&mut out, opts.max_packet, |o| req.encode(o))?;
+        stream.write_all(&out).await?;
+        let mut decoder = FrameDecoder::new(opts.max_packet);
+        let mut buf = vec![0u8; 4096];
+        let resp = loop {
+            if let Some(f) = decoder.next_frame()? {
+                // Decoded leniently at the end, like the Java client: fields a later server
+                // might append are not read.
+                break ConnectResponse::decode(&mut Reader::new(f))?;
+            }
+            stream.readable().await?;
+            match stream.try_read(&mut buf) {
+                Ok(0) => {
+                    decoder.finish()?;
+                    return Err(Error::ServerClosed);
+                }
+                Ok(n) => decoder.extend(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e.into()),
+            }
+        };
+        if resp.timeout <= 0 {
+            return Err(Error::SessionExpired);
+        }
+        if resp.read_only {
+            return Err(Error::ReadOnlyServer);
+        }
+        Ok((stream, decoder, resp))
+    };
+    let (stream, decoder, resp) = tokio::time::timeout(opts.connect_timeout, handshake)
+        .await
+        .map_err(|_| Error::ConnectTimeout(opts.connect_timeout))??;
+
+    let session = Session {
+        id: resp.session_id,
+        passwd: resp.passwd,
+        timeout: Duration::from_millis(resp.timeout as u64),
+    };
+    let now = Instant::now();
+    let shared = Arc::new(Mutex::new(Shared {
+        stats: Stats {
+            last_recv: now,
+            last_send: now,
+            last_ping_sent: None,
+            last_ping_reply: None,
+            last_zxid: opts.last_zxid_seen,
+            writes: 0,
+            frames_sent: 0,
+            outstanding: 0,
+        },
+        closed: None,
+    }));
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (etx, erx) = mpsc::unbounded_channel();
+    let driver = Driver {
+        stream,
+        rx,
+        events: etx,
+        shared: shared.clone(),
+        decoder,
+        pending: VecDeque::new(),
+        wbuf: Vec::new(),
+        wpos: 0,
+        queued: 0,
+        written: 0,
+        next_xid: 1,
+        ping_interval: session.timeout / 3,
+        read_timeout: session.timeout * 2 / 3,
+        last_send: now,
+        last_recv: now,
+        closing: false,
+    };
+    tokio::spawn(driver.run());
+    Ok((
+        Connection {
+            tx,
+            shared,
+            session,
+            max_packet: opts.max_packet,
+        },
+        Events(erx),
+    ))
+}
+
+impl Connection {
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.shared.lock().unwrap().stats.clone()
+    }
+
+    /// Why the connection closed, once it has.
+    pub fn closed(&self) -> Option<Error> {
+        self.shared.lock().unwrap().closed.clone()
+    }
+
+    /// Queues a request without waiting: requests submitted before the task next runs leave in
+    /// one write. A request over the packet limit is refused here and never sent.
+    pub fn submit(&self, req: &Request) -> Result<ReplyFuture, Error> {
+        let mut frame = Vec::new();
+        let op = req.op_code();
+        frame::write_frame(&mut frame, self.max_packet, |o| {
+            // The xid is written by the task, which numbers requests in the order they leave.
+            RequestHeader { xid: 0, op }.encode(o);
+            req.encode_body(o);
+        })?;
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Cmd::Request { op, frame, tx })
+            .map_err(|_| self.closed().unwrap_or(Error::Closed))?;
+        Ok(ReplyFuture(rx))
+    }
+
+    /// Sends a request and waits for its reply.
+    pub async fn call(&self, req: &Request) -> Result<Reply, Error> {
+        self.submit(req)?.await
+    }
+
+    async fn expect(&self, req: Request) -> Result<Response, OpError> {
+        self.call(&req).await?.result.map_err(OpError::Server)
+    }
+
+    /// Create (op 1); returns the created path (with its sequence suffix if sequential).
+    pub async fn create(&self, path: &str, data: &[u8], flags: i32) -> Result<String, OpError> {
+        match self
+            .expect(Request::Create(create_request(path, data, flags)))
+            .await?
+        {
+            Response::Create(r) => Ok(r.path),
+            other => unreachable_shape(other),
+        }
+    }
+
+    /// Create2 (op 15); returns the created path and its stat.
+    pub async fn create2(
+        &self,
+        path: &str,
+        data: &[u8],
+        flags: i32,
+    ) -> Result<Create2Response, OpError> {
+        match self
+            .expect(Request::Create2(create_request(path, data, flags)))
+            .await?
+        {
+            Response::Create2(r) => Ok(r),
+            other => unreachable_shape(other),
+        }
+    }
+
+    pub async fn delete(&self, path: &str, version: i32) -> Result<(), OpError> {
+        self.expect(Request::Delete(DeleteRequest {
+            path: path.into(),
+            version,
+        }))
+        .await
+        .map(|_| ())
+    }
+
+    /// Exists (op 3): `None` if the node does not exist (the watch, if asked, is set anyway).
+    pub async fn exists(&self, path: &str, watch: bool) -> Result<Option<Stat>, OpError> {
+        match self
+            .expect(Request::Exists(ExistsRequest {
+                path: path.into(),
+                watch,
+            }))
+            .await
+        {
+            Ok(Response::Exists(r)) => Ok(Some(r.stat)),
+            Err(OpError::Server(code::NO_NODE)) => Ok(None),
+            Err(e) => Err(e),
+            Ok(other) => unreachable_shape(other),
+        }
+    }
+
+    pub async fn get_data(&self, path: &str, watch: bool) -> Result<GetDataResponse, OpError> {
+        match self
+            .expect(Request::GetData(GetDataRequest {
+                path: path.into(),
+                watch,
+            }))
+            .await?
+        {
+            Response::GetData(r) => Ok(r),
+            other => unreachable_shape(other),
+        }
+    }
+
+    pub async fn set_data(&self, path: &str, data: &[u8], version: i32) -> Result<Stat, OpError> {
+        match self
+            .expect(Request::SetData(SetDataRequest {
+                path: path.into(),
+                data: data.to_vec(),
+                version,
+            }))
+            .await?
+        {
+            Response::SetData(r) => Ok(r.stat),
+            other => unreachable_shape(other),
+        }
+    }
+
+    pub async fn get_children2(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> Result<GetChildren2Response, OpError> {
+        match self
+            .expect(Request::GetChildren2(GetChildren2Request {
+                path: path.into(),
+                watch,
+            }))
+            .await?
+        {
+            Response::GetChildren2(r) => Ok(r),
+            other => unreachable_shape(other),
+        }
+    }
+
+    /// Multi (op 14). A failed multi is still `Ok`: its results hold the per-op errors
+    /// ([`MultiResponse::first_error`]), and nothing was applied.
+    pub async fn multi(&self, ops: Vec<MultiOp>) -> Result<MultiResponse, OpError> {
+        match self.expect(Request::Multi(MultiRequest { ops })).await? {
+            Response::Multi(r) => Ok(r),
+            other => unreachable_shape(other),
+        }
+    }
+
+    /// Sync (op 9): the server this connection talks to catches up with the leader.
+    pub async fn sync(&self, path: &str) -> Result<String, OpError> {
+        match self
+            .expect(Request::Sync(SyncRequest { path: path.into() }))
+            .await?
+        {
+            Response::Sync(r) => Ok(r.path),
+            other => unreachable_shape(other),
+        }
+    }
+
+    /// CloseSession (op -11): the server deletes the session's ephemerals and closes the
+    /// connection.
+    pub async fn close_session(&self) -> Result<(), OpError> {
+        self.expect(Request::CloseSession).await.map(|_| ())
+    }
+}
+
+fn create_request(path: &str, data: &[u8], flags: i32) -> CreateRequest {
+    CreateRequest {
+        path: path.into(),
+        data: data.to_vec(),
+        acl: Acl::open_unsafe(),
+        flags,
+    }
+}
+
+/// The task decodes a reply by its request's op, so a helper never sees another shape.
+fn unreachable_shape<T>(_: Response) -> Result<T, OpError> {
+    Err(OpError::Connection(Error::UnexpectedShape))
+}
+
+struct Pending {
+    xid: i32,
+    op: i32,
+    /// Stream offset just past this request's frame.
+    end: u64,
+    sent_at: Option<Instant>,
+    tx: oneshot::Sender<Result<Reply, Error>>,
+}
+
+struct Driver {
+    stream: TcpStream,
+    rx: mpsc::UnboundedReceiver<Cmd>,
+    events: mpsc::UnboundedSender<Event>,
+    shared: Arc<Mutex<Shared>>,
+    decoder: FrameDecoder,
+    pending: VecDeque<Pending>,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Bytes queued / written since the handshake.
+    queued: u64,
+    written: u64,
+    next_xid: i32,
+    ping_interval: Duration,
+    read_timeout: Duration,
+    last_send: Instant,
+    last_recv: Instant,
+    closing: bool,
+}
+
+impl Driver {
+    async fn run(mut self) {
+        let err = self.drive().await;
+        {
+            let mut s = self.shared.lock().unwrap();
+            s.closed = Some(err.clone());
+            s.stats.outstanding = 0;
+        }
+        self.rx.close();
+        for p in self.pending.drain(..) {
+            let _ = p.tx.send(Err(err.clone()));
+        }
+        while let Ok(Cmd::Request { tx, .. }) = self.rx.try_recv() {
+            let _ = tx.send(Err(err.clone()));
+        }
+        let _ = self.events.send(Event::Closed(err));
+    }
+
+    async fn drive(&mut self) -> Error {
+        // Frames that arrived with the handshake's reply.
+        if let Err(e) = self.on_frames() {
+            return e;
+        }
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let ping_at = self.last_send + self.ping_interval;
+            let dead_at = self.last_recv + self.read_timeout;
+            let want_write = self.wpos < self.wbuf.len();
+            let step: Result<(), Error> = tokio::select! {
+                r = self.stream.readable() => match r {
+                    Err(e) => Err(e.into()),
+                    Ok(()) => self.read(&mut buf),
+                },
+                cmd = self.rx.recv(), if !self.closing => match cmd {
+                    None => Err(Error::Closed),
+                    Some(cmd) => {
+                        self.enqueue(cmd);
+                        while let Ok(cmd) = self.rx.try_recv() {
+                            self.enqueue(cmd);
+                        }
+                        self.flush()
+                    }
+                },
+                r = self.stream.writable(), if want_write => match r {
+                    Err(e) => Err(e.into()),
+                    Ok(()) => self.flush(),
+                },
+                // Not while a write is stuck: the ping would only pile up behind it.
+                _ = tokio::time::sleep_until(ping_at.into()), if !self.closing && !want_write => {
+                    self.ping();
+                    self.flush()
+                }
+                _ = tokio::time::sleep_until(dead_at.into()) => {
+                    Err(Error::ReadTimeout(self.read_timeout))
+                }
+            };
+            if let Err(e) = step {
+                return e;
+            }
+        }
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> Result<(), Error> {
+        match self.stream.try_read(buf) {
+            Ok(0) => {
+                self.decoder.finish()?;
+                Err(if self.closing {
+                    Error::Closed
+                } else {
+                    Error::ServerClosed
+                })
+            }
+            Ok(n) => {
+                self.decoder.extend(&buf[..n]);
+                self.on_frames()
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn enqueue(&mut self, cmd: Cmd) {
+        let Cmd::Request { op, mut frame, tx } = cmd;
+        let xid = self.next_xid;
+        self.next_xid = if xid == i32::MAX { 1 } else { xid + 1 };
+        frame[4..8].copy_from_slice(&xid.to_be_bytes());
+        self.queued += frame.len() as u64;
+        self.wbuf.extend_from_slice(&frame);
+        self.pending.push_back(Pending {
+            xid,
+            op,
+            end: self.queued,
+            sent_at: None,
+            tx,
+        });
+        if op == op::CLOSE_SESSION {
+            // Nothing after CloseSession: the server closes the connection.
+            self.closing = true;
+        }
+    }
+
+    fn ping(&mut self) {
+        let mut frame = Vec::with_capacity(12);
+        // Cannot fail: 8 bytes.
+        let _ = frame::write_frame(&mut frame, usize::MAX, |o| {
+            RequestHeader {
+                xid: xid::PING,
+                op: op::PING,
+            }
+            .encode(o)
+        });
+        self.queued += frame.len() as u64;
+        self.wbuf.extend_from_slice(&frame);
+        self.shared.lock().unwrap().stats.last_ping_sent = Some(Instant::now());
+    }
+
+    fn flush(&mut self) -> Result<(), Error> {
+        let frames = self.wbuf.len() - self.wpos;
+        if frames == 0 {
+            return Ok(());
+        }
+        let mut writes = 0;
+        while self.wpos < self.wbuf.len() {
+            match self.stream.try_write(&self.wbuf[self.wpos..]) {
+                Ok(n) => {
+                    writes += 1;
+                    self.wpos += n;
+                    self.written += n as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if writes == 0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        self.last_send = now;
+        let mut sent_frames = 0;
+        for p in self.pending.iter_mut().rev() {
+            if p.sent_at.is_some() {
+                break;
+            }
+            if p.end <= self.written {
+                p.sent_at = Some(now);
+                sent_frames += 1;
+            }
+        }
+        if self.wpos == self.wbuf.len() {
+            self.wbuf.clear();
+            self.wpos = 0;
+        }
+        let mut s = self.shared.lock().unwrap();
+        s.stats.last_send = now;
+        s.stats.writes += writes;
+        s.stats.frames_sent += sent_frames;
+        s.stats.outstanding = self.pending.len();
+        Ok(())
+    }
+
+    fn on_frames(&mut self) -> Result<(), Error> {
+        let now = Instant::now();
+        let mut any = false;
+        while let Some(payload) = self.decoder.next_frame()? {
+            any = true;
+            let mut r = Reader::new(payload);
+            let h = ReplyHeader::decode(&mut r)?;
+            let body = &payload[payload.len() - r.remaining()..];
+            match h.xid {
+                xid::NOTIFICATION => {
+                    let event = WatcherEvent::decode_all(body)?;
+                    let _ = self.events.send(Event::Watch {
+                        event,
+                        zxid: h.zxid,
+                    });
+                }
+                xid::PING => {
+                    Reader::new(body).finish()?;
+                    self.shared.lock().unwrap().stats.last_ping_reply = Some(now);
+                }
+                got => {
+                    let Some(p) = self.pending.front() else {
+                        return Err(Error::UnexpectedXid {
+                            got,
+                            expected: None,
+                        });
+                    };
+                    if p.xid != got {
+                        return Err(Error::UnexpectedXid {
+                            got,
+                            expected: Some(p.xid),
+                        });
+                    }
+                    let result = decode_reply_body(p.op, h.err, body)?;
+                    let p = self.pending.pop_front().expect("front checked above");
+                    if h.zxid > 0 {
+                        let mut s = self.shared.lock().unwrap();
+                        s.stats.last_zxid = s.stats.last_zxid.max(h.zxid);
+                    }
+                    let _ = p.tx.send(Ok(Reply {
+                        xid: got,
+                        zxid: h.zxid,
+                        result,
+                        sent_at: p.sent_at.unwrap_or(now),
+                        received_at: now,
+                    }));
+                }
+            }
+        }
+        if any {
+            self.last_recv = now;
+            let mut s = self.shared.lock().unwrap();
+            s.stats.last_recv = now;
+            s.stats.outstanding = self.pending.len();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,16 @@
+//! zklock-wire: ZooKeeper's client protocol, the part a lock library needs, written for zklock.
+//!
+//! - [`jute`]: the records and their binary encoding;
+//! - [`frame`]: the length-prefixed framing with the server's size limit;
+//! - [`conn`]: one connection to one server, driven by a task on the caller's tokio runtime.
+//!
+//! The crate knows nothing of locks. See README.md for what remains of issue 24.
+
+pub mod conn;
+pub mod frame;
+pub mod jute;
+
+pub use conn::{
+    connect, ConnectOptions, Connection, Error, Event, Events, OpError, Reply, Request, Response,
+    Session, Stats,
+};

@@ -1,0 +1,311 @@
+//! zklock-wire against a scripted server on loopback: the misbehaviours a real server does not
+//! produce on demand (read-only mode, replies out of order, bad bytes, silence).
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use zklock_wire::frame::{write_frame, FrameError, DEFAULT_MAX};
+use zklock_wire::jute::*;
+use zklock_wire::{connect, ConnectOptions, Error, Event, Request, Response};
+
+/// Reads one frame's payload.
+async fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).await.ok()?;
+    let mut payload = vec![0u8; i32::from_be_bytes(len) as usize];
+    s.read_exact(&mut payload).await.ok()?;
+    Some(payload)
+}
+
+fn frame(f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_frame(&mut out, DEFAULT_MAX, f).unwrap();
+    out
+}
+
+fn connect_response(timeout: i32, read_only: bool) -> Vec<u8> {
+    frame(|o| {
+        ConnectResponse {
+            protocol_version: 0,
+            timeout,
+            session_id: 0x42,
+            passwd: vec![7; 16],
+            read_only,
+        }
+        .encode(o)
+    })
+}
+
+fn reply(xid: i32, err: i32, body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    frame(|o| {
+        ReplyHeader { xid, zxid: 9, err }.encode(o);
+        body(o);
+    })
+}
+
+/// A server that answers the handshake with `hello` and then runs `script`.
+async fn fake<F, Fut>(hello: Vec<u8>, script: F) -> String
+where
+    F: FnOnce(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let req = read_frame(&mut s).await.unwrap();
+        let req = ConnectRequest::decode_all(&req).unwrap();
+        assert_eq!(req.passwd, vec![0; 16]);
+        s.write_all(&hello).await.unwrap();
+        script(s).await;
+    });
+    addr
+}
+
+fn exists() -> Request {
+    Request::Exists(ExistsRequest {
+        path: "/x".into(),
+        watch: false,
+    })
+}
+
+#[tokio::test]
+async fn read_only_server_is_refused() {
+    let addr = fake(connect_response(6000, true), |_s| async {}).await;
+    let r = connect(&addr, &ConnectOptions::default()).await;
+    assert!(matches!(r, Err(Error::ReadOnlyServer)), "{r:?}");
+}
+
+#[tokio::test]
+async fn zero_timeout_is_an_expired_session() {
+    let addr = fake(connect_response(0, false), |_s| async {}).await;
+    let r = connect(&addr, &ConnectOptions::default()).await;
+    assert!(matches!(r, Err(Error::SessionExpired)), "{r:?}");
+}
+
+#[tokio::test]
+async fn handshake_cut_short() {
+    let hello = connect_response(6000, false);
+    let addr = fake(hello[..10].to_vec(), |_s| async {}).await;
+    let r = connect(&addr, &ConnectOptions::default()).await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::Frame(FrameError::Truncated { have: 10, want: 41 }))
+        ),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_xid_closes_the_connection() {
+    let addr = fake(connect_response(6000, false), |mut s| async move {
+        let req = read_frame(&mut s).await.unwrap();
+        let h = RequestHeader::decode(&mut Reader::new(&req)).unwrap();
+        assert_eq!(
+            h,
+            RequestHeader {
+                xid: 1,
+                op: op::EXISTS
+            }
+        );
+        s.write_all(&reply(999, code::NO_NODE, |_| {}))
+            .await
+            .unwrap();
+        let _ = read_frame(&mut s).await;
+    })
+    .await;
+    let (conn, mut events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
+    assert_eq!(conn.session().id, 0x42);
+    let r = conn.call(&exists()).await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::UnexpectedXid {
+                got: 999,
+                expected: Some(1)
+            })
+        ),
+        "{r:?}"
+    );
+    assert!(matches!(
+        events.recv().await,
+        Some(Event::Closed(Error::UnexpectedXid { .. }))
+    ));
+    assert!(matches!(
+        conn.call(&exists()).await,
+        Err(Error::UnexpectedXid { .. })
+    ));
+}
+
+#[tokio::test]
+async fn reply_with_nothing_outstanding_closes_the_connection() {
+    let addr = fake(connect_response(6000, false), |mut s| async move {
+        s.write_all(&reply(5, 0, |_| {})).await.unwrap();
+        let _ = read_frame(&mut s).await;
+    })
+    .await;
+    let (conn, mut events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
+    match events.recv().await {
+        Some(Event::Closed(Error::UnexpectedXid {
+            got: 5,
+            expected: None,
+        })) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(conn.closed().is_some());
+}
+
+#[tokio::test]
+async fn garbage_after_a_valid_frame() {
+    let addr = fake(connect_response(6000, false), |mut s| async move {
+        let _ = read_frame(&mut s).await.unwrap();
+        let _ = read_frame(&mut s).await.unwrap();
+        let mut bytes = reply(1, code::NO_NODE, |_| {});
+        bytes.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef, 0, 1]);
+        s.write_all(&bytes).await.unwrap();
+        let _ = read_frame(&mut s).await;
+    })
+    .await;
+    let (conn, mut events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
+    let first = conn.submit(&exists()).unwrap();
+    let second = conn.submit(&exists()).unwrap();
+    // The valid reply completes the first request; the garbage fails the second.
+    assert_eq!(first.await.unwrap().result, Err(code::NO_NODE));
+    let r = second.await;
+    assert!(
+        matches!(r, Err(Error::Frame(FrameError::NegativeLength(_)))),
+        "{r:?}"
+    );
+    assert!(matches!(
+        events.recv().await,
+        Some(Event::Closed(Error::Frame(_)))
+    ));
+}
+
+#[tokio::test]
+async fn closed_mid_frame() {
+    let addr = fake(connect_response(6000, false), |mut s| async move {
+        let _ = read_frame(&mut s).await.unwrap();
+        let bytes = reply(1, 0, |o| Stat::default().encode(o));
+        s.write_all(&bytes[..30]).await.unwrap();
+    })
+    .await;
+    let (conn, _events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
+    let r = conn.call(&exists()).await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::Frame(FrameError::Truncated { have: 30, want: 88 }))
+        ),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn reply_of_the_wrong_shape() {
+    let addr = fake(connect_response(6000, false), |mut s| async move {
+        let _ = read_frame(&mut s).await.unwrap();
+        // An exists reply whose Stat is 3 bytes long.
+        s.write_all(&reply(1, 0, |o| o.extend_from_slice(&[1, 2, 3])))
+            .await
+            .unwrap();
+        let _ = read_frame(&mut s).await;
+    })
+    .await;
+    let (conn, _events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
+    let r = conn.call(&exists()).await;
+    assert!(
+        matches!(r, Err(Error::Jute(JuteError::Truncated { .. }))),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn frame_over_the_limit_from_the_server() {
+    let addr = fake(connect_response(6000, false), |mut s| async move {
+        let _ = read_frame(&mut s).await.unwrap();
+        s.write_all(&0x0010_0000i32.to_be_bytes()).await.unwrap();
+        let _ = read_frame(&mut s).await;
+    })
+    .await;
+    let (conn, _events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
+    let r = conn.call(&exists()).await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::Frame(FrameError::TooLarge {
+                len: 0x10_0000,
+                limit: DEFAULT_MAX
+            }))
+        ),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn watch_event_before_a_reply_is_delivered_first() {
+    let addr = fake(connect_response(6000, false), |mut s| async move {
+        let _ = read_frame(&mut s).await.unwrap();
+        let mut bytes = reply(xid::NOTIFICATION, 0, |o| {
+            WatcherEvent {
+                event_type: event_type::NODE_DELETED,
+                state: 3,
+                path: "/x".into(),
+            }
+            .encode(o)
+        });
+        bytes.extend(reply(1, 0, |o| Stat::default().encode(o)));
+        s.write_all(&bytes).await.unwrap();
+        let _ = read_frame(&mut s).await;
+    })
+    .await;
+    let (conn, mut events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
+    let r = conn.call(&exists()).await.unwrap();
+    assert_eq!(
+        r.result,
+        Ok(Response::Exists(ExistsResponse {
+            stat: Stat::default()
+        }))
+    );
+    match events.try_recv() {
+        Some(Event::Watch { event, .. }) => assert_eq!(event.path, "/x"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn silent_server_gets_pings_then_the_connection_times_out() {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let addr = fake(connect_response(600, false), |mut s| async move {
+        // Collect what the client sends while never answering.
+        let mut pings = 0;
+        let until = tokio::time::Instant::now() + Duration::from_millis(1000);
+        while let Ok(Some(f)) = tokio::time::timeout_at(until, read_frame(&mut s)).await {
+            let h = RequestHeader::decode_all(&f).unwrap();
+            assert_eq!(
+                h,
+                RequestHeader {
+                    xid: xid::PING,
+                    op: op::PING
+                }
+            );
+            pings += 1;
+        }
+        let _ = tx.send(pings);
+    })
+    .await;
+    let (conn, mut events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
+    assert_eq!(conn.session().timeout, Duration::from_millis(600));
+    let started = std::time::Instant::now();
+    match events.recv().await {
+        Some(Event::Closed(Error::ReadTimeout(d))) => assert_eq!(d, Duration::from_millis(400)),
+        other => panic!("{other:?}"),
+    }
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(390), "{took:?}");
+    // Pings at 200 ms and 400 ms: the read timeout (400 ms) may win the second.
+    let pings = rx.await.unwrap();
+    assert!((1..=2).contains(&pings), "{pings} pings");
+}
