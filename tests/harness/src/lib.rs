@@ -100,7 +100,39 @@ pub struct ZooKeeper {
     links: Vec<PeerLink>,
 }
 
+/// A port for a server to bind, free now on every address, taken below the kernel's ephemeral
+/// range: a port from that range is released here and bound by ZooKeeper a moment later, and in
+/// between the kernel could hand the same number to any socket bound to port 0 (a fault proxy
+/// of this very ensemble, another test's client), which made a member fail with "Address already
+/// in use" on a busy machine. Below the range only another server choosing by number can take
+/// it, and the choice is random.
 fn free_port() -> Result<u16> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PICKS: AtomicU64 = AtomicU64::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (first, span) = (10_000u16, low.saturating_sub(10_000).max(1000));
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ (u64::from(std::process::id()) << 20);
+    for _ in 0..200 {
+        // splitmix64 of the seed and a process-wide counter: distinct picks, spread out.
+        let mut x = seed.wrapping_add(
+            PICKS
+                .fetch_add(1, Ordering::Relaxed)
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        );
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 31;
+        let port = first + (x % u64::from(span)) as u16;
+        if TcpListener::bind(("0.0.0.0", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     let l = TcpListener::bind("127.0.0.1:0")
         .map_err(|e| format!("cannot bind a loopback port: {e}"))?;
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
