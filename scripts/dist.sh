@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
 # make dist: the artifacts a user installs without a Rust toolchain, all from the workspace's one
 # version (Cargo.toml [workspace.package] version), written into dist/:
-#   zklock-<v>-cp39-abi3-manylinux_*_x86_64.whl  Python >= 3.9 (abi3), checked with auditwheel
+#   zklock-<v>-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+#                                                 Python >= 3.9 (abi3), checked with auditwheel
 #   zklock-<v>.tar.gz                             Python sdist (builds from source with cargo)
 #   zklock-<v>.tgz                                npm package, prebuilds/linux-x64-gnu/zklock.node
 #   libzklock-<v>-linux-x86_64.tar.gz             C: lib/ include/ lib/pkgconfig/ bin/zklock
 #   zklock_<v>_amd64.deb                          the same files under /usr
 #   SHA256SUMS
+# Every binary is linked for glibc 2.17 (manylinux2014: RHEL/CentOS 7, Amazon Linux 2, Ubuntu
+# 18.04 and newer) although this machine has 2.36: zig (PyPI `ziglang`) is the C compiler and
+# linker and links against its glibc 2.17 stubs (`cargo zigbuild --target
+# x86_64-unknown-linux-gnu.2.17`, `maturin build --zig --compatibility manylinux2014`);
+# tests/dist/test-dist.sh checks the GLIBC_ symbol versions of every binary.
 # The code is built once per artifact with the `dist` cargo profile (release without debug info,
-# symbols stripped) into the shared target/ directory: the C library and the Node addon in one
-# cargo run (the same build as bindings-node/scripts/build.js makes for make test's Node suite),
-# the command line in a second (its tokio features differ), the wheel by maturin (pyo3 unifies
-# some dependencies' features differently, so the core is compiled a third time). maturin and
-# auditwheel come from PyPI into target/dist-venv. Prints each artifact's size and each step's time.
+# symbols stripped) into target/x86_64-unknown-linux-gnu/dist: the C library and the Node addon
+# in one cargo run, the command line in a second (its tokio features differ), the wheel by
+# maturin (pyo3 unifies some dependencies' features differently, so the core is compiled a third
+# time). maturin, auditwheel, ziglang and cargo-zigbuild come from PyPI into target/dist-venv.
+# Prints each artifact's size and each step's time.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export PATH="$HOME/.cargo/bin:$PATH"
-CARGO="${CARGO:-cargo}"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
-out="$target_dir/dist"                # cargo's output for the `dist` profile
+triple=x86_64-unknown-linux-gnu
+glibc_target="$triple.2.17"           # zig's glibc version suffix: manylinux2014
+out="$target_dir/$triple/dist"        # cargo's output for the `dist` profile and that target
 stage="$target_dir/dist-stage"        # the trees the packages are made of
 venv="$target_dir/dist-venv"
 dist="$root/dist"
@@ -41,24 +48,33 @@ tools() {
   for t in node npm dpkg-deb strip objdump python3; do
     command -v "$t" >/dev/null || { echo "dist: $t is missing" >&2; return 1; }
   done
-  if [ ! -x "$venv/bin/maturin" ] || [ ! -x "$venv/bin/auditwheel" ]; then
+  # zig 0.15.2: the version cargo-zigbuild 0.24 is tested with; its Python package runs it.
+  local want="maturin>=1.9,<2 auditwheel>=6 ziglang==0.15.2 cargo-zigbuild==0.24.1"
+  if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$want" ] || [ ! -x "$venv/bin/maturin" ] ||
+    [ ! -x "$venv/bin/auditwheel" ] || [ ! -x "$venv/bin/cargo-zigbuild" ]; then
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.9,<2" "auditwheel>=6"
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install -q --disable-pip-version-check $want
+    echo "$want" >"$venv/.requirements"
   fi
+  echo "   zig $("$venv/bin/python3" -m ziglang version), $("$venv/bin/cargo-zigbuild" --version), $("$venv/bin/maturin" --version)"
 }
-timed "maturin and auditwheel (PyPI) in $venv" tools
+timed "maturin, auditwheel, ziglang and cargo-zigbuild (PyPI) in $venv" tools
+# cargo-zigbuild and maturin --zig find zig as `python3 -m ziglang` of the venv's python3.
+export PATH="$venv/bin:$PATH"
 
-timed "cargo build --profile dist -p zklock-c -p zklock-node" \
-  "$CARGO" build -q --locked --profile dist -p zklock-c -p zklock-node
-timed "cargo build --profile dist -p zklock-cli" \
-  "$CARGO" build -q --locked --profile dist -p zklock-cli
+timed "cargo zigbuild --profile dist -p zklock-c -p zklock-node --target $glibc_target" \
+  cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-c -p zklock-node --target "$glibc_target"
+timed "cargo zigbuild --profile dist -p zklock-cli --target $glibc_target" \
+  cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-cli --target "$glibc_target"
 
 # --- Python -------------------------------------------------------------------------------
 python_wheel() {
-  # The tag maturin picks from the glibc symbol versions the library uses; auditwheel (the
-  # PyPA's checker) must agree that the wheel's manylinux tag is true of what it contains.
-  "$venv/bin/maturin" build --quiet --locked --profile dist -m bindings-python/Cargo.toml -o "$dist"
+  # manylinux2014 (glibc 2.17) by zig; auditwheel (the PyPA's checker) must agree that the
+  # wheel's manylinux tag is true of what it contains.
+  "$venv/bin/maturin" build --quiet --locked --profile dist --zig --compatibility manylinux2014 \
+    --target "$triple" -m bindings-python/Cargo.toml -o "$dist"
   local whl
   whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-*.whl)"
   local tag="${whl##*-abi3-}"; tag="${tag%.whl}"
@@ -84,7 +100,7 @@ print(f"   wheel tag {tag}; auditwheel: the library needs {allowed} or newer: {'
 sys.exit(0 if ok else 1)
 PY
 }
-timed "Python abi3 wheel (maturin --profile dist)" python_wheel
+timed "Python abi3 wheel (maturin --profile dist --zig --compatibility manylinux2014)" python_wheel
 timed "Python sdist (maturin sdist)" "$venv/bin/maturin" sdist -m bindings-python/Cargo.toml -o "$dist"
 
 # --- Node -----------------------------------------------------------------------------------
@@ -140,9 +156,14 @@ deb() {
   install -d "$d/usr/share/doc/zklock" "$d/DEBIAN"
   cp bindings-c/README.md "$d/usr/share/doc/zklock/README.md"
   # The oldest glibc it runs on: the newest GLIBC_x.y symbol version any binary uses.
-  local glibc
+  local glibc depends
   glibc="$(objdump -T "$d/usr/lib/libzklock.so.$version" "$d/usr/bin/zklock" |
     grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1)"
+  depends="libc6 (>= $glibc)"
+  # zig links its own unwinder in; libgcc_s only if a binary still asks for it.
+  if readelf -d "$d/usr/lib/libzklock.so.$version" "$d/usr/bin/zklock" | grep -q 'NEEDED.*libgcc_s'; then
+    depends="$depends, libgcc-s1"
+  fi
   cat >"$d/DEBIAN/control" <<EOF
 Package: zklock
 Version: $version
@@ -150,7 +171,7 @@ Architecture: amd64
 Maintainer: zklock maintainers <zklock@localhost>
 Section: libs
 Priority: optional
-Depends: libc6 (>= $glibc), libgcc-s1
+Depends: $depends
 Installed-Size: $(du -sk --exclude=DEBIAN "$d" | cut -f1)
 Description: distributed locks on Apache ZooKeeper (C library and command line)
  libzklock (libzklock.so.0, libzklock.a), the C header zklock.h, the C++17 header
