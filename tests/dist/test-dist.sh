@@ -64,7 +64,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 for f in "$deb" "$npm_tgz" "$sdist" "$dist/$ctar.tar.gz" "$dist/SHA256SUMS"; do
   [ -f "$f" ] || { echo "test-dist: $f is missing: run make dist first"; failed=$((failed + 1)); }
 done
-whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-manylinux_*_x86_64.whl 2>/dev/null | head -n1)"
+whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-manylinux*_x86_64.whl 2>/dev/null | head -n1)"
 [ -n "$whl" ] || { echo "test-dist: no abi3 manylinux wheel in $dist: run make dist first"; failed=$((failed + 1)); }
 [ "$failed" -eq 0 ] || finish
 
@@ -73,6 +73,44 @@ sums() (
     diff <(ls | grep -v '^SHA256SUMS$') <(awk '{print $2}' SHA256SUMS | sort)
 )
 check "SHA256SUMS covers and matches every artifact" sums
+
+# manylinux2014: every shipped binary needs glibc 2.17 at most (scripts/dist.sh links with zig
+# against glibc 2.17). The newest GLIBC_x.y symbol version each one references is what the
+# dynamic loader demands of the system; above 2.17 the artifact would not load on RHEL/CentOS 7,
+# Amazon Linux 2, Debian 10 or Ubuntu 18.04..20.04, whatever its tag or Depends say.
+GLIBC_MAX=2.17
+glibc_floor() {
+  local w="$tmp/glibc" bad=0 f v
+  mkdir -p "$w/whl" "$w/npm" "$w/c" "$w/deb" &&
+    python3 -m zipfile -e "$whl" "$w/whl" && tar -C "$w/npm" -xzf "$npm_tgz" &&
+    tar -C "$w/c" -xzf "$dist/$ctar.tar.gz" && dpkg-deb -x "$deb" "$w/deb" || return 1
+  local bins=("$w"/whl/zklock/_zklock.abi3.so "$w"/npm/package/prebuilds/*/zklock.node
+    "$w/c/$ctar/lib/libzklock.so.$version" "$w/c/$ctar/bin/zklock"
+    "$w/deb/usr/lib/libzklock.so.$version" "$w/deb/usr/bin/zklock")
+  for f in "${bins[@]}"; do
+    [ -f "$f" ] || { echo "  missing: $f"; bad=1; continue; }
+    v="$(objdump -T "$f" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1)"
+    [ -n "$v" ] || { echo "  no GLIBC_ versions in $f"; bad=1; continue; }
+    printf '  %-60s GLIBC_%s\n' "${f#"$w"/}" "$v"
+    [ "$(printf '%s\n%s\n' "$v" "$GLIBC_MAX" | sort -V | tail -n1)" = "$GLIBC_MAX" ] ||
+      { echo "  ${f#"$w"/} needs glibc $v, above $GLIBC_MAX"; bad=1; }
+  done
+  # An archive has no symbol versions: the program that links libzklock.a binds them against
+  # its own glibc. Its C objects (aws-lc) were compiled against zig's glibc 2.17 headers.
+  echo "  lib/libzklock.a: no symbol versions (bound when a program links it)"
+  # The wheel's tag must claim exactly what the module needs, and auditwheel must agree.
+  case "$(basename "$whl")" in *-manylinux2014_x86_64.manylinux_2_17_x86_64.whl) ;;
+    *) echo "  the wheel is not tagged manylinux2014 / manylinux_2_17: $(basename "$whl")"; bad=1 ;; esac
+  [ "$bad" -eq 0 ]
+}
+check "manylinux2014: every shipped binary needs GLIBC_$GLIBC_MAX at most (objdump -T)" glibc_floor
+auditwheel="${CARGO_TARGET_DIR:-$root/target}/dist-venv/bin/auditwheel"
+auditwheel_agrees() {
+  [ -x "$auditwheel" ] || { echo "no $auditwheel: make dist installs it"; return 1; }
+  "$auditwheel" show "$whl" | tee "$tmp/auditwheel.out" | sed 's/^/  /'
+  tr '\n' ' ' <"$tmp/auditwheel.out" | grep -q 'consistent with *the following platform tag: *"manylinux_2_17_x86_64"'
+}
+check "auditwheel show: the wheel is consistent with manylinux_2_17_x86_64, as its tag says" auditwheel_agrees
 
 # The sdist is for platforms without a wheel: it must hold a complete, locked workspace.
 sdist_complete() (
@@ -219,15 +257,18 @@ abi() {
   local so="$c/lib/libzklock.so.$version" bad
   readelf -d "$so" | grep -q 'SONAME.*\[libzklock.so.0\]' || { echo "soname is not libzklock.so.0"; return 1; }
   [ "$(readlink "$c/lib/libzklock.so.0")" = "libzklock.so.$version" ] && [ "$(readlink "$c/lib/libzklock.so")" = libzklock.so.0 ] || return 1
-  bad="$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^zklock_')"
+  # Besides zklock_*: the bounds of rsasl's linkme sections, which zig cc cannot hide (it refuses
+  # -z start-stop-visibility=hidden); lld defines them protected, so each module binds its own.
+  local bounds='^__st(art|op)_linkm[e2]_[A-Z]+$'
+  bad="$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^zklock_' | grep -vE "$bounds")"
   [ -z "$bad" ] || { echo "exported besides zklock_*: $bad"; return 1; }
-  echo "libzklock.so.0 exports $(nm -D --defined-only "$so" | wc -l) symbols, all zklock_*"
+  echo "libzklock.so.0 exports $(nm -D --defined-only "$so" | grep -c ' zklock_') zklock_* symbols and $(nm -D --defined-only "$so" | awk '{print $3}' | grep -cE "$bounds") linkme section bounds, nothing else"
   # The Python and Node modules export their entry point only.
   local py_so; py_so="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so | head -n1)"
-  [ "$(nm -D --defined-only "$py_so" | awk '{print $3}')" = PyInit__zklock ] &&
-    [ "$(nm -D --defined-only "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" | awk '{print $3}')" = napi_register_module_v1 ]
+  [ "$(nm -D --defined-only "$py_so" | awk '{print $3}' | grep -vE "$bounds")" = PyInit__zklock ] &&
+    [ "$(nm -D --defined-only "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" | awk '{print $3}' | grep -vE "$bounds")" = napi_register_module_v1 ]
 }
-check "libzklock.so.$version: soname libzklock.so.0, links .so.0 and .so, exports zklock_* only; the Python and Node modules their entry point only" abi
+check "libzklock.so.$version: soname libzklock.so.0, links .so.0 and .so, exports zklock_* only; the Python and Node modules their entry point only (and the linkme bounds)" abi
 
 # Debian package: apt resolves it; its files unpacked into a root of their own.
 debroot="$tmp/debroot"
