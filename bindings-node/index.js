@@ -618,7 +618,12 @@ class Lock {
   async participants(options) {
     const timeoutMs = checkMillis(checkOptions(options, 'participants options').timeoutMs, 'timeoutMs')
     try {
-      return await this.#native.participants(timeoutMs)
+      // napi-rs leaves an Option field out of the object when it is None; index.d.ts promises
+      // `maxLeases: number | null` on every participant, so the key is always present and
+      // null says "not a semaphore lease, or its N unknown" (issue 27, item 11).
+      const parts = await this.#native.participants(timeoutMs)
+      for (const p of parts) p.maxLeases ??= null
+      return parts
     } catch (e) {
       throw translate(e)
     }
