@@ -48,6 +48,14 @@
 // See `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`.
 #define ZKLOCK_TLS_VERIFY_HOSTNAME_OFF 2
 
+// `zklock_mutex_options.reentrancy`: re-entrant (also what 0, the default, means). A thread
+// holding the lock through the handle may acquire it again (counted; release as often).
+#define ZKLOCK_REENTRANCY_ON 1
+
+// `zklock_mutex_options.reentrancy`: not re-entrant. Every acquire takes its own place in the
+// queue: a second acquire by the holder waits for itself.
+#define ZKLOCK_REENTRANCY_OFF 2
+
 // Log level of a record: an error.
 #define ZKLOCK_LOG_ERROR 1
 
@@ -197,15 +205,19 @@ typedef void (*zklock_state_cb)(void *user,
 typedef void (*zklock_revoke_cb)(void *user, struct zklock_lease *lease);
 
 // Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
-// `zklock_mutex_options_init`, which also sets the defaults).
+// `zklock_mutex_options_init`). Zero in a field means its default, as in
+// `zklock_client_options`: a zeroed struct with only `size` set is a re-entrant mutex.
 typedef struct zklock_mutex_options {
     // `sizeof(zklock_mutex_options)` as the caller knows it.
     size_t size;
-    // true (the default): a thread holding the lock through this handle may acquire it again
-    // (counted; release as often). false: every acquire takes its own place in the queue: a
-    // second acquire by the holder waits for itself. Either way the mutex excludes Curator's
-    // InterProcessMutex, not its InterProcessSemaphoreMutex (`zklock_semaphore_mutex_new` does).
-    bool reentrant;
+    // 0 (default) or `ZKLOCK_REENTRANCY_ON`: re-entrant per handle and thread;
+    // `ZKLOCK_REENTRANCY_OFF`: not. Any other value is `ZKLOCK_INVALID_ARGUMENT`. Either way
+    // the mutex excludes Curator's InterProcessMutex, not its InterProcessSemaphoreMutex
+    // (`zklock_semaphore_mutex_new` does). This byte was `bool reentrant` up to 0.1: the
+    // layout is the same and `true` (1) still means re-entrant, but `false` (0) now means the
+    // default, so the field was renamed to make source that set it to false fail to compile
+    // rather than change meaning silently.
+    uint8_t reentrancy;
 } zklock_mutex_options;
 
 // Percentiles of recorded times, in microseconds: each the upper bound of a log bucket at most
@@ -399,8 +411,8 @@ enum zklock_status zklock_lease_release(struct zklock_lease *lease);
 // Fills `opts` with the defaults (re-entrant) and sets its `size`. NULL is a no-op.
 void zklock_mutex_options_init(struct zklock_mutex_options *opts);
 
-// An exclusive lock on `path` (re-entrant unless `opts->reentrant` is false; `opts` NULL means
-// defaults). No I/O happens until the first acquire.
+// An exclusive lock on `path` (re-entrant unless `opts->reentrancy` is
+// `ZKLOCK_REENTRANCY_OFF`; `opts` NULL means defaults). No I/O happens until the first acquire.
 enum zklock_status zklock_mutex_new(struct zklock_client *client,
                                     const char *path,
                                     const struct zklock_mutex_options *opts,

@@ -394,7 +394,7 @@ public:
     lock mutex(const std::string &path, bool reentrant = true) {
         zklock_mutex_options o;
         zklock_mutex_options_init(&o);
-        o.reentrant = reentrant;
+        o.reentrancy = reentrant ? ZKLOCK_REENTRANCY_ON : ZKLOCK_REENTRANCY_OFF;
         zklock_lock *raw = nullptr;
         detail::check(zklock_mutex_new(raw_, path.c_str(), &o, &raw));
         return lock(raw);

@@ -261,7 +261,11 @@ static void test_bad_arguments(void) {
 
     zklock_mutex_options mo;
     zklock_mutex_options_init(&mo);
-    CHECK(mo.reentrant == true && mo.size == sizeof mo);
+    CHECK(mo.reentrancy == 0 && mo.size == sizeof mo);
+    mo.reentrancy = 3; /* neither 0 nor a ZKLOCK_REENTRANCY_ constant */
+    EXPECT_INVALID(zklock_mutex_new(c, "/x/y", &mo, &l));
+    CHECK(strstr(zklock_last_error(), "reentrancy") != NULL);
+    mo.reentrancy = 0;
     mo.size = 3;
     EXPECT_INVALID(zklock_mutex_new(c, "/x/y", &mo, &l));
 
@@ -326,7 +330,7 @@ static void test_reentrant_per_handle(void) {
     /* Non-re-entrant: the holder's second try waits for itself. */
     zklock_mutex_options mo;
     zklock_mutex_options_init(&mo);
-    mo.reentrant = false;
+    mo.reentrancy = ZKLOCK_REENTRANCY_OFF;
     zklock_lock *nr = NULL;
     CHECK(zklock_mutex_new(a, p, &mo, &nr) == ZKLOCK_OK);
     CHECK(zklock_acquire(nr, -1, &l1) == ZKLOCK_OK);
@@ -335,6 +339,30 @@ static void test_reentrant_per_handle(void) {
     CHECK(zklock_lease_release(l1) == ZKLOCK_OK);
     CHECK(wait_ephemerals(servers, p, 0, 2000) == 0);
     zklock_lock_free(nr);
+
+    /* Zero means the default, as in zklock_client_options (issue 27, item 12): a zeroed struct
+     * with only its size set is re-entrant, like NULL options and zklock_mutex_options_init. */
+    zklock_mutex_options zeroed;
+    memset(&zeroed, 0, sizeof zeroed);
+    zeroed.size = sizeof zeroed;
+    zklock_lock *z = NULL;
+    CHECK(zklock_mutex_new(a, p, &zeroed, &z) == ZKLOCK_OK);
+    CHECK(zklock_acquire(z, -1, &l1) == ZKLOCK_OK);
+    CHECK(zklock_acquire(z, 0, &l2) == ZKLOCK_OK); /* counted, not queued behind itself */
+    CHECK(zklock_lease_token(l1) == zklock_lease_token(l2));
+    CHECK(ephemerals_under(servers, p) == 1);
+    CHECK(zklock_lease_release(l2) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(l1) == ZKLOCK_OK);
+    zklock_lock_free(z);
+    /* ZKLOCK_REENTRANCY_ON is the byte an older program's `bool reentrant = true` stored. */
+    zeroed.reentrancy = ZKLOCK_REENTRANCY_ON;
+    CHECK(zklock_mutex_new(a, p, &zeroed, &z) == ZKLOCK_OK);
+    CHECK(zklock_acquire(z, -1, &l1) == ZKLOCK_OK);
+    CHECK(zklock_acquire(z, 0, &l2) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(l2) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(l1) == ZKLOCK_OK);
+    CHECK(wait_ephemerals(servers, p, 0, 2000) == 0);
+    zklock_lock_free(z);
     pair_close(&s);
 }
 
