@@ -96,6 +96,10 @@ static void test_status_strings(void) {
         CHECK(strncmp(zklock_status_str(codes[i]), "ZKLOCK_", 7) == 0);
     }
     CHECK(strcmp(zklock_status_str(12345), "unknown zklock status") == 0);
+    /* The words fit every way the status arises (issue 27, item 14): a wrong SASL password is
+     * ZKLOCK_PERMISSION, a revoke with no holder ZKLOCK_NOT_HELD. */
+    CHECK(strstr(zklock_status_str(ZKLOCK_PERMISSION), "SASL") != NULL);
+    CHECK(strstr(zklock_status_str(ZKLOCK_NOT_HELD), "revoke") != NULL);
     CHECK(zklock_version() != NULL && zklock_version()[0] != 0);
 }
 
@@ -1268,6 +1272,19 @@ static void test_stats_count_acquires_by_outcome_and_what_is_held_and_waiting_no
     CHECK(zklock_client_stats(s.b, &old.st) == ZKLOCK_OK);
     EXPECT(old.st.acquired == 1 && old.st.timed_out == 2);
     EXPECT(old.st.wait.count == 0xABABABABABABABABull && old.canary == 0xABABABABABABABABull);
+    /* A size ending inside a field (12: `size` and half of `acquired`) writes only whole
+     * fields: `acquired` keeps the caller's bytes, not half a counter (issue 27, item 14). */
+    memset(&old, 0xAB, sizeof old);
+    old.st.size = offsetof(zklock_stats, acquired) + 4;
+    CHECK(zklock_client_stats(s.b, &old.st) == ZKLOCK_OK);
+    EXPECT(old.st.size == offsetof(zklock_stats, acquired) + 4);
+    EXPECT(old.st.acquired == 0xABABABABABABABABull);
+    /* One whole field more than `wait.count`: wait.count is written, wait.p50_us is not. */
+    memset(&old, 0xAB, sizeof old);
+    old.st.size = offsetof(zklock_stats, wait) + sizeof(uint64_t) + 3;
+    CHECK(zklock_client_stats(s.b, &old.st) == ZKLOCK_OK);
+    EXPECT(old.st.wait.count != 0xABABABABABABABABull);
+    EXPECT((uint64_t)old.st.wait.p50_us == 0xABABABABABABABABull);
     zklock_stats tiny = {.size = 1};
     EXPECT(zklock_client_stats(s.b, &tiny) == ZKLOCK_INVALID_ARGUMENT);
     EXPECT(zklock_client_stats(s.b, NULL) == ZKLOCK_INVALID_ARGUMENT);
