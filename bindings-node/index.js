@@ -56,7 +56,7 @@ function platformKey() {
   return key
 }
 
-/** Every `err.code` a zklock call rejects or throws with (API.md's error table). */
+/** Every `err.code` a zklock call rejects or throws with (docs/contract.md's error kinds). */
 const ErrorCode = Object.freeze({
   TIMEOUT: 'ZKLOCK_TIMEOUT',
   ABORTED: 'ZKLOCK_ABORTED',
