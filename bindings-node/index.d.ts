@@ -203,6 +203,19 @@ export interface LogRecord {
  * environment's channel carries the records of the clients connected in that environment. */
 export declare const logChannel: import('node:diagnostics_channel').Channel
 
+export interface CloseOnSignalsOptions {
+  /** The signals to act on (default `['SIGINT', 'SIGTERM']`). */
+  signals?: NodeJS.Signals[]
+}
+
+/**
+ * Opt-in: on SIGINT (Ctrl-C) or SIGTERM, close every open client of this thread at once (its
+ * locks go now, not after the session timeout), then re-raise the signal unless the
+ * application also listens for it. Call once where the application starts, on the main thread.
+ * Returns a function that removes the handlers.
+ */
+export declare function closeOnSignals(options?: CloseOnSignalsOptions): () => void
+
 /**
  * Where a client's connection stands: 'suspended' when it broke (the session may live, its
  * leases are suspended), 'lost' when the session ended or the client was closed.
