@@ -167,7 +167,7 @@ impl Error {
         let mut rest = self.message.as_str();
         let mut prev: Option<char> = None;
         'scan: while !rest.is_empty() {
-            if prev.map_or(true, |p| !is_word(p) && p != '/' && p != '-') {
+            if !matches!(prev, Some(p) if is_word(p) || p == '/' || p == '-') {
                 for name in OPTION_NAMES {
                     if let Some(after) = rest.strip_prefix(name) {
                         if !after.starts_with(is_word) {
