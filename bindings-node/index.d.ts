@@ -142,7 +142,8 @@ export interface Participant {
   kind: NodeKind
   /** The ZooKeeper session that owns the node. */
   sessionId: bigint
-  /** A semaphore's N on its 'lease' participants, when known (ZooKeeper does not store it). */
+  /** A semaphore's N on its 'lease' participants, when known (ZooKeeper does not store it);
+   * null otherwise (always present, null on a mutex or read/write participant). */
   maxLeases: number | null
 }
 
