@@ -118,6 +118,23 @@ build_tests() {
     "$CC" "${cflags[@]}" bindings-c/tests/test_threads.c "$out/libzklock.a" -Wl,--wrap=pthread_create \
       -lpthread -ldl -lm -lrt -o "$tmp/test_threads"
 }
+# The dialects the headers promise (issue 27, item 14): zklock.h as C89 (block comments, no
+# `#endif // ...`; -pedantic would only object to enumerators' trailing commas), twice in one
+# unit; zklock.hpp refuses C++14 with its one #error line and nothing else.
+dialects() {
+  printf '#include "zklock.h"\n#include "zklock.h"\n' |
+    "$CC" -std=c89 -Wall -Wextra -Werror -I"$root/include" -fsyntax-only -x c - || return 1
+  local log="$tmp/cxx14.log"
+  if echo '#include "zklock.hpp"' |
+    "$CXX" -std=c++14 -I"$root/include" -fsyntax-only -x c++ - >"$log" 2>&1; then
+    echo "zklock.hpp compiled under C++14"; return 1
+  fi
+  cat "$log"
+  grep -q 'needs C++17 or later' "$log" && [ "$(grep -c 'error:' "$log")" -eq 1 ] &&
+    echo '#include "zklock.hpp"' | "$CXX" -std=c++17 -Wall -Wextra -Werror -I"$root/include" -fsyntax-only -x c++ -
+}
+step "zklock.h compiles as C89; zklock.hpp under C++14 stops at one clear #error" dialects
+
 step "build the C tests (shared, static, semaphores), the conformance runner and the C++17 wrapper test (-Wall -Wextra -Wmissing-field-initializers -Werror)" build_tests
 
 # --- ZooKeeper ----------------------------------------------------------------------------

@@ -142,7 +142,8 @@ export interface Participant {
   kind: NodeKind
   /** The ZooKeeper session that owns the node. */
   sessionId: bigint
-  /** A semaphore's N on its 'lease' participants, when known (ZooKeeper does not store it). */
+  /** A semaphore's N on its 'lease' participants, when known (ZooKeeper does not store it);
+   * null otherwise (always present, null on a mutex or read/write participant). */
   maxLeases: number | null
 }
 
@@ -202,6 +203,19 @@ export interface LogRecord {
 /** The diagnostics channel `zklock` (subscribe before connecting to get 'debug' records); each
  * environment's channel carries the records of the clients connected in that environment. */
 export declare const logChannel: import('node:diagnostics_channel').Channel
+
+export interface CloseOnSignalsOptions {
+  /** The signals to act on (default `['SIGINT', 'SIGTERM']`). */
+  signals?: NodeJS.Signals[]
+}
+
+/**
+ * Opt-in: on SIGINT (Ctrl-C) or SIGTERM, close every open client of this thread at once (its
+ * locks go now, not after the session timeout), then re-raise the signal unless the
+ * application also listens for it. Call once where the application starts, on the main thread.
+ * Returns a function that removes the handlers.
+ */
+export declare function closeOnSignals(options?: CloseOnSignalsOptions): () => void
 
 /**
  * Where a client's connection stands: 'suspended' when it broke (the session may live, its

@@ -56,7 +56,7 @@ function platformKey() {
   return key
 }
 
-/** Every `err.code` a zklock call rejects or throws with (API.md's error table). */
+/** Every `err.code` a zklock call rejects or throws with (docs/contract.md's error kinds). */
 const ErrorCode = Object.freeze({
   TIMEOUT: 'ZKLOCK_TIMEOUT',
   ABORTED: 'ZKLOCK_ABORTED',
@@ -268,6 +268,57 @@ function closeOpenClients() {
     }
   }
   openClients.clear()
+}
+
+// Ctrl-C and SIGTERM -----------------------------------------------------------------------
+
+/** The handlers closeOnSignals() installed, by signal, while installed. */
+const signalHandlers = new Map()
+
+function uninstallSignalHandlers() {
+  for (const [signal, handler] of signalHandlers) process.removeListener(signal, handler)
+  signalHandlers.clear()
+}
+
+/**
+ * Opt-in: on SIGINT (Ctrl-C) or SIGTERM, close every open client of this thread at once, so
+ * that its locks go now instead of after the session timeout, then let the signal do what it
+ * would have done. Node's default for these signals kills the process without an 'exit' event,
+ * so without this a lock outlives a Ctrl-C by a session timeout.
+ *
+ * A function of the module, not a connect option: a signal is the process's, not a
+ * connection's, and a listener on SIGINT turns off Node's own exit on Ctrl-C, so whether to
+ * install one is the application's call, made once where it starts (as with process.on), and
+ * it covers every client, connected before or after.
+ *
+ * When the signal comes, the handlers are removed first (a second Ctrl-C kills at once), the
+ * clients are closed synchronously (as at 'exit'), and then, if nothing else listens for that
+ * signal, it is raised again, so the process ends by it with Node's default outcome (a shell
+ * sees 130 or 143). If the application listens for it too, its listener decides what happens
+ * next, as Node would let it. `options.signals` (default ['SIGINT', 'SIGTERM']) picks others.
+ * Returns a function that removes the handlers. Signals reach the main thread only: call it
+ * there (a worker's clients close when the worker's environment goes, not on a signal).
+ */
+function closeOnSignals(options) {
+  const o = checkOptions(options, 'closeOnSignals options')
+  const signals = o.signals === undefined || o.signals === null ? ['SIGINT', 'SIGTERM'] : o.signals
+  if (!Array.isArray(signals) || signals.length === 0 || !signals.every((x) => typeof x === 'string' && /^SIG[A-Z0-9]+$/.test(x))) {
+    throw invalid(`signals must be a non-empty array of signal names such as 'SIGTERM', got ${describe(signals)}`)
+  }
+  if (signals.includes('SIGKILL') || signals.includes('SIGSTOP')) {
+    throw invalid('SIGKILL and SIGSTOP cannot be caught')
+  }
+  for (const signal of signals) {
+    if (signalHandlers.has(signal)) continue
+    const handler = () => {
+      uninstallSignalHandlers()
+      closeOpenClients()
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal)
+    }
+    signalHandlers.set(signal, handler)
+    process.on(signal, handler)
+  }
+  return uninstallSignalHandlers
 }
 
 /**
@@ -618,7 +669,12 @@ class Lock {
   async participants(options) {
     const timeoutMs = checkMillis(checkOptions(options, 'participants options').timeoutMs, 'timeoutMs')
     try {
-      return await this.#native.participants(timeoutMs)
+      // napi-rs leaves an Option field out of the object when it is None; index.d.ts promises
+      // `maxLeases: number | null` on every participant, so the key is always present and
+      // null says "not a semaphore lease, or its N unknown" (issue 27, item 11).
+      const parts = await this.#native.participants(timeoutMs)
+      for (const p of parts) p.maxLeases ??= null
+      return parts
     } catch (e) {
       throw translate(e)
     }
@@ -1106,3 +1162,4 @@ exports.Lease = Lease
 exports.ErrorCode = ErrorCode
 exports.isZkLockError = isZkLockError
 exports.logChannel = logChannel
+exports.closeOnSignals = closeOnSignals

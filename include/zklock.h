@@ -22,196 +22,333 @@
  * function. A slow callback delays later callbacks of the same client only; another client's
  * (a LOST notification included) are not held up. The thread ends once the client, its locks
  * and leases are freed and the callbacks already queued have run.
+ *
+ * Dialects: this header is C89 and later (block comments only; gcc -std=c89 -Wall accepts it,
+ * -pedantic only notes enumerators' trailing commas) and any C++; zklock.hpp needs C++17.
  */
-
 #ifndef ZKLOCK_H
 #define ZKLOCK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-// ACL policy for `zklock_client_options.acl`: world:anyone may do anything (the default).
+/**
+ * ACL policy for `zklock_client_options.acl`: world:anyone may do anything (the default).
+ */
 #define ZKLOCK_ACL_OPEN 0
 
-// ACL policy: only the authenticated creator (needs `auth`).
+/**
+ * ACL policy: only the authenticated creator (needs `auth`).
+ */
 #define ZKLOCK_ACL_CREATOR_ALL 1
 
-// ACL policy: anyone may read (see the queue), only the creator may change or delete.
+/**
+ * ACL policy: anyone may read (see the queue), only the creator may change or delete.
+ */
 #define ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL 2
 
-// `zklock_client_options.tls_verify_hostname`: the default (0) and 1 check that a server's
-// certificate names the host dialled; `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF` turns that off (a
-// zeroed struct stays safe).
+/**
+ * `zklock_client_options.tls_verify_hostname`: the default (0) and 1 check that a server's
+ * certificate names the host dialled; `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF` turns that off (a
+ * zeroed struct stays safe).
+ */
 #define ZKLOCK_TLS_VERIFY_HOSTNAME_ON 1
 
-// See `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`.
+/**
+ * See `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`.
+ */
 #define ZKLOCK_TLS_VERIFY_HOSTNAME_OFF 2
 
-// Log level of a record: an error.
+/**
+ * `zklock_mutex_options.reentrancy`: re-entrant (also what 0, the default, means). A thread
+ * holding the lock through the handle may acquire it again (counted; release as often).
+ */
+#define ZKLOCK_REENTRANCY_ON 1
+
+/**
+ * `zklock_mutex_options.reentrancy`: not re-entrant. Every acquire takes its own place in the
+ * queue: a second acquire by the holder waits for itself.
+ */
+#define ZKLOCK_REENTRANCY_OFF 2
+
+/**
+ * Log level of a record: an error.
+ */
 #define ZKLOCK_LOG_ERROR 1
 
-// Log level: a lease state change (suspended, held again, lost), a broken connection, an
-// expired session.
+/**
+ * Log level: a lease state change (suspended, held again, lost), a broken connection, an
+ * expired session.
+ */
 #define ZKLOCK_LOG_WARN 2
 
-// Log level: a new session, a reconnect.
+/**
+ * Log level: a new session, a reconnect.
+ */
 #define ZKLOCK_LOG_INFO 3
 
-// Log level: every settled acquire (path, kind, outcome, wait).
+/**
+ * Log level: every settled acquire (path, kind, outcome, wait).
+ */
 #define ZKLOCK_LOG_DEBUG 4
 
-// What a zklock function reports: `ZKLOCK_OK` (0) or a negative error kind (see API.md's error
-// table). `zklock_last_error()` then holds a message naming the path or value involved.
+/**
+ * What a zklock function reports: `ZKLOCK_OK` (0) or a negative error kind (see docs/contract.md's
+ * error kinds). `zklock_last_error()` then holds a message naming the path or value involved.
+ */
 typedef enum zklock_status {
-    // Success.
+    /**
+     * Success.
+     */
     ZKLOCK_OK = 0,
-    // The deadline passed before the lock was acquired (also a failed try, timeout 0).
+    /**
+     * The deadline passed before the lock was acquired (also a failed try, timeout 0).
+     */
     ZKLOCK_TIMEOUT = -1,
-    // The acquire was cancelled by the caller (`zklock_op_cancel`).
+    /**
+     * The acquire was cancelled by the caller (`zklock_op_cancel`).
+     */
     ZKLOCK_CANCELLED = -2,
-    // The lease was lost while it was held.
+    /**
+     * The lease was lost while it was held.
+     */
     ZKLOCK_LOST = -3,
-    // The client's ZooKeeper session expired.
+    /**
+     * The client's ZooKeeper session expired.
+     */
     ZKLOCK_SESSION_EXPIRED = -4,
-    // The ensemble could not be reached within the connect timeout, or the system refused what
-    // a client needs (a socket, its callback thread: see the message).
+    /**
+     * The ensemble could not be reached within the connect timeout, or the system refused what
+     * a client needs (a socket, its callback thread: see the message).
+     */
     ZKLOCK_CONNECTION = -5,
-    // Release by a caller that holds nothing.
+    /**
+     * Nobody holds it: a release of a lease not held, a revoke of a path nobody holds (or a
+     * node that is gone), a guarded write after release.
+     */
     ZKLOCK_NOT_HELD = -6,
-    // A read holder asked for the write lock.
+    /**
+     * A read holder asked for the write lock.
+     */
     ZKLOCK_UPGRADE = -7,
-    // A NULL pointer, bad path, connect string, timeout or option.
+    /**
+     * A NULL pointer, bad path, connect string, timeout or option.
+     */
     ZKLOCK_INVALID_ARGUMENT = -8,
-    // Use after the client was closed.
+    /**
+     * Use after the client was closed.
+     */
     ZKLOCK_CLOSED = -9,
-    // ZooKeeper's ACL refused the operation.
+    /**
+     * ZooKeeper refused the credentials (a wrong SASL password; SASL asked of a server without
+     * it) or its ACL refused the operation.
+     */
     ZKLOCK_PERMISSION = -10,
-    // Any other server error; ZooKeeper's code is in the message.
+    /**
+     * Any other server error; ZooKeeper's code is in the message.
+     */
     ZKLOCK_ZOOKEEPER = -11,
-    // A bug in zklock: a Rust panic was caught at the library boundary.
+    /**
+     * A bug in zklock: a Rust panic was caught at the library boundary.
+     */
     ZKLOCK_PANIC = -12,
-    // A write was sent but its answer was lost with the connection: it may or may not have
-    // been applied. Read back before retrying.
+    /**
+     * A write was sent but its answer was lost with the connection: it may or may not have
+     * been applied. Read back before retrying.
+     */
     ZKLOCK_OUTCOME_UNKNOWN = -13,
 } zklock_status;
 
-// Where a client's connection stands (the core's `ConnectionState`). `ZKLOCK_CONNECTION_LOST`
-// is reported once per session; a later acquire opens a new session (`ZKLOCK_CONNECTED` again)
-// unless the client was closed.
+/**
+ * Where a client's connection stands (the core's `ConnectionState`). `ZKLOCK_CONNECTION_LOST`
+ * is reported once per session; a later acquire opens a new session (`ZKLOCK_CONNECTED` again)
+ * unless the client was closed.
+ */
 typedef enum zklock_connection_state {
-    // Connected to a server of the ensemble.
+    /**
+     * Connected to a server of the ensemble.
+     */
     ZKLOCK_CONNECTED = 0,
-    // The connection broke; the session may still be alive (its leases are suspended).
+    /**
+     * The connection broke; the session may still be alive (its leases are suspended).
+     */
     ZKLOCK_SUSPENDED = 1,
-    // The session ended (expired, given up, or the client closed): its leases are lost.
+    /**
+     * The session ended (expired, given up, or the client closed): its leases are lost.
+     */
     ZKLOCK_CONNECTION_LOST = 2,
 } zklock_connection_state;
 
-// Where a lease stands. `ZKLOCK_LEASE_LOST` is final and reported once.
+/**
+ * Where a lease stands. `ZKLOCK_LEASE_LOST` is final and reported once.
+ */
 typedef enum zklock_lease_state {
-    // We hold the lock.
+    /**
+     * We hold the lock.
+     */
     ZKLOCK_LEASE_HELD = 0,
-    // Disconnected from the ensemble: we cannot know whether we still hold it.
+    /**
+     * Disconnected from the ensemble: we cannot know whether we still hold it.
+     */
     ZKLOCK_LEASE_SUSPENDED = 1,
-    // Session expired, our node deleted, the client closed, or no server contact for the
-    // session timeout. Final.
+    /**
+     * Session expired, our node deleted, the client closed, or no server contact for the
+     * session timeout. Final.
+     */
     ZKLOCK_LEASE_LOST = 2,
-    // Released by its holder. Not seen through this API in practice: `zklock_lease_release`
-    // frees the lease, and no state callback comes after it.
+    /**
+     * Released by its holder. Not seen through this API in practice: `zklock_lease_release`
+     * frees the lease, and no state callback comes after it.
+     */
     ZKLOCK_LEASE_RELEASED = 3,
 } zklock_lease_state;
 
-// A connection to a ZooKeeper ensemble (one session). Opaque; thread-safe: any number of
-// threads may use it and the locks made from it at once. Each client has its own callback
-// thread: the callbacks of its leases and acquires run there, one at a time, so a slow
-// callback delays only the callbacks of the same client.
+/**
+ * A connection to a ZooKeeper ensemble (one session). Opaque; thread-safe: any number of
+ * threads may use it and the locks made from it at once. Each client has its own callback
+ * thread: the callbacks of its leases and acquires run there, one at a time, so a slow
+ * callback delays only the callbacks of the same client.
+ */
 typedef struct zklock_client zklock_client;
 
-// A held lock. Opaque; give it back with `zklock_lease_release`, which also frees it.
+/**
+ * A held lock. Opaque; give it back with `zklock_lease_release`, which also frees it.
+ */
 typedef struct zklock_lease zklock_lease;
 
-// A lock handle: a mutex (`zklock_mutex_new`), the read or the write side of a read/write lock
-// (`zklock_rwlock_new`) or a multi-lock (`zklock_multi_new`). Opaque and thread-safe; free it
-// with `zklock_lock_free` (its leases stay valid). Re-entrant per handle and thread.
+/**
+ * A lock handle: a mutex (`zklock_mutex_new`), the read or the write side of a read/write lock
+ * (`zklock_rwlock_new`) or a multi-lock (`zklock_multi_new`). Opaque and thread-safe; free it
+ * with `zklock_lock_free` (its leases stay valid). Re-entrant per handle and thread.
+ */
 typedef struct zklock_lock zklock_lock;
 
-// An asynchronous acquire: cancel it with `zklock_op_cancel`, free it with `zklock_op_free`
-// (at any time: freeing does not cancel, and the callback still comes).
+/**
+ * An asynchronous acquire: cancel it with `zklock_op_cancel`, free it with `zklock_op_free`
+ * (at any time: freeing does not cancel, and the callback still comes).
+ */
 typedef struct zklock_op zklock_op;
 
-// Called on the client's callback thread with the connection's current state, then at every
-// change. It may call any zklock function except `zklock_client_free` of its own client.
+/**
+ * Called on the client's callback thread with the connection's current state, then at every
+ * change. It may call any zklock function except `zklock_client_free` of its own client.
+ */
 typedef void (*zklock_connection_cb)(void *user,
                                      struct zklock_client *client,
                                      enum zklock_connection_state state);
 
-// Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
-// `zklock_client_options_init`): the library reads only the fields that fit in `size`, so a
-// program built against an older header keeps working. Zero in a field means its default,
-// except `session_timeout_ms` (0 is `ZKLOCK_INVALID_ARGUMENT`, as in every zklock face).
+/**
+ * Options of `zklock_client_connect`. Set `size` to `sizeof(zklock_client_options)` (or call
+ * `zklock_client_options_init`): the library reads only the fields that fit in `size`, so a
+ * program built against an older header keeps working. Zero in a field means its default,
+ * except `session_timeout_ms` (0 is `ZKLOCK_INVALID_ARGUMENT`, as in every zklock face).
+ */
 typedef struct zklock_client_options {
-    // `sizeof(zklock_client_options)` as the caller knows it.
+    /**
+     * `sizeof(zklock_client_options)` as the caller knows it.
+     */
     size_t size;
-    // Session timeout asked of the server, in milliseconds (at least 100; the default that
-    // `zklock_client_options_init` sets is 10000; 0 is `ZKLOCK_INVALID_ARGUMENT`).
+    /**
+     * Session timeout asked of the server, in milliseconds (at least 100; the default that
+     * `zklock_client_options_init` sets is 10000; 0 is `ZKLOCK_INVALID_ARGUMENT`).
+     */
     int64_t session_timeout_ms;
-    // How long connect keeps trying before it fails with `ZKLOCK_CONNECTION`, in milliseconds
-    // (0: 15000).
+    /**
+     * How long connect keeps trying before it fails with `ZKLOCK_CONNECTION`, in milliseconds
+     * (0: 15000).
+     */
     int64_t connect_timeout_ms;
-    // Digest credentials "user:password", or NULL.
+    /**
+     * Digest credentials "user:password", or NULL.
+     */
     const char *auth;
-    // `ZKLOCK_ACL_OPEN` (0), `ZKLOCK_ACL_CREATOR_ALL` or `ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL`.
+    /**
+     * `ZKLOCK_ACL_OPEN` (0), `ZKLOCK_ACL_CREATOR_ALL` or `ZKLOCK_ACL_READ_ANYONE_CREATOR_ALL`.
+     */
     int32_t acl;
-    // Identity written into our lock nodes (NULL: "host/pid").
+    /**
+     * Identity written into our lock nodes (NULL: "host/pid").
+     */
     const char *identity;
-    // PEM file of the CA that signed the servers' certificates: TLS to every server (NULL: no
-    // TLS). This and the next two also take PEM text itself (a string holding "-----BEGIN "),
-    // which no error message ever shows.
+    /**
+     * PEM file of the CA that signed the servers' certificates: TLS to every server (NULL: no
+     * TLS). This and the next two also take PEM text itself (a string holding "-----BEGIN "),
+     * which no error message ever shows.
+     */
     const char *tls_ca;
-    // PEM files (or text) of a client certificate and its key (both or neither; need `tls_ca`).
+    /**
+     * PEM files (or text) of a client certificate and its key (both or neither; need `tls_ca`).
+     */
     const char *tls_cert;
     const char *tls_key;
-    // 0 (default) or `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`: check the host name;
-    // `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF`: do not.
+    /**
+     * 0 (default) or `ZKLOCK_TLS_VERIFY_HOSTNAME_ON`: check the host name;
+     * `ZKLOCK_TLS_VERIFY_HOSTNAME_OFF`: do not.
+     */
     int32_t tls_verify_hostname;
-    // SASL DIGEST-MD5 user and password, or NULL (a wrong password is `ZKLOCK_PERMISSION`).
+    /**
+     * SASL DIGEST-MD5 user and password, or NULL (a wrong password is `ZKLOCK_PERMISSION`).
+     */
     const char *sasl_user;
     const char *sasl_password;
-    // The ensemble's tickTime in milliseconds (0: ZooKeeper's sample 2000, or a fifth of the
-    // session timeout when shorter); the lost signal's deadline depends on it. A session
-    // shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
+    /**
+     * The ensemble's tickTime in milliseconds (0: ZooKeeper's sample 2000, or a fifth of the
+     * session timeout when shorter); the lost signal's deadline depends on it. A session
+     * shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
+     */
     int64_t server_tick_ms;
 } zklock_client_options;
 
-// Called on the client's callback thread with a lease's current state, then at each change of
-// it (suspended, held again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
-// that release it is not called again.
+/**
+ * Called on the client's callback thread with a lease's current state, then at each change of
+ * it (suspended, held again, lost). It may call any zklock function, including `zklock_lease_release(lease)`; after
+ * that release it is not called again.
+ */
 typedef void (*zklock_state_cb)(void *user,
                                 struct zklock_lease *lease,
                                 enum zklock_lease_state state);
 
-// Called once on the client's callback thread when someone asks the holder of `lease` to let
-// go (its node's data set to `__REVOKE__`). It may call any zklock function, including
-// `zklock_lease_release(lease)`.
+/**
+ * Called once on the client's callback thread when someone asks the holder of `lease` to let
+ * go (its node's data set to `__REVOKE__`). It may call any zklock function, including
+ * `zklock_lease_release(lease)`.
+ */
 typedef void (*zklock_revoke_cb)(void *user, struct zklock_lease *lease);
 
-// Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
-// `zklock_mutex_options_init`, which also sets the defaults).
+/**
+ * Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
+ * `zklock_mutex_options_init`). Zero in a field means its default, as in
+ * `zklock_client_options`: a zeroed struct with only `size` set is a re-entrant mutex.
+ */
 typedef struct zklock_mutex_options {
-    // `sizeof(zklock_mutex_options)` as the caller knows it.
+    /**
+     * `sizeof(zklock_mutex_options)` as the caller knows it.
+     */
     size_t size;
-    // true (the default): a thread holding the lock through this handle may acquire it again
-    // (counted; release as often). false: every acquire takes its own place in the queue: a
-    // second acquire by the holder waits for itself. Either way the mutex excludes Curator's
-    // InterProcessMutex, not its InterProcessSemaphoreMutex (`zklock_semaphore_mutex_new` does).
-    bool reentrant;
+    /**
+     * 0 (default) or `ZKLOCK_REENTRANCY_ON`: re-entrant per handle and thread;
+     * `ZKLOCK_REENTRANCY_OFF`: not. Any other value is `ZKLOCK_INVALID_ARGUMENT`. Either way
+     * the mutex excludes Curator's InterProcessMutex, not its InterProcessSemaphoreMutex
+     * (`zklock_semaphore_mutex_new` does). This byte was `bool reentrant` up to 0.1: the
+     * layout is the same and `true` (1) still means re-entrant, but `false` (0) now means the
+     * default, so the field was renamed to make source that set it to false fail to compile
+     * rather than change meaning silently.
+     */
+    uint8_t reentrancy;
 } zklock_mutex_options;
 
-// Percentiles of recorded times, in microseconds: each the upper bound of a log bucket at most
-// a quarter wider than the time, never above `max_us`, which is exact.
+/**
+ * Percentiles of recorded times, in microseconds: each the upper bound of a log bucket at most
+ * a quarter wider than the time, never above `max_us`, which is exact.
+ */
 typedef struct zklock_percentiles {
-    // How many times were recorded.
+    /**
+     * How many times were recorded.
+     */
     uint64_t count;
     int64_t p50_us;
     int64_t p90_us;
@@ -219,310 +356,418 @@ typedef struct zklock_percentiles {
     int64_t max_us;
 } zklock_percentiles;
 
-// A client's lock statistics, counted by the core since the client connected. Set `size` to
-// `sizeof(zklock_stats)`: the library writes only the fields that fit in it, so a program built
-// against an older header keeps working.
+/**
+ * A client's lock statistics, counted by the core since the client connected. Set `size` to
+ * `sizeof(zklock_stats)`: the library writes only the fields that fit in it, so a program built
+ * against an older header keeps working.
+ */
 typedef struct zklock_stats {
-    // `sizeof(zklock_stats)` as the caller knows it.
+    /**
+     * `sizeof(zklock_stats)` as the caller knows it.
+     */
     size_t size;
-    // Acquires that got the lock (a re-entrant acquire, which only counts up, is not one).
+    /**
+     * Acquires that got the lock (a re-entrant acquire, which only counts up, is not one).
+     */
     uint64_t acquired;
-    // Acquires whose deadline passed (a failed try included).
+    /**
+     * Acquires whose deadline passed (a failed try included).
+     */
     uint64_t timed_out;
-    // Acquires cancelled by `zklock_op_cancel`.
+    /**
+     * Acquires cancelled by `zklock_op_cancel`.
+     */
     uint64_t cancelled;
-    // Acquires that failed otherwise.
+    /**
+     * Acquires that failed otherwise.
+     */
     uint64_t failed;
-    // How long acquired locks were waited for.
+    /**
+     * How long acquired locks were waited for.
+     */
     struct zklock_percentiles wait;
-    // How long leases were held, until released or lost.
+    /**
+     * How long leases were held, until released or lost.
+     */
     struct zklock_percentiles hold;
-    // Leases held now.
+    /**
+     * Leases held now.
+     */
     uint64_t held;
-    // Acquires waiting now.
+    /**
+     * Acquires waiting now.
+     */
     uint64_t waiting;
-    // Times a held lease turned suspended.
+    /**
+     * Times a held lease turned suspended.
+     */
     uint64_t suspended;
-    // Times a lease turned lost.
+    /**
+     * Times a lease turned lost.
+     */
     uint64_t lost;
-    // Times the connection came back to the same session.
+    /**
+     * Times the connection came back to the same session.
+     */
     uint64_t reconnects;
-    // Sessions that expired.
+    /**
+     * Sessions that expired.
+     */
     uint64_t session_expiries;
 } zklock_stats;
 
-// Receives the core's log records: `level` (`ZKLOCK_LOG_WARN`, ...), `event` ("acquire",
-// "state", "session"), a message for people, and `fields`, the record's fields as `key=value`
-// lines (`path`, `kind`, `outcome`, `wait_ms`, `node`, `state`, `session`, `reason`). The
-// strings are valid during the call only. Runs on zklock's callback thread, one record at a
-// time, in order; it may call any zklock function.
+/**
+ * Receives the core's log records: `level` (`ZKLOCK_LOG_WARN`, ...), `event` ("acquire",
+ * "state", "session"), a message for people, and `fields`, the record's fields as `key=value`
+ * lines (`path`, `kind`, `outcome`, `wait_ms`, `node`, `state`, `session`, `reason`). The
+ * strings are valid during the call only. Runs on zklock's callback thread, one record at a
+ * time, in order; it may call any zklock function.
+ */
 typedef void (*zklock_log_cb)(void *user,
                               int level,
                               const char *event,
                               const char *message,
                               const char *fields);
 
-// One write guarded by a lease: `op` is "create", "set_data" or "delete" (the core's names);
-// `data`/`data_len` the node's data (NULL/0 for none; a "delete" with data is refused).
+/**
+ * One write guarded by a lease: `op` is "create", "set_data" or "delete" (the core's names);
+ * `data`/`data_len` the node's data (NULL/0 for none; a "delete" with data is refused).
+ */
 typedef struct zklock_write {
     const char *op;
     const char *path;
     const void *data;
     size_t data_len;
-    // Out: after a successful "set_data", the node's new data version (-1 for other ops or
-    // when the batch failed).
+    /**
+     * Out: after a successful "set_data", the node's new data version (-1 for other ops or
+     * when the batch failed).
+     */
     int32_t version;
 } zklock_write;
 
-// Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
-// `ZKLOCK_OK` with a `lease` the callee now owns (release it with `zklock_lease_release`, from
-// any thread), or an error with `lease` NULL and `zklock_last_error()` holding the message.
-// It may call any zklock function.
+/**
+ * Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
+ * `ZKLOCK_OK` with a `lease` the callee now owns (release it with `zklock_lease_release`, from
+ * any thread), or an error with `lease` NULL and `zklock_last_error()` holding the message.
+ * It may call any zklock function.
+ */
 typedef void (*zklock_acquire_cb)(void *user, enum zklock_status status, struct zklock_lease *lease);
 
-// Options of `zklock_semaphore_new` and `zklock_semaphore_mutex_new`. Set `size` to
-// `sizeof(zklock_semaphore_options)` (or call `zklock_semaphore_options_init`). No option is
-// defined yet: the struct is there so that later ones need no new function.
+/**
+ * Options of `zklock_semaphore_new` and `zklock_semaphore_mutex_new`. Set `size` to
+ * `sizeof(zklock_semaphore_options)` (or call `zklock_semaphore_options_init`). No option is
+ * defined yet: the struct is there so that later ones need no new function.
+ */
 typedef struct zklock_semaphore_options {
-    // `sizeof(zklock_semaphore_options)` as the caller knows it.
+    /**
+     * `sizeof(zklock_semaphore_options)` as the caller knows it.
+     */
     size_t size;
 } zklock_semaphore_options;
 
-#ifdef __cplusplus
-extern "C" {
-#endif // __cplusplus
-
-// The library version, e.g. "0.1.0" (a static string).
+/**
+ * The library version, e.g. "0.1.0" (a static string).
+ */
 const char *zklock_version(void);
 
-// Calls `cb(user, client, state)` on the client's callback thread with the connection's current
-// state first, then at every change (kazoo's `add_listener`). A later call replaces the
-// callback; `cb` NULL removes it; none runs after `zklock_client_free` returned.
+/**
+ * Calls `cb(user, client, state)` on the client's callback thread with the connection's current
+ * state first, then at every change (kazoo's `add_listener`). A later call replaces the
+ * callback; `cb` NULL removes it; none runs after `zklock_client_free` returned.
+ */
 enum zklock_status zklock_client_on_connection(struct zklock_client *client,
                                                zklock_connection_cb cb,
                                                void *user);
 
-// The connection's state now; `ZKLOCK_CONNECTION_LOST` when `client` is NULL or not a live
-// client (with the last error set).
+/**
+ * The connection's state now; `ZKLOCK_CONNECTION_LOST` when `client` is NULL or not a live
+ * client (with the last error set).
+ */
 enum zklock_connection_state zklock_client_connection_state(const struct zklock_client *client);
 
-// The name of a `zklock_connection_state` ("connected", "suspended", "lost": the core's
-// names, as every face shows them); "unknown" for another value. A static string.
+/**
+ * The name of a `zklock_connection_state` ("connected", "suspended", "lost": the core's
+ * names, as every face shows them); "unknown" for another value. A static string.
+ */
 const char *zklock_connection_state_str(int state);
 
-// Closes the session without freeing the client: every lease taken through it becomes lost,
-// the connection callback hears `ZKLOCK_CONNECTION_LOST`, and later acquires fail with
-// `ZKLOCK_CLOSED`. Free it with `zklock_client_free` as usual. Closing twice is fine.
+/**
+ * Closes the session without freeing the client: every lease taken through it becomes lost,
+ * the connection callback hears `ZKLOCK_CONNECTION_LOST`, and later acquires fail with
+ * `ZKLOCK_CLOSED`. Free it with `zklock_client_free` as usual. Closing twice is fine.
+ */
 enum zklock_status zklock_client_close(struct zklock_client *client);
 
-// Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
+/**
+ * Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
+ */
 void zklock_client_options_init(struct zklock_client_options *opts);
 
-// The `ZKLOCK_ACL_` constant of an ACL policy named as in every zklock face: "open",
-// "creator-all" or "read-anyone-creator-all" (for a policy read from configuration). Any other
-// name is `ZKLOCK_INVALID_ARGUMENT`, and `*acl` is left alone.
+/**
+ * The `ZKLOCK_ACL_` constant of an ACL policy named as in every zklock face: "open",
+ * "creator-all" or "read-anyone-creator-all" (for a policy read from configuration). Any other
+ * name is `ZKLOCK_INVALID_ARGUMENT`, and `*acl` is left alone.
+ */
 enum zklock_status zklock_acl_from_str(const char *name, int32_t *acl);
 
-// Connects to `hosts` ("host:port,host:port/optional/chroot"); `opts` NULL means defaults.
-// Blocks until the session is established or the connect timeout passes
-// (`ZKLOCK_CONNECTION`). On success `*out` gets a client to free with `zklock_client_free`.
+/**
+ * Connects to `hosts` ("host:port,host:port/optional/chroot"); `opts` NULL means defaults.
+ * Blocks until the session is established or the connect timeout passes
+ * (`ZKLOCK_CONNECTION`). On success `*out` gets a client to free with `zklock_client_free`.
+ */
 enum zklock_status zklock_client_connect(const char *hosts,
                                          const struct zklock_client_options *opts,
                                          struct zklock_client **out);
 
-// Closes the session (every lease taken through it becomes lost; locks made from it then fail
-// with `ZKLOCK_CLOSED`) and frees the client. Locks and leases made from it stay valid to free.
-// NULL is a no-op; a client already freed is detected in the common case (nothing happens and
-// `zklock_last_error()` says so).
+/**
+ * Closes the session (every lease taken through it becomes lost; locks made from it then fail
+ * with `ZKLOCK_CLOSED`) and frees the client. Locks and leases made from it stay valid to free.
+ * NULL is a no-op; a client already freed is detected in the common case (nothing happens and
+ * `zklock_last_error()` says so).
+ */
 void zklock_client_free(struct zklock_client *client);
 
-// A static, human-readable description of a status code (never NULL). Any integer may be
-// passed; unknown values give "unknown zklock status".
+/**
+ * A static, human-readable description of a status code (never NULL). Any integer may be
+ * passed; unknown values give "unknown zklock status".
+ */
 const char *zklock_status_str(int status);
 
-// The message of the last failed zklock call on this thread (never NULL; "" when none failed
-// yet). Valid until the next failing zklock call on this thread. In an acquire callback that
-// reports an error, it holds that error's message.
+/**
+ * The message of the last failed zklock call on this thread (never NULL; "" when none failed
+ * yet). Valid until the next failing zklock call on this thread. In an acquire callback that
+ * reports an error, it holds that error's message.
+ */
 const char *zklock_last_error(void);
 
-// The core's name of a lease state: "held", "suspended", "lost" or "released" (a static
-// string, the same in every zklock face); "unknown" for a value that is no `zklock_lease_state`.
+/**
+ * The core's name of a lease state: "held", "suspended", "lost" or "released" (a static
+ * string, the same in every zklock face); "unknown" for a value that is no `zklock_lease_state`.
+ */
 const char *zklock_lease_state_str(int state);
 
-// The fencing token: the czxid of our lock node, strictly increasing from one holder of a lock
-// to the next (for a multi-lock the largest of its members'). -1 when `lease` is NULL or not a live lease.
+/**
+ * The fencing token: the czxid of our lock node, strictly increasing from one holder of a lock
+ * to the next (for a multi-lock the largest of its members'). -1 when `lease` is NULL or not a live lease.
+ */
 int64_t zklock_lease_token(const struct zklock_lease *lease);
 
-// The full path of our lock node (the first member's for a multi-lock); valid until the lease
-// is released. NULL when `lease` is NULL or not a live lease.
+/**
+ * The full path of our lock node (the first member's for a multi-lock); valid until the lease
+ * is released. NULL when `lease` is NULL or not a live lease.
+ */
 const char *zklock_lease_path(const struct zklock_lease *lease);
 
-// The lease's current state. `ZKLOCK_LEASE_LOST` when `lease` is NULL or not a live lease
-// (with the last error set).
+/**
+ * The lease's current state. `ZKLOCK_LEASE_LOST` when `lease` is NULL or not a live lease
+ * (with the last error set).
+ */
 enum zklock_lease_state zklock_lease_state_get(const struct zklock_lease *lease);
 
-// Calls `cb(user, lease, state)` on the client's callback thread with the lease's current
-// state first, then at every change of it; LOST is reported exactly once, and nothing comes
-// after it. A later call replaces the callback; `cb` NULL removes it. The callback may call any
-// zklock function, `zklock_lease_release(lease)` included.
+/**
+ * Calls `cb(user, lease, state)` on the client's callback thread with the lease's current
+ * state first, then at every change of it; LOST is reported exactly once, and nothing comes
+ * after it. A later call replaces the callback; `cb` NULL removes it. The callback may call any
+ * zklock function, `zklock_lease_release(lease)` included.
+ */
 enum zklock_status zklock_lease_on_state(struct zklock_lease *lease,
                                          zklock_state_cb cb,
                                          void *user);
 
-// Calls `cb(user, lease)` once on the client's callback thread when someone asks the holder to
-// let go: the data of the lease's node is set to `__REVOKE__` (`zklock_revoke`, `zklock
-// revoke`, or Curator's `Revoker.attemptRevoke`), also when that happened before this call.
-// Opt-in, as Curator's `makeRevocable`: nothing is reported without a callback. Only a request:
-// the lease stays held until released. Not called once the lease is released or lost. A later
-// call replaces the callback; `cb` NULL removes it. The callback may call any zklock function,
-// `zklock_lease_release(lease)` included.
+/**
+ * Calls `cb(user, lease)` once on the client's callback thread when someone asks the holder to
+ * let go: the data of the lease's node is set to `__REVOKE__` (`zklock_revoke`, `zklock
+ * revoke`, or Curator's `Revoker.attemptRevoke`), also when that happened before this call.
+ * Opt-in, as Curator's `makeRevocable`: nothing is reported without a callback. Only a request:
+ * the lease stays held until released. Not called once the lease is released or lost. A later
+ * call replaces the callback; `cb` NULL removes it. The callback may call any zklock function,
+ * `zklock_lease_release(lease)` included.
+ */
 enum zklock_status zklock_lease_on_revoke(struct zklock_lease *lease,
                                           zklock_revoke_cb cb,
                                           void *user);
 
-// True once someone asked the holder of `lease` to let go (see `zklock_lease_on_revoke`); the
-// request is noticed by a watch set shortly after the lease was granted. false when `lease` is
-// NULL or not a live lease (with the last error set).
+/**
+ * True once someone asked the holder of `lease` to let go (see `zklock_lease_on_revoke`); the
+ * request is noticed by a watch set shortly after the lease was granted. false when `lease` is
+ * NULL or not a live lease (with the last error set).
+ */
 bool zklock_lease_revoke_requested(const struct zklock_lease *lease);
 
-// Releases the lease and frees it, whatever the outcome: the node is deleted (members in
-// reverse order for a multi-lock) or a re-entrant hold count goes down. Returns `ZKLOCK_OK`,
-// or `ZKLOCK_LOST` when the lease had been lost (there was nothing left to delete), or another
-// error when the node could not be deleted (the session's end removes it). Blocks until done;
-// may be called from any thread, including from the lease's own state callback. Called from
-// another thread while that callback runs, it first waits for the callback to return.
-// Releasing the same lease twice is a caller's bug that the library detects in the common
-// case: the second call returns `ZKLOCK_INVALID_ARGUMENT` and touches nothing (see the note on
-// handles at the top of zklock.h).
+/**
+ * Releases the lease and frees it, whatever the outcome: the node is deleted (members in
+ * reverse order for a multi-lock) or a re-entrant hold count goes down. Returns `ZKLOCK_OK`,
+ * or `ZKLOCK_LOST` when the lease had been lost (there was nothing left to delete), or another
+ * error when the node could not be deleted (the session's end removes it). Blocks until done;
+ * may be called from any thread, including from the lease's own state callback. Called from
+ * another thread while that callback runs, it first waits for the callback to return.
+ * Releasing the same lease twice is a caller's bug that the library detects in the common
+ * case: the second call returns `ZKLOCK_INVALID_ARGUMENT` and touches nothing (see the note on
+ * handles at the top of zklock.h).
+ */
 enum zklock_status zklock_lease_release(struct zklock_lease *lease);
 
-// Fills `opts` with the defaults (re-entrant) and sets its `size`. NULL is a no-op.
+/**
+ * Fills `opts` with the defaults (re-entrant) and sets its `size`. NULL is a no-op.
+ */
 void zklock_mutex_options_init(struct zklock_mutex_options *opts);
 
-// An exclusive lock on `path` (re-entrant unless `opts->reentrant` is false; `opts` NULL means
-// defaults). No I/O happens until the first acquire.
+/**
+ * An exclusive lock on `path` (re-entrant unless `opts->reentrancy` is
+ * `ZKLOCK_REENTRANCY_OFF`; `opts` NULL means defaults). No I/O happens until the first acquire.
+ */
 enum zklock_status zklock_mutex_new(struct zklock_client *client,
                                     const char *path,
                                     const struct zklock_mutex_options *opts,
                                     struct zklock_lock **out);
 
-// A read/write lock on `path`: `*read_side` and `*write_side` get its two sides, each a lock to
-// acquire and free on its own. Any number of readers or one writer; a thread holding the write
-// side may take the read side (downgrade); a thread holding the read side asking for the write
-// side fails at once with `ZKLOCK_UPGRADE`.
+/**
+ * A read/write lock on `path`: `*read_side` and `*write_side` get its two sides, each a lock to
+ * acquire and free on its own. Any number of readers or one writer; a thread holding the write
+ * side may take the read side (downgrade); a thread holding the read side asking for the write
+ * side fails at once with `ZKLOCK_UPGRADE`.
+ */
 enum zklock_status zklock_rwlock_new(struct zklock_client *client,
                                      const char *path,
                                      struct zklock_lock **read_side,
                                      struct zklock_lock **write_side);
 
-// Exclusive locks on the `n` paths in `paths`, taken as one: all or nothing, one deadline for
-// the whole set, in path order (no deadlock between differently ordered lists), released in
-// reverse order. A path listed twice or `n == 0` is `ZKLOCK_INVALID_ARGUMENT`.
+/**
+ * Exclusive locks on the `n` paths in `paths`, taken as one: all or nothing, one deadline for
+ * the whole set, in path order (no deadlock between differently ordered lists), released in
+ * reverse order. A path listed twice or `n == 0` is `ZKLOCK_INVALID_ARGUMENT`.
+ */
 enum zklock_status zklock_multi_new(struct zklock_client *client,
                                     const char *const *paths,
                                     size_t n,
                                     struct zklock_lock **out);
 
-// Frees a lock handle. Leases taken through it stay valid (release them as usual); no call on
-// this handle may be running or start afterwards. NULL is a no-op; a handle already freed is
-// detected in the common case (nothing happens and `zklock_last_error()` says so).
+/**
+ * Frees a lock handle. Leases taken through it stay valid (release them as usual); no call on
+ * this handle may be running or start afterwards. NULL is a no-op; a handle already freed is
+ * detected in the common case (nothing happens and `zklock_last_error()` says so).
+ */
 void zklock_lock_free(struct zklock_lock *lock);
 
-// Acquires the lock, blocking the calling thread: `timeout_ms` -1 waits forever, 0 tries once,
-// a positive value waits at most that many milliseconds (`ZKLOCK_TIMEOUT` after it; a value
-// beyond what the clock holds waits forever), any other negative is `ZKLOCK_INVALID_ARGUMENT`
-// (zklock's one timeout rule, the same in every face). A timed-out or failed acquire leaves no
-// node behind. On success `*out` gets a lease to give back with `zklock_lease_release`. A
-// thread that already holds the lock through this handle gets a new lease at once (counted);
-// with a write side held, the read side of the same read/write lock is granted (downgrade).
+/**
+ * Acquires the lock, blocking the calling thread: `timeout_ms` -1 waits forever, 0 tries once,
+ * a positive value waits at most that many milliseconds (`ZKLOCK_TIMEOUT` after it; a value
+ * beyond what the clock holds waits forever), any other negative is `ZKLOCK_INVALID_ARGUMENT`
+ * (zklock's one timeout rule, the same in every face). A timed-out or failed acquire leaves no
+ * node behind. On success `*out` gets a lease to give back with `zklock_lease_release`. A
+ * thread that already holds the lock through this handle gets a new lease at once (counted);
+ * with a write side held, the read side of the same read/write lock is granted (downgrade).
+ */
 enum zklock_status zklock_acquire(struct zklock_lock *lock,
                                   int64_t timeout_ms,
                                   struct zklock_lease **out);
 
-// Writes `client`'s statistics into `*out`, whose `size` the caller set (see `zklock_stats`).
-// Works after the session was closed too.
+/**
+ * Writes `client`'s statistics into `*out`, whose `size` the caller set (see `zklock_stats`).
+ * Works after the session was closed too.
+ */
 enum zklock_status zklock_client_stats(const struct zklock_client *client,
                                        struct zklock_stats *out);
 
-// Installs the process's log callback for the records up to `max_level` (`ZKLOCK_LOG_ERROR`
-// .. `ZKLOCK_LOG_DEBUG`), replacing any earlier one; `cb` NULL removes it. Quiet by default:
-// without a callback nothing is formatted.
+/**
+ * Installs the process's log callback for the records up to `max_level` (`ZKLOCK_LOG_ERROR`
+ * .. `ZKLOCK_LOG_DEBUG`), replacing any earlier one; `cb` NULL removes it. Quiet by default:
+ * without a callback nothing is formatted.
+ */
 enum zklock_status zklock_set_log_callback(int max_level, zklock_log_cb cb, void *user);
 
-// Runs `count` writes as one ZooKeeper multi request with a check that `lease`'s lock node
-// still exists: all apply or none. `ZKLOCK_LOST` when the lease was lost (nothing applied);
-// the failing write's status (e.g. `ZKLOCK_ZOOKEEPER`, the write named in
-// `zklock_last_error()`) when one fails (nothing applied either); `ZKLOCK_OUTCOME_UNKNOWN`
-// when the connection broke after the batch was sent (it may have been applied); `count` 0
-// only checks that the lock is still ours. On a suspended lease the batch waits for the
-// reconnect. Blocks until ZooKeeper answered.
+/**
+ * Runs `count` writes as one ZooKeeper multi request with a check that `lease`'s lock node
+ * still exists: all apply or none. `ZKLOCK_LOST` when the lease was lost (nothing applied);
+ * the failing write's status (e.g. `ZKLOCK_ZOOKEEPER`, the write named in
+ * `zklock_last_error()`) when one fails (nothing applied either); `ZKLOCK_OUTCOME_UNKNOWN`
+ * when the connection broke after the batch was sent (it may have been applied); `count` 0
+ * only checks that the lock is still ours. On a suspended lease the batch waits for the
+ * reconnect. Blocks until ZooKeeper answered.
+ */
 enum zklock_status zklock_lease_guarded_write(const struct zklock_lease *lease,
                                               struct zklock_write *writes,
                                               size_t count);
 
-// `zklock_lease_guarded_write` within `timeout_ms` (`zklock_acquire`'s rule, -1 no bound):
-// `ZKLOCK_TIMEOUT` when it passed before the batch was sent (nothing applied; 0 always),
-// `ZKLOCK_OUTCOME_UNKNOWN` when it passed after.
+/**
+ * `zklock_lease_guarded_write` within `timeout_ms` (`zklock_acquire`'s rule, -1 no bound):
+ * `ZKLOCK_TIMEOUT` when it passed before the batch was sent (nothing applied; 0 always),
+ * `ZKLOCK_OUTCOME_UNKNOWN` when it passed after.
+ */
 enum zklock_status zklock_lease_guarded_write_timeout(const struct zklock_lease *lease,
                                                       struct zklock_write *writes,
                                                       size_t count,
                                                       int64_t timeout_ms);
 
-// Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
-// on the client's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries
-// once and reports `ZKLOCK_TIMEOUT` through the callback when the lock is held). The attempt
-// belongs to the calling thread's re-entrancy. On success `*op` gets a handle to free with
-// `zklock_op_free`; on failure the callback is never called.
+/**
+ * Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
+ * on the client's callback thread when it ends. `timeout_ms` as for `zklock_acquire` (0 tries
+ * once and reports `ZKLOCK_TIMEOUT` through the callback when the lock is held). The attempt
+ * belongs to the calling thread's re-entrancy. On success `*op` gets a handle to free with
+ * `zklock_op_free`; on failure the callback is never called.
+ */
 enum zklock_status zklock_acquire_async(struct zklock_lock *lock,
                                         int64_t timeout_ms,
                                         zklock_acquire_cb cb,
                                         void *user,
                                         struct zklock_op **op);
 
-// Cancels the acquire: the waiting node is removed and the callback gets `ZKLOCK_CANCELLED`,
-// unless the acquire had already ended (then the callback reports how). Returns `ZKLOCK_OK`
-// for any live op; safe to call more than once and from inside callbacks. A freed op is
-// `ZKLOCK_INVALID_ARGUMENT` in the common case (see the header's note on handles).
+/**
+ * Cancels the acquire: the waiting node is removed and the callback gets `ZKLOCK_CANCELLED`,
+ * unless the acquire had already ended (then the callback reports how). Returns `ZKLOCK_OK`
+ * for any live op; safe to call more than once and from inside callbacks. A freed op is
+ * `ZKLOCK_INVALID_ARGUMENT` in the common case (see the header's note on handles).
+ */
 enum zklock_status zklock_op_cancel(struct zklock_op *op);
 
-// Frees the handle; does not cancel (the callback still comes). NULL is a no-op; an op already
-// freed is detected in the common case (nothing happens and `zklock_last_error()` says so).
+/**
+ * Frees the handle; does not cancel (the callback still comes). NULL is a no-op; an op already
+ * freed is detected in the common case (nothing happens and `zklock_last_error()` says so).
+ */
 void zklock_op_free(struct zklock_op *op);
 
-// Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
+/**
+ * Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
+ */
 void zklock_semaphore_options_init(struct zklock_semaphore_options *opts);
 
-// A counting semaphore of `max_leases` leases on `path`, on Curator's `InterProcessSemaphoreV2`
-// layout (`<path>/leases`, `<path>/locks`): at most `max_leases` leases exist at once across
-// every process that uses the path with the same N (ZooKeeper does not store N; 1 to
-// 2147483647, else `ZKLOCK_INVALID_ARGUMENT`). `*out` gets a `zklock_lock` for the usual
-// functions: each `zklock_acquire` / `zklock_acquire_async` takes one lease of its own (never
-// re-entrant, whatever thread), with its token, state and callbacks; `zklock_lease_release`
-// gives it back, from any thread. `opts` NULL means defaults. No I/O until the first acquire.
+/**
+ * A counting semaphore of `max_leases` leases on `path`, on Curator's `InterProcessSemaphoreV2`
+ * layout (`<path>/leases`, `<path>/locks`): at most `max_leases` leases exist at once across
+ * every process that uses the path with the same N (ZooKeeper does not store N; 1 to
+ * 2147483647, else `ZKLOCK_INVALID_ARGUMENT`). `*out` gets a `zklock_lock` for the usual
+ * functions: each `zklock_acquire` / `zklock_acquire_async` takes one lease of its own (never
+ * re-entrant, whatever thread), with its token, state and callbacks; `zklock_lease_release`
+ * gives it back, from any thread. `opts` NULL means defaults. No I/O until the first acquire.
+ */
 enum zklock_status zklock_semaphore_new(struct zklock_client *client,
                                         const char *path,
                                         int64_t max_leases,
                                         const struct zklock_semaphore_options *opts,
                                         struct zklock_lock **out);
 
-// The semaphore of one lease on `path`: excludes Curator's `InterProcessSemaphoreMutex` (and
-// every zklock semaphore mutex) on the same path. Not re-entrant: a second acquire by the
-// holder waits for itself. (`zklock_mutex_new` excludes Curator's `InterProcessMutex`, not
-// this one.)
+/**
+ * The semaphore of one lease on `path`: excludes Curator's `InterProcessSemaphoreMutex` (and
+ * every zklock semaphore mutex) on the same path. Not re-entrant: a second acquire by the
+ * holder waits for itself. (`zklock_mutex_new` excludes Curator's `InterProcessMutex`, not
+ * this one.)
+ */
 enum zklock_status zklock_semaphore_mutex_new(struct zklock_client *client,
                                               const char *path,
                                               const struct zklock_semaphore_options *opts,
                                               struct zklock_lock **out);
 
-// Asks the holder of `path` to let go, as Curator's `Revoker.attemptRevoke` does: sets the data
-// of its node to `__REVOKE__` (every lease of a semaphore). `node` NULL asks every current
-// holder; else it names one node (its name or full path). Blocks until written.
-// `ZKLOCK_NOT_HELD` when nobody holds `path` or the node is gone. Holders hear it through
-// `zklock_lease_on_revoke` (zklock) or a `RevocationListener` (Curator); it is a request.
+/**
+ * Asks the holder of `path` to let go, as Curator's `Revoker.attemptRevoke` does: sets the data
+ * of its node to `__REVOKE__` (every lease of a semaphore). `node` NULL asks every current
+ * holder; else it names one node (its name or full path). Blocks until written.
+ * `ZKLOCK_NOT_HELD` when nobody holds `path` or the node is gone. Holders hear it through
+ * `zklock_lease_on_revoke` (zklock) or a `RevocationListener` (Curator); it is a request.
+ */
 enum zklock_status zklock_revoke(struct zklock_client *client, const char *path, const char *node);
 
 #ifdef __cplusplus
-}  // extern "C"
-#endif  // __cplusplus
+} /* extern "C" */
+#endif
 
-#endif  /* ZKLOCK_H */
+#endif /* ZKLOCK_H */

@@ -16,6 +16,19 @@
 #ifndef ZKLOCK_HPP
 #define ZKLOCK_HPP
 
+// Checked before any include, and the rest of the file is skipped then, so that an older
+// dialect gets this one line rather than a page of errors from <optional> and the like. MSVC keeps __cplusplus at 199711L unless
+// /Zc:__cplusplus is given; _MSVC_LANG holds its real dialect.
+#if defined(_MSVC_LANG)
+#define ZKLOCK_HPP_CPLUSPLUS _MSVC_LANG
+#else
+#define ZKLOCK_HPP_CPLUSPLUS __cplusplus
+#endif
+#if ZKLOCK_HPP_CPLUSPLUS < 201703L
+#error "zklock.hpp needs C++17 or later (std::optional, structured bindings): compile with -std=c++17 (MSVC: /std:c++17), or use the C API in zklock.h, which any C++ dialect can include"
+#else
+#undef ZKLOCK_HPP_CPLUSPLUS
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -394,7 +407,7 @@ public:
     lock mutex(const std::string &path, bool reentrant = true) {
         zklock_mutex_options o;
         zklock_mutex_options_init(&o);
-        o.reentrant = reentrant;
+        o.reentrancy = reentrant ? ZKLOCK_REENTRANCY_ON : ZKLOCK_REENTRANCY_OFF;
         zklock_lock *raw = nullptr;
         detail::check(zklock_mutex_new(raw_, path.c_str(), &o, &raw));
         return lock(raw);
@@ -442,4 +455,5 @@ private:
 
 }  // namespace zklock
 
+#endif  // C++17
 #endif  // ZKLOCK_HPP

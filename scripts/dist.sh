@@ -107,7 +107,7 @@ timed "Python sdist (maturin sdist)" "$venv/bin/maturin" sdist -m bindings-pytho
 node_package() {
   local pkg="$stage/npm"
   mkdir -p "$pkg/prebuilds/linux-x64-gnu"
-  cp bindings-node/index.js bindings-node/index.d.ts bindings-node/README.md "$pkg/"
+  cp bindings-node/index.js bindings-node/index.d.ts bindings-node/README.md LICENSE "$pkg/"
   cp "$out/libzklock_node.so" "$pkg/prebuilds/linux-x64-gnu/zklock.node"
   # The checkout's package.json builds the addon at install (scripts.install); the packaged one
   # carries it prebuilt: no scripts, no dev dependencies, the workspace's version.
@@ -118,7 +118,12 @@ const pkg = JSON.parse(fs.readFileSync(src, 'utf8'))
 pkg.version = version
 delete pkg.scripts
 delete pkg.devDependencies
-pkg.files = ['index.js', 'index.d.ts', 'prebuilds/']
+pkg.files = ['index.js', 'index.d.ts', 'prebuilds/', 'LICENSE']
+// The addon inside is built for linux-x64-gnu only: npm refuses the package elsewhere
+// (EBADPLATFORM at install) rather than installing it to fail at require(). The checkout's
+// package.json has no such fields: it builds the addon from source, wherever cargo can.
+pkg.os = ['linux']
+pkg.cpu = ['x64']
 fs.writeFileSync(dest, JSON.stringify(pkg, null, 2) + '\n')
 JS
   (cd "$pkg" && npm pack --silent --pack-destination "$dist" >/dev/null)
@@ -146,15 +151,34 @@ c_tarball() {
   # ${pcfiledir}/../..: the .pc finds the tree wherever the tarball is unpacked.
   c_tree "$stage/$ctar" '${pcfiledir}/../..'
   cp bindings-c/README.md "$stage/$ctar/README.md"
+  cp LICENSE "$stage/$ctar/LICENSE"
   tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$dist/$ctar.tar.gz" "$ctar"
 }
 timed "C tarball $ctar.tar.gz" c_tarball
+
+# /usr/share/doc/zklock/copyright in Debian's machine-readable format (copyright-format 1.0):
+# a header paragraph, one Files paragraph, and the licence's full text in a standalone License
+# paragraph (every line indented by one space, an empty line written as " .").
+debian_copyright() {
+  printf '%s\n' \
+    'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
+    'Upstream-Name: zklock' \
+    'Upstream-Contact: zklock maintainers <zklock@localhost>' \
+    '' \
+    'Files: *' \
+    'Copyright: zklock contributors' \
+    'License: Apache-2.0' \
+    '' \
+    'License: Apache-2.0'
+  sed -e '1{/^[[:space:]]*$/d}' -e 's/^[[:space:]]*$/./' -e 's/^/ /' LICENSE
+}
 
 deb() {
   local d="$stage/deb"
   c_tree "$d/usr" /usr
   install -d "$d/usr/share/doc/zklock" "$d/DEBIAN"
   cp bindings-c/README.md "$d/usr/share/doc/zklock/README.md"
+  debian_copyright >"$d/usr/share/doc/zklock/copyright"
   # The oldest glibc it runs on: the newest GLIBC_x.y symbol version any binary uses.
   local glibc depends
   glibc="$(objdump -T "$d/usr/lib/libzklock.so.$version" "$d/usr/bin/zklock" |

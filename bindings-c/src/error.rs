@@ -4,8 +4,8 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// What a zklock function reports: `ZKLOCK_OK` (0) or a negative error kind (see API.md's error
-/// table). `zklock_last_error()` then holds a message naming the path or value involved.
+/// What a zklock function reports: `ZKLOCK_OK` (0) or a negative error kind (see docs/contract.md's
+/// error kinds). `zklock_last_error()` then holds a message naming the path or value involved.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum zklock_status {
@@ -22,7 +22,8 @@ pub enum zklock_status {
     /// The ensemble could not be reached within the connect timeout, or the system refused what
     /// a client needs (a socket, its callback thread: see the message).
     ZKLOCK_CONNECTION = -5,
-    /// Release by a caller that holds nothing.
+    /// Nobody holds it: a release of a lease not held, a revoke of a path nobody holds (or a
+    /// node that is gone), a guarded write after release.
     ZKLOCK_NOT_HELD = -6,
     /// A read holder asked for the write lock.
     ZKLOCK_UPGRADE = -7,
@@ -30,7 +31,8 @@ pub enum zklock_status {
     ZKLOCK_INVALID_ARGUMENT = -8,
     /// Use after the client was closed.
     ZKLOCK_CLOSED = -9,
-    /// ZooKeeper's ACL refused the operation.
+    /// ZooKeeper refused the credentials (a wrong SASL password; SASL asked of a server without
+    /// it) or its ACL refused the operation.
     ZKLOCK_PERMISSION = -10,
     /// Any other server error; ZooKeeper's code is in the message.
     ZKLOCK_ZOOKEEPER = -11,
@@ -71,11 +73,11 @@ impl zklock_status {
             -3 => "ZKLOCK_LOST: the lease was lost while it was held\0",
             -4 => "ZKLOCK_SESSION_EXPIRED: the ZooKeeper session expired\0",
             -5 => "ZKLOCK_CONNECTION: cannot reach the ZooKeeper ensemble, or the system refused a client its socket or thread\0",
-            -6 => "ZKLOCK_NOT_HELD: the caller holds nothing to release\0",
+            -6 => "ZKLOCK_NOT_HELD: nobody holds it (a release of a lease not held, a revoke or guarded write with no holder)\0",
             -7 => "ZKLOCK_UPGRADE: a read holder cannot take the write lock\0",
             -8 => "ZKLOCK_INVALID_ARGUMENT: invalid argument\0",
             -9 => "ZKLOCK_CLOSED: the client is closed\0",
-            -10 => "ZKLOCK_PERMISSION: ZooKeeper's ACL refused the operation\0",
+            -10 => "ZKLOCK_PERMISSION: ZooKeeper refused the credentials (a wrong SASL password, SASL not configured) or its ACL refused the operation\0",
             -11 => "ZKLOCK_ZOOKEEPER: ZooKeeper error\0",
             -12 => "ZKLOCK_PANIC: internal error in zklock (a bug)\0",
             -13 => {

@@ -24,17 +24,28 @@ pub struct zklock_lock {
     pub(crate) callbacks: zklock::CallbackQueue,
 }
 
+/// `zklock_mutex_options.reentrancy`: re-entrant (also what 0, the default, means). A thread
+/// holding the lock through the handle may acquire it again (counted; release as often).
+pub const ZKLOCK_REENTRANCY_ON: u8 = 1;
+/// `zklock_mutex_options.reentrancy`: not re-entrant. Every acquire takes its own place in the
+/// queue: a second acquire by the holder waits for itself.
+pub const ZKLOCK_REENTRANCY_OFF: u8 = 2;
+
 /// Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
-/// `zklock_mutex_options_init`, which also sets the defaults).
+/// `zklock_mutex_options_init`). Zero in a field means its default, as in
+/// `zklock_client_options`: a zeroed struct with only `size` set is a re-entrant mutex.
 #[repr(C)]
 pub struct zklock_mutex_options {
     /// `sizeof(zklock_mutex_options)` as the caller knows it.
     pub size: usize,
-    /// true (the default): a thread holding the lock through this handle may acquire it again
-    /// (counted; release as often). false: every acquire takes its own place in the queue: a
-    /// second acquire by the holder waits for itself. Either way the mutex excludes Curator's
-    /// InterProcessMutex, not its InterProcessSemaphoreMutex (`zklock_semaphore_mutex_new` does).
-    pub reentrant: bool,
+    /// 0 (default) or `ZKLOCK_REENTRANCY_ON`: re-entrant per handle and thread;
+    /// `ZKLOCK_REENTRANCY_OFF`: not. Any other value is `ZKLOCK_INVALID_ARGUMENT`. Either way
+    /// the mutex excludes Curator's InterProcessMutex, not its InterProcessSemaphoreMutex
+    /// (`zklock_semaphore_mutex_new` does). This byte was `bool reentrant` up to 0.1: the
+    /// layout is the same and `true` (1) still means re-entrant, but `false` (0) now means the
+    /// default, so the field was renamed to make source that set it to false fail to compile
+    /// rather than change meaning silently.
+    pub reentrancy: u8,
 }
 
 /// Fills `opts` with the defaults (re-entrant) and sets its `size`. NULL is a no-op.
@@ -44,7 +55,7 @@ pub unsafe extern "C" fn zklock_mutex_options_init(opts: *mut zklock_mutex_optio
         if !opts.is_null() {
             opts.write(zklock_mutex_options {
                 size: size_of::<zklock_mutex_options>(),
-                reentrant: true,
+                reentrancy: 0,
             });
         }
         Ok(())
@@ -113,6 +124,8 @@ pub(crate) unsafe fn lock_ref<'a>(lock: *const zklock_lock) -> Result<&'a zklock
     handles::get(lock, Kind::Lock, "lock")
 }
 
+/// Whether the mutex is re-entrant (NULL options, a `size` ending before the field, and 0 all
+/// mean the default, re-entrant).
 unsafe fn read_mutex_options(opts: *const zklock_mutex_options) -> Result<bool, Failure> {
     if opts.is_null() {
         return Ok(true);
@@ -124,12 +137,16 @@ unsafe fn read_mutex_options(opts: *const zklock_mutex_options) -> Result<bool, 
         size_of::<zklock_mutex_options>(),
         "zklock_mutex_options",
     )?;
-    let offset = offset_of!(zklock_mutex_options, reentrant);
-    if size > offset {
-        // Read the byte, not a Rust bool: any non-zero value a C caller stored means true.
-        Ok(opts.cast::<u8>().add(offset).read() != 0)
-    } else {
-        Ok(true)
+    let offset = offset_of!(zklock_mutex_options, reentrancy);
+    if size <= offset {
+        return Ok(true);
+    }
+    match opts.cast::<u8>().add(offset).read() {
+        0 | ZKLOCK_REENTRANCY_ON => Ok(true),
+        ZKLOCK_REENTRANCY_OFF => Ok(false),
+        other => Err(Failure::invalid(format!(
+            "zklock_mutex_options.reentrancy is {other}; use 0 or one of the ZKLOCK_REENTRANCY_ constants"
+        ))),
     }
 }
 
@@ -141,8 +158,8 @@ pub(crate) fn boxed(shape: Shape, client: &zklock_client) -> *mut zklock_lock {
     handles::register(lock, Kind::Lock)
 }
 
-/// An exclusive lock on `path` (re-entrant unless `opts->reentrant` is false; `opts` NULL means
-/// defaults). No I/O happens until the first acquire.
+/// An exclusive lock on `path` (re-entrant unless `opts->reentrancy` is
+/// `ZKLOCK_REENTRANCY_OFF`; `opts` NULL means defaults). No I/O happens until the first acquire.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_mutex_new(
     client: *mut zklock_client,

@@ -4,7 +4,7 @@
 //! only lays them out for C.
 
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::mem::size_of;
+use std::mem::{offset_of, size_of};
 use std::sync::Arc;
 
 use crate::client::{check_size, zklock_client};
@@ -81,6 +81,48 @@ fn percentiles(p: zklock::Percentiles) -> zklock_percentiles {
     }
 }
 
+/// The end of the last field of `zklock_stats` (a percentiles' own fields counted one by one)
+/// that lies wholly within the first `size` bytes.
+fn whole_fields_end(size: usize) -> usize {
+    let scalar = |offset: usize, width: usize| offset + width;
+    let pct = |base: usize| {
+        [
+            offset_of!(zklock_percentiles, count),
+            offset_of!(zklock_percentiles, p50_us),
+            offset_of!(zklock_percentiles, p90_us),
+            offset_of!(zklock_percentiles, p99_us),
+            offset_of!(zklock_percentiles, max_us),
+        ]
+        .map(|o| scalar(base + o, 8))
+    };
+    let (wait, hold) = (
+        pct(offset_of!(zklock_stats, wait)),
+        pct(offset_of!(zklock_stats, hold)),
+    );
+    let ends = [
+        scalar(offset_of!(zklock_stats, size), size_of::<usize>()),
+        scalar(offset_of!(zklock_stats, acquired), 8),
+        scalar(offset_of!(zklock_stats, timed_out), 8),
+        scalar(offset_of!(zklock_stats, cancelled), 8),
+        scalar(offset_of!(zklock_stats, failed), 8),
+    ]
+    .into_iter()
+    .chain(wait)
+    .chain(hold)
+    .chain(
+        [
+            offset_of!(zklock_stats, held),
+            offset_of!(zklock_stats, waiting),
+            offset_of!(zklock_stats, suspended),
+            offset_of!(zklock_stats, lost),
+            offset_of!(zklock_stats, reconnects),
+            offset_of!(zklock_stats, session_expiries),
+        ]
+        .map(|o| scalar(o, 8)),
+    );
+    ends.filter(|&end| end <= size).max().unwrap_or(0)
+}
+
 /// Writes `client`'s statistics into `*out`, whose `size` the caller set (see `zklock_stats`).
 /// Works after the session was closed too.
 #[no_mangle]
@@ -112,8 +154,10 @@ pub unsafe extern "C" fn zklock_client_stats(
             reconnects: s.reconnects,
             session_expiries: s.session_expiries,
         };
-        // Only the bytes the caller's struct has; `size` itself stays as the caller set it.
-        let n = size.min(ours);
+        // Only the whole fields the caller's struct has (a `size` ending inside a field gets
+        // none of that field: half a counter would read as a wrong number, not an absent one);
+        // `size` itself stays as the caller set it.
+        let n = whole_fields_end(size.min(ours));
         std::ptr::copy_nonoverlapping(
             (&stats as *const zklock_stats).cast::<u8>(),
             out.cast::<u8>(),

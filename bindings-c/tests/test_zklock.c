@@ -96,6 +96,10 @@ static void test_status_strings(void) {
         CHECK(strncmp(zklock_status_str(codes[i]), "ZKLOCK_", 7) == 0);
     }
     CHECK(strcmp(zklock_status_str(12345), "unknown zklock status") == 0);
+    /* The words fit every way the status arises (issue 27, item 14): a wrong SASL password is
+     * ZKLOCK_PERMISSION, a revoke with no holder ZKLOCK_NOT_HELD. */
+    CHECK(strstr(zklock_status_str(ZKLOCK_PERMISSION), "SASL") != NULL);
+    CHECK(strstr(zklock_status_str(ZKLOCK_NOT_HELD), "revoke") != NULL);
     CHECK(zklock_version() != NULL && zklock_version()[0] != 0);
 }
 
@@ -261,7 +265,11 @@ static void test_bad_arguments(void) {
 
     zklock_mutex_options mo;
     zklock_mutex_options_init(&mo);
-    CHECK(mo.reentrant == true && mo.size == sizeof mo);
+    CHECK(mo.reentrancy == 0 && mo.size == sizeof mo);
+    mo.reentrancy = 3; /* neither 0 nor a ZKLOCK_REENTRANCY_ constant */
+    EXPECT_INVALID(zklock_mutex_new(c, "/x/y", &mo, &l));
+    CHECK(strstr(zklock_last_error(), "reentrancy") != NULL);
+    mo.reentrancy = 0;
     mo.size = 3;
     EXPECT_INVALID(zklock_mutex_new(c, "/x/y", &mo, &l));
 
@@ -326,7 +334,7 @@ static void test_reentrant_per_handle(void) {
     /* Non-re-entrant: the holder's second try waits for itself. */
     zklock_mutex_options mo;
     zklock_mutex_options_init(&mo);
-    mo.reentrant = false;
+    mo.reentrancy = ZKLOCK_REENTRANCY_OFF;
     zklock_lock *nr = NULL;
     CHECK(zklock_mutex_new(a, p, &mo, &nr) == ZKLOCK_OK);
     CHECK(zklock_acquire(nr, -1, &l1) == ZKLOCK_OK);
@@ -335,6 +343,30 @@ static void test_reentrant_per_handle(void) {
     CHECK(zklock_lease_release(l1) == ZKLOCK_OK);
     CHECK(wait_ephemerals(servers, p, 0, 2000) == 0);
     zklock_lock_free(nr);
+
+    /* Zero means the default, as in zklock_client_options (issue 27, item 12): a zeroed struct
+     * with only its size set is re-entrant, like NULL options and zklock_mutex_options_init. */
+    zklock_mutex_options zeroed;
+    memset(&zeroed, 0, sizeof zeroed);
+    zeroed.size = sizeof zeroed;
+    zklock_lock *z = NULL;
+    CHECK(zklock_mutex_new(a, p, &zeroed, &z) == ZKLOCK_OK);
+    CHECK(zklock_acquire(z, -1, &l1) == ZKLOCK_OK);
+    CHECK(zklock_acquire(z, 0, &l2) == ZKLOCK_OK); /* counted, not queued behind itself */
+    CHECK(zklock_lease_token(l1) == zklock_lease_token(l2));
+    CHECK(ephemerals_under(servers, p) == 1);
+    CHECK(zklock_lease_release(l2) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(l1) == ZKLOCK_OK);
+    zklock_lock_free(z);
+    /* ZKLOCK_REENTRANCY_ON is the byte an older program's `bool reentrant = true` stored. */
+    zeroed.reentrancy = ZKLOCK_REENTRANCY_ON;
+    CHECK(zklock_mutex_new(a, p, &zeroed, &z) == ZKLOCK_OK);
+    CHECK(zklock_acquire(z, -1, &l1) == ZKLOCK_OK);
+    CHECK(zklock_acquire(z, 0, &l2) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(l2) == ZKLOCK_OK);
+    CHECK(zklock_lease_release(l1) == ZKLOCK_OK);
+    CHECK(wait_ephemerals(servers, p, 0, 2000) == 0);
+    zklock_lock_free(z);
     pair_close(&s);
 }
 
@@ -1240,6 +1272,19 @@ static void test_stats_count_acquires_by_outcome_and_what_is_held_and_waiting_no
     CHECK(zklock_client_stats(s.b, &old.st) == ZKLOCK_OK);
     EXPECT(old.st.acquired == 1 && old.st.timed_out == 2);
     EXPECT(old.st.wait.count == 0xABABABABABABABABull && old.canary == 0xABABABABABABABABull);
+    /* A size ending inside a field (12: `size` and half of `acquired`) writes only whole
+     * fields: `acquired` keeps the caller's bytes, not half a counter (issue 27, item 14). */
+    memset(&old, 0xAB, sizeof old);
+    old.st.size = offsetof(zklock_stats, acquired) + 4;
+    CHECK(zklock_client_stats(s.b, &old.st) == ZKLOCK_OK);
+    EXPECT(old.st.size == offsetof(zklock_stats, acquired) + 4);
+    EXPECT(old.st.acquired == 0xABABABABABABABABull);
+    /* One whole field more than `wait.count`: wait.count is written, wait.p50_us is not. */
+    memset(&old, 0xAB, sizeof old);
+    old.st.size = offsetof(zklock_stats, wait) + sizeof(uint64_t) + 3;
+    CHECK(zklock_client_stats(s.b, &old.st) == ZKLOCK_OK);
+    EXPECT(old.st.wait.count != 0xABABABABABABABABull);
+    EXPECT((uint64_t)old.st.wait.p50_us == 0xABABABABABABABABull);
     zklock_stats tiny = {.size = 1};
     EXPECT(zklock_client_stats(s.b, &tiny) == ZKLOCK_INVALID_ARGUMENT);
     EXPECT(zklock_client_stats(s.b, NULL) == ZKLOCK_INVALID_ARGUMENT);

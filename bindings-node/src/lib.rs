@@ -58,7 +58,29 @@ impl AsRef<str> for Code {
 }
 
 fn js_err(e: zklock::Error) -> napi::Error<Code> {
+    let e = node_spelling(e);
     napi::Error::new(Code(code_of(e.kind())), e.message().to_owned())
+}
+
+/// The core names options as Rust, Python and C spell them (`tls_ca`); a Node user wrote
+/// `tlsCa`, so its errors say that (issue 27, item 14). The core decides which words are
+/// option names ([`zklock::OPTION_NAMES`]); this only camel-cases them.
+fn node_spelling(e: zklock::Error) -> zklock::Error {
+    e.respell_options(|name| {
+        let mut out = String::with_capacity(name.len());
+        let mut upper = false;
+        for c in name.chars() {
+            if c == '_' {
+                upper = true;
+            } else if upper {
+                out.push(c.to_ascii_uppercase());
+                upper = false;
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    })
 }
 
 /// The outcome of an async call. Its conversion to JS runs on the JS thread: a success becomes
@@ -82,6 +104,7 @@ impl<T: ToNapiValue> ToNapiValue for Settled<T> {
 
 /// Builds `new Error(message)` with `code` set, as a napi error that carries that very object.
 unsafe fn make_js_error(env: sys::napi_env, e: &zklock::Error) -> napi::Error {
+    let e = node_spelling(e.clone());
     let code = code_of(e.kind());
     let msg = e.message();
     let mut js_code = std::ptr::null_mut();
@@ -350,12 +373,16 @@ impl NativeClient {
     #[napi(catch_unwind)]
     pub fn stats(&self) -> NativeStats {
         let s = self.inner.stats();
+        // Whole microseconds divided by 1000: the double nearest the decimal, which JS prints
+        // as written (12.287); seconds times 1e3 printed float noise (12.286999999999999) and
+        // nanoseconds no one measures to (issue 27, item 14). C gets the same microseconds.
+        let ms = |d: std::time::Duration| d.as_micros() as f64 / 1e3;
         let times = |p: zklock::Percentiles| NativePercentiles {
             count: p.count as f64,
-            p50: p.p50.as_secs_f64() * 1e3,
-            p90: p.p90.as_secs_f64() * 1e3,
-            p99: p.p99.as_secs_f64() * 1e3,
-            max: p.max.as_secs_f64() * 1e3,
+            p50: ms(p.p50),
+            p90: ms(p.p90),
+            p99: ms(p.p99),
+            max: ms(p.max),
         };
         NativeStats {
             acquired: s.acquired as f64,

@@ -44,6 +44,9 @@ test('acquire returns a lease with a bigint token, path and state; release delet
   assert.equal(parts[0].token, lease.token)
   assert.equal(parts[0].kind, 'mutex')
   assert.equal(parts[0].library, 'zklock')
+  // index.d.ts declares `maxLeases: number | null`: present and null on a mutex participant.
+  assert.ok('maxLeases' in parts[0], `maxLeases is absent: ${Object.keys(parts[0])}`)
+  assert.equal(parts[0].maxLeases, null)
   assert.equal(await lease.release(), 'released')
   assert.equal(lease.state, 'released')
   assert.equal(await nodesOf(m), 0)

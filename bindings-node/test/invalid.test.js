@@ -130,3 +130,29 @@ test('every error code is an Error with a message', async () => {
     [ErrorCode.TIMEOUT, ErrorCode.INVALID_ARGUMENT, ErrorCode.NOT_HELD],
   )
 })
+
+// Issue 27, item 14: the core names options (`tls_ca`); a Node user wrote `tlsCa`, and the
+// error says that. No server is needed: the options are refused before any I/O.
+test('option errors name the options as Node spells them (tlsCa, not tls_ca)', async () => {
+  const cases = [
+    [{ tlsCa: 'ca.pem', tlsCert: 'cert.pem' }, /tlsCert and tlsKey go together/],
+    [{ tlsCert: 'cert.pem', tlsKey: 'key.pem' }, /tlsCert, tlsKey and tlsVerifyHostname need tlsCa/],
+    [{ tlsVerifyHostname: false }, /tlsVerifyHostname need tlsCa/],
+    [{ saslUser: 'u' }, /saslUser needs saslPassword/],
+    [{ saslPassword: 'p' }, /saslPassword needs saslUser/],
+  ]
+  for (const [options, message] of cases) {
+    const e = await Client.connect('127.0.0.1:1', { connectTimeoutMs: 500, ...options }).catch((e) => e)
+    assert.equal(e.code, ErrorCode.INVALID_ARGUMENT, `${JSON.stringify(options)}: ${e.message}`)
+    assert.match(e.message, message, JSON.stringify(options))
+    assert.doesNotMatch(e.message, /\b(tls|sasl)_[a-z]/, e.message)
+  }
+})
+
+test('a too-short session timeout is told in milliseconds, not "0ns"', async () => {
+  for (const [ms, shown] of [[0, '0 ms'], [50, '50 ms'], [99.5, '99.5 ms']]) {
+    const e = await Client.connect('127.0.0.1:1', { sessionTimeoutMs: ms }).catch((e) => e)
+    assert.equal(e.code, ErrorCode.INVALID_ARGUMENT)
+    assert.ok(e.message.includes(`session timeout ${shown} is too short`), e.message)
+  }
+})

@@ -13,6 +13,11 @@ useZooKeeper({ proxy: true }, (s) => (zk = s.zk))
 
 const WAIT = 10_000
 
+/** `{ p50: 1 }` as `{ holdP50: 1 }`, so that two percentile objects merge into one. */
+function prefixed(prefix, o) {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [prefix + k[0].toUpperCase() + k.slice(1), v]))
+}
+
 test('stats count acquires by outcome and what is held and waiting now', async () => {
   const lockPath = uniquePath('stats')
   const client = await Client.connect(zk.servers)
@@ -45,6 +50,13 @@ test('stats count acquires by outcome and what is held and waiting now', async (
     await lease.release()
     const after = client.stats()
     assert.deepEqual([after.held, after.hold.count], [0, 1])
+    // Times are whole microseconds in ms, printed without float noise (issue 27, item 14: was
+    // 12.286999999999999, and max in nanoseconds).
+    for (const [name, v] of Object.entries({ ...after.wait, ...prefixed('hold', after.hold) })) {
+      if (name.endsWith('count')) continue
+      assert.match(String(v), /^\d+(\.\d{1,3})?$/, `${name} = ${v}`)
+    }
+    assert.ok(after.hold.max > 0 && after.wait.max > 0, JSON.stringify(after))
   } finally {
     await client.close()
     await other.close()

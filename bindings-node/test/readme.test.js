@@ -108,3 +108,31 @@ test("the root README's Node snippet runs as written on this Node", () => {
   const out = runExample(tour)
   assert.match(out, /node holds the lock, fencing token \d+n held/)
 })
+
+// Issue 27, item 14: the faces named a contract `API.md` that never existed. Every `.md` file
+// the face READMEs, index.js and the C headers name (a link or a backticked path) exists,
+// resolved from the naming file's folder or from the repository's root.
+test('the docs the faces name exist (the contract is docs/contract.md)', () => {
+  const repo = path.join(root, '..')
+  const namers = [
+    'README.md',
+    'bindings-node/README.md',
+    'bindings-node/index.js',
+    'bindings-node/index.d.ts',
+    'bindings-python/README.md',
+    'bindings-c/README.md',
+    'cli/README.md',
+    'include/zklock.h',
+    'include/zklock.hpp',
+  ].filter((f) => fs.existsSync(path.join(repo, f)))
+  const missing = []
+  for (const f of namers) {
+    const text = fs.readFileSync(path.join(repo, f), 'utf8')
+    for (const m of text.matchAll(/(?:\]\(|`|\bsee |\()((?:\.\.\/|[\w.-]+\/)*[\w.-]+\.md)(?:#[\w-]*)?(?=[)`'s\s])/g)) {
+      const name = m[1]
+      const here = path.join(repo, path.dirname(f), name)
+      if (!fs.existsSync(here) && !fs.existsSync(path.join(repo, name))) missing.push(`${f}: ${name}`)
+    }
+  }
+  assert.deepEqual(missing, [])
+})

@@ -94,6 +94,19 @@ impl std::str::FromStr for ErrorKind {
     }
 }
 
+/// The option names the core's messages may contain, spelled as Rust, Python and C spell them
+/// (snake_case). A face whose options are spelled otherwise respells them with
+/// [`Error::respell_options`]; a message naming an option names it by one of these.
+pub const OPTION_NAMES: &[&str] = &[
+    "tls_verify_hostname",
+    "tls_cert",
+    "tls_key",
+    "tls_ca",
+    "sasl_user",
+    "sasl_password",
+    "timeout_ms",
+];
+
 /// Every failure zklock reports.
 #[derive(Debug, Clone)]
 pub struct Error {
@@ -141,6 +154,38 @@ impl Error {
 
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// This error with every option name of [`OPTION_NAMES`] in its message respelled by
+    /// `spell`, for a face whose options have another idiom (Node's `tlsCa` for `tls_ca`). The
+    /// core still decides what is wrong and which option to name; the face only decides how
+    /// its users write that name. A name counts only as a whole word, not inside a longer one
+    /// nor in a path (`/locks/tls_ca` stays).
+    pub fn respell_options(mut self, spell: impl Fn(&str) -> String) -> Error {
+        let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let mut out = String::with_capacity(self.message.len());
+        let mut rest = self.message.as_str();
+        let mut prev: Option<char> = None;
+        'scan: while !rest.is_empty() {
+            if !matches!(prev, Some(p) if is_word(p) || p == '/' || p == '-') {
+                for name in OPTION_NAMES {
+                    if let Some(after) = rest.strip_prefix(name) {
+                        if !after.starts_with(is_word) {
+                            out.push_str(&spell(name));
+                            rest = after;
+                            prev = name.chars().last();
+                            continue 'scan;
+                        }
+                    }
+                }
+            }
+            let c = rest.chars().next().expect("rest is not empty");
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            prev = Some(c);
+        }
+        self.message = out;
+        self
     }
 
     /// The ZooKeeper error behind this one, if any.
@@ -228,6 +273,19 @@ pub(crate) fn is_transient(err: &zk::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn option_names_are_respelled_as_whole_words_only() {
+        let e = Error::invalid(
+            "tls_cert, tls_key and tls_verify_hostname need tls_ca; timeout_ms; /locks/tls_ca; tls_cax",
+        )
+        .respell_options(|n| format!("<{n}>"));
+        assert_eq!(
+            e.message(),
+            "<tls_cert>, <tls_key> and <tls_verify_hostname> need <tls_ca>; <timeout_ms>; /locks/tls_ca; tls_cax"
+        );
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
 
     #[test]
     fn zk_errors_map_to_kinds_and_keep_the_zookeeper_error() {

@@ -75,7 +75,7 @@ mod client;
 pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Result, OPTION_NAMES};
 pub use guarded::{Guarded, Write, Written};
 pub use lease::Lease;
 pub use multi::MultiLock;

@@ -159,9 +159,11 @@ impl Options {
 
     pub(crate) fn validate(&self) -> Result<()> {
         if self.session_timeout < Duration::from_millis(100) {
+            // In milliseconds, the unit of the bound and of most faces' options: Duration's
+            // Debug would say "0ns" or "50ms", which no face's user wrote.
             return Err(Error::invalid(format!(
-                "session timeout {:?} is too short (at least 100 ms)",
-                self.session_timeout
+                "session timeout {} ms is too short (at least 100 ms)",
+                millis_text(self.session_timeout)
             )));
         }
         if self.session_timeout > MAX_SESSION_TIMEOUT {
@@ -327,10 +329,50 @@ impl SecureParts {
     }
 }
 
+/// A duration in milliseconds as a person writes it: "0", "50", "99.5", "0.001" (to the µs).
+fn millis_text(d: Duration) -> String {
+    let micros = d.as_micros();
+    let (whole, frac) = (micros / 1000, micros % 1000);
+    if frac == 0 {
+        whole.to_string()
+    } else {
+        format!("{whole}.{frac:03}")
+            .trim_end_matches('0')
+            .to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ErrorKind;
+
+    #[test]
+    fn a_too_short_session_timeout_is_told_in_milliseconds() {
+        // Issue 27, item 14: was "session timeout 0ns is too short".
+        for (given, shown) in [
+            (Duration::ZERO, "session timeout 0 ms is too short"),
+            (
+                Duration::from_millis(50),
+                "session timeout 50 ms is too short",
+            ),
+            (
+                Duration::from_micros(99_500),
+                "session timeout 99.5 ms is too short",
+            ),
+            (
+                Duration::from_nanos(1_500),
+                "session timeout 0.001 ms is too short",
+            ),
+        ] {
+            let e = Options::default()
+                .session_timeout(given)
+                .validate()
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.message().starts_with(shown), "{given:?}: {e}");
+        }
+    }
 
     #[test]
     fn secure_parts_are_checked_once() {

@@ -340,6 +340,73 @@ sizes() {
 }
 check "artifact sizes within their limits (docs/packaging.md)" sizes
 
+# Issue 27, item 13: every artifact carries the licence package.json and the Python metadata
+# name (Apache-2.0), byte for byte the repository's LICENSE: the wheel in its .dist-info (and
+# License-File in METADATA), the sdist and the C tarball at their top, the npm tarball in
+# package/, the .deb as /usr/share/doc/zklock/copyright in Debian's machine-readable format.
+# The npm package also says which platforms its prebuilt addon runs on (os, cpu).
+licence() {
+  python3 - "$root/LICENSE" "$whl" "$sdist" "$npm_tgz" "$dist/$ctar.tar.gz" "$deb" "$version" "$ctar" <<'PY'
+import io, json, re, subprocess, sys, tarfile, zipfile
+licence_path, whl, sdist, npm, ctar_gz, deb, version, ctar = sys.argv[1:]
+text = open(licence_path, "rb").read()
+bad = []
+def same(where, data, expected=None):
+    ok = data == (text if expected is None else expected)
+    print(f"  {where}: {'the LICENSE' if ok else 'DIFFERENT or missing'}")
+    if not ok:
+        bad.append(where)
+if not re.search(rb"Apache License\s+Version 2\.0, January 2004", text) or b"END OF TERMS AND CONDITIONS" not in text:
+    bad.append("LICENSE is not the full Apache-2.0 text")
+with zipfile.ZipFile(whl) as z:
+    names = [n for n in z.namelist() if re.match(r"[^/]+\.dist-info/(licenses/)?LICENSE$", n)]
+    same(f"wheel {names[0] if names else '<no .dist-info LICENSE>'}", z.read(names[0]) if names else b"")
+    meta = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    if "License-File: LICENSE" not in meta:
+        bad.append("wheel METADATA names no License-File")
+def member(tar_path, name):
+    with tarfile.open(tar_path) as t:
+        try:
+            return t.extractfile(name).read()
+        except KeyError:
+            return b""
+same(f"sdist zklock-{version}/LICENSE", member(sdist, f"zklock-{version}/LICENSE"))
+same("npm package/LICENSE", member(npm, "package/LICENSE"))
+same(f"C tarball {ctar}/LICENSE", member(ctar_gz, f"{ctar}/LICENSE"))
+pkg = json.loads(member(npm, "package/package.json"))
+print(f"  npm package.json: license {pkg.get('license')}, os {pkg.get('os')}, cpu {pkg.get('cpu')}")
+if pkg.get("license") != "Apache-2.0" or pkg.get("os") != ["linux"] or pkg.get("cpu") != ["x64"]:
+    bad.append("npm package.json: license/os/cpu")
+fs = subprocess.run(["dpkg-deb", "--fsys-tarfile", deb], check=True, capture_output=True).stdout
+with tarfile.open(fileobj=io.BytesIO(fs)) as t:
+    try:
+        copyright = t.extractfile("./usr/share/doc/zklock/copyright").read().decode()
+    except KeyError:
+        copyright = ""
+# copyright-format 1.0: paragraphs split by empty lines; the standalone License paragraph's
+# continuation lines are the text, one space in, "." for an empty line.
+paragraphs = copyright.split("\n\n")
+head = paragraphs[0].splitlines() if copyright else [""]
+files = next((p for p in paragraphs if p.startswith("Files: ")), "")
+standalone = next((p for p in paragraphs if p.startswith("License: Apache-2.0\n")), "")
+body = [l[1:] for l in standalone.splitlines()[1:]]
+body_text = "\n".join("" if l == "." else l for l in body) + "\n"
+print(f"  .deb copyright: {head[0]!r}; Files paragraph {'with' if 'License: Apache-2.0' in files else 'WITHOUT'} License: Apache-2.0")
+if head[0] != "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/":
+    bad.append(".deb copyright: no machine-readable Format line")
+if "Files: *" not in files or "License: Apache-2.0" not in files:
+    bad.append(".deb copyright: no Files: * paragraph under Apache-2.0")
+if not all(l.startswith(" ") for l in standalone.splitlines()[1:]):
+    bad.append(".deb copyright: a licence line is not indented")
+# (the LICENSE's leading empty line is not written: a paragraph's text starts with the text)
+same(".deb /usr/share/doc/zklock/copyright (licence text)", body_text.encode() if body else b"", text.lstrip(b"\n"))
+for b in bad:
+    print(f"  {b}")
+sys.exit(1 if bad else 0)
+PY
+}
+check "every artifact carries the Apache-2.0 LICENSE (.deb: copyright, machine-readable); npm os/cpu" licence
+
 echo "install times (s):"
 for k in "${!took[@]}"; do printf '  %-34s %s\n' "$k" "${took[$k]}"; done
 finish

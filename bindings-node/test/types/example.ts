@@ -1,6 +1,7 @@
 // A TypeScript user's program: `tsc --noEmit --strict -p test/types` must accept it.
 import {
   Client,
+  closeOnSignals,
   ErrorCode,
   isZkLockError,
   logChannel,
@@ -121,6 +122,12 @@ export async function main(servers: string): Promise<void> {
   }
   logChannel.subscribe(onRecord)
   logChannel.unsubscribe(onRecord)
+  const stopClosingOnSignals: () => void = closeOnSignals({ signals: ['SIGTERM'] })
+  stopClosingOnSignals()
+  // A participant always carries maxLeases: null unless it is a semaphore's lease.
+  const first: Participant | undefined = (await client.mutex('/locks/x').participants())[0]
+  const n: number | null = first === undefined ? null : first.maxLeases
+  console.log(n === null ? 'no N' : n + 1)
   console.log(client.hosts, client.sessionId, client.closed)
   await client.close()
 }
