@@ -491,6 +491,14 @@ pub struct MultiRequest {
     pub ops: Vec<MultiOp>,
 }
 
+/// The header that ends a multi request or response (`MultiOperationRecord.serialize` and
+/// `MultiResponse.serialize` in ZooKeeper: op -1, done, err -1).
+const MULTI_END: MultiHeader = MultiHeader {
+    op: -1,
+    done: true,
+    err: -1,
+};
+
 impl Record for MultiRequest {
     fn encode(&self, out: &mut Vec<u8>) {
         for o in &self.ops {
@@ -507,12 +515,7 @@ impl Record for MultiRequest {
                 MultiOp::Check(c) => c.encode(out),
             }
         }
-        MultiHeader {
-            op: -1,
-            done: true,
-            err: -1,
-        }
-        .encode(out);
+        MULTI_END.encode(out);
     }
     fn decode(r: &mut Reader<'_>) -> Result<Self, JuteError> {
         let mut ops = Vec::new();
@@ -587,12 +590,7 @@ impl Record for MultiResponse {
                 MultiResult::Delete | MultiResult::Check => {}
             }
         }
-        MultiHeader {
-            op: -1,
-            done: true,
-            err: -1,
-        }
-        .encode(out);
+        MULTI_END.encode(out);
     }
     fn decode(r: &mut Reader<'_>) -> Result<Self, JuteError> {
         let mut results = Vec::new();
