@@ -129,6 +129,9 @@ pub struct Session {
 pub enum Request {
     Create(CreateRequest),
     Create2(CreateRequest),
+    /// A container node (`CreateMode.CONTAINER`): op 19, answered like create2
+    /// (`ZooKeeper.create` picks `OpCode.createContainer` for it).
+    CreateContainer(CreateRequest),
     Delete(DeleteRequest),
     Exists(ExistsRequest),
     GetData(GetDataRequest),
@@ -144,6 +147,7 @@ impl Request {
         match self {
             Request::Create(_) => op::CREATE,
             Request::Create2(_) => op::CREATE2,
+            Request::CreateContainer(_) => op::CREATE_CONTAINER,
             Request::Delete(_) => op::DELETE,
             Request::Exists(_) => op::EXISTS,
             Request::GetData(_) => op::GET_DATA,
@@ -158,7 +162,7 @@ impl Request {
     /// The record after the header (none for CloseSession).
     pub fn encode_body(&self, out: &mut Vec<u8>) {
         match self {
-            Request::Create(r) | Request::Create2(r) => r.encode(out),
+            Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => r.encode(out),
             Request::Delete(r) => r.encode(out),
             Request::Exists(r) => r.encode(out),
             Request::GetData(r) => r.encode(out),
@@ -201,7 +205,9 @@ pub fn decode_reply_body(
     }
     let r = match op {
         op::CREATE => Response::Create(CreateResponse::decode_all(body)?),
-        op::CREATE2 => Response::Create2(Create2Response::decode_all(body)?),
+        op::CREATE2 | op::CREATE_CONTAINER => {
+            Response::Create2(Create2Response::decode_all(body)?)
+        }
         op::DELETE => Reader::new(body).finish().map(|_| Response::Delete)?,
         op::EXISTS => Response::Exists(ExistsResponse::decode_all(body)?),
         op::GET_DATA => Response::GetData(GetDataResponse::decode_all(body)?),
@@ -235,6 +241,15 @@ pub enum Event {
         event: WatcherEvent,
         zxid: i64,
     },
+    /// A request submitted with a tag (`Connection::submit_tagged`) was answered with this
+    /// error code (0: success). Sent before the reply completes and after every event the
+    /// server sent before the reply: the session layer arms a watch here, in stream order, so
+    /// no event for it can be missed.
+    Answered { tag: u64, err: i32 },
+    /// The reply to an `AuthPacket` (xid -4): 0, or `AUTH_FAILED` (the server then closes the
+    /// connection). The server answers auth at once, out of order with other requests
+    /// (`ZooKeeperServer.processPacket`), so it is not matched against the outstanding queue.
+    Auth { err: i32 },
     /// The connection closed; nothing follows.
     Closed(Error),
 }
@@ -282,7 +297,10 @@ enum Cmd {
         op: i32,
         frame: Vec<u8>,
         tx: oneshot::Sender<Result<Reply, Error>>,
+        tag: u64,
     },
+    /// A frame with a reserved xid (auth, SetWatches) whose reply is not queued.
+    Fixed { frame: Vec<u8> },
 }
 
 /// A handle on one connection. Clones share it; when the last is dropped the task closes the
@@ -435,6 +453,11 @@ impl Connection {
     /// Queues a request without waiting: requests submitted before the task next runs leave in
     /// one write. A request over the packet limit is refused here and never sent.
     pub fn submit(&self, req: &Request) -> Result<ReplyFuture, Error> {
+        self.submit_tagged(req, 0)
+    }
+
+    /// `submit`, and an [`Event::Answered`] with `tag` (non-zero) when the reply comes.
+    pub fn submit_tagged(&self, req: &Request, tag: u64) -> Result<ReplyFuture, Error> {
         let mut frame = Vec::new();
         let op = req.op_code();
         frame::write_frame(&mut frame, self.max_packet, |o| {
@@ -444,9 +467,36 @@ impl Connection {
         })?;
         let (tx, rx) = oneshot::channel();
         self.tx
-            .send(Cmd::Request { op, frame, tx })
+            .send(Cmd::Request { op, frame, tx, tag })
             .map_err(|_| self.closed().unwrap_or(Error::Closed))?;
         Ok(ReplyFuture(rx))
+    }
+
+    /// Sends an `AuthPacket` (xid -4); its answer comes as [`Event::Auth`].
+    pub fn send_auth(&self, scheme: &str, auth: &[u8]) -> Result<(), Error> {
+        let packet = AuthPacket {
+            auth_type: 0,
+            scheme: scheme.into(),
+            auth: auth.to_vec(),
+        };
+        self.send_fixed(xid::AUTH, op::AUTH, |o| packet.encode(o))
+    }
+
+    /// Sends `SetWatches` (xid -8): the server re-arms the watches and fires those whose node
+    /// changed after `relative_zxid` (`DataTree.setWatches`). Its answer is not waited for.
+    pub fn send_set_watches(&self, watches: &SetWatches) -> Result<(), Error> {
+        self.send_fixed(xid::SET_WATCHES, op::SET_WATCHES, |o| watches.encode(o))
+    }
+
+    fn send_fixed(&self, xid: i32, op: i32, body: impl FnOnce(&mut Vec<u8>)) -> Result<(), Error> {
+        let mut frame = Vec::new();
+        frame::write_frame(&mut frame, self.max_packet, |o| {
+            RequestHeader { xid, op }.encode(o);
+            body(o);
+        })?;
+        self.tx
+            .send(Cmd::Fixed { frame })
+            .map_err(|_| self.closed().unwrap_or(Error::Closed))
     }
 
     /// Sends a request and waits for its reply.
@@ -602,6 +652,8 @@ struct Pending {
     end: u64,
     sent_at: Option<Instant>,
     tx: oneshot::Sender<Result<Reply, Error>>,
+    /// Non-zero: announce the answer on `Events` (see `Event::Answered`).
+    tag: u64,
 }
 
 struct Driver {
@@ -636,8 +688,10 @@ impl Driver {
         for p in self.pending.drain(..) {
             let _ = p.tx.send(Err(err.clone()));
         }
-        while let Ok(Cmd::Request { tx, .. }) = self.rx.try_recv() {
-            let _ = tx.send(Err(err.clone()));
+        while let Ok(cmd) = self.rx.try_recv() {
+            if let Cmd::Request { tx, .. } = cmd {
+                let _ = tx.send(Err(err.clone()));
+            }
         }
         let _ = self.events.send(Event::Closed(err));
     }
@@ -706,7 +760,14 @@ impl Driver {
     }
 
     fn enqueue(&mut self, cmd: Cmd) {
-        let Cmd::Request { op, mut frame, tx } = cmd;
+        let (op, mut frame, tx, tag) = match cmd {
+            Cmd::Request { op, frame, tx, tag } => (op, frame, tx, tag),
+            Cmd::Fixed { frame } => {
+                self.queued += frame.len() as u64;
+                self.wbuf.extend_from_slice(&frame);
+                return;
+            }
+        };
         let xid = self.next_xid;
         self.next_xid = if xid == i32::MAX { 1 } else { xid + 1 };
         frame[4..8].copy_from_slice(&xid.to_be_bytes());
@@ -718,6 +779,7 @@ impl Driver {
             end: self.queued,
             sent_at: None,
             tx,
+            tag,
         });
         if op == op::CLOSE_SESSION {
             // Nothing after CloseSession: the server closes the connection.
@@ -804,6 +866,11 @@ impl Driver {
                     Reader::new(body).finish()?;
                     self.shared.lock().unwrap().stats.last_ping_reply = Some(now);
                 }
+                xid::AUTH => {
+                    let _ = self.events.send(Event::Auth { err: h.err });
+                }
+                // Nothing to do with the answer: the server re-armed what it could.
+                xid::SET_WATCHES => {}
                 got => {
                     let Some(p) = self.pending.front() else {
                         return Err(Error::UnexpectedXid {
@@ -819,6 +886,13 @@ impl Driver {
                     }
                     let result = decode_reply_body(p.op, h.err, body)?;
                     let p = self.pending.pop_front().expect("front checked above");
+                    if p.tag != 0 {
+                        let err = match &result {
+                            Ok(_) => 0,
+                            Err(e) => *e,
+                        };
+                        let _ = self.events.send(Event::Answered { tag: p.tag, err });
+                    }
                     if h.zxid > 0 {
                         let mut s = self.shared.lock().unwrap();
                         s.stats.last_zxid = s.stats.last_zxid.max(h.zxid);

@@ -421,6 +421,8 @@ pub mod create_mode {
     pub const EPHEMERAL: i32 = 1;
     pub const PERSISTENT_SEQUENTIAL: i32 = 2;
     pub const EPHEMERAL_SEQUENTIAL: i32 = 3;
+    /// Sent with op 19 (`CREATE_CONTAINER`), never with create/create2.
+    pub const CONTAINER: i32 = 4;
 }
 
 /// `Watcher.Event.EventType` codes.
@@ -446,6 +448,7 @@ pub mod op {
     pub const CHECK: i32 = 13;
     pub const MULTI: i32 = 14;
     pub const CREATE2: i32 = 15;
+    pub const CREATE_CONTAINER: i32 = 19;
     pub const AUTH: i32 = 100;
     pub const SET_WATCHES: i32 = 101;
     pub const CLOSE_SESSION: i32 = -11;

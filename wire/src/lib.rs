@@ -3,9 +3,11 @@
 //! - [`jute`]: the records and their binary encoding;
 //! - [`frame`]: the length-prefixed framing with the server's size limit;
 //! - [`conn`]: one connection to one server, driven by a task on the caller's tokio runtime.
+//! - [`client`]: the session over a list of servers: reconnects, credentials, watches, chroot.
 //!
 //! The crate knows nothing of locks. See README.md for what remains of issue 24.
 
+pub mod client;
 pub mod conn;
 pub mod frame;
 pub mod jute;

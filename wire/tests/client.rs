@@ -1,0 +1,263 @@
+//! The session layer (`client`) against the harness's real ZooKeeper, with the harness's TCP
+//! fault proxy between them where a test needs the link to break.
+
+use std::time::Duration;
+
+use zklock_testkit::Proxy;
+use zklock_wire::client::{
+    Client, ClientOptions, ConnectError, CreateMode, Error, EventType, Op, OpResult, SessionState,
+};
+use zklock_wire::jute::Acl;
+
+fn options(timeout_ms: u64) -> ClientOptions {
+    ClientOptions {
+        session_timeout: Duration::from_millis(timeout_ms),
+        connect_timeout: Duration::from_secs(2),
+        ..ClientOptions::default()
+    }
+}
+
+async fn open(servers: &str) -> Client {
+    Client::connect(servers, options(6000), None)
+        .await
+        .expect("connect to the harness's ZooKeeper")
+}
+
+fn unique(name: &str) -> String {
+    zklock_testkit::unique_path(&format!("wire-{name}"))
+}
+
+async fn wait_state(client: &Client, want: SessionState, within: Duration) {
+    let mut states = client.state_watcher();
+    let waited = tokio::time::timeout(within, async {
+        while states.peek_state() != want {
+            states.changed().await;
+        }
+    })
+    .await;
+    assert!(
+        waited.is_ok(),
+        "state {want:?} not reached within {within:?}; it is {:?}",
+        client.state()
+    );
+}
+
+#[tokio::test]
+async fn nodes_are_created_read_listed_changed_and_deleted_under_a_chroot() {
+    let root = unique("chroot");
+    let plain = open(zklock_testkit::shared()).await;
+    plain
+        .mkdir(&root, CreateMode::Persistent, &Acl::open_unsafe())
+        .await
+        .unwrap();
+    let client = open(&format!("{}{root}", zklock_testkit::shared())).await;
+    let acl = Acl::open_unsafe();
+
+    client
+        .mkdir("/a/b", CreateMode::Container, &acl)
+        .await
+        .unwrap();
+    let (stat, path) = client
+        .create("/a/b/n-", b"hi", CreateMode::EphemeralSequential, &acl)
+        .await
+        .unwrap();
+    assert!(path.starts_with("/a/b/n-") && path.len() == "/a/b/n-".len() + 10, "{path}");
+    assert_eq!(stat.ephemeral_owner, client.session_id());
+    let (data, _) = client.get_data(&path).await.unwrap();
+    assert_eq!(data, b"hi");
+    let name = path.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(client.list_children("/a/b").await.unwrap(), vec![name.clone()]);
+    // The same node, seen without the chroot.
+    let full = format!("{root}{path}");
+    assert_eq!(plain.get_data(&full).await.unwrap().0, b"hi");
+    let stat = client.set_data(&path, b"ho", Some(0)).await.unwrap();
+    assert_eq!(stat.version, 1);
+    assert_eq!(
+        client.set_data(&path, b"x", Some(0)).await,
+        Err(Error::BadVersion)
+    );
+    client.delete(&path, None).await.unwrap();
+    assert_eq!(client.check_stat(&path).await, Ok(None));
+    assert_eq!(client.get_data(&path).await, Err(Error::NoNode));
+    assert!(matches!(
+        client.get_data("no-slash").await,
+        Err(Error::BadArguments(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_multi_applies_all_or_names_the_op_that_failed() {
+    let client = open(zklock_testkit::shared()).await;
+    let dir = unique("multi");
+    let acl = Acl::open_unsafe();
+    client.mkdir(&dir, CreateMode::Persistent, &acl).await.unwrap();
+    let node = format!("{dir}/n");
+    let done = client
+        .multi(&[
+            Op::Check {
+                path: &dir,
+                version: -1,
+            },
+            Op::Create {
+                path: &node,
+                data: b"1",
+                mode: CreateMode::Persistent,
+                acl: &acl,
+            },
+            Op::SetData {
+                path: &node,
+                data: b"2",
+                version: 0,
+            },
+        ])
+        .await
+        .unwrap();
+    assert_eq!(done[0], OpResult::Check);
+    assert_eq!(done[1], OpResult::Create { path: node.clone() });
+    assert!(matches!(done[2], OpResult::SetData { ref stat } if stat.version == 1));
+    let failed = client
+        .multi(&[
+            Op::Delete {
+                path: &node,
+                version: -1,
+            },
+            Op::Check {
+                path: &format!("{dir}/missing"),
+                version: -1,
+            },
+        ])
+        .await;
+    assert_eq!(
+        failed,
+        Err(zklock_wire::client::MultiError::OperationFailed {
+            index: 1,
+            source: Error::NoNode
+        })
+    );
+    assert!(client.check_stat(&node).await.unwrap().is_some(), "nothing applied");
+}
+
+#[tokio::test]
+async fn a_data_watch_fires_once_when_another_session_deletes_the_node() {
+    let client = open(zklock_testkit::shared()).await;
+    let other = open(zklock_testkit::shared()).await;
+    let node = unique("watch");
+    let acl = Acl::open_unsafe();
+    client.mkdir(&node, CreateMode::Persistent, &acl).await.unwrap();
+    let (_, _, watcher) = client.get_and_watch_data(&node).await.unwrap();
+    let (_, children) = client.list_and_watch_children(&node).await.unwrap();
+    other.delete(&node, None).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(5), watcher.changed())
+        .await
+        .expect("the watch fires");
+    assert_eq!(event.event_type, EventType::NodeDeleted);
+    assert_eq!(event.path, node);
+    let event = tokio::time::timeout(Duration::from_secs(5), children.changed())
+        .await
+        .expect("the child watch fires");
+    assert_eq!(event.event_type, EventType::NodeDeleted);
+}
+
+#[tokio::test]
+async fn a_node_deleted_while_disconnected_is_reported_after_the_reconnect() {
+    let proxy = Proxy::start(zklock_testkit::shared()).expect("proxy");
+    let client = open(proxy.addr()).await;
+    let other = open(zklock_testkit::shared()).await;
+    let node = unique("rearm");
+    let acl = Acl::open_unsafe();
+    client.mkdir(&node, CreateMode::Persistent, &acl).await.unwrap();
+    let (_, _, watcher) = client.get_and_watch_data(&node).await.unwrap();
+    let (_, exists) = client
+        .check_and_watch_stat(&format!("{node}-later"))
+        .await
+        .unwrap();
+
+    proxy.refuse();
+    proxy.cut();
+    wait_state(&client, SessionState::Disconnected, Duration::from_secs(5)).await;
+    other.delete(&node, None).await.unwrap();
+    other
+        .create(&format!("{node}-later"), b"", CreateMode::Ephemeral, &acl)
+        .await
+        .unwrap();
+    assert!(matches!(
+        client.get_data(&node).await,
+        Err(Error::ConnectionLoss(_))
+    ));
+    proxy.heal();
+    wait_state(&client, SessionState::SyncConnected, Duration::from_secs(5)).await;
+    let event = tokio::time::timeout(Duration::from_secs(5), watcher.changed())
+        .await
+        .expect("SetWatches re-armed the watch and the server reported the deletion");
+    assert_eq!(event.event_type, EventType::NodeDeleted);
+    let event = tokio::time::timeout(Duration::from_secs(5), exists.changed())
+        .await
+        .expect("the exists watch reports the creation");
+    assert_eq!(event.event_type, EventType::NodeCreated);
+}
+
+#[tokio::test]
+async fn a_session_unreachable_for_its_timeout_expires_and_its_watches_end() {
+    let proxy = Proxy::start(zklock_testkit::shared()).expect("proxy");
+    let client = Client::connect(proxy.addr(), options(4000), None)
+        .await
+        .unwrap();
+    let node = unique("expire");
+    client
+        .mkdir(&node, CreateMode::Persistent, &Acl::open_unsafe())
+        .await
+        .unwrap();
+    let (_, _, watcher) = client.get_and_watch_data(&node).await.unwrap();
+    proxy.refuse();
+    proxy.cut();
+    wait_state(&client, SessionState::Expired, Duration::from_secs(8)).await;
+    let event = watcher.changed().await;
+    assert_eq!(event.event_type, EventType::Session);
+    assert_eq!(event.session_state, SessionState::Expired);
+    assert_eq!(client.get_data(&node).await, Err(Error::SessionExpired));
+}
+
+#[tokio::test]
+async fn a_connect_with_every_server_down_fails_after_one_round() {
+    let proxy = Proxy::start(zklock_testkit::shared()).expect("proxy");
+    proxy.refuse();
+    let started = std::time::Instant::now();
+    let result = Client::connect(&format!("{0},{0}", proxy.addr()), options(4000), None).await;
+    assert!(matches!(result, Err(ConnectError::Unreachable(_))), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn closing_a_client_deletes_its_ephemeral_nodes_at_once() {
+    let client = open(zklock_testkit::shared()).await;
+    let other = open(zklock_testkit::shared()).await;
+    let node = unique("close");
+    client
+        .create(&node, b"", CreateMode::Ephemeral, &Acl::open_unsafe())
+        .await
+        .unwrap();
+    client.close();
+    wait_state(&client, SessionState::Closed, Duration::from_secs(2)).await;
+    assert_eq!(other.check_stat(&node).await, Ok(None));
+    assert_eq!(client.get_data(&node).await, Err(Error::ClientClosed));
+}
+
+#[tokio::test]
+async fn dropping_the_last_handle_closes_the_session() {
+    let other = open(zklock_testkit::shared()).await;
+    let node = unique("drop");
+    {
+        let client = open(zklock_testkit::shared()).await;
+        client
+            .create(&node, b"", CreateMode::Ephemeral, &Acl::open_unsafe())
+            .await
+            .unwrap();
+    }
+    let gone = tokio::time::timeout(Duration::from_secs(3), async {
+        while other.check_stat(&node).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(gone.is_ok(), "the dropped client's ephemeral node outlived it");
+}
