@@ -11,7 +11,7 @@ use tokio::sync::futures::Notified;
 use tokio::time::Sleep;
 
 use tokio::time::Instant;
-use zookeeper_client as zk;
+use zklock_wire::client as zk;
 
 use crate::cancel::CancelToken;
 use crate::error::{is_transient, Error, Result};
@@ -320,17 +320,21 @@ async fn create_node(
 ) -> Result<(i64, Vec<String>)> {
     let name_prefix = protocol::node_prefix(cleanup.prefix(), req.kind);
     let create_path = format!("{}/{}", req.dir, name_prefix);
-    let create_options = zk::CreateMode::EphemeralSequential.with_acls(req.acl.acls());
     loop {
         let zk = session.zk()?;
         // Both requests are sent before either reply is awaited: one round trip.
-        let create = zk.create(&create_path, req.identity, &create_options);
+        let create = zk.create(
+            &create_path,
+            req.identity,
+            zk::CreateMode::EphemeralSequential,
+            req.acl.acls(),
+        );
         let list = zk.list_children(req.dir);
         let (created, listed) = (create.await, list.await);
         count_round_trip();
         match created {
-            Ok((stat, sequence)) => {
-                cleanup.found(format!("{create_path}{sequence}"));
+            Ok((stat, node)) => {
+                cleanup.found(node);
                 let children = match listed {
                     Ok(children) => children,
                     // Our node exists; list again (waiting out a disconnect).

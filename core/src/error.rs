@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use zookeeper_client as zk;
+use zklock_wire::client as zk;
 
 /// What went wrong, without the details: each face maps these to its own names once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -216,7 +216,7 @@ impl Error {
                 ErrorKind::Permission
             }
             zk::Error::SessionExpired | zk::Error::SessionMoved => ErrorKind::SessionExpired,
-            zk::Error::ConnectionLoss | zk::Error::NoHosts | zk::Error::Timeout => {
+            zk::Error::ConnectionLoss(_) | zk::Error::NoHosts(_) | zk::Error::Timeout => {
                 ErrorKind::Connection
             }
             zk::Error::ClientClosed => ErrorKind::Closed,
@@ -258,16 +258,9 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Errors that say nothing about the data, only that the connection broke under the request
-/// (ConnectionLoss, or the raw I/O error the client hands to requests in flight): wait for the
-/// reconnect and try again.
+/// (or there was none): wait for the reconnect and try again.
 pub(crate) fn is_transient(err: &zk::Error) -> bool {
-    matches!(
-        err,
-        zk::Error::ConnectionLoss
-            | zk::Error::Custom(_)
-            | zk::Error::UnexpectedError(_)
-            | zk::Error::Timeout
-    )
+    err.is_transient()
 }
 
 #[cfg(test)]
@@ -298,7 +291,7 @@ mod tests {
             ErrorKind::SessionExpired
         );
         assert_eq!(
-            Error::from_zk(zk::Error::ConnectionLoss, "x").kind(),
+            Error::from_zk(zk::Error::ConnectionLoss(String::new()), "x").kind(),
             ErrorKind::Connection
         );
         let other = Error::from_zk(zk::Error::NotEmpty, "delete /a");

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use zookeeper_client as zk;
+use zklock_wire::client as zk;
+use zklock_wire::jute::Acl;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared};
@@ -254,7 +255,7 @@ impl Guarded {
 /// frame (`zookeeper-jute/src/main/resources/zookeeper.jute`: `RequestHeader`, `MultiHeader`
 /// and the op records; `MultiOperationRecord.serialize` writes a header before each op and a
 /// closing one). `chroot` bytes go before each path.
-fn request_bytes(nodes: &[&str], writes: &[Write], chroot: usize, acls: zk::Acls<'_>) -> usize {
+fn request_bytes(nodes: &[&str], writes: &[Write], chroot: usize, acls: &[Acl]) -> usize {
     use protocol::jute_bytes;
     const REQUEST_HEADER: usize = 4 + 4; // xid, type
     const MULTI_HEADER: usize = 4 + 1 + 4; // type, done, err
@@ -263,7 +264,7 @@ fn request_bytes(nodes: &[&str], writes: &[Write], chroot: usize, acls: zk::Acls
     let acl_bytes: usize = INT
         + acls
             .iter()
-            .map(|a| INT + jute_bytes(a.scheme().len()) + jute_bytes(a.id().len()))
+            .map(|a| INT + jute_bytes(a.id.scheme.len()) + jute_bytes(a.id.id.len()))
             .sum::<usize>();
     let checks: usize = nodes
         .iter()
@@ -345,23 +346,28 @@ async fn commit(
         }
     };
     let acls = session.acl.acls();
-    let create = zk::CreateMode::Persistent.with_acls(acls);
-    let mut multi = zk.new_multi_writer();
-    let bad = |e: zk::Error, what: &str| Error::from_zk(e, what);
-    for p in &parts {
-        multi
-            .add_check_version(p.node(), -1)
-            .map_err(|e| bad(e, "check the lock node"))?;
-    }
-    for w in &writes {
-        let added = match w {
-            Write::Create { path, data } => multi.add_create(path, data, &create),
-            Write::SetData { path, data } => multi.add_set_data(path, data, None),
-            Write::Delete { path } => multi.add_delete(path, None),
-        };
-        added.map_err(|e| bad(e, &describe(w)))?;
-    }
-    let sent = multi.commit();
+    let ops: Vec<zk::Op<'_>> = parts
+        .iter()
+        .map(|p| zk::Op::Check {
+            path: p.node(),
+            version: -1,
+        })
+        .chain(writes.iter().map(|w| match w {
+            Write::Create { path, data } => zk::Op::Create {
+                path,
+                data,
+                mode: zk::CreateMode::Persistent,
+                acl: acls,
+            },
+            Write::SetData { path, data } => zk::Op::SetData {
+                path,
+                data,
+                version: -1,
+            },
+            Write::Delete { path } => zk::Op::Delete { path, version: -1 },
+        }))
+        .collect();
+    let sent = zk.multi(&ops);
     let answered =
         match deadline {
             None => sent.await,
@@ -376,19 +382,19 @@ async fn commit(
         };
     let results = match answered {
         Ok(results) => results,
-        Err(zk::MultiWriteError::OperationFailed { index, source }) if index < parts.len() => {
+        Err(zk::MultiError::OperationFailed { index, source }) if index < parts.len() => {
             let _ = source;
             parts[index].lose_unless_released("our lock node no longer exists");
             return Err(lost_error(&parts));
         }
-        Err(zk::MultiWriteError::OperationFailed { index, source }) => {
+        Err(zk::MultiError::OperationFailed { index, source }) => {
             let w = &writes[index - parts.len()];
             return Err(Error::from_zk(
                 source,
                 &format!("guarded write not applied: {} failed", describe(w)),
             ));
         }
-        Err(zk::MultiWriteError::RequestFailed { source }) => {
+        Err(zk::MultiError::RequestFailed { source }) => {
             if matches!(
                 source,
                 zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::ClientClosed
@@ -409,8 +415,8 @@ async fn commit(
         .into_iter()
         .skip(parts.len())
         .map(|r| match r {
-            zk::MultiWriteResult::Create { path, .. } => Written::Created(path),
-            zk::MultiWriteResult::SetData { stat } => Written::Set {
+            zk::OpResult::Create { path } => Written::Created(path),
+            zk::OpResult::SetData { stat } => Written::Set {
                 version: stat.version,
             },
             _ => Written::Deleted,

@@ -269,7 +269,7 @@ impl Watched for LeaseShared {
     fn is_finished(&self) -> bool {
         LeaseShared::is_finished(self)
     }
-    fn zk(&self) -> Result<zookeeper_client::Client> {
+    fn zk(&self) -> Result<zklock_wire::client::Client> {
         self.session.zk()
     }
     fn recovery(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send>> {

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::time::Instant;
-use zookeeper_client as zk;
+use zklock_wire::client as zk;
 
 use crate::cancel::CancelToken;
 use crate::error::{is_transient, Error, ErrorKind, Result};
@@ -125,15 +125,11 @@ pub(crate) async fn make_parents(
 ) -> Result<(), zk::Error> {
     if acl != AclPolicy::Open {
         if let Some(up) = dir.rfind('/').filter(|&i| i > 0) {
-            zk.mkdir(
-                &dir[..up],
-                &zk::CreateMode::Container.with_acls(acl.ancestor_acls()),
-            )
-            .await?;
+            zk.mkdir(&dir[..up], zk::CreateMode::Container, acl.ancestor_acls())
+                .await?;
         }
     }
-    zk.mkdir(dir, &zk::CreateMode::Container.with_acls(acl.acls()))
-        .await
+    zk.mkdir(dir, zk::CreateMode::Container, acl.acls()).await
 }
 
 /// Lists the children of `dir`, waiting out connection loss (until `deadline`, or `cancel`).

@@ -1,8 +1,9 @@
 //! Client options and the checks that turn foreign numbers (seconds, milliseconds) into durations.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use zookeeper_client as zk;
+use zklock_wire::jute::{perms, Acl, Id};
 
 use crate::error::{Error, Result};
 
@@ -27,37 +28,50 @@ crate::names::names!(AclPolicy, "ACL policy" {
 });
 
 impl AclPolicy {
-    pub(crate) fn acls(self) -> zk::Acls<'static> {
-        static READ_CREATOR: std::sync::OnceLock<Vec<zk::Acl>> = std::sync::OnceLock::new();
-        match self {
-            AclPolicy::Open => zk::Acls::anyone_all(),
-            AclPolicy::CreatorAll => zk::Acls::creator_all(),
-            AclPolicy::ReadAnyoneCreatorAll => zk::Acls::new(READ_CREATOR.get_or_init(|| {
+    pub(crate) fn acls(self) -> &'static [Acl] {
+        static ACLS: OnceLock<[Vec<Acl>; 3]> = OnceLock::new();
+        let [open, creator, read_creator] = ACLS.get_or_init(|| {
+            [
+                vec![acl(perms::ALL, "world", "anyone")],
+                vec![acl(perms::ALL, "auth", "")],
                 vec![
-                    zk::Acl::new(zk::Permission::READ, zk::AuthId::anyone()),
-                    zk::Acl::new(zk::Permission::ALL, zk::AuthId::authed()),
-                ]
-            })),
+                    acl(perms::READ, "world", "anyone"),
+                    acl(perms::ALL, "auth", ""),
+                ],
+            ]
+        });
+        match self {
+            AclPolicy::Open => open,
+            AclPolicy::CreatorAll => creator,
+            AclPolicy::ReadAnyoneCreatorAll => read_creator,
         }
     }
 
     /// The ACL of the ancestors zklock creates above a lock path (`/locks` of `/locks/orders`):
     /// anyone may read and create (other users make their own lock paths beside ours), only the
     /// creator may change or delete. The lock path itself (the queue) gets `acls()`.
-    pub(crate) fn ancestor_acls(self) -> zk::Acls<'static> {
-        static ANCESTOR: std::sync::OnceLock<Vec<zk::Acl>> = std::sync::OnceLock::new();
+    pub(crate) fn ancestor_acls(self) -> &'static [Acl] {
+        static ANCESTOR: OnceLock<Vec<Acl>> = OnceLock::new();
         match self {
-            AclPolicy::Open => zk::Acls::anyone_all(),
-            _ => zk::Acls::new(ANCESTOR.get_or_init(|| {
+            AclPolicy::Open => AclPolicy::Open.acls(),
+            _ => ANCESTOR.get_or_init(|| {
                 vec![
-                    zk::Acl::new(
-                        zk::Permission::READ | zk::Permission::CREATE,
-                        zk::AuthId::anyone(),
-                    ),
-                    zk::Acl::new(zk::Permission::ALL, zk::AuthId::authed()),
+                    acl(perms::READ | perms::CREATE, "world", "anyone"),
+                    acl(perms::ALL, "auth", ""),
                 ]
-            })),
+            }),
         }
+    }
+}
+
+/// An ACL entry (`ZooDefs.Ids`: `world:anyone` is everyone, `auth:` the creator's identities).
+fn acl(perms: i32, scheme: &str, id: &str) -> Acl {
+    Acl {
+        perms,
+        id: Id {
+            scheme: scheme.into(),
+            id: id.into(),
+        },
     }
 }
 

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use zookeeper_client as zk;
+use zklock_wire::client as zk;
 
 use crate::error::{is_transient, Result};
 

@@ -3,7 +3,7 @@
 //! `makeRevocable` hears it through its `RevocationListener`; a zklock holder through
 //! `Lease::revoke_requested` / `Lease::on_revoke`. It is a request: the holder decides.
 
-use zookeeper_client as zk;
+use zklock_wire::client as zk;
 
 use crate::connection::Connection;
 use crate::error::{is_transient, Error, ErrorKind, Result};

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use zookeeper_client as zk;
+use zklock_wire::client as zk;
 
 use crate::error::{Error, Result};
 
@@ -156,9 +156,15 @@ pub(crate) fn validate_sasl(sasl: &Sasl) -> Result<()> {
 /// What a TLS connect needs, loaded once per connect: the transport's options and the
 /// handshake configuration of the diagnosis.
 pub(crate) struct LoadedTls {
-    pub(crate) transport: zk::TlsOptions,
     probe: Arc<rustls::ClientConfig>,
     verify_hostname: bool,
+}
+
+impl LoadedTls {
+    /// How the transport opens a TLS stream to a host. MERGE: wt-tls
+    pub(crate) fn connector(&self) -> zk::Secure {
+        std::sync::Arc::new(|_host: &str| None)
+    }
 }
 
 /// Reads and parses the PEM files: `InvalidArgument` naming the file (never its content).
@@ -188,9 +194,7 @@ pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
     }
     let ca_text = String::from_utf8(ca)
         .map_err(|_| bad(format!("{} is not PEM text", tls.ca.describe("tls_ca"))))?;
-    let mut transport = zk::TlsOptions::new()
-        .with_pem_ca(&ca_text)
-        .map_err(|_| bad(format!("{} holds no usable CA", tls.ca.describe("tls_ca"))))?;
+    let _ = ca_text; // MERGE: wt-tls
     let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
     let probe = match (&tls.cert, &tls.key) {
         (Some(cert_pem), Some(key_pem)) => {
@@ -216,9 +220,7 @@ pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
                 (Ok(c), Ok(k)) => (c, k),
                 _ => return Err(bad("tls_cert or tls_key is not PEM text".into())),
             };
-            transport = transport
-                .with_pem_identity(&cert_text, &key_text)
-                .map_err(|_| bad("tls_cert and tls_key do not form a client identity".into()))?;
+            let _ = (cert_text, key_text); // MERGE: wt-tls
             builder.with_client_auth_cert(chain, private).map_err(|_| {
                 bad(format!(
                     "{} does not match {}",
@@ -229,13 +231,7 @@ pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
         }
         _ => builder.with_no_client_auth(),
     };
-    if !tls.verify_hostname {
-        // SAFETY (the transport's word for "man in the middle possible"): asked for explicitly
-        // with tls_verify_hostname = false; the chain is still checked against the CA.
-        transport = unsafe { transport.with_no_hostname_verification() };
-    }
     Ok(LoadedTls {
-        transport,
         probe: Arc::new(probe),
         verify_hostname: tls.verify_hostname,
     })

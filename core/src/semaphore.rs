@@ -23,7 +23,7 @@
 use std::sync::Arc;
 
 use tokio::time::Instant;
-use zookeeper_client as zk;
+use zklock_wire::client as zk;
 
 use crate::cancel::CancelToken;
 use crate::engine::{self, Queued, Request};

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zookeeper_client as zk;
+use zklock_wire::client as zk;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::farewell;
@@ -94,8 +94,8 @@ async fn sasl_in_effect(
 ) -> Result<()> {
     // The connect's deadline, but time for one round trip even when it is nearly used up.
     let by = deadline.max(Instant::now() + Duration::from_secs(2));
-    match tokio::time::timeout_at(by, client.list_auth_users()).await {
-        Ok(Ok(users)) if users.iter().any(|u| u.scheme() == "sasl") => Ok(()),
+    match tokio::time::timeout_at(by, client.who_am_i()).await {
+        Ok(Ok(users)) if users.iter().any(|u| u.auth_scheme == "sasl") => Ok(()),
         Ok(Ok(_)) => Err(Error::new(
             ErrorKind::Permission,
             format!(
@@ -139,37 +139,27 @@ impl Session {
             secure::check_tls_hosts(hosts)?;
         }
         let mut diagnosed = false;
+        let client_options = zk::ClientOptions {
+            session_timeout: options.session_timeout,
+            connect_timeout: options.connect_timeout.min(Duration::from_secs(5)),
+            auth: options
+                .auth
+                .iter()
+                .map(|a| ("digest".to_owned(), a.as_bytes().to_vec()))
+                .collect(),
+            sasl: options.sasl.as_ref().map(|s| zk::SaslLogin {
+                user: s.user.clone(),
+                password: s.password.clone(),
+            }),
+            max_packet: crate::protocol::MAX_PACKET_BYTES,
+        };
+        let secure = tls.as_ref().map(secure::LoadedTls::connector);
         let (client, sent) = loop {
-            let mut connector = zk::Client::connector()
-                .with_session_timeout(options.session_timeout)
-                .with_connection_timeout(options.connect_timeout.min(Duration::from_secs(5)))
-                .with_fail_eagerly();
-            if let Some(auth) = &options.auth {
-                connector = connector.with_auth("digest", auth.as_bytes());
-            }
-            if let Some(sasl) = &options.sasl {
-                connector = connector.with_sasl(zk::SaslOptions::digest_md5(
-                    sasl.user.clone(),
-                    sasl.password.clone(),
-                ));
-            }
             let sent = Instant::now();
-            let connecting = async {
-                match &tls {
-                    Some(t) => {
-                        connector
-                            .with_tls(t.transport.clone())
-                            .secure_connect(hosts)
-                            .await
-                    }
-                    None => connector.connect(hosts).await,
-                }
-            };
+            let connecting = zk::Client::connect(hosts, client_options.clone(), secure.clone());
             match tokio::time::timeout_at(deadline, connecting).await {
                 Ok(Ok(client)) => break (client, sent),
-                Ok(Err(
-                    err @ (zk::Error::NoHosts | zk::Error::ConnectionLoss | zk::Error::Timeout),
-                )) => {
+                Ok(Err(zk::ConnectError::Unreachable(err))) => {
                     last_error = err.to_string();
                     // Once per connect: a certificate or protocol mismatch does not heal by
                     // retrying, so it fails now with the reason (see `secure`).
@@ -190,7 +180,7 @@ impl Session {
                         }
                     }
                 }
-                Ok(Err(zk::Error::AuthFailed)) => {
+                Ok(Err(zk::ConnectError::Client(zk::Error::AuthFailed))) => {
                     let whose = match (&options.sasl, &options.auth) {
                         (Some(s), _) => format!("SASL user {:?}", s.user),
                         (None, Some(a)) => {
@@ -203,7 +193,9 @@ impl Session {
                         format!("ZooKeeper at {hosts} refused the credentials ({whose})"),
                     ));
                 }
-                Ok(Err(err)) => return Err(Error::from_zk(err, &format!("connect to {hosts}"))),
+                Ok(Err(zk::ConnectError::Client(err))) => {
+                    return Err(Error::from_zk(err, &format!("connect to {hosts}")))
+                }
                 Err(_) => last_error = "connect attempt timed out".into(),
             }
             if Instant::now() + Duration::from_millis(100) >= deadline {
@@ -232,7 +224,7 @@ impl Session {
         lifeline::check_timing(granted, tick)?;
         let states = client.state_watcher();
         let session = Arc::new(Session {
-            id: client.session_id().0,
+            id: client.session_id(),
             timeout: granted,
             lifeline: Lifeline::new(granted, tick, sent),
             zk: Mutex::new(Some(client)),
@@ -309,10 +301,12 @@ impl Session {
     /// The lifeline's deadline passed: every lease is lost and the session closed, also on the
     /// server when only the direction to it still works (`farewell`).
     fn give_up(&self) {
-        let credentials = self.zk.lock().unwrap().as_ref().map(|zk| {
-            let session = zk.session();
-            (session.id().0, session.password().to_vec())
-        });
+        let credentials = self
+            .zk
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|zk| (zk.session_id(), zk.session_password()));
         if let (Some((id, password)), true) = (credentials, self.plain) {
             farewell::close_blindly(&self.hosts, id, &password, self.timeout);
         }
@@ -507,7 +501,7 @@ async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
         let state = states.changed().await;
         let Some(s) = session.upgrade() else { return };
         match state {
-            zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => {
+            zk::SessionState::Disconnected => {
                 answered_before_disconnect.get_or_insert_with(|| s.lifeline.latest_answered());
                 if s.link.get() == CONNECTED {
                     s.event("disconnected", "");
@@ -605,7 +599,7 @@ fn heartbeat(session: &Arc<Session>, in_flight: &Arc<AtomicU64>) {
         let reply = zk.sync("/");
         let answered = tokio::time::timeout(timeout, reply).await;
         in_flight.fetch_sub(1, Ordering::Relaxed);
-        if let Ok(Ok(())) = answered {
+        if let Ok(Ok(_)) = answered {
             if let Some(s) = weak.upgrade() {
                 s.lifeline.answered(sent, Instant::now());
             }

@@ -686,6 +686,11 @@ impl Client {
         self.shared().current.lock().unwrap().as_ref().map(Connection::stats)
     }
 
+    /// whoAmI (op 107, ZooKeeper 3.7+): the identities the server gave this session.
+    pub async fn who_am_i(&self) -> Result<Vec<ClientInfo>, Error> {
+        Err(Error::Unimplemented) // MERGE: wt-sasl's Connection::who_am_i
+    }
+
     /// Closes the session: CloseSession is sent (the servers delete its ephemeral nodes) and
     /// the state becomes `Closed` once the server answered or the connection ended.
     pub fn close(&self) {

@@ -396,6 +396,7 @@ record!(
     WatcherEvent { event_type: int, state: int, path: ustring }
 );
 record!(ErrorResponse { err: int });
+
 record!(CreateResponse { path: ustring });
 record!(Create2Response {
     path: ustring,
