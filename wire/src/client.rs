@@ -688,7 +688,8 @@ impl Client {
 
     /// whoAmI (op 107, ZooKeeper 3.7+): the identities the server gave this session.
     pub async fn who_am_i(&self) -> Result<Vec<ClientInfo>, Error> {
-        Err(Error::Unimplemented) // MERGE: wt-sasl's Connection::who_am_i
+        let conn = self.shared().connection()?;
+        conn.who_am_i().await.map_err(op_error)
     }
 
     /// Closes the session: CloseSession is sent (the servers delete its ephemeral nodes) and
@@ -1043,6 +1044,13 @@ impl Client {
     }
 }
 
+fn op_error(e: conn::OpError) -> Error {
+    match e {
+        conn::OpError::Connection(c) => connection_error(c),
+        conn::OpError::Server(c) => Error::from_code(c),
+    }
+}
+
 fn shape() -> Error {
     Error::ConnectionLoss(conn::Error::UnexpectedShape.to_string())
 }
@@ -1125,7 +1133,14 @@ impl Shared {
                 }
             }
             if let Some(login) = &self.options.sasl {
-                let _ = login; // MERGE: SASL (wt-sasl)
+                match crate::sasl::authenticate(&conn, &login.user, &login.password).await {
+                    Ok(()) => {}
+                    // A server without SASL answers OK with no challenge: the caller learns
+                    // it from whoAmI (no `sasl` identity) and decides.
+                    Err(crate::sasl::SaslError::NotOnServer) => {}
+                    Err(crate::sasl::SaslError::Connection(c)) => return Err(Attempt::Failed(c)),
+                    Err(_) => return Err(Attempt::Refused(Error::AuthFailed)),
+                }
             }
             for w in rearm {
                 conn.send_set_watches(w).map_err(Attempt::Failed)?;

@@ -139,6 +139,10 @@ pub enum Request {
     GetChildren2(GetChildren2Request),
     Multi(MultiRequest),
     Sync(SyncRequest),
+    /// A SASL token (op 102); see [`crate::sasl`].
+    Sasl(GetSASLRequest),
+    /// WhoAmI (op 107), no record.
+    WhoAmI,
     CloseSession,
 }
 
@@ -155,11 +159,13 @@ impl Request {
             Request::GetChildren2(_) => op::GET_CHILDREN2,
             Request::Multi(_) => op::MULTI,
             Request::Sync(_) => op::SYNC,
+            Request::Sasl(_) => op::SASL,
+            Request::WhoAmI => op::WHO_AM_I,
             Request::CloseSession => op::CLOSE_SESSION,
         }
     }
 
-    /// The record after the header (none for CloseSession).
+    /// The record after the header (none for CloseSession and WhoAmI).
     pub fn encode_body(&self, out: &mut Vec<u8>) {
         match self {
             Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => r.encode(out),
@@ -170,7 +176,8 @@ impl Request {
             Request::GetChildren2(r) => r.encode(out),
             Request::Multi(r) => r.encode(out),
             Request::Sync(r) => r.encode(out),
-            Request::CloseSession => {}
+            Request::Sasl(r) => r.encode(out),
+            Request::CloseSession | Request::WhoAmI => {}
         }
     }
 }
@@ -187,6 +194,8 @@ pub enum Response {
     GetChildren2(GetChildren2Response),
     Multi(MultiResponse),
     Sync(SyncResponse),
+    Sasl(SetSASLResponse),
+    WhoAmI(WhoAmIResponse),
     CloseSession,
 }
 
@@ -215,6 +224,8 @@ pub fn decode_reply_body(
         op::GET_CHILDREN2 => Response::GetChildren2(GetChildren2Response::decode_all(body)?),
         op::MULTI => Response::Multi(MultiResponse::decode_all(body)?),
         op::SYNC => Response::Sync(SyncResponse::decode_all(body)?),
+        op::SASL => Response::Sasl(SetSASLResponse::decode_all(body)?),
+        op::WHO_AM_I => Response::WhoAmI(WhoAmIResponse::decode_all(body)?),
         op::CLOSE_SESSION => Reader::new(body).finish().map(|_| Response::CloseSession)?,
         other => return Err(JuteError::UnknownOp(other)),
     };

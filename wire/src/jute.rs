@@ -454,6 +454,8 @@ pub mod op {
     pub const SET_WATCHES: i32 = 101;
     pub const CLOSE_SESSION: i32 = -11;
     pub const ERROR: i32 = -1;
+    pub const SASL: i32 = 102;
+    pub const WHO_AM_I: i32 = 107;
 }
 
 /// The reserved xids of `ClientCnxn.java`.
@@ -680,3 +682,40 @@ pub mod code {
 
 #[cfg(test)]
 mod tests;
+
+// --- SASL and whoAmI (zookeeper.jute; see sasl.rs) ------------------------------------------
+
+record!(
+    /// `proto.GetSASLRequest` (op 102): a token from the client's SASL mechanism (despite its
+    /// name, it is what the client sends).
+    GetSASLRequest { token: buffer }
+);
+record!(
+    /// `proto.SetSASLResponse`: the server's SASL token (a null token decodes as empty).
+    SetSASLResponse { token: buffer }
+);
+record!(
+    /// `data.ClientInfo`: one of a connection's identities, e.g. `sasl` / `alice`.
+    ClientInfo { auth_scheme: ustring, user: ustring }
+);
+
+/// `proto.WhoAmIResponse` (op 107): `vector<org.apache.zookeeper.data.ClientInfo> clientInfo`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WhoAmIResponse {
+    pub client_info: Vec<ClientInfo>,
+}
+
+impl Record for WhoAmIResponse {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.write_int(self.client_info.len() as i32);
+        for c in &self.client_info {
+            c.encode(out);
+        }
+    }
+    fn decode(r: &mut Reader<'_>) -> Result<Self, JuteError> {
+        // A ClientInfo is two ustrings, at least 8 bytes.
+        Ok(WhoAmIResponse {
+            client_info: r.read_vec(8, ClientInfo::decode)?,
+        })
+    }
+}

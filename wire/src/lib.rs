@@ -2,7 +2,8 @@
 //!
 //! - [`jute`]: the records and their binary encoding;
 //! - [`frame`]: the length-prefixed framing with the server's size limit;
-//! - [`conn`]: one connection to one server, driven by a task on the caller's tokio runtime.
+//! - [`conn`]: one connection to one server, driven by a task on the caller's tokio runtime;
+//! - [`sasl`]: SASL DIGEST-MD5 authentication over a connection, and `whoAmI`;
 //! - [`client`]: the session over a list of servers: reconnects, credentials, watches, chroot.
 //!
 //! The crate knows nothing of locks. See README.md for what remains of issue 24.
@@ -11,6 +12,7 @@ pub mod client;
 pub mod conn;
 pub mod frame;
 pub mod jute;
+pub mod sasl;
 
 pub use conn::{
     connect, ConnectOptions, Connection, Error, Event, Events, OpError, Reply, Request, Response,

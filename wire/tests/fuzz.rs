@@ -358,6 +358,8 @@ const REPLY_OPS: &[i32] = &[
     op::MULTI,
     op::SYNC,
     op::CLOSE_SESSION,
+    op::SASL,
+    op::WHO_AM_I,
 ];
 
 /// What the connection does with a frame: header, then the body by op. Must not panic.
