@@ -261,3 +261,26 @@ async fn dropping_the_last_handle_closes_the_session() {
     .await;
     assert!(gone.is_ok(), "the dropped client's ephemeral node outlived it");
 }
+
+#[tokio::test]
+async fn requests_queued_in_a_burst_are_all_answered_in_queue_order() {
+    let client = open(zklock_testkit::shared()).await;
+    let dir = unique("burst");
+    let acl = Acl::open_unsafe();
+    client.mkdir(&dir, CreateMode::Persistent, &acl).await.unwrap();
+    // 200 sequential creates and then a listing, all submitted before any reply is awaited.
+    let creates: Vec<_> = (0..200)
+        .map(|_| client.create(&format!("{dir}/n-"), b"", CreateMode::PersistentSequential, &acl))
+        .collect();
+    let listing = client.list_children(&dir);
+    let mut sequences = Vec::with_capacity(creates.len());
+    for create in creates {
+        let (_, path) = create.await.expect("every queued create is answered");
+        sequences.push(path.rsplit('-').next().unwrap().parse::<i64>().unwrap());
+    }
+    // The server numbers the creates in the order it received them: queue order kept.
+    let expected: Vec<i64> = (sequences[0]..sequences[0] + 200).collect();
+    assert_eq!(sequences, expected, "creates reached the server out of order");
+    let children = listing.await.expect("the listing queued last is answered");
+    assert_eq!(children.len(), 200, "the listing queued after the creates sees them all");
+}
