@@ -11,6 +11,6 @@ pub mod frame;
 pub mod jute;
 
 pub use conn::{
-    connect, ConnectOptions, Connection, Error, Event, Events, OpError, Reply, Request, Response,
-    Session, Stats,
+    connect, connect_stream, ConnectOptions, Connection, Error, Event, Events, OpError, Reply,
+    Request, Response, Session, Stats,
 };
