@@ -16,14 +16,15 @@
 //!   connection is closed when nothing was heard for two thirds of it (`ClientCnxn`'s
 //!   `readTimeout = sessionTimeout * 2 / 3`).
 //!
-//! The task owns the stream (a `TcpStream`, or any `AsyncRead + AsyncWrite` through
-//! [`connect_stream`]) and polls it by hand — read, then the requests submitted, then one
-//! `poll_write` of all of them and a `poll_flush` — so a stream without readiness of its own
-//! (TLS) is driven like a socket and no other task or thread is needed. A reply is read,
-//! decoded and completes its request on the runtime's thread. Requests queued while the task was
-//! busy are encoded into one buffer and leave in one write. Each reply carries when its request
-//! left (the flush that carried its last byte completed: handed to the kernel) and when the
-//! reply arrived; [`Connection::stats`] exposes when the server was last heard from.
+//! The task owns the stream (a `TcpStream`, a TLS stream over one, or any
+//! `AsyncRead + AsyncWrite` through [`connect_stream`]) and polls it by hand — read, then the
+//! requests submitted, then one `poll_write` of all of them and a `poll_flush` — so a stream
+//! without readiness of its own (TLS) is driven like a socket and no other task or thread is
+//! needed. A reply is read, decoded and completes its request on the runtime's thread. Requests
+//! queued while the task was busy are encoded into one buffer and leave in one write. Each reply
+//! carries when its request left (the flush that carried its last byte completed: handed to the
+//! kernel) and when the reply arrived; [`Connection::stats`] exposes when the server was last
+//! heard from.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -61,6 +62,10 @@ pub enum Error {
     ReadOnlyServer,
     #[error("connect timed out after {0:?}")]
     ConnectTimeout(Duration),
+    /// The TLS handshake failed: the server's certificate is not trusted or does not name the
+    /// host dialled, the server refused ours, or it does not speak TLS as configured.
+    #[error("TLS handshake failed: {}", tls_reason(.0))]
+    Tls(rustls::Error),
     /// Nothing heard from the server for two thirds of the session timeout.
     #[error("nothing heard from the server for {0:?}")]
     ReadTimeout(Duration),
@@ -91,6 +96,23 @@ pub enum OpError {
     Server(i32),
 }
 
+/// TLS for [`connect`]: the client configuration (see [`crate::tls::client_config`]) and the name
+/// the server's certificate is checked against (see [`crate::tls::server_name`]).
+#[derive(Clone)]
+pub struct TlsConnect {
+    pub config: Arc<rustls::ClientConfig>,
+    pub server_name: rustls::pki_types::ServerName<'static>,
+}
+
+impl std::fmt::Debug for TlsConnect {
+    // The configuration holds the client's private key: only the name is shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConnect")
+            .field("server_name", &self.server_name.to_str())
+            .finish_non_exhaustive()
+    }
+}
+
 /// What to connect with.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -101,10 +123,12 @@ pub struct ConnectOptions {
     /// Empty for a new session (sent as 16 zero bytes, as the Java client does).
     pub passwd: Vec<u8>,
     pub last_zxid_seen: i64,
-    /// How long the TCP connect and the handshake may take.
+    /// How long the TCP connect, the TLS handshake and the ZooKeeper handshake may take.
     pub connect_timeout: Duration,
     /// The largest request payload sent, and reply payload accepted (`jute.maxbuffer`).
     pub max_packet: usize,
+    /// TLS over the TCP connection, or `None` for plain TCP.
+    pub tls: Option<TlsConnect>,
 }
 
 impl Default for ConnectOptions {
@@ -116,6 +140,7 @@ impl Default for ConnectOptions {
             last_zxid_seen: 0,
             connect_timeout: Duration::from_secs(5),
             max_packet: frame::DEFAULT_MAX,
+            tls: None,
         }
     }
 }
@@ -321,21 +346,30 @@ impl Future for ReplyFuture {
     }
 }
 
-/// Connects to one server (`host:port`) and establishes or resumes a session, within
-/// `opts.connect_timeout`.
+/// Connects to one server (`host:port`) and establishes or resumes a session: TCP, then TLS if
+/// `opts.tls` is set, then ZooKeeper's handshake, all within `opts.connect_timeout`.
 pub async fn connect(addr: &str, opts: &ConnectOptions) -> Result<(Connection, Events), Error> {
     let attempt = async {
         let tcp = TcpStream::connect(addr).await?;
         tcp.set_nodelay(true)?;
-        establish(tcp, opts).await
+        match &opts.tls {
+            None => establish(tcp, opts).await,
+            Some(tls) => {
+                let stream = tokio_rustls::TlsConnector::from(tls.config.clone())
+                    .connect(tls.server_name.clone(), tcp)
+                    .await
+                    .map_err(tls_error)?;
+                establish(stream, opts).await
+            }
+        }
     };
     tokio::time::timeout(opts.connect_timeout, attempt)
         .await
         .map_err(|_| Error::ConnectTimeout(opts.connect_timeout))?
 }
 
-/// Establishes or resumes a session over a stream already connected, within
-/// `opts.connect_timeout`. The connection's task owns the
+/// Establishes or resumes a session over a stream already connected (and secured, if it is to
+/// be), within `opts.connect_timeout`; `opts.tls` is not used. The connection's task owns the
 /// stream from then on.
 pub async fn connect_stream<S>(
     stream: S,
@@ -347,6 +381,42 @@ where
     tokio::time::timeout(opts.connect_timeout, establish(stream, opts))
         .await
         .map_err(|_| Error::ConnectTimeout(opts.connect_timeout))?
+}
+
+/// A TLS handshake's failure: rustls' own reason if it has one (tokio-rustls wraps it in an
+/// `io::Error`); the server closing the connection in the middle (what a port without TLS does
+/// with a ClientHello) is a TLS failure too; any other i/o error stays one.
+fn tls_error(e: std::io::Error) -> Error {
+    if let Some(tls) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        return Error::Tls(tls.clone());
+    }
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        return Error::Tls(rustls::Error::General(
+            "the server closed the connection during the handshake (is the port a TLS port?)"
+                .into(),
+        ));
+    }
+    e.into()
+}
+
+/// [`Error::Tls`]'s message: the common cases in words, with rustls' own detail.
+fn tls_reason(e: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    match e {
+        rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
+            "the server's certificate is not trusted (not signed by the configured CA: UnknownIssuer)"
+                .into()
+        }
+        rustls::Error::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => {
+            format!("the server's certificate does not name the host dialled ({e})")
+        }
+        rustls::Error::AlertReceived(_) => format!("the server refused the handshake ({e})"),
+        rustls::Error::General(why) => why.clone(),
+        _ => e.to_string(),
+    }
 }
 
 /// Whether a read error means the peer closed the stream (a TLS stream, for one, reports a close
