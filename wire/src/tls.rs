@@ -1,6 +1,7 @@
-//! TLS client configuration for [`crate::conn::connect`]: rustls with the `ring` provider, the
-//! trusted roots from a CA file, an optional client certificate, and the choice of checking the
-//! server's certificate against the name dialled.
+//! TLS client configuration for [`crate::conn::connect`]: rustls with the `ring` provider
+//! ([`client_config`], feature `ring`) or one the caller gives ([`client_config_with_provider`]),
+//! never a process-wide default; the trusted roots from a CA file, an optional client
+//! certificate, and the choice of checking the server's certificate against the name dialled.
 //!
 //! With `verify_hostname` off the certificate chain is still verified against the CA (expiry,
 //! signatures, key usage); only a certificate that does not name the host dialled is accepted,
@@ -92,19 +93,30 @@ fn certificates(
     Ok(certs)
 }
 
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// A client configuration that trusts the certificates of `ca_pem`, presents `identity` (a
-/// certificate chain and its private key, PEM) if given, and — if `verify_hostname` — requires
-/// the server's certificate to name the host dialled.
+/// A client configuration on rustls' ring provider that trusts the certificates of `ca_pem`,
+/// presents `identity` (a certificate chain and its private key, PEM) if given, and — if
+/// `verify_hostname` — requires the server's certificate to name the host dialled.
+#[cfg(feature = "ring")]
 pub fn client_config(
     ca_pem: &[u8],
     identity: Option<(&[u8], &[u8])>,
     verify_hostname: bool,
 ) -> Result<Arc<ClientConfig>, TlsConfigError> {
-    let provider = provider();
+    client_config_with_provider(
+        Arc::new(rustls::crypto::ring::default_provider()),
+        ca_pem,
+        identity,
+        verify_hostname,
+    )
+}
+
+/// [`client_config`] on the given provider (e.g. the one a program already links).
+pub fn client_config_with_provider(
+    provider: Arc<CryptoProvider>,
+    ca_pem: &[u8],
+    identity: Option<(&[u8], &[u8])>,
+    verify_hostname: bool,
+) -> Result<Arc<ClientConfig>, TlsConfigError> {
     let mut roots = RootCertStore::empty();
     for (index, cert) in certificates(PemRole::Ca, ca_pem)?.into_iter().enumerate() {
         roots.add(cert).map_err(|e| TlsConfigError::BadCa {
@@ -214,6 +226,7 @@ impl ServerCertVerifier for AnyName {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "ring")]
     #[test]
     fn a_ca_file_without_certificates_is_refused() {
         let r = client_config(b"nothing here\n", None, true);
@@ -223,6 +236,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "ring")]
     #[test]
     fn malformed_pem_is_reported_without_its_bytes() {
         let text =
