@@ -96,8 +96,9 @@ pub enum OpError {
     Server(i32),
 }
 
-/// TLS for [`connect`]: the client configuration (see [`crate::tls::client_config`]) and the name
-/// the server's certificate is checked against (see [`crate::tls::server_name`]).
+/// TLS for [`connect`]: the client configuration (see `tls::client_config`, feature `ring`, or
+/// [`crate::tls::client_config_with_provider`]) and the name the server's certificate is checked
+/// against (see [`crate::tls::server_name`]).
 #[derive(Clone)]
 pub struct TlsConnect {
     pub config: Arc<rustls::ClientConfig>,

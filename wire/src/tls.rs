@@ -1,5 +1,5 @@
 //! TLS client configuration for [`crate::conn::connect`]: rustls with the `ring` provider
-//! ([`client_config`], feature `ring`) or one the caller gives ([`client_config_with_provider`]),
+//! (`client_config`, feature `ring`) or one the caller gives ([`client_config_with_provider`]),
 //! never a process-wide default; the trusted roots from a CA file, an optional client
 //! certificate, and the choice of checking the server's certificate against the name dialled.
 //!
@@ -110,7 +110,7 @@ pub fn client_config(
     )
 }
 
-/// [`client_config`] on the given provider (e.g. the one a program already links).
+/// `client_config` (feature `ring`) on the given provider (e.g. the one a program already links).
 pub fn client_config_with_provider(
     provider: Arc<CryptoProvider>,
     ca_pem: &[u8],
