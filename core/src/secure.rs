@@ -153,17 +153,28 @@ pub(crate) fn validate_sasl(sasl: &Sasl) -> Result<()> {
     Ok(())
 }
 
-/// What a TLS connect needs, loaded once per connect: the transport's options and the
-/// handshake configuration of the diagnosis.
+/// What a TLS connect needs, loaded once per connect: the transport's configuration (hostname
+/// rule included) and the handshake configuration of the diagnosis (which always checks the
+/// name, to say when it is the name that fails).
 pub(crate) struct LoadedTls {
+    transport: Arc<rustls::ClientConfig>,
     probe: Arc<rustls::ClientConfig>,
     verify_hostname: bool,
 }
 
 impl LoadedTls {
-    /// How the transport opens a TLS stream to a host. MERGE: wt-tls
+    /// How the transport speaks TLS to a host of the connect string.
     pub(crate) fn connector(&self) -> zk::Secure {
-        std::sync::Arc::new(|_host: &str| None)
+        let config = self.transport.clone();
+        Arc::new(move |host: &str| {
+            let server_name = zklock_wire::tls::server_name(host).map_err(|e| {
+                zklock_wire::Error::Tls(rustls::Error::General(e.to_string()))
+            })?;
+            Ok(zklock_wire::TlsConnect {
+                config: config.clone(),
+                server_name,
+            })
+        })
     }
 }
 
@@ -192,10 +203,13 @@ pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
             tls.ca.describe("tls_ca")
         )));
     }
-    let ca_text = String::from_utf8(ca)
-        .map_err(|_| bad(format!("{} is not PEM text", tls.ca.describe("tls_ca"))))?;
-    let _ = ca_text; // MERGE: wt-tls
-    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| bad(format!("TLS setup: {e}")))?
+    .with_root_certificates(roots);
+    let mut identity = None;
     let probe = match (&tls.cert, &tls.key) {
         (Some(cert_pem), Some(key_pem)) => {
             let cert = cert_pem.load("tls_cert")?;
@@ -216,22 +230,27 @@ pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
                     key_pem.describe("tls_key")
                 ))
             })?;
-            let (cert_text, key_text) = match (String::from_utf8(cert), String::from_utf8(key)) {
-                (Ok(c), Ok(k)) => (c, k),
-                _ => return Err(bad("tls_cert or tls_key is not PEM text".into())),
-            };
-            let _ = (cert_text, key_text); // MERGE: wt-tls
-            builder.with_client_auth_cert(chain, private).map_err(|_| {
+            let probe = builder.with_client_auth_cert(chain, private).map_err(|_| {
                 bad(format!(
                     "{} does not match {}",
                     key_pem.describe("tls_key"),
                     cert_pem.describe("tls_cert")
                 ))
-            })?
+            })?;
+            identity = Some((cert, key));
+            probe
         }
         _ => builder.with_no_client_auth(),
     };
+    // The same CA and identity, already checked above; the transport's own hostname rule.
+    let transport = zklock_wire::tls::client_config(
+        &ca,
+        identity.as_ref().map(|(c, k)| (c.as_slice(), k.as_slice())),
+        tls.verify_hostname,
+    )
+    .map_err(|e| bad(format!("TLS setup: {e}")))?;
     Ok(LoadedTls {
+        transport,
         probe: Arc::new(probe),
         verify_hostname: tls.verify_hostname,
     })
@@ -386,7 +405,11 @@ fn saw_certificate_config() -> Arc<rustls::ClientConfig> {
     static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            let builder = rustls::ClientConfig::builder();
+            let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .expect("ring supports rustls' default protocol versions");
             let schemes = builder
                 .crypto_provider()
                 .signature_verification_algorithms

@@ -400,9 +400,9 @@ pub fn validate_path(path: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Opens a TLS stream over a connected socket: the caller's (the session layer knows no
-/// certificates).
-pub type Secure = Arc<dyn Fn(&str) -> Option<()> + Send + Sync>; // MERGE: conn::TlsConnect
+/// How to speak TLS to a host of the connect string: the caller's (the session layer knows no
+/// certificates). A host a certificate cannot name fails the attempt.
+pub type Secure = Arc<dyn Fn(&str) -> Result<conn::TlsConnect, conn::Error> + Send + Sync>;
 
 /// The watches of a session, by the path the server knows (with the chroot).
 #[derive(Default)]
@@ -1106,7 +1106,7 @@ impl Shared {
             last_zxid_seen: last_zxid,
             connect_timeout: self.options.connect_timeout,
             max_packet: self.options.max_packet,
-            // MERGE: tls (wt-tls): self.secure.as_ref().and_then(|s| s(&host)),
+            tls: self.secure.as_ref().map(|s| s(&host)).transpose().map_err(Attempt::Failed)?,
         };
         let (conn, mut events) = match conn::connect(&address(&host, port), &opts).await {
             Ok(c) => c,

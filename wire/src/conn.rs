@@ -16,22 +16,28 @@
 //!   connection is closed when nothing was heard for two thirds of it (`ClientCnxn`'s
 //!   `readTimeout = sessionTimeout * 2 / 3`).
 //!
-//! The task owns the socket: a reply is read, decoded and completes its request on the runtime's
-//! thread. Requests queued while the task was busy are encoded into one buffer and leave in one
-//! write. Each reply carries when its request left (its last byte was handed to the kernel) and
-//! when the reply arrived; [`Connection::stats`] exposes when the server was last heard from.
+//! The task owns the stream (a `TcpStream`, a TLS stream over one, or any
+//! `AsyncRead + AsyncWrite` through [`connect_stream`]) and polls it by hand — read, then the
+//! requests submitted, then one `poll_write` of all of them and a `poll_flush` — so a stream
+//! without readiness of its own (TLS) is driven like a socket and no other task or thread is
+//! needed. A reply is read, decoded and completes its request on the runtime's thread. Requests
+//! queued while the task was busy are encoded into one buffer and leave in one write. Each reply
+//! carries when its request left (the flush that carried its last byte completed: handed to the
+//! kernel) and when the reply arrived; [`Connection::stats`] exposes when the server was last
+//! heard from.
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Sleep;
 
 use crate::frame::{self, FrameDecoder, FrameError};
 use crate::jute::*;
@@ -56,6 +62,10 @@ pub enum Error {
     ReadOnlyServer,
     #[error("connect timed out after {0:?}")]
     ConnectTimeout(Duration),
+    /// The TLS handshake failed: the server's certificate is not trusted or does not name the
+    /// host dialled, the server refused ours, or it does not speak TLS as configured.
+    #[error("TLS handshake failed: {}", tls_reason(.0))]
+    Tls(rustls::Error),
     /// Nothing heard from the server for two thirds of the session timeout.
     #[error("nothing heard from the server for {0:?}")]
     ReadTimeout(Duration),
@@ -86,6 +96,24 @@ pub enum OpError {
     Server(i32),
 }
 
+/// TLS for [`connect`]: the client configuration (see `tls::client_config`, feature `ring`, or
+/// [`crate::tls::client_config_with_provider`]) and the name the server's certificate is checked
+/// against (see [`crate::tls::server_name`]).
+#[derive(Clone)]
+pub struct TlsConnect {
+    pub config: Arc<rustls::ClientConfig>,
+    pub server_name: rustls::pki_types::ServerName<'static>,
+}
+
+impl std::fmt::Debug for TlsConnect {
+    // The configuration holds the client's private key: only the name is shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConnect")
+            .field("server_name", &self.server_name.to_str())
+            .finish_non_exhaustive()
+    }
+}
+
 /// What to connect with.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -96,10 +124,12 @@ pub struct ConnectOptions {
     /// Empty for a new session (sent as 16 zero bytes, as the Java client does).
     pub passwd: Vec<u8>,
     pub last_zxid_seen: i64,
-    /// How long the TCP connect and the handshake may take.
+    /// How long the TCP connect, the TLS handshake and the ZooKeeper handshake may take.
     pub connect_timeout: Duration,
     /// The largest request payload sent, and reply payload accepted (`jute.maxbuffer`).
     pub max_packet: usize,
+    /// TLS over the TCP connection, or `None` for plain TCP.
+    pub tls: Option<TlsConnect>,
 }
 
 impl Default for ConnectOptions {
@@ -111,6 +141,7 @@ impl Default for ConnectOptions {
             last_zxid_seen: 0,
             connect_timeout: Duration::from_secs(5),
             max_packet: frame::DEFAULT_MAX,
+            tls: None,
         }
     }
 }
@@ -345,56 +376,146 @@ impl Future for ReplyFuture {
     }
 }
 
-/// Connects to one server (`host:port`) and establishes or resumes a session.
+/// Connects to one server (`host:port`) and establishes or resumes a session: TCP, then TLS if
+/// `opts.tls` is set, then ZooKeeper's handshake, all within `opts.connect_timeout`.
 pub async fn connect(addr: &str, opts: &ConnectOptions) -> Result<(Connection, Events), Error> {
-    let handshake = async {
-        let mut stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
-        let mut out = Vec::new();
-        let req = ConnectRequest {
-            protocol_version: 0,
-            last_zxid_seen: opts.last_zxid_seen,
-            timeout: opts.session_timeout.as_millis().min(i32::MAX as u128) as i32,
-            session_id: opts.session_id,
-            passwd: if opts.passwd.is_empty() {
-                vec![0; 16]
-            } else {
-                opts.passwd.clone()
-            },
-            read_only: false,
-        };
-        frame::write_frame(&mut out, opts.max_packet, |o| req.encode(o))?;
-        stream.write_all(&out).await?;
-        let mut decoder = FrameDecoder::new(opts.max_packet);
-        let mut buf = vec![0u8; 4096];
-        let resp = loop {
-            if let Some(f) = decoder.next_frame()? {
-                // Decoded leniently at the end, like the Java client: fields a later server
-                // might append are not read.
-                break ConnectResponse::decode(&mut Reader::new(f))?;
+    let attempt = async {
+        let tcp = TcpStream::connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        match &opts.tls {
+            None => establish(tcp, opts).await,
+            Some(tls) => {
+                let stream = tokio_rustls::TlsConnector::from(tls.config.clone())
+                    .connect(tls.server_name.clone(), tcp)
+                    .await
+                    .map_err(tls_error)?;
+                establish(stream, opts).await
             }
-            stream.readable().await?;
-            match stream.try_read(&mut buf) {
-                Ok(0) => {
-                    decoder.finish()?;
-                    return Err(Error::ServerClosed);
-                }
-                Ok(n) => decoder.extend(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e.into()),
-            }
-        };
-        if resp.timeout <= 0 {
-            return Err(Error::SessionExpired);
         }
-        if resp.read_only {
-            return Err(Error::ReadOnlyServer);
-        }
-        Ok((stream, decoder, resp))
     };
-    let (stream, decoder, resp) = tokio::time::timeout(opts.connect_timeout, handshake)
+    tokio::time::timeout(opts.connect_timeout, attempt)
         .await
-        .map_err(|_| Error::ConnectTimeout(opts.connect_timeout))??;
+        .map_err(|_| Error::ConnectTimeout(opts.connect_timeout))?
+}
+
+/// Establishes or resumes a session over a stream already connected (and secured, if it is to
+/// be), within `opts.connect_timeout`; `opts.tls` is not used. The connection's task owns the
+/// stream from then on.
+pub async fn connect_stream<S>(
+    stream: S,
+    opts: &ConnectOptions,
+) -> Result<(Connection, Events), Error>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::time::timeout(opts.connect_timeout, establish(stream, opts))
+        .await
+        .map_err(|_| Error::ConnectTimeout(opts.connect_timeout))?
+}
+
+/// A TLS handshake's failure: rustls' own reason if it has one (tokio-rustls wraps it in an
+/// `io::Error`); the server closing the connection in the middle (what a port without TLS does
+/// with a ClientHello) is a TLS failure too; any other i/o error stays one.
+fn tls_error(e: std::io::Error) -> Error {
+    if let Some(tls) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        return Error::Tls(tls.clone());
+    }
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        return Error::Tls(rustls::Error::General(
+            "the server closed the connection during the handshake (is the port a TLS port?)"
+                .into(),
+        ));
+    }
+    e.into()
+}
+
+/// [`Error::Tls`]'s message: the common cases in words, with rustls' own detail.
+fn tls_reason(e: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    match e {
+        rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
+            "the server's certificate is not trusted (not signed by the configured CA: UnknownIssuer)"
+                .into()
+        }
+        rustls::Error::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => {
+            format!("the server's certificate does not name the host dialled ({e})")
+        }
+        rustls::Error::AlertReceived(_) => format!("the server refused the handshake ({e})"),
+        rustls::Error::General(why) => why.clone(),
+        _ => e.to_string(),
+    }
+}
+
+/// Whether a read error means the peer closed the stream (a TLS stream, for one, reports a close
+/// without `close_notify` as `UnexpectedEof`).
+fn is_eof(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::UnexpectedEof
+}
+
+/// ZooKeeper's handshake: the `ConnectRequest` out, the `ConnectResponse` in. Returns the
+/// decoder, which may already hold frames that followed the response.
+async fn handshake<S>(
+    stream: &mut S,
+    opts: &ConnectOptions,
+) -> Result<(FrameDecoder, ConnectResponse), Error>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut out = Vec::new();
+    let req = ConnectRequest {
+        protocol_version: 0,
+        last_zxid_seen: opts.last_zxid_seen,
+        timeout: opts.session_timeout.as_millis().min(i32::MAX as u128) as i32,
+        session_id: opts.session_id,
+        passwd: if opts.passwd.is_empty() {
+            vec![0; 16]
+        } else {
+            opts.passwd.clone()
+        },
+        read_only: false,
+    };
+    frame::write_frame(&mut out, opts.max_packet, |o| req.encode(o))?;
+    stream.write_all(&out).await?;
+    stream.flush().await?;
+    let mut decoder = FrameDecoder::new(opts.max_packet);
+    let mut buf = vec![0u8; 4096];
+    let resp = loop {
+        if let Some(f) = decoder.next_frame()? {
+            // Decoded leniently at the end, like the Java client: fields a later server
+            // might append are not read.
+            break ConnectResponse::decode(&mut Reader::new(f))?;
+        }
+        match stream.read(&mut buf).await {
+            Ok(0) => {
+                decoder.finish()?;
+                return Err(Error::ServerClosed);
+            }
+            Ok(n) => decoder.extend(&buf[..n]),
+            Err(e) if is_eof(&e) => {
+                decoder.finish()?;
+                return Err(Error::ServerClosed);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if resp.timeout <= 0 {
+        return Err(Error::SessionExpired);
+    }
+    if resp.read_only {
+        return Err(Error::ReadOnlyServer);
+    }
+    Ok((decoder, resp))
+}
+
+/// The handshake, then the connection's task on the runtime.
+async fn establish<S>(mut stream: S, opts: &ConnectOptions) -> Result<(Connection, Events), Error>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (decoder, resp) = handshake(&mut stream, opts).await?;
 
     let session = Session {
         id: resp.session_id,
@@ -434,6 +555,7 @@ pub async fn connect(addr: &str, opts: &ConnectOptions) -> Result<(Connection, E
         last_send: now,
         last_recv: now,
         closing: false,
+        unflushed: false,
     };
     tokio::spawn(driver.run());
     Ok((
@@ -667,8 +789,10 @@ struct Pending {
     tag: u64,
 }
 
-struct Driver {
-    stream: TcpStream,
+/// The connection's task: owns the stream (plain TCP, TLS, or any other) and is polled by hand
+/// so that a TLS stream, which has no readiness of its own, is driven like a socket.
+struct Driver<S> {
+    stream: S,
     rx: mpsc::UnboundedReceiver<Cmd>,
     events: mpsc::UnboundedSender<Event>,
     shared: Arc<Mutex<Shared>>,
@@ -685,9 +809,15 @@ struct Driver {
     last_send: Instant,
     last_recv: Instant,
     closing: bool,
+    /// Bytes were handed to the stream and it has not yet been flushed: a TLS stream holds
+    /// records until flushed (a `TcpStream`'s flush does nothing).
+    unflushed: bool,
 }
 
-impl Driver {
+impl<S> Driver<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     async fn run(mut self) {
         let err = self.drive().await;
         {
@@ -713,61 +843,86 @@ impl Driver {
             return e;
         }
         let mut buf = vec![0u8; 64 * 1024];
+        let ping = tokio::time::sleep_until((self.last_send + self.ping_interval).into());
+        let dead = tokio::time::sleep_until((self.last_recv + self.read_timeout).into());
+        tokio::pin!(ping, dead);
+        std::future::poll_fn(|cx| self.poll_drive(cx, &mut buf, ping.as_mut(), dead.as_mut())).await
+    }
+
+    /// Runs the connection until it ends, with the reason. Each turn reads what arrived, takes
+    /// every request submitted since the last turn, adds a ping if one is due, and hands all
+    /// of it to the stream in one write; it returns `Pending` only when nothing could progress
+    /// (every source polled has registered the task's waker).
+    fn poll_drive(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+        mut ping: Pin<&mut Sleep>,
+        mut dead: Pin<&mut Sleep>,
+    ) -> Poll<Error> {
         loop {
-            let ping_at = self.last_send + self.ping_interval;
-            let dead_at = self.last_recv + self.read_timeout;
-            let want_write = self.wpos < self.wbuf.len();
-            let step: Result<(), Error> = tokio::select! {
-                r = self.stream.readable() => match r {
-                    Err(e) => Err(e.into()),
-                    Ok(()) => self.read(&mut buf),
-                },
-                cmd = self.rx.recv(), if !self.closing => match cmd {
-                    None => Err(Error::Closed),
-                    Some(cmd) => {
-                        self.enqueue(cmd);
-                        while let Ok(cmd) = self.rx.try_recv() {
-                            self.enqueue(cmd);
-                        }
-                        self.flush()
-                    }
-                },
-                r = self.stream.writable(), if want_write => match r {
-                    Err(e) => Err(e.into()),
-                    Ok(()) => self.flush(),
-                },
-                // Not while a write is stuck: the ping would only pile up behind it.
-                _ = tokio::time::sleep_until(ping_at.into()), if !self.closing && !want_write => {
+            let mut progress = false;
+            match self.read(cx, buf) {
+                Poll::Ready(Ok(())) => progress = true,
+                Poll::Ready(Err(e)) => return Poll::Ready(e),
+                Poll::Pending => {}
+            }
+            // Nothing after CloseSession: what is submitted later is failed when the task ends.
+            while !self.closing {
+                match self.rx.poll_recv(cx) {
+                    Poll::Ready(Some(cmd)) => self.enqueue(cmd),
+                    Poll::Ready(None) => return Poll::Ready(Error::Closed),
+                    Poll::Pending => break,
+                }
+            }
+            // Not while a write is stuck: the ping would only pile up behind it.
+            let want_write = self.wpos < self.wbuf.len() || self.unflushed;
+            if !self.closing && !want_write {
+                let at = tokio::time::Instant::from_std(self.last_send + self.ping_interval);
+                if ping.deadline() != at {
+                    ping.as_mut().reset(at);
+                }
+                if ping.as_mut().poll(cx).is_ready() {
                     self.ping();
-                    self.flush()
                 }
-                _ = tokio::time::sleep_until(dead_at.into()) => {
-                    Err(Error::ReadTimeout(self.read_timeout))
-                }
-            };
-            if let Err(e) = step {
-                return e;
+            }
+            match self.flush(cx) {
+                Ok(wrote) => progress |= wrote,
+                Err(e) => return Poll::Ready(e),
+            }
+            let at = tokio::time::Instant::from_std(self.last_recv + self.read_timeout);
+            if dead.deadline() != at {
+                dead.as_mut().reset(at);
+            }
+            if dead.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Error::ReadTimeout(self.read_timeout));
+            }
+            if !progress {
+                return Poll::Pending;
             }
         }
     }
 
-    fn read(&mut self, buf: &mut [u8]) -> Result<(), Error> {
-        match self.stream.try_read(buf) {
-            Ok(0) => {
-                self.decoder.finish()?;
-                Err(if self.closing {
-                    Error::Closed
-                } else {
-                    Error::ServerClosed
-                })
+    /// One read into `buf` (no copy but the decoder's), and the frames it completed.
+    fn read(&mut self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<Result<(), Error>> {
+        let mut rb = ReadBuf::new(buf);
+        let n = match ready!(Pin::new(&mut self.stream).poll_read(cx, &mut rb)) {
+            Ok(()) => rb.filled().len(),
+            Err(e) if is_eof(&e) => 0,
+            Err(e) => return Poll::Ready(Err(e.into())),
+        };
+        if n == 0 {
+            if let Err(e) = self.decoder.finish() {
+                return Poll::Ready(Err(e.into()));
             }
-            Ok(n) => {
-                self.decoder.extend(&buf[..n]);
-                self.on_frames()
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
-            Err(e) => Err(e.into()),
+            return Poll::Ready(Err(if self.closing {
+                Error::Closed
+            } else {
+                Error::ServerClosed
+            }));
         }
+        self.decoder.extend(&buf[..n]);
+        Poll::Ready(self.on_frames())
     }
 
     fn enqueue(&mut self, cmd: Cmd) {
@@ -813,48 +968,64 @@ impl Driver {
         self.shared.lock().unwrap().stats.last_ping_sent = Some(Instant::now());
     }
 
-    fn flush(&mut self) -> Result<(), Error> {
-        let frames = self.wbuf.len() - self.wpos;
-        if frames == 0 {
-            return Ok(());
-        }
+    /// Hands the queued bytes to the stream (one `poll_write` for all of them when it takes
+    /// them, as a socket with room does) and flushes it; a request's `sent_at` is when the
+    /// flush that carried its last byte completed. Returns whether anything moved.
+    fn flush(&mut self, cx: &mut Context<'_>) -> Result<bool, Error> {
         let mut writes = 0;
         while self.wpos < self.wbuf.len() {
-            match self.stream.try_write(&self.wbuf[self.wpos..]) {
-                Ok(n) => {
+            match Pin::new(&mut self.stream).poll_write(cx, &self.wbuf[self.wpos..]) {
+                Poll::Ready(Ok(0)) => {
+                    return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into())
+                }
+                Poll::Ready(Ok(n)) => {
                     writes += 1;
                     self.wpos += n;
                     self.written += n as u64;
+                    self.unflushed = true;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        if writes == 0 {
-            return Ok(());
-        }
-        let now = Instant::now();
-        self.last_send = now;
-        let mut sent_frames = 0;
-        for p in self.pending.iter_mut().rev() {
-            if p.sent_at.is_some() {
-                break;
-            }
-            if p.end <= self.written {
-                p.sent_at = Some(now);
-                sent_frames += 1;
+                Poll::Ready(Err(e)) => return Err(e.into()),
+                Poll::Pending => break,
             }
         }
         if self.wpos == self.wbuf.len() {
             self.wbuf.clear();
             self.wpos = 0;
         }
+        let mut flushed = false;
+        if self.unflushed {
+            match Pin::new(&mut self.stream).poll_flush(cx) {
+                Poll::Ready(Ok(())) => {
+                    self.unflushed = false;
+                    flushed = true;
+                }
+                Poll::Ready(Err(e)) => return Err(e.into()),
+                Poll::Pending => {}
+            }
+        }
+        if writes == 0 && !flushed {
+            return Ok(false);
+        }
+        let now = Instant::now();
+        self.last_send = now;
+        let mut sent_frames = 0;
+        if !self.unflushed {
+            for p in self.pending.iter_mut().rev() {
+                if p.sent_at.is_some() {
+                    break;
+                }
+                if p.end <= self.written {
+                    p.sent_at = Some(now);
+                    sent_frames += 1;
+                }
+            }
+        }
         let mut s = self.shared.lock().unwrap();
         s.stats.last_send = now;
         s.stats.writes += writes;
         s.stats.frames_sent += sent_frames;
         s.stats.outstanding = self.pending.len();
-        Ok(())
+        Ok(true)
     }
 
     fn on_frames(&mut self) -> Result<(), Error> {

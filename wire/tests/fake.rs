@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use zklock_wire::frame::{write_frame, FrameError, DEFAULT_MAX};
 use zklock_wire::jute::*;
-use zklock_wire::{connect, ConnectOptions, Error, Event, Request, Response};
+use zklock_wire::{connect, connect_stream, ConnectOptions, Error, Event, Request, Response};
 
 /// Reads one frame's payload.
-async fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
+async fn read_frame<S: AsyncRead + Unpin>(s: &mut S) -> Option<Vec<u8>> {
     let mut len = [0u8; 4];
     s.read_exact(&mut len).await.ok()?;
     let mut payload = vec![0u8; i32::from_be_bytes(len) as usize];
@@ -308,4 +308,45 @@ async fn silent_server_gets_pings_then_the_connection_times_out() {
     // Pings at 200 ms and 400 ms: the read timeout (400 ms) may win the second.
     let pings = rx.await.unwrap();
     assert!((1..=2).contains(&pings), "{pings} pings");
+}
+
+#[tokio::test]
+async fn a_connection_runs_over_any_stream_even_one_that_takes_16_bytes_at_a_time() {
+    // An in-memory pipe of 16 bytes: every frame is written and read in pieces.
+    let (client, mut server) = tokio::io::duplex(16);
+    tokio::spawn(async move {
+        let req = read_frame(&mut server).await.unwrap();
+        ConnectRequest::decode_all(&req).unwrap();
+        server
+            .write_all(&connect_response(6000, false))
+            .await
+            .unwrap();
+        for want in 1..=3 {
+            let req = read_frame(&mut server).await.unwrap();
+            let h = RequestHeader::decode(&mut Reader::new(&req)).unwrap();
+            assert_eq!(h.xid, want);
+            server
+                .write_all(&reply(want, code::NO_NODE, |_| {}))
+                .await
+                .unwrap();
+        }
+        let _ = read_frame(&mut server).await;
+    });
+    let (conn, mut events) = connect_stream(client, &ConnectOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(conn.session().id, 0x42);
+    let futures: Vec<_> = (0..3).map(|_| conn.submit(&exists()).unwrap()).collect();
+    for (i, f) in futures.into_iter().enumerate() {
+        let r = f.await.unwrap();
+        assert_eq!(r.xid, i as i32 + 1);
+        assert_eq!(r.result, Err(code::NO_NODE));
+        assert!(r.sent_at <= r.received_at);
+    }
+    assert_eq!(conn.stats().frames_sent, 3);
+    drop(conn);
+    assert!(
+        matches!(events.recv().await, Some(Event::Closed(Error::Closed))),
+        "the last handle dropped closes the connection"
+    );
 }
