@@ -1076,6 +1076,24 @@ impl Shared {
         })
     }
 
+    /// How long a silent link is trusted: two fifths of the session timeout, or the connect
+    /// timeout when that is shorter than three fifths of it. A black-holed link is then given
+    /// up with time left in the session for two connects to other members, and the lock layer
+    /// hears of the disconnect (suspended) well before its own deadline.
+    fn read_timeout(&self, granted: Duration) -> Duration {
+        let t = if granted.is_zero() {
+            self.options.session_timeout
+        } else {
+            granted
+        };
+        let c = self.options.connect_timeout;
+        if c > t * 3 / 5 {
+            t * 2 / 5
+        } else {
+            c
+        }
+    }
+
     fn request_close(&self) {
         if !self.closing.swap(true, Ordering::AcqRel) {
             self.close_now.notify_one();
@@ -1106,7 +1124,13 @@ impl Shared {
             last_zxid_seen: last_zxid,
             connect_timeout: self.options.connect_timeout,
             max_packet: self.options.max_packet,
-            tls: self.secure.as_ref().map(|s| s(&host)).transpose().map_err(Attempt::Failed)?,
+            tls: self
+                .secure
+                .as_ref()
+                .map(|s| s(&host))
+                .transpose()
+                .map_err(Attempt::Failed)?,
+            read_timeout: Some(self.read_timeout(session.timeout)),
         };
         let (conn, mut events) = match conn::connect(&address(&host, port), &opts).await {
             Ok(c) => c,

@@ -130,6 +130,10 @@ pub struct ConnectOptions {
     pub max_packet: usize,
     /// TLS over the TCP connection, or `None` for plain TCP.
     pub tls: Option<TlsConnect>,
+    /// Close the connection when nothing was heard for this long: at most two thirds of the
+    /// negotiated timeout (`ClientCnxn`'s `readTimeout`), which is also the default. Pings go
+    /// out after half of it without a send, so a healthy idle link is heard from twice as often.
+    pub read_timeout: Option<Duration>,
 }
 
 impl Default for ConnectOptions {
@@ -142,6 +146,7 @@ impl Default for ConnectOptions {
             connect_timeout: Duration::from_secs(5),
             max_packet: frame::DEFAULT_MAX,
             tls: None,
+            read_timeout: None,
         }
     }
 }
@@ -522,6 +527,8 @@ where
         passwd: resp.passwd,
         timeout: Duration::from_millis(resp.timeout as u64),
     };
+    let longest = session.timeout * 2 / 3;
+    let read_timeout = opts.read_timeout.map_or(longest, |r| r.min(longest));
     let now = Instant::now();
     let shared = Arc::new(Mutex::new(Shared {
         stats: Stats {
@@ -550,8 +557,8 @@ where
         queued: 0,
         written: 0,
         next_xid: 1,
-        ping_interval: session.timeout / 3,
-        read_timeout: session.timeout * 2 / 3,
+        ping_interval: read_timeout / 2,
+        read_timeout,
         last_send: now,
         last_recv: now,
         closing: false,
