@@ -42,6 +42,10 @@ use tokio::time::Sleep;
 use crate::frame::{self, FrameDecoder, FrameError};
 use crate::jute::*;
 
+/// The smallest and largest single read (see `Driver::read`).
+const MIN_READ: usize = 2 * 1024;
+const MAX_READ: usize = 64 * 1024;
+
 /// Why a connection closed, or could not be made. Cloned to every request it fails.
 #[derive(Debug, Clone, Error)]
 pub enum Error {
@@ -559,6 +563,7 @@ where
         next_xid: 1,
         ping_interval: read_timeout / 2,
         read_timeout,
+        read_chunk: MIN_READ,
         last_send: now,
         last_recv: now,
         closing: false,
@@ -813,6 +818,8 @@ struct Driver<S> {
     next_xid: i32,
     ping_interval: Duration,
     read_timeout: Duration,
+    /// The size of the next read (see `read`).
+    read_chunk: usize,
     last_send: Instant,
     last_recv: Instant,
     closing: bool,
@@ -849,11 +856,10 @@ where
         if let Err(e) = self.on_frames() {
             return e;
         }
-        let mut buf = vec![0u8; 64 * 1024];
         let ping = tokio::time::sleep_until((self.last_send + self.ping_interval).into());
         let dead = tokio::time::sleep_until((self.last_recv + self.read_timeout).into());
         tokio::pin!(ping, dead);
-        std::future::poll_fn(|cx| self.poll_drive(cx, &mut buf, ping.as_mut(), dead.as_mut())).await
+        std::future::poll_fn(|cx| self.poll_drive(cx, ping.as_mut(), dead.as_mut())).await
     }
 
     /// Runs the connection until it ends, with the reason. Each turn reads what arrived, takes
@@ -863,13 +869,12 @@ where
     fn poll_drive(
         &mut self,
         cx: &mut Context<'_>,
-        buf: &mut [u8],
         mut ping: Pin<&mut Sleep>,
         mut dead: Pin<&mut Sleep>,
     ) -> Poll<Error> {
         loop {
             let mut progress = false;
-            match self.read(cx, buf) {
+            match self.read(cx) {
                 Poll::Ready(Ok(())) => progress = true,
                 Poll::Ready(Err(e)) => return Poll::Ready(e),
                 Poll::Pending => {}
@@ -910,11 +915,17 @@ where
         }
     }
 
-    /// One read into `buf` (no copy but the decoder's), and the frames it completed.
-    fn read(&mut self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<Result<(), Error>> {
-        let mut rb = ReadBuf::new(buf);
-        let n = match ready!(Pin::new(&mut self.stream).poll_read(cx, &mut rb)) {
-            Ok(()) => rb.filled().len(),
+    /// One read straight into the decoder's buffer, and the frames it completed. The read's
+    /// size follows the traffic: it doubles after a read that filled it (up to 64 KiB) and the
+    /// buffer is given back when idle, so an idle session holds a few KiB, not 64.
+    fn read(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        let want = self.read_chunk;
+        let mut rb = ReadBuf::new(self.decoder.read_space(want));
+        let polled = Pin::new(&mut self.stream).poll_read(cx, &mut rb);
+        let filled = rb.filled().len();
+        self.decoder.commit(want, filled);
+        let n = match ready!(polled) {
+            Ok(()) => filled,
             Err(e) if is_eof(&e) => 0,
             Err(e) => return Poll::Ready(Err(e.into())),
         };
@@ -928,8 +939,14 @@ where
                 Error::ServerClosed
             }));
         }
-        self.decoder.extend(&buf[..n]);
-        Poll::Ready(self.on_frames())
+        if n == want {
+            self.read_chunk = (want * 2).min(MAX_READ);
+        } else if n < want / 4 {
+            self.read_chunk = (want / 2).max(MIN_READ);
+        }
+        let decoded = self.on_frames();
+        self.decoder.shrink_when_idle(MAX_READ / 4);
+        Poll::Ready(decoded)
     }
 
     fn enqueue(&mut self, cmd: Cmd) {

@@ -71,6 +71,36 @@ impl FrameDecoder {
 
     /// Appends received bytes.
     pub fn extend(&mut self, bytes: &[u8]) {
+        self.compact();
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Room for the next read, `want` zeroed bytes at the end of the buffer, so that a read
+    /// lands where the frames are decoded (no copy). [`FrameDecoder::commit`] keeps what the
+    /// read filled.
+    pub fn read_space(&mut self, want: usize) -> &mut [u8] {
+        self.compact();
+        let old = self.buf.len();
+        self.buf.resize(old + want, 0);
+        &mut self.buf[old..]
+    }
+
+    /// Keeps the first `filled` bytes of the last [`FrameDecoder::read_space`] of `want`.
+    pub fn commit(&mut self, want: usize, filled: usize) {
+        let len = self.buf.len() - want + filled.min(want);
+        self.buf.truncate(len);
+    }
+
+    /// Gives back a large buffer once everything in it was decoded: an idle connection keeps
+    /// little memory (a thousand sessions are a thousand of these).
+    pub fn shrink_when_idle(&mut self, keep: usize) {
+        if self.start == self.buf.len() && self.buf.capacity() > keep {
+            self.buf = Vec::new();
+            self.start = 0;
+        }
+    }
+
+    fn compact(&mut self) {
         if self.start > 0 && self.start == self.buf.len() {
             self.buf.clear();
             self.start = 0;
@@ -78,7 +108,6 @@ impl FrameDecoder {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        self.buf.extend_from_slice(bytes);
     }
 
     /// Bytes received and not yet returned in a frame.
