@@ -167,9 +167,8 @@ impl LoadedTls {
     pub(crate) fn connector(&self) -> zk::Secure {
         let config = self.transport.clone();
         Arc::new(move |host: &str| {
-            let server_name = zklock_wire::tls::server_name(host).map_err(|e| {
-                zklock_wire::Error::Tls(rustls::Error::General(e.to_string()))
-            })?;
+            let server_name = zklock_wire::tls::server_name(host)
+                .map_err(|e| zklock_wire::Error::Tls(rustls::Error::General(e.to_string())))?;
             Ok(zklock_wire::TlsConnect {
                 config: config.clone(),
                 server_name,

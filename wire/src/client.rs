@@ -234,7 +234,10 @@ impl CreateMode {
 #[derive(Debug, Clone)]
 pub enum Op<'a> {
     /// The node's version must be this (-1: the node must exist).
-    Check { path: &'a str, version: i32 },
+    Check {
+        path: &'a str,
+        version: i32,
+    },
     Create {
         path: &'a str,
         data: &'a [u8],
@@ -246,7 +249,10 @@ pub enum Op<'a> {
         data: &'a [u8],
         version: i32,
     },
-    Delete { path: &'a str, version: i32 },
+    Delete {
+        path: &'a str,
+        version: i32,
+    },
 }
 
 /// One result of a successful multi.
@@ -254,8 +260,12 @@ pub enum Op<'a> {
 pub enum OpResult {
     Check,
     /// The created node's path (without the chroot).
-    Create { path: String },
-    SetData { stat: Stat },
+    Create {
+        path: String,
+    },
+    SetData {
+        stat: Stat,
+    },
     Delete,
 }
 
@@ -303,7 +313,10 @@ impl std::fmt::Debug for ClientOptions {
         f.debug_struct("ClientOptions")
             .field("session_timeout", &self.session_timeout)
             .field("connect_timeout", &self.connect_timeout)
-            .field("auth_schemes", &self.auth.iter().map(|a| &a.0).collect::<Vec<_>>())
+            .field(
+                "auth_schemes",
+                &self.auth.iter().map(|a| &a.0).collect::<Vec<_>>(),
+            )
             .field("sasl", &self.sasl)
             .finish_non_exhaustive()
     }
@@ -391,7 +404,11 @@ pub fn validate_path(path: &str) -> Result<(), Error> {
     if path.len() > 1 && path.ends_with('/') {
         return Err(Error::BadArguments("path must not end with /"));
     }
-    if path.len() > 1 && path[1..].split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+    if path.len() > 1
+        && path[1..]
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+    {
         return Err(Error::BadArguments("path has an empty, . or .. component"));
     }
     if path.contains('\0') {
@@ -494,11 +511,7 @@ impl Watches {
             ..Default::default()
         };
         let mut size = 0;
-        let lists = [
-            (&self.data, 0u8),
-            (&self.exist, 1),
-            (&self.child, 2),
-        ];
+        let lists = [(&self.data, 0u8), (&self.exist, 1), (&self.child, 2)];
         for (map, which) in lists {
             for (path, txs) in map {
                 if txs.iter().all(|t| t.is_closed()) {
@@ -652,7 +665,9 @@ impl Client {
                 Err(Attempt::Failed(e)) => last = Some(e),
             }
         }
-        Err(ConnectError::Unreachable(last.unwrap_or(conn::Error::Closed)))
+        Err(ConnectError::Unreachable(
+            last.unwrap_or(conn::Error::Closed),
+        ))
     }
 
     fn shared(&self) -> &Arc<Shared> {
@@ -683,7 +698,12 @@ impl Client {
 
     /// What the current connection knows of its link (`None` while disconnected).
     pub fn link_stats(&self) -> Option<conn::Stats> {
-        self.shared().current.lock().unwrap().as_ref().map(Connection::stats)
+        self.shared()
+            .current
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(Connection::stats)
     }
 
     /// whoAmI (op 107, ZooKeeper 3.7+): the identities the server gave this session.
@@ -834,8 +854,7 @@ impl Client {
     pub fn get_and_watch_data(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher), Error>> + Send + 'static
-    {
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher), Error>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
         let req = self.path(path);
         let watch = req.as_ref().ok().map(|p| (WatchKind::Data, p.clone(), tx));
@@ -912,8 +931,7 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let req = self.path(path);
         let watch = req.as_ref().ok().map(|p| (WatchKind::Child, p.clone(), tx));
-        let req =
-            req.map(|path| Request::GetChildren2(GetChildren2Request { path, watch: true }));
+        let req = req.map(|path| Request::GetChildren2(GetChildren2Request { path, watch: true }));
         let reply = self.expect(req, watch);
         async move {
             match reply.await? {
@@ -1134,7 +1152,9 @@ impl Shared {
         };
         let (conn, mut events) = match conn::connect(&address(&host, port), &opts).await {
             Ok(c) => c,
-            Err(conn::Error::SessionExpired) => return Err(Attempt::Refused(Error::SessionExpired)),
+            Err(conn::Error::SessionExpired) => {
+                return Err(Attempt::Refused(Error::SessionExpired))
+            }
             Err(e) => return Err(Attempt::Failed(e)),
         };
         let credentials = async {
@@ -1270,7 +1290,9 @@ async fn reconnect(shared: &Arc<Shared>, last_heard: Instant) -> Result<Events, 
                     shared.state.send_replace(SessionState::SyncConnected);
                     return Ok(events);
                 }
-                Ok(Err(Attempt::Refused(Error::AuthFailed))) => return Err(SessionState::AuthFailed),
+                Ok(Err(Attempt::Refused(Error::AuthFailed))) => {
+                    return Err(SessionState::AuthFailed)
+                }
                 Ok(Err(Attempt::Refused(_))) => return Err(SessionState::Expired),
                 Ok(Err(Attempt::Failed(_))) => {}
                 Err(_) => return Err(SessionState::Expired),

@@ -254,9 +254,7 @@ pub fn decode_reply_body(
     }
     let r = match op {
         op::CREATE => Response::Create(CreateResponse::decode_all(body)?),
-        op::CREATE2 | op::CREATE_CONTAINER => {
-            Response::Create2(Create2Response::decode_all(body)?)
-        }
+        op::CREATE2 | op::CREATE_CONTAINER => Response::Create2(Create2Response::decode_all(body)?),
         op::DELETE => Reader::new(body).finish().map(|_| Response::Delete)?,
         op::EXISTS => Response::Exists(ExistsResponse::decode_all(body)?),
         op::GET_DATA => Response::GetData(GetDataResponse::decode_all(body)?),
@@ -296,11 +294,16 @@ pub enum Event {
     /// error code (0: success). Sent before the reply completes and after every event the
     /// server sent before the reply: the session layer arms a watch here, in stream order, so
     /// no event for it can be missed.
-    Answered { tag: u64, err: i32 },
+    Answered {
+        tag: u64,
+        err: i32,
+    },
     /// The reply to an `AuthPacket` (xid -4): 0, or `AUTH_FAILED` (the server then closes the
     /// connection). The server answers auth at once, out of order with other requests
     /// (`ZooKeeperServer.processPacket`), so it is not matched against the outstanding queue.
-    Auth { err: i32 },
+    Auth {
+        err: i32,
+    },
     /// The connection closed; nothing follows.
     Closed(Error),
 }

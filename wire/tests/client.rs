@@ -61,12 +61,18 @@ async fn nodes_are_created_read_listed_changed_and_deleted_under_a_chroot() {
         .create("/a/b/n-", b"hi", CreateMode::EphemeralSequential, &acl)
         .await
         .unwrap();
-    assert!(path.starts_with("/a/b/n-") && path.len() == "/a/b/n-".len() + 10, "{path}");
+    assert!(
+        path.starts_with("/a/b/n-") && path.len() == "/a/b/n-".len() + 10,
+        "{path}"
+    );
     assert_eq!(stat.ephemeral_owner, client.session_id());
     let (data, _) = client.get_data(&path).await.unwrap();
     assert_eq!(data, b"hi");
     let name = path.rsplit('/').next().unwrap().to_owned();
-    assert_eq!(client.list_children("/a/b").await.unwrap(), vec![name.clone()]);
+    assert_eq!(
+        client.list_children("/a/b").await.unwrap(),
+        vec![name.clone()]
+    );
     // The same node, seen without the chroot.
     let full = format!("{root}{path}");
     assert_eq!(plain.get_data(&full).await.unwrap().0, b"hi");
@@ -90,7 +96,10 @@ async fn a_multi_applies_all_or_names_the_op_that_failed() {
     let client = open(zklock_testkit::shared()).await;
     let dir = unique("multi");
     let acl = Acl::open_unsafe();
-    client.mkdir(&dir, CreateMode::Persistent, &acl).await.unwrap();
+    client
+        .mkdir(&dir, CreateMode::Persistent, &acl)
+        .await
+        .unwrap();
     let node = format!("{dir}/n");
     let done = client
         .multi(&[
@@ -134,7 +143,10 @@ async fn a_multi_applies_all_or_names_the_op_that_failed() {
             source: Error::NoNode
         })
     );
-    assert!(client.check_stat(&node).await.unwrap().is_some(), "nothing applied");
+    assert!(
+        client.check_stat(&node).await.unwrap().is_some(),
+        "nothing applied"
+    );
 }
 
 #[tokio::test]
@@ -143,7 +155,10 @@ async fn a_data_watch_fires_once_when_another_session_deletes_the_node() {
     let other = open(zklock_testkit::shared()).await;
     let node = unique("watch");
     let acl = Acl::open_unsafe();
-    client.mkdir(&node, CreateMode::Persistent, &acl).await.unwrap();
+    client
+        .mkdir(&node, CreateMode::Persistent, &acl)
+        .await
+        .unwrap();
     let (_, _, watcher) = client.get_and_watch_data(&node).await.unwrap();
     let (_, children) = client.list_and_watch_children(&node).await.unwrap();
     other.delete(&node, None).await.unwrap();
@@ -165,7 +180,10 @@ async fn a_node_deleted_while_disconnected_is_reported_after_the_reconnect() {
     let other = open(zklock_testkit::shared()).await;
     let node = unique("rearm");
     let acl = Acl::open_unsafe();
-    client.mkdir(&node, CreateMode::Persistent, &acl).await.unwrap();
+    client
+        .mkdir(&node, CreateMode::Persistent, &acl)
+        .await
+        .unwrap();
     let (_, _, watcher) = client.get_and_watch_data(&node).await.unwrap();
     let (_, exists) = client
         .check_and_watch_stat(&format!("{node}-later"))
@@ -223,7 +241,10 @@ async fn a_connect_with_every_server_down_fails_after_one_round() {
     proxy.refuse();
     let started = std::time::Instant::now();
     let result = Client::connect(&format!("{0},{0}", proxy.addr()), options(4000), None).await;
-    assert!(matches!(result, Err(ConnectError::Unreachable(_))), "{result:?}");
+    assert!(
+        matches!(result, Err(ConnectError::Unreachable(_))),
+        "{result:?}"
+    );
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
@@ -259,7 +280,10 @@ async fn dropping_the_last_handle_closes_the_session() {
         }
     })
     .await;
-    assert!(gone.is_ok(), "the dropped client's ephemeral node outlived it");
+    assert!(
+        gone.is_ok(),
+        "the dropped client's ephemeral node outlived it"
+    );
 }
 
 #[tokio::test]
@@ -267,10 +291,20 @@ async fn requests_queued_in_a_burst_are_all_answered_in_queue_order() {
     let client = open(zklock_testkit::shared()).await;
     let dir = unique("burst");
     let acl = Acl::open_unsafe();
-    client.mkdir(&dir, CreateMode::Persistent, &acl).await.unwrap();
+    client
+        .mkdir(&dir, CreateMode::Persistent, &acl)
+        .await
+        .unwrap();
     // 200 sequential creates and then a listing, all submitted before any reply is awaited.
     let creates: Vec<_> = (0..200)
-        .map(|_| client.create(&format!("{dir}/n-"), b"", CreateMode::PersistentSequential, &acl))
+        .map(|_| {
+            client.create(
+                &format!("{dir}/n-"),
+                b"",
+                CreateMode::PersistentSequential,
+                &acl,
+            )
+        })
         .collect();
     let listing = client.list_children(&dir);
     let mut sequences = Vec::with_capacity(creates.len());
@@ -280,7 +314,14 @@ async fn requests_queued_in_a_burst_are_all_answered_in_queue_order() {
     }
     // The server numbers the creates in the order it received them: queue order kept.
     let expected: Vec<i64> = (sequences[0]..sequences[0] + 200).collect();
-    assert_eq!(sequences, expected, "creates reached the server out of order");
+    assert_eq!(
+        sequences, expected,
+        "creates reached the server out of order"
+    );
     let children = listing.await.expect("the listing queued last is answered");
-    assert_eq!(children.len(), 200, "the listing queued after the creates sees them all");
+    assert_eq!(
+        children.len(),
+        200,
+        "the listing queued after the creates sees them all"
+    );
 }
