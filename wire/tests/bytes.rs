@@ -1,19 +1,35 @@
 //! zklock-wire's frames against ZooKeeper's own Java client, byte for byte, recorded at test
-//! time: `tests/java/Script.java` (compiled here with `javac` against the jars of the server the
-//! harness runs) and zklock-wire run the same script against the same server, each through a
-//! recording pass-through relay; the request frames are compared pairwise and the server's
-//! replies to the Java client are decoded with this crate's decoders.
+//! time: `tests/java/Script.java` and `tests/java/Reconnect.java` (compiled here with `javac`
+//! against the jars of the server the harness runs) and zklock-wire run the same scripts against
+//! the same server, each through a recording pass-through relay (`common::Relay`); the request
+//! frames are compared pairwise and every frame the server sent either client is decoded with
+//! this crate's decoders, whole.
 //!
-//! What is masked: the xid of each request (both clients number from 1 and count up by one per
-//! request; that is checked, then the 4 bytes are left out of the comparison) and pings (xid -2,
-//! sent only when a client was idle for a third of the timeout; skipped on both sides). The
-//! ConnectRequest is compared whole: both are new sessions (id 0, a password of 16 zeros, last
-//! zxid 0), ask for the same timeout and are not read-only. Node names are the same: the Java
-//! client runs first and deletes everything it created, so the sequential node's counter starts
-//! again for zklock-wire.
+//! - `Script`: connect; create (create2) persistent with data; create ephemeral sequential;
+//!   getData with a watch; exists; getChildren2; setData with a version; multi (check + create +
+//!   setData + delete); sync; delete twice; close.
+//! - `Reconnect`: digest auth, then data, exist and child watches; the test cuts the connection;
+//!   the client resumes the session (ConnectRequest with id, password, last zxid; the AuthPacket
+//!   again; SetWatches), deletes the node (the watches fire) and closes.
 //!
-//! The Java client sends nothing we do not here: no SetWatches (no watch is set before its only
-//! connection), no auth packets (none configured), no SASL (no JAAS configuration).
+//! What is masked, and why it legitimately differs:
+//! - the xid of each numbered request: both clients count up by one from 1 (checked), but the
+//!   Java client keeps counting across connections of a session and zklock-wire starts at 1 on
+//!   each connection (the server only echoes xids);
+//! - pings (xid -2, sent only after a third of the timeout without a request): skipped;
+//! - SetWatches: zklock-wire sends it with the reserved xid -8, the Java client numbers it like a
+//!   request (`ClientCnxnSocketNIO.doIO` renumbers every packet but pings and auth); its
+//!   `relativeZxid` is each client's own last zxid (checked equal to its ConnectRequest's);
+//! - a resumed session's ConnectRequest: id, password and last zxid are each client's own
+//!   (checked against its first connection: the granted id and password, the largest zxid of a
+//!   reply), the rest is compared. Its timeout is the same here, though not by the same rule: the
+//!   Java client sends the timeout it asked for, zklock-wire the one granted (both 6000 ms).
+//!
+//! A new session's ConnectRequest is compared whole: both send id 0, a password of 16 zeros, last
+//! zxid 0, the same timeout and `readOnly` false. Node names are the same: the Java client runs
+//! first and deletes everything it created, so the sequential node's counter starts again.
+//! The Java client sends nothing we do not: no SASL (no JAAS configuration), and auth and
+//! SetWatches only where zklock-wire sends them too (the reconnect script).
 
 mod common;
 
@@ -50,15 +66,16 @@ impl Drop for TempDir {
     }
 }
 
-/// Compiles `tests/java/Script.java` into `out` against the ZooKeeper jars.
+/// Compiles `tests/java/*.java` into `out` against the ZooKeeper jars.
 fn compile_script(out: &Path, classpath: &str) {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/Script.java");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java");
     let result = Command::new("javac")
         .arg("-cp")
         .arg(classpath)
         .arg("-d")
         .arg(out)
-        .arg(&source)
+        .arg(source.join("Script.java"))
+        .arg(source.join("Reconnect.java"))
         .output()
         .unwrap_or_else(|e| {
             panic!("cannot run javac ({e}): install a JDK (Debian's default-jdk-headless)")
@@ -154,7 +171,7 @@ async fn run_ours(server: &str, base: &str) -> String {
         ])
         .await
         .unwrap();
-    client.sync(&m).await.ok();
+    client.sync(base).await.unwrap();
     client.delete(&eph, None).await.unwrap();
     client.delete(base, Some(1)).await.unwrap();
     client.close();
@@ -169,31 +186,16 @@ async fn run_ours(server: &str, base: &str) -> String {
     eph
 }
 
-/// A request frame: (xid, op, the frame without its xid).
-fn request(frame: &[u8]) -> (i32, i32, &[u8]) {
-    let mut r = Reader::new(frame);
-    let header = RequestHeader::decode(&mut r).expect("a request header");
-    (header.xid, header.op, &frame[4..])
-}
-
-/// The request frames of a connection after the ConnectRequest, pings left out.
-fn requests(up: &[u8]) -> (ConnectRequest, Vec<&[u8]>, Vec<u8>) {
-    let all = frames(up);
-    assert!(!all.is_empty(), "no ConnectRequest was recorded");
-    let connect = ConnectRequest::decode_all(all[0]).expect("the first frame is a ConnectRequest");
-    let rest: Vec<&[u8]> = all[1..]
-        .iter()
-        .copied()
-        .filter(|f| xid_of(f) != xid::PING)
-        .collect();
-    (connect, rest, all[0].to_vec())
-}
-
 /// What a reply said, for comparing the two clients' replies: the error code and the record
 /// with everything that depends on time, zxids and session ids zeroed.
 #[derive(Debug, PartialEq, Eq)]
 enum Heard {
     Reply(i32, Option<Response>),
+    /// The answer to an AuthPacket (xid -4) or SetWatches (xid -8): a header alone.
+    Fixed {
+        xid: i32,
+        err: i32,
+    },
     Notification(WatcherEvent),
 }
 
@@ -247,19 +249,58 @@ fn mask(r: Response) -> Response {
     }
 }
 
-/// Decodes every frame the server sent on a connection with this crate's decoders: the
-/// ConnectResponse, then replies (matched to their request's op by xid), notifications and
-/// ping replies. Each must decode whole, with no byte left over.
-fn replies(down: &[u8], ops: &std::collections::HashMap<i32, i32>, who: &str) -> Vec<Heard> {
-    let all = frames(down);
+/// One recorded connection, taken apart with this crate's decoders.
+struct Side<'a> {
+    who: &'static str,
+    connect: ConnectRequest,
+    connect_frame: &'a [u8],
+    /// Every request frame after the ConnectRequest, pings left out.
+    requests: Vec<&'a [u8]>,
+    pings: usize,
+    hello: ConnectResponse,
+    heard: Vec<Heard>,
+    reply_frames: usize,
+    /// The largest zxid in the header of a reply to a request (not a ping, notification,
+    /// auth or SetWatches answer).
+    last_reply_zxid: i64,
+}
+
+/// Splits and decodes one connection: the ConnectRequest and the request headers; then every
+/// frame the server sent: the ConnectResponse, replies (matched to their request's op by xid),
+/// notifications, ping, auth and SetWatches answers. Each must decode whole, with no byte left
+/// over.
+fn side<'a>(rec: &'a common::Recording, who: &'static str) -> Side<'a> {
+    let sent = frames(&rec.up);
+    assert!(!sent.is_empty(), "{who}: no ConnectRequest was recorded");
+    let connect = ConnectRequest::decode_all(sent[0])
+        .unwrap_or_else(|e| panic!("{who}: the first frame is not a ConnectRequest: {e}"));
+    let mut ops = std::collections::HashMap::new();
+    let mut requests = Vec::new();
+    let mut pings = 0;
+    for f in &sent[1..] {
+        let header = RequestHeader::decode(&mut Reader::new(f))
+            .unwrap_or_else(|e| panic!("{who}: a request header does not decode: {e}"));
+        if header.xid == xid::PING {
+            assert_eq!(header.op, op::PING);
+            assert_eq!(f.len(), 8, "{who}: a ping with a body");
+            pings += 1;
+            continue;
+        }
+        if header.xid > 0 {
+            ops.insert(header.xid, header.op);
+        }
+        requests.push(*f);
+    }
+
+    let all = frames(&rec.down);
     assert!(!all.is_empty(), "{who}: no ConnectResponse was recorded");
     let hello = ConnectResponse::decode_all(all[0])
         .unwrap_or_else(|e| panic!("{who}: the ConnectResponse does not decode: {e}"));
     assert!(hello.timeout > 0 && hello.session_id != 0 && !hello.read_only);
     let mut heard = Vec::new();
+    let mut last_reply_zxid = 0;
     for f in &all[1..] {
-        let mut r = Reader::new(f);
-        let header = ReplyHeader::decode(&mut r)
+        let header = ReplyHeader::decode(&mut Reader::new(f))
             .unwrap_or_else(|e| panic!("{who}: a reply header does not decode: {e}"));
         let body = &f[16..];
         match header.xid {
@@ -269,47 +310,172 @@ fn replies(down: &[u8], ops: &std::collections::HashMap<i32, i32>, who: &str) ->
                     .unwrap_or_else(|e| panic!("{who}: a notification does not decode: {e}"));
                 heard.push(Heard::Notification(event));
             }
+            x @ (xid::AUTH | xid::SET_WATCHES) => {
+                assert!(body.is_empty(), "{who}: an answer to xid {x} with a body");
+                heard.push(Heard::Fixed {
+                    xid: x,
+                    err: header.err,
+                });
+            }
             x => {
                 let op = *ops
                     .get(&x)
                     .unwrap_or_else(|| panic!("{who}: a reply to xid {x}, never sent"));
+                if op == op::SET_WATCHES {
+                    // The Java client's SetWatches, numbered like any request (see `comparable`).
+                    assert!(
+                        body.is_empty(),
+                        "{who}: an answer to SetWatches with a body"
+                    );
+                    heard.push(Heard::Fixed {
+                        xid: xid::SET_WATCHES,
+                        err: header.err,
+                    });
+                    continue;
+                }
                 let decoded = decode_reply_body(op, header.err, body).unwrap_or_else(|e| {
                     panic!("{who}: the reply to op {op} (xid {x}) does not decode whole: {e}")
                 });
                 if header.err != 0 && op != op::MULTI {
                     assert!(body.is_empty(), "{who}: an error reply with a body");
                 }
+                last_reply_zxid = last_reply_zxid.max(header.zxid);
                 heard.push(Heard::Reply(header.err, decoded.ok().map(mask)));
             }
         }
     }
-    heard
+    Side {
+        who,
+        connect,
+        connect_frame: sent[0],
+        requests,
+        pings,
+        hello,
+        heard,
+        reply_frames: all.len(),
+        last_reply_zxid,
+    }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_java_client_and_zklock_wire_send_the_same_request_bytes_for_the_same_script() {
-    let server = zklock_testkit::shared();
-    let classpath = zklock_testkit::classpath().unwrap_or_else(|e| panic!("{e}"));
-    let classes = TempDir::new("java");
-    compile_script(&classes.0, &classpath);
-    let base = format!(
-        "/zklock-wire-bytes-{}-{}",
+/// A request frame as compared: without its xid when the client numbered it (the numbers are
+/// checked to count up), whole when the xid is reserved (auth, -4). SetWatches without its xid
+/// and its `relativeZxid` (the caller checks it is the last zxid): zklock-wire sends it with the
+/// reserved xid -8, the Java client numbers it like any request (`ClientCnxnSocketNIO.doIO`
+/// gives every packet but pings and auth the next xid, over the -8 `primeConnection` set); the
+/// server answers either with the xid it was sent.
+fn comparable(frame: &[u8]) -> Vec<u8> {
+    let header = RequestHeader::decode_all(&frame[..8]).unwrap();
+    if header.op == op::SET_WATCHES {
+        let mut f = frame.to_vec();
+        f[..4].fill(0);
+        f[8..16].fill(0);
+        return f;
+    }
+    if header.xid > 0 {
+        return frame[4..].to_vec();
+    }
+    frame.to_vec()
+}
+
+/// Compares the request frames of two connections after the ConnectRequest, pairwise, byte for
+/// byte (see `comparable`), and what the server answered each. Returns the number of frames
+/// compared.
+fn compare_requests_and_replies(java: &Side<'_>, ours: &Side<'_>, allowed: &[i32]) -> usize {
+    let names = |s: &Side<'_>| {
+        s.requests
+            .iter()
+            .map(|f| code_name(RequestHeader::decode_all(&f[..8]).unwrap().op))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(ours),
+        names(java),
+        "the same requests in the same order"
+    );
+    for s in [java, ours] {
+        let xids: Vec<i32> = s
+            .requests
+            .iter()
+            .map(|f| xid_of(f))
+            .filter(|x| *x > 0)
+            .collect();
+        assert!(
+            xids.windows(2).all(|w| w[1] == w[0] + 1),
+            "{}: xids count up by one: {xids:?}",
+            s.who
+        );
+    }
+    for (i, (j, o)) in java.requests.iter().zip(&ours.requests).enumerate() {
+        let op = RequestHeader::decode_all(&j[..8]).unwrap().op;
+        let (j, o) = (comparable(j), comparable(o));
+        assert_eq!(
+            o,
+            j,
+            "request {i} ({}) differs:\n java: {}\n ours: {}",
+            code_name(op),
+            hex(&j),
+            hex(&o)
+        );
+    }
+    assert!(
+        java.heard.iter().all(
+            |h| !matches!(h, Heard::Reply(err, _) | Heard::Fixed { err, .. }
+                if *err != 0 && !allowed.contains(err))
+        ),
+        "every request of the script succeeds (or fails as expected): {:?}",
+        java.heard
+    );
+    assert_eq!(
+        ours.heard, java.heard,
+        "the server answered both clients alike (stats' zxids, times and owner masked)"
+    );
+    java.requests.len()
+}
+
+fn base_path(name: &str) -> String {
+    format!(
+        "/zklock-wire-bytes-{name}-{}-{}",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_millis()
-    );
+    )
+}
+
+/// The scripts compiled into a temp dir of the test's own, and the jars' class path.
+fn compiled() -> (TempDir, String) {
+    let classpath = zklock_testkit::classpath().unwrap_or_else(|e| panic!("{e}"));
+    let classes = TempDir::new("java");
+    compile_script(&classes.0, &classpath);
+    (classes, classpath)
+}
+
+fn connect_request_expected(timeout: i32) -> ConnectRequest {
+    ConnectRequest {
+        protocol_version: 0,
+        last_zxid_seen: 0,
+        timeout,
+        session_id: 0,
+        passwd: vec![0; 16],
+        read_only: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_java_client_and_zklock_wire_send_the_same_request_bytes_for_the_same_script() {
+    let server = zklock_testkit::shared();
+    let (classes, classpath) = compiled();
+    let base = base_path("script");
 
     let java_relay = Relay::start(server).await;
     let java_eph = {
-        let (dir, cp, addr, base) = (
+        let (dir, addr, base) = (
             classes.0.clone(),
-            classpath.clone(),
             java_relay.addr().to_owned(),
             base.clone(),
         );
-        tokio::task::spawn_blocking(move || run_java(&dir, &cp, &addr, &base))
+        tokio::task::spawn_blocking(move || run_java(&dir, &classpath, &addr, &base))
             .await
             .unwrap()
     };
@@ -323,96 +489,229 @@ async fn the_java_client_and_zklock_wire_send_the_same_request_bytes_for_the_sam
         "the same sequential node name on both runs"
     );
 
-    let java = java_relay.recordings();
-    let ours = ours_relay.recordings();
+    let (java, ours) = (java_relay.recordings(), ours_relay.recordings());
     assert_eq!(java.len(), 1, "the Java client used one connection");
     assert_eq!(ours.len(), 1, "zklock-wire used one connection");
+    let (java, ours) = (side(&java[0], "java"), side(&ours[0], "ours"));
 
-    let (java_connect, java_requests, java_connect_bytes) = requests(&java[0].up);
-    let (our_connect, our_requests, our_connect_bytes) = requests(&ours[0].up);
+    assert_eq!(java.connect, connect_request_expected(6000));
+    assert_eq!(ours.connect, java.connect);
     assert_eq!(
-        java_connect,
-        ConnectRequest {
-            protocol_version: 0,
-            last_zxid_seen: 0,
-            timeout: 6000,
-            session_id: 0,
-            passwd: vec![0; 16],
-            read_only: false,
-        }
-    );
-    assert_eq!(our_connect, java_connect);
-    assert_eq!(
-        our_connect_bytes, java_connect_bytes,
+        ours.connect_frame, java.connect_frame,
         "the ConnectRequest, byte for byte"
     );
-
-    let names = |reqs: &[&[u8]]| {
-        reqs.iter()
-            .map(|f| code_name(request(f).1))
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(
-        names(&our_requests),
-        names(&java_requests),
-        "the same requests in the same order"
-    );
-    let mut ops = (
-        std::collections::HashMap::new(),
-        std::collections::HashMap::new(),
-    );
-    for (i, (j, o)) in java_requests.iter().zip(&our_requests).enumerate() {
-        let (jx, jop, jrest) = request(j);
-        let (ox, oop, orest) = request(o);
-        assert_eq!(jx, i as i32 + 1, "the Java client's xids count up from 1");
-        assert_eq!(ox, i as i32 + 1, "our xids count up from 1");
-        assert_eq!(
-            orest,
-            jrest,
-            "request {i} ({}) differs after the xid:\n java: {}\n ours: {}",
-            code_name(jop),
-            hex(jrest),
-            hex(orest)
-        );
-        ops.0.insert(jx, jop);
-        ops.1.insert(ox, oop);
-    }
-    let pings = |up: &[u8]| {
-        frames(up)[1..]
-            .iter()
-            .filter(|f| xid_of(f) == xid::PING)
-            .count()
-    };
-
-    let java_heard = replies(&java[0].down, &ops.0, "java");
-    let our_heard = replies(&ours[0].down, &ops.1, "ours");
-    assert!(
-        java_heard
-            .iter()
-            .all(|h| !matches!(h, Heard::Reply(err, _) if *err != 0)),
-        "every request of the script succeeds: {java_heard:?}"
-    );
-    assert_eq!(
-        our_heard, java_heard,
-        "the server answered both clients alike (stats' zxids, times and owner masked)"
-    );
+    let compared = compare_requests_and_replies(&java, &ours, &[]);
     println!(
-        "compared 1 ConnectRequest and {} request frames byte for byte (xids masked; pings \
-         skipped: {} from Java, {} from zklock-wire); decoded {} reply frames to the Java \
-         client ({} replies, {} notifications) and {} to ours, each whole",
-        java_requests.len(),
-        pings(&java[0].up),
-        pings(&ours[0].up),
-        frames(&java[0].down).len(),
-        java_heard
+        "script: compared 1 ConnectRequest and {compared} request frames byte for byte (xids \
+         masked; pings skipped: {} from Java, {} from zklock-wire); decoded {} frames from the \
+         server to the Java client ({} replies, {} notifications) and {} to ours, each whole",
+        java.pings,
+        ours.pings,
+        java.reply_frames,
+        java.heard
             .iter()
             .filter(|h| matches!(h, Heard::Reply(..)))
             .count(),
-        java_heard
+        java.heard
             .iter()
             .filter(|h| matches!(h, Heard::Notification(..)))
             .count(),
-        frames(&ours[0].down).len(),
+        ours.reply_frames,
+    );
+}
+
+/// Runs the Java reconnect script against `server` (the relay) and calls `armed` when it
+/// printed "armed" (the connection may be cut then).
+fn run_java_reconnect(
+    (classes, classpath): (TempDir, String),
+    server: &str,
+    base: &str,
+    armed: tokio::sync::oneshot::Sender<()>,
+) {
+    use std::io::BufRead;
+    let mut child = Command::new("java")
+        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        .arg("-cp")
+        .arg(format!("{}:{classpath}", classes.0.display()))
+        .arg("Reconnect")
+        .arg(server)
+        .arg(base)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run java ({e}): install Debian's default-jre-headless"));
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut armed = Some(armed);
+    let mut lines = Vec::new();
+    for line in stdout.lines() {
+        let line = line.unwrap_or_default();
+        if line == "armed" {
+            if let Some(a) = armed.take() {
+                a.send(()).ok();
+            }
+        }
+        lines.push(line);
+    }
+    let out = child.wait_with_output().expect("wait for java");
+    assert!(
+        out.status.success() && lines.iter().any(|l| l == "done"),
+        "the Java reconnect script failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        lines.join("\n"),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The reconnect script with zklock-wire; `cut` is called when the watches are armed.
+async fn run_ours_reconnect(relay: &Relay, base: &str) {
+    let options = ClientOptions {
+        session_timeout: Duration::from_millis(6000),
+        connect_timeout: Duration::from_secs(5),
+        auth: vec![("digest".into(), b"wire:secret".to_vec())],
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(relay.addr(), options, None)
+        .await
+        .expect("connect through the relay");
+    let acl = Acl::open_unsafe();
+    client
+        .create(base, b"r", CreateMode::Persistent, &acl)
+        .await
+        .unwrap();
+    let (_, _, data_watch) = client.get_and_watch_data(base).await.unwrap();
+    let (none, exist_watch) = client
+        .check_and_watch_stat(&format!("{base}/x"))
+        .await
+        .unwrap();
+    assert!(none.is_none());
+    let (_, child_watch) = client.list_and_watch_children(base).await.unwrap();
+    let mut states = client.state_watcher();
+    relay.cut();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while states.peek_state() != SessionState::Disconnected {
+            states.changed().await;
+        }
+        while states.peek_state() != SessionState::SyncConnected {
+            states.changed().await;
+        }
+    })
+    .await
+    .expect("the client reconnects through the relay");
+    client.delete(base, None).await.unwrap();
+    for w in [data_watch, child_watch] {
+        let fired = tokio::time::timeout(Duration::from_secs(5), w.changed())
+            .await
+            .expect("the re-armed watch fires on delete");
+        assert_eq!(fired.event_type, EventType::NodeDeleted);
+    }
+    drop(exist_watch);
+    client.close();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while states.peek_state() != SessionState::Closed {
+            states.changed().await;
+        }
+    })
+    .await
+    .expect("the session closes");
+}
+
+/// The second connection's ConnectRequest resumes the first's session with the last zxid of a
+/// reply on the first connection.
+fn check_resumed(first: &Side<'_>, second: &Side<'_>) {
+    let c = &second.connect;
+    assert_eq!(
+        c.session_id, first.hello.session_id,
+        "{}: the same session",
+        second.who
+    );
+    assert_eq!(c.passwd, first.hello.passwd, "{}: its password", second.who);
+    assert_eq!(
+        c.last_zxid_seen, first.last_reply_zxid,
+        "{}: the last zxid of a reply on the first connection",
+        second.who
+    );
+    assert_eq!(second.hello.session_id, first.hello.session_id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_reconnect_the_java_client_and_zklock_wire_send_the_same_auth_and_set_watches_bytes(
+) {
+    let server = zklock_testkit::shared();
+    let compiled = compiled();
+    let base = base_path("reconnect");
+
+    let java_relay = Relay::start(server).await;
+    let (armed_tx, armed_rx) = tokio::sync::oneshot::channel();
+    let java_run = {
+        let (addr, base) = (java_relay.addr().to_owned(), base.clone());
+        tokio::task::spawn_blocking(move || run_java_reconnect(compiled, &addr, &base, armed_tx))
+    };
+    match tokio::time::timeout(Duration::from_secs(30), armed_rx).await {
+        Ok(Ok(())) => java_relay.cut(),
+        // The script failed before arming its watches: its own message says why.
+        _ => {
+            java_run.await.unwrap();
+            panic!("the Java reconnect script never armed its watches");
+        }
+    }
+    java_run.await.unwrap();
+    java_relay.wait_closed(Duration::from_secs(10)).await;
+
+    let ours_relay = Relay::start(server).await;
+    run_ours_reconnect(&ours_relay, &base).await;
+    ours_relay.wait_closed(Duration::from_secs(10)).await;
+
+    let (java, ours) = (java_relay.recordings(), ours_relay.recordings());
+    assert_eq!(java.len(), 2, "the Java client used two connections");
+    assert_eq!(ours.len(), 2, "zklock-wire used two connections");
+    let (java1, java2) = (side(&java[0], "java"), side(&java[1], "java"));
+    let (ours1, ours2) = (side(&ours[0], "ours"), side(&ours[1], "ours"));
+
+    // First connection: a new session, then the AuthPacket, the create and the watches.
+    assert_eq!(java1.connect, connect_request_expected(6000));
+    assert_eq!(ours1.connect_frame, java1.connect_frame);
+    // exists on the absent node (the exist watch) is answered NoNode.
+    let first = compare_requests_and_replies(&java1, &ours1, &[code::NO_NODE]);
+
+    // Second connection: the ConnectRequest resumes the session; apart from the session's id,
+    // password and last zxid (checked above) it is the same. Then the AuthPacket again and
+    // SetWatches with the same paths (its relativeZxid, the last zxid, checked here).
+    check_resumed(&java1, &java2);
+    check_resumed(&ours1, &ours2);
+    let general = |c: &ConnectRequest| ConnectRequest {
+        session_id: 0,
+        passwd: Vec::new(),
+        last_zxid_seen: 0,
+        ..c.clone()
+    };
+    assert_eq!(general(&ours2.connect), general(&java2.connect));
+    for s in [&java2, &ours2] {
+        let set_watches: Vec<&&[u8]> = s
+            .requests
+            .iter()
+            .filter(|f| RequestHeader::decode_all(&f[..8]).unwrap().op == op::SET_WATCHES)
+            .collect();
+        assert_eq!(set_watches.len(), 1, "{}: one SetWatches", s.who);
+        let w = SetWatches::decode_all(&set_watches[0][8..]).unwrap();
+        assert_eq!(w.relative_zxid, s.connect.last_zxid_seen, "{}", s.who);
+        assert_eq!(
+            (
+                w.data_watches.len(),
+                w.exist_watches.len(),
+                w.child_watches.len()
+            ),
+            (1, 1, 1),
+            "{}: {w:?}",
+            s.who
+        );
+    }
+    let second = compare_requests_and_replies(&java2, &ours2, &[]);
+    println!(
+        "reconnect: compared the ConnectRequest and {} request frames byte for byte on the first \
+         connection and {} on the second (AuthPacket, SetWatches with relativeZxid masked, \
+         delete, closeSession) with its ConnectRequest field by field; decoded {} + {} frames \
+         from the server to the Java client, each whole",
+        first, second, java1.reply_frames, java2.reply_frames
     );
 }
 
