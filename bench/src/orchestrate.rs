@@ -1213,7 +1213,7 @@ fn print_issue24(targets: &[Value]) {
         "\n==== issue 24, point 6: zklock against the limits raw (zookeeper-client from \
          crates.io) and C client (libzookeeper-mt), one run ===="
     );
-    println!("  {:<44} {:>14} {:>14}  goal", "figure", "nosync", "fsync");
+    println!("  {:<44} {:<14} {:<14}  goal", "figure", "nosync", "fsync");
     let mut names: Vec<&str> = Vec::new();
     for t in &ours {
         let name = t["target"].as_str().unwrap_or("");
@@ -1229,12 +1229,15 @@ fn print_issue24(targets: &[Value]) {
             else {
                 return "-".to_owned();
             };
-            match (t["measured"].as_f64(), t["holds"].as_bool()) {
-                (None, _) if name.starts_with("s5") && mode == "fsync" => "(nosync only)".into(),
-                (None, _) => "not measured".into(),
-                (Some(m), Some(true)) => format!("{m:.2} holds"),
-                (Some(m), Some(false)) => format!("{m:.2} MISSED"),
-                (Some(m), None) => format!("{m:.2}"),
+            let verdict = match t["holds"].as_bool() {
+                Some(true) => "holds",
+                Some(false) => "MISSED",
+                None => "",
+            };
+            match t["measured"].as_f64() {
+                None if name.starts_with("s5") && mode == "fsync" => "(nosync only)".into(),
+                None => "not measured".into(),
+                Some(m) => format!("{m:>7.2} {verdict:<6}"),
             }
         };
         let goal = ours
@@ -1243,7 +1246,7 @@ fn print_issue24(targets: &[Value]) {
             .and_then(|t| t["goal"].as_str())
             .unwrap_or("");
         println!(
-            "  {name:<44} {:>14} {:>14}  {goal}",
+            "  {name:<44} {:<14} {:<14}  {goal}",
             cell("nosync"),
             cell("fsync")
         );
