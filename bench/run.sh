@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Benchmarks of issue 8: zklock (Rust core and the faces that are built) against Curator 5,
-# kazoo and the raw ZooKeeper limit, side by side on ZooKeeper servers started by the harness,
+# kazoo and two raw ZooKeeper limits (zookeeper-client from crates.io, ZooKeeper's C client), side by side on ZooKeeper servers started by the harness,
 # once with forceSync=no and once with the default fsync. Prints the table and the targets,
 # writes bench/results/results.json.
 #
 #   bench/run.sh                      everything (about 8 minutes on 2 cores)
 #   BENCH_SECS=2 bench/run.sh         shorter measured windows
-#   bench/run.sh --modes nosync --scenarios s1,s4 --impls zklock,raw,curator
+#   bench/run.sh --modes nosync --scenarios s1,s4 --impls zklock,raw,zkc,curator
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -14,13 +14,29 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 build="$here/build"
 mkdir -p "$build" "$here/results"
 
+zkc_header=/usr/include/zookeeper/zookeeper.h
 command -v java >/dev/null && [ -f /usr/share/java/curator-recipes.jar ] && [ -d /usr/lib/python3/dist-packages/kazoo ] \
-  || "$root/scripts/install-deps.sh"
+  && [ -f "$zkc_header" ] || "$root/scripts/install-deps.sh"
 
 echo "bench: building the Rust workers (release)"
 cargo build --release --quiet --manifest-path "$here/Cargo.toml"
 # A private copy: the shared target dir may be rebuilt by others while we run.
 cp "$CARGO_TARGET_DIR/release/zkbench" "$build/zkbench"
+
+# The C limit `zkc` (issue 24, point 6): the raw cycle through ZooKeeper's own C client. A limit
+# the targets are measured against, so a missing library fails the run instead of skipping it.
+echo "bench: compiling the C limit (c/zkc_worker.c against libzookeeper-mt)"
+if [ ! -f "$zkc_header" ]; then
+  echo "bench: $zkc_header is missing: the C limit needs Debian's libzookeeper-mt-dev" \
+       "(scripts/install-deps.sh installs it)" >&2
+  exit 1
+fi
+if ! cc -O2 -pthread -o "$build/zkc_worker" "$here/c/zkc_worker.c" -lzookeeper_mt 2>"$build/zkc.log"; then
+  cat "$build/zkc.log" >&2
+  echo "bench: the C limit did not compile or link against libzookeeper_mt" \
+       "(libzookeeper-mt-dev; see bench/build/zkc.log)" >&2
+  exit 1
+fi
 
 echo "bench: compiling the Curator workers"
 J=/usr/share/java
@@ -94,4 +110,5 @@ exec "$build/zkbench" orchestrate \
   --bench-dir "$here" \
   --java-cp "$build/java:$cp" \
   --kazoo-python /usr/bin/python3 \
+  --zkc-worker "$build/zkc_worker" \
   "${faces[@]}" "$@"

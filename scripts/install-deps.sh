@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine, only what is missing:
 # ZooKeeper 3.8 (server jars), Java, Curator's jars and kazoo for the interop suites, openssl
-# for the secured server's certificates.
+# for the secured server's certificates, ZooKeeper's C client for the bench's `zkc` limit.
 set -euo pipefail
 need=()
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
@@ -13,6 +13,8 @@ command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 # The secured test ZooKeeper makes its certificates with openssl (tests/harness/src/secure.rs).
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# The bench's second raw limit, `zkc` (bench/c/zkc_worker.c): zookeeper/zookeeper.h, -lzookeeper_mt.
+[ -f /usr/include/zookeeper/zookeeper.h ] || need+=(libzookeeper-mt-dev)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

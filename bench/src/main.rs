@@ -2,7 +2,7 @@
 //!
 //! `zkbench orchestrate [--modes nosync|fsync|both] [--secs S] [--scenarios s1,s3] --out FILE
 //!   --java-cp CP --kazoo-python PY --bench-dir DIR [--python-face PY] [--node-face DIR]
-//!   [--c-face BIN] [--skip "key=why"]...` runs everything (see `run.sh`);
+//!   --zkc-worker BIN [--c-face BIN] [--skip "key=why"]...` runs everything (see `run.sh`);
 //! `zkbench worker --impl zklock|raw --scenario sN ...` is one Rust worker process;
 //! `zkbench serve [--force-sync]` runs a server for trying workers by hand;
 //! `zkbench plot RESULTS.json OUT.svg` draws the picture of a run (`results/latest.svg`).
@@ -28,7 +28,13 @@ fn main() {
             }
         },
         "orchestrate" => {
-            let (impls, skipped) = implementations(&args, &raw);
+            let (impls, skipped) = match implementations(&args, &raw) {
+                Ok(found) => found,
+                Err(e) => {
+                    eprintln!("zkbench: {e}");
+                    std::process::exit(1);
+                }
+            };
             match orchestrate::run(&args, impls, skipped) {
                 Ok(results) => {
                     let out = args.opt("out").unwrap_or_else(|| "results.json".into());
@@ -106,7 +112,9 @@ fn main() {
     }
 }
 
-fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(String, String)>) {
+type Found = (Vec<Impl>, Vec<(String, String)>);
+
+fn implementations(args: &common::Args, raw: &[String]) -> Result<Found, String> {
     let me = std::env::current_exe()
         .expect("own path")
         .display()
@@ -150,6 +158,19 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             warmup: 1.0,
         },
     ];
+    // The second limit (issue 24, point 6): the same bare cycle through ZooKeeper's own C
+    // client, libzookeeper-mt (`c/zkc_worker.c`, compiled by run.sh). A limit, not a face: when
+    // it is wanted and missing, the run fails instead of skipping it (below).
+    if let Some(bin) = args.opt("zkc-worker") {
+        impls.push(Impl {
+            key: "zkc".into(),
+            label: "C limit (libzookeeper-mt)".into(),
+            cmd: v(&[&bin]),
+            scenarios: vec!["s1", "s4"],
+            startup: 0.5,
+            warmup: 1.0,
+        });
+    }
     // The raw cycle plus one of zklock's extra costs at a time (diagnostics of scenario 1).
     for (key, variant, label) in [
         ("raw-watch", "watch", "raw + own-node watch"),
@@ -242,12 +263,25 @@ fn implementations(args: &common::Args, raw: &[String]) -> (Vec<Impl>, Vec<(Stri
             }
         }
     }
-    if let Some(only) = args.opt("impls") {
+    let only = args.opt("impls");
+    let wanted = |key: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|k| k == key))
+    };
+    if wanted("zkc") && args.opt("zkc-worker").is_none() {
+        return Err(
+            "the C limit `zkc` needs --zkc-worker BIN (bench/run.sh compiles \
+                    bench/c/zkc_worker.c against libzookeeper-mt: scripts/install-deps.sh \
+                    installs libzookeeper-mt-dev); leave it out with --impls"
+                .into(),
+        );
+    }
+    if let Some(only) = &only {
         let keep: Vec<&str> = only.split(',').collect();
         impls.retain(|i| keep.contains(&i.key.as_str()));
     } else {
         // Named only: it makes the server run with a TLS port (Netty) for everyone.
         impls.retain(|i| i.key != "zklock-tls");
     }
-    (impls, skipped)
+    Ok((impls, skipped))
 }

@@ -1103,12 +1103,22 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
                 b.map(|b| b <= 2048.0),
             );
         }
+        targets.extend(issue24_targets(mode, res));
     }
     println!(
         "\n==== targets of issues 8 and 17 (ratios measured side by side in the same run) ===="
     );
-    let unmeasured = targets.iter().filter(|t| t["measured"].is_null()).count();
-    for t in targets.iter().filter(|t| !t["measured"].is_null()) {
+    let earlier = |t: &&Value| t["issue"].is_null();
+    let unmeasured = targets
+        .iter()
+        .filter(earlier)
+        .filter(|t| t["measured"].is_null())
+        .count();
+    for t in targets
+        .iter()
+        .filter(earlier)
+        .filter(|t| !t["measured"].is_null())
+    {
         let measured = t["measured"]
             .as_f64()
             .map(|m| format!("{m:.2}"))
@@ -1130,8 +1140,115 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
     if unmeasured > 0 {
         println!("  ({unmeasured} targets not measured in this run: their scenarios or implementations were left out)");
     }
+    print_issue24(&targets);
     for (k, why) in skipped {
         println!("  not built: {k}: {why}");
     }
     Value::Array(targets)
+}
+
+/// The figures of issue 24, point 6, for one mode: zklock against the two raw limits, `raw`
+/// (the published zookeeper-client from crates.io) and `zkc` (ZooKeeper's own C client). CPU
+/// ratios are of the CPU per cycle over all measured slots; throughput ratios the median of
+/// per-round ratios, like the targets of issues 8 and 17. Tagged `"issue": "24"` in the JSON.
+fn issue24_targets(mode: &str, res: &Value) -> Vec<Value> {
+    let cpu = |s: &str, k: &str| num(res, &[s, k, "cpu_us_per_op"]);
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let at_most = |goal: f64| move |r: f64| r <= goal;
+    let at_least = |goal: f64| move |r: f64| r >= goal;
+    let mut out = Vec::new();
+    let mut t = |name: &str, measured: Option<f64>, goal: &str, holds: Option<bool>| {
+        out.push(
+            json!({"mode": mode, "issue": "24", "target": name, "measured": measured,
+                        "goal": goal, "holds": holds}),
+        );
+    };
+    let r = ratio(cpu("s1", "zklock"), cpu("s1", "raw"));
+    t("s1 CPU/cycle Rust / raw", r, "<= 1.0", r.map(at_most(1.0)));
+    let r = ratio(cpu("s1", "zklock"), cpu("s1", "zkc"));
+    t(
+        "s1 CPU/cycle Rust / C client",
+        r,
+        "<= 1.2",
+        r.map(at_most(1.2)),
+    );
+    let r = ratio(cpu("s4", "zklock"), cpu("s4", "raw"));
+    t("s4 CPU/cycle Rust / raw", r, "<= 1.1", r.map(at_most(1.1)));
+    let r = round_ratio(res, "s4", "zklock", "raw");
+    t("s4 cycles/s Rust / raw", r, ">= 1.0", r.map(at_least(1.0)));
+    let r = round_ratio(res, "s1", "zklock", "raw");
+    t("s1 cycles/s Rust / raw", r, ">= 1.0", r.map(at_least(1.0)));
+    let r = round_ratio(res, "s1", "zklock-blocking", "raw");
+    t(
+        "s1 cycles/s blocking_* / raw",
+        r,
+        ">= 1.0",
+        r.map(at_least(1.0)),
+    );
+    // Scenario 5 runs once, without fsync.
+    let m = num(res, &["s5", "zklock", "rss_while_queued"]).map(|b| b / 1048576.0);
+    t("s5 MB of 1,000 sessions", m, "<= 24", m.map(at_most(24.0)));
+    // Not targets: the two limits and zklock's s4 CPU against each other.
+    let r = ratio(cpu("s4", "zklock"), cpu("s4", "zkc"));
+    t("s4 CPU/cycle Rust / C client (diagnostic)", r, "-", None);
+    let r = ratio(cpu("s1", "zkc"), cpu("s1", "raw"));
+    t("s1 CPU/cycle C client / raw (diagnostic)", r, "-", None);
+    let r = round_ratio(res, "s1", "zkc", "raw");
+    t("s1 cycles/s C client / raw (diagnostic)", r, "-", None);
+    let r = round_ratio(res, "s4", "zkc", "raw");
+    t("s4 cycles/s C client / raw (diagnostic)", r, "-", None);
+    out
+}
+
+/// The figures of issue 24, point 6, one line each, nosync and fsync side by side.
+fn print_issue24(targets: &[Value]) {
+    let ours: Vec<&Value> = targets.iter().filter(|t| t["issue"] == "24").collect();
+    if ours.is_empty() {
+        return;
+    }
+    println!(
+        "\n==== issue 24, point 6: zklock against the limits raw (zookeeper-client from \
+         crates.io) and C client (libzookeeper-mt), one run ===="
+    );
+    println!("  {:<44} {:<14} {:<14}  goal", "figure", "nosync", "fsync");
+    let mut names: Vec<&str> = Vec::new();
+    for t in &ours {
+        let name = t["target"].as_str().unwrap_or("");
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let cell = |mode: &str| {
+            let Some(t) = ours
+                .iter()
+                .find(|t| t["target"] == name && t["mode"] == mode)
+            else {
+                return "-".to_owned();
+            };
+            let verdict = match t["holds"].as_bool() {
+                Some(true) => "holds",
+                Some(false) => "MISSED",
+                None => "",
+            };
+            match t["measured"].as_f64() {
+                None if name.starts_with("s5") && mode == "fsync" => "(nosync only)".into(),
+                None => "not measured".into(),
+                Some(m) => format!("{m:>7.2} {verdict:<6}"),
+            }
+        };
+        let goal = ours
+            .iter()
+            .find(|t| t["target"] == name)
+            .and_then(|t| t["goal"].as_str())
+            .unwrap_or("");
+        println!(
+            "  {name:<44} {:<14} {:<14}  {goal}",
+            cell("nosync"),
+            cell("fsync")
+        );
+    }
 }
