@@ -738,7 +738,6 @@ impl Client {
     ) -> impl Future<Output = Result<Reply, Error>> + Send + 'static {
         let submitted = req.and_then(|req| {
             let shared = self.shared();
-            let conn = shared.connection()?;
             let tag = match watch {
                 None => 0,
                 Some(w) => {
@@ -747,7 +746,11 @@ impl Client {
                     tag
                 }
             };
-            conn.submit_tagged(&req, tag).map_err(connection_error)
+            let submitted = shared.submit(&req, tag);
+            if submitted.is_err() && tag != 0 {
+                shared.watches.lock().unwrap().pending.remove(&tag);
+            }
+            submitted
         });
         async move { submitted?.await.map_err(connection_error) }
     }
@@ -1086,12 +1089,25 @@ impl Shared {
         if let Some(c) = self.current.lock().unwrap().as_ref() {
             return Ok(c.clone());
         }
-        Err(match *self.state.borrow() {
+        Err(self.no_connection())
+    }
+
+    /// Queues a request on the current connection (without cloning its handle: this is every
+    /// request's path).
+    fn submit(&self, req: &Request, tag: u64) -> Result<conn::ReplyFuture, Error> {
+        match self.current.lock().unwrap().as_ref() {
+            Some(c) => c.submit_tagged(req, tag).map_err(connection_error),
+            None => Err(self.no_connection()),
+        }
+    }
+
+    fn no_connection(&self) -> Error {
+        match *self.state.borrow() {
             SessionState::Expired => Error::SessionExpired,
             SessionState::AuthFailed => Error::AuthFailed,
             SessionState::Closed => Error::ClientClosed,
             _ => Error::ConnectionLoss("disconnected".into()),
-        })
+        }
     }
 
     /// How long a silent link is trusted: two fifths of the session timeout, or the connect
