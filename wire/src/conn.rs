@@ -948,7 +948,12 @@ where
             self.read_chunk = (want / 2).max(MIN_READ);
         }
         let decoded = self.on_frames();
-        self.decoder.shrink_when_idle(MAX_READ / 4);
+        // Idle again: back to small reads, and a buffer grown for a large reply is freed (a
+        // thousand sessions that each read a long listing once must not keep it).
+        if self.decoder.buffered() == 0 && self.read_chunk > MIN_READ {
+            self.read_chunk = MIN_READ;
+        }
+        self.decoder.shrink_when_idle(2 * MIN_READ);
         Poll::Ready(decoded)
     }
 
