@@ -3,10 +3,13 @@
 //! here, so callers may be plain threads (the blocking twins), another runtime, or a binding.
 //!
 //! After `fork()` the child has no runtime thread; the first use in the child notices the new pid
-//! and starts a fresh runtime. The ZooKeeper transport (async-io's process-wide reactor) does not
-//! survive a fork once it has been used, so a child forked after its parent connected cannot
-//! connect: `Client::connect` says so at once (`Closed`) instead of timing out, and clients made
-//! before the fork refuse to work in the child.
+//! and starts a fresh runtime. Clients made before the fork refuse to work in the child (their
+//! connections and tasks belong to the parent's runtime thread, which the child does not have),
+//! and a child forked after its parent connected cannot connect: `Client::connect` says so at once
+//! (`Closed`). The second rule dates from the previous transport, whose process-wide reactor did
+//! not survive a fork; the transport now lives on this runtime (`zklock-wire`), so a fresh child
+//! could connect — lifting the rule is left to a change that also updates the faces' fork tests
+//! and docs.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -194,7 +197,7 @@ pub fn current_pid() -> u32 {
     pid
 }
 
-/// The process that first opened a ZooKeeper connection (the transport's reactor lives there).
+/// The process that first opened a ZooKeeper connection (see the module's note on fork).
 static TRANSPORT_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
 
 /// Records this process as the transport's, or fails in a child forked after the parent used it.

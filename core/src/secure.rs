@@ -2,10 +2,10 @@
 //! diagnosis that turns a failed handshake into a message saying which (wrong CA, wrong host,
 //! expired certificate, a plaintext client on a TLS port).
 //!
-//! The transport (zookeeper-client) logs why a handshake failed but reports only "no host
-//! reachable"; retrying that until the connect timeout would hide a configuration error behind a
-//! 15 s wait. So after a failed connect we shake hands once ourselves with the same certificates
-//! and, when the answer is definitive, fail at once with `Connection` and the reason.
+//! A connect that no host took is retried until the connect timeout (a server may be starting);
+//! retrying a certificate or protocol mismatch would hide a configuration error behind a 15 s
+//! wait. So after a failed connect we shake hands once ourselves with the same certificates and,
+//! when the answer is definitive, fail at once with `Connection` and the reason in words.
 
 use std::io::ErrorKind as IoKind;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -124,8 +124,8 @@ impl Tls {
     }
 }
 
-/// SASL DIGEST-MD5 credentials. GSSAPI (Kerberos) is not offered: the transport's GSSAPI needs
-/// the system's Kerberos libraries at build time.
+/// SASL DIGEST-MD5 credentials. GSSAPI (Kerberos) is not offered: zklock-wire speaks
+/// DIGEST-MD5 only (a GSSAPI client needs the system's Kerberos libraries).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Sasl {
     pub user: String,
