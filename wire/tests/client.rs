@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+mod common;
+
+use common::wait_state;
+
 use zklock_testkit::Proxy;
 use zklock_wire::client::{
     Client, ClientOptions, ConnectError, CreateMode, Error, EventType, Op, OpResult, SessionState,
@@ -27,19 +31,15 @@ fn unique(name: &str) -> String {
     zklock_testkit::unique_path(&format!("wire-{name}"))
 }
 
-async fn wait_state(client: &Client, want: SessionState, within: Duration) {
-    let mut states = client.state_watcher();
-    let waited = tokio::time::timeout(within, async {
-        while states.peek_state() != want {
-            states.changed().await;
-        }
-    })
-    .await;
-    assert!(
-        waited.is_ok(),
-        "state {want:?} not reached within {within:?}; it is {:?}",
-        client.state()
-    );
+/// A new persistent node of its own for a test, and the open ACL the test creates with.
+async fn fresh(client: &Client, name: &str) -> (String, Vec<Acl>) {
+    let path = unique(name);
+    let acl = Acl::open_unsafe();
+    client
+        .mkdir(&path, CreateMode::Persistent, &acl)
+        .await
+        .unwrap();
+    (path, acl)
 }
 
 #[tokio::test]
@@ -94,12 +94,7 @@ async fn nodes_are_created_read_listed_changed_and_deleted_under_a_chroot() {
 #[tokio::test]
 async fn a_multi_applies_all_or_names_the_op_that_failed() {
     let client = open(zklock_testkit::shared()).await;
-    let dir = unique("multi");
-    let acl = Acl::open_unsafe();
-    client
-        .mkdir(&dir, CreateMode::Persistent, &acl)
-        .await
-        .unwrap();
+    let (dir, acl) = fresh(&client, "multi").await;
     let node = format!("{dir}/n");
     let done = client
         .multi(&[
@@ -289,12 +284,7 @@ async fn dropping_the_last_handle_closes_the_session() {
 #[tokio::test]
 async fn requests_queued_in_a_burst_are_all_answered_in_queue_order() {
     let client = open(zklock_testkit::shared()).await;
-    let dir = unique("burst");
-    let acl = Acl::open_unsafe();
-    client
-        .mkdir(&dir, CreateMode::Persistent, &acl)
-        .await
-        .unwrap();
+    let (dir, acl) = fresh(&client, "burst").await;
     // 200 sequential creates and then a listing, all submitted before any reply is awaited.
     let creates: Vec<_> = (0..200)
         .map(|_| {

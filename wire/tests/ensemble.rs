@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{frames, Relay};
+use common::{frames, wait_state, Relay};
 use zklock_testkit::{Config, Isolation, ZooKeeper};
 use zklock_wire::client::{Client, ClientOptions, CreateMode, EventType, SessionState};
 use zklock_wire::jute::{Acl, ConnectRequest, Record};
@@ -140,21 +140,6 @@ fn member_of(relays: &[Relay]) -> usize {
         "exactly one member carries the session: {open:?}"
     );
     open[0]
-}
-
-async fn wait_state(client: &Client, want: SessionState, within: Duration) {
-    let mut states = client.state_watcher();
-    let waited = tokio::time::timeout(within, async {
-        while states.peek_state() != want {
-            states.changed().await;
-        }
-    })
-    .await;
-    assert!(
-        waited.is_ok(),
-        "state {want:?} not reached within {within:?}; it is {:?}",
-        client.state()
-    );
 }
 
 fn unique(name: &str) -> String {

@@ -1,7 +1,8 @@
 //! Shared by `bytes.rs` and `ensemble.rs`: a pass-through TCP relay on the test's tokio runtime
 //! that records every byte of each connection in both directions, counts connection attempts
 //! (with their times), refuses new connections on demand (accepted, then closed at once, as the
-//! harness's `Proxy::refuse` does) and cuts the open ones.
+//! harness's `Proxy::refuse` does) and cuts the open ones; and `wait_state`, for every test of
+//! the session layer.
 
 #![allow(dead_code)]
 
@@ -204,4 +205,25 @@ pub fn frames(stream: &[u8]) -> Vec<&[u8]> {
 /// The first 4 bytes of a frame as a big-endian int (the xid of a request or reply).
 pub fn xid_of(frame: &[u8]) -> i32 {
     i32::from_be_bytes(frame[..4].try_into().expect("a frame of at least 4 bytes"))
+}
+
+/// Waits until `client`'s session is in state `want`, failing the test after `within`.
+#[allow(dead_code)] // not every test binary that includes this module waits for a state
+pub async fn wait_state(
+    client: &zklock_wire::client::Client,
+    want: zklock_wire::client::SessionState,
+    within: Duration,
+) {
+    let mut states = client.state_watcher();
+    let waited = tokio::time::timeout(within, async {
+        while states.peek_state() != want {
+            states.changed().await;
+        }
+    })
+    .await;
+    assert!(
+        waited.is_ok(),
+        "state {want:?} not reached within {within:?}; it is {:?}",
+        client.state()
+    );
 }
