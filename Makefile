@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test deps lint test-rust test-python test-node test-c test-cli test-interop test-dist dist demo bench soak trust-long test-faults install
+.PHONY: test deps lint test-rust test-python test-node test-c test-cli test-interop test-dist dist demo bench soak trust-long test-faults install fuzz-wire
 
 test: deps lint test-rust test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
@@ -62,6 +62,13 @@ trust-long: deps
 	$(CARGO) build -q -p zklock-testkit --bin zk-harness
 	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-trust --test isolation -- --nocapture --test-threads=1
 	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-cli --test isolation -- --nocapture
+
+# The transport's decoders fed random and mutated frames at length (make test runs 20,000 cases
+# per property; wire/README.md): FUZZ_CASES per property, optimised, a new seed each run unless
+# ZKLOCK_WIRE_FUZZ_SEED is set.
+FUZZ_CASES ?= 1000000
+fuzz-wire:
+	ZKLOCK_WIRE_FUZZ_CASES=$(FUZZ_CASES) ZKLOCK_WIRE_FUZZ_SEED=$${ZKLOCK_WIRE_FUZZ_SEED:-$$(date +%s)} $(CARGO) test -p zklock-wire --release --test fuzz -- --nocapture
 
 # A bounded soak with random faults on a 3-node ensemble (SOAK_SECONDS, default 600).
 SOAK_SECONDS ?= 600
