@@ -1031,13 +1031,20 @@ impl Client {
                 Ok(_) => return Err(MultiError::RequestFailed { source: shape() }),
                 Err(source) => return Err(MultiError::RequestFailed { source }),
             };
-            if let Some(index) = response.results.iter().position(|r| {
-                matches!(r, MultiResult::Error(e) if *e != code::OK
-                    && *e != code::RUNTIME_INCONSISTENCY)
-            }) {
-                let MultiResult::Error(c) = response.results[index] else {
-                    unreachable!("position matched an error")
-                };
+            // The op that failed; the others of a failed multi say RUNTIMEINCONSISTENCY (or OK).
+            let failed = response
+                .results
+                .iter()
+                .enumerate()
+                .find_map(|(i, r)| match r {
+                    MultiResult::Error(c)
+                        if *c != code::OK && *c != code::RUNTIME_INCONSISTENCY =>
+                    {
+                        Some((i, *c))
+                    }
+                    _ => None,
+                });
+            if let Some((index, c)) = failed {
                 return Err(MultiError::OperationFailed {
                     index,
                     source: Error::from_code(c),

@@ -9,7 +9,8 @@ use common::wait_state;
 
 use zklock_testkit::Proxy;
 use zklock_wire::client::{
-    Client, ClientOptions, ConnectError, CreateMode, Error, EventType, Op, OpResult, SessionState,
+    Client, ClientOptions, ConnectError, CreateMode, Error, EventType, OneshotWatcher, Op,
+    OpResult, SessionState, WatchedEvent,
 };
 use zklock_wire::jute::Acl;
 
@@ -29,6 +30,13 @@ async fn open(servers: &str) -> Client {
 
 fn unique(name: &str) -> String {
     zklock_testkit::unique_path(&format!("wire-{name}"))
+}
+
+/// The event that fired `watcher`, failing the test (saying `what` was expected) after 5 s.
+async fn fired(watcher: OneshotWatcher, what: &str) -> WatchedEvent {
+    tokio::time::timeout(Duration::from_secs(5), watcher.changed())
+        .await
+        .unwrap_or_else(|_| panic!("{what}"))
 }
 
 /// A new persistent node of its own for a test, and the open ACL the test creates with.
@@ -157,14 +165,10 @@ async fn a_data_watch_fires_once_when_another_session_deletes_the_node() {
     let (_, _, watcher) = client.get_and_watch_data(&node).await.unwrap();
     let (_, children) = client.list_and_watch_children(&node).await.unwrap();
     other.delete(&node, None).await.unwrap();
-    let event = tokio::time::timeout(Duration::from_secs(5), watcher.changed())
-        .await
-        .expect("the watch fires");
+    let event = fired(watcher, "the watch fires").await;
     assert_eq!(event.event_type, EventType::NodeDeleted);
     assert_eq!(event.path, node);
-    let event = tokio::time::timeout(Duration::from_secs(5), children.changed())
-        .await
-        .expect("the child watch fires");
+    let event = fired(children, "the child watch fires").await;
     assert_eq!(event.event_type, EventType::NodeDeleted);
 }
 
@@ -199,13 +203,13 @@ async fn a_node_deleted_while_disconnected_is_reported_after_the_reconnect() {
     ));
     proxy.heal();
     wait_state(&client, SessionState::SyncConnected, Duration::from_secs(5)).await;
-    let event = tokio::time::timeout(Duration::from_secs(5), watcher.changed())
-        .await
-        .expect("SetWatches re-armed the watch and the server reported the deletion");
+    let event = fired(
+        watcher,
+        "SetWatches re-armed the watch and the server reported the deletion",
+    )
+    .await;
     assert_eq!(event.event_type, EventType::NodeDeleted);
-    let event = tokio::time::timeout(Duration::from_secs(5), exists.changed())
-        .await
-        .expect("the exists watch reports the creation");
+    let event = fired(exists, "the exists watch reports the creation").await;
     assert_eq!(event.event_type, EventType::NodeCreated);
 }
 
