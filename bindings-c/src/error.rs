@@ -41,6 +41,8 @@ pub enum zklock_status {
     /// A write was sent but its answer was lost with the connection: it may or may not have
     /// been applied. Read back before retrying.
     ZKLOCK_OUTCOME_UNKNOWN = -13,
+    /// An election refused to lead beside a participant of another layout on its path.
+    ZKLOCK_CONFLICT = -14,
 }
 
 use zklock_status::*;
@@ -62,6 +64,7 @@ impl zklock_status {
             K::ZooKeeper => ZKLOCK_ZOOKEEPER,
             K::Internal => ZKLOCK_PANIC,
             K::OutcomeUnknown => ZKLOCK_OUTCOME_UNKNOWN,
+            K::Conflict => ZKLOCK_CONFLICT,
         }
     }
 
@@ -83,6 +86,7 @@ impl zklock_status {
             -13 => {
                 "ZKLOCK_OUTCOME_UNKNOWN: the connection broke before ZooKeeper answered the write\0"
             }
+            -14 => "ZKLOCK_CONFLICT: an election refused to lead beside a participant of another layout\0",
             _ => "unknown zklock status\0",
         }
     }

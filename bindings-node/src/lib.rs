@@ -45,6 +45,7 @@ pub fn code_of(kind: ErrorKind) -> &'static str {
         ErrorKind::ZooKeeper => "ZKLOCK_ZOOKEEPER",
         ErrorKind::Internal => "ZKLOCK_INTERNAL",
         ErrorKind::OutcomeUnknown => "ZKLOCK_OUTCOME_UNKNOWN",
+        ErrorKind::Conflict => "ZKLOCK_CONFLICT",
     }
 }
 

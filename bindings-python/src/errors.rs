@@ -24,6 +24,7 @@ pub(crate) fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::ZooKeeper => "ZooKeeperError",
         ErrorKind::Internal => "InternalError",
         ErrorKind::OutcomeUnknown => "OutcomeUnknown",
+        ErrorKind::Conflict => "Conflict",
     }
 }
 

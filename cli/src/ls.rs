@@ -12,6 +12,7 @@ pub fn kind_str(kind: NodeKind) -> &'static str {
         NodeKind::Read => "read",
         NodeKind::Write => "write",
         NodeKind::Lease => "lease",
+        NodeKind::Latch => "latch",
     }
 }
 

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use crate::connection::Connection;
+use crate::election::{Election, LeaderWatch};
 use crate::error::Result;
 use crate::multi::MultiLock;
 use crate::mutex::Lock;
 use crate::options::Options;
-use crate::protocol::NodeKind;
+use crate::protocol::{ElectionStyle, NodeKind};
 use crate::runtime::{self, on_runtime};
 use crate::rwlock::RwLock;
 use crate::state::ConnectionState;
@@ -45,6 +46,42 @@ impl Client {
     async fn open(hosts: String, options: Options) -> Result<Client> {
         let inner = Arc::new(Connection::open(hosts, options).await?);
         Ok(Client { inner })
+    }
+
+    /// A participant in the leader election on `path`, in the layout of `style` (Curator's
+    /// `LeaderSelector` or `LeaderLatch`, kazoo's `Election`), with `id` as its node's data
+    /// (`None`: the client's identity).
+    pub fn election(&self, path: &str, style: ElectionStyle, id: Option<&str>) -> Result<Election> {
+        self.inner.check_usable()?;
+        Election::new(self.inner.clone(), path, style, id)
+    }
+
+    /// Watches who leads the election on `path` without taking part (see [`LeaderWatch`]).
+    pub fn observe_leader(&self, path: &str) -> Result<LeaderWatch> {
+        self.inner.check_usable()?;
+        LeaderWatch::new(self.inner.clone(), path)
+    }
+
+    /// Whether `token` is the fencing token of a current holder of the lock, or leader of the
+    /// election, on `path` (Chubby's `CheckSequencer`), so that a third party handed a token
+    /// can verify it: the first exclusive node's czxid, or a read node's before it; for a
+    /// semaphore a lease node's among the first `max_leases` (any lease node's when `None`).
+    /// An answer is true at the moment ZooKeeper answered; a resource that must never act for
+    /// a past holder also keeps the largest token it saw.
+    pub async fn check(&self, path: &str, token: i64, max_leases: Option<u32>) -> Result<bool> {
+        let inner = self.inner.clone();
+        let path = path.to_owned();
+        on_runtime(async move { crate::election::check(&inner, &path, token, max_leases).await })
+            .await
+    }
+
+    /// Blocking twin of [`Client::check`].
+    pub fn blocking_check(&self, path: &str, token: i64, max_leases: Option<u32>) -> Result<bool> {
+        let inner = self.inner.clone();
+        let path = path.to_owned();
+        runtime::block_on(
+            async move { crate::election::check(&inner, &path, token, max_leases).await },
+        )
     }
 
     /// An exclusive, re-entrant lock on `path`.

@@ -20,7 +20,7 @@ use crate::nodes::{
     remove_attempt, timeout_error,
 };
 use crate::options::AclPolicy;
-use crate::protocol::{self, NodeKind};
+use crate::protocol::{self, ElectionStyle, NodeKind};
 use crate::runtime;
 use crate::session::Session;
 use crate::signal::poll_until;
@@ -37,6 +37,9 @@ pub(crate) struct Request<'a> {
     pub downgrade_of: Option<String>,
     /// Cancelling it makes the acquire remove its node and fail with `Cancelled`.
     pub cancel: Option<&'a CancelToken>,
+    /// Set for an election: its node layout, and the rule that it never leads beside a node
+    /// of another layout (`ElectionStyle::is_foreign`).
+    pub style: Option<ElectionStyle>,
 }
 
 impl Request<'_> {
@@ -52,17 +55,18 @@ impl Request<'_> {
 struct Cleanup {
     session: Arc<Session>,
     /// Our node's full path once known; before that, the lock path and our protected prefix
-    /// (`<dir>/_c_<uuid>-`), which our node's name starts with. One string either way.
+    /// (`<dir>/_c_<uuid>-`, or kazoo's `<dir>/<hex>`), which our node's name starts with. One
+    /// string either way.
     path: String,
     known: bool,
     armed: bool,
 }
 
 impl Cleanup {
-    fn new(session: Arc<Session>, dir: &str) -> Cleanup {
+    fn new(session: Arc<Session>, dir: &str, style: Option<ElectionStyle>) -> Cleanup {
         Cleanup {
             session,
-            path: format!("{dir}/{}", protocol::protected_prefix()),
+            path: format!("{dir}/{}", protocol::attempt_prefix(style)),
             known: false,
             armed: true,
         }
@@ -120,6 +124,9 @@ impl Drop for Cleanup {
 pub(crate) struct Queued {
     cleanup: Cleanup,
     token: i64,
+    /// An election's: every turn is taken after a fresh listing, so that a node of another
+    /// layout that came after ours is seen before we lead (`refuse_foreign`).
+    relist: bool,
     /// `None` once the lock is ours.
     blocker: Option<Blocker>,
 }
@@ -134,7 +141,7 @@ struct Blocker {
 /// Step 1, on the runtime: creates our node and finds our place in the queue (one round trip),
 /// watching the node before us if there is one. A failure removes our node before it returns.
 pub(crate) async fn enqueue(session: &Arc<Session>, req: &Request<'_>) -> Result<Queued> {
-    let mut cleanup = Cleanup::new(session.clone(), req.dir);
+    let mut cleanup = Cleanup::new(session.clone(), req.dir, req.style);
     let placed = async {
         let (token, children) = Box::pin(create_node(session, req, &mut cleanup)).await?;
         if req.downgrade_of.is_some() {
@@ -148,6 +155,7 @@ pub(crate) async fn enqueue(session: &Arc<Session>, req: &Request<'_>) -> Result
         Ok((token, blocker)) => Ok(Queued {
             cleanup,
             token,
+            relist: req.style.is_some(),
             blocker: blocker.map(|(watcher, others_before)| Blocker {
                 watcher: Some(watcher),
                 others_before,
@@ -167,12 +175,13 @@ pub(crate) async fn create_listed(
     session: &Arc<Session>,
     req: &Request<'_>,
 ) -> Result<(Queued, Vec<String>)> {
-    let mut cleanup = Cleanup::new(session.clone(), req.dir);
+    let mut cleanup = Cleanup::new(session.clone(), req.dir, req.style);
     match Box::pin(create_node(session, req, &mut cleanup)).await {
         Ok((token, children)) => Ok((
             Queued {
                 cleanup,
                 token,
+                relist: false,
                 blocker: None,
             },
             children,
@@ -193,6 +202,9 @@ impl Queued {
     /// set of nodes before us only shrinks). No I/O: the caller takes its turn in place,
     /// without a trip to the runtime (handoff latency, bench scenario 3).
     pub(crate) fn take_turn_if_next(&mut self) -> bool {
+        if self.relist {
+            return false;
+        }
         let next = self.blocker.as_ref().is_some_and(|b| b.others_before == 0);
         if next {
             self.blocker = None;
@@ -304,11 +316,37 @@ fn next_blocker(
     let name = node.rsplit('/').next().unwrap_or_default();
     let my_sequence = protocol::parse_contender(name).map(|c| c.sequence);
     let queue = protocol::queue_of(children, my_sequence);
+    if let Some(style) = req.style {
+        refuse_foreign(style, req.dir, &queue)?;
+    }
     Ok(
         protocol::blocker(&queue, name, req.kind)?.map(|(index, others_before)| {
             (format!("{}/{}", req.dir, queue[index].name), others_before)
         }),
     )
+}
+
+/// An election never leads beside a node of another layout: the other library would not see
+/// our node ahead of its own, nor we its node ahead of ours, and both would lead. Checked at
+/// every listing, so a foreign node that appears while we wait ends the attempt too.
+fn refuse_foreign(style: ElectionStyle, dir: &str, queue: &[protocol::Contender]) -> Result<()> {
+    let Some(foreign) = queue.iter().find(|c| style.is_foreign(c)) else {
+        return Ok(());
+    };
+    let theirs = ElectionStyle::of(foreign).map_or_else(
+        || format!("a {} node", foreign.kind),
+        |s| format!("a {s} participant"),
+    );
+    Err(Error::new(
+        crate::error::ErrorKind::Conflict,
+        format!(
+            "refusing to lead the {style} election on {}: {theirs} ({}, by {}) is on the same \
+             path, and neither layout sees the other's nodes in its order",
+            protocol::shown(dir),
+            foreign.name,
+            foreign.library
+        ),
+    ))
 }
 
 /// Creates our node and lists the children in one round trip; returns the node's czxid and the
@@ -318,7 +356,7 @@ async fn create_node(
     req: &Request<'_>,
     cleanup: &mut Cleanup,
 ) -> Result<(i64, Vec<String>)> {
-    let name_prefix = protocol::node_prefix(cleanup.prefix(), req.kind);
+    let name_prefix = protocol::attempt_name(cleanup.prefix(), req.kind, req.style);
     let create_path = format!("{}/{}", req.dir, name_prefix);
     loop {
         let zk = session.zk()?;

@@ -37,11 +37,14 @@ pub enum ErrorKind {
     /// A write was sent but its answer was lost with the connection: it may or may not have
     /// been applied (kazoo's `ConnectionLoss`). Read back before retrying.
     OutcomeUnknown,
+    /// An election refused to lead beside a participant of another layout on its path (a
+    /// Curator latch beside a selector, Curator beside kazoo): each would lead in its own order.
+    Conflict,
 }
 
 impl ErrorKind {
     /// Every kind, in the contract's order.
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 14] = [
         ErrorKind::Timeout,
         ErrorKind::Cancelled,
         ErrorKind::LockLost,
@@ -55,6 +58,7 @@ impl ErrorKind {
         ErrorKind::ZooKeeper,
         ErrorKind::Internal,
         ErrorKind::OutcomeUnknown,
+        ErrorKind::Conflict,
     ];
 
     /// The kind's name in the contract (and the conformance cases): `Timeout`, `LockLost`, ...
@@ -73,6 +77,7 @@ impl ErrorKind {
             ErrorKind::ZooKeeper => "ZooKeeper",
             ErrorKind::Internal => "Internal",
             ErrorKind::OutcomeUnknown => "OutcomeUnknown",
+            ErrorKind::Conflict => "Conflict",
         }
     }
 }
@@ -105,6 +110,7 @@ pub const OPTION_NAMES: &[&str] = &[
     "sasl_user",
     "sasl_password",
     "timeout_ms",
+    "max_hold",
 ];
 
 /// Every failure zklock reports.

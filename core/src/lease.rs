@@ -242,7 +242,32 @@ impl LeaseShared {
     fn is_released(&self) -> bool {
         self.released.load(Ordering::Acquire)
     }
+
+    /// Ends the hold after `limit` unless it ended before (a maximum hold, CURATOR-28): the
+    /// runtime's timer turns the lease lost (reason `max-hold`) and then deletes its node, so
+    /// a holder that hangs while its process stays connected cannot keep the lock. Lost comes
+    /// first: the next holder can only get the lock after the deletion, by which time the
+    /// signal was given.
+    pub(crate) fn limit_hold(self: &Arc<Self>, limit: std::time::Duration) {
+        let lease = Arc::downgrade(self);
+        runtime::spawn(async move {
+            tokio::time::sleep(limit).await;
+            let Some(lease) = lease.upgrade() else {
+                return;
+            };
+            if lease.is_finished() {
+                return;
+            }
+            lease.lose(&format!("{MAX_HOLD}: held for its maximum of {limit:?}"));
+            // Lost was logged with its reason; a failed delete leaves an ephemeral node that
+            // goes with the session, as after any loss.
+            let _ = delete_node(&lease.session, &lease.node).await;
+        });
+    }
 }
+
+/// The reason word of a lease ended by its maximum hold (`LeaseShared::limit_hold`).
+pub const MAX_HOLD: &str = "max-hold";
 
 impl Member for LeaseShared {
     fn node(&self) -> &str {
@@ -478,6 +503,25 @@ impl Lease {
     /// for the session timeout), once it was; `None` while it is not lost.
     pub fn lost_reason(&self) -> Option<String> {
         self.parts.iter().find_map(|p| p.shared.lost_reason())
+    }
+
+    /// The moment until which no one else can hold this lease's lock (Chubby's local lease):
+    /// the lifeline's deadline, by which the ZooKeeper leader provably cannot have expired the
+    /// session (docs/safety.md), given a clock rate drift within the margin. Later than now
+    /// while held (it moves forward with every answered heartbeat); while suspended it stays
+    /// where the last proof put it; `None` once released or lost. Check the time left before a
+    /// side effect; a pause after the check is what fencing tokens are for.
+    pub fn valid_until(&self) -> Option<std::time::Instant> {
+        if self.state().is_final() {
+            return None;
+        }
+        self.parts
+            .iter()
+            .map(|p| p.shared.session.valid_until().map(|i| i.into_std()))
+            .try_fold(None, |min: Option<std::time::Instant>, until| {
+                until.map(|u| Some(min.map_or(u, |m| m.min(u))))
+            })
+            .flatten()
     }
 
     /// True while the state is `Held`.

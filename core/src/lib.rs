@@ -30,7 +30,9 @@
 // engine        engine (the acquire engine, Curator's LockInternals)
 // leases        lease, acquire (a running acquire's handle), guarded (writes checked against a
 //               lease's node)
-// recipes       semaphore (Curator's InterProcessSemaphoreV2), mutex, rwlock, multi, revoke
+// recipes       semaphore (Curator's InterProcessSemaphoreV2), mutex, rwlock, multi, revoke,
+//               election (leader election on the mutex's engine: Curator's latch and selector,
+//               kazoo's election)
 // entry point   client
 mod cancel;
 mod error;
@@ -65,6 +67,7 @@ mod lease;
 
 mod semaphore;
 
+mod election;
 mod multi;
 mod mutex;
 mod revoke;
@@ -75,13 +78,14 @@ mod client;
 pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
+pub use election::{Election, LeaderWatch, MAX_ID_BYTES};
 pub use error::{Error, ErrorKind, Result, OPTION_NAMES};
 pub use guarded::{Guarded, Write, Written};
-pub use lease::Lease;
+pub use lease::{Lease, MAX_HOLD};
 pub use multi::MultiLock;
 pub use mutex::{Lock, Mutex, Owner, Participant};
 pub use options::{AclPolicy, Options, SecureParts, MAX_SESSION_TIMEOUT};
-pub use protocol::{Library, NodeKind};
+pub use protocol::{ElectionStyle, Library, NodeKind};
 pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
 pub use secure::{Pem, Sasl, Tls};

@@ -18,7 +18,7 @@ use crate::engine::{self, Request};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
 use crate::observe::AcquireWatch;
-use crate::protocol::{self, Library, NodeKind};
+use crate::protocol::{self, ElectionStyle, Library, NodeKind};
 use crate::runtime;
 use crate::runtime::on_runtime;
 use crate::state::{LeaseState, Released};
@@ -38,7 +38,7 @@ pub(crate) struct LockInner {
     pub(crate) client: Arc<Connection>,
     pub(crate) path: String,
     pub(crate) kind: NodeKind,
-    reentrant: bool,
+    pub(crate) reentrant: bool,
     /// The live holds of this value, by owner (rarely more than one), but for `shared`'s.
     holds: StdMutex<Vec<(Owner, Hold)>>,
     /// The hold of [`Owner::SHARED`] (Rust's default), counted without taking `holds`.
@@ -55,6 +55,11 @@ pub(crate) struct LockInner {
     /// A semaphore's N (see `semaphore`): `Some` makes this value a semaphore, never
     /// re-entrant, each acquire one lease.
     pub(crate) max_leases: Option<u32>,
+    /// Set for an election (see `election`): its layout, and its participant id as the
+    /// node's data instead of the client's identity.
+    pub(crate) election: Option<(ElectionStyle, Vec<u8>)>,
+    /// The longest a lease of this value is held before the runtime ends it (`max_hold`).
+    pub(crate) max_hold: Option<Duration>,
 }
 
 struct Hold {
@@ -283,6 +288,9 @@ impl Waiting {
         } = self;
         let (session, node, token) = queued.into_node();
         let shared = LeaseShared::new(session, node, token, downgrade_of);
+        if let Some(limit) = lock.max_hold {
+            shared.limit_hold(limit);
+        }
         let counted_by = if lock.reentrant {
             let mut holds = lock.holds.lock().unwrap();
             holds.retain(|(o, _)| *o != owner);
@@ -325,6 +333,8 @@ impl Lock {
                 owner_gates: StdMutex::new(Vec::new()),
                 peer: OnceLock::new(),
                 max_leases: None,
+                election: None,
+                max_hold: None,
             }),
         })
     }
@@ -411,7 +421,33 @@ impl Lock {
     /// Curator's `InterProcessMutex`, not its `InterProcessSemaphoreMutex`: for that one, use
     /// [`crate::Client::semaphore_mutex`]. A semaphore stays non-re-entrant whatever is asked.
     pub fn reentrant(self, reentrant: bool) -> Lock {
-        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| LockInner {
+        // A semaphore is never re-entrant: each acquire is a lease of its own.
+        self.rebuilt(|inner| inner.reentrant = reentrant && inner.max_leases.is_none())
+    }
+
+    /// Every lease of this value ends after `limit` (`None`: no limit), whatever its holder
+    /// does: at the limit the core's runtime turns it lost with the reason `max-hold` and
+    /// deletes its node (CURATOR-28). For a re-entrant hold the limit runs from its first
+    /// acquire. A lease taken before this call keeps the limit it had. `InvalidArgument` for
+    /// a zero limit (a lease that ends as it starts).
+    pub fn max_hold(self, limit: Option<Duration>) -> Result<Lock> {
+        if limit.is_some_and(|l| l.is_zero()) {
+            return Err(Error::invalid(
+                "max_hold must be longer than zero (leave it unset for no limit)",
+            ));
+        }
+        Ok(self.rebuilt(|inner| inner.max_hold = limit))
+    }
+
+    /// The limit [`Lock::max_hold`] set.
+    pub fn max_hold_limit(&self) -> Option<Duration> {
+        self.inner.max_hold
+    }
+
+    /// This value with its settings changed; a value shared with clones (or holding) is
+    /// copied with no holds, like a new value on the same path.
+    pub(crate) fn rebuilt(self, change: impl FnOnce(&mut LockInner)) -> Lock {
+        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| LockInner {
             client: shared.client.clone(),
             path: shared.path.clone(),
             kind: shared.kind,
@@ -422,11 +458,12 @@ impl Lock {
             owner_gates: StdMutex::new(Vec::new()),
             peer: OnceLock::new(),
             max_leases: shared.max_leases,
+            election: shared.election.clone(),
+            max_hold: shared.max_hold,
         });
-        // A semaphore is never re-entrant: each acquire is a lease of its own.
-        let reentrant = reentrant && inner.max_leases.is_none();
+        change(&mut inner);
         Lock {
-            inner: Arc::new(LockInner { reentrant, ..inner }),
+            inner: Arc::new(inner),
         }
     }
 
@@ -919,11 +956,15 @@ impl LockInner {
         Request {
             dir: &self.path,
             kind: self.kind,
-            identity: self.client.identity(),
+            identity: match &self.election {
+                Some((_, id)) => id,
+                None => self.client.identity(),
+            },
             acl: self.client.acl(),
             deadline,
             downgrade_of,
             cancel,
+            style: self.election.as_ref().map(|(style, _)| *style),
         }
     }
 
@@ -944,9 +985,14 @@ impl LockInner {
                 deadline,
                 cancel: cancel.as_ref(),
             };
-            return Ok(Step::Done(
-                crate::semaphore::acquire(&session, &request).await?,
-            ));
+            let lease = crate::semaphore::acquire(&session, &request).await?;
+            if let Some(limit) = self.max_hold {
+                lease
+                    .shared_parts()
+                    .iter()
+                    .for_each(|p| p.limit_hold(limit));
+            }
+            return Ok(Step::Done(lease));
         }
         let gate = if self.reentrant {
             Some(
@@ -1115,6 +1161,19 @@ pub struct Participant {
     pub created_ms: i64,
     /// A semaphore's N, when known (asked of a semaphore value; ZooKeeper does not store it).
     pub max_leases: Option<u32>,
+}
+
+impl Participant {
+    /// The election layout its node has (`None` for a read, write or lease node): what an
+    /// election's `participants()` shows as the participant's family.
+    pub fn election_style(&self) -> Option<ElectionStyle> {
+        ElectionStyle::of(&protocol::Contender {
+            name: String::new(),
+            sequence: 0,
+            kind: self.kind,
+            library: self.library,
+        })
+    }
 }
 
 /// Sets the semaphore's N on its lease participants.

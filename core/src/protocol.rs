@@ -15,6 +15,8 @@ pub enum NodeKind {
     /// A semaphore's lease node (`-lease-`, under `<path>/leases`, Curator's
     /// `InterProcessSemaphoreV2`), or a waiter for one.
     Lease,
+    /// A leader latch's node (`-latch-`, Curator's `LeaderLatch`): exclusive among latches.
+    Latch,
 }
 
 crate::names::names!(NodeKind, "node kind" {
@@ -22,6 +24,7 @@ crate::names::names!(NodeKind, "node kind" {
     Read => "read",
     Write => "write",
     Lease => "lease",
+    Latch => "latch",
 });
 
 impl NodeKind {
@@ -32,13 +35,14 @@ impl NodeKind {
             NodeKind::Read => "__READ__",
             NodeKind::Write => "__WRIT__",
             NodeKind::Lease => "lease-",
+            NodeKind::Latch => "latch-",
         }
     }
 
     /// Whether the node excludes every later node of a lock queue (a lease node counts against
     /// its semaphore's limit instead, see `semaphore`).
     pub fn is_exclusive(self) -> bool {
-        matches!(self, NodeKind::Mutex | NodeKind::Write)
+        matches!(self, NodeKind::Mutex | NodeKind::Write | NodeKind::Latch)
     }
 }
 
@@ -59,6 +63,60 @@ crate::names::names!(Library, "library" {
     GoZookeeper => "go-zookeeper",
     Unknown => "unknown",
 });
+
+/// The node layout of an election, each its peer's byte for byte. Two layouts on one path do
+/// not see each other's nodes in their own order (each sorts the other's names after its own),
+/// so both would lead: a participant refuses to lead beside a node of another family
+/// ([`ElectionStyle::is_foreign`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElectionStyle {
+    /// Curator's `LeaderSelector`: its `InterProcessMutex` layout, `_c_<uuid>-lock-<seq>`, the
+    /// participant id as the node's data.
+    Selector,
+    /// Curator's `LeaderLatch`: `_c_<uuid>-latch-<seq>`, the id as the node's data.
+    Latch,
+    /// kazoo's `Election` (its `Lock`): `<uuid hex>__lock__<seq>`, the id as the node's data.
+    Kazoo,
+}
+
+crate::names::names!(ElectionStyle, "election style" {
+    Selector => "selector",
+    Latch => "latch",
+    Kazoo => "kazoo",
+});
+
+impl ElectionStyle {
+    /// The kind of node this style creates.
+    pub fn kind(self) -> NodeKind {
+        match self {
+            ElectionStyle::Latch => NodeKind::Latch,
+            ElectionStyle::Selector | ElectionStyle::Kazoo => NodeKind::Mutex,
+        }
+    }
+
+    /// The style a node of an election was made with, judged by its name; `None` for a node
+    /// that no election makes (a read, write or lease node).
+    pub fn of(contender: &Contender) -> Option<ElectionStyle> {
+        match (contender.kind, contender.library) {
+            (NodeKind::Latch, _) => Some(ElectionStyle::Latch),
+            (NodeKind::Mutex, Library::Kazoo) => Some(ElectionStyle::Kazoo),
+            (NodeKind::Mutex, _) => Some(ElectionStyle::Selector),
+            _ => None,
+        }
+    }
+
+    /// Whether a participant of this style cannot rely on `contender` seeing it, nor see it
+    /// itself, in the order its peer library computes:
+    /// - Curator's `LeaderLatch` sorts by the text after the last `latch-` and puts any name
+    ///   without it last (`StandardLockInternalsDriver.fixForSorting`), so it never waits for a
+    ///   `lock-` node;
+    /// - its `LeaderSelector` does the same with `lock-`, which kazoo's `__lock__` names lack;
+    /// - kazoo sorts by the text after `__lock__` and puts every other name last
+    ///   (`kazoo/recipe/lock.py`, `_get_sorted_children`).
+    pub fn is_foreign(self, contender: &Contender) -> bool {
+        ElectionStyle::of(contender) != Some(self)
+    }
+}
 
 /// One lock node found under a lock path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +212,31 @@ pub(crate) fn protected_prefix() -> String {
     format!("_c_{}-", uuid::Uuid::new_v8(bytes).hyphenated())
 }
 
+/// The prefix of one attempt in kazoo's layout: the 32 hex digits of a uuid, as kazoo's `Lock`
+/// names its node (`uuid.uuid4().hex` + `__lock__`). It is found again after a lost create
+/// reply the same way as a protected prefix.
+pub(crate) fn kazoo_prefix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The prefix of one attempt, which finds its node again after a lost create reply: kazoo's
+/// for a kazoo-style election, else the protected prefix.
+pub(crate) fn attempt_prefix(style: Option<ElectionStyle>) -> String {
+    match style {
+        Some(ElectionStyle::Kazoo) => kazoo_prefix(),
+        _ => protected_prefix(),
+    }
+}
+
+/// The name an attempt creates (before ZooKeeper appends the sequence): kazoo's
+/// `<hex>__lock__` for a kazoo-style election, else Curator's `<protected prefix><marker>`.
+pub(crate) fn attempt_name(prefix: &str, kind: NodeKind, style: Option<ElectionStyle>) -> String {
+    match style {
+        Some(ElectionStyle::Kazoo) => format!("{prefix}__lock__"),
+        _ => node_prefix(prefix, kind),
+    }
+}
+
 /// The child name we create (before ZooKeeper appends the sequence).
 pub(crate) fn node_prefix(protected: &str, kind: NodeKind) -> String {
     format!("{protected}{}", kind.marker())
@@ -162,13 +245,14 @@ pub(crate) fn node_prefix(protected: &str, kind: NodeKind) -> String {
 /// Reads a child name; `None` for anything that is no lock node (it is then ignored).
 pub fn parse_contender(name: &str) -> Option<Contender> {
     // `__rlock__` ends like `__lock__`, so it is tried first.
-    const MARKERS: [(&str, NodeKind); 6] = [
+    const MARKERS: [(&str, NodeKind); 7] = [
         ("__READ__", NodeKind::Read),
         ("__WRIT__", NodeKind::Write),
         ("__rlock__", NodeKind::Read),
         ("__lock__", NodeKind::Mutex),
         ("lock-", NodeKind::Mutex),
         ("lease-", NodeKind::Lease),
+        ("latch-", NodeKind::Latch),
     ];
     // The sequence is the trailing digits, with a '-' before them when it wrapped negative
     // (`%010d` of a signed int32). This runs for every child at every listing: no searching,

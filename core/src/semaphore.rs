@@ -81,6 +81,7 @@ impl SemaphoreRequest<'_> {
             deadline: self.deadline,
             downgrade_of: None,
             cancel: self.cancel,
+            style: None,
         }
     }
 

@@ -298,6 +298,12 @@ impl Session {
         false
     }
 
+    /// Until when no one else can hold what this session holds (the lifeline's deadline, see
+    /// `Lease::valid_until`); `None` once the session is lost.
+    pub(crate) fn valid_until(&self) -> Option<Instant> {
+        (!self.is_lost_now()).then(|| self.lifeline.lost_at())
+    }
+
     /// The lifeline's deadline passed: every lease is lost and the session closed, also on the
     /// server when only the direction to it still works (`farewell`).
     fn give_up(&self) {

@@ -12,7 +12,8 @@ mod common;
 use std::time::Duration;
 
 use zklock::{
-    AclPolicy, Client, ErrorKind, Lease, Options, Owner, SecureParts, Wait, Write, Written,
+    AclPolicy, Client, ElectionStyle, ErrorKind, Lease, Options, Owner, SecureParts, Wait, Write,
+    Written,
 };
 
 use zklock_testkit::conformance::{cases, pem_body_shown, Case};
@@ -163,6 +164,69 @@ impl Runner {
                         }
                         Err(e) => error_word(&e),
                     },
+                }
+            }
+            "election_style" => match input.parse::<ElectionStyle>() {
+                Err(e) => error_word(&e),
+                Ok(style) => {
+                    let election = self
+                        .client
+                        .election(&self.case_path, style, Some("conformance"))
+                        .unwrap();
+                    match election.lead_with(Wait::Try, None).await {
+                        Ok(lead) => {
+                            election.resign(lead, false).await.unwrap();
+                            word("ok")
+                        }
+                        Err(e) => error_word(&e),
+                    }
+                }
+            },
+            "election_id" => {
+                match self
+                    .client
+                    .election(&self.case_path, ElectionStyle::Latch, Some(input))
+                {
+                    Err(e) => error_word(&e),
+                    Ok(election) => {
+                        let lead = election.lead_with(Wait::Try, None).await.unwrap();
+                        let leader = election.leader().await.unwrap().expect("we lead");
+                        election.resign(lead, false).await.unwrap();
+                        word(if leader.identity == input {
+                            "ok"
+                        } else {
+                            "id-differs"
+                        })
+                    }
+                }
+            }
+            "max_hold" => {
+                let limit =
+                    match zklock::support::duration_from_secs_f64(seconds(input), "max_hold") {
+                        Ok(limit) => limit,
+                        Err(e) => return error_word(&e),
+                    };
+                match self
+                    .client
+                    .mutex(&self.case_path)
+                    .unwrap()
+                    .max_hold(Some(limit))
+                {
+                    Err(e) => error_word(&e),
+                    Ok(lock) => {
+                        let lease = lock.acquire().await.unwrap();
+                        let lost = tokio::time::timeout(Duration::from_secs(5), lease.lost()).await;
+                        let outcome = match (lost, lease.lost_reason()) {
+                            (Ok(()), Some(reason)) => {
+                                let why = reason.split_once(" lost: ").map_or("", |(_, w)| w);
+                                let first = why.split([':', ' ']).next().unwrap_or_default();
+                                word(&format!("lost,{first}"))
+                            }
+                            _ => word("held"),
+                        };
+                        lease.release().await.unwrap();
+                        outcome
+                    }
                 }
             }
             "scenario" => self.scenario(input).await,
@@ -674,6 +738,168 @@ impl Runner {
                 })
             }
             "revoke-not-held" => outcome_of(self.client.revoke(path, None).await, "revoked"),
+            "election-handover" => {
+                let other = self.connect(Options::default()).await.unwrap();
+                let a = self
+                    .client
+                    .election(path, ElectionStyle::Selector, Some("a"))
+                    .unwrap();
+                let b = other
+                    .election(path, ElectionStyle::Selector, Some("b"))
+                    .unwrap();
+                let a_lead = a.lead().await.unwrap();
+                let a_token = a_lead.token();
+                let waiting = b.start_lead(Wait::Forever);
+                a.resign(a_lead, false).await.unwrap();
+                let b_lead = waiting.await.unwrap();
+                let leader = a.leader().await.unwrap().expect("b leads").identity;
+                let up = if b_lead.token() > a_token {
+                    "token-up"
+                } else {
+                    "token-down"
+                };
+                b.resign(b_lead, false).await.unwrap();
+                other.close().await;
+                word(&format!("{leader},{up}"))
+            }
+            "election-requeue" => {
+                let other = self.connect(Options::default()).await.unwrap();
+                let a = self
+                    .client
+                    .election(path, ElectionStyle::Latch, Some("a"))
+                    .unwrap();
+                let b = other
+                    .election(path, ElectionStyle::Latch, Some("b"))
+                    .unwrap();
+                let a_lead = a.lead().await.unwrap();
+                let waiting = b.start_lead(Wait::Forever);
+                wait_for_participants(&a, 2).await;
+                let again = a.resign(a_lead, true).await.unwrap().expect("requeued");
+                let b_lead = waiting.await.unwrap();
+                wait_for_participants(&a, 2).await;
+                let order: Vec<String> = a
+                    .participants()
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|p| p.identity)
+                    .collect();
+                b.resign(b_lead, false).await.unwrap();
+                again.await.unwrap().release().await.unwrap();
+                other.close().await;
+                word(&order.join(","))
+            }
+            "election-mixed-layouts" => {
+                let other = self.connect(Options::default()).await.unwrap();
+                let theirs = other
+                    .election(path, ElectionStyle::Latch, Some("latch"))
+                    .unwrap()
+                    .lead()
+                    .await
+                    .unwrap();
+                let outcome = match self
+                    .client
+                    .election(path, ElectionStyle::Selector, Some("selector"))
+                    .unwrap()
+                    .lead_with(Wait::Try, None)
+                    .await
+                {
+                    Ok(_) => word("led"),
+                    Err(e) => error_word(&e),
+                };
+                let left = mutex().participants().await.unwrap().len();
+                theirs.release().await.unwrap();
+                other.close().await;
+                if left != 1 {
+                    return word("left-node");
+                }
+                outcome
+            }
+            "election-observe" => {
+                let other = self.connect(Options::default()).await.unwrap();
+                let watch = self.client.observe_leader(path).unwrap();
+                let wait = Wait::timeout(Duration::from_secs(10));
+                let id = |p: Option<zklock::Participant>| p.map_or("none".into(), |p| p.identity);
+                let mut seen = vec![id(watch.next(wait).await.unwrap())];
+                let a = other
+                    .election(path, ElectionStyle::Selector, Some("a"))
+                    .unwrap();
+                let lead = a.lead().await.unwrap();
+                seen.push(id(watch.next(wait).await.unwrap()));
+                a.resign(lead, false).await.unwrap();
+                seen.push(id(watch.next(wait).await.unwrap()));
+                other.close().await;
+                word(&seen.join(","))
+            }
+            "election-proclaim" => {
+                let other = self.connect(Options::default()).await.unwrap();
+                let a = self
+                    .client
+                    .election(path, ElectionStyle::Latch, Some("a"))
+                    .unwrap();
+                let lead = a.lead().await.unwrap();
+                a.proclaim(&lead, b"p-data".to_vec()).await.unwrap();
+                let seen = other
+                    .election(path, ElectionStyle::Latch, None)
+                    .unwrap()
+                    .leader()
+                    .await
+                    .unwrap()
+                    .map_or("none".into(), |p| p.identity);
+                a.resign(lead, false).await.unwrap();
+                other.close().await;
+                word(&seen)
+            }
+            "kind-latch" | "library-kazoo-style" => {
+                let style = if name == "kind-latch" {
+                    ElectionStyle::Latch
+                } else {
+                    ElectionStyle::Kazoo
+                };
+                let election = self.client.election(path, style, None).unwrap();
+                let lead = election.lead().await.unwrap();
+                let ours = election
+                    .participants()
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .find(|p| p.node == lead.path())
+                    .expect("our node is among the participants");
+                election.resign(lead, false).await.unwrap();
+                word(if name == "kind-latch" {
+                    ours.kind.as_str()
+                } else {
+                    ours.library.as_str()
+                })
+            }
+            "check-token" => {
+                let other = self.connect(Options::default()).await.unwrap();
+                let lease = mutex().acquire().await.unwrap();
+                let token = lease.token();
+                let before = other.check(path, token, None).await.unwrap();
+                lease.release().await.unwrap();
+                let after = other.check(path, token, None).await.unwrap();
+                other.close().await;
+                word(&format!("{before},{after}"))
+            }
+            "valid-until" => {
+                let own = self.connect(Options::default()).await.unwrap();
+                let lease = own.mutex(path).unwrap().acquire().await.unwrap();
+                let until = lease.valid_until();
+                let now = std::time::Instant::now();
+                let first = match until {
+                    None => "none",
+                    Some(u) if u <= now => "past",
+                    Some(u) if u > now + own.session_timeout() => "beyond",
+                    Some(_) => "ahead",
+                };
+                own.close().await;
+                let second = match lease.valid_until() {
+                    None => "none",
+                    Some(_) => "some",
+                };
+                word(&format!("{first},{second}"))
+            }
             "connection-states" => {
                 let c = self.connect(Options::default()).await.unwrap();
                 let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -833,4 +1059,18 @@ fn seconds(input: &str) -> f64 {
         "-inf" => f64::NEG_INFINITY,
         other => other.parse().unwrap(),
     }
+}
+
+/// Waits (up to 5 s) until an election lists `n` participants.
+async fn wait_for_participants(election: &zklock::Election, n: usize) {
+    for _ in 0..100 {
+        if election.participants().await.unwrap().len() == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the election on {} never had {n} participants",
+        election.path()
+    );
 }

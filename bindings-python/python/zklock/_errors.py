@@ -120,3 +120,10 @@ class OutcomeUnknown(ZkLockError, ConnectionError):
     have been applied (kazoo's ``ConnectionLoss``). Read back before retrying."""
 
     kind = "OutcomeUnknown"
+
+
+class Conflict(ZkLockError):
+    """An election refused to lead: a participant of another layout (a Curator latch beside a
+    selector, Curator beside kazoo) is on its path, and each would lead in its own order."""
+
+    kind = "Conflict"
