@@ -123,6 +123,9 @@ public class CuratorElection {
 
     static void selector(CuratorFramework client, String path, int rounds, FileWriter out, String id)
             throws Exception {
+        if (rounds <= 0) {
+            return;
+        }
         AtomicInteger done = new AtomicInteger();
         CountDownLatch finished = new CountDownLatch(1);
         LeaderSelector[] self = new LeaderSelector[1];
