@@ -1,5 +1,6 @@
 //! Launchers for the workers that contend in the interop and cross-language suites. Each worker
-//! takes `SERVERS PATH MODE ROUNDS LOGFILE` and appends checker lines to LOGFILE.
+//! takes `SERVERS PATH MODE ROUNDS LOGFILE` (the election peers also `ID`) and appends checker
+//! lines to LOGFILE.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -58,6 +59,10 @@ const JAVA_SOURCES: &[(&str, &str)] = &[
     (
         "CuratorRevocation.java",
         "org/apache/curator/framework/recipes/locks/CuratorRevocation.class",
+    ),
+    (
+        "CuratorElection.java",
+        "org/apache/curator/framework/recipes/leader/CuratorElection.class",
     ),
 ];
 
@@ -164,6 +169,86 @@ pub fn spawn_kazoo(
         .args([servers, path, mode, &rounds.to_string()])
         .arg(log)
         .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("python3 (kazoo, install python3-kazoo): {e}"))
+}
+
+/// How an election peer's stdio is wired: `show*` and `hold*` modes talk on stdout (piped), and
+/// `hold*` modes run until their stdin closes (piped: drop `child.stdin` to end them); the
+/// logging modes get a null stdin and inherit stdout.
+fn election_stdio(command: &mut Command, mode: &str) {
+    let talks = mode.starts_with("show") || mode.starts_with("hold");
+    command
+        .stdin(if mode.starts_with("hold") {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(if talks {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        });
+}
+
+/// Curator's leader election (tests/trust/peers/CuratorElection.java): `mode` is `latch`,
+/// `selector` or `bench-latch` (checker lines `curator-<latch|selector|bench>-<id> exclusive
+/// <czxid> <enter_ns> <exit_ns>` appended to `log`, `rounds` leaderships), `show-latch` /
+/// `show-selector` (`rounds` JSON lines of getParticipants()/getLeader() on stdout) or
+/// `hold-latch` (`leader <czxid> <node>` / `waiting <node>` / `not-leader <node>` on stdout
+/// until stdin closes). `show*`/`hold*`: stdout piped; `hold*`: stdin piped, drop it to end.
+pub fn spawn_curator_election(
+    servers: &str,
+    path: &str,
+    mode: &str,
+    rounds: usize,
+    log: &Path,
+    id: &str,
+) -> Result<Child, String> {
+    let mut command = Command::new("java");
+    command
+        .args([
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+        ])
+        .arg(curator_worker_classpath()?)
+        .arg("org.apache.curator.framework.recipes.leader.CuratorElection")
+        .args([servers, path, mode, &rounds.to_string()])
+        .arg(log)
+        .arg(id);
+    election_stdio(&mut command, mode);
+    command.spawn().map_err(|e| format!("java: {e}"))
+}
+
+/// kazoo's Election (tests/trust/peers/kazoo_election.py): `mode` is `run` (checker lines
+/// `kazoo-election-<id> exclusive <czxid> <enter_ns> <exit_ns>` appended to `log`, `rounds`
+/// leaderships), `show` (`rounds` lines `{"contenders": [...]}` on stdout, without running for
+/// leader) or `hold` (`leader <czxid> <node>` / `waiting <node>` on stdout until stdin closes).
+/// `patterns` become the lock's `extra_lock_patterns` (e.g. `&["-latch-"]` to see
+/// Curator-style names, docs/interop.md); empty is kazoo's stock `Election(path, id)`.
+/// `show`/`hold`: stdout piped; `hold`: stdin piped, drop it to end.
+pub fn spawn_kazoo_election(
+    servers: &str,
+    path: &str,
+    mode: &str,
+    rounds: usize,
+    log: &Path,
+    id: &str,
+    patterns: &[&str],
+) -> Result<Child, String> {
+    let mut command = Command::new(kazoo_python());
+    command
+        .arg(repo_root().join("tests/trust/peers/kazoo_election.py"))
+        .args([servers, path, mode, &rounds.to_string()])
+        .arg(log)
+        .arg(id);
+    if !patterns.is_empty() {
+        command.arg(patterns.join(","));
+    }
+    election_stdio(&mut command, mode);
+    command
         .spawn()
         .map_err(|e| format!("python3 (kazoo, install python3-kazoo): {e}"))
 }
