@@ -514,6 +514,43 @@ mod tests {
     }
 
     #[test]
+    fn latch_names_order_across_the_i32_wrap_and_each_layout_is_foreign_to_the_others() {
+        let names = [
+            "_c_0f8fad5b-d9cb-469f-a165-70867728950e-latch--2147483648",
+            "_c_1f8fad5b-d9cb-469f-a165-70867728950e-latch-2147483647",
+        ];
+        let children: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        let q = queue_of(&children, Some(2147483647));
+        assert_eq!(
+            q.iter().map(|c| c.sequence).collect::<Vec<_>>(),
+            [2147483647, -2147483648]
+        );
+        assert!(q.iter().all(|c| c.kind == NodeKind::Latch));
+        let lock = parse_contender("_c_0f8fad5b-d9cb-469f-a165-70867728950e-lock-0000000001");
+        let kazoo = parse_contender("9a8b7c6d5e4f30211203948576abcdef__lock__0000000003");
+        let read = parse_contender("9a8b7c6d5e4f30211203948576abcdef__rlock__0000000004");
+        let (lock, kazoo, read) = (lock.unwrap(), kazoo.unwrap(), read.unwrap());
+        assert_eq!(ElectionStyle::of(&q[0]), Some(ElectionStyle::Latch));
+        assert_eq!(ElectionStyle::of(&lock), Some(ElectionStyle::Selector));
+        assert_eq!(ElectionStyle::of(&kazoo), Some(ElectionStyle::Kazoo));
+        assert_eq!(ElectionStyle::of(&read), None);
+        for style in ElectionStyle::ALL {
+            let same = [&q[0], &lock, &kazoo]
+                .into_iter()
+                .filter(|c| !style.is_foreign(c))
+                .count();
+            assert_eq!(same, 1, "{style}: exactly its own layout is not foreign");
+            assert!(style.is_foreign(&read));
+        }
+        let name = attempt_name(
+            &attempt_prefix(Some(ElectionStyle::Kazoo)),
+            NodeKind::Mutex,
+            Some(ElectionStyle::Kazoo),
+        );
+        assert!(name.len() == 40 && name.ends_with("__lock__"), "{name}");
+    }
+
+    #[test]
     fn blockers_follow_the_recipes() {
         let q = queue_of(
             &[

@@ -224,3 +224,81 @@ async fn exclusion_holds_through_leader_kill_member_restarts_and_full_restart() 
         "no leftover nodes"
     );
 }
+
+/// An election's leader through a failover of the ensemble's own leader (issue 25): its
+/// session survives, so its leadership does: never lost, the waiting participant does not lead,
+/// and a guarded write still applies; then the container parent is reaped once everyone left,
+/// and the next leadership's token is still larger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_leader_keeps_its_leadership_through_an_ensemble_leader_failover() {
+    let mut zk = ZooKeeper::ensemble(3).expect("a 3-node ensemble must start");
+    let servers = zk.connect_string();
+    let path = "/trust/election/failover";
+    let options = Options::default().session_timeout(Duration::from_secs(20));
+    let a = zklock::Client::connect(&servers, options.clone())
+        .await
+        .unwrap();
+    let b = zklock::Client::connect(&servers, options).await.unwrap();
+    let ours = a
+        .election(path, zklock::ElectionStyle::Latch, Some("a"))
+        .unwrap();
+    let lead = ours.lead().await.unwrap();
+    let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = states.clone();
+    lead.subscribe(move |s| sink.lock().unwrap().push(s));
+    let waiting = b
+        .election(path, zklock::ElectionStyle::Latch, Some("b"))
+        .unwrap()
+        .start_lead(zklock::Wait::Forever);
+
+    let leader = zk.leader().expect("a leader");
+    tokio::task::block_in_place(|| zk.stop(leader));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while tokio::task::block_in_place(|| zk.leader()).is_none_or(|l| l == leader) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new ensemble leader"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The guarded write waits out a suspension and applies: the node is still ours.
+    lead.guarded_write(vec![]).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let seen = states.lock().unwrap().clone();
+    println!("the election leader's states through the failover: {seen:?}");
+    assert_eq!(
+        lead.state(),
+        zklock::LeaseState::Held,
+        "{:?}",
+        lead.lost_reason()
+    );
+    assert!(!seen.contains(&zklock::LeaseState::Lost), "{seen:?}");
+    assert!(!waiting.is_done(), "the other participant did not lead");
+    let first_token = lead.token();
+    lead.release().await.unwrap();
+    let next = waiting.await.unwrap();
+    assert!(next.token() > first_token);
+    let second_token = next.token();
+    next.release().await.unwrap();
+    tokio::task::block_in_place(|| zk.restart(leader)).unwrap();
+
+    // Everyone left: the server reaps the container; sequences restart, tokens do not.
+    for _ in 0..100 {
+        if !exists(&servers, path).await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !exists(&servers, path).await,
+        "the server reaps the empty container"
+    );
+    let again = ours.lead().await.unwrap();
+    assert!(
+        again.path().ends_with("-latch-0000000000"),
+        "{}",
+        again.path()
+    );
+    assert!(again.token() > second_token);
+    again.release().await.unwrap();
+}

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zklock::{LeaseState, Options};
+use zklock::{ElectionStyle, LeaseState, Options, Owner, Wait};
 use zklock_testkit::{unique_path, Config, Isolation, Proxy, ZooKeeper};
 use zklock_trust::timing::{Timing, FAST, SAMPLE};
 
@@ -86,13 +86,15 @@ impl Seen {
 }
 
 /// One round: `PAIRS` holders on member `holder_at`, as many waiters on `waiter_at`, the holder's
-/// member isolated as `how`.
+/// member isolated as `how`. With `style`, holder and waiter are participants of an election of
+/// that layout (issue 25): the leader must know before the next participant leads.
 async fn one_round(
     zk: &ZooKeeper,
     timing: Timing,
     holder_at: usize,
     waiter_at: usize,
     how: Isolation,
+    style: Option<ElectionStyle>,
 ) -> Vec<Seen> {
     let mut holders = Vec::new();
     let mut pairs = Vec::new();
@@ -104,16 +106,33 @@ async fn one_round(
             .await
             .expect("waiter connects to its member");
         let path = unique_path("isolation");
-        let lease = holder.mutex(&path).unwrap().acquire().await.unwrap();
+        let lease = match style {
+            None => holder.mutex(&path).unwrap().acquire().await.unwrap(),
+            Some(style) => holder
+                .election(&path, style, Some("holder"))
+                .unwrap()
+                .lead()
+                .await
+                .unwrap(),
+        };
         let lost = lease.lost();
         let lost_at = tokio::spawn(async move {
             lost.await;
             Instant::now()
         });
-        let wmutex = waiter.mutex(&path).unwrap();
+        let wait = Wait::timeout(Duration::from_secs(90));
+        let taking = match style {
+            None => waiter
+                .mutex(&path)
+                .unwrap()
+                .start_acquire(Owner::SHARED, wait),
+            Some(style) => waiter
+                .election(&path, style, Some("waiter"))
+                .unwrap()
+                .start_lead(wait),
+        };
         let waiting = tokio::spawn(async move {
-            let lease = wmutex
-                .acquire_timeout(Duration::from_secs(90))
+            let lease = taking
                 .await
                 .expect("the waiter acquires once the holder's session expired");
             let at = Instant::now();
@@ -184,7 +203,7 @@ async fn follower_black_holed(timing: Timing) {
     for _ in 0..rounds() {
         let leader = settled(&zk).await;
         let follower = (leader + 1) % 3;
-        seen.extend(one_round(&zk, timing, follower, leader, Isolation::BlackHole).await);
+        seen.extend(one_round(&zk, timing, follower, leader, Isolation::BlackHole, None).await);
     }
     report_and_check("follower black-holed", timing, &seen);
 }
@@ -207,7 +226,7 @@ async fn a_holder_on_the_leader_black_holed_from_its_followers_knows_first() {
     for _ in 0..rounds() {
         let leader = settled(&zk).await;
         let follower = (leader + 1) % 3;
-        seen.extend(one_round(&zk, timing, leader, follower, Isolation::BlackHole).await);
+        seen.extend(one_round(&zk, timing, leader, follower, Isolation::BlackHole, None).await);
     }
     report_and_check("leader black-holed", timing, &seen);
 }
@@ -220,9 +239,27 @@ async fn a_holder_on_a_follower_that_loses_only_its_outgoing_peer_traffic_knows_
     for _ in 0..rounds() {
         let leader = settled(&zk).await;
         let follower = (leader + 1) % 3;
-        seen.extend(one_round(&zk, timing, follower, leader, Isolation::OutgoingLost).await);
+        seen.extend(one_round(&zk, timing, follower, leader, Isolation::OutgoingLost, None).await);
     }
     report_and_check("follower's outgoing peer traffic lost", timing, &seen);
+}
+
+/// An election's leader on a follower black-holed from its peers (issue 25): its lost signal
+/// fires before the next participant, on the ensemble's leader, leads; latch and kazoo layouts
+/// in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_leader_on_a_follower_black_holed_from_its_peers_knows_before_the_next_leads() {
+    let timing = FAST;
+    let zk = ensemble(timing);
+    let mut seen = Vec::new();
+    for round in 0..rounds() {
+        let leader = settled(&zk).await;
+        let follower = (leader + 1) % 3;
+        let style = [ElectionStyle::Latch, ElectionStyle::Kazoo][round % 2];
+        let how = Isolation::BlackHole;
+        seen.extend(one_round(&zk, timing, follower, leader, how, Some(style)).await);
+    }
+    report_and_check("election leader's follower black-holed", timing, &seen);
 }
 
 /// A holder given every member, connected to a follower that is then black-holed from its

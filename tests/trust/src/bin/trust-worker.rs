@@ -1,7 +1,8 @@
 //! zklock's worker for the trust suites: `trust-worker SERVERS PATH MODE ROUNDS LOGFILE`, MODE one
 //! of mutex | read | write | rw-random | semaphore-N (a lease of a semaphore of N, logged as a
 //! shared section) | semaphore-mutex (exclusive). Appends `zklock <exclusive|shared> <token> <enter_ns>
-//! <exit_ns>` per critical section. A lost lease or an acquire error is retried (and reported on
+//! <exit_ns>` per critical section. `elect-latch | elect-selector | elect-kazoo` lead an election
+//! of that layout ROUNDS times instead (the id `zklock-<pid>`), each leadership a section. A lost lease or an acquire error is retried (and reported on
 //! stderr), so a worker under injected faults still finishes its rounds.
 
 use std::io::Write;
@@ -40,6 +41,15 @@ fn main() {
         ),
         None => None,
     };
+    let election = mode.strip_prefix("elect-").map(|style| {
+        client
+            .election(
+                path,
+                style.parse().expect("elect-STYLE"),
+                Some(&format!("zklock-{}", std::process::id())),
+            )
+            .unwrap()
+    });
     let mut out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -62,7 +72,12 @@ fn main() {
             "read" => rw.read(),
             _ => rw.write(),
         };
-        let lease = match lock.blocking_acquire_timeout(Duration::from_secs(60)) {
+        let wait = zklock::Wait::timeout(Duration::from_secs(60));
+        let taken = match &election {
+            Some(election) => election.blocking_lead_with(wait, None),
+            None => lock.blocking_acquire_timeout(Duration::from_secs(60)),
+        };
+        let lease = match taken {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("trust-worker: acquire: {e}; retrying");
