@@ -33,6 +33,17 @@ def s3():
     return out
 
 
+def s8():
+    """Election handover (issue 25): kazoo's Election runs its function under its Lock
+    (`with self.lock: func()`, kazoo/recipe/election.py), so leading and resigning are that
+    lock's acquire and release."""
+    c = connect()
+    election = c.Election(arg("path"), "bench")
+    out = contend(election.lock.acquire, election.lock.release)
+    c.stop()
+    return out
+
+
 def s4():
     c = connect()
     locks = [c.Lock(f"{arg('path')}/{i}", "bench") for i in range(int(num("locks", 64)))]
@@ -158,4 +169,4 @@ def curve():
 
 
 if __name__ == "__main__":
-    main({"s1": s1, "s3": s3, "s4": s4, "s5": s5, "s6": s6, "curve": curve}, "kazoo (its locks are not re-entrant)")
+    main({"s1": s1, "s3": s3, "s8": s8, "s4": s4, "s5": s5, "s6": s6, "curve": curve}, "kazoo (its locks are not re-entrant)")

@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -100,6 +101,7 @@ public class ZkBench {
             case "s1": out = s1(); break;
             case "s2": out = s2(); break;
             case "s3": out = s3(); break;
+            case "s8": out = s8(); break;
             case "s4": out = s4(); break;
             case "s5": out = s5(); break;
             case "s6": out = s6(); break;
@@ -334,6 +336,34 @@ public class ZkBench {
             if (!first) sb.append(',');
             first = false;
             sb.append('[').append(acquired).append(',').append(releasing).append(']');
+        }
+        long cpu = c0 < 0 ? 0 : cpuNs() - c0;
+        c.close();
+        return sb.append("],\"cpu_s\":").append(cpu / 1e9).append("}").toString();
+    }
+
+    // 8. Election handover (issue 25): a LeaderLatch per round, as Curator's users give up
+    // leadership (close() deletes the node), started again at once. Events as in scenario 3.
+    static String s8() throws Exception {
+        CuratorFramework c = connect();
+        long start = (long) num("start-at", 0);
+        long end = start + (long) (num("warmup", 1) * 1e9) + (long) (num("secs", 3) * 1e9);
+        long wait = start - System.nanoTime();
+        if (wait > 0) Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+        StringBuilder sb = new StringBuilder("{\"events\":[");
+        boolean first = true;
+        long measureFrom = start + (long) (num("warmup", 1) * 1e9), c0 = -1;
+        while (System.nanoTime() < end) {
+            if (c0 < 0 && System.nanoTime() >= measureFrom) c0 = cpuNs();
+            LeaderLatch latch = new LeaderLatch(c, arg("path"), "bench");
+            latch.start();
+            latch.await();
+            long led = System.nanoTime();
+            long resigning = System.nanoTime();
+            latch.close();
+            if (!first) sb.append(',');
+            first = false;
+            sb.append('[').append(led).append(',').append(resigning).append(']');
         }
         long cpu = c0 < 0 ? 0 : cpuNs() - c0;
         c.close();

@@ -246,14 +246,15 @@ impl Run<'_> {
         Ok(result)
     }
 
-    /// Scenario 3: `procs` processes contend on one lock from the same start instant.
-    fn contended(&self, imp: &Impl, procs: usize) -> Res<Value> {
-        let path = self.path("s3", imp);
+    /// Scenario 3 (and 8, the election's handover): `procs` processes contend on one lock (run
+    /// for leader on one path) from the same start instant.
+    fn contended(&self, scenario: &str, imp: &Impl, procs: usize) -> Res<Value> {
+        let path = self.path(scenario, imp);
         let start = mono_ns() + ((imp.startup + 1.0) * 1e9) as u64;
         let limit = Duration::from_secs_f64(imp.startup + imp.warmup + self.secs + 90.0);
         let mut ps = Vec::new();
         for _ in 0..procs {
-            let mut args = self.base_args("s3", imp, &path);
+            let mut args = self.base_args(scenario, imp, &path);
             args.extend(["--start-at".into(), start.to_string()]);
             ps.push(Proc::spawn(imp, &args, limit)?);
         }
@@ -577,8 +578,14 @@ pub fn run(args: &Args, impls: Vec<Impl>, skipped: Vec<(String, String)>) -> Res
         }
         if wants("s3") {
             for imp in impls.iter().filter(|i| has(i, "s3")) {
-                let v = run.contended(imp, 4);
+                let v = run.contended("s3", imp, 4);
                 record(&mut res, "s3", imp, v);
+            }
+        }
+        if wants("s8") {
+            for imp in impls.iter().filter(|i| has(i, "s8")) {
+                let v = run.contended("s8", imp, 3);
+                record(&mut res, "s8", imp, v);
             }
         }
         if wants("s4") {
@@ -767,6 +774,19 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
             &["acq/s", "handoff p50", "handoff p99", "cpu µs/op"],
             &rows(
                 "s3",
+                &[
+                    ("ops_s", 0),
+                    ("handoff_p50_us", 0),
+                    ("handoff_p99_us", 0),
+                    ("cpu_us_per_op", 1),
+                ],
+            ),
+        );
+        print_table(
+            "8. election handover, 3 participants on one path (latch; kazoo's Election)",
+            &["leads/s", "handover p50", "handover p99", "cpu µs/lead"],
+            &rows(
+                "s8",
                 &[
                     ("ops_s", 0),
                     ("handoff_p50_us", 0),
@@ -1104,6 +1124,7 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
             );
         }
         targets.extend(issue24_targets(mode, res));
+        targets.extend(issue25_figures(mode, res));
     }
     println!(
         "\n==== targets of issues 8 and 17 (ratios measured side by side in the same run) ===="
@@ -1140,7 +1161,17 @@ fn report(results: &Value, impls: &[Impl], skipped: &[(String, String)]) -> Valu
     if unmeasured > 0 {
         println!("  ({unmeasured} targets not measured in this run: their scenarios or implementations were left out)");
     }
-    print_issue24(&targets);
+    print_issue(
+        &targets,
+        "24",
+        "issue 24, point 6: zklock against the limits raw (zookeeper-client from crates.io) and \
+         C client (libzookeeper-mt), one run",
+    );
+    print_issue(
+        &targets,
+        "25",
+        "issue 25: election handover (resign -> next leader's lead returns), scenario 8",
+    );
     for (k, why) in skipped {
         println!("  not built: {k}: {why}");
     }
@@ -1203,16 +1234,40 @@ fn issue24_targets(mode: &str, res: &Value) -> Vec<Value> {
     out
 }
 
-/// The figures of issue 24, point 6, one line each, nosync and fsync side by side.
-fn print_issue24(targets: &[Value]) {
-    let ours: Vec<&Value> = targets.iter().filter(|t| t["issue"] == "24").collect();
+/// The figures of issue 25 (scenario 8), for one mode: zklock's election handover latency
+/// against Curator's `LeaderLatch` and kazoo's `Election` in the same run, as ratios (below 1:
+/// zklock hands over faster), and zklock's CPU per leadership against theirs. The issue sets no
+/// goal: figures only.
+fn issue25_figures(mode: &str, res: &Value) -> Vec<Value> {
+    let ratio = |key: &str, peer: &str| match (
+        num(res, &["s8", "zklock", key]),
+        num(res, &["s8", peer, key]),
+    ) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for (name, key, peer) in [
+        ("s8 handover p50 Rust / Curator latch", "handoff_p50_us", "curator"),
+        ("s8 handover p99 Rust / Curator latch", "handoff_p99_us", "curator"),
+        ("s8 handover p50 Rust / kazoo Election", "handoff_p50_us", "kazoo"),
+        ("s8 handover p99 Rust / kazoo Election", "handoff_p99_us", "kazoo"),
+        ("s8 CPU/lead Rust / Curator latch", "cpu_us_per_op", "curator"),
+        ("s8 CPU/lead Rust / kazoo Election", "cpu_us_per_op", "kazoo"),
+    ] {
+        out.push(json!({"mode": mode, "issue": "25", "target": name,
+                        "measured": ratio(key, peer), "goal": "-", "holds": null}));
+    }
+    out
+}
+
+/// One issue's figures, one line each, nosync and fsync side by side.
+fn print_issue(targets: &[Value], issue: &str, title: &str) {
+    let ours: Vec<&Value> = targets.iter().filter(|t| t["issue"] == issue).collect();
     if ours.is_empty() {
         return;
     }
-    println!(
-        "\n==== issue 24, point 6: zklock against the limits raw (zookeeper-client from \
-         crates.io) and C client (libzookeeper-mt), one run ===="
-    );
+    println!("\n==== {title} ====");
     println!("  {:<44} {:<14} {:<14}  goal", "figure", "nosync", "fsync");
     let mut names: Vec<&str> = Vec::new();
     for t in &ours {

@@ -26,6 +26,7 @@ pub fn run(args: &Args) -> Res<serde_json::Value> {
             ("zklock", "s1") => zk_s1(args).await,
             ("zklock", "s2") => zk_s2(args).await,
             ("zklock", "s3") => zk_s3(args).await,
+            ("zklock", "s8") => zk_s8(args).await,
             ("zklock", "s4") => zk_s4(args).await,
             ("zklock", "s5") => zk_s5(args).await,
             ("zklock", "s6") => zk_s6(args).await,
@@ -310,6 +311,31 @@ async fn zk_s3(args: &Args) -> Res<serde_json::Value> {
         let releasing = mono_ns();
         lease.release().await?;
         events.push([acquired, releasing]);
+    }
+    let cpu = window.cpu();
+    client.close().await;
+    Ok(json!({ "events": events, "cpu_s": cpu as f64 / 1e9 }))
+}
+
+/// Scenario 8 (issue 25): election handover. Each process runs for leader on one path (Curator's
+/// latch layout), resigns as soon as it leads and runs again: the events are (led, resigning)
+/// as in scenario 3, and the handover is the next leader's `lead` returning after a resign call.
+async fn zk_s8(args: &Args) -> Res<serde_json::Value> {
+    let client = zk_client(args).await?;
+    let election = client.election(&args.str("path"), zklock::ElectionStyle::Latch, None)?;
+    let start = args.int("start-at", 0);
+    let (warm, secs) = windows(args);
+    let end = start + warm + secs;
+    sleep_until_mono(start);
+    let mut events = Vec::new();
+    let mut window = Window::new(start + warm);
+    while mono_ns() < end {
+        window.tick();
+        let lead = election.lead().await?;
+        let led = mono_ns();
+        let resigning = mono_ns();
+        election.resign(lead, false).await?;
+        events.push([led, resigning]);
     }
     let cpu = window.cpu();
     client.close().await;

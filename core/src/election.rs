@@ -152,7 +152,9 @@ impl Election {
 
     /// Gives the leadership up (its node is deleted, the next participant leads) and, with
     /// `requeue`, runs again at the tail of the queue: the handle of that new attempt.
-    /// `InvalidArgument` for a lease that is not a leadership of this election's path.
+    /// `InvalidArgument` for a lease that is not a leadership of this election's path; that
+    /// lease is dropped, which releases it, so a face handing over a lease it was given checks
+    /// it with [`Election::check_leadership`] first.
     pub async fn resign(&self, leadership: Lease, requeue: bool) -> Result<Option<Acquire>> {
         self.check_own(&leadership)?;
         leadership.release().await?;
@@ -167,21 +169,47 @@ impl Election {
     }
 
     /// Sets the leadership's node data to `data` (what participants and observers see as its
-    /// id from then on), as a guarded write: applied only while the node is ours.
-    pub async fn proclaim(&self, leadership: &Lease, data: Vec<u8>) -> Result<()> {
-        self.check_own(leadership)?;
+    /// id from then on), as a guarded write: applied only while the node is ours. `timeout`
+    /// bounds it as it bounds a guarded write (`None`: no bound).
+    pub async fn proclaim(
+        &self,
+        leadership: &Lease,
+        data: Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let writes = self.proclamation(leadership, data)?;
         leadership
-            .guarded_write(vec![Write::set_data(leadership.path(), data)])
+            .guarded()
+            .write_timeout(writes, timeout)
             .await
             .map(drop)
     }
 
     /// Blocking twin of [`Election::proclaim`].
-    pub fn blocking_proclaim(&self, leadership: &Lease, data: Vec<u8>) -> Result<()> {
-        self.check_own(leadership)?;
+    pub fn blocking_proclaim(
+        &self,
+        leadership: &Lease,
+        data: Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let writes = self.proclamation(leadership, data)?;
         leadership
-            .blocking_guarded_write(vec![Write::set_data(leadership.path(), data)])
+            .guarded()
+            .blocking_write_timeout(writes, timeout)
             .map(drop)
+    }
+
+    /// The guarded write [`Election::proclaim`] makes, for a face that writes through the
+    /// lease's [`crate::Guarded`] handle (without holding the lease meanwhile).
+    pub fn proclamation(&self, leadership: &Lease, data: Vec<u8>) -> Result<Vec<Write>> {
+        self.check_own(leadership)?;
+        Ok(vec![Write::set_data(leadership.path(), data)])
+    }
+
+    /// `InvalidArgument` unless `leadership` is a leadership of this election (one node,
+    /// directly under its path): what [`Election::resign`] and [`Election::proclaim`] check.
+    pub fn check_leadership(&self, leadership: &Lease) -> Result<()> {
+        self.check_own(leadership)
     }
 
     fn check_own(&self, leadership: &Lease) -> Result<()> {

@@ -838,7 +838,7 @@ impl Runner {
                     .election(path, ElectionStyle::Latch, Some("a"))
                     .unwrap();
                 let lead = a.lead().await.unwrap();
-                a.proclaim(&lead, b"p-data".to_vec()).await.unwrap();
+                a.proclaim(&lead, b"p-data".to_vec(), None).await.unwrap();
                 let seen = other
                     .election(path, ElectionStyle::Latch, None)
                     .unwrap()

@@ -332,7 +332,7 @@ async fn proclaim_sets_the_leaders_data_and_bad_input_is_refused() {
     let election = a.election(&path, ElectionStyle::Latch, Some("x")).unwrap();
     let lead = election.lead().await.unwrap();
     election
-        .proclaim(&lead, b"x at 10.0.0.1:8080".to_vec())
+        .proclaim(&lead, b"x at 10.0.0.1:8080".to_vec(), None)
         .await
         .unwrap();
     let seen = b
@@ -349,7 +349,10 @@ async fn proclaim_sets_the_leaders_data_and_bad_input_is_refused() {
         .acquire()
         .await
         .unwrap();
-    let err = election.proclaim(&other, b"y".to_vec()).await.unwrap_err();
+    let err = election
+        .proclaim(&other, b"y".to_vec(), None)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
     let long = "i".repeat(zklock::MAX_ID_BYTES + 1);
     let err = a
