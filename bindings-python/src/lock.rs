@@ -47,7 +47,7 @@ pub(crate) struct Waiting {
 
 impl Waiting {
     /// Keeps `token` until the returned guard is dropped (the acquire ended).
-    fn add(self: &Arc<Self>, token: zklock::CancelToken) -> WaitingGuard {
+    pub(crate) fn add(self: &Arc<Self>, token: zklock::CancelToken) -> WaitingGuard {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.list.lock().unwrap().push((id, token));
         WaitingGuard {
@@ -57,7 +57,7 @@ impl Waiting {
     }
 
     /// Cancels every acquire waiting now; how many there were.
-    fn cancel_all(&self) -> usize {
+    pub(crate) fn cancel_all(&self) -> usize {
         let list = self.list.lock().unwrap();
         for (_, token) in list.iter() {
             token.cancel();
@@ -66,7 +66,7 @@ impl Waiting {
     }
 }
 
-struct WaitingGuard {
+pub(crate) struct WaitingGuard {
     waiting: Arc<Waiting>,
     id: u64,
 }
