@@ -352,8 +352,7 @@ impl LeadAttempt {
             };
             match taken {
                 Some(mut acquire) => {
-                    let (outcome, acquire) =
-                        py.detach(move || (acquire.wait_for(slice), acquire));
+                    let (outcome, acquire) = py.detach(move || (acquire.wait_for(slice), acquire));
                     let done = match outcome {
                         Some(Ok(lease)) => Some(Ok(Py::new(py, PyLease::new(lease))?)),
                         Some(Err(err)) => Some(Err(err)),
