@@ -39,6 +39,7 @@ from typing import (
     Dict,
     Iterable,
     List,
+    Literal,
     Mapping,
     NamedTuple,
     Optional,
@@ -47,6 +48,7 @@ from typing import (
     Type,
     TypeVar,
     Union,
+    overload,
 )
 
 from . import _zklock
@@ -540,6 +542,24 @@ class Election(_zklock.NativeElection):
         """The leader now (the first participant of this layout), None when nobody runs."""
         found = self._leader()
         return None if found is None else Participant(*found)
+
+    @overload
+    def run(
+        self,
+        fn: Callable[[Lease], _T],
+        *,
+        requeue: Literal[False] = False,
+        timeout: Optional[float] = None,
+    ) -> _T: ...
+
+    @overload
+    def run(
+        self,
+        fn: Callable[[Lease], _T],
+        *,
+        requeue: bool,
+        timeout: Optional[float] = None,
+    ) -> Optional[_T]: ...
 
     def run(
         self,
