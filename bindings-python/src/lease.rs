@@ -12,6 +12,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString, PyTuple};
 
 use zklock::{Acquire, ErrorKind, LeaseState, Wait};
 
+use crate::args::ExitArgs;
 use crate::errors::{py_error, to_py_err, wrong_type, IntoPy};
 use crate::runtime::{
     call_unraisable, delivery, future_into_py, lock, outcome_of, Canceller, LoopFuture,
@@ -457,14 +458,7 @@ impl PyLease {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(
-        slf: &Bound<'_, PyLease>,
-        _args: (
-            Option<Bound<'_, PyAny>>,
-            Option<Bound<'_, PyAny>>,
-            Option<Bound<'_, PyAny>>,
-        ),
-    ) -> PyResult<()> {
+    fn __exit__(slf: &Bound<'_, PyLease>, _args: ExitArgs<'_>) -> PyResult<()> {
         if slf.get().done() {
             return Ok(());
         }

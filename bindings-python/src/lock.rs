@@ -8,17 +8,10 @@ use pyo3::pyclass::{PyTraverseError, PyVisit};
 
 use zklock::{Acquire, ErrorKind, LeaseState, Owner, Wait};
 
-use crate::args::{acquire_timeout, current_owner, wait_of, Arg, SHARED, TASK_BIT};
+use crate::args::{acquire_timeout, current_owner, wait_of, Arg, ExitArgs, SHARED, TASK_BIT};
 use crate::errors::{py_error, to_py_err, IntoPy};
 use crate::lease::{acquire_into_py, forked, release_now, Book, Held, PyLease, Slot};
 use crate::runtime::{wait, wait_acquire};
-
-/// The `with` statement's way out: `__exit__(exc_type, exc, tb)`.
-pub(crate) type ExitArgs<'py> = (
-    Option<Bound<'py, PyAny>>,
-    Option<Bound<'py, PyAny>>,
-    Option<Bound<'py, PyAny>>,
-);
 
 /// One core lock value (a mutex, one side of a read/write lock, a multi-lock, a semaphore)
 /// and the leases taken through this object: the base of `zklock.Lock`, whose `acquire`,
