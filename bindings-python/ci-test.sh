@@ -55,7 +55,7 @@ cp "$target_dir/debug/zk-harness" "$venv/bin/zk-harness"
 export ZK_HARNESS="$venv/bin/zk-harness"
 
 step "mypy --strict on the typed example"
-(cd "$here/examples" && "$vpy" -m mypy --strict --no-incremental typed_example.py worker.py readme.py readme_semaphore.py)
+(cd "$here/examples" && "$vpy" -m mypy --strict --no-incremental typed_example.py worker.py readme.py readme_semaphore.py readme_election.py)
 
 step "pytest"
 set +e

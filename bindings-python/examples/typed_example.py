@@ -65,6 +65,47 @@ def with_rw_and_multi(client: zklock.Client, path: str) -> None:
     print("queue", [(p.identity, p.kind) for p in queue])
 
 
+def with_election(client: zklock.Client, path: str) -> List[str]:
+    seen: List[str] = []
+    election: zklock.Election = client.election(f"{path}/election", id="typed", max_hold=60.0)
+    watch: zklock.LeaderWatch = client.observe_leader(election.path)
+    now: Optional[zklock.Participant] = watch.next(timeout=5.0)
+    seen.append("none" if now is None else now.id)
+    with election.lead(timeout=5.0) as lead:
+        token: int = lead.token
+        until: Optional[float] = lead.valid_until()
+        left: Optional[float] = lead.time_left()
+        assert until is not None and left is not None and lead.lost_reason is None
+        election.proclaim(lead, "typed!")
+        leader = election.leader()
+        seen.append("none" if leader is None else leader.id)
+        assert client.check(election.path, token)
+        family: List[Optional[str]] = [p.style for p in election.participants()]
+        seen.extend(f for f in family if f is not None)
+        attempt: Optional[zklock.LeadAttempt] = election.resign(lead, requeue=True)
+    assert attempt is not None
+    again: zklock.Leadership = attempt.result(timeout=5.0)
+    election.resign(again)
+
+    def as_leader(lead: zklock.Leadership) -> str:
+        return lead.state
+
+    seen.append(election.run(as_leader) or "none")
+
+    async def leading() -> int:
+        async with election.lead_async(timeout=5.0) as lead:
+            return lead.token
+
+    seen.append(str(asyncio.run(leading()) > token))
+    try:
+        client.election(path, style="leader")
+    except zklock.InvalidArgument as e:
+        seen.append(e.kind)
+    except zklock.Conflict:
+        raise
+    return seen
+
+
 def main(servers: str) -> None:
     try:
         with zklock.Client(servers, session_timeout=10.0, identity="typed-example") as client:
@@ -72,6 +113,7 @@ def main(servers: str) -> None:
             print(with_threads(client, path))
             print(asyncio.run(with_asyncio(client, path)))
             with_rw_and_multi(client, path)
+            print(with_election(client, path))
     except zklock.ConnectionFailed as e:
         print("no ZooKeeper:", e, file=sys.stderr)
         raise SystemExit(1)

@@ -9,6 +9,13 @@ use zklock::{ErrorKind, Wait};
 
 use crate::errors::{to_py_err, wrong_type, IntoPy};
 
+/// The `with` statement's way out: `__exit__(exc_type, exc, tb)`.
+pub(crate) type ExitArgs<'py> = (
+    Option<Bound<'py, PyAny>>,
+    Option<Bound<'py, PyAny>>,
+    Option<Bound<'py, PyAny>>,
+);
+
 pub(crate) fn wait_of(py: Python<'_>, timeout: Option<f64>) -> PyResult<Wait> {
     Wait::from_secs(timeout).py(py)
 }

@@ -9,10 +9,27 @@ use pyo3::types::PyDict;
 use zklock::ErrorKind;
 
 use crate::args::max_leases_of;
+use crate::election::{style_of, NativeElection, NativeLeaderWatch};
 use crate::errors::{to_py_err, IntoPy};
 use crate::lease::check_callable;
 use crate::lock::{Inner, NativeLock};
 use crate::runtime::{call_unraisable_with, wait};
+
+/// `lock` with the maximum hold `max_hold` seconds (converted and judged by the core: negative,
+/// NaN, infinite and zero are `InvalidArgument`).
+fn with_max_hold(
+    py: Python<'_>,
+    lock: zklock::Lock,
+    max_hold: Option<f64>,
+) -> PyResult<zklock::Lock> {
+    match max_hold {
+        None => Ok(lock),
+        Some(secs) => {
+            let limit = zklock::support::duration_from_secs_f64(secs, "max_hold").py(py)?;
+            lock.max_hold(Some(limit)).py(py)
+        }
+    }
+}
 
 /// One ZooKeeper session (see `zklock.Client` for the documented face).
 #[pyclass(frozen, module = "zklock._zklock", name = "Client")]
@@ -118,31 +135,94 @@ impl PyClient {
         self.client.session_timeout().as_secs_f64()
     }
 
-    /// A mutex on `path`.
-    #[pyo3(signature = (path, reentrant=true))]
-    fn mutex(&self, py: Python<'_>, path: &str, reentrant: bool) -> PyResult<NativeLock> {
+    /// A mutex on `path`; `max_hold` (seconds, None: no limit) ends every lease of it after
+    /// that long (lost, reason `max-hold`).
+    #[pyo3(signature = (path, reentrant=true, max_hold=None))]
+    fn mutex(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        reentrant: bool,
+        max_hold: Option<f64>,
+    ) -> PyResult<NativeLock> {
         let lock = self.client.mutex(path).py(py)?;
-        Ok(NativeLock::new(Inner::Single(Arc::new(
-            lock.reentrant(reentrant),
-        ))))
+        let lock = with_max_hold(py, lock.reentrant(reentrant), max_hold)?;
+        Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
+    }
+
+    /// An election on `path`: `style` by the core's names ('selector', 'latch', 'kazoo'), `id`
+    /// the participant id (None: the client's identity), `max_hold` seconds (None: no limit).
+    #[pyo3(signature = (path, style="latch", id=None, max_hold=None))]
+    fn election(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        style: &str,
+        id: Option<&str>,
+        max_hold: Option<f64>,
+    ) -> PyResult<NativeElection> {
+        let style = style_of(py, style)?;
+        let election = self.client.election(path, style, id).py(py)?;
+        let election = match max_hold {
+            None => election,
+            Some(secs) => {
+                let limit = zklock::support::duration_from_secs_f64(secs, "max_hold").py(py)?;
+                election.max_hold(Some(limit)).py(py)?
+            }
+        };
+        Ok(NativeElection::new(election))
+    }
+
+    /// An observer of who leads the election on `path`.
+    fn observe_leader(&self, py: Python<'_>, path: &str) -> PyResult<NativeLeaderWatch> {
+        let watch = self.client.observe_leader(path).py(py)?;
+        Ok(NativeLeaderWatch { watch })
+    }
+
+    /// Whether `token` is a current holder's (or leader's) token on `path` (Chubby's
+    /// CheckSequencer); `max_leases`: a semaphore's N. The GIL is released meanwhile.
+    #[pyo3(signature = (path, token, max_leases=None))]
+    fn check(
+        &self,
+        py: Python<'_>,
+        path: String,
+        token: i64,
+        max_leases: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let n = match max_leases {
+            Some(n) => Some(max_leases_of(&path, n).py(py)?),
+            None => None,
+        };
+        let client = self.client.clone();
+        wait(py, async move { client.check(&path, token, n).await })
     }
 
     /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
     /// layout); never re-entrant. Any Python int is taken: the core judges N.
+    #[pyo3(signature = (path, max_leases, max_hold=None))]
     fn semaphore(
         &self,
         py: Python<'_>,
         path: &str,
         max_leases: &Bound<'_, PyAny>,
+        max_hold: Option<f64>,
     ) -> PyResult<NativeLock> {
         let n = max_leases_of(path, max_leases).py(py)?;
         let lock = self.client.semaphore(path, n).py(py)?;
+        let lock = with_max_hold(py, lock, max_hold)?;
         Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
     }
 
     /// `semaphore(path, 1)`: excludes Curator's `InterProcessSemaphoreMutex`.
-    fn semaphore_mutex(&self, py: Python<'_>, path: &str) -> PyResult<NativeLock> {
+    #[pyo3(signature = (path, max_hold=None))]
+    fn semaphore_mutex(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        max_hold: Option<f64>,
+    ) -> PyResult<NativeLock> {
         let lock = self.client.semaphore_mutex(path).py(py)?;
+        let lock = with_max_hold(py, lock, max_hold)?;
         Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
     }
 

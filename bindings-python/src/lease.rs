@@ -12,6 +12,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString, PyTuple};
 
 use zklock::{Acquire, ErrorKind, LeaseState, Wait};
 
+use crate::args::ExitArgs;
 use crate::errors::{py_error, to_py_err, wrong_type, IntoPy};
 use crate::runtime::{
     call_unraisable, delivery, future_into_py, lock, outcome_of, Canceller, LoopFuture,
@@ -102,6 +103,7 @@ impl LeaseInfo {
 }
 
 pub(crate) static EVENT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+pub(crate) static MONOTONIC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// A new `threading.Event`.
 pub(crate) fn new_event(py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -401,6 +403,66 @@ impl PyLease {
     fn is_held(&self, py: Python<'_>) -> PyResult<bool> {
         self.check_process(py)?;
         Ok(self.state() == LeaseState::Held)
+    }
+
+    /// Why the lease was lost ('... lost: max-hold: ...', session expired, node deleted, client
+    /// closed, no server contact for the session timeout), once it is; None while it is not.
+    #[getter]
+    fn lost_reason(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.check_process(py)?;
+        Ok(lock(&self.lease).as_ref().and_then(|l| l.lost_reason()))
+    }
+
+    /// The moment until which no one else can hold this lease's lock (Chubby's local lease),
+    /// on `time.monotonic()`'s clock, or None once released or lost. Later than now while held
+    /// (it moves forward with every answered heartbeat); while suspended it stays where the
+    /// last proof put it. Check it before a side effect; a pause after the check is what the
+    /// fencing token is for.
+    fn valid_until(&self, py: Python<'_>) -> PyResult<Option<f64>> {
+        self.check_process(py)?;
+        let until = lock(&self.lease).as_ref().and_then(|l| l.valid_until());
+        let Some(until) = until else {
+            return Ok(None);
+        };
+        // Rust's Instant and time.monotonic() are one clock on Linux, not everywhere: the
+        // difference from now is carried over instead.
+        let now = std::time::Instant::now();
+        let monotonic: f64 = MONOTONIC
+            .get_or_try_init(py, || {
+                py.import("time")?.getattr("monotonic").map(Bound::unbind)
+            })?
+            .bind(py)
+            .call0()?
+            .extract()?;
+        Ok(Some(match until.checked_duration_since(now) {
+            Some(ahead) => monotonic + ahead.as_secs_f64(),
+            None => monotonic - now.duration_since(until).as_secs_f64(),
+        }))
+    }
+
+    /// Seconds left until `valid_until()` (0.0 once it passed, while suspended), or None once
+    /// released or lost.
+    fn time_left(&self, py: Python<'_>) -> PyResult<Option<f64>> {
+        self.check_process(py)?;
+        let until = lock(&self.lease).as_ref().and_then(|l| l.valid_until());
+        Ok(until.map(|u| {
+            u.saturating_duration_since(std::time::Instant::now())
+                .as_secs_f64()
+        }))
+    }
+
+    /// A lease is a context manager: `with election.lead() as lead:` releases (resigns) it on
+    /// exit, unless it was released already.
+    fn __enter__(slf: Py<PyLease>) -> Py<PyLease> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(slf: &Bound<'_, PyLease>, _args: ExitArgs<'_>) -> PyResult<()> {
+        if slf.get().done() {
+            return Ok(());
+        }
+        PyLease::release_bound(slf).map(drop)
     }
 
     /// Released (or tried to be).

@@ -25,6 +25,8 @@
 //! Modules, in reading order (each reads only the ones below it):
 //!
 //! * `client`: `zklock.Client`'s native object, one session and the locks made on it;
+//! * `election`: `NativeElection` (the base of `zklock.Election`), `LeadAttempt` (a requeued run
+//!   for leader) and `NativeLeaderWatch` (an observer of who leads);
 //! * `lock`: `NativeLock` (the base of `zklock.Lock`), one core lock value;
 //! * `lease`: `zklock.Lease`, guarded-write arguments, leases nobody releases, and the `Book`
 //!   of the leases taken through one lock object (a `Lease` leaves its book when released);
@@ -35,6 +37,7 @@
 
 mod args;
 mod client;
+mod election;
 mod errors;
 mod lease;
 mod lock;
@@ -44,6 +47,7 @@ use pyo3::prelude::*;
 
 use crate::args::check_timeout;
 use crate::client::PyClient;
+use crate::election::{LeadAttempt, NativeElection, NativeLeaderWatch};
 use crate::lease::PyLease;
 use crate::lock::NativeLock;
 use crate::runtime::set_log_sink;
@@ -53,6 +57,9 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyClient>()?;
     m.add_class::<NativeLock>()?;
     m.add_class::<PyLease>()?;
+    m.add_class::<NativeElection>()?;
+    m.add_class::<NativeLeaderWatch>()?;
+    m.add_class::<LeadAttempt>()?;
     m.add_function(wrap_pyfunction!(check_timeout, m)?)?;
     m.add_function(wrap_pyfunction!(set_log_sink, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -8,17 +8,10 @@ use pyo3::pyclass::{PyTraverseError, PyVisit};
 
 use zklock::{Acquire, ErrorKind, LeaseState, Owner, Wait};
 
-use crate::args::{acquire_timeout, current_owner, wait_of, Arg, SHARED, TASK_BIT};
+use crate::args::{acquire_timeout, current_owner, wait_of, Arg, ExitArgs, SHARED, TASK_BIT};
 use crate::errors::{py_error, to_py_err, IntoPy};
 use crate::lease::{acquire_into_py, forked, release_now, Book, Held, PyLease, Slot};
 use crate::runtime::{wait, wait_acquire};
-
-/// The `with` statement's way out: `__exit__(exc_type, exc, tb)`.
-pub(crate) type ExitArgs<'py> = (
-    Option<Bound<'py, PyAny>>,
-    Option<Bound<'py, PyAny>>,
-    Option<Bound<'py, PyAny>>,
-);
 
 /// One core lock value (a mutex, one side of a read/write lock, a multi-lock, a semaphore)
 /// and the leases taken through this object: the base of `zklock.Lock`, whose `acquire`,
@@ -47,7 +40,7 @@ pub(crate) struct Waiting {
 
 impl Waiting {
     /// Keeps `token` until the returned guard is dropped (the acquire ended).
-    fn add(self: &Arc<Self>, token: zklock::CancelToken) -> WaitingGuard {
+    pub(crate) fn add(self: &Arc<Self>, token: zklock::CancelToken) -> WaitingGuard {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.list.lock().unwrap().push((id, token));
         WaitingGuard {
@@ -57,7 +50,7 @@ impl Waiting {
     }
 
     /// Cancels every acquire waiting now; how many there were.
-    fn cancel_all(&self) -> usize {
+    pub(crate) fn cancel_all(&self) -> usize {
         let list = self.list.lock().unwrap();
         for (_, token) in list.iter() {
             token.cancel();
@@ -66,7 +59,7 @@ impl Waiting {
     }
 }
 
-struct WaitingGuard {
+pub(crate) struct WaitingGuard {
     waiting: Arc<Waiting>,
     id: u64,
 }

@@ -33,6 +33,14 @@ How this runner performs what the data file leaves to each face (what a Python u
   through ``Lease.on_revoke`` and asked with ``Client.revoke(path)``.
 * session timeouts are ``Client(session_timeout=float(input))`` seconds, connect strings are
   ``Client(input, connect_timeout=5.0)``, ACL names ``Client(auth="user:secret", acl=input)``.
+* elections: ``client.election(path, style=, id=)``; a try is ``election.lead(timeout=0)``,
+  a wait ``election.lead()`` (another participant's, in a thread of its own); a resign is
+  ``election.resign(lead)`` (``requeue=True`` gives a ``LeadAttempt`` whose ``result()`` is the
+  next leadership); ids read back are ``Participant.id`` of ``election.leader()`` /
+  ``election.participants()``; observing is ``client.observe_leader(path).next(timeout=)``;
+  ``proclaim`` is ``election.proclaim(lead, "p-data")``; sequencer checks ``client.check(path,
+  token)``; a maximum hold ``client.lock(path, max_hold=float(input))`` with the lost reason
+  from ``Lease.lost_reason``; ``valid_until()`` is read against ``time.monotonic()``.
 
 Each case that needs a lock of its own gets ``/conformance/python/<id>-<pid>``. A case this face
 cannot express would be reported as n/a by name (``NOT_APPLICABLE``); today every case can be
@@ -42,7 +50,9 @@ expressed in Python.
 from __future__ import annotations
 
 import os
+import re
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Type
 
@@ -145,6 +155,7 @@ KINDS: Dict[Type[BaseException], str] = {
     zklock.ZooKeeperError: "ZooKeeper",
     zklock.InternalError: "Internal",
     zklock.OutcomeUnknown: "OutcomeUnknown",
+    zklock.Conflict: "Conflict",
 }
 
 
@@ -373,6 +384,66 @@ def op_participants_timeout(ctx: Ctx, text: str) -> str:
     lock = ctx.shared.lock(ctx.path)
     with lock.hold(WAIT):
         return f"listed={len(lock.participants(timeout=seconds))}"
+
+
+def op_election_style(ctx: Ctx, text: str) -> str:
+    election = ctx.shared.election(ctx.path, style=text, id="conformance")
+    with election.lead(timeout=0):
+        pass
+    return "ok"
+
+
+def op_election_id(ctx: Ctx, text: str) -> str:
+    election = ctx.shared.election(ctx.path, id=text)
+    with election.lead(timeout=0):
+        leader = election.leader()
+    assert leader is not None, "we lead, yet the election has no leader"
+    return "ok" if leader.id == text else "id-differs"
+
+
+def op_max_hold(ctx: Ctx, text: str) -> str:
+    lock = ctx.shared.lock(ctx.path, max_hold=float(text))
+    with lock.hold(WAIT) as lease:
+        if not lease.lost.wait(5.0):
+            return "held"
+        reason = lease.lost_reason or ""
+    why = reason.split(" lost: ", 1)[1] if " lost: " in reason else ""
+    return f"lost,{re.split('[: ]', why)[0]}"
+
+
+def wait_for_participants(election: zklock.Election, n: int) -> None:
+    deadline = time.monotonic() + 5.0
+    while len(election.participants()) != n:
+        assert time.monotonic() < deadline, f"the election on {election.path} never had {n}"
+        time.sleep(0.05)
+
+
+class LeadInThread:
+    """`election.lead()` (no timeout) in a thread of its own, as another participant waits."""
+
+    def __init__(self, election: zklock.Election) -> None:
+        self.election = election
+        self.result: List[object] = []
+        self.thread = threading.Thread(target=self._run)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.result.append(self.election.lead())
+        except BaseException as e:
+            self.result.append(e)
+
+    def lease(self) -> zklock.Lease:
+        self.thread.join(WAIT)
+        if not self.result:
+            self.election.cancel()
+            self.thread.join(WAIT)
+            pytest.fail("the waiting participant never led", pytrace=False)
+        got = self.result[0]
+        if isinstance(got, BaseException):
+            raise got
+        assert isinstance(got, zklock.Lease)
+        return got
 
 
 # -- scenarios ---------------------------------------------------------------------------------
@@ -682,6 +753,112 @@ def sc_cancel_waiting_acquire(ctx: Ctx) -> str:
             return outcome
 
 
+def sc_election_handover(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as other:
+        a = ctx.shared.election(ctx.path, style="selector", id="a")
+        b = other.election(ctx.path, style="selector", id="b")
+        a_lead = a.lead(WAIT)
+        waiting = LeadInThread(b)
+        a.resign(a_lead)
+        b_lead = waiting.lease()
+        leader = a.leader()
+        up = "token-up" if b_lead.token > a_lead.token else "token-down"
+        b.resign(b_lead)
+        return f"{leader.id if leader else 'none'},{up}"
+
+
+def sc_election_requeue(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as other:
+        a = ctx.shared.election(ctx.path, style="latch", id="a")
+        b = other.election(ctx.path, style="latch", id="b")
+        a_lead = a.lead(WAIT)
+        waiting = LeadInThread(b)
+        wait_for_participants(a, 2)
+        again = a.resign(a_lead, requeue=True)
+        assert again is not None, "resign(requeue=True) gave no attempt"
+        b_lead = waiting.lease()
+        wait_for_participants(a, 2)
+        order = [p.id for p in a.participants()]
+        b.resign(b_lead)
+        again.result(WAIT).release()
+        return ",".join(order)
+
+
+def sc_election_mixed_layouts(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as other:
+        theirs = other.election(ctx.path, style="latch", id="latch").lead(WAIT)
+        try:
+            ctx.shared.election(ctx.path, style="selector", id="selector").lead(timeout=0)
+            outcome = "led"
+        except zklock.ZkLockError as e:
+            outcome = kind_of(e)
+        left = len(ctx.shared.lock(ctx.path).participants())
+        theirs.release()
+    return "left-node" if left != 1 else outcome
+
+
+def leader_id(leader: Optional[zklock.Participant]) -> str:
+    return "none" if leader is None else leader.id
+
+
+def sc_election_observe(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as other:
+        watch = ctx.shared.observe_leader(ctx.path)
+        seen = [leader_id(watch.next(timeout=10.0))]
+        a = other.election(ctx.path, style="selector", id="a")
+        lead = a.lead(WAIT)
+        seen.append(leader_id(watch.next(timeout=10.0)))
+        a.resign(lead)
+        seen.append(leader_id(watch.next(timeout=10.0)))
+        return ",".join(seen)
+
+
+def sc_election_proclaim(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as other:
+        a = ctx.shared.election(ctx.path, style="latch", id="a")
+        with a.lead(WAIT) as lead:
+            a.proclaim(lead, "p-data")
+            return leader_id(other.election(ctx.path, style="latch").leader())
+
+
+def sc_kind_latch(ctx: Ctx) -> str:
+    election = ctx.shared.election(ctx.path, style="latch")
+    with election.lead(WAIT) as lead:
+        return our_node(election.participants(), lead).kind
+
+
+def sc_library_kazoo_style(ctx: Ctx) -> str:
+    election = ctx.shared.election(ctx.path, style="kazoo")
+    with election.lead(WAIT) as lead:
+        return our_node(election.participants(), lead).library
+
+
+def sc_check_token(ctx: Ctx) -> str:
+    with zklock.Client(ctx.servers) as other:
+        with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+            before = other.check(ctx.path, lease.token)
+        after = other.check(ctx.path, lease.token)
+        return f"{str(before).lower()},{str(after).lower()}"
+
+
+def sc_valid_until(ctx: Ctx) -> str:
+    own = zklock.Client(ctx.servers)
+    with own.lock(ctx.path).hold(WAIT) as lease:
+        until = lease.valid_until()
+        now = time.monotonic()
+        if until is None:
+            first = "none"
+        elif until <= now:
+            first = "past"
+        elif until > now + own.session_timeout:
+            first = "beyond"
+        else:
+            first = "ahead"
+        own.close()
+        second = "none" if lease.valid_until() is None else "some"
+    return f"{first},{second}"
+
+
 SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "reenter-same-owner": sc_reenter_same_owner,
     "second-owner-try": sc_second_owner_try,
@@ -718,6 +895,15 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "cancel-waiting-acquire": sc_cancel_waiting_acquire,
     "revoke-requested": sc_revoke_requested,
     "revoke-not-held": sc_revoke_not_held,
+    "election-handover": sc_election_handover,
+    "election-requeue": sc_election_requeue,
+    "election-mixed-layouts": sc_election_mixed_layouts,
+    "election-observe": sc_election_observe,
+    "election-proclaim": sc_election_proclaim,
+    "kind-latch": sc_kind_latch,
+    "library-kazoo-style": sc_library_kazoo_style,
+    "check-token": sc_check_token,
+    "valid-until": sc_valid_until,
 }
 
 
@@ -747,6 +933,9 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
 
 
     "semaphore": op_semaphore,
+    "election_style": op_election_style,
+    "election_id": op_election_id,
+    "max_hold": op_max_hold,
     "scenario": op_scenario,
 }
 

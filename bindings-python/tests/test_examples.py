@@ -54,7 +54,7 @@ def test_typed_example_runs(servers):
     "target",
     [
         [str(EXAMPLES / "typed_example.py"), str(EXAMPLES / "worker.py"), str(EXAMPLES / "readme.py"),
-         str(EXAMPLES / "readme_semaphore.py")],
+         str(EXAMPLES / "readme_semaphore.py"), str(EXAMPLES / "readme_election.py")],
         ["-p", "zklock"],  # the package itself: its annotations agree with _zklock.pyi
     ],
     ids=["examples", "package"],
@@ -110,3 +110,33 @@ def test_the_readme_semaphore_example_runs_as_written(servers):
     tokens = lines[0].split()[2:]
     assert lines[0].startswith("lease tokens") and len(set(tokens)) == 2, out.stdout
     assert lines[1:] == ["third: False", "asked to let go: True"], out.stdout
+
+
+README_ELECTION = EXAMPLES / "readme_election.py"
+
+
+def test_the_readme_election_example_is_examples_readme_election_py_verbatim():
+    snippet = README_ELECTION.read_text().strip("\n")
+    assert f"```python\n{snippet}\n```" in README.read_text(), (
+        "bindings-python/README.md must show examples/readme_election.py verbatim"
+    )
+
+
+def test_the_readme_election_example_runs_as_written(servers):
+    env = {**os.environ, "ZKLOCK_SERVERS": servers}
+    out = subprocess.run(
+        [sys.executable, "-W", "error::ResourceWarning", str(README_ELECTION)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "leader: None", out.stdout
+    assert lines[1].startswith("leading, token"), out.stdout
+    assert lines[2:] == [
+        "observed: worker-1 @ 10.0.0.7",
+        "token current: True",
+        "worker-2 leads",
+        "after: []",
+        "ran: True",
+        "async leader: held",
+    ], out.stdout

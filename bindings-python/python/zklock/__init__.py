@@ -39,19 +39,23 @@ from typing import (
     Dict,
     Iterable,
     List,
+    Literal,
     Mapping,
     NamedTuple,
     Optional,
     Sequence,
     Tuple,
     Type,
+    TypeVar,
     Union,
+    overload,
 )
 
 from . import _zklock
 from ._errors import (
     Cancelled,
     ClientClosed,
+    Conflict,
     ConnectionFailed,
     InvalidArgument,
     InvalidArgumentType,
@@ -76,6 +80,10 @@ __all__ = [
     "MultiLock",
     "Semaphore",
     "Lease",
+    "Leadership",
+    "Election",
+    "LeadAttempt",
+    "LeaderWatch",
     "Participant",
     "Stats",
     "Percentiles",
@@ -95,6 +103,7 @@ __all__ = [
     "ZooKeeperError",
     "InternalError",
     "OutcomeUnknown",
+    "Conflict",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -132,6 +141,11 @@ def _check_number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgumentType(f"{what} must be a number of seconds, got {_type_name(value)}")
     return float(value)
+
+
+def _check_optional_seconds(value: object, what: str) -> Optional[float]:
+    """``None``, or a number of seconds (its value is the core's to judge)."""
+    return None if value is None else _check_number(value, what)
 
 
 def _check_timeout(value: object) -> Optional[float]:
@@ -219,8 +233,18 @@ GuardedWrite = Union[Tuple[str, str], Tuple[str, str, bytes]]
 Lease = _zklock.Lease
 
 
+#: A leadership is a lease (token, state, ``lost``, ``lost_reason``, guarded writes,
+#: ``valid_until``): the same class, named for election code.
+Leadership = _zklock.Lease
+
+#: A run for leader that ``Election.resign(lead, requeue=True)`` started at the tail of the queue:
+#: ``result(timeout=None)`` (the next leadership; :class:`LockTimeout` leaves it running),
+#: ``cancel()``, ``done()`` - the shape of ``concurrent.futures.Future``.
+LeadAttempt = _zklock.LeadAttempt
+
+
 class Participant(NamedTuple):
-    """One contender in a lock's queue (holder first)."""
+    """One contender in a lock's queue (holder first), or in an election (leader first)."""
 
     node: str
     identity: str
@@ -231,6 +255,19 @@ class Participant(NamedTuple):
     max_leases: Optional[int] = None
     """A semaphore's N on its ``'lease'`` participants, when known (ZooKeeper does not store
     it: it is the N of the semaphore asked)."""
+    style: Optional[str] = None
+    """An election participant's layout (its family): ``'selector'``, ``'latch'`` or
+    ``'kazoo'``; None for a lock's participants and for read, write and lease nodes."""
+
+    @property
+    def id(self) -> str:
+        """The participant id of an election (its node's data): ``identity``."""
+        return self.identity
+
+    @property
+    def family(self) -> Optional[str]:
+        """The election layout: ``style``."""
+        return self.style
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,6 +473,208 @@ class MultiLock(Lock):
 
 
 # ---------------------------------------------------------------------------------------------
+# Leader election
+
+_T = TypeVar("_T")
+
+
+class Election(_zklock.NativeElection):
+    """One participant's side of a leader election on a ZooKeeper path (:meth:`Client.election`).
+
+    The layout is the core's ``style``: ``'latch'`` (the default: Curator's ``LeaderLatch``),
+    ``'selector'`` (Curator's ``LeaderSelector``) or ``'kazoo'`` (kazoo's ``Election``), each
+    byte-compatible with its peer library on the same path. A participant refuses to lead beside
+    a node of another layout (:class:`Conflict`, naming the node). ``id`` is the participant id,
+    its node's data (default: the client's identity).
+
+    A leadership is a :class:`Lease` (:data:`Leadership`): fencing ``token``, ``state``, the
+    ``lost`` event, ``lost_reason``, ``guarded_write``, ``valid_until()``. Its lost signal fires
+    before anyone else can lead (given bounded clock-rate drift); a paused process cannot act on
+    it, so a resource checks the token (:meth:`Client.check`, guarded writes).
+
+    Waiting releases the GIL; Ctrl-C and :meth:`cancel` (from another thread) end it and leave
+    no node behind.
+    """
+
+    __slots__ = ()
+
+    @property
+    def client(self) -> "Client":
+        """The client this election was made by."""
+        client: Client = super().client
+        return client
+
+    def __repr__(self) -> str:
+        return f"<zklock.Election {self.style} {self.path!r} id={self.id!r}>"
+
+    def lead(self, timeout: Optional[float] = None) -> Lease:
+        """Waits until this participant leads and returns the leadership; raises
+        :class:`LockTimeout` after ``timeout`` seconds (None: forever, 0: one try),
+        :class:`Cancelled` after :meth:`cancel`, :class:`Conflict` beside another layout. The
+        leadership is a context manager: ``with election.lead(timeout=5) as lead:`` resigns on
+        exit."""
+        return self._lead(_check_timeout(timeout))
+
+    async def _lead_async_as(self, timeout: Optional[float]) -> Lease:
+        pending = self._lead_async(timeout)
+        try:
+            return await pending
+        except BaseException:
+            if pending.done() and not pending.cancelled() and pending.exception() is None:
+                # Led, but this task was cancelled before it resumed: nobody will hold the
+                # leadership, so it is resigned now.
+                pending.result().release_async()
+            raise
+
+    def lead_async(self, timeout: Optional[float] = None) -> "_LeadingAsync":
+        """The asyncio run for leader: ``lead = await election.lead_async(timeout)``, or
+        ``async with election.lead_async(timeout) as lead:`` (resigns on exit). Never blocks the
+        event loop; cancelling the awaiting task removes the node."""
+        return _LeadingAsync(self, _check_timeout(timeout))
+
+    def participants(self) -> List[Participant]:
+        """Everyone running, in election order (the leader first), with ``style`` (family),
+        ``id``, ``session_id``, ``token``, ``node``, ``library`` and ``kind``; nodes of other
+        layouts are listed too (they make :meth:`lead` raise :class:`Conflict`)."""
+        return [Participant(*p) for p in self._participants()]
+
+    def leader(self) -> Optional[Participant]:
+        """The leader now (the first participant of this layout), None when nobody runs."""
+        found = self._leader()
+        return None if found is None else Participant(*found)
+
+    @overload
+    def run(
+        self,
+        fn: Callable[[Lease], _T],
+        *,
+        requeue: Literal[False] = False,
+        timeout: Optional[float] = None,
+    ) -> _T: ...
+
+    @overload
+    def run(
+        self,
+        fn: Callable[[Lease], _T],
+        *,
+        requeue: bool,
+        timeout: Optional[float] = None,
+    ) -> Optional[_T]: ...
+
+    def run(
+        self,
+        fn: Callable[[Lease], _T],
+        *,
+        requeue: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Optional[_T]:
+        """kazoo's ``Election.run``: blocks until leader, calls ``fn(lead)``, resigns after,
+        and returns what ``fn`` returned. An exception from ``fn`` resigns and propagates.
+
+        ``requeue=True`` (Curator's ``autoRequeue``): after each call, resigns and runs again at
+        the tail of the queue, calling ``fn`` at every new leadership, until ``fn`` raises or
+        :meth:`cancel` ends a wait (then ``run`` returns ``fn``'s last value, or None).
+
+        ``timeout`` bounds each wait for leadership (:class:`LockTimeout`). If the leadership is
+        lost while ``fn`` runs, ``fn`` is not stopped (Python cannot kill a thread): ``lead.lost``
+        (a ``threading.Event``) is set, ``lead.on_lost`` callbacks run, guarded writes raise
+        :class:`LockLost`, and the resign after ``fn`` does not raise. Long-running ``fn``
+        should check ``lead.lost.is_set()`` between steps and pass ``lead.token`` to resources.
+        """
+        if not callable(fn):
+            raise InvalidArgumentType(f"run() needs a callable, got {_type_name(fn)}")
+        if not isinstance(requeue, (bool, int)):
+            raise InvalidArgumentType(f"requeue must be a bool, got {_type_name(requeue)}")
+        timeout = _check_timeout(timeout)
+        last: Optional[_T] = None
+        while True:
+            try:
+                lead = self._lead(timeout)
+            except Cancelled:
+                if requeue and last is not None:
+                    return last
+                raise
+            try:
+                last = fn(lead)
+            finally:
+                if not lead._done:
+                    lead.release()
+            if not requeue:
+                return last
+
+
+class _LeadingAsync:
+    """``await election.lead_async(t)`` / ``async with election.lead_async(t) as lead``."""
+
+    def __init__(self, election: Election, timeout: Optional[float]) -> None:
+        self._election = election
+        self._timeout = timeout
+        self._lease: Optional[Lease] = None
+
+    def __await__(self) -> Any:
+        return self._election._lead_async_as(self._timeout).__await__()
+
+    async def __aenter__(self) -> Lease:
+        self._lease = await self._election._lead_async_as(self._timeout)
+        return self._lease
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        lease, self._lease = self._lease, None
+        if lease is not None and not lease._done:
+            await lease.release_async()
+
+
+class LeaderWatch(_zklock.NativeLeaderWatch):
+    """Who leads an election, seen from outside it (:meth:`Client.observe_leader`).
+
+    An iterator: the first item is the leader now, then one item per change; each item is the
+    leader's :class:`Participant`, or None when nobody leads. ``for leader in watch:`` waits with
+    the GIL released (Ctrl-C interrupts it) and ends when the client is closed. ``next(timeout)``
+    raises :class:`LockTimeout` when nothing changed within ``timeout`` seconds. Under asyncio:
+    ``async for leader in watch`` and ``await watch.next_async(timeout)``.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<zklock.LeaderWatch {self.path!r}>"
+
+    def next(self, timeout: Optional[float] = None) -> Optional[Participant]:
+        """The leader now at the first call, then the next change within ``timeout`` seconds
+        (None: forever)."""
+        found = self._next(_check_timeout(timeout))
+        return None if found is None else Participant(*found)
+
+    def __iter__(self) -> "LeaderWatch":
+        return self
+
+    def __next__(self) -> Optional[Participant]:
+        try:
+            return self.next()
+        except ClientClosed:
+            raise StopIteration from None
+
+    async def next_async(self, timeout: Optional[float] = None) -> Optional[Participant]:
+        """The asyncio twin of :meth:`next` (cancelling the awaiting task ends the wait)."""
+        found = await self._next_async(_check_timeout(timeout))
+        return None if found is None else Participant(*found)
+
+    def __aiter__(self) -> "LeaderWatch":
+        return self
+
+    async def __anext__(self) -> Optional[Participant]:
+        try:
+            return await self.next_async()
+        except ClientClosed:
+            raise StopAsyncIteration from None
+
+
+# ---------------------------------------------------------------------------------------------
 # Client
 
 
@@ -607,32 +846,91 @@ class Client:
     ) -> None:
         self.close()
 
-    def lock(self, path: str, reentrant: bool = True) -> Lock:
+    def lock(
+        self, path: str, reentrant: bool = True, *, max_hold: Optional[float] = None
+    ) -> Lock:
         """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, which it excludes,
         also with ``reentrant=False``; for Curator's ``InterProcessSemaphoreMutex`` use
-        :meth:`semaphore_mutex`)."""
+        :meth:`semaphore_mutex`). ``max_hold`` (seconds, None: no limit) ends every lease of
+        it after that long: lost, ``lost_reason`` containing ``max-hold``, node deleted."""
         path = _check_str(path, "path")
         if not isinstance(reentrant, (bool, int)):
             raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
-        return Lock(self, self._native.mutex(path, bool(reentrant)), "mutex", bool(reentrant))
+        native = self._native.mutex(
+            path, bool(reentrant), _check_optional_seconds(max_hold, "max_hold")
+        )
+        return Lock(self, native, "mutex", bool(reentrant))
 
     mutex = lock
 
-    def semaphore(self, path: str, max_leases: int) -> Semaphore:
+    def semaphore(
+        self, path: str, max_leases: int, *, max_hold: Optional[float] = None
+    ) -> Semaphore:
         """A counting semaphore of ``max_leases`` leases on ``path`` (Curator's
-        ``InterProcessSemaphoreV2``; every user of the path must pass the same N)."""
+        ``InterProcessSemaphoreV2``; every user of the path must pass the same N).
+        ``max_hold``: as for :meth:`lock`, per lease."""
         path = _check_str(path, "path")
         if isinstance(max_leases, bool) or not isinstance(max_leases, int):
             raise InvalidArgumentType(
                 f"max_leases must be an int, got {_type_name(max_leases)}"
             )
-        return Semaphore(self, self._native.semaphore(path, max_leases), max_leases)
+        native = self._native.semaphore(
+            path, max_leases, _check_optional_seconds(max_hold, "max_hold")
+        )
+        return Semaphore(self, native, max_leases)
 
-    def semaphore_mutex(self, path: str) -> Semaphore:
+    def semaphore_mutex(self, path: str, *, max_hold: Optional[float] = None) -> Semaphore:
         """The semaphore of one lease on ``path``: excludes Curator's
         ``InterProcessSemaphoreMutex`` (and zklock's semaphore mutexes). Not re-entrant: a
-        second acquire by the holder waits for itself; any thread may release."""
-        return Semaphore(self, self._native.semaphore_mutex(_check_str(path, "path")), 1)
+        second acquire by the holder waits for itself; any thread may release. ``max_hold``:
+        as for :meth:`lock`."""
+        native = self._native.semaphore_mutex(
+            _check_str(path, "path"), _check_optional_seconds(max_hold, "max_hold")
+        )
+        return Semaphore(self, native, 1)
+
+    def election(
+        self,
+        path: str,
+        *,
+        style: str = "latch",
+        id: Optional[str] = None,
+        max_hold: Optional[float] = None,
+    ) -> Election:
+        """A participant in the leader election on ``path`` (see :class:`Election`): ``style``
+        ``'latch'`` (default, Curator's ``LeaderLatch``), ``'selector'`` (Curator's
+        ``LeaderSelector``) or ``'kazoo'`` (kazoo's ``Election``); ``id`` the participant id
+        (default: the client's identity; at most 1024 bytes, no NUL); ``max_hold`` seconds
+        (None: no limit) ends every leadership after that long (lost, reason ``max-hold``)."""
+        native = self._native.election(
+            _check_str(path, "path"),
+            _check_str(style, "style"),
+            _check_optional_str(id, "id"),
+            _check_optional_seconds(max_hold, "max_hold"),
+        )
+        return Election(self, native)
+
+    def observe_leader(self, path: str) -> LeaderWatch:
+        """Watches who leads the election on ``path`` without running (etcd's ``Observe``,
+        which cannot report that nobody leads; this can): a :class:`LeaderWatch` iterator of
+        the leader now, then every change (None: no leader)."""
+        return LeaderWatch(self._native.observe_leader(_check_str(path, "path")))
+
+    def check(self, path: str, token: int, max_leases: Optional[int] = None) -> bool:
+        """Whether ``token`` is the fencing token of a current holder of the lock on ``path``
+        (or of its election's leader): Chubby's ``CheckSequencer``, for a resource that gets a
+        token from a client. ``max_leases``: a semaphore's N (leases beyond it do not count).
+        The GIL is released meanwhile."""
+        path = _check_str(path, "path")
+        if isinstance(token, bool) or not isinstance(token, int):
+            raise InvalidArgumentType(f"token must be an int, got {_type_name(token)}")
+        if max_leases is not None and (
+            isinstance(max_leases, bool) or not isinstance(max_leases, int)
+        ):
+            raise InvalidArgumentType(
+                f"max_leases must be an int, got {_type_name(max_leases)}"
+            )
+        return self._native.check(path, token, max_leases)
 
     def revoke(self, path: str, node: Optional[str] = None) -> List[str]:
         """Asks the holder of ``path`` to let go, as Curator's ``Revoker.attemptRevoke`` does:

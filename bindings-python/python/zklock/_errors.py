@@ -20,6 +20,7 @@ __all__ = [
     "ZooKeeperError",
     "InternalError",
     "OutcomeUnknown",
+    "Conflict",
 ]
 
 
@@ -109,12 +110,6 @@ class InternalError(ZkLockError):
     kind = "Internal"
 
 
-for _cls in list(globals().values()):
-    if isinstance(_cls, type) and issubclass(_cls, ZkLockError):
-        _cls.__module__ = "zklock"
-del _cls
-
-
 class OutcomeUnknown(ZkLockError, ConnectionError):
     """A write was sent but the connection broke before ZooKeeper answered: it may or may not
     have been applied (kazoo's ``ConnectionLoss``). Read back before retrying."""
@@ -124,6 +119,13 @@ class OutcomeUnknown(ZkLockError, ConnectionError):
 
 class Conflict(ZkLockError):
     """An election refused to lead: a participant of another layout (a Curator latch beside a
-    selector, Curator beside kazoo) is on its path, and each would lead in its own order."""
+    selector, Curator beside kazoo) is on its path, and each would lead in its own order. The
+    message names the foreign node; our own node was removed."""
 
     kind = "Conflict"
+
+
+for _cls in list(globals().values()):
+    if isinstance(_cls, type) and issubclass(_cls, ZkLockError):
+        _cls.__module__ = "zklock"
+del _cls
