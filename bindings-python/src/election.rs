@@ -73,26 +73,32 @@ impl NativeElection {
         }
     }
 
-    /// Takes the core lease out of a `Lease` object for a resign. The core's `resign` refuses a
-    /// lease of another path only after taking it by value (and dropping it releases it), so
-    /// the same rule is looked at here first, leaving a foreign lease untouched.
+    /// Checks a `Lease` object before a resign or proclaim by the core's rule
+    /// (`Election::check_leadership`): the core's `resign` takes the lease by value, and a lease
+    /// it refused would be dropped (released), so a foreign lease is refused here untouched. A
+    /// lease already released passes: its resign then reports what the face does for it.
     fn check_own(&self, py: Python<'_>, lease: &PyLease) -> PyResult<()> {
         lease.check_process(py)?;
-        let parent = lease.path.rsplit_once('/').map(|(p, _)| p);
-        if parent != Some(self.election.path()) || lease.multi.is_some() {
+        if lease.multi.is_some() {
             return Err(to_py_err(
                 py,
                 zklock::Error::new(
                     ErrorKind::InvalidArgument,
                     format!(
-                        "the lease on {:?} is not a leadership of the election on {:?}",
+                        "a multi-lock lease on {:?} is not a leadership of the election on {:?}",
                         truncated(&lease.path),
                         truncated(self.election.path())
                     ),
                 ),
             ));
         }
-        Ok(())
+        match lock(&lease.lease).as_ref() {
+            Some(held) => self
+                .election
+                .check_leadership(held)
+                .map_err(|e| to_py_err(py, e)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -246,10 +252,14 @@ impl NativeElection {
         let this = lease.get();
         self.check_own(py, this)?;
         // The core's `Election::proclaim` borrows the lease for the whole write, and this face
-        // keeps it behind a mutex that readers take with the GIL held: the same guarded
-        // set_data of our own node goes through the lease's `Guarded` handle instead.
-        let guarded = lock(&this.lease).as_ref().map(zklock::Lease::guarded);
-        let Some(guarded) = guarded else {
+        // keeps it behind a mutex that readers take with the GIL held: its write (the core's
+        // `proclamation`) goes through the lease's `Guarded` handle instead.
+        let prepared = lock(&this.lease).as_ref().map(|held| {
+            self.election
+                .proclamation(held, data)
+                .map(|writes| (held.guarded(), writes))
+        });
+        let Some(prepared) = prepared else {
             return Err(to_py_err(
                 py,
                 zklock::Error::new(
@@ -261,8 +271,8 @@ impl NativeElection {
                 ),
             ));
         };
-        let write = zklock::Write::set_data(this.path.clone(), data);
-        py.detach(move || guarded.blocking_write_timeout(vec![write], timeout))
+        let (guarded, writes) = prepared.map_err(|e| to_py_err(py, e))?;
+        py.detach(move || guarded.blocking_write_timeout(writes, timeout))
             .py(py)
             .map(drop)
     }
