@@ -43,6 +43,8 @@ for pair in secure.py:bindings-python secure.mjs:bindings-node secure.c:bindings
   check "$face/README.md shows $f verbatim" in_file "$f" "$face/README.md"
 done
 
+elect_rust="$(mktemp)"; sed -n '/^async fn main/,/^}/p' core/examples/elect.rs | sed '1d;$d' | sed 's/^    //' > "$elect_rust"
+check "README shows core/examples/elect.rs verbatim" in_readme "$elect_rust"
 observe_rust="$(mktemp)"; sed -n '/^async fn main/,/^}/p' core/examples/observe.rs | sed '1d;$d' | sed 's/^    //' > "$observe_rust"
 check "README shows core/examples/observe.rs verbatim" in_readme "$observe_rust"
 check "README and bindings-python/README.md show docs/tour/observe.py" in_readmes docs/tour/observe.py bindings-python/README.md
@@ -51,7 +53,7 @@ check "README and bindings-c/README.md show docs/tour/observe.c" in_readmes docs
 check "README and cli/README.md show docs/tour/observe.sh" in_readmes docs/tour/observe.sh cli/README.md
 
 "$CARGO" build -q -p zklock-testkit --bin zk-harness
-"$CARGO" build -q -p zklock --example tour --example secure --example observe
+"$CARGO" build -q -p zklock --example tour --example secure --example observe --example elect
 "$CARGO" build -q -p zklock-cli --bin zklock
 coproc HARNESS { "$target_dir/debug/zk-harness"; }
 read -r line <&"${HARNESS[0]}"
@@ -69,6 +71,7 @@ check "tour.c builds" cc -std=c11 -Wall -Werror -I include docs/tour/tour.c -o "
 check "tour.c runs" "$tmp/tour"
 check "tour.sh runs" env PATH="$target_dir/debug:$PATH" bash -c 'set -e; source docs/tour/tour.sh'
 check "observe.rs runs" "$target_dir/debug/examples/observe"
+check "elect.rs runs" "$target_dir/debug/examples/elect"
 check "observe.py runs" "$venv/bin/python" docs/tour/observe.py
 cp docs/tour/observe.mjs "$tmp/"
 check "observe.mjs runs" node "$tmp/observe.mjs"
@@ -104,6 +107,6 @@ else
 fi
 exec {secure_ctl}>&-
 wait "$secure_pid" || true
-rm -rf "$tmp" "$rust_body" "$secure_body" "$observe_rust"
+rm -rf "$tmp" "$rust_body" "$secure_body" "$observe_rust" "$elect_rust"
 echo "readme: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
