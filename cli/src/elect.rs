@@ -34,9 +34,7 @@ fn lead_failure(e: zklock::Error, path: &str, timeout: Option<Duration>) -> Fail
             ),
             _ => Failure::new(status::BUSY, format!("{path} has another leader")),
         },
-        zklock::ErrorKind::Conflict => {
-            Failure::new(status::CONFLICT, crate::one_line(e.message()))
-        }
+        zklock::ErrorKind::Conflict => Failure::new(status::CONFLICT, crate::one_line(e.message())),
         _ => Failure::from(e),
     }
 }
@@ -96,16 +94,22 @@ async fn lead_and_run(
             ("ZKLOCK_NODE", lease.path().to_owned()),
             ("ZKLOCK_PATH", path.to_owned()),
         ];
-        let ended =
-            match exec::supervise(&lease, signals, args.command, &env, args.kill_after, &what)
-                .await
-            {
-                Ok(ended) => ended,
-                Err(failure) => {
-                    let _ = lease.release().await;
-                    return Err(failure);
-                }
-            };
+        let ended = match exec::supervise(
+            &lease,
+            signals,
+            args.command,
+            &env,
+            args.kill_after,
+            &what,
+        )
+        .await
+        {
+            Ok(ended) => ended,
+            Err(failure) => {
+                let _ = lease.release().await;
+                return Err(failure);
+            }
+        };
         let again = match ended {
             Ended::Exited { status, signalled } if !args.requeue || signalled => {
                 return match lease.release().await {

@@ -162,7 +162,13 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     // Cancelling through the token (not by dropping the future) makes the acquire remove its
     // node before it returns, so exiting afterwards leaves nothing behind.
     let cancel = zklock::CancelToken::new();
-    let acquired = match until_signal(lock.acquire_with(deadline, cancel.clone()), &cancel, &mut signals).await {
+    let acquired = match until_signal(
+        lock.acquire_with(deadline, cancel.clone()),
+        &cancel,
+        &mut signals,
+    )
+    .await
+    {
         Err(sig) => Err(Failure::new(128 + sig, String::new())),
         Ok(Ok(lease)) => Ok(lease),
         Ok(Err(e)) if e.kind() == zklock::ErrorKind::Timeout => Err(if try_now {
@@ -194,7 +200,16 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
         ("ZKLOCK_NODE", lease.path().to_owned()),
     ];
     let what = format!("the lock {path}");
-    let ended = match supervise(&lease, &mut signals, args.command, &env, args.kill_after, &what).await {
+    let ended = match supervise(
+        &lease,
+        &mut signals,
+        args.command,
+        &env,
+        args.kill_after,
+        &what,
+    )
+    .await
+    {
         Ok(ended) => ended,
         Err(failure) => {
             let _ = lease.release().await;
@@ -378,7 +393,9 @@ pub async fn supervise(
             })
             .await;
             if stopped.is_err() {
-                eprintln!("zklock: the command did not stop within {kill_after:?}; sending SIGKILL");
+                eprintln!(
+                    "zklock: the command did not stop within {kill_after:?}; sending SIGKILL"
+                );
                 send(pid, libc::SIGKILL);
                 let _ = child.wait().await;
             }
@@ -390,9 +407,9 @@ pub async fn supervise(
 /// The core's reason for a lost lease, one line, without the path it repeats
 /// ("the lease on /x lost: max-hold: ..." → "max-hold: ...").
 pub fn lost_reason(lease: &Lease) -> String {
-    let reason = lease.lost_reason().unwrap_or_else(|| {
-        "session expired, node deleted or no contact with ZooKeeper".to_owned()
-    });
+    let reason = lease
+        .lost_reason()
+        .unwrap_or_else(|| "session expired, node deleted or no contact with ZooKeeper".to_owned());
     let reason = reason
         .split_once(" lost: ")
         .map_or(reason.as_str(), |(_, why)| why);

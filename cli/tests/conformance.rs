@@ -248,11 +248,13 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             lease.blocking_release().expect("the holder releases");
             let after = run(zk(&["check", "--quiet", lock_path, &token]));
             client.blocking_close();
-            let word = |out: &Output| match out.status.code() {
-                Some(0) => Ok("true"),
-                Some(1) => Ok("false"),
-                _ => Err(out),
-            };
+            fn word(out: &Output) -> Result<&'static str, &Output> {
+                match out.status.code() {
+                    Some(0) => Ok("true"),
+                    Some(1) => Ok("false"),
+                    _ => Err(out),
+                }
+            }
             match (word(&before), word(&after)) {
                 (Ok(b), Ok(a)) => Outcome::Is(format!("{b},{a}")),
                 (Err(out), _) | (_, Err(out)) => outcome_of(out, "ok", "Timeout"),
@@ -293,7 +295,15 @@ fn leader_of(ls_json: &str) -> Option<String> {
 /// seconds). Lost (status 76) gives the lost reason's first word, as the core names it in
 /// the stderr line `zklock: lost the lock ... (token T): <reason>; sending SIGTERM ...`.
 fn max_hold(input: &str, lock_path: &str) -> Outcome {
-    let out = run(zk(&["exec", "--max-hold", input, lock_path, "--", "sleep", "5"]));
+    let out = run(zk(&[
+        "exec",
+        "--max-hold",
+        input,
+        lock_path,
+        "--",
+        "sleep",
+        "5",
+    ]));
     match out.status.code() {
         Some(0) => Outcome::Is("held".into()),
         Some(76) => {
@@ -312,7 +322,12 @@ fn max_hold(input: &str, lock_path: &str) -> Outcome {
 }
 
 /// A participant of `style` with `id` leading `path` on a client of this process.
-fn lead_here(servers: &str, path: &str, style: zklock::ElectionStyle, id: &str) -> (zklock::Client, zklock::Lease) {
+fn lead_here(
+    servers: &str,
+    path: &str,
+    style: zklock::ElectionStyle,
+    id: &str,
+) -> (zklock::Client, zklock::Lease) {
     let client = zklock::Client::blocking_connect(servers, zklock::Options::default())
         .expect("a participant connects");
     let lease = client
@@ -324,9 +339,11 @@ fn lead_here(servers: &str, path: &str, style: zklock::ElectionStyle, id: &str) 
 
 /// A file's trimmed text once it is there (within 30 s).
 fn read_when_there(file: &std::path::Path) -> String {
-    wait_for(&format!("{}", file.display()), Duration::from_secs(30), || {
-        std::fs::read_to_string(file).is_ok_and(|t| !t.trim().is_empty())
-    });
+    wait_for(
+        &format!("{}", file.display()),
+        Duration::from_secs(30),
+        || std::fs::read_to_string(file).is_ok_and(|t| !t.trim().is_empty()),
+    );
     std::fs::read_to_string(file).unwrap().trim().to_owned()
 }
 
@@ -336,7 +353,11 @@ fn election(name: &str, servers: &str, path: &str) -> Outcome {
     use zklock::ElectionStyle;
     let dir = scratch(name);
     let file = |n: &str| dir.join(n);
-    let hold = |id: &str, style: &str, flags: &[&str], ready: &std::path::Path, release: &std::path::Path| {
+    let hold = |id: &str,
+                style: &str,
+                flags: &[&str],
+                ready: &std::path::Path,
+                release: &std::path::Path| {
         let mut cmd = zk(&["elect", "--id", id, "--style", style]);
         cmd.args(flags).arg(path).arg("--");
         cmd.args(hold_until(ready, Some(release)));
@@ -347,23 +368,36 @@ fn election(name: &str, servers: &str, path: &str) -> Outcome {
             let mut a = hold("a", "selector", &[], &file("a"), &file("a-go"));
             let a_token: i64 = read_when_there(&file("a")).parse().unwrap();
             let mut b = zk(&["elect", "--id", "b", "--style", "selector", path, "--"]);
-            b.args(["sh", "-c", &format!(
-                "echo $ZKLOCK_TOKEN > '{}'; {} elect --listen --count 1 '{path}' > '{}'",
-                file("b").display(),
-                inner_zklock(servers),
-                file("b-sees").display()
-            )]);
+            b.args([
+                "sh",
+                "-c",
+                &format!(
+                    "echo $ZKLOCK_TOKEN > '{}'; {} elect --listen --count 1 '{path}' > '{}'",
+                    file("b").display(),
+                    inner_zklock(servers),
+                    file("b-sees").display()
+                ),
+            ]);
             let mut b = spawn(b);
-            wait_for("b to queue", Duration::from_secs(30), || participants(path).len() == 2);
+            wait_for("b to queue", Duration::from_secs(30), || {
+                participants(path).len() == 2
+            });
             std::fs::write(file("a-go"), "").unwrap();
             let a_done = wait_exit(&mut a, Duration::from_secs(30), "a");
             let b_done = wait_exit(&mut b, Duration::from_secs(30), "b");
             if a_done.code() != Some(0) || b_done.code() != Some(0) {
-                return Outcome::Broken(format!("a {a_done:?}, b {b_done:?}: {}", child_stderr(&mut b)));
+                return Outcome::Broken(format!(
+                    "a {a_done:?}, b {b_done:?}: {}",
+                    child_stderr(&mut b)
+                ));
             }
             let b_token: i64 = read_when_there(&file("b")).parse().unwrap();
             let leader = read_when_there(&file("b-sees"));
-            let up = if b_token > a_token { "token-up" } else { "token-down" };
+            let up = if b_token > a_token {
+                "token-up"
+            } else {
+                "token-down"
+            };
             Outcome::Is(format!("{leader},{up}"))
         }
         "election-requeue" => {
@@ -372,13 +406,21 @@ fn election(name: &str, servers: &str, path: &str) -> Outcome {
             let mut a = hold("a", "latch", &["--requeue"], &file("a"), &file("a-go"));
             read_when_there(&file("a"));
             let mut b = zk(&["elect", "--id", "b", "--style", "latch", path, "--"]);
-            b.args(["sh", "-c", &format!(
-                "for i in $(seq 100); do {z} ls --json '{path}' > '{out}.tmp';                  [ "$(grep -o '"identity"' '{out}.tmp' | wc -l)" -ge 2 ] && break; sleep 0.1; done;                  mv '{out}.tmp' '{out}'",
-                z = inner_zklock(servers),
-                out = file("order").display()
-            )]);
+            b.args([
+                "sh",
+                "-c",
+                &format!(
+                    "for i in $(seq 100); do {z} ls --json '{path}' > '{out}.tmp'; \
+                 [ $(grep -o identity '{out}.tmp' | wc -l) -ge 2 ] && break; sleep 0.1; done; \
+                 mv '{out}.tmp' '{out}'",
+                    z = inner_zklock(servers),
+                    out = file("order").display()
+                ),
+            ]);
             let mut b = spawn(b);
-            wait_for("b to queue", Duration::from_secs(30), || participants(path).len() == 2);
+            wait_for("b to queue", Duration::from_secs(30), || {
+                participants(path).len() == 2
+            });
             std::fs::write(file("a-go"), "").unwrap();
             let b_done = wait_exit(&mut b, Duration::from_secs(30), "b");
             signal(&a, SIGTERM);
@@ -398,7 +440,18 @@ fn election(name: &str, servers: &str, path: &str) -> Outcome {
         }
         "election-mixed-layouts" => {
             let (client, lease) = lead_here(servers, path, ElectionStyle::Latch, "latch");
-            let out = run(zk(&["elect", "--style", "selector", "--id", "selector", "--timeout", "0", path, "--", "true"]));
+            let out = run(zk(&[
+                "elect",
+                "--style",
+                "selector",
+                "--id",
+                "selector",
+                "--timeout",
+                "0",
+                path,
+                "--",
+                "true",
+            ]));
             let left = participants(path).len();
             lease.blocking_release().unwrap();
             client.blocking_close();
@@ -420,9 +473,11 @@ fn election(name: &str, servers: &str, path: &str) -> Outcome {
             });
             let seen = |n: usize| {
                 let lines = lines.clone();
-                wait_for("a line of elect --listen", Duration::from_secs(30), move || {
-                    lines.lock().unwrap().len() >= n
-                })
+                wait_for(
+                    "a line of elect --listen",
+                    Duration::from_secs(30),
+                    move || lines.lock().unwrap().len() >= n,
+                )
             };
             seen(1);
             let (client, lease) = lead_here(servers, path, ElectionStyle::Selector, "a");

@@ -83,10 +83,7 @@ fn the_leaders_command_runs_in_a_terminal_with_the_leader_environment() {
         .lines()
         .find(|l| l.starts_with("leader="))
         .unwrap_or_else(|| panic!("no environment line in {text:?}"));
-    assert!(
-        line.starts_with("leader=1 id=worker-7 token="),
-        "{line:?}"
-    );
+    assert!(line.starts_with("leader=1 id=worker-7 token="), "{line:?}");
     let token: i64 = line
         .split("token=")
         .nth(1)
@@ -98,9 +95,15 @@ fn the_leaders_command_runs_in_a_terminal_with_the_leader_environment() {
         line.contains(&format!("node={path}/_c_")) && line.contains("-latch-"),
         "a latch node by default: {line:?}"
     );
-    assert!(line.trim_end().ends_with(&format!("path={path}")), "{line:?}");
+    assert!(
+        line.trim_end().ends_with(&format!("path={path}")),
+        "{line:?}"
+    );
     assert!(text.contains("on-a-terminal"), "{text:?}");
-    assert!(participants(&path).is_empty(), "resigned when the command ended");
+    assert!(
+        participants(&path).is_empty(),
+        "resigned when the command ended"
+    );
 }
 
 #[test]
@@ -145,7 +148,10 @@ fn a_second_elect_starts_its_command_only_after_the_first_ones_exits() {
         child_stderr(&mut second)
     );
     let (end, start) = (stamp(&ended).unwrap(), stamp(&started).unwrap());
-    assert!(start > end, "the second command started before the first ended");
+    assert!(
+        start > end,
+        "the second command started before the first ended"
+    );
     let token = |f: &std::path::Path| -> i64 {
         std::fs::read_to_string(f).unwrap().trim().parse().unwrap()
     };
@@ -176,7 +182,15 @@ fn a_black_holed_leaders_command_gets_sigterm_before_the_next_leaders_command_st
         let mut leader = zklock();
         leader
             .args(["--servers", proxy.addr(), "--session-timeout", "2s"])
-            .args(["elect", "--id", "cut-off", "--kill-after", "5s", &path, "--"])
+            .args([
+                "elect",
+                "--id",
+                "cut-off",
+                "--kill-after",
+                "5s",
+                &path,
+                "--",
+            ])
             .args(sh(&script));
         let mut leader = spawn(leader);
         wait_for("the leader's command to run", LIMIT, || {
@@ -197,7 +211,10 @@ fn a_black_holed_leaders_command_gets_sigterm_before_the_next_leaders_command_st
         let leader_err = child_stderr(&mut leader);
         proxy.heal();
         assert_eq!(lost.code(), Some(76), "the lost status: {leader_err}");
-        assert!(leader_err.contains("lost the leadership of"), "{leader_err}");
+        assert!(
+            leader_err.contains("lost the leadership of"),
+            "{leader_err}"
+        );
         let started_ns = stamp(&started).expect("the next command recorded its start");
         let term_ns = stamp(&term).unwrap_or_else(|| {
             panic!("round {round}: the leader's command never got SIGTERM: {leader_err}")
@@ -253,7 +270,9 @@ fn requeue_takes_turns_at_the_tail_until_a_signal() {
     for pair in after_b.windows(2) {
         assert_ne!(pair[0], pair[1], "each requeue goes to the tail: {runs:?}");
     }
-    wait_for("no participant left", LIMIT, || participants(&path).is_empty());
+    wait_for("no participant left", LIMIT, || {
+        participants(&path).is_empty()
+    });
 }
 
 #[test]
@@ -311,7 +330,10 @@ fn listen_prints_every_leader_change_including_none() {
     assert!(v["session_id"].as_str().unwrap().starts_with("0x"), "{v}");
     let out = run(zk(&["elect", "--listen", "--json", "--count", "1", &path]));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
-    assert!(v["id"].is_null() && v["node"].is_null() && v["style"].is_null(), "{v}");
+    assert!(
+        v["id"].is_null() && v["node"].is_null() && v["style"].is_null(),
+        "{v}"
+    );
 }
 
 #[test]
@@ -334,9 +356,14 @@ fn ls_shows_latch_and_kazoo_contenders_with_their_ids_and_style() {
             &path,
             &sh("true"),
         ));
-        wait_for("the waiter to queue", LIMIT, || participants(&path).len() == 2);
+        wait_for("the waiter to queue", LIMIT, || {
+            participants(&path).len() == 2
+        });
         let q = participants(&path);
-        for (p, (id, role)) in q.iter().zip([("the-leader", "holder"), ("the-waiter", "waiting")]) {
+        for (p, (id, role)) in q
+            .iter()
+            .zip([("the-leader", "holder"), ("the-waiter", "waiting")])
+        {
             assert_eq!(p["identity"], id, "{q:?}");
             assert_eq!(p["role"], role, "{q:?}");
             assert_eq!(p["kind"], kind, "{q:?}");
@@ -348,7 +375,10 @@ fn ls_shows_latch_and_kazoo_contenders_with_their_ids_and_style() {
         let table = stdout(&out);
         assert!(table.lines().nth(1).unwrap().contains("STYLE"), "{table}");
         let row = table.lines().find(|l| l.contains("the-leader")).unwrap();
-        assert!(row.starts_with("holder") && row.contains(&format!("{kind}  {style}")), "{table}");
+        assert!(
+            row.starts_with("holder") && row.contains(&format!("{kind}  {style}")),
+            "{table}"
+        );
         std::fs::write(&release, "").unwrap();
         wait_exit(&mut leader, LIMIT, "leader");
         wait_exit(&mut waiter, LIMIT, "waiter");
@@ -375,8 +405,14 @@ fn an_election_beside_another_layout_refuses_to_lead_and_names_the_foreign_node(
     ));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(78), "{err}");
-    assert!(err.starts_with("zklock: ") && err.lines().count() == 1, "{err}");
-    assert!(err.contains(&foreign), "names the foreign node {foreign}: {err}");
+    assert!(
+        err.starts_with("zklock: ") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(
+        err.contains(&foreign),
+        "names the foreign node {foreign}: {err}"
+    );
     assert!(!ran.exists(), "the command must not run");
     assert_eq!(participants(&path).len(), 1, "our node is removed");
     std::fs::write(&release, "").unwrap();
@@ -413,7 +449,11 @@ fn check_exits_0_for_a_current_token_and_1_for_any_other() {
     wait_exit(&mut holder, LIMIT, "holder");
     let out = check(&[&path, &token]);
     assert_eq!(out.status.code(), Some(1), "released: {}", stderr(&out));
-    assert!(stdout(&out).contains(" is not a current"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(" is not a current"),
+        "{}",
+        stdout(&out)
+    );
 
     // A leader's token too.
     let (ready, release) = (dir.join("ready2"), dir.join("release2"));
@@ -458,14 +498,25 @@ fn max_hold_stops_the_command_with_the_lost_status() {
             "TERM",
             "{verb}: the command got SIGTERM: {err}"
         );
-        assert!(err.contains("max-hold"), "{verb}: the reason is named: {err}");
+        assert!(
+            err.contains("max-hold"),
+            "{verb}: the reason is named: {err}"
+        );
         assert!(started.elapsed() >= Duration::from_secs(1), "{verb}");
         assert!(participants(&path).is_empty(), "{verb}: the node is gone");
         // Zero is refused by the core: a usage error.
         let out = run(zk(&[verb, "--max-hold", "0", &path, "--", "true"]));
         assert_eq!(out.status.code(), Some(64), "{verb}: {}", stderr(&out));
     }
-    let out = run(zk(&["exec", "--read", "--max-hold", "1s", "/x", "--", "true"]));
+    let out = run(zk(&[
+        "exec",
+        "--read",
+        "--max-hold",
+        "1s",
+        "/x",
+        "--",
+        "true",
+    ]));
     assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
 }
 
@@ -484,5 +535,9 @@ fn elect_usage_errors_are_one_line() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
     let out = run(zk(&["elect", "--style", "leader", "/e", "--", "true"]));
-    assert!(stderr(&out).contains("latch"), "names the known styles: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("latch"),
+        "names the known styles: {}",
+        stderr(&out)
+    );
 }

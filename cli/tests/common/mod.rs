@@ -198,4 +198,3 @@ pub fn openpty() -> (OwnedFd, OwnedFd) {
     }
     unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
-
