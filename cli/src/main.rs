@@ -240,6 +240,18 @@ impl Settings {
 /// A usage failure for an option given before a command that does not use it.
 fn refuse_unused(cli: &Cli) -> Result<(), Failure> {
     let (name, takes_connection, takes_holding) = match &cli.command {
+        Command::Elect {
+            listen: false,
+            json,
+            count,
+            ..
+        } if *json || count.is_some() => {
+            let option = if *json { "--json" } else { "--count" };
+            return Err(Failure::new(
+                status::USAGE,
+                format!("{option} applies to `zklock elect --listen PATH` only (see zklock elect --help)"),
+            ));
+        }
         Command::Exec { .. } | Command::Elect { .. } => return Ok(()),
         Command::Ls { .. } => ("ls", true, false),
         Command::Check { .. } => ("check", true, false),
@@ -349,10 +361,10 @@ pub enum Command {
         listen: bool,
         /// With --listen: one JSON object per line (id, node, token, session_id, style,
         /// library, kind; null when nobody leads).
-        #[arg(long, requires = "listen")]
+        #[arg(long)]
         json: bool,
         /// With --listen: exit 0 after N lines.
-        #[arg(long, value_name = "N", requires = "listen")]
+        #[arg(long, value_name = "N")]
         count: Option<u64>,
         /// Our participant id (the node's data, what `zklock ls` and other participants show).
         /// Default: --identity (host/pid).

@@ -527,6 +527,7 @@ fn elect_usage_errors_are_one_line() {
         vec!["elect", "--style", "leader", "/e", "--", "true"],
         vec!["elect", "--listen", "/e", "--", "true"],
         vec!["elect", "--json", "/e", "--", "true"],
+        vec!["elect", "--count", "2", "/e", "--", "true"],
         vec!["elect", "--listen", "--requeue", "/e"],
     ] {
         let out = run(zk(&args));
