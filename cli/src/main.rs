@@ -180,7 +180,7 @@ pub struct Holding {
 #[command(
     name = "zklock",
     version,
-    about = "Distributed locks on Apache ZooKeeper: run a command under a lock, list a lock's queue, run a local ZooKeeper",
+    about = "Distributed locks and leader election on Apache ZooKeeper: run a command under a lock or while leader, list a lock's queue, check a fencing token, run a local ZooKeeper",
     after_help = EXIT_STATUS_HELP,
     disable_help_subcommand = true
 )]
