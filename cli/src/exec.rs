@@ -5,7 +5,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use zklock::{LeaseState, Lock, Released};
+use zklock::{Lease, LeaseState, Lock, Released};
 
 use crate::status::{self, Failure};
 use crate::Settings;
@@ -26,6 +26,8 @@ pub struct Args<'a> {
     pub kill_after: Duration,
     /// Print the wait and hold time (`--stats`) when the command ends.
     pub stats: bool,
+    /// `--max-hold`: the core ends the lease after this long (lost, reason max-hold).
+    pub max_hold: Option<Duration>,
     pub command: &'a [OsString],
 }
 
@@ -48,14 +50,14 @@ fn print_stats(client: &zklock::Client, path: &str) {
 }
 
 /// SIGINT, SIGTERM and SIGHUP, caught from the start so none kills us with a node behind.
-struct Signals {
+pub struct Signals {
     int: Signal,
     term: Signal,
     hup: Signal,
 }
 
 impl Signals {
-    fn new() -> Result<Signals, Failure> {
+    pub fn new() -> Result<Signals, Failure> {
         let make = |kind| {
             signal(kind).map_err(|e| Failure::software(format!("cannot catch signals: {e}")))
         };
@@ -66,7 +68,7 @@ impl Signals {
         })
     }
 
-    async fn recv(&mut self) -> i32 {
+    pub async fn recv(&mut self) -> i32 {
         tokio::select! {
             _ = self.int.recv() => libc::SIGINT,
             _ = self.term.recv() => libc::SIGTERM,
@@ -121,25 +123,28 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     // one attempt at the lock, and connecting comes before that attempt).
     let started = std::time::Instant::now();
     let try_now = args.try_lock || cli.timeout == Some(Duration::ZERO);
-    let connect_within = match cli.timeout {
-        Some(limit) if !try_now => limit.min(cli.connect_timeout),
-        _ => cli.connect_timeout,
-    };
-    let client = tokio::select! {
-        c = crate::connect_within(cli, path, connect_within) => c?,
-        sig = signals.recv() => return Ok(128 + sig),
+    let client = match connect(cli, path, try_now, &mut signals).await? {
+        Ok(client) => client,
+        Err(sig) => return Ok(128 + sig),
     };
     let (mutex, rw);
     let lock: &Lock = match args.side {
         Side::Mutex => {
-            mutex = client.mutex(path)?;
+            mutex = client.mutex(path)?.max_hold(args.max_hold)?;
             &mutex
         }
         Side::Semaphore(n) => {
-            mutex = client.semaphore(path, n)?;
+            mutex = client.semaphore(path, n)?.max_hold(args.max_hold)?;
             &mutex
         }
         Side::Read | Side::Write => {
+            if args.max_hold.is_some() {
+                close(&client).await;
+                return Err(Failure::new(
+                    status::USAGE,
+                    "--max-hold is not available with --read or --write (the core sets a maximum hold on a lock value, and a read/write lock's sides are not given out as values of their own)",
+                ));
+            }
             rw = client.rw_lock(path)?;
             if args.side == Side::Read {
                 rw.read()
@@ -157,30 +162,25 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     // Cancelling through the token (not by dropping the future) makes the acquire remove its
     // node before it returns, so exiting afterwards leaves nothing behind.
     let cancel = zklock::CancelToken::new();
-    let acquire = lock.acquire_with(deadline, cancel.clone());
-    tokio::pin!(acquire);
-    let acquired = tokio::select! {
-        r = &mut acquire => match r {
-            Ok(lease) => Ok(lease),
-            Err(e) if e.kind() == zklock::ErrorKind::Timeout => Err(if try_now {
-                busy(lock, path).await
-            } else {
-                let limit = cli.timeout.unwrap_or_default();
-                Failure::new(
-                    status::BUSY,
-                    format!("timed out after {limit:?} waiting for the lock {path}"),
-                )
-            }),
-            Err(e) => Err(Failure::from(e)),
-        },
-        sig = signals.recv() => {
-            cancel.cancel();
-            // The lock may have come in the same instant: then give it back.
-            if let Ok(lease) = acquire.await {
-                let _ = lease.release().await;
-            }
-            Err(Failure::new(128 + sig, String::new()))
-        }
+    let acquired = match until_signal(
+        lock.acquire_with(deadline, cancel.clone()),
+        &cancel,
+        &mut signals,
+    )
+    .await
+    {
+        Err(sig) => Err(Failure::new(128 + sig, String::new())),
+        Ok(Ok(lease)) => Ok(lease),
+        Ok(Err(e)) if e.kind() == zklock::ErrorKind::Timeout => Err(if try_now {
+            busy(lock, path).await
+        } else {
+            let limit = cli.timeout.unwrap_or_default();
+            Failure::new(
+                status::BUSY,
+                format!("timed out after {limit:?} waiting for the lock {path}"),
+            )
+        }),
+        Ok(Err(e)) => Err(Failure::from(e)),
     };
     let lease = match acquired {
         Ok(lease) => lease,
@@ -194,13 +194,127 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
         }
     };
     let token = lease.token();
-    let program = &args.command[0];
+    let env = [
+        ("ZKLOCK_TOKEN", token.to_string()),
+        ("ZKLOCK_PATH", path.to_owned()),
+        ("ZKLOCK_NODE", lease.path().to_owned()),
+    ];
+    let what = format!("the lock {path}");
+    let ended = match supervise(
+        &lease,
+        &mut signals,
+        args.command,
+        &env,
+        args.kill_after,
+        &what,
+    )
+    .await
+    {
+        Ok(ended) => ended,
+        Err(failure) => {
+            let _ = lease.release().await;
+            close(&client).await;
+            return Err(failure);
+        }
+    };
+    let released = lease.release().await;
+    if args.stats {
+        print_stats(&client, path);
+    }
+    close(&client).await;
+    match ended {
+        Ended::Exited { status, .. } => match released {
+            Ok(Released::WasLost) => Err(Failure::new(
+                status::LOST,
+                format!(
+                    "the lock {path} (token {token}) was lost as the command ended (its status was {status})"
+                ),
+            )),
+            Ok(_) => Ok(status),
+            Err(e) => {
+                eprintln!(
+                    "zklock: warning: releasing {path}: {} (the node goes with the session)",
+                    crate::one_line(e.message())
+                );
+                Ok(status)
+            }
+        },
+        Ended::Lost { reason } => Err(Failure::new(
+            status::LOST,
+            format!("the command was stopped because the lock {path} was lost ({reason})"),
+        )),
+    }
+}
+
+/// Connects for a command that waits for a lease: `--timeout` bounds connecting too (a try
+/// gets the connect timeout). `Err(signal)` when SIGINT, SIGTERM or SIGHUP came first.
+pub async fn connect(
+    cli: &Settings,
+    path: &str,
+    try_now: bool,
+    signals: &mut Signals,
+) -> Result<Result<zklock::Client, i32>, Failure> {
+    let connect_within = match cli.timeout {
+        Some(limit) if !try_now => limit.min(cli.connect_timeout),
+        _ => cli.connect_timeout,
+    };
+    tokio::select! {
+        c = crate::connect_within(cli, path, connect_within) => Ok(Ok(c?)),
+        sig = signals.recv() => Ok(Err(sig)),
+    }
+}
+
+/// Waits for an acquire (or a run for leader) unless a signal comes first: then `cancel` makes
+/// it remove its node, a lease that came in the same instant is given back, and the signal's
+/// number is the error.
+pub async fn until_signal(
+    acquire: impl std::future::Future<Output = zklock::Result<Lease>>,
+    cancel: &zklock::CancelToken,
+    signals: &mut Signals,
+) -> Result<zklock::Result<Lease>, i32> {
+    tokio::pin!(acquire);
+    tokio::select! {
+        r = &mut acquire => Ok(r),
+        sig = signals.recv() => {
+            cancel.cancel();
+            // The lock may have come in the same instant: then give it back.
+            if let Ok(lease) = acquire.await {
+                let _ = lease.release().await;
+            }
+            Err(sig)
+        }
+    }
+}
+
+/// How a command run under a lease ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// It exited by itself (or after a signal passed on to it) with this status (128+N when
+    /// signal N killed it); `signalled` when zklock got SIGINT, SIGTERM or SIGHUP meanwhile.
+    Exited { status: i32, signalled: bool },
+    /// The lease was lost while it ran: it got SIGTERM (SIGKILL after `kill_after`) and has
+    /// stopped. `reason`: the core's lost reason.
+    Lost { reason: String },
+}
+
+/// Runs `command` with `env` while `lease` lasts: signals to zklock are passed on, the
+/// suspended / back states are reported on stderr (`what` names the lease: "the lock /x"),
+/// and when the lease is lost the command gets SIGTERM, then SIGKILL after `kill_after`.
+/// Does not release the lease. A command that cannot start is a failure (126 or 127).
+pub async fn supervise(
+    lease: &Lease,
+    signals: &mut Signals,
+    argv: &[OsString],
+    env: &[(&str, String)],
+    kill_after: Duration,
+    what: &str,
+) -> Result<Ended, Failure> {
+    let program = &argv[0];
     let mut command = tokio::process::Command::new(program);
-    command
-        .args(&args.command[1..])
-        .env("ZKLOCK_TOKEN", token.to_string())
-        .env("ZKLOCK_PATH", path)
-        .env("ZKLOCK_NODE", lease.path());
+    command.args(&argv[1..]);
+    for (name, value) in env {
+        command.env(name, value);
+    }
     // If zklock itself dies (SIGKILL, OOM), its session and so the lock go soon after: the
     // command then gets SIGTERM instead of running on unprotected.
     let parent = std::process::id() as i32;
@@ -217,8 +331,6 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
-            let _ = lease.release().await;
-            close(&client).await;
             let status = if e.kind() == std::io::ErrorKind::NotFound {
                 status::NOT_FOUND
             } else {
@@ -237,20 +349,22 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     });
     let lost = lease.lost();
     tokio::pin!(lost);
+    let mut signalled = false;
     let outcome = loop {
         tokio::select! {
             st = child.wait() => break Some(st),
             _ = &mut lost => break None,
             sig = signals.recv() => {
+                signalled = true;
                 if should_forward(sig) {
                     send(pid, sig);
                 }
             }
             Some(state) = states.recv() => match state {
                 LeaseState::Suspended => eprintln!(
-                    "zklock: lost contact with ZooKeeper; the lock {path} is suspended (lost unless contact is back within the session timeout)"
+                    "zklock: lost contact with ZooKeeper; {what} is suspended (lost unless contact is back within the session timeout)"
                 ),
-                LeaseState::Held => eprintln!("zklock: contact with ZooKeeper is back; still holding {path}"),
+                LeaseState::Held => eprintln!("zklock: contact with ZooKeeper is back; still holding {what}"),
                 _ => {}
             },
         }
@@ -260,34 +374,16 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
             let status = waited
                 .map(exit_code)
                 .map_err(|e| Failure::software(format!("waiting for the command: {e}")))?;
-            let released = lease.release().await;
-            if args.stats {
-                print_stats(&client, path);
-            }
-            close(&client).await;
-            match released {
-                Ok(Released::WasLost) => Err(Failure::new(
-                    status::LOST,
-                    format!(
-                        "the lock {path} (token {token}) was lost as the command ended (its status was {status})"
-                    ),
-                )),
-                Ok(_) => Ok(status),
-                Err(e) => {
-                    eprintln!(
-                        "zklock: warning: releasing {path}: {} (the node goes with the session)",
-                        crate::one_line(e.message())
-                    );
-                    Ok(status)
-                }
-            }
+            Ok(Ended::Exited { status, signalled })
         }
         None => {
+            let reason = lost_reason(lease);
             eprintln!(
-                "zklock: lost the lock {path} (token {token}): session expired, node deleted or no contact with ZooKeeper; sending SIGTERM to the command"
+                "zklock: lost {what} (token {}): {reason}; sending SIGTERM to the command",
+                lease.token()
             );
             send(pid, libc::SIGTERM);
-            let stopped = tokio::time::timeout(args.kill_after, async {
+            let stopped = tokio::time::timeout(kill_after, async {
                 loop {
                     tokio::select! {
                         st = child.wait() => return st,
@@ -298,23 +394,26 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
             .await;
             if stopped.is_err() {
                 eprintln!(
-                    "zklock: the command did not stop within {:?}; sending SIGKILL",
-                    args.kill_after
+                    "zklock: the command did not stop within {kill_after:?}; sending SIGKILL"
                 );
                 send(pid, libc::SIGKILL);
                 let _ = child.wait().await;
             }
-            let _ = lease.release().await;
-            if args.stats {
-                print_stats(&client, path);
-            }
-            close(&client).await;
-            Err(Failure::new(
-                status::LOST,
-                format!("the command was stopped because the lock {path} was lost"),
-            ))
+            Ok(Ended::Lost { reason })
         }
     }
+}
+
+/// The core's reason for a lost lease, one line, without the path it repeats
+/// ("the lease on /x lost: max-hold: ..." → "max-hold: ...").
+pub fn lost_reason(lease: &Lease) -> String {
+    let reason = lease
+        .lost_reason()
+        .unwrap_or_else(|| "session expired, node deleted or no contact with ZooKeeper".to_owned());
+    let reason = reason
+        .split_once(" lost: ")
+        .map_or(reason.as_str(), |(_, why)| why);
+    crate::one_line(reason)
 }
 
 /// The busy failure, naming the holder when we can see it.
@@ -342,7 +441,7 @@ async fn busy(lock: &Lock, path: &str) -> Failure {
 
 /// Closes the session and gives its close request a moment to reach the server (which then
 /// drops the session at once instead of after the session timeout).
-async fn close(client: &zklock::Client) {
+pub async fn close(client: &zklock::Client) {
     client.close().await;
     tokio::time::sleep(Duration::from_millis(20)).await;
 }

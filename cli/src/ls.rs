@@ -6,6 +6,13 @@ use zklock::{NodeKind, Participant};
 use crate::status::Failure;
 use crate::Settings;
 
+/// The election family a node belongs to (selector, latch, kazoo; `-` for a read, write or
+/// lease node): the core's `Participant::election_style`. A plain mutex node is what a
+/// selector (Curator's, zklock's) or kazoo election makes too.
+pub fn style_str(p: &Participant) -> &'static str {
+    p.election_style().map_or("-", |s| s.as_str())
+}
+
 pub fn kind_str(kind: NodeKind) -> &'static str {
     match kind {
         NodeKind::Mutex => "mutex",
@@ -80,6 +87,7 @@ pub fn to_json(path: &str, queue: &[Participant]) -> serde_json::Value {
                 "name": p.node.rsplit('/').next().unwrap_or_default(),
                 "library": p.library.as_str(),
                 "kind": kind_str(p.kind),
+                "election_style": p.election_style().map(|s| s.as_str()),
                 "identity": p.identity,
                 "token": p.token,
                 "session_id": format!("0x{:x}", p.session_id),
@@ -101,6 +109,7 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
         "NODE".to_owned(),
         "LIBRARY".to_owned(),
         "KIND".to_owned(),
+        "STYLE".to_owned(),
         "TOKEN".to_owned(),
         "SESSION".to_owned(),
         "IDENTITY".to_owned(),
@@ -111,6 +120,7 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
             p.node.rsplit('/').next().unwrap_or_default().to_owned(),
             p.library.as_str().to_owned(),
             kind_str(p.kind).to_owned(),
+            style_str(p).to_owned(),
             p.token.to_string(),
             format!("0x{:x}", p.session_id),
             crate::one_line(&p.identity),
@@ -167,6 +177,7 @@ pub fn to_watch_frame(path: &str, queue: &[Participant], now_ms: i64) -> String 
         "IDENTITY".to_owned(),
         "LIBRARY".to_owned(),
         "KIND".to_owned(),
+        "STYLE".to_owned(),
         "TOKEN".to_owned(),
         "NODE".to_owned(),
     ]];
@@ -178,6 +189,7 @@ pub fn to_watch_frame(path: &str, queue: &[Participant], now_ms: i64) -> String 
             crate::one_line(&p.identity),
             p.library.as_str().to_owned(),
             kind_str(p.kind).to_owned(),
+            style_str(p).to_owned(),
             p.token.to_string(),
             p.node.rsplit('/').next().unwrap_or_default().to_owned(),
         ]);
@@ -392,6 +404,39 @@ mod tests {
     }
 
     #[test]
+    fn latch_and_kazoo_contenders_show_their_kind_style_and_id() {
+        let q = [
+            p("_c_x-latch-0000000001", NodeKind::Latch, Library::Zklock),
+            p("y__lock__0000000002", NodeKind::Mutex, Library::Kazoo),
+            p("_c_z-lock-0000000003", NodeKind::Mutex, Library::Curator),
+            p("_c_w-__READ__0000000004", NodeKind::Read, Library::Curator),
+        ];
+        let v = to_json("/e", &q);
+        let styles: Vec<_> = (0..4)
+            .map(|i| v["participants"][i]["election_style"].clone())
+            .collect();
+        assert_eq!(
+            styles,
+            [
+                json!("latch"),
+                json!("kazoo"),
+                json!("selector"),
+                serde_json::Value::Null
+            ]
+        );
+        assert_eq!(v["participants"][0]["kind"], "latch");
+        let t = to_table("/e", &q);
+        let row = t.lines().nth(2).unwrap();
+        assert!(
+            row.contains("latch  latch") && row.ends_with("me"),
+            "kind, style and id: {t}"
+        );
+        assert!(t.lines().nth(1).unwrap().contains("KIND   STYLE"), "{t}");
+        let row = t.lines().nth(3).unwrap();
+        assert!(row.contains("kazoo") && row.contains("mutex  kazoo"), "{t}");
+    }
+
+    #[test]
     fn json_and_table_name_every_field() {
         let q = [
             p("x-lock-0000000001", NodeKind::Mutex, Library::Curator),
@@ -402,6 +447,7 @@ mod tests {
         assert_eq!(v["participants"][1]["library"], "kazoo");
         assert_eq!(v["participants"][1]["kind"], "mutex");
         assert_eq!(v["participants"][1]["session_id"], "0x1234");
+        assert_eq!(v["participants"][1]["election_style"], "kazoo");
         let t = to_table("/l", &q);
         assert!(t.starts_with("/l: 1 holding, 1 waiting\n"), "{t}");
         assert!(t.contains("kazoo") && t.contains("curator"), "{t}");

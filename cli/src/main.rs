@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 mod check;
+mod elect;
 mod exec;
 mod ls;
 mod server;
@@ -179,7 +180,7 @@ pub struct Holding {
 #[command(
     name = "zklock",
     version,
-    about = "Distributed locks on Apache ZooKeeper: run a command under a lock, list a lock's queue, run a local ZooKeeper",
+    about = "Distributed locks and leader election on Apache ZooKeeper: run a command under a lock or while leader, list a lock's queue, check a fencing token, run a local ZooKeeper",
     after_help = EXIT_STATUS_HELP,
     disable_help_subcommand = true
 )]
@@ -239,8 +240,21 @@ impl Settings {
 /// A usage failure for an option given before a command that does not use it.
 fn refuse_unused(cli: &Cli) -> Result<(), Failure> {
     let (name, takes_connection, takes_holding) = match &cli.command {
-        Command::Exec { .. } => return Ok(()),
+        Command::Elect {
+            listen: false,
+            json,
+            count,
+            ..
+        } if *json || count.is_some() => {
+            let option = if *json { "--json" } else { "--count" };
+            return Err(Failure::new(
+                status::USAGE,
+                format!("{option} applies to `zklock elect --listen PATH` only (see zklock elect --help)"),
+            ));
+        }
+        Command::Exec { .. } | Command::Elect { .. } => return Ok(()),
         Command::Ls { .. } => ("ls", true, false),
+        Command::Check { .. } => ("check", true, false),
         Command::Revoke { .. } => ("revoke", true, false),
         Command::Server { .. } => ("server", false, false),
         Command::CheckLog { .. } => ("check-log", false, false),
@@ -315,6 +329,11 @@ pub enum Command {
         /// Grace period between SIGTERM and SIGKILL when the lock is lost.
         #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
         kill_after: Duration,
+        /// Hold the lock at most this long: then the core ends the lease (lost, reason
+        /// max-hold, node deleted) and the command is stopped as on any loss (status 76).
+        /// Not with --read/--write.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        max_hold: Option<Duration>,
         #[command(flatten)]
         connection: Connection,
         #[command(flatten)]
@@ -322,6 +341,76 @@ pub enum Command {
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<OsString>,
+    },
+    /// Run a command while leader of the election at PATH: zklock elect PATH -- CMD [ARGS...]
+    ///
+    /// Waits to lead (Curator's LeaderLatch layout by default), then runs the command with
+    /// ZKLOCK_LEADER=1, ZKLOCK_LEADER_ID (our id), ZKLOCK_TOKEN (the fencing token),
+    /// ZKLOCK_NODE and ZKLOCK_PATH, as exec does: resigns when it exits and exits with its
+    /// status; if the leadership is lost the command gets SIGTERM (SIGKILL after --kill-after)
+    /// and zklock exits 76. With --requeue it runs for leader again after each exit or loss,
+    /// until a signal. Exit 78 when the path holds another layout's nodes. With --listen PATH:
+    /// print the leader's id (or `none`) now and at every change.
+    #[command(verbatim_doc_comment)]
+    Elect {
+        /// The election path, e.g. /elections/scheduler
+        path: String,
+        /// Print the leader now and at every change (`none` when nobody leads), one line each,
+        /// until interrupted. Takes no command.
+        #[arg(long, conflicts_with_all = ["id", "style", "requeue", "max_hold", "command"])]
+        listen: bool,
+        /// With --listen: one JSON object per line (id, node, token, session_id, style,
+        /// library, kind; null when nobody leads).
+        #[arg(long)]
+        json: bool,
+        /// With --listen: exit 0 after N lines.
+        #[arg(long, value_name = "N")]
+        count: Option<u64>,
+        /// Our participant id (the node's data, what `zklock ls` and other participants show).
+        /// Default: --identity (host/pid).
+        #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+        id: Option<String>,
+        /// The node layout: latch (Curator's LeaderLatch), selector (Curator's
+        /// LeaderSelector) or kazoo (kazoo's Election). Every participant on PATH must use the
+        /// same one.
+        #[arg(long, value_name = "STYLE", default_value = "latch", value_parser = parse_style)]
+        style: zklock::ElectionStyle,
+        /// After the command exits or the leadership is lost, resign and run for leader again
+        /// at the tail of the queue, and run the command again when leading; until SIGINT,
+        /// SIGTERM or SIGHUP.
+        #[arg(long)]
+        requeue: bool,
+        /// Grace period between SIGTERM and SIGKILL when the leadership is lost.
+        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+        kill_after: Duration,
+        /// Lead at most this long each time: then the core ends the leadership (lost, reason
+        /// max-hold) and the command is stopped as on any loss.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        max_hold: Option<Duration>,
+        #[command(flatten)]
+        connection: Connection,
+        #[command(flatten)]
+        holding: Holding,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required_unless_present = "listen", value_name = "CMD")]
+        command: Vec<OsString>,
+    },
+    /// Exit 0 if TOKEN is the fencing token of a current holder of the lock, or leader of the
+    /// election, at PATH (Chubby's CheckSequencer), 1 if not.
+    Check {
+        /// The lock or election path.
+        path: String,
+        /// The fencing token to check (ZKLOCK_TOKEN of an exec or elect).
+        #[arg(allow_hyphen_values = true)]
+        token: i64,
+        /// The semaphore's N: only the first N lease nodes count (default: every lease node).
+        #[arg(short = 'n', long = "max-leases", value_name = "N")]
+        max_leases: Option<u32>,
+        /// Print nothing; the exit status says it.
+        #[arg(short, long)]
+        quiet: bool,
+        #[command(flatten)]
+        connection: Connection,
     },
     /// List the lock's holder(s) and queue in order: node, library (zklock, curator, kazoo,
     /// go-zookeeper), kind (mutex, read, write), identity, fencing token, session id.
@@ -380,6 +469,12 @@ pub enum ServerAction {
     Stop,
     /// Print whether the local ZooKeeper runs (status 0) or not (status 3).
     Status,
+}
+
+/// `--style`: the core's names (its error lists them).
+fn parse_style(text: &str) -> Result<zklock::ElectionStyle, String> {
+    text.parse::<zklock::ElectionStyle>()
+        .map_err(|e| crate::one_line(e.message()))
 }
 
 /// `--timeout` as given: at most this long, or `None` for forever.
@@ -485,10 +580,18 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> i32 {
         _ => {}
     }
     let is_exec = args.iter().skip(1).any(|a| a == "exec");
+    let is_elect = args.iter().skip(1).any(|a| a == "elect");
+    let listens = args.iter().any(|a| a == "--listen");
     let has_dashes = args.iter().any(|a| a == "--");
     if is_exec && !has_dashes {
         eprintln!(
             "zklock: exec needs `--` between the lock path and the command: zklock exec PATH -- CMD [ARGS...]"
+        );
+        return status::USAGE;
+    }
+    if is_elect && !listens && !has_dashes {
+        eprintln!(
+            "zklock: elect needs `--` between the election path and the command: zklock elect PATH -- CMD [ARGS...] (or zklock elect --listen PATH)"
         );
         return status::USAGE;
     }
@@ -527,7 +630,11 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             expect,
             timeline,
         } => check::run(files, *expect, *timeline),
-        Command::Exec { .. } | Command::Ls { .. } | Command::Revoke { .. } => {
+        Command::Exec { .. }
+        | Command::Elect { .. }
+        | Command::Check { .. }
+        | Command::Ls { .. }
+        | Command::Revoke { .. } => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -541,6 +648,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         leases,
                         try_lock,
                         kill_after,
+                        max_hold,
                         stats,
                         connection,
                         holding,
@@ -562,8 +670,68 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                                 try_lock: *try_lock,
                                 kill_after: *kill_after,
                                 stats: *stats,
+                                max_hold: *max_hold,
                                 command,
                             },
+                        )
+                        .await
+                    }
+                    Command::Elect {
+                        path,
+                        listen: true,
+                        json,
+                        count,
+                        connection,
+                        holding,
+                        ..
+                    } => {
+                        elect::listen(
+                            &Settings::new(&cli, connection, Some(holding)),
+                            path,
+                            *json,
+                            *count,
+                        )
+                        .await
+                    }
+                    Command::Elect {
+                        path,
+                        id,
+                        style,
+                        requeue,
+                        kill_after,
+                        max_hold,
+                        connection,
+                        holding,
+                        command,
+                        ..
+                    } => {
+                        elect::run(
+                            &Settings::new(&cli, connection, Some(holding)),
+                            elect::Args {
+                                path,
+                                style: *style,
+                                id: id.as_deref(),
+                                requeue: *requeue,
+                                kill_after: *kill_after,
+                                max_hold: *max_hold,
+                                command,
+                            },
+                        )
+                        .await
+                    }
+                    Command::Check {
+                        path,
+                        token,
+                        max_leases,
+                        quiet,
+                        connection,
+                    } => {
+                        elect::check(
+                            &Settings::new(&cli, connection, None),
+                            path,
+                            *token,
+                            *max_leases,
+                            *quiet,
                         )
                         .await
                     }

@@ -14,6 +14,10 @@ pub const BUSY: i32 = 75;
 pub const LOST: i32 = 76;
 /// ZooKeeper's ACL refused the operation.
 pub const PERMISSION: i32 = 77;
+/// `elect`: the election path holds a node of another layout (the core's `Conflict`): a latch
+/// beside selector nodes, Curator's beside kazoo's; neither would see the other, so zklock
+/// refuses to lead. The message names the foreign node.
+pub const CONFLICT: i32 = 78;
 /// The command could not be executed (found but not runnable).
 pub const CANNOT_EXECUTE: i32 = 126;
 /// The command was not found.
@@ -24,35 +28,44 @@ pub const NOT_RUNNING: i32 = 3;
 pub const NOBODY: i32 = 3;
 /// A mutual-exclusion violation found by check-log.
 pub const VIOLATION: i32 = 1;
+/// `check`: the token is not a current holder's or leader's.
+pub const NOT_CURRENT: i32 = 1;
 
 pub const EXIT_STATUS_HELP: &str = "\
 Exit status:
-  exec passes the command's own status through (128+N when a signal N killed it).
-  Its own statuses, and those of the other commands:
+  exec and elect pass the command's own status through (128+N when a signal N killed it).
+  Their own statuses, and those of the other commands:
     0    success
     64   usage: bad option or argument, invalid lock path, missing `--` before the command
     69   no ZooKeeper reachable within --connect-timeout, or no servers configured
     70   another ZooKeeper or internal error
-    75   lock busy: --try found it held, or --timeout passed while waiting
-    76   lock lost while the command ran (session expired, node deleted): the command got
-         SIGTERM, then SIGKILL after --kill-after
+    75   lock busy: --try found it held, or --timeout passed while waiting (elect: another
+         leader past --timeout; --timeout 0 is one attempt)
+    76   lock or leadership lost while the command ran (session expired, node deleted,
+         --max-hold reached): the command got SIGTERM, then SIGKILL after --kill-after
     77   ZooKeeper's ACL refused the operation
+    78   elect: a node of another election layout is on the path (named in the message);
+         zklock refuses to lead beside it
     126  the command could not be executed
     127  the command was not found
     130  (143, 129) SIGINT (SIGTERM, SIGHUP) while waiting for the lock; no node is left behind
   server status: 0 running, 3 not running. revoke: 3 nobody holds the path (or NODE is gone).
+  check: 0 the token is a current holder's or leader's, 1 it is not.
 
 Environment:
   ZKLOCK_SERVERS     default for --servers
   ZKLOCK_SERVER_DIR  where `zklock server` keeps its data, log and state
   exec sets ZKLOCK_TOKEN (fencing token), ZKLOCK_PATH (lock path) and ZKLOCK_NODE (our node)
-  for the command.
+  for the command; elect sets those and ZKLOCK_LEADER=1 and ZKLOCK_LEADER_ID (our id).
 
 Examples:
   zklock server start
   zklock exec /locks/nightly -- ./job.sh
   zklock exec -n 4 /locks/encoders -- ./encode.sh
   zklock revoke /locks/nightly
+  zklock elect --id \"$(hostname)\" --requeue /elections/scheduler -- ./scheduler
+  zklock elect --listen /elections/scheduler
+  zklock check /locks/nightly \"$ZKLOCK_TOKEN\"
   zklock --servers zk1:2181,zk2:2181 exec --try /locks/nightly -- ./job.sh
   zklock ls --json /locks/nightly";
 
@@ -84,6 +97,7 @@ impl From<zklock::Error> for Failure {
             K::Connection => UNAVAILABLE,
             K::Timeout => BUSY,
             K::Permission => PERMISSION,
+            K::Conflict => CONFLICT,
             _ => SOFTWARE,
         };
         Failure::new(status, crate::one_line(e.message()))

@@ -6,8 +6,15 @@
 //! (`zklock --servers HOSTS ls`), `session_timeout` (`--session-timeout`), `identity`
 //! (`--identity`), `timeout` (`--timeout`, with a holder in this process that frees the lock
 //! after 300 ms), `acl` (`--acl`, credentials from ZKLOCK_AUTH) and `secret` (`exec` + `ls`).
-//! Every other op (read/write and multi-locks, the scenarios) has no command-line form and is
-//! named `n/a` with the reason. The exit status is mapped back to the
+//! Leader election (issue 25): `election_style` (`zklock elect --style S --timeout 0`),
+//! `election_id` (`elect --id`, the leader's command reading `ls --json`), `max_hold`
+//! (`exec --max-hold`, status 76 and the lost reason on stderr), and the scenarios
+//! election-handover, election-requeue (`elect --requeue`), election-mixed-layouts (status 78),
+//! election-observe (`elect --listen`), kind-latch and library-kazoo-style (`elect` + `ls
+//! --json`), check-token (`zklock check`, status 0/1); participants and holders that the
+//! command line cannot be are clients of this process.
+//! Every other op (read/write and multi-locks, the other scenarios) has no command-line form
+//! and is named `n/a` with the reason. The exit status is mapped back to the
 //! error kind (see `zklock --help`); stderr must be one line of at most 300 characters.
 //!
 //! One line per case, then `conformance cli: N passed, N failed`; the test fails on any mismatch.
@@ -53,6 +60,7 @@ fn outcome_of(out: &Output, ok: &str, busy: &str) -> Outcome {
         Some(69) => "Connection",
         Some(75) => busy,
         Some(77) => "Permission",
+        Some(78) => "Conflict",
         Some(70) => "ZooKeeper-or-Internal (status 70)",
         other => return Outcome::Broken(format!("exit status {other:?}: {err:.300}")),
     };
@@ -186,6 +194,75 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             }
             outcome_of(&out, "revoked", "Timeout")
         }
+        "election_style" => {
+            let mut cmd = zk(&["elect", "--style", &input, "--id", "conformance"]);
+            cmd.args(["--timeout", "0", lock_path, "--", "true"]);
+            outcome_of(&run(cmd), "ok", "Timeout")
+        }
+        "election_id" => {
+            // The leader's command reads the participants (`zklock ls --json`) while it leads.
+            let mut cmd = zk(&["elect", "--id", &input, "--timeout", "0", lock_path, "--"]);
+            cmd.args(["sh", "-c", &format!("{} ls --json '{lock_path}'", inner_zklock(servers))]);
+            let out = run(cmd);
+            if out.status.code() != Some(0) {
+                return outcome_of(&out, "ok", "Timeout");
+            }
+            match leader_of(&stdout(&out)) {
+                Some(id) if id == input => Outcome::Is("ok".into()),
+                Some(_) => Outcome::Is("id-differs".into()),
+                None => Outcome::Broken(format!("no leader in {:.300}", stdout(&out))),
+            }
+        }
+        "max_hold" => max_hold(&input, lock_path),
+        "scenario" if input.starts_with("election-") => election(&input, servers, lock_path),
+        "scenario" if input == "kind-latch" || input == "library-kazoo-style" => {
+            let (style, field) = if input == "kind-latch" {
+                ("latch", "kind")
+            } else {
+                ("kazoo", "library")
+            };
+            let mut cmd = zk(&["elect", "--style", style, lock_path, "--"]);
+            cmd.args(["sh", "-c", &format!("{} ls --json '{lock_path}'", inner_zklock(servers))]);
+            let out = run(cmd);
+            if out.status.code() != Some(0) {
+                return outcome_of(&out, "ok", "Timeout");
+            }
+            let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+                Ok(v) => v,
+                Err(e) => return Outcome::Broken(format!("ls --json: {e}")),
+            };
+            match v["participants"][0][field].as_str() {
+                Some(word) => Outcome::Is(word.into()),
+                None => Outcome::Broken(format!("no {field} in {v}")),
+            }
+        }
+        "scenario" if input == "check-token" => {
+            let client = zklock::Client::blocking_connect(servers, zklock::Options::default())
+                .expect("the holder connects");
+            let lease = client
+                .mutex(lock_path)
+                .and_then(|m| m.blocking_acquire_timeout(Duration::from_secs(10)))
+                .expect("the holder takes the lock");
+            let token = lease.token().to_string();
+            let before = run(zk(&["check", "--quiet", lock_path, &token]));
+            lease.blocking_release().expect("the holder releases");
+            let after = run(zk(&["check", "--quiet", lock_path, &token]));
+            client.blocking_close();
+            fn word(out: &Output) -> Result<&'static str, &Output> {
+                match out.status.code() {
+                    Some(0) => Ok("true"),
+                    Some(1) => Ok("false"),
+                    _ => Err(out),
+                }
+            }
+            match (word(&before), word(&after)) {
+                (Ok(b), Ok(a)) => Outcome::Is(format!("{b},{a}")),
+                (Err(out), _) | (_, Err(out)) => outcome_of(out, "ok", "Timeout"),
+            }
+        }
+        "scenario" if input == "valid-until" => Outcome::NotApplicable(
+            "a lease's valid_until has no command-line form (the command sees its token, not the lease)",
+        ),
         "deadline" => Outcome::NotApplicable(
             "zklock exec takes --timeout, a duration; a deadline has no command-line form",
         ),
@@ -199,6 +276,226 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             "a scenario needs a lease or lock value to hold on to; the command line has none",
         ),
         other => Outcome::Broken(format!("unknown op {other:?}")),
+    }
+}
+
+/// `zklock --servers S` as a shell word list, for a command run under a lock or leadership.
+fn inner_zklock(servers: &str) -> String {
+    format!("'{}' --servers '{servers}'", env!("CARGO_BIN_EXE_zklock"))
+}
+
+/// The holder's identity in `zklock ls --json` output.
+fn leader_of(ls_json: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(ls_json).ok()?;
+    let first = &v["participants"][0];
+    (first["role"] == "holder").then(|| first["identity"].as_str().map(str::to_owned))?
+}
+
+/// The `max_hold` op: `zklock exec --max-hold INPUT PATH -- sleep 5` (a bare number is
+/// seconds). Lost (status 76) gives the lost reason's first word, as the core names it in
+/// the stderr line `zklock: lost the lock ... (token T): <reason>; sending SIGTERM ...`.
+fn max_hold(input: &str, lock_path: &str) -> Outcome {
+    let out = run(zk(&[
+        "exec",
+        "--max-hold",
+        input,
+        lock_path,
+        "--",
+        "sleep",
+        "5",
+    ]));
+    match out.status.code() {
+        Some(0) => Outcome::Is("held".into()),
+        Some(76) => {
+            let err = stderr(&out);
+            let reason = err
+                .lines()
+                .find_map(|l| l.split_once("): ").map(|(_, r)| r))
+                .and_then(|r| r.split([':', ' ', ';']).next());
+            match reason {
+                Some(word) => Outcome::Is(format!("lost,{word}")),
+                None => Outcome::Broken(format!("no lost reason in {err:.300}")),
+            }
+        }
+        _ => outcome_of(&out, "ok", "Timeout"),
+    }
+}
+
+/// A participant of `style` with `id` leading `path` on a client of this process.
+fn lead_here(
+    servers: &str,
+    path: &str,
+    style: zklock::ElectionStyle,
+    id: &str,
+) -> (zklock::Client, zklock::Lease) {
+    let client = zklock::Client::blocking_connect(servers, zklock::Options::default())
+        .expect("a participant connects");
+    let lease = client
+        .election(path, style, Some(id))
+        .and_then(|e| e.blocking_lead_with(zklock::Wait::timeout(Duration::from_secs(10)), None))
+        .expect("the participant leads");
+    (client, lease)
+}
+
+/// A file's trimmed text once it is there (within 30 s).
+fn read_when_there(file: &std::path::Path) -> String {
+    wait_for(
+        &format!("{}", file.display()),
+        Duration::from_secs(30),
+        || std::fs::read_to_string(file).is_ok_and(|t| !t.trim().is_empty()),
+    );
+    std::fs::read_to_string(file).unwrap().trim().to_owned()
+}
+
+/// The election scenarios with a command-line form: `zklock elect` processes as participants
+/// (their commands record what they see in scratch files), `zklock elect --listen` as observer.
+fn election(name: &str, servers: &str, path: &str) -> Outcome {
+    use zklock::ElectionStyle;
+    let dir = scratch(name);
+    let file = |n: &str| dir.join(n);
+    let hold = |id: &str,
+                style: &str,
+                flags: &[&str],
+                ready: &std::path::Path,
+                release: &std::path::Path| {
+        let mut cmd = zk(&["elect", "--id", id, "--style", style]);
+        cmd.args(flags).arg(path).arg("--");
+        cmd.args(hold_until(ready, Some(release)));
+        spawn(cmd)
+    };
+    match name {
+        "election-handover" => {
+            let mut a = hold("a", "selector", &[], &file("a"), &file("a-go"));
+            let a_token: i64 = read_when_there(&file("a")).parse().unwrap();
+            let mut b = zk(&["elect", "--id", "b", "--style", "selector", path, "--"]);
+            b.args([
+                "sh",
+                "-c",
+                &format!(
+                    "echo $ZKLOCK_TOKEN > '{}'; {} elect --listen --count 1 '{path}' > '{}'",
+                    file("b").display(),
+                    inner_zklock(servers),
+                    file("b-sees").display()
+                ),
+            ]);
+            let mut b = spawn(b);
+            wait_for("b to queue", Duration::from_secs(30), || {
+                participants(path).len() == 2
+            });
+            std::fs::write(file("a-go"), "").unwrap();
+            let a_done = wait_exit(&mut a, Duration::from_secs(30), "a");
+            let b_done = wait_exit(&mut b, Duration::from_secs(30), "b");
+            if a_done.code() != Some(0) || b_done.code() != Some(0) {
+                return Outcome::Broken(format!(
+                    "a {a_done:?}, b {b_done:?}: {}",
+                    child_stderr(&mut b)
+                ));
+            }
+            let b_token: i64 = read_when_there(&file("b")).parse().unwrap();
+            let leader = read_when_there(&file("b-sees"));
+            let up = if b_token > a_token {
+                "token-up"
+            } else {
+                "token-down"
+            };
+            Outcome::Is(format!("{leader},{up}"))
+        }
+        "election-requeue" => {
+            // a requeues when its command ends; b's command, once b leads, waits for a's new
+            // node and records the participants' order.
+            let mut a = hold("a", "latch", &["--requeue"], &file("a"), &file("a-go"));
+            read_when_there(&file("a"));
+            let mut b = zk(&["elect", "--id", "b", "--style", "latch", path, "--"]);
+            b.args([
+                "sh",
+                "-c",
+                &format!(
+                    "for i in $(seq 100); do {z} ls --json '{path}' > '{out}.tmp'; \
+                 [ $(grep -o identity '{out}.tmp' | wc -l) -ge 2 ] && break; sleep 0.1; done; \
+                 mv '{out}.tmp' '{out}'",
+                    z = inner_zklock(servers),
+                    out = file("order").display()
+                ),
+            ]);
+            let mut b = spawn(b);
+            wait_for("b to queue", Duration::from_secs(30), || {
+                participants(path).len() == 2
+            });
+            std::fs::write(file("a-go"), "").unwrap();
+            let b_done = wait_exit(&mut b, Duration::from_secs(30), "b");
+            signal(&a, SIGTERM);
+            wait_exit(&mut a, Duration::from_secs(30), "a");
+            if b_done.code() != Some(0) {
+                return Outcome::Broken(format!("b {b_done:?}: {}", child_stderr(&mut b)));
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(&read_when_there(&file("order"))).unwrap();
+            let order: Vec<&str> = v["participants"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|p| p["identity"].as_str())
+                .collect();
+            Outcome::Is(order.join(","))
+        }
+        "election-mixed-layouts" => {
+            let (client, lease) = lead_here(servers, path, ElectionStyle::Latch, "latch");
+            let out = run(zk(&[
+                "elect",
+                "--style",
+                "selector",
+                "--id",
+                "selector",
+                "--timeout",
+                "0",
+                path,
+                "--",
+                "true",
+            ]));
+            let left = participants(path).len();
+            lease.blocking_release().unwrap();
+            client.blocking_close();
+            if left != 1 {
+                return Outcome::Is("left-node".into());
+            }
+            outcome_of(&out, "led", "Timeout")
+        }
+        "election-observe" => {
+            let mut listener = spawn(zk(&["elect", "--listen", "--count", "3", path]));
+            let out = std::io::BufReader::new(listener.stdout.take().unwrap());
+            let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+            let sink = lines.clone();
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in out.lines().map_while(Result::ok) {
+                    sink.lock().unwrap().push(line);
+                }
+            });
+            let seen = |n: usize| {
+                let lines = lines.clone();
+                wait_for(
+                    "a line of elect --listen",
+                    Duration::from_secs(30),
+                    move || lines.lock().unwrap().len() >= n,
+                )
+            };
+            seen(1);
+            let (client, lease) = lead_here(servers, path, ElectionStyle::Selector, "a");
+            seen(2);
+            lease.blocking_release().unwrap();
+            seen(3);
+            client.blocking_close();
+            let status = wait_exit(&mut listener, Duration::from_secs(30), "elect --listen");
+            if status.code() != Some(0) {
+                return Outcome::Broken(format!("elect --listen: {status:?}"));
+            }
+            let lines = lines.lock().unwrap().join(",");
+            Outcome::Is(lines)
+        }
+        "election-proclaim" => Outcome::NotApplicable(
+            "the command line has no proclaim: a leader's id is its --id, fixed for the run",
+        ),
+        other => Outcome::Broken(format!("unknown election scenario {other:?}")),
     }
 }
 

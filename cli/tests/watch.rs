@@ -5,36 +5,11 @@
 mod common;
 
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-
-/// A pseudo-terminal: (master, slave).
-fn openpty() -> (OwnedFd, OwnedFd) {
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two descriptors we then own.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // Close-on-exec, as Rust's own descriptors are: otherwise every process started meanwhile
-    // (the shared ZooKeeper harness among them) keeps the terminal open, and the master never
-    // sees the watcher's end.
-    for fd in [master, slave] {
-        // SAFETY: fcntl on descriptors we own.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
-    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
-}
 
 /// The last frame drawn so far: the text after the last clear-screen sequence.
 fn last_frame(screen: &Mutex<String>) -> String {

@@ -2,6 +2,7 @@
 //! test harness (a test FAILS when it cannot start), and small polling utilities.
 #![allow(dead_code, unused_imports)]
 
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -172,4 +173,28 @@ pub fn hold_until(ready: &Path, release: Option<&Path>) -> Vec<String> {
         "-c".into(),
         format!("echo $ZKLOCK_TOKEN > '{}'; {wait}", ready.display()),
     ]
+}
+
+/// A pseudo-terminal: (master, slave).
+pub fn openpty() -> (OwnedFd, OwnedFd) {
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two descriptors we then own.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // Close-on-exec, as Rust's own descriptors are: otherwise every process started meanwhile
+    // (the shared ZooKeeper harness among them) keeps the terminal open, and the master never
+    // sees the watcher's end.
+    for fd in [master, slave] {
+        // SAFETY: fcntl on descriptors we own.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
