@@ -3,7 +3,7 @@
 # starts a real ZooKeeper (zk-harness, with its fault proxy), runs the C test program linked
 # against the shared and against the static library, the same under valgrind, the conformance
 # runner (tests/conformance/cases.txt through the C API), the C++ wrapper test, the semaphore
-# test (also under valgrind), and a pkg-config build of examples/worker.c after
+# and election tests (also under valgrind), and a pkg-config build of examples/worker.c after
 # `make install PREFIX=<tmp>`.
 # Exits non-zero when anything fails; the last line is `N passed, N failed` (steps and tests).
 set -uo pipefail
@@ -108,6 +108,8 @@ build_tests() {
     ! ldd "$tmp/test_static" | grep -q libzklock &&
     "$CC" "${cflags[@]}" bindings-c/tests/test_semaphore.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
       -o "$tmp/test_semaphore" &&
+    "$CC" "${cflags[@]}" -Ibindings-c/tests bindings-c/tests/test_election.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
+      -o "$tmp/test_election" &&
     "$CC" "${cflags[@]}" bindings-c/tests/conformance.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread -lm \
       -o "$tmp/conformance" &&
     "$CXX" -std=c++17 -Wall -Wextra -Wmissing-field-initializers -Werror -g -O1 -I"$root/include" bindings-c/tests/test_zklock.cpp \
@@ -177,6 +179,14 @@ step "C semaphore test under valgrind: no errors, no leaks" \
   run_counted "$tmp/semaphore-valgrind.log" valgrind --error-exitcode=99 --leak-check=full \
     --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --num-callers=40 \
     "$tmp/test_semaphore" "$servers" "$proxy" "$tmp/ctl"
+
+# Leader election (issue 25), also under valgrind.
+step "C election test" \
+  run_counted "$tmp/election.log" "$tmp/test_election" "$servers"
+step "C election test under valgrind: no errors, no leaks" \
+  run_counted "$tmp/election-valgrind.log" valgrind --error-exitcode=99 --leak-check=full \
+    --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --num-callers=40 \
+    "$tmp/test_election" "$servers"
 
 # Valgrind: no memory errors, and no definitely or indirectly lost block. The library's
 # runtime and callback threads live as long as the process, so what they own at exit is

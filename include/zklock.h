@@ -161,6 +161,10 @@ typedef enum zklock_status {
      * been applied. Read back before retrying.
      */
     ZKLOCK_OUTCOME_UNKNOWN = -13,
+    /**
+     * An election refused to lead beside a participant of another layout on its path.
+     */
+    ZKLOCK_CONFLICT = -14,
 } zklock_status;
 
 /**
@@ -216,6 +220,19 @@ typedef enum zklock_lease_state {
 typedef struct zklock_client zklock_client;
 
 /**
+ * One participant's side of the leader election on a path. Opaque and thread-safe; free it
+ * with `zklock_election_free` (leaderships taken through it stay valid). A leadership is a
+ * `zklock_lease`: token, state, state callback, guarded writes, `zklock_lease_valid_for_ms`.
+ */
+typedef struct zklock_election zklock_election;
+
+/**
+ * Watches who leads the election on a path without taking part (etcd's `Observe`, which
+ * cannot report that nobody leads; this can). Opaque; free it with `zklock_leader_watch_free`.
+ */
+typedef struct zklock_leader_watch zklock_leader_watch;
+
+/**
  * A held lock. Opaque; give it back with `zklock_lease_release`, which also frees it.
  */
 typedef struct zklock_lease zklock_lease;
@@ -232,6 +249,12 @@ typedef struct zklock_lock zklock_lock;
  * (at any time: freeing does not cancel, and the callback still comes).
  */
 typedef struct zklock_op zklock_op;
+
+/**
+ * A list of participants (of a lock's queue, an election, or a leader: zero or one). Opaque;
+ * free it with `zklock_participants_free`.
+ */
+typedef struct zklock_participants zklock_participants;
 
 /**
  * Called on the client's callback thread with the connection's current state, then at every
@@ -302,6 +325,60 @@ typedef struct zklock_client_options {
      */
     int64_t server_tick_ms;
 } zklock_client_options;
+
+/**
+ * Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
+ * `ZKLOCK_OK` with a `lease` the callee now owns (release it with `zklock_lease_release`, from
+ * any thread), or an error with `lease` NULL and `zklock_last_error()` holding the message.
+ * It may call any zklock function.
+ */
+typedef void (*zklock_acquire_cb)(void *user, enum zklock_status status, struct zklock_lease *lease);
+
+/**
+ * One participant of a lock or an election, as `zklock_participants_get` writes it. Set
+ * `size` to `sizeof(zklock_participant)`: the library writes only the fields that fit in it.
+ * The strings belong to the list and are valid until `zklock_participants_free`.
+ */
+typedef struct zklock_participant {
+    /**
+     * `sizeof(zklock_participant)` as the caller knows it.
+     */
+    size_t size;
+    /**
+     * Full path of the node.
+     */
+    const char *node;
+    /**
+     * The node's data: the participant id of an election, the holder's identity of a lock
+     * (Curator writes an IP address).
+     */
+    const char *id;
+    /**
+     * The node's czxid: the fencing token its holder got (or gets).
+     */
+    int64_t token;
+    /**
+     * Which library made the node: "zklock", "curator", "kazoo", "go-zookeeper" or "unknown".
+     */
+    const char *library;
+    /**
+     * The node's kind: "mutex", "read", "write", "lease" or "latch".
+     */
+    const char *kind;
+    /**
+     * The election layout (family) of the node: "latch", "selector" or "kazoo"; NULL for a
+     * read, write or lease node.
+     */
+    const char *style;
+    /**
+     * The ZooKeeper session that owns the node.
+     */
+    int64_t session_id;
+    /**
+     * When the node was made (the server's clock, milliseconds since the Unix epoch).
+     */
+    int64_t created_ms;
+} zklock_participant;
 
 /**
  * Called on the client's callback thread with a lease's current state, then at each change of
@@ -446,14 +523,6 @@ typedef struct zklock_write {
 } zklock_write;
 
 /**
- * Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
- * `ZKLOCK_OK` with a `lease` the callee now owns (release it with `zklock_lease_release`, from
- * any thread), or an error with `lease` NULL and `zklock_last_error()` holding the message.
- * It may call any zklock function.
- */
-typedef void (*zklock_acquire_cb)(void *user, enum zklock_status status, struct zklock_lease *lease);
-
-/**
  * Options of `zklock_semaphore_new` and `zklock_semaphore_mutex_new`. Set `size` to
  * `sizeof(zklock_semaphore_options)` (or call `zklock_semaphore_options_init`). No option is
  * defined yet: the struct is there so that later ones need no new function.
@@ -526,6 +595,169 @@ enum zklock_status zklock_client_connect(const char *hosts,
  * `zklock_last_error()` says so).
  */
 void zklock_client_free(struct zklock_client *client);
+
+/**
+ * Joins the election on `path` as a participant: `style` names the layout, "latch" (Curator's
+ * `LeaderLatch`, the default when `style` is NULL), "selector" (Curator's `LeaderSelector`) or
+ * "kazoo" (kazoo's `Election`); any other name is `ZKLOCK_INVALID_ARGUMENT`. `id` is the
+ * participant id written as the node's data (what `participants` and every peer show; NULL:
+ * the client's identity; at most 1024 bytes). `max_hold_ms`: -1 for no limit (the rule of
+ * every zklock timeout: -1 is forever), else each leadership ends after that many
+ * milliseconds (lost with the reason "max-hold", see `zklock_lock_set_max_hold`); 0 and other
+ * negatives are `ZKLOCK_INVALID_ARGUMENT`. No I/O until the first lead. On success `*out`
+ * gets a handle to free with `zklock_election_free`.
+ */
+enum zklock_status zklock_election_new(struct zklock_client *client,
+                                       const char *path,
+                                       const char *style,
+                                       const char *id,
+                                       int64_t max_hold_ms,
+                                       struct zklock_election **out);
+
+/**
+ * Frees an election handle. Leaderships and ops taken through it stay valid (release or free
+ * them as usual); no call on this handle may be running or start afterwards. NULL is a no-op.
+ */
+void zklock_election_free(struct zklock_election *e);
+
+/**
+ * The participant id (the node's data); valid while the handle lives. NULL when `e` is NULL
+ * or not a live election.
+ */
+const char *zklock_election_id(const struct zklock_election *e);
+
+/**
+ * The layout's name: "latch", "selector" or "kazoo"; valid while the handle lives. NULL when
+ * `e` is NULL or not a live election.
+ */
+const char *zklock_election_style(const struct zklock_election *e);
+
+/**
+ * Runs for leader, blocking the calling thread: `timeout_ms` as for `zklock_acquire` (-1
+ * forever, 0 one attempt, `ZKLOCK_TIMEOUT` past it). `ZKLOCK_CONFLICT` when a participant of
+ * another layout is on the path (`zklock_last_error()` names its node): no layout sees the
+ * other's nodes, so both would lead. Every failure removes our node. On success `*out` gets
+ * the leadership, a lease: give it up with `zklock_election_resign` (or
+ * `zklock_lease_release`).
+ */
+enum zklock_status zklock_election_lead(struct zklock_election *e,
+                                        int64_t timeout_ms,
+                                        struct zklock_lease **out);
+
+/**
+ * Starts running for leader without blocking, as `zklock_acquire_async`: `cb(user, status,
+ * lease)` is called exactly once on the client's callback thread, with the leadership or the
+ * error (`ZKLOCK_TIMEOUT`, `ZKLOCK_CANCELLED` after `zklock_op_cancel`, `ZKLOCK_CONFLICT`...).
+ * On success `*op` gets a handle to free with `zklock_op_free`; on failure the callback is
+ * never called.
+ */
+enum zklock_status zklock_election_lead_async(struct zklock_election *e,
+                                              int64_t timeout_ms,
+                                              zklock_acquire_cb cb,
+                                              void *user,
+                                              struct zklock_op **op);
+
+/**
+ * Gives the leadership up: its node is deleted and the next participant leads. `lease` is
+ * freed whatever the outcome, as by `zklock_lease_release` (`ZKLOCK_LOST` when it had been
+ * lost and `requeue` is false; with `requeue` a lost leadership is no error: the new attempt
+ * starts), except when it is no leadership of this election (`ZKLOCK_INVALID_ARGUMENT`, the
+ * lease untouched). With `requeue` true the participant runs again at the tail of the queue
+ * (Curator's `requeue`, no timeout): the next leadership comes like `zklock_election_lead_async`'s,
+ * through `cb(user, status, lease)` on the callback thread, and `*op` gets the attempt's
+ * handle (cancel it with `zklock_op_cancel`, free it with `zklock_op_free`); `cb` and `op` are
+ * then required, and are ignored (may be NULL) when `requeue` is false. When the resign fails
+ * no attempt starts and `cb` is never called.
+ */
+enum zklock_status zklock_election_resign(struct zklock_election *e,
+                                          struct zklock_lease *lease,
+                                          bool requeue,
+                                          zklock_acquire_cb cb,
+                                          void *user,
+                                          struct zklock_op **op);
+
+/**
+ * Sets the leadership's node data to `data` (`len` bytes; NULL with 0 for none): what
+ * participants and observers see as the leader's id from then on. A guarded write: applied
+ * only while the node is ours (`ZKLOCK_LOST` after a loss, nothing written). Blocks until
+ * ZooKeeper answered. `ZKLOCK_INVALID_ARGUMENT` for a lease of another election.
+ */
+enum zklock_status zklock_election_proclaim(struct zklock_election *e,
+                                            const struct zklock_lease *lease,
+                                            const void *data,
+                                            size_t len);
+
+/**
+ * Lists everyone running in the election, in election order (the leader first), with their
+ * node, id, token, library, kind and style; nodes of other layouts are listed too (they make
+ * `zklock_election_lead` fail with `ZKLOCK_CONFLICT`). Blocks until ZooKeeper answered. On
+ * success `*out` gets a list to free with `zklock_participants_free`.
+ */
+enum zklock_status zklock_election_participants(struct zklock_election *e,
+                                                struct zklock_participants **out);
+
+/**
+ * The leader now, as a list of one participant, or of none when nobody leads (the first
+ * participant of this election's layout). Blocks until ZooKeeper answered; free the list
+ * with `zklock_participants_free`.
+ */
+enum zklock_status zklock_election_leader(struct zklock_election *e,
+                                          struct zklock_participants **out);
+
+/**
+ * How many participants the list holds (0 when `list` is NULL or not a live list).
+ */
+size_t zklock_participants_count(const struct zklock_participants *list);
+
+/**
+ * Writes the participant at `index` (0: the holder or leader) into `*out`, whose `size` the
+ * caller set. `ZKLOCK_INVALID_ARGUMENT` for an index past the end.
+ */
+enum zklock_status zklock_participants_get(const struct zklock_participants *list,
+                                           size_t index,
+                                           struct zklock_participant *out);
+
+/**
+ * Frees a list (its strings with it). NULL is a no-op.
+ */
+void zklock_participants_free(struct zklock_participants *list);
+
+/**
+ * A watch of the leader of the election on `path` (any layout's first node); no I/O until
+ * the first `zklock_leader_watch_next`. It follows the client across reconnects.
+ */
+enum zklock_status zklock_leader_watch_new(struct zklock_client *client,
+                                           const char *path,
+                                           struct zklock_leader_watch **out);
+
+/**
+ * The leader at the first call, then the next change, blocking up to `timeout_ms`
+ * (`zklock_acquire`'s rule: -1 forever, 0 looks once). `*out` gets a list of one participant
+ * (the leader), or of none when nobody leads; free it with `zklock_participants_free`.
+ * `ZKLOCK_TIMEOUT` when the leader did not change within the timeout (`*out` untouched).
+ */
+enum zklock_status zklock_leader_watch_next(struct zklock_leader_watch *w,
+                                            int64_t timeout_ms,
+                                            struct zklock_participants **out);
+
+/**
+ * Frees a leader watch. No call on it may be running or start afterwards. NULL is a no-op.
+ */
+void zklock_leader_watch_free(struct zklock_leader_watch *w);
+
+/**
+ * Chubby's `CheckSequencer`: writes into `*out_ok` 1 when `token` is the fencing token of a
+ * current holder of the lock, or of the leader of the election, on `path`, else 0 (for a
+ * semaphore: a lease among the first `max_leases`; 0 means N is unknown: any lease node's).
+ * True at the moment ZooKeeper answered: a resource that must never act for a past holder
+ * also keeps the largest token it saw. `max_leases` outside 0..=2147483647 is
+ * `ZKLOCK_INVALID_ARGUMENT`. Blocks until ZooKeeper answered.
+ */
+enum zklock_status zklock_check(struct zklock_client *client,
+                                const char *path,
+                                int64_t token,
+                                int64_t max_leases,
+                                int *out_ok);
 
 /**
  * A static, human-readable description of a status code (never NULL). Any integer may be
@@ -608,6 +840,25 @@ bool zklock_lease_revoke_requested(const struct zklock_lease *lease);
 enum zklock_status zklock_lease_release(struct zklock_lease *lease);
 
 /**
+ * Why the lease was lost (its reason contains "max-hold" when `zklock_lock_set_max_hold`'s
+ * limit ended it; else the session expired, the node was deleted, the client closed, no
+ * server contact for the session timeout), or NULL while it is not lost (and when `lease` is
+ * NULL or not a live lease, with the last error set). Valid until the lease is released.
+ */
+const char *zklock_lease_lost_reason(const struct zklock_lease *lease);
+
+/**
+ * Writes into `*out_ms` how many whole milliseconds remain until the lease's `valid_until`
+ * (Chubby's local lease: until then no one else can hold the lock, given a clock-rate drift
+ * within the core's margin); it moves forward with every answered heartbeat, and stays put
+ * while suspended. `ZKLOCK_LOST` (the reason in `zklock_last_error()`) once the lease is lost,
+ * `ZKLOCK_NOT_HELD` when there is no such instant (nothing proven yet); `*out_ms` is then
+ * left alone. Check it before a side effect; a pause after the check is what the fencing token
+ * is for.
+ */
+enum zklock_status zklock_lease_valid_for_ms(const struct zklock_lease *lease, int64_t *out_ms);
+
+/**
  * Fills `opts` with the defaults (re-entrant) and sets its `size`. NULL is a no-op.
  */
 void zklock_mutex_options_init(struct zklock_mutex_options *opts);
@@ -661,6 +912,31 @@ void zklock_lock_free(struct zklock_lock *lock);
 enum zklock_status zklock_acquire(struct zklock_lock *lock,
                                   int64_t timeout_ms,
                                   struct zklock_lease **out);
+
+/**
+ * Every lease taken through `lock` from now on ends after `max_hold_ms` milliseconds, whatever
+ * its holder does (CURATOR-28): at the limit the core turns it lost (`zklock_lease_lost_reason`
+ * contains "max-hold", the state callback hears `ZKLOCK_LEASE_LOST`) and deletes its node.
+ * `max_hold_ms` -1 removes the limit (the default: none), as -1 means "forever" for every
+ * zklock timeout; 0 is `ZKLOCK_INVALID_ARGUMENT` (the core refuses a lease that ends as it
+ * starts), as is any other negative. For mutexes and semaphores; a read/write side or a
+ * multi-lock is `ZKLOCK_INVALID_ARGUMENT`. Set it before acquiring: leases taken before keep
+ * the limit they had, and a thread holding the lock through this handle does not re-enter
+ * those holds afterwards. `ZKLOCK_INVALID_ARGUMENT` while an acquire through the handle runs.
+ */
+enum zklock_status zklock_lock_set_max_hold(struct zklock_lock *lock, int64_t max_hold_ms);
+
+/**
+ * Lists the participants of `lock`'s path (holder first, then the waiters in order; for a
+ * semaphore its lease nodes, kind "lease"), each with its node, id, token, library, kind and
+ * election style (`zklock_participant`), within `timeout_ms` (`zklock_acquire`'s rule: -1 no
+ * bound, 0 only an answer already at hand, i.e. `ZKLOCK_TIMEOUT` in practice). The two sides
+ * of a read/write lock list the same queue; a multi-lock is `ZKLOCK_INVALID_ARGUMENT` (list
+ * each path's mutex). On success `*out` gets a list to free with `zklock_participants_free`.
+ */
+enum zklock_status zklock_lock_participants(struct zklock_lock *lock,
+                                            int64_t timeout_ms,
+                                            struct zklock_participants **out);
 
 /**
  * Writes `client`'s statistics into `*out`, whose `size` the caller set (see `zklock_stats`).

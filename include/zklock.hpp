@@ -131,6 +131,18 @@ public:
     std::string path() const { return zklock_lease_path(need()); }
     lease_state state() const { return static_cast<lease_state>(zklock_lease_state_get(need())); }
     bool is_held() const { return state() == lease_state::held; }
+    /// Milliseconds left until valid_until (no one else can hold it before then); throws
+    /// zklock::error with ZKLOCK_LOST once lost.
+    int64_t valid_for_ms() const {
+        int64_t ms = 0;
+        detail::check(zklock_lease_valid_for_ms(need(), &ms));
+        return ms;
+    }
+    /// Why the lease was lost ("... max-hold ..." for a maximum hold); empty while not lost.
+    std::string lost_reason() const {
+        const char *reason = zklock_lease_lost_reason(need());
+        return reason ? reason : "";
+    }
 
     /// Releases the lock now. Returns true, or false when the lease had been lost before (there
     /// was nothing to delete); throws zklock::error on other failures. The lease is empty after.
@@ -242,6 +254,36 @@ private:
     std::unique_ptr<revoke_callback> on_revoke_;
 };
 
+
+/// One participant of a lock's queue or an election (zklock_participant, copied).
+struct participant {
+    std::string node;
+    std::string id;
+    int64_t token = 0;
+    std::string library;
+    std::string kind;
+    /// The election layout ("latch", "selector", "kazoo"); empty for read, write, lease nodes.
+    std::string style;
+    int64_t session_id = 0;
+    int64_t created_ms = 0;
+};
+
+namespace detail {
+/// Copies a C list into participants and frees it.
+inline std::vector<participant> take_list(zklock_participants *list) {
+    std::vector<participant> out;
+    for (size_t i = 0; i < zklock_participants_count(list); i++) {
+        zklock_participant p{};
+        p.size = sizeof p;
+        if (zklock_participants_get(list, i, &p) != ZKLOCK_OK) break;
+        out.push_back(participant{p.node, p.id, p.token, p.library, p.kind, p.style ? p.style : "",
+                                  p.session_id, p.created_ms});
+    }
+    zklock_participants_free(list);
+    return out;
+}
+}  // namespace detail
+
 /// An asynchronous acquire in flight. Move-only; destroying it does not cancel.
 class operation {
 public:
@@ -326,6 +368,16 @@ public:
         return operation(op);
     }
 
+    /// Every lease taken from now on ends after `max_hold_ms` (lost, reason "max-hold"); -1
+    /// removes the limit; 0 throws ZKLOCK_INVALID_ARGUMENT. Mutexes and semaphores only.
+    void set_max_hold(int64_t max_hold_ms) { detail::check(zklock_lock_set_max_hold(raw_, max_hold_ms)); }
+    /// The queue: holder first, then the waiters.
+    std::vector<participant> participants(int64_t timeout_ms = -1) {
+        zklock_participants *list = nullptr;
+        detail::check(zklock_lock_participants(raw_, timeout_ms, &list));
+        return detail::take_list(list);
+    }
+
     zklock_lock *get() const noexcept { return raw_; }
 
 private:
@@ -344,6 +396,160 @@ private:
     }
 
     zklock_lock *raw_ = nullptr;
+};
+
+
+class election;
+
+/// A leadership guard: the lease of a leader, resigned when destroyed (errors ignored: call
+/// resign() to see them). Move-only. Everything a lease has is on lease().
+class leadership {
+public:
+    leadership() noexcept = default;
+    leadership(zklock_election *election, lease held) noexcept
+        : election_(election), lease_(std::move(held)) {}
+    leadership(leadership &&other) noexcept
+        : election_(std::exchange(other.election_, nullptr)), lease_(std::move(other.lease_)) {}
+    leadership &operator=(leadership &&other) noexcept {
+        if (this != &other) {
+            reset();
+            election_ = std::exchange(other.election_, nullptr);
+            lease_ = std::move(other.lease_);
+        }
+        return *this;
+    }
+    leadership(const leadership &) = delete;
+    leadership &operator=(const leadership &) = delete;
+    ~leadership() { reset(); }
+
+    explicit operator bool() const noexcept { return static_cast<bool>(lease_); }
+    zklock::lease &lease() noexcept { return lease_; }
+    int64_t token() const { return lease_.token(); }
+    bool is_held() const { return lease_.is_held(); }
+    /// Sets our node's data: the leader's id participants and observers see.
+    void proclaim(const std::string &data) {
+        detail::check(zklock_election_proclaim(election_, need(), data.data(), data.size()));
+    }
+    /// Gives the leadership up now (the guard is empty after). Returns false when it had been
+    /// lost before; throws zklock::error on other failures.
+    bool resign() {
+        zklock_lease *raw = need();
+        zklock_election *e = std::exchange(election_, nullptr);
+        zklock_status status = zklock_election_resign(e, raw, false, nullptr, nullptr, nullptr);
+        (void)lease_.detach();
+        if (status == ZKLOCK_LOST) return false;
+        detail::check(status);
+        return true;
+    }
+
+private:
+    zklock_lease *need() const {
+        if (!lease_ || !election_) throw error(ZKLOCK_NOT_HELD, "the leadership is empty (moved from or resigned)");
+        return lease_.get();
+    }
+    void reset() noexcept {
+        if (lease_ && election_) {
+            zklock_election_resign(election_, lease_.get(), false, nullptr, nullptr, nullptr);
+            (void)lease_.detach();
+        }
+        election_ = nullptr;
+    }
+
+    zklock_election *election_ = nullptr;
+    zklock::lease lease_;
+};
+
+/// One participant's side of the leader election on a path. Move-only; free it after the
+/// leaderships taken through it (they resign through it).
+class election {
+public:
+    election() noexcept = default;
+    explicit election(zklock_election *raw) noexcept : raw_(raw) {}
+    election(election &&other) noexcept : raw_(std::exchange(other.raw_, nullptr)) {}
+    election &operator=(election &&other) noexcept {
+        if (this != &other) {
+            zklock_election_free(raw_);
+            raw_ = std::exchange(other.raw_, nullptr);
+        }
+        return *this;
+    }
+    election(const election &) = delete;
+    election &operator=(const election &) = delete;
+    ~election() { zklock_election_free(raw_); }
+
+    std::string id() const { return zklock_election_id(raw_); }
+    std::string style() const { return zklock_election_style(raw_); }
+    /// Waits until we lead (throws ZKLOCK_CONFLICT beside another layout's node).
+    leadership lead() { return lead_ms(-1); }
+    /// Waits at most `timeout` (std::timed_mutex's rule, as lock::acquire_for); throws
+    /// zklock::error with ZKLOCK_TIMEOUT past it.
+    template <class Rep, class Period>
+    leadership lead_for(std::chrono::duration<Rep, Period> timeout) {
+        return lead_ms(detail::timeout_ms(timeout));
+    }
+    /// One attempt: an empty optional when someone else leads.
+    std::optional<leadership> try_lead() {
+        zklock_lease *raw = nullptr;
+        zklock_status status = zklock_election_lead(raw_, 0, &raw);
+        if (status == ZKLOCK_TIMEOUT) return std::nullopt;
+        detail::check(status);
+        return leadership(raw_, lease(raw));
+    }
+    std::vector<participant> participants() {
+        zklock_participants *list = nullptr;
+        detail::check(zklock_election_participants(raw_, &list));
+        return detail::take_list(list);
+    }
+    /// The leader now; empty when nobody leads.
+    std::optional<participant> leader() {
+        zklock_participants *list = nullptr;
+        detail::check(zklock_election_leader(raw_, &list));
+        auto all = detail::take_list(list);
+        if (all.empty()) return std::nullopt;
+        return all.front();
+    }
+
+    zklock_election *get() const noexcept { return raw_; }
+
+private:
+    leadership lead_ms(int64_t timeout_ms) {
+        zklock_lease *raw = nullptr;
+        detail::check(zklock_election_lead(raw_, timeout_ms, &raw));
+        return leadership(raw_, lease(raw));
+    }
+
+    zklock_election *raw_ = nullptr;
+};
+
+/// Watches who leads the election on a path without taking part. Move-only.
+class leader_watch {
+public:
+    leader_watch() noexcept = default;
+    explicit leader_watch(zklock_leader_watch *raw) noexcept : raw_(raw) {}
+    leader_watch(leader_watch &&other) noexcept : raw_(std::exchange(other.raw_, nullptr)) {}
+    leader_watch &operator=(leader_watch &&other) noexcept {
+        if (this != &other) {
+            zklock_leader_watch_free(raw_);
+            raw_ = std::exchange(other.raw_, nullptr);
+        }
+        return *this;
+    }
+    leader_watch(const leader_watch &) = delete;
+    leader_watch &operator=(const leader_watch &) = delete;
+    ~leader_watch() { zklock_leader_watch_free(raw_); }
+
+    /// The leader at the first call, then the next change (empty: nobody leads); throws
+    /// zklock::error with ZKLOCK_TIMEOUT when nothing changed within `timeout_ms` (-1 forever).
+    std::optional<participant> next(int64_t timeout_ms = -1) {
+        zklock_participants *list = nullptr;
+        detail::check(zklock_leader_watch_next(raw_, timeout_ms, &list));
+        auto all = detail::take_list(list);
+        if (all.empty()) return std::nullopt;
+        return all.front();
+    }
+
+private:
+    zklock_leader_watch *raw_ = nullptr;
 };
 
 /// The two sides of a read/write lock.
@@ -445,6 +651,28 @@ public:
         zklock_lock *raw = nullptr;
         detail::check(zklock_multi_new(raw_, c_paths.data(), c_paths.size(), &raw));
         return lock(raw);
+    }
+
+    /// A participant in the election on `path`: style "latch" (default), "selector" or
+    /// "kazoo"; id empty = the client's identity; max_hold_ms -1 = no limit.
+    zklock::election election(const std::string &path, const std::string &style = "latch",
+                              const std::string &id = std::string(), int64_t max_hold_ms = -1) {
+        zklock_election *raw = nullptr;
+        detail::check(zklock_election_new(raw_, path.c_str(), style.c_str(),
+                                          id.empty() ? nullptr : id.c_str(), max_hold_ms, &raw));
+        return zklock::election(raw);
+    }
+    /// Watches the leader of the election on `path`.
+    leader_watch observe_leader(const std::string &path) {
+        zklock_leader_watch *raw = nullptr;
+        detail::check(zklock_leader_watch_new(raw_, path.c_str(), &raw));
+        return leader_watch(raw);
+    }
+    /// Whether `token` is a current holder's or leader's on `path` (max_leases 0: unknown).
+    bool check(const std::string &path, int64_t token, int64_t max_leases = 0) {
+        int ok = 0;
+        detail::check(zklock_check(raw_, path.c_str(), token, max_leases, &ok));
+        return ok != 0;
     }
 
     zklock_client *get() const noexcept { return raw_; }

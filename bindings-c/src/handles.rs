@@ -16,6 +16,9 @@ pub(crate) enum Kind {
     Lock,
     Lease,
     Op,
+    Election,
+    LeaderWatch,
+    Participants,
 }
 
 impl Kind {
@@ -25,6 +28,9 @@ impl Kind {
             Kind::Lock => "zklock_lock",
             Kind::Lease => "zklock_lease",
             Kind::Op => "zklock_op",
+            Kind::Election => "zklock_election",
+            Kind::LeaderWatch => "zklock_leader_watch",
+            Kind::Participants => "zklock_participants",
         }
     }
 
@@ -34,6 +40,9 @@ impl Kind {
             Kind::Lock => "zklock_lock_free",
             Kind::Lease => "zklock_lease_release",
             Kind::Op => "zklock_op_free",
+            Kind::Election => "zklock_election_free",
+            Kind::LeaderWatch => "zklock_leader_watch_free",
+            Kind::Participants => "zklock_participants_free",
         }
     }
 }

@@ -60,6 +60,9 @@ pub struct zklock_lease {
     revoke_watcher: Slot<RevokeCb>,
     /// The client's callback thread, where the state callback runs.
     callbacks: zklock::CallbackQueue,
+    /// Why the lease was lost, kept once read (`zklock_lease_lost_reason` hands out a pointer
+    /// valid until the release).
+    lost_reason: OnceLock<CString>,
 }
 
 type StateCb = unsafe extern "C" fn(*mut c_void, *mut zklock_lease, zklock_lease_state);
@@ -125,8 +128,37 @@ impl zklock_lease {
             watcher: Mutex::new(None),
             revoke_watcher: Mutex::new(None),
             callbacks,
+            lost_reason: OnceLock::new(),
         }));
         handles::register(handle, Kind::Lease)
+    }
+
+    /// Runs `f` on the core's lease (`None` once released); the lease's lock is held meanwhile.
+    pub(crate) fn with_core<T>(&self, f: impl FnOnce(&zklock::Lease) -> T) -> Option<T> {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(f)
+    }
+
+    /// The path of the lease's node.
+    pub(crate) fn path_str(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+
+    /// Takes a live lease handle apart for a release (or a resign): unregisters and frees it,
+    /// stops its callbacks, and returns the core's lease (`None` when it was released already)
+    /// with its node's path.
+    pub(crate) unsafe fn take(
+        lease: *mut zklock_lease,
+    ) -> Result<(Option<zklock::Lease>, String), Failure> {
+        handles::unregister(lease, Kind::Lease, "lease")?;
+        let lease = Box::from_raw(lease);
+        stop(&lease.watcher);
+        stop(&lease.revoke_watcher);
+        let core = lease.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Ok((core, lease.path_str()))
     }
 
     fn state(&self) -> LeaseState {
@@ -276,13 +308,7 @@ pub unsafe extern "C" fn zklock_lease_revoke_requested(lease: *const zklock_leas
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lease_release(lease: *mut zklock_lease) -> zklock_status {
     guard(|| {
-        handles::unregister(lease, Kind::Lease, "lease")?;
-        let lease = Box::from_raw(lease);
-        stop(&lease.watcher);
-        stop(&lease.revoke_watcher);
-        let core = lease.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let path = lease.path.to_string_lossy().into_owned();
-        drop(lease);
+        let (core, path) = zklock_lease::take(lease)?;
         let Some(core) = core else { return Ok(()) };
         match core.blocking_release()? {
             zklock::Released::Released | zklock::Released::StillHeld => Ok(()),
@@ -290,6 +316,73 @@ pub unsafe extern "C" fn zklock_lease_release(lease: *mut zklock_lease) -> zkloc
                 zklock_status::ZKLOCK_LOST,
                 format!("the lease on {path} had been lost before it was released"),
             )),
+        }
+    })
+}
+
+/// Why the lease was lost (its reason contains "max-hold" when `zklock_lock_set_max_hold`'s
+/// limit ended it; else the session expired, the node was deleted, the client closed, no
+/// server contact for the session timeout), or NULL while it is not lost (and when `lease` is
+/// NULL or not a live lease, with the last error set). Valid until the lease is released.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_lost_reason(lease: *const zklock_lease) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        let lease = handles::get(lease, Kind::Lease, "lease")?;
+        if let Some(reason) = lease.lost_reason.get() {
+            return Ok(reason.as_ptr());
+        }
+        let reason = {
+            let core = lease.lease.lock().unwrap_or_else(|e| e.into_inner());
+            core.as_ref().and_then(zklock::Lease::lost_reason)
+        };
+        Ok(reason.map_or(std::ptr::null(), |r| {
+            let c = CString::new(r.replace('\0', " ")).unwrap_or_default();
+            lease.lost_reason.get_or_init(|| c).as_ptr()
+        }))
+    })
+}
+
+/// Writes into `*out_ms` how many whole milliseconds remain until the lease's `valid_until`
+/// (Chubby's local lease: until then no one else can hold the lock, given a clock-rate drift
+/// within the core's margin); it moves forward with every answered heartbeat, and stays put
+/// while suspended. `ZKLOCK_LOST` (the reason in `zklock_last_error()`) once the lease is lost,
+/// `ZKLOCK_NOT_HELD` when there is no such instant (nothing proven yet); `*out_ms` is then
+/// left alone. Check it before a side effect; a pause after the check is what the fencing token
+/// is for.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_valid_for_ms(
+    lease: *const zklock_lease,
+    out_ms: *mut i64,
+) -> zklock_status {
+    guard(|| {
+        let this = handles::get(lease, Kind::Lease, "lease")?;
+        if out_ms.is_null() {
+            return Err(Failure::null("out_ms"));
+        }
+        let core = this.lease.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(core) = core.as_ref() else {
+            return Err(Failure::new(
+                zklock_status::ZKLOCK_NOT_HELD,
+                "the lease was released",
+            ));
+        };
+        match core.valid_until() {
+            Some(until) => {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                out_ms.write(i64::try_from(left.as_millis()).unwrap_or(i64::MAX));
+                Ok(())
+            }
+            None => Err(match core.lost_reason() {
+                Some(reason) => Failure::new(zklock_status::ZKLOCK_LOST, reason),
+                None => Failure::new(
+                    zklock_status::ZKLOCK_NOT_HELD,
+                    format!(
+                        "the lease on {} has no valid_until (state {})",
+                        this.path_str(),
+                        core.state().as_str()
+                    ),
+                ),
+            }),
         }
     })
 }

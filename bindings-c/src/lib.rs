@@ -14,6 +14,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod client;
+mod election;
 mod error;
 mod gate;
 mod handles;
@@ -24,6 +25,7 @@ mod op;
 mod semaphore;
 
 pub use client::*;
+pub use election::*;
 pub use error::*;
 pub use lease::*;
 pub use lock::*;

@@ -19,7 +19,10 @@ use crate::str_arg;
 /// (`zklock_rwlock_new`) or a multi-lock (`zklock_multi_new`). Opaque and thread-safe; free it
 /// with `zklock_lock_free` (its leases stay valid). Re-entrant per handle and thread.
 pub struct zklock_lock {
-    shape: Shape,
+    /// Swapped whole by `zklock_lock_set_max_hold`; acquires work on a clone of the `Arc`.
+    shape: std::sync::Mutex<Arc<Shape>>,
+    /// The client, for the core's answer on a maximum hold (see `zklock_lock_set_max_hold`).
+    client: zklock::Client,
     /// The client's callback thread (async completions, and the leases' state callbacks).
     pub(crate) callbacks: zklock::CallbackQueue,
 }
@@ -85,10 +88,14 @@ pub(crate) fn owner() -> zklock::Owner {
 }
 
 impl zklock_lock {
+    fn shape(&self) -> Arc<Shape> {
+        self.shape.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// An acquire for the calling thread, running on the core's runtime.
     pub(crate) fn start_acquire(&self, wait: zklock::Wait) -> zklock::Acquire {
         let me = owner();
-        match &self.shape {
+        match &*self.shape() {
             Shape::Lock(lock) => lock.start_acquire(me, wait),
             Shape::Side(rw, write) => side(rw, *write).start_acquire(me, wait),
             Shape::Multi(multi) => multi.start_acquire(me, wait),
@@ -97,7 +104,7 @@ impl zklock_lock {
 
     fn blocking_acquire(&self, wait: zklock::Wait) -> zklock::Result<zklock::Lease> {
         let me = owner();
-        match &self.shape {
+        match &*self.shape() {
             Shape::Lock(lock) => lock.blocking_acquire_as(me, wait, None),
             Shape::Side(rw, write) => side(rw, *write).blocking_acquire_as(me, wait, None),
             Shape::Multi(multi) => multi.blocking_acquire_as(me, wait, None),
@@ -152,7 +159,8 @@ unsafe fn read_mutex_options(opts: *const zklock_mutex_options) -> Result<bool, 
 
 pub(crate) fn boxed(shape: Shape, client: &zklock_client) -> *mut zklock_lock {
     let lock = Box::into_raw(Box::new(zklock_lock {
-        shape,
+        shape: std::sync::Mutex::new(Arc::new(shape)),
+        client: client.client.clone(),
         callbacks: client.callbacks.clone(),
     }));
     handles::register(lock, Kind::Lock)
@@ -268,6 +276,89 @@ pub unsafe extern "C" fn zklock_acquire(
         }
         let lease = lock.blocking_acquire(zklock::Wait::from_millis_i64(timeout_ms)?)?;
         out.write(zklock_lease::boxed(lease, lock.callbacks.clone()));
+        Ok(())
+    })
+}
+
+/// Every lease taken through `lock` from now on ends after `max_hold_ms` milliseconds, whatever
+/// its holder does (CURATOR-28): at the limit the core turns it lost (`zklock_lease_lost_reason`
+/// contains "max-hold", the state callback hears `ZKLOCK_LEASE_LOST`) and deletes its node.
+/// `max_hold_ms` -1 removes the limit (the default: none), as -1 means "forever" for every
+/// zklock timeout; 0 is `ZKLOCK_INVALID_ARGUMENT` (the core refuses a lease that ends as it
+/// starts), as is any other negative. For mutexes and semaphores; a read/write side or a
+/// multi-lock is `ZKLOCK_INVALID_ARGUMENT`. Set it before acquiring: leases taken before keep
+/// the limit they had, and a thread holding the lock through this handle does not re-enter
+/// those holds afterwards. `ZKLOCK_INVALID_ARGUMENT` while an acquire through the handle runs.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_set_max_hold(
+    lock: *mut zklock_lock,
+    max_hold_ms: i64,
+) -> zklock_status {
+    guard(|| {
+        let this = lock_ref(lock)?;
+        let limit = max_hold_of(max_hold_ms)?;
+        let mut slot = this.shape.lock().unwrap_or_else(|e| e.into_inner());
+        let path = match &**slot {
+            Shape::Lock(l) => l.path().to_owned(),
+            Shape::Side(..) | Shape::Multi(..) => {
+                return Err(Failure::invalid(
+                    "a maximum hold is set on a mutex or a semaphore (not on a read/write side or a multi-lock)",
+                ))
+            }
+        };
+        // The core's answer on a value of its own first (the handle's is consumed by it).
+        let stand_in = this.client.mutex(&path)?.max_hold(limit)?;
+        let Some(Shape::Lock(l)) = Arc::get_mut(&mut slot) else {
+            return Err(Failure::invalid(format!(
+                "an acquire of {} through this handle is running; set the maximum hold before acquiring",
+                path
+            )));
+        };
+        let old = std::mem::replace(l, stand_in);
+        *l = old.max_hold(limit)?;
+        Ok(())
+    })
+}
+
+/// A maximum hold in milliseconds as the core takes it: -1 is none, other values go to the
+/// core (0 and other negatives are refused there).
+pub(crate) fn max_hold_of(max_hold_ms: i64) -> Result<Option<std::time::Duration>, Failure> {
+    if max_hold_ms == -1 {
+        return Ok(None);
+    }
+    Ok(Some(zklock::support::duration_from_millis_i64(
+        max_hold_ms,
+        "max_hold_ms",
+    )?))
+}
+
+/// Lists the participants of `lock`'s path (holder first, then the waiters in order; for a
+/// semaphore its lease nodes, kind "lease"), each with its node, id, token, library, kind and
+/// election style (`zklock_participant`), within `timeout_ms` (`zklock_acquire`'s rule: -1 no
+/// bound, 0 only an answer already at hand, i.e. `ZKLOCK_TIMEOUT` in practice). The two sides
+/// of a read/write lock list the same queue; a multi-lock is `ZKLOCK_INVALID_ARGUMENT` (list
+/// each path's mutex). On success `*out` gets a list to free with `zklock_participants_free`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_participants(
+    lock: *mut zklock_lock,
+    timeout_ms: i64,
+    out: *mut *mut crate::election::zklock_participants,
+) -> zklock_status {
+    guard(|| {
+        let this = lock_ref(lock)?;
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let bound = zklock::Wait::from_millis_i64(timeout_ms)?.time_left();
+        let listed =
+            match &*this.shape() {
+                Shape::Lock(l) => l.blocking_participants_timeout(bound)?,
+                Shape::Side(rw, write) => side(rw, *write).blocking_participants_timeout(bound)?,
+                Shape::Multi(_) => return Err(Failure::invalid(
+                    "a multi-lock has no single queue: list the participants of each path's mutex",
+                )),
+            };
+        out.write(crate::election::zklock_participants::boxed(listed));
         Ok(())
     })
 }

@@ -47,13 +47,19 @@ pub unsafe extern "C" fn zklock_acquire_async(
         acquire.on_complete_in(queue.clone(), move |result| {
             deliver(cb, user, result, queue)
         });
-        let handle = Box::into_raw(Box::new(zklock_op { cancel }));
-        op.write(handles::register(handle, Kind::Op));
+        op.write(zklock_op::boxed(cancel));
         Ok(())
     })
 }
 
-fn deliver(
+impl zklock_op {
+    /// A registered handle cancelling `cancel` (an acquire or a run for leader).
+    pub(crate) fn boxed(cancel: zklock::CancelToken) -> *mut zklock_op {
+        handles::register(Box::into_raw(Box::new(zklock_op { cancel })), Kind::Op)
+    }
+}
+
+pub(crate) fn deliver(
     cb: unsafe extern "C" fn(*mut c_void, zklock_status, *mut zklock_lease),
     user: UserPtr,
     result: zklock::Result<zklock::Lease>,

@@ -60,6 +60,7 @@ static const char *kind_of(zklock_status st) {
     case ZKLOCK_ZOOKEEPER: return "ZooKeeper";
     case ZKLOCK_PANIC: return "Internal";
     case ZKLOCK_OUTCOME_UNKNOWN: return "OutcomeUnknown";
+    case ZKLOCK_CONFLICT: return "Conflict";
     }
     return "unknown-status";
 }
@@ -581,6 +582,206 @@ static void op_guarded_size(struct outcome *o, const struct bytes *in) {
     zklock_lock_free(l);
 }
 
+
+/* --- participants and elections ------------------------------------------------------------ */
+
+/* Participant `i` of a list (size set); 0 when there is none. */
+static int participant_at(zklock_participants *list, size_t i, zklock_participant *p) {
+    memset(p, 0, sizeof *p);
+    p->size = sizeof *p;
+    return zklock_participants_get(list, i, p) == ZKLOCK_OK;
+}
+
+/* The lock's participant whose node is the lease's path; 0 when not found. */
+static int find_node(zklock_participants *list, const char *node, zklock_participant *p) {
+    for (size_t i = 0; i < zklock_participants_count(list); i++)
+        if (participant_at(list, i, p) && strcmp(p->node, node) == 0) return 1;
+    return 0;
+}
+
+/* Waits (up to 5 s) until the election lists `n` participants. */
+static int wait_for_participants(zklock_election *e, size_t n) {
+    for (int i = 0; i < 100; i++) {
+        zklock_participants *list = NULL;
+        if (zklock_election_participants(e, &list) == ZKLOCK_OK) {
+            size_t got = zklock_participants_count(list);
+            zklock_participants_free(list);
+            if (got == n) return 1;
+        }
+        sleep_ms(50);
+    }
+    return 0;
+}
+
+/* The completion of an async lead (or a requeue), waited for by the runner. */
+struct lead_done {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    zklock_status status;
+    zklock_lease *lease;
+};
+
+static void lead_done_cb(void *user, zklock_status status, zklock_lease *lease) {
+    struct lead_done *d = user;
+    pthread_mutex_lock(&d->mu);
+    d->status = status;
+    d->lease = lease;
+    d->done = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void lead_done_init(struct lead_done *d) {
+    memset(d, 0, sizeof *d);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv, NULL);
+}
+
+/* Waits up to `ms` for the completion: its status (ZKLOCK_TIMEOUT when it did not come). */
+static zklock_status lead_done_wait(struct lead_done *d, int ms) {
+    struct timespec at;
+    clock_gettime(CLOCK_REALTIME, &at);
+    at.tv_sec += ms / 1000;
+    at.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (at.tv_nsec >= 1000000000L) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&d->mu);
+    while (!d->done)
+        if (pthread_cond_timedwait(&d->cv, &d->mu, &at) != 0) break;
+    zklock_status st = d->done ? d->status : ZKLOCK_TIMEOUT;
+    pthread_mutex_unlock(&d->mu);
+    return st;
+}
+
+static void lead_done_destroy(struct lead_done *d) {
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
+}
+
+/* op election_style: an election with the input as style name, id "conformance"; one try. */
+static void op_election_style(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: a style name with NUL inside cannot be passed";
+        return;
+    }
+    zklock_election *e = NULL;
+    zklock_status st = seen(o, zklock_election_new(main_client, case_path, in->p, "conformance", -1, &e));
+    if (st == ZKLOCK_OK) {
+        zklock_lease *lead = NULL;
+        st = seen(o, zklock_election_lead(e, 0, &lead));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_resign(e, lead, false, NULL, NULL, NULL));
+    }
+    o->word = kind_of(st);
+    zklock_election_free(e);
+}
+
+/* op election_id: a latch with the input as id; lead once, the leader's id read back. */
+static void op_election_id(struct outcome *o, const struct bytes *in) {
+    if (has_nul(in)) {
+        o->na = "a C string ends at its first NUL: an id with NUL inside cannot be passed";
+        return;
+    }
+    zklock_election *e = NULL;
+    zklock_status st = seen(o, zklock_election_new(main_client, case_path, "latch", in->p, -1, &e));
+    if (st != ZKLOCK_OK) {
+        o->word = kind_of(st);
+        return;
+    }
+    zklock_lease *lead = NULL;
+    zklock_participants *leader = NULL;
+    zklock_participant p;
+    st = seen(o, zklock_election_lead(e, 0, &lead));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_election_leader(e, &leader));
+    if (st != ZKLOCK_OK) {
+        problem(o, "leading and reading the leader", st);
+    } else if (!participant_at(leader, 0, &p)) {
+        snprintf(o->problem, sizeof o->problem, "nobody leads after a successful lead");
+    } else {
+        o->word = strcmp(p.id, in->p) == 0 ? "ok" : "id-differs";
+    }
+    zklock_participants_free(leader);
+    if (lead) {
+        st = seen(o, zklock_election_resign(e, lead, false, NULL, NULL, NULL));
+        if (st != ZKLOCK_OK) problem(o, "resigning", st);
+    }
+    zklock_election_free(e);
+}
+
+/* op max_hold: the case's mutex with the input (seconds) as maximum hold in milliseconds;
+ * acquired, then up to 5 s for the lease to turn lost, and the lost reason's first word. */
+static void op_max_hold(struct outcome *o, const struct bytes *in) {
+    double secs;
+    int64_t ms;
+    if (!parse_seconds(in->p, &secs)) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not a number of seconds", in->p);
+        return;
+    }
+    if (isnan(secs)) {
+        o->na = "a NaN has no int64_t milliseconds form in C";
+        return;
+    }
+    if (!to_millis(secs, &ms, &o->na)) return;
+    zklock_lock *l = NULL;
+    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+    if (st != ZKLOCK_OK) {
+        problem(o, "making the mutex", st);
+        return;
+    }
+    st = seen(o, zklock_lock_set_max_hold(l, ms));
+    if (st != ZKLOCK_OK) {
+        o->word = kind_of(st);
+        zklock_lock_free(l);
+        return;
+    }
+    zklock_lease *lease = NULL;
+    st = seen(o, zklock_acquire(l, 10000, &lease));
+    if (st != ZKLOCK_OK) {
+        problem(o, "acquiring", st);
+        zklock_lock_free(l);
+        return;
+    }
+    for (int i = 0; i < 50 && zklock_lease_state_get(lease) != ZKLOCK_LEASE_LOST; i++) sleep_ms(100);
+    const char *reason = zklock_lease_lost_reason(lease);
+    if (zklock_lease_state_get(lease) == ZKLOCK_LEASE_LOST && reason) {
+        /* "<...> lost: <why>": the first word of why (up to ':' or ' '). */
+        static char word[96];
+        const char *why = strstr(reason, " lost: ");
+        why = why ? why + 7 : "";
+        size_t n = strcspn(why, ": ");
+        snprintf(word, sizeof word, "lost,%.*s", (int)(n < 80 ? n : 80), why);
+        o->word = word;
+    } else {
+        o->word = "held";
+    }
+    zklock_lease_release(lease);
+    zklock_lock_free(l);
+}
+
+/* op participants_timeout: hold the case's lock, list its participants within the input. */
+static void op_participants_timeout(struct outcome *o, const struct bytes *in) {
+    int64_t ms;
+    if (!timeout_ms_of(o, in, &ms)) return;
+    zklock_lock *l = NULL;
+    zklock_lease *a = NULL;
+    if (!hold_case_lock(o, &l, &a)) return;
+    zklock_participants *list = NULL;
+    zklock_status st = seen(o, zklock_lock_participants(l, ms, &list));
+    if (st == ZKLOCK_OK) {
+        static char word[32];
+        snprintf(word, sizeof word, "listed=%zu", zklock_participants_count(list));
+        o->word = word;
+    } else {
+        o->word = kind_of(st);
+    }
+    zklock_participants_free(list);
+    zklock_status rs = zklock_lease_release(a);
+    if (rs != ZKLOCK_OK) problem(o, "releasing", rs);
+    zklock_lock_free(l);
+}
+
 /* --- scenarios ---------------------------------------------------------------------------- */
 
 struct try_arg {
@@ -975,8 +1176,258 @@ static void scenario(struct outcome *o, const char *name) {
     } else if (strcmp(name, "revoke-not-held") == 0) {
         st = seen(o, zklock_revoke(main_client, case_path, NULL));
         o->word = st == ZKLOCK_OK ? "revoked" : kind_of(st);
-    } else if (strncmp(name, "kind-", 5) == 0 || strcmp(name, "library") == 0) {
-        o->na = "the C API has no call that lists a lock's participants";
+    } else if (strncmp(name, "kind-", 5) == 0 && strcmp(name, "kind-latch") != 0) {
+        /* Our node's kind among the lock's participants. */
+        int sem = strcmp(name, "kind-lease") == 0;
+        zklock_lock *held = NULL;
+        if (sem) {
+            TRY(zklock_semaphore_new(main_client, case_path, 2, NULL, &l), "making the semaphore");
+            held = l;
+        } else if (strcmp(name, "kind-mutex") == 0) {
+            TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+            held = l;
+        } else {
+            TRY(zklock_rwlock_new(main_client, case_path, &r, &w), "making the read/write lock");
+            held = strcmp(name, "kind-read") == 0 ? r : w;
+        }
+        TRY(zklock_acquire(held, 10000, &a), "the acquire");
+        zklock_participants *list = NULL;
+        TRY(zklock_lock_participants(held, 10000, &list), "listing the participants");
+        static char word[32];
+        zklock_participant p;
+        if (find_node(list, zklock_lease_path(a), &p)) {
+            snprintf(word, sizeof word, "%s", p.kind);
+            o->word = word;
+        } else {
+            snprintf(o->problem, sizeof o->problem, "our node is not among the participants");
+        }
+        zklock_participants_free(list);
+    } else if (strcmp(name, "library") == 0) {
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        zklock_participants *list = NULL;
+        TRY(zklock_lock_participants(l, 10000, &list), "listing the participants");
+        static char word[32];
+        zklock_participant p;
+        if (find_node(list, zklock_lease_path(a), &p)) {
+            snprintf(word, sizeof word, "%s", p.library);
+            o->word = word;
+        } else {
+            snprintf(o->problem, sizeof o->problem, "our node is not among the participants");
+        }
+        zklock_participants_free(list);
+    } else if (strcmp(name, "kind-latch") == 0 || strcmp(name, "library-kazoo-style") == 0) {
+        int latch = strcmp(name, "kind-latch") == 0;
+        zklock_election *e = NULL;
+        zklock_participants *list = NULL;
+        st = seen(o, zklock_election_new(main_client, case_path, latch ? "latch" : "kazoo", NULL, -1, &e));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead(e, 10000, &a));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_participants(e, &list));
+        static char word[32];
+        zklock_participant p;
+        if (st != ZKLOCK_OK) {
+            problem(o, "leading and listing", st);
+        } else if (find_node(list, zklock_lease_path(a), &p)) {
+            snprintf(word, sizeof word, "%s", latch ? p.kind : p.library);
+            o->word = word;
+        } else {
+            snprintf(o->problem, sizeof o->problem, "our node is not among the participants");
+        }
+        zklock_participants_free(list);
+        if (a) {
+            st = seen(o, zklock_election_resign(e, a, false, NULL, NULL, NULL));
+            a = NULL;
+            if (st != ZKLOCK_OK) problem(o, "resigning", st);
+        }
+        zklock_election_free(e);
+    } else if (strcmp(name, "election-handover") == 0) {
+        zklock_election *ea = NULL, *eb = NULL;
+        zklock_op *op = NULL;
+        zklock_participants *leader = NULL;
+        static struct lead_done d;
+        static char word[96];
+        lead_done_init(&d);
+        st = seen(o, zklock_election_new(main_client, case_path, "selector", "a", -1, &ea));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_new(other_client, case_path, "selector", "b", -1, &eb));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead(ea, 10000, &a));
+        int64_t a_token = a ? zklock_lease_token(a) : -1;
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead_async(eb, -1, lead_done_cb, &d, &op));
+        if (st == ZKLOCK_OK) {
+            st = seen(o, zklock_election_resign(ea, a, false, NULL, NULL, NULL));
+            a = NULL;
+        }
+        if (st == ZKLOCK_OK) st = seen(o, lead_done_wait(&d, 10000));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_leader(ea, &leader));
+        zklock_participant p;
+        if (st != ZKLOCK_OK) {
+            problem(o, "the handover", st);
+        } else if (!participant_at(leader, 0, &p)) {
+            snprintf(o->problem, sizeof o->problem, "nobody leads after the handover");
+        } else {
+            snprintf(word, sizeof word, "%s,%s", p.id, zklock_lease_token(d.lease) > a_token ? "token-up" : "token-down");
+            o->word = word;
+        }
+        zklock_participants_free(leader);
+        if (op) {
+            zklock_op_cancel(op);
+            lead_done_wait(&d, 10000);
+            zklock_op_free(op);
+        }
+        if (d.lease) zklock_election_resign(eb, d.lease, false, NULL, NULL, NULL);
+        lead_done_destroy(&d);
+        zklock_election_free(ea);
+        zklock_election_free(eb);
+    } else if (strcmp(name, "election-requeue") == 0) {
+        zklock_election *ea = NULL, *eb = NULL;
+        zklock_op *op_b = NULL, *op_again = NULL;
+        zklock_participants *list = NULL;
+        static struct lead_done db, dagain;
+        static char word[96];
+        lead_done_init(&db);
+        lead_done_init(&dagain);
+        st = seen(o, zklock_election_new(main_client, case_path, "latch", "a", -1, &ea));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_new(other_client, case_path, "latch", "b", -1, &eb));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead(ea, 10000, &a));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead_async(eb, -1, lead_done_cb, &db, &op_b));
+        if (st == ZKLOCK_OK && !wait_for_participants(ea, 2)) st = ZKLOCK_TIMEOUT;
+        if (st == ZKLOCK_OK) {
+            st = seen(o, zklock_election_resign(ea, a, true, lead_done_cb, &dagain, &op_again));
+            a = NULL;
+        }
+        if (st == ZKLOCK_OK) st = seen(o, lead_done_wait(&db, 10000));
+        if (st == ZKLOCK_OK && !wait_for_participants(ea, 2)) st = ZKLOCK_TIMEOUT;
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_participants(ea, &list));
+        if (st != ZKLOCK_OK) {
+            problem(o, "the requeue", st);
+        } else {
+            word[0] = 0;
+            zklock_participant p;
+            for (size_t i = 0; i < zklock_participants_count(list) && participant_at(list, i, &p); i++) {
+                size_t n = strlen(word);
+                snprintf(word + n, sizeof word - n, "%s%s", i ? "," : "", p.id);
+            }
+            o->word = word;
+        }
+        zklock_participants_free(list);
+        if (db.lease) zklock_election_resign(eb, db.lease, false, NULL, NULL, NULL);
+        if (op_again) {
+            if (lead_done_wait(&dagain, 10000) != ZKLOCK_OK) problem(o, "the requeued attempt", dagain.status);
+            if (dagain.lease) zklock_lease_release(dagain.lease);
+            zklock_op_free(op_again);
+        }
+        if (op_b) {
+            zklock_op_cancel(op_b);
+            lead_done_wait(&db, 10000);
+            zklock_op_free(op_b);
+        }
+        lead_done_destroy(&db);
+        lead_done_destroy(&dagain);
+        zklock_election_free(ea);
+        zklock_election_free(eb);
+    } else if (strcmp(name, "election-mixed-layouts") == 0) {
+        zklock_election *theirs = NULL, *ours = NULL;
+        zklock_participants *list = NULL;
+        TRY(zklock_election_new(other_client, case_path, "latch", "latch", -1, &theirs), "making the latch");
+        st = seen(o, zklock_election_lead(theirs, 10000, &b));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_new(main_client, case_path, "selector", "selector", -1, &ours));
+        if (st != ZKLOCK_OK) {
+            problem(o, "the latch's lead", st);
+        } else {
+            st = seen(o, zklock_election_lead(ours, 0, &a));
+            o->word = st == ZKLOCK_OK ? "led" : kind_of(st);
+            if (st == ZKLOCK_CONFLICT && !strstr(zklock_last_error(), "latch-"))
+                snprintf(o->problem, sizeof o->problem, "the conflict does not name the latch node: %.200s",
+                         zklock_last_error());
+            if (zklock_election_participants(ours, &list) == ZKLOCK_OK && zklock_participants_count(list) != 1)
+                o->word = "left-node";
+        }
+        zklock_participants_free(list);
+        zklock_election_free(ours);
+        zklock_election_free(theirs);
+    } else if (strcmp(name, "election-observe") == 0) {
+        zklock_leader_watch *watch = NULL;
+        zklock_election *ea = NULL;
+        static char word[96];
+        word[0] = 0;
+        TRY(zklock_leader_watch_new(main_client, case_path, &watch), "making the watch");
+        for (int step = 0; step < 3 && st == ZKLOCK_OK; step++) {
+            if (step == 1) {
+                st = seen(o, zklock_election_new(other_client, case_path, "selector", "a", -1, &ea));
+                if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead(ea, 10000, &b));
+            } else if (step == 2) {
+                st = seen(o, zklock_election_resign(ea, b, false, NULL, NULL, NULL));
+                b = NULL;
+            }
+            zklock_participants *seen_list = NULL;
+            if (st == ZKLOCK_OK) st = seen(o, zklock_leader_watch_next(watch, 10000, &seen_list));
+            if (st == ZKLOCK_OK) {
+                zklock_participant p;
+                size_t n = strlen(word);
+                snprintf(word + n, sizeof word - n, "%s%s", step ? "," : "",
+                         participant_at(seen_list, 0, &p) ? p.id : "none");
+            }
+            zklock_participants_free(seen_list);
+        }
+        if (st != ZKLOCK_OK) problem(o, "observing", st);
+        else o->word = word;
+        if (b) {
+            zklock_election_resign(ea, b, false, NULL, NULL, NULL);
+            b = NULL;
+        }
+        zklock_election_free(ea);
+        zklock_leader_watch_free(watch);
+    } else if (strcmp(name, "election-proclaim") == 0) {
+        zklock_election *ea = NULL, *reader = NULL;
+        zklock_participants *leader = NULL;
+        static char word[96];
+        st = seen(o, zklock_election_new(main_client, case_path, "latch", "a", -1, &ea));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead(ea, 10000, &a));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_proclaim(ea, a, "p-data", 6));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_new(other_client, case_path, "latch", NULL, -1, &reader));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_leader(reader, &leader));
+        zklock_participant p;
+        if (st != ZKLOCK_OK) {
+            problem(o, "proclaiming", st);
+        } else {
+            snprintf(word, sizeof word, "%s", participant_at(leader, 0, &p) ? p.id : "none");
+            o->word = word;
+        }
+        zklock_participants_free(leader);
+        if (a) {
+            zklock_election_resign(ea, a, false, NULL, NULL, NULL);
+            a = NULL;
+        }
+        zklock_election_free(reader);
+        zklock_election_free(ea);
+    } else if (strcmp(name, "check-token") == 0) {
+        TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        int64_t token = zklock_lease_token(a);
+        int before = -1, after = -1;
+        TRY(zklock_check(other_client, case_path, token, 0, &before), "the first check");
+        TRY(zklock_lease_release(a), "the release");
+        a = NULL;
+        TRY(zklock_check(other_client, case_path, token, 0, &after), "the second check");
+        static char word[32];
+        snprintf(word, sizeof word, "%s,%s", before ? "true" : "false", after ? "true" : "false");
+        o->word = word;
+    } else if (strcmp(name, "valid-until") == 0) {
+        /* C's form: milliseconds left (zklock_lease_valid_for_ms); the client's session timeout
+         * is fresh_client's default, 10000 ms. */
+        c = fresh_client(o);
+        if (!c) goto done;
+        TRY(zklock_mutex_new(c, case_path, NULL, &l), "making the mutex");
+        TRY(zklock_acquire(l, 10000, &a), "the acquire");
+        int64_t left = -1;
+        st = seen(o, zklock_lease_valid_for_ms(a, &left));
+        const char *first = st != ZKLOCK_OK ? "none" : left <= 0 ? "past" : left > 10000 ? "beyond" : "ahead";
+        TRY(zklock_client_close(c), "closing the client");
+        int64_t again = -7;
+        st = seen(o, zklock_lease_valid_for_ms(a, &again));
+        const char *second = st == ZKLOCK_OK ? "some" : (st == ZKLOCK_LOST && again == -7) ? "none" : kind_of(st);
+        static char word[64];
+        snprintf(word, sizeof word, "%s,%s", first, second);
+        o->word = word;
     } else {
         snprintf(o->problem, sizeof o->problem, "unknown scenario %.60s", name);
     }
@@ -1056,8 +1507,10 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "deadline") == 0)
             o.na = "C takes timeout_ms only; zklock.hpp's acquire_for/acquire_until (a passed deadline is "
                    "one try) are tested by tests/test_zklock.cpp";
-        else if (strcmp(op, "participants_timeout") == 0)
-            o.na = "the C API has no participants listing (zklock ls, or another face, shows the queue)";
+        else if (strcmp(op, "participants_timeout") == 0) op_participants_timeout(&o, &in);
+        else if (strcmp(op, "election_style") == 0) op_election_style(&o, &in);
+        else if (strcmp(op, "election_id") == 0) op_election_id(&o, &in);
+        else if (strcmp(op, "max_hold") == 0) op_max_hold(&o, &in);
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
         else if (strcmp(op, "secret_pem") == 0) op_secret_pem(&o, &in);
         else if (strcmp(op, "sasl") == 0) op_sasl(&o, &in);

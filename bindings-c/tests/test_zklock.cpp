@@ -329,6 +329,45 @@ static void test_semaphore_and_revocation() {
     CHECK(status_of([&] { other.revoke(path("semaphore-mutex")); }) == ZKLOCK_NOT_HELD);
 }
 
+
+static void test_leadership_guard_and_observer() {
+    zklock::client c(servers), other(servers);
+    auto p = path("election");
+    auto watch = other.observe_leader(p);
+    CHECK(!watch.next(5000).has_value());  // nobody leads
+    auto a = c.election(p, "latch", "a");
+    auto b = other.election(p, "latch", "b");
+    CHECK(a.style() == "latch" && a.id() == "a");
+    int64_t token = 0;
+    {
+        zklock::leadership lead = a.lead_for(std::chrono::seconds(10));
+        token = lead.token();
+        CHECK(lead.is_held() && lead.lease().valid_for_ms() > 0);
+        CHECK(other.check(p, token));
+        auto seen = watch.next(5000);
+        CHECK(seen && seen->id == "a" && seen->style == "latch" && seen->kind == "latch");
+        CHECK(!b.try_lead().has_value());
+        lead.proclaim("a2");
+        CHECK(b.leader() && b.leader()->id == "a2");
+        CHECK(a.participants().size() == 1);
+    }  // resigned here
+    CHECK(!other.check(p, token));
+    CHECK(!watch.next(5000).has_value());
+    CHECK(status_of([&] { watch.next(200); }) == ZKLOCK_TIMEOUT);
+    auto sel = other.election(p, "selector", "s");
+    auto held = b.lead();
+    CHECK(status_of([&] { sel.try_lead(); }) == ZKLOCK_CONFLICT);
+    CHECK(held.resign());
+    CHECK(status_of([&] { c.election(p, "leader"); }) == ZKLOCK_INVALID_ARGUMENT);
+    auto m = c.mutex(path("maxhold"));
+    m.set_max_hold(200);
+    auto lease = m.acquire();
+    for (int i = 0; i < 50 && lease.state() != zklock::lease_state::lost; i++)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(lease.lost_reason().find("max-hold") != std::string::npos);
+    CHECK(status_of([&] { lease.valid_for_ms(); }) == ZKLOCK_LOST);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         std::fprintf(stderr, "usage: %s SERVERS\n", argv[0]);
@@ -348,6 +387,7 @@ int main(int argc, char **argv) {
     run("state_callback_and_release_inside", test_state_callback_and_release_inside);
     run("partial_options_take_the_defaults", test_partial_options_take_the_defaults);
     run("semaphore_and_revocation", test_semaphore_and_revocation);
+    run("leadership_guard_and_observer", test_leadership_guard_and_observer);
     std::printf("%d passed, %d failed\n", passed_count, failed_count);
     return failed_count == 0 ? 0 : 1;
 }

@@ -1,0 +1,545 @@
+//! Leader election from C (issue 25): `zklock_election` (a participant in one of the three
+//! layouts), the leadership as a `zklock_lease`, `zklock_leader_watch` for observers, the
+//! participants' listing (`zklock_participants`, shared with `zklock_lock_participants`) and
+//! `zklock_check`. The core decides everything; this converts C values and hands out handles.
+
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::mem::{offset_of, size_of};
+
+use crate::client::zklock_client;
+use crate::error::{guard, guard_value, zklock_status, Failure};
+use crate::handles::{self, Kind};
+use crate::lease::zklock_lease;
+use crate::lock::{client_ref, max_hold_of};
+use crate::op::{deliver, zklock_acquire_cb, zklock_op};
+use crate::{str_arg, UserPtr};
+
+/// One participant's side of the leader election on a path. Opaque and thread-safe; free it
+/// with `zklock_election_free` (leaderships taken through it stay valid). A leadership is a
+/// `zklock_lease`: token, state, state callback, guarded writes, `zklock_lease_valid_for_ms`.
+pub struct zklock_election {
+    election: zklock::Election,
+    id: CString,
+    style: CString,
+    /// The client's callback thread (async leads, and the leases' callbacks).
+    callbacks: zklock::CallbackQueue,
+}
+
+unsafe fn election_ref<'a>(e: *const zklock_election) -> Result<&'a zklock_election, Failure> {
+    handles::get(e, Kind::Election, "election")
+}
+
+fn c_text(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
+}
+
+/// Joins the election on `path` as a participant: `style` names the layout, "latch" (Curator's
+/// `LeaderLatch`, the default when `style` is NULL), "selector" (Curator's `LeaderSelector`) or
+/// "kazoo" (kazoo's `Election`); any other name is `ZKLOCK_INVALID_ARGUMENT`. `id` is the
+/// participant id written as the node's data (what `participants` and every peer show; NULL:
+/// the client's identity; at most 1024 bytes). `max_hold_ms`: -1 for no limit (the rule of
+/// every zklock timeout: -1 is forever), else each leadership ends after that many
+/// milliseconds (lost with the reason "max-hold", see `zklock_lock_set_max_hold`); 0 and other
+/// negatives are `ZKLOCK_INVALID_ARGUMENT`. No I/O until the first lead. On success `*out`
+/// gets a handle to free with `zklock_election_free`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_new(
+    client: *mut zklock_client,
+    path: *const c_char,
+    style: *const c_char,
+    id: *const c_char,
+    max_hold_ms: i64,
+    out: *mut *mut zklock_election,
+) -> zklock_status {
+    guard(|| {
+        let client = client_ref(client)?;
+        let path = str_arg(path, "path")?;
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let style = if style.is_null() {
+            zklock::ElectionStyle::Latch
+        } else {
+            str_arg(style, "style")?.parse::<zklock::ElectionStyle>()?
+        };
+        let id = if id.is_null() {
+            None
+        } else {
+            Some(str_arg(id, "id")?)
+        };
+        let limit = max_hold_of(max_hold_ms)?;
+        let election = client.client.election(path, style, id)?;
+        let election = match limit {
+            Some(limit) => election.max_hold(Some(limit))?,
+            None => election,
+        };
+        let handle = Box::into_raw(Box::new(zklock_election {
+            id: c_text(election.id()),
+            style: c_text(election.style().as_str()),
+            election,
+            callbacks: client.callbacks.clone(),
+        }));
+        out.write(handles::register(handle, Kind::Election));
+        Ok(())
+    })
+}
+
+/// Frees an election handle. Leaderships and ops taken through it stay valid (release or free
+/// them as usual); no call on this handle may be running or start afterwards. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_free(e: *mut zklock_election) {
+    guard_value((), || {
+        if !e.is_null() {
+            handles::unregister(e, Kind::Election, "election")?;
+            drop(Box::from_raw(e));
+        }
+        Ok(())
+    })
+}
+
+/// The participant id (the node's data); valid while the handle lives. NULL when `e` is NULL
+/// or not a live election.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_id(e: *const zklock_election) -> *const c_char {
+    guard_value(std::ptr::null(), || Ok(election_ref(e)?.id.as_ptr()))
+}
+
+/// The layout's name: "latch", "selector" or "kazoo"; valid while the handle lives. NULL when
+/// `e` is NULL or not a live election.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_style(e: *const zklock_election) -> *const c_char {
+    guard_value(std::ptr::null(), || Ok(election_ref(e)?.style.as_ptr()))
+}
+
+/// Runs for leader, blocking the calling thread: `timeout_ms` as for `zklock_acquire` (-1
+/// forever, 0 one attempt, `ZKLOCK_TIMEOUT` past it). `ZKLOCK_CONFLICT` when a participant of
+/// another layout is on the path (`zklock_last_error()` names its node): no layout sees the
+/// other's nodes, so both would lead. Every failure removes our node. On success `*out` gets
+/// the leadership, a lease: give it up with `zklock_election_resign` (or
+/// `zklock_lease_release`).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_lead(
+    e: *mut zklock_election,
+    timeout_ms: i64,
+    out: *mut *mut zklock_lease,
+) -> zklock_status {
+    guard(|| {
+        let this = election_ref(e)?;
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let wait = zklock::Wait::from_millis_i64(timeout_ms)?;
+        let lease = this.election.blocking_lead_with(wait, None)?;
+        out.write(zklock_lease::boxed(lease, this.callbacks.clone()));
+        Ok(())
+    })
+}
+
+/// Starts running for leader without blocking, as `zklock_acquire_async`: `cb(user, status,
+/// lease)` is called exactly once on the client's callback thread, with the leadership or the
+/// error (`ZKLOCK_TIMEOUT`, `ZKLOCK_CANCELLED` after `zklock_op_cancel`, `ZKLOCK_CONFLICT`...).
+/// On success `*op` gets a handle to free with `zklock_op_free`; on failure the callback is
+/// never called.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_lead_async(
+    e: *mut zklock_election,
+    timeout_ms: i64,
+    cb: zklock_acquire_cb,
+    user: *mut c_void,
+    op: *mut *mut zklock_op,
+) -> zklock_status {
+    guard(|| {
+        let this = election_ref(e)?;
+        let cb = cb.ok_or_else(|| Failure::null("cb"))?;
+        if op.is_null() {
+            return Err(Failure::null("op"));
+        }
+        let wait = zklock::Wait::from_millis_i64(timeout_ms)?;
+        op.write(start(this.election.start_lead(wait), this, cb, user));
+        Ok(())
+    })
+}
+
+/// Hands an attempt's outcome to `cb` on the client's callback thread; its op handle.
+fn start(
+    attempt: zklock::Acquire,
+    this: &zklock_election,
+    cb: unsafe extern "C" fn(*mut c_void, zklock_status, *mut zklock_lease),
+    user: *mut c_void,
+) -> *mut zklock_op {
+    let cancel = attempt.canceller();
+    let (user, queue) = (UserPtr(user), this.callbacks.clone());
+    attempt.on_complete_in(queue.clone(), move |result| {
+        deliver(cb, user, result, queue)
+    });
+    zklock_op::boxed(cancel)
+}
+
+/// Gives the leadership up: its node is deleted and the next participant leads. `lease` is
+/// freed whatever the outcome, as by `zklock_lease_release` (`ZKLOCK_LOST` when it had been
+/// lost and `requeue` is false; with `requeue` a lost leadership is no error: the new attempt
+/// starts), except when it is no leadership of this election (`ZKLOCK_INVALID_ARGUMENT`, the
+/// lease untouched). With `requeue` true the participant runs again at the tail of the queue
+/// (Curator's `requeue`, no timeout): the next leadership comes like `zklock_election_lead_async`'s,
+/// through `cb(user, status, lease)` on the callback thread, and `*op` gets the attempt's
+/// handle (cancel it with `zklock_op_cancel`, free it with `zklock_op_free`); `cb` and `op` are
+/// then required, and are ignored (may be NULL) when `requeue` is false. When the resign fails
+/// no attempt starts and `cb` is never called.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_resign(
+    e: *mut zklock_election,
+    lease: *mut zklock_lease,
+    requeue: bool,
+    cb: zklock_acquire_cb,
+    user: *mut c_void,
+    op: *mut *mut zklock_op,
+) -> zklock_status {
+    guard(|| {
+        let this = election_ref(e)?;
+        let leadership = handles::get(lease, Kind::Lease, "lease")?;
+        let cb = match (requeue, cb) {
+            (true, None) => return Err(Failure::null("cb (requeue is true)")),
+            (true, Some(_)) if op.is_null() => return Err(Failure::null("op (requeue is true)")),
+            (_, cb) => cb,
+        };
+        // A lease of another path would be released (and freed) by the core's refusal: refuse
+        // it before taking the handle apart.
+        let path = leadership.path_str();
+        if path.rsplit_once('/').map(|(parent, _)| parent) != Some(this.election.path()) {
+            return Err(Failure::invalid(format!(
+                "the lease on {path} is not a leadership of the election on {}",
+                this.election.path()
+            )));
+        }
+        let (core, path) = zklock_lease::take(lease)?;
+        let Some(core) = core else { return Ok(()) };
+        let was_lost = core.state() == zklock::LeaseState::Lost;
+        let again = this.election.blocking_resign(core, requeue)?;
+        if let (Some(attempt), Some(cb)) = (again, cb) {
+            op.write(start(attempt, this, cb, user));
+            return Ok(());
+        }
+        if was_lost {
+            return Err(Failure::new(
+                zklock_status::ZKLOCK_LOST,
+                format!("the leadership on {path} had been lost before the resign"),
+            ));
+        }
+        Ok(())
+    })
+}
+
+/// Sets the leadership's node data to `data` (`len` bytes; NULL with 0 for none): what
+/// participants and observers see as the leader's id from then on. A guarded write: applied
+/// only while the node is ours (`ZKLOCK_LOST` after a loss, nothing written). Blocks until
+/// ZooKeeper answered. `ZKLOCK_INVALID_ARGUMENT` for a lease of another election.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_proclaim(
+    e: *mut zklock_election,
+    lease: *const zklock_lease,
+    data: *const c_void,
+    len: usize,
+) -> zklock_status {
+    guard(|| {
+        let this = election_ref(e)?;
+        let leadership = handles::get(lease, Kind::Lease, "lease")?;
+        let bytes = match (data.is_null(), len) {
+            (true, 0) => Vec::new(),
+            (true, _) => return Err(Failure::null("data")),
+            (false, n) => std::slice::from_raw_parts(data.cast::<u8>(), n).to_vec(),
+        };
+        zklock::support::refuse_on_runtime_thread()?;
+        leadership
+            .with_core(|core| this.election.blocking_proclaim(core, bytes))
+            .ok_or_else(|| {
+                Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
+            })??;
+        Ok(())
+    })
+}
+
+/// Lists everyone running in the election, in election order (the leader first), with their
+/// node, id, token, library, kind and style; nodes of other layouts are listed too (they make
+/// `zklock_election_lead` fail with `ZKLOCK_CONFLICT`). Blocks until ZooKeeper answered. On
+/// success `*out` gets a list to free with `zklock_participants_free`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_participants(
+    e: *mut zklock_election,
+    out: *mut *mut zklock_participants,
+) -> zklock_status {
+    guard(|| {
+        let this = election_ref(e)?;
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let listed = this.election.blocking_participants()?;
+        out.write(zklock_participants::boxed(listed));
+        Ok(())
+    })
+}
+
+/// The leader now, as a list of one participant, or of none when nobody leads (the first
+/// participant of this election's layout). Blocks until ZooKeeper answered; free the list
+/// with `zklock_participants_free`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_leader(
+    e: *mut zklock_election,
+    out: *mut *mut zklock_participants,
+) -> zklock_status {
+    guard(|| {
+        let this = election_ref(e)?;
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let leader = this.election.blocking_leader()?;
+        out.write(zklock_participants::boxed(leader.into_iter().collect()));
+        Ok(())
+    })
+}
+
+// --- participants -----------------------------------------------------------------------------
+
+/// One participant of a lock or an election, as `zklock_participants_get` writes it. Set
+/// `size` to `sizeof(zklock_participant)`: the library writes only the fields that fit in it.
+/// The strings belong to the list and are valid until `zklock_participants_free`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct zklock_participant {
+    /// `sizeof(zklock_participant)` as the caller knows it.
+    pub size: usize,
+    /// Full path of the node.
+    pub node: *const c_char,
+    /// The node's data: the participant id of an election, the holder's identity of a lock
+    /// (Curator writes an IP address).
+    pub id: *const c_char,
+    /// The node's czxid: the fencing token its holder got (or gets).
+    pub token: i64,
+    /// Which library made the node: "zklock", "curator", "kazoo", "go-zookeeper" or "unknown".
+    pub library: *const c_char,
+    /// The node's kind: "mutex", "read", "write", "lease" or "latch".
+    pub kind: *const c_char,
+    /// The election layout (family) of the node: "latch", "selector" or "kazoo"; NULL for a
+    /// read, write or lease node.
+    pub style: *const c_char,
+    /// The ZooKeeper session that owns the node.
+    pub session_id: i64,
+    /// When the node was made (the server's clock, milliseconds since the Unix epoch).
+    pub created_ms: i64,
+}
+
+struct Entry {
+    node: CString,
+    id: CString,
+    token: i64,
+    library: CString,
+    kind: CString,
+    style: Option<CString>,
+    session_id: i64,
+    created_ms: i64,
+}
+
+/// A list of participants (of a lock's queue, an election, or a leader: zero or one). Opaque;
+/// free it with `zklock_participants_free`.
+pub struct zklock_participants {
+    entries: Vec<Entry>,
+}
+
+impl zklock_participants {
+    pub(crate) fn boxed(listed: Vec<zklock::Participant>) -> *mut zklock_participants {
+        let entries = listed
+            .into_iter()
+            .map(|p| Entry {
+                node: c_text(&p.node),
+                id: c_text(&p.identity),
+                token: p.token,
+                library: c_text(p.library.as_str()),
+                kind: c_text(p.kind.as_str()),
+                style: p.election_style().map(|s| c_text(s.as_str())),
+                session_id: p.session_id,
+                created_ms: p.created_ms,
+            })
+            .collect();
+        let handle = Box::into_raw(Box::new(zklock_participants { entries }));
+        handles::register(handle, Kind::Participants)
+    }
+}
+
+/// How many participants the list holds (0 when `list` is NULL or not a live list).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_participants_count(list: *const zklock_participants) -> usize {
+    guard_value(0, || {
+        Ok(handles::get(list, Kind::Participants, "list")?
+            .entries
+            .len())
+    })
+}
+
+/// Writes the participant at `index` (0: the holder or leader) into `*out`, whose `size` the
+/// caller set. `ZKLOCK_INVALID_ARGUMENT` for an index past the end.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_participants_get(
+    list: *const zklock_participants,
+    index: usize,
+    out: *mut zklock_participant,
+) -> zklock_status {
+    guard(|| {
+        let list = handles::get(list, Kind::Participants, "list")?;
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let size = std::ptr::addr_of!((*out).size).read();
+        let ours = size_of::<zklock_participant>();
+        crate::client::check_size(out.cast(), size.min(ours), ours, "zklock_participant")?;
+        let e = list.entries.get(index).ok_or_else(|| {
+            Failure::invalid(format!(
+                "index {index} is past the list's {} participants",
+                list.entries.len()
+            ))
+        })?;
+        let p = zklock_participant {
+            size,
+            node: e.node.as_ptr(),
+            id: e.id.as_ptr(),
+            token: e.token,
+            library: e.library.as_ptr(),
+            kind: e.kind.as_ptr(),
+            style: e.style.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            session_id: e.session_id,
+            created_ms: e.created_ms,
+        };
+        // Only the whole fields the caller's struct has; `size` stays as the caller set it.
+        let ends = [
+            offset_of!(zklock_participant, size) + size_of::<usize>(),
+            offset_of!(zklock_participant, node) + size_of::<*const c_char>(),
+            offset_of!(zklock_participant, id) + size_of::<*const c_char>(),
+            offset_of!(zklock_participant, token) + size_of::<i64>(),
+            offset_of!(zklock_participant, library) + size_of::<*const c_char>(),
+            offset_of!(zklock_participant, kind) + size_of::<*const c_char>(),
+            offset_of!(zklock_participant, style) + size_of::<*const c_char>(),
+            offset_of!(zklock_participant, session_id) + size_of::<i64>(),
+            offset_of!(zklock_participant, created_ms) + size_of::<i64>(),
+        ];
+        let n = ends
+            .into_iter()
+            .filter(|&end| end <= size.min(ours))
+            .max()
+            .unwrap_or(0);
+        std::ptr::copy_nonoverlapping(
+            (&p as *const zklock_participant).cast::<u8>(),
+            out.cast::<u8>(),
+            n,
+        );
+        Ok(())
+    })
+}
+
+/// Frees a list (its strings with it). NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_participants_free(list: *mut zklock_participants) {
+    guard_value((), || {
+        if !list.is_null() {
+            handles::unregister(list, Kind::Participants, "list")?;
+            drop(Box::from_raw(list));
+        }
+        Ok(())
+    })
+}
+
+// --- observing the leader ---------------------------------------------------------------------
+
+/// Watches who leads the election on a path without taking part (etcd's `Observe`, which
+/// cannot report that nobody leads; this can). Opaque; free it with `zklock_leader_watch_free`.
+pub struct zklock_leader_watch {
+    watch: zklock::LeaderWatch,
+}
+
+/// A watch of the leader of the election on `path` (any layout's first node); no I/O until
+/// the first `zklock_leader_watch_next`. It follows the client across reconnects.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_leader_watch_new(
+    client: *mut zklock_client,
+    path: *const c_char,
+    out: *mut *mut zklock_leader_watch,
+) -> zklock_status {
+    guard(|| {
+        let client = client_ref(client)?;
+        let path = str_arg(path, "path")?;
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let watch = client.client.observe_leader(path)?;
+        let handle = Box::into_raw(Box::new(zklock_leader_watch { watch }));
+        out.write(handles::register(handle, Kind::LeaderWatch));
+        Ok(())
+    })
+}
+
+/// The leader at the first call, then the next change, blocking up to `timeout_ms`
+/// (`zklock_acquire`'s rule: -1 forever, 0 looks once). `*out` gets a list of one participant
+/// (the leader), or of none when nobody leads; free it with `zklock_participants_free`.
+/// `ZKLOCK_TIMEOUT` when the leader did not change within the timeout (`*out` untouched).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_leader_watch_next(
+    w: *mut zklock_leader_watch,
+    timeout_ms: i64,
+    out: *mut *mut zklock_participants,
+) -> zklock_status {
+    guard(|| {
+        let this = handles::get(w, Kind::LeaderWatch, "watch")?;
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let wait = zklock::Wait::from_millis_i64(timeout_ms)?;
+        zklock::support::refuse_on_runtime_thread()?;
+        let leader = this.watch.blocking_next(wait)?;
+        out.write(zklock_participants::boxed(leader.into_iter().collect()));
+        Ok(())
+    })
+}
+
+/// Frees a leader watch. No call on it may be running or start afterwards. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_leader_watch_free(w: *mut zklock_leader_watch) {
+    guard_value((), || {
+        if !w.is_null() {
+            handles::unregister(w, Kind::LeaderWatch, "watch")?;
+            drop(Box::from_raw(w));
+        }
+        Ok(())
+    })
+}
+
+// --- sequencer checks -------------------------------------------------------------------------
+
+/// Chubby's `CheckSequencer`: writes into `*out_ok` 1 when `token` is the fencing token of a
+/// current holder of the lock, or of the leader of the election, on `path`, else 0 (for a
+/// semaphore: a lease among the first `max_leases`; 0 means N is unknown: any lease node's).
+/// True at the moment ZooKeeper answered: a resource that must never act for a past holder
+/// also keeps the largest token it saw. `max_leases` outside 0..=2147483647 is
+/// `ZKLOCK_INVALID_ARGUMENT`. Blocks until ZooKeeper answered.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_check(
+    client: *mut zklock_client,
+    path: *const c_char,
+    token: i64,
+    max_leases: i64,
+    out_ok: *mut c_int,
+) -> zklock_status {
+    guard(|| {
+        let client = client_ref(client)?;
+        let path = str_arg(path, "path")?;
+        if out_ok.is_null() {
+            return Err(Failure::null("out_ok"));
+        }
+        let max = match max_leases {
+            0 => None,
+            n => Some(
+                u32::try_from(n).map_err(|_| Failure::from(zklock::invalid_max_leases(path, n)))?,
+            ),
+        };
+        zklock::support::refuse_on_runtime_thread()?;
+        let ok = client.client.blocking_check(path, token, max)?;
+        out_ok.write(c_int::from(ok));
+        Ok(())
+    })
+}
