@@ -202,14 +202,10 @@ pub unsafe extern "C" fn zklock_election_resign(
             (true, Some(_)) if op.is_null() => return Err(Failure::null("op (requeue is true)")),
             (_, cb) => cb,
         };
-        // A lease of another path would be released (and freed) by the core's refusal: refuse
-        // it before taking the handle apart.
-        let path = leadership.path_str();
-        if path.rsplit_once('/').map(|(parent, _)| parent) != Some(this.election.path()) {
-            return Err(Failure::invalid(format!(
-                "the lease on {path} is not a leadership of the election on {}",
-                this.election.path()
-            )));
+        // A lease of another path would be released (and freed) by the core's refusal: the
+        // core's rule is asked first, before the handle is taken apart.
+        if let Some(refused) = leadership.with_core(|core| this.election.check_leadership(core)) {
+            refused?;
         }
         let (core, path) = zklock_lease::take(lease)?;
         let Some(core) = core else { return Ok(()) };
@@ -250,7 +246,7 @@ pub unsafe extern "C" fn zklock_election_proclaim(
         };
         zklock::support::refuse_on_runtime_thread()?;
         leadership
-            .with_core(|core| this.election.blocking_proclaim(core, bytes))
+            .with_core(|core| this.election.blocking_proclaim(core, bytes, None))
             .ok_or_else(|| {
                 Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
             })??;

@@ -138,14 +138,7 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
             &mutex
         }
         Side::Read | Side::Write => {
-            if args.max_hold.is_some() {
-                close(&client).await;
-                return Err(Failure::new(
-                    status::USAGE,
-                    "--max-hold is not available with --read or --write (the core sets a maximum hold on a lock value, and a read/write lock's sides are not given out as values of their own)",
-                ));
-            }
-            rw = client.rw_lock(path)?;
+            rw = client.rw_lock(path)?.max_hold(args.max_hold)?;
             if args.side == Side::Read {
                 rw.read()
             } else {

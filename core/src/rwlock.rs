@@ -2,6 +2,7 @@
 //! read side and a write side, that know each other (for the downgrade rule).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::connection::Connection;
 use crate::error::Result;
@@ -18,11 +19,29 @@ pub struct RwLock {
 
 impl RwLock {
     pub(crate) fn new(client: Arc<Connection>, path: &str) -> Result<RwLock> {
-        let read = Lock::new(client.clone(), path, NodeKind::Read)?;
-        let write = Lock::new(client, path, NodeKind::Write)?;
+        Self::linked(
+            Lock::new(client.clone(), path, NodeKind::Read)?,
+            Lock::new(client, path, NodeKind::Write)?,
+        )
+    }
+
+    /// The two sides, each told of the other (for the downgrade rule).
+    fn linked(read: Lock, write: Lock) -> Result<RwLock> {
         read.inner.peer.set(Arc::downgrade(&write.inner)).ok();
         write.inner.peer.set(Arc::downgrade(&read.inner)).ok();
         Ok(RwLock { read, write })
+    }
+
+    /// Both sides with a maximum hold (see [`Lock::max_hold`]): a new read/write lock value on
+    /// the same path, holding nothing (a lease taken through this value before keeps its own
+    /// limit). `InvalidArgument` for zero.
+    pub fn max_hold(self, limit: Option<Duration>) -> Result<RwLock> {
+        let client = self.read.inner.client.clone();
+        let path = self.path().to_owned();
+        Self::linked(
+            Lock::new(client.clone(), &path, NodeKind::Read)?.max_hold(limit)?,
+            Lock::new(client, &path, NodeKind::Write)?.max_hold(limit)?,
+        )
     }
 
     pub fn read(&self) -> &Lock {

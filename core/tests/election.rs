@@ -367,3 +367,27 @@ async fn proclaim_sets_the_leaders_data_and_bad_input_is_refused() {
     other.release().await.unwrap();
     lead.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_max_hold_on_a_read_write_lock_ends_a_read_and_a_write_lease() {
+    let a = client().await;
+    let path = unique_path("rw-max-hold");
+    let rw = a
+        .rw_lock(&path)
+        .unwrap()
+        .max_hold(Some(Duration::from_millis(300)))
+        .unwrap();
+    for side in [rw.read(), rw.write()] {
+        let lease = side.acquire().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), lease.lost())
+            .await
+            .expect("the maximum hold ends the lease");
+        assert!(lease.lost_reason().unwrap().contains(zklock::MAX_HOLD));
+        lease.release().await.unwrap();
+    }
+    assert_empty_eventually(&path).await;
+    let Err(err) = a.rw_lock(&path).unwrap().max_hold(Some(Duration::ZERO)) else {
+        panic!("a zero maximum hold is refused");
+    };
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
