@@ -508,16 +508,22 @@ fn max_hold_stops_the_command_with_the_lost_status() {
         let out = run(zk(&[verb, "--max-hold", "0", &path, "--", "true"]));
         assert_eq!(out.status.code(), Some(64), "{verb}: {}", stderr(&out));
     }
+    // A read/write lock's side too (the core's RwLock::max_hold).
+    let path = unique_path("cli-max-hold-read");
     let out = run(zk(&[
         "exec",
         "--read",
         "--max-hold",
         "1s",
-        "/x",
+        "--kill-after",
+        "5s",
+        &path,
         "--",
-        "true",
+        "sleep",
+        "30",
     ]));
-    assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(76), "{}", stderr(&out));
+    assert!(stderr(&out).contains("max-hold"), "{}", stderr(&out));
 }
 
 #[test]
