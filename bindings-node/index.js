@@ -952,10 +952,12 @@ class LeaseCore {
       } else if (state === 'lost') {
         this.finish()
         const reason = this.native.lostReason
+        // The core's reason names the node ("lease on <node> lost: <why>"): said once.
         const err = zkError(
           ErrorCode.LOST,
-          `the lease on ${this.lockPath} (node ${this.native.path}, token ${this.native.token}) was lost` +
-            (reason ? `: ${reason}` : ''),
+          reason
+            ? `the lease on ${this.lockPath} (token ${this.native.token}) was lost: ${reason}`
+            : `the lease on ${this.lockPath} (node ${this.native.path}, token ${this.native.token}) was lost`,
         )
         this.lostError = err
         if (this.abortController !== null) this.abortController.abort(err)

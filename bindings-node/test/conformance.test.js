@@ -29,7 +29,8 @@
 //   `lead({ timeoutMs: 0 })`, a resign is `election.resign(lead)`; "starts leading" is a
 //   `lead()` promise not awaited yet. The maximum hold is `client.mutex(path, { maxHoldMs })`
 //   with maxHoldMs = seconds * 1000 (nan -> NaN); the lost reason's first word is read from
-//   the 'lost' event's ZKLOCK_LOST error message ("...was lost: max-hold ..."). The observer is
+//   the 'lost' event's ZKLOCK_LOST error message (what follows its last " lost: ", which is
+//   where the core's lost reason says why, as the Rust runner reads it). The observer is
 //   `client.observeLeader(path)` read with `next({ timeoutMs: 10000 })`; `check` is
 //   `client.check(path, lease.token)`; valid-until is `lease.validUntil()` against Date.now().
 // - Every error message met on the way (also one mapped to not-acquired) must be at most 300
@@ -447,12 +448,17 @@ const ops = {
       const lock = a.mutex(lockPath(c), { maxHoldMs: seconds(input) * 1000 })
       const lease = await lock.acquire()
       try {
-        const lost = await Promise.race([
-          new Promise((resolve) => lease.once('lost', resolve)),
-          new Promise((resolve) => setTimeout(() => resolve(null), 5000).unref()),
-        ])
+        // The lease's signal: aborted with the ZKLOCK_LOST error, also when lost already.
+        const signal = lease.signal
+        const lost = signal.aborted
+          ? signal.reason
+          : await Promise.race([
+            new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true })),
+            new Promise((resolve) => setTimeout(() => resolve(null), 5000).unref()),
+          ])
         if (lost === null) return 'held'
-        const why = /** @type {Error} */ (lost).message.split(' was lost: ')[1] || ''
+        // The core's reason ends the message: "... was lost: <...> lost: max-hold ...".
+        const why = /** @type {Error} */ (lost).message.split(' lost: ').pop() || ''
         messages.push(/** @type {Error} */ (lost).message)
         return `lost,${why.split(/[: ]/)[0]}`
       } finally {

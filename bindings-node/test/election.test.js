@@ -48,7 +48,7 @@ test('the leader resigns and the next participant leads with a larger token', as
   assert.equal(mine.sessionId, a.sessionId)
   assert.equal(mine.style, 'latch')
   assert.equal(mine.kind, 'latch')
-  assert.equal(mine.library, 'curator')
+  assert.equal(mine.library, 'zklock')
   assert.equal((await ea.leader()).id, 'a')
   assert.equal(await ea.resign(leadA), undefined)
   assert.equal(leadA.state, 'released')
