@@ -1469,10 +1469,7 @@ impl NativeElection {
             match slot.as_ref() {
                 None => Err(zklock::Error::new(
                     ErrorKind::NotHeld,
-                    format!(
-                        "the leadership on {} was released",
-                        shown(&leadership.path)
-                    ),
+                    format!("the leadership on {} was released", shown(&leadership.path)),
                 )),
                 Some(l) => self.own(l).map(|()| (l.guarded(), l.path().to_owned())),
             }
