@@ -21,6 +21,9 @@ export declare const ErrorCode: {
   /** A write was sent but its answer was lost with the connection: it may or may not have been
    * applied. Read back before retrying. */
   readonly OUTCOME_UNKNOWN: 'ZKLOCK_OUTCOME_UNKNOWN'
+  /** An election refused to lead beside a node of another layout (Curator's latch next to
+   * its selector, or Curator's next to kazoo's): each would lead. The message names the node. */
+  readonly CONFLICT: 'ZKLOCK_CONFLICT'
 }
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 
@@ -77,6 +80,18 @@ export interface MutexOptions {
    * `client.semaphoreMutex(path)`).
    */
   reentrant?: boolean
+  /**
+   * Every lease of this lock ends after this many milliseconds, whatever its holder does: it
+   * turns lost (reason 'max-hold'), its node is deleted. Absent: no limit. 0, negative or NaN
+   * throw ZKLOCK_INVALID_ARGUMENT.
+   */
+  maxHoldMs?: number
+}
+
+/** Options of `client.semaphore()` and `client.semaphoreMutex()`. */
+export interface SemaphoreOptions {
+  /** Every lease ends after this many milliseconds (see `MutexOptions.maxHoldMs`). */
+  maxHoldMs?: number
 }
 
 /** A bound on a call that is not an acquire (`participants`, `guardedWrite`). */
@@ -122,7 +137,7 @@ export type ReleaseResult = 'released' | 'still-held' | 'was-lost'
 export type Library = 'zklock' | 'curator' | 'kazoo' | 'go-zookeeper' | 'unknown'
 
 /** What a lock node asks for (the core's names; 'lease': a semaphore's lease node, or a waiter). */
-export type NodeKind = 'mutex' | 'read' | 'write' | 'lease'
+export type NodeKind = 'mutex' | 'read' | 'write' | 'lease' | 'latch'
 
 export interface RevokeOptions {
   /** One node to ask (its name or full path) instead of every current holder. */
@@ -249,9 +264,24 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
    * layout; every user of the path must pass the same N). N out of 1..2^31-1 throws
    * ZKLOCK_INVALID_ARGUMENT.
    */
-  semaphore(path: string, maxLeases: number): Semaphore
+  semaphore(path: string, maxLeases: number, options?: SemaphoreOptions): Semaphore
   /** The semaphore of one lease: excludes Curator's InterProcessSemaphoreMutex. */
-  semaphoreMutex(path: string): Semaphore
+  semaphoreMutex(path: string, options?: SemaphoreOptions): Semaphore
+  /**
+   * A participant in the leader election on `path` (style 'latch' unless asked; id the
+   * client's identity unless given). Bad input throws ZKLOCK_INVALID_ARGUMENT.
+   */
+  election(path: string, options?: ElectionOptions): Election
+  /**
+   * Watches who leads the election on `path` without taking part: `for await (const leader of
+   * client.observeLeader(path))`, the leader now first (null: nobody leads), then each change.
+   */
+  observeLeader(path: string): LeaderWatch
+  /**
+   * Whether `token` is the fencing token of a current holder of the lock, or of the leader of
+   * the election, on `path` (Chubby's CheckSequencer). True at the moment ZooKeeper answered.
+   */
+  check(path: string, token: bigint | number, options?: CheckOptions): Promise<boolean>
   /**
    * Asks the holder of `path` (every lease of a semaphore, or `options.node`) to let go: sets
    * its node's data to `__REVOKE__`, as Curator's Revoker.attemptRevoke does. Resolves with the
@@ -342,7 +372,7 @@ export interface LeaseEvents {
  * 'ZklockWarning' process warning).
  */
 export declare class Lease extends EventEmitter implements AsyncDisposable {
-  private constructor()
+  protected constructor()
   /** The fencing token: strictly increases from one holder of the lock to the next. */
   readonly token: bigint
   /** Every member's token (a multi-lock has several), in path order. */
@@ -373,6 +403,12 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
    * the batch waits for the reconnect, within `timeoutMs` (ZKLOCK_TIMEOUT, nothing sent).
    */
   guardedWrite(writes: readonly GuardedWrite[], options?: TimeoutOptions): Promise<GuardedWritten[]>
+  /**
+   * Until when no one else can hold this lock (Chubby's local lease): milliseconds on
+   * `Date.now()`'s clock, computed at the call; null once released or lost. Check the time left
+   * before a side effect; a pause after the check is what fencing tokens are for.
+   */
+  validUntil(): number | null
   /** Releases the lease; a second call rejects with ZKLOCK_NOT_HELD. */
   release(): Promise<ReleaseResult>
   /**
@@ -382,5 +418,124 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
    * `SuppressedError` (`error`: the ZKLOCK_LOST one, `suppressed`: the block's). A lease
    * released by hand inside the block is not released again and disposes quietly.
    */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+// Leader election -----------------------------------------------------------------------------
+
+/**
+ * The layouts of an election's nodes (the core's names): 'latch' (Curator's LeaderLatch, the
+ * default), 'selector' (Curator's LeaderSelector), 'kazoo' (kazoo's Election). Participants of
+ * different layouts on one path refuse to lead (ZKLOCK_CONFLICT).
+ */
+export type ElectionStyle = 'latch' | 'selector' | 'kazoo'
+
+export interface ElectionOptions {
+  /** Default 'latch'. An unknown name throws ZKLOCK_INVALID_ARGUMENT listing the known ones. */
+  style?: ElectionStyle
+  /** The participant id, written as the node's data (at most 1024 bytes, no NUL). Default: the
+   * client's identity. */
+  id?: string
+  /** A leadership ends (lost, reason 'max-hold', node deleted) after this many milliseconds.
+   * Absent: no limit. */
+  maxHoldMs?: number
+}
+
+export interface CheckOptions {
+  /** A semaphore's N: only its first N lease nodes hold (absent: any lease node). */
+  maxLeases?: number
+}
+
+/** A participant of an election, or the leader an observer reports. */
+export interface ElectionParticipant {
+  /** Full path of the node. */
+  node: string
+  /** The participant id (the node's data). */
+  id: string
+  /** The node's czxid: the fencing token of its leadership. */
+  token: bigint
+  /** The ZooKeeper session that owns the node. */
+  sessionId: bigint
+  library: Library
+  kind: NodeKind
+  /** The participant's family (layout); null for a node of no election layout. */
+  style: ElectionStyle | null
+}
+
+export interface ResignOptions {
+  /** Run again at the tail of the queue: `resign()` resolves with the next Leadership. */
+  requeue?: boolean
+  /** With `requeue`: aborts the wait for the next leadership (ZKLOCK_ABORTED, node removed). */
+  signal?: AbortSignal
+}
+
+export interface RunOptions {
+  /** Run again at the tail each time `fn` settles, until `signal` aborts. */
+  requeue?: boolean
+  /** Stops waiting to lead (ZKLOCK_ABORTED) and aborts the signal `fn` gets. */
+  signal?: AbortSignal
+}
+
+/**
+ * A leadership: a Lease of the election's first node (token, states, `signal` aborted when
+ * lost, events, guardedWrite, validUntil). Releasing or disposing it (`await using`) resigns.
+ *
+ * The guarantee: 'lost' fires (and `signal` aborts) before ZooKeeper can let anyone else lead,
+ * given a bounded clock-rate drift. A paused process cannot act on it: a resource that must
+ * never obey two leaders checks the token (`client.check`, or keeps the largest it saw).
+ */
+export declare class Leadership extends Lease {}
+
+export declare class Election {
+  private constructor()
+  readonly path: string
+  readonly style: ElectionStyle
+  /** This participant's id (its node's data). */
+  readonly id: string
+  /** The longest a leadership lasts, in milliseconds; null for no limit. */
+  readonly maxHoldMs: number | null
+  /**
+   * Waits until this participant leads. `timeoutMs` / `deadline` as an acquire's
+   * (ZKLOCK_TIMEOUT), `signal` aborts (ZKLOCK_ABORTED, node removed); ZKLOCK_CONFLICT when a
+   * node of another layout is on the path.
+   */
+  lead(options?: AcquireOptions): Promise<Leadership>
+  /** Gives the leadership up (the next participant leads). */
+  resign(lead: Lease, options?: ResignOptions & { requeue?: false }): Promise<void>
+  /** Gives the leadership up and runs again at the tail: resolves with the next leadership. */
+  resign(lead: Lease, options: ResignOptions & { requeue: true }): Promise<Leadership>
+  resign(lead: Lease, options?: ResignOptions): Promise<Leadership | void>
+  /** Sets the leadership's node data (a guarded write: ZKLOCK_LOST after loss). */
+  proclaim(lead: Lease, data: string | Uint8Array): Promise<void>
+  /** Everyone running, in election order (the leader first). */
+  participants(): Promise<ElectionParticipant[]>
+  /** The leader now, or null when nobody leads. */
+  leader(): Promise<ElectionParticipant | null>
+  /**
+   * Waits to lead, runs `fn(lead, signal)` (`signal` aborts when the leadership is lost, or the
+   * run's `signal` aborts), resigns once `fn` settled. Resolves with `fn`'s result; rejects with
+   * `fn`'s error, or ZKLOCK_LOST when the leadership was lost before `fn` finished. With
+   * `requeue` it runs again at the tail each time, until `signal` aborts (ZKLOCK_ABORTED).
+   */
+  run<T>(fn: (lead: Leadership, signal: AbortSignal) => T | PromiseLike<T>, options?: RunOptions): Promise<Awaited<T>>
+}
+
+export interface LeaderWatchNextOptions {
+  /** The acquire's rule: absent, -1 or Infinity no bound; ZKLOCK_TIMEOUT when nothing changed. */
+  timeoutMs?: number
+}
+
+/**
+ * Who leads an election, seen from outside: the leader now first (null: nobody leads), then
+ * each change. `return()` (or leaving a `for await`, or `await using`) stops it.
+ */
+export declare class LeaderWatch
+  implements AsyncIterableIterator<ElectionParticipant | null>, AsyncDisposable
+{
+  private constructor()
+  readonly path: string
+  next(options?: LeaderWatchNextOptions): Promise<IteratorResult<ElectionParticipant | null, undefined>>
+  return(value?: unknown): Promise<IteratorResult<ElectionParticipant | null, undefined>>
+  [Symbol.asyncIterator](): LeaderWatch
   [Symbol.asyncDispose](): Promise<void>
 }

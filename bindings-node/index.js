@@ -73,6 +73,8 @@ const ErrorCode = Object.freeze({
   INTERNAL: 'ZKLOCK_INTERNAL',
   /** A write was sent but its answer was lost with the connection: read back before retrying. */
   OUTCOME_UNKNOWN: 'ZKLOCK_OUTCOME_UNKNOWN',
+  /** An election refused to lead beside a node of another layout (the message names it). */
+  CONFLICT: 'ZKLOCK_CONFLICT',
 })
 const knownCodes = new Set(Object.values(ErrorCode))
 
@@ -195,7 +197,15 @@ function describe(value) {
   return typeof value
 }
 
+/** A fencing token as tokens are shown (a bigint); an integer number is taken as one too. */
+function tokenArgument(token) {
+  if (typeof token === 'bigint') return token
+  if (typeof token === 'number' && Number.isSafeInteger(token)) return BigInt(token)
+  throw invalid(`token must be a bigint (lease.token) or a safe integer number, got ${describe(token)}`)
+}
+
 const kInternal = Symbol('zklock.internal')
+const kNativeLease = Symbol('zklock.nativeLease')
 
 function internalOnly(token, what) {
   if (token !== kInternal) {
@@ -447,14 +457,18 @@ class Client extends EventEmitter {
     return call(() => this.#native.stats())
   }
 
-  /** An exclusive lock on `path`; re-entrant per Mutex object unless `{ reentrant: false }`. */
+  /**
+   * An exclusive lock on `path`; re-entrant per Mutex object unless `{ reentrant: false }`.
+   * `maxHoldMs`: every lease ends (lost, reason 'max-hold', node deleted) after that long.
+   */
   mutex(path, options) {
     checkString(path, 'path')
     const o = checkOptions(options, 'mutex options')
     if (o.reentrant !== undefined && typeof o.reentrant !== 'boolean') {
       throw invalid(`reentrant must be a boolean, got ${describe(o.reentrant)}`)
     }
-    const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false))
+    const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
+    const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false, maxHoldMs))
     return new Mutex(kInternal, nativeLock, this.#leases)
   }
 
@@ -462,19 +476,21 @@ class Client extends EventEmitter {
    * A counting semaphore of `maxLeases` leases on `path` (Curator's InterProcessSemaphoreV2:
    * every user of the path passes the same N). Never re-entrant: each acquire is a lease.
    */
-  semaphore(path, maxLeases) {
+  semaphore(path, maxLeases, options) {
     checkString(path, 'path')
     if (typeof maxLeases !== 'number') {
       throw invalid(`maxLeases must be a number, got ${describe(maxLeases)}`)
     }
-    const nativeLock = call(() => this.#native.semaphore(path, maxLeases))
+    const maxHoldMs = checkMillis(checkOptions(options, 'semaphore options').maxHoldMs, 'maxHoldMs')
+    const nativeLock = call(() => this.#native.semaphore(path, maxLeases, maxHoldMs))
     return new Semaphore(kInternal, nativeLock, this.#leases, maxLeases)
   }
 
   /** The semaphore of one lease on `path`: excludes Curator's InterProcessSemaphoreMutex. */
-  semaphoreMutex(path) {
+  semaphoreMutex(path, options) {
     checkString(path, 'path')
-    const nativeLock = call(() => this.#native.semaphoreMutex(path))
+    const maxHoldMs = checkMillis(checkOptions(options, 'semaphoreMutex options').maxHoldMs, 'maxHoldMs')
+    const nativeLock = call(() => this.#native.semaphoreMutex(path, maxHoldMs))
     return new Semaphore(kInternal, nativeLock, this.#leases, 1)
   }
 
@@ -490,6 +506,57 @@ class Client extends EventEmitter {
     const node = o.node === undefined || o.node === null ? undefined : checkString(o.node, 'node')
     try {
       return await this.#native.revoke(path, node)
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+
+  /**
+   * A participant in the leader election on `path`. Options: `style` ('latch', the default:
+   * Curator's LeaderLatch; 'selector': Curator's LeaderSelector; 'kazoo': kazoo's Election),
+   * `id` (the participant id, its node's data; default: the client's identity), `maxHoldMs`
+   * (a leadership ends, lost with reason 'max-hold', after that long; default: no limit).
+   */
+  election(path, options) {
+    checkString(path, 'path')
+    const o = checkOptions(options, 'election options')
+    const style = o.style === undefined || o.style === null ? undefined : checkString(o.style, 'style')
+    const id = o.id === undefined || o.id === null ? undefined : checkString(o.id, 'id')
+    const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
+    const nativeElection = call(() => this.#native.election(path, style, id, maxHoldMs))
+    return new Election(kInternal, nativeElection, this.#leases)
+  }
+
+  /**
+   * Watches who leads the election on `path` without taking part: an async iterator of the
+   * leader (an ElectionParticipant, or null when nobody leads), the leader now first, then
+   * every change. `next({ timeoutMs })` rejects with ZKLOCK_TIMEOUT when nothing changed in
+   * time; `return()` (a `break` out of `for await`) stops it.
+   */
+  observeLeader(path) {
+    checkString(path, 'path')
+    const nativeWatch = call(() => this.#native.observeLeader(path))
+    return new LeaderWatch(kInternal, nativeWatch, path)
+  }
+
+  /**
+   * Whether `token` (a bigint, or an integer number) is the fencing token of a current holder
+   * of the lock, or the leader of the election, on `path` (Chubby's CheckSequencer), so that a
+   * resource handed a token can verify it. `maxLeases`: a semaphore's N (only its first N
+   * lease nodes hold). True at the moment ZooKeeper answered.
+   */
+  async check(path, token, options) {
+    checkString(path, 'path')
+    const o = checkOptions(options, 'check options')
+    let maxLeases
+    if (o.maxLeases !== undefined && o.maxLeases !== null) {
+      if (typeof o.maxLeases !== 'number') {
+        throw invalid(`maxLeases must be a number, got ${describe(o.maxLeases)}`)
+      }
+      maxLeases = o.maxLeases
+    }
+    try {
+      return await this.#native.check(path, tokenArgument(token), maxLeases)
     } catch (e) {
       throw translate(e)
     }
@@ -885,10 +952,12 @@ class LeaseCore {
       } else if (state === 'lost') {
         this.finish()
         const reason = this.native.lostReason
+        // The core's reason names the node ("lease on <node> lost: <why>"): said once.
         const err = zkError(
           ErrorCode.LOST,
-          `the lease on ${this.lockPath} (node ${this.native.path}, token ${this.native.token}) was lost` +
-            (reason ? `: ${reason}` : ''),
+          reason
+            ? `the lease on ${this.lockPath} (token ${this.native.token}) was lost: ${reason}`
+            : `the lease on ${this.lockPath} (node ${this.native.path}, token ${this.native.token}) was lost`,
         )
         this.lostError = err
         if (this.abortController !== null) this.abortController.abort(err)
@@ -1077,6 +1146,36 @@ class Lease extends EventEmitter {
   }
 
   /**
+   * Until when no one else can hold this lease's lock (Chubby's local lease), in milliseconds
+   * on Date.now()'s clock, computed at the call; null once released or lost. While held it is
+   * ahead of now and moves forward with every answered heartbeat; while suspended it stays
+   * where the last proof put it. Check the time left before a side effect (a pause after the
+   * check is what fencing tokens are for).
+   */
+  validUntil() {
+    return this.#core.native.validUntil() ?? null
+  }
+
+  /**
+   * zklock's own (Election.resign, Election.proclaim): `use(nativeLease)`; with `end`, that
+   * call ends this handle as release() does (its promise is the release's), once it did not
+   * throw.
+   */
+  [kNativeLease](use, end) {
+    if (end && this.#releasing) {
+      throw zkError(ErrorCode.NOT_HELD, `the lease on ${this.lockPath} was already released`)
+    }
+    const core = this.#core
+    if (!end) return use(core.native)
+    core.state()
+    const promise = use(core.native)
+    core.done = true
+    core.finish()
+    this.#releasing = promise
+    return promise
+  }
+
+  /**
    * Releases the lease: the core's outcome, 'released' (node deleted), 'still-held' (a
    * re-entrant hold went down) or 'was-lost'. Releasing twice rejects with ZKLOCK_NOT_HELD.
    */
@@ -1134,6 +1233,296 @@ async function releaseAtScopeEnd(lease, scope) {
   return outcome
 }
 
+// Elections -------------------------------------------------------------------------------
+
+/**
+ * A leadership: the lease of the first node of an election (token, states, `signal`, events,
+ * guardedWrite, validUntil, `await using`), what `election.lead()` resolves with. Releasing or
+ * disposing it resigns.
+ */
+class Leadership extends Lease {}
+
+/** An election participant as the core lists it; `style` null for a node of no election layout. */
+function electionParticipant(p) {
+  if (p === undefined || p === null) return null
+  p.style ??= null
+  return p
+}
+
+function checkLeadership(lead) {
+  if (!(lead instanceof Lease)) {
+    throw invalid(`lead must be a Leadership from election.lead(), got ${describe(lead)}`)
+  }
+  return lead
+}
+
+function leadAbortError(electionPath, signal) {
+  return zkError(ErrorCode.ABORTED, `running for leader of ${electionPath} was aborted`, signal.reason)
+}
+
+/**
+ * One participant's side of a leader election on a path (`client.election(path, options)`).
+ * `lead()` waits until it leads and resolves with a Leadership; `run(fn)` is the callback form.
+ */
+class Election {
+  #native
+  #leases
+
+  /** @private */
+  constructor(token, nativeElection, leases) {
+    internalOnly(token, 'Election')
+    this.#native = nativeElection
+    this.#leases = leases
+  }
+
+  /** The election's path. */
+  get path() {
+    return this.#native.path
+  }
+
+  /** The layout of this participant's nodes: 'latch', 'selector' or 'kazoo'. */
+  get style() {
+    return this.#native.style
+  }
+
+  /** This participant's id (its node's data). */
+  get id() {
+    return this.#native.id
+  }
+
+  /** The longest a leadership lasts, in milliseconds; null for no limit. */
+  get maxHoldMs() {
+    return this.#native.maxHoldMs ?? null
+  }
+
+  /**
+   * Waits until this participant leads: a Leadership. `timeoutMs` / `deadline` as an acquire's
+   * (ZKLOCK_TIMEOUT), an aborted `signal` rejects with ZKLOCK_ABORTED and removes our node;
+   * ZKLOCK_CONFLICT when a node of another layout is on the path (the message names it).
+   */
+  async lead(options) {
+    const { timeoutMs, deadline, signal } = acquireOptions(options)
+    if (signal && signal.aborted) throw leadAbortError(this.path, signal)
+    const pending = call(() => this.#native.startLead(timeoutMs, deadline))
+    return this.#leadership(pending, signal)
+  }
+
+  /** Waits for a started attempt (`pending`, a native acquire) and wraps its lease. */
+  async #leadership(pending, signal) {
+    let unlisten = () => {}
+    try {
+      if (signal) {
+        if (signal.aborted) pending.cancel()
+        else unlisten = onAbort(signal, () => pending.cancel())
+      }
+    } catch (e) {
+      pending.cancel()
+      await pending.wait().then((l) => l.release(), () => {})
+      throw e
+    }
+    let nativeLease
+    try {
+      nativeLease = await pending.wait()
+    } catch (e) {
+      try {
+        unlisten()
+      } catch {
+        // The attempt failed: that is the error to report.
+      }
+      if (signal && signal.aborted && isZkLockError(e) && e.code === ErrorCode.ABORTED) {
+        throw leadAbortError(this.path, signal)
+      }
+      throw translate(e)
+    }
+    const lead = new Leadership(kInternal, new LeaseCore(nativeLease, this.path, this.#leases))
+    try {
+      try {
+        unlisten()
+      } catch (e) {
+        throw signalMethodFailed('removeEventListener', e)
+      }
+      // Aborted just as the leadership came: give it back, the caller asked not to have it.
+      if (signal && signal.aborted) throw leadAbortError(this.path, signal)
+    } catch (e) {
+      await lead.release().catch(() => {})
+      throw e
+    }
+    return lead
+  }
+
+  /**
+   * Gives the leadership up: its node is deleted and the next participant leads. Resolves
+   * with undefined; with `{ requeue: true }` runs again at the tail of the queue and resolves
+   * with the next Leadership once that comes (`signal` aborts that wait: ZKLOCK_ABORTED, node
+   * removed). A leadership released already rejects with ZKLOCK_NOT_HELD.
+   */
+  async resign(lead, options) {
+    checkLeadership(lead)
+    const o = checkOptions(options, 'resign options')
+    if (o.requeue !== undefined && o.requeue !== null && typeof o.requeue !== 'boolean') {
+      throw invalid(`requeue must be a boolean, got ${describe(o.requeue)}`)
+    }
+    const requeue = o.requeue === true
+    const signal = checkSignal(o.signal)
+    let pending
+    try {
+      pending = await lead[kNativeLease]((n) => this.#native.resign(n, requeue), true)
+    } catch (e) {
+      throw translate(e)
+    }
+    if (!requeue) return undefined
+    return this.#leadership(pending, signal)
+  }
+
+  /**
+   * Sets the leadership's node data to `data` (a string, Buffer or Uint8Array): what
+   * participants and observers see as its id from then on. A guarded write: rejects with
+   * ZKLOCK_LOST after loss (nothing written).
+   */
+  async proclaim(lead, data) {
+    checkLeadership(lead)
+    let bytes
+    if (typeof data === 'string') bytes = Buffer.from(data, 'utf8')
+    else if (data instanceof Uint8Array) bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+    else throw invalid(`data must be a string, a Buffer or a Uint8Array, got ${describe(data)}`)
+    try {
+      await lead[kNativeLease]((n) => this.#native.proclaim(n, bytes), false)
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+
+  /**
+   * Everyone running, in election order (the leader first): `{ node, id, token, sessionId,
+   * library, kind, style }`; nodes of other layouts are listed too (`style` their family, or
+   * null), as they make `lead()` fail.
+   */
+  async participants() {
+    try {
+      return (await this.#native.participants()).map(electionParticipant)
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+
+  /** The leader now (the first participant of this layout), or null when nobody leads. */
+  async leader() {
+    try {
+      return electionParticipant(await this.#native.leader())
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+
+  /**
+   * The callback form (kazoo's `election.run`): waits to lead, runs `fn(lead, signal)`, and
+   * resigns once `fn` settled. `signal` aborts when the leadership is lost (or the run's own
+   * `signal` aborts): `fn` should stop then. Resolves with what `fn` returned; rejects with
+   * `fn`'s error, or ZKLOCK_LOST when the leadership was lost before `fn` finished (as
+   * `using()` does). With `{ requeue: true }` it runs again at the tail each time `fn` settles
+   * (also after a loss), until `signal` aborts (ZKLOCK_ABORTED) or `fn` throws.
+   */
+  async run(fn, options) {
+    if (typeof fn !== 'function') throw invalid(`fn must be a function, got ${describe(fn)}`)
+    const o = checkOptions(options, 'run options')
+    if (o.requeue !== undefined && o.requeue !== null && typeof o.requeue !== 'boolean') {
+      throw invalid(`requeue must be a boolean, got ${describe(o.requeue)}`)
+    }
+    const requeue = o.requeue === true
+    const signal = checkSignal(o.signal)
+    let lead = await this.lead({ signal })
+    for (;;) {
+      const stop = new AbortController()
+      const leadSignal = lead.signal
+      const onLost = () => stop.abort(leadSignal.reason)
+      const onStop = () => stop.abort(signal ? signal.reason : undefined)
+      if (leadSignal.aborted) onLost()
+      else leadSignal.addEventListener('abort', onLost, { once: true })
+      const unlisten = signal ? onAbort(signal, onStop) : () => {}
+      if (signal && signal.aborted) onStop()
+      let result
+      try {
+        result = await fn(lead, stop.signal)
+      } catch (e) {
+        await lead.release().catch(() => {})
+        throw e
+      } finally {
+        leadSignal.removeEventListener('abort', onLost)
+        try {
+          unlisten()
+        } catch {
+          // Only our listener stays on the caller's signal.
+        }
+      }
+      if (!requeue) return releaseAtScopeEnd(lead, 'the run() callback finished').then(() => result)
+      if (signal && signal.aborted) {
+        await lead.release().catch(() => {})
+        throw leadAbortError(this.path, signal)
+      }
+      if (lead.state === 'lost') {
+        await lead.release().catch(() => {})
+        lead = await this.lead({ signal })
+      } else {
+        lead = await this.resign(lead, { requeue: true, signal })
+      }
+    }
+  }
+}
+
+/**
+ * Who leads an election, seen from outside (`client.observeLeader(path)`): an async iterator
+ * of the leader (an ElectionParticipant, or null when nobody leads), the leader now first, then
+ * each change. `next({ timeoutMs })` rejects with ZKLOCK_TIMEOUT when nothing changed in time;
+ * `return()` stops it (a pending `next()` then resolves as done).
+ */
+class LeaderWatch {
+  #native
+  #path
+  #done = false
+
+  /** @private */
+  constructor(token, nativeWatch, path) {
+    internalOnly(token, 'LeaderWatch')
+    this.#native = nativeWatch
+    this.#path = path
+  }
+
+  /** The election's path. */
+  get path() {
+    return this.#path
+  }
+
+  async next(options) {
+    if (this.#done) return { value: undefined, done: true }
+    const timeoutMs = checkMillis(checkOptions(options, 'next options').timeoutMs, 'timeoutMs')
+    let report
+    try {
+      report = await this.#native.next(timeoutMs)
+    } catch (e) {
+      throw translate(e)
+    }
+    if (report.stopped) {
+      this.#done = true
+      return { value: undefined, done: true }
+    }
+    return { value: electionParticipant(report.leader), done: false }
+  }
+
+  async return(value) {
+    this.#done = true
+    this.#native.stop()
+    return { value, done: true }
+  }
+
+  [Symbol.asyncIterator]() {
+    return this
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.return()
+  }
+}
+
 // 'error' is accepted though a lease never emits it: Node's events.once() and events.on() add an
 // 'error' listener next to the one asked for, and refusing it made them throw.
 const leaseEvents = new Set([
@@ -1159,6 +1548,9 @@ exports.RwLock = RwLock
 exports.MultiLock = MultiLock
 exports.Semaphore = Semaphore
 exports.Lease = Lease
+exports.Leadership = Leadership
+exports.Election = Election
+exports.LeaderWatch = LeaderWatch
 exports.ErrorCode = ErrorCode
 exports.isZkLockError = isZkLockError
 exports.logChannel = logChannel

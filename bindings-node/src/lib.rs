@@ -58,6 +58,11 @@ impl AsRef<str> for Code {
     }
 }
 
+/// A failure of napi itself (making a promise) as our `ZKLOCK_INTERNAL`.
+fn internal(e: napi::Error) -> napi::Error<Code> {
+    napi::Error::new(Code("ZKLOCK_INTERNAL"), e.reason.clone())
+}
+
 fn js_err(e: zklock::Error) -> napi::Error<Code> {
     let e = node_spelling(e);
     napi::Error::new(Code(code_of(e.kind())), e.message().to_owned())
@@ -68,6 +73,10 @@ fn js_err(e: zklock::Error) -> napi::Error<Code> {
 /// option names ([`zklock::OPTION_NAMES`]); this only camel-cases them.
 fn node_spelling(e: zklock::Error) -> zklock::Error {
     e.respell_options(|name| {
+        // Node takes the maximum hold in milliseconds, as `maxHoldMs`.
+        if name == "max_hold" {
+            return "maxHoldMs".to_owned();
+        }
         let mut out = String::with_capacity(name.len());
         let mut upper = false;
         for c in name.chars() {
@@ -312,28 +321,45 @@ impl NativeClient {
 
     /// An exclusive lock on `path` (re-entrant for this object unless `reentrant` is false).
     #[napi(catch_unwind)]
-    pub fn mutex(&self, path: String, reentrant: bool) -> napi::Result<NativeLock, Code> {
+    pub fn mutex(
+        &self,
+        path: String,
+        reentrant: bool,
+        max_hold_ms: Option<f64>,
+    ) -> napi::Result<NativeLock, Code> {
         let lock = self
             .inner
             .mutex(&path)
             .map_err(js_err)?
             .reentrant(reentrant);
+        let lock = with_max_hold(lock, max_hold_ms).map_err(js_err)?;
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 
     /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
     /// layout); never re-entrant. A JS number is taken as it is: the core judges N.
     #[napi(catch_unwind)]
-    pub fn semaphore(&self, path: String, max_leases: f64) -> napi::Result<NativeLock, Code> {
+    pub fn semaphore(
+        &self,
+        path: String,
+        max_leases: f64,
+        max_hold_ms: Option<f64>,
+    ) -> napi::Result<NativeLock, Code> {
         let n = max_leases_of(&path, max_leases).map_err(js_err)?;
         let lock = self.inner.semaphore(&path, n).map_err(js_err)?;
+        let lock = with_max_hold(lock, max_hold_ms).map_err(js_err)?;
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 
     /// `semaphore(path, 1)`: excludes Curator's `InterProcessSemaphoreMutex`.
     #[napi(catch_unwind)]
-    pub fn semaphore_mutex(&self, path: String) -> napi::Result<NativeLock, Code> {
+    pub fn semaphore_mutex(
+        &self,
+        path: String,
+        max_hold_ms: Option<f64>,
+    ) -> napi::Result<NativeLock, Code> {
         let lock = self.inner.semaphore_mutex(&path).map_err(js_err)?;
+        let lock = with_max_hold(lock, max_hold_ms).map_err(js_err)?;
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 
@@ -346,6 +372,66 @@ impl NativeClient {
         node: Option<String>,
     ) -> napi::Result<Settled<Vec<String>>> {
         Ok(Settled(self.inner.revoke(&path, node.as_deref()).await))
+    }
+
+    /// A participant in the leader election on `path`: `style` is the core's
+    /// [`zklock::ElectionStyle`] name (absent: `latch`, the default every face takes), `id` the
+    /// participant id (absent: the client's identity), `maxHoldMs` the longest a leadership
+    /// lasts ([`zklock::Election::max_hold`]).
+    #[napi(catch_unwind)]
+    pub fn election(
+        &self,
+        path: String,
+        style: Option<String>,
+        id: Option<String>,
+        max_hold_ms: Option<f64>,
+    ) -> napi::Result<NativeElection, Code> {
+        let style = match style {
+            Some(name) => name.parse::<zklock::ElectionStyle>().map_err(js_err)?,
+            None => zklock::ElectionStyle::Latch,
+        };
+        let election = self
+            .inner
+            .election(&path, style, id.as_deref())
+            .map_err(js_err)?;
+        let election = match max_hold_ms {
+            None => election,
+            Some(ms) => election
+                .max_hold(Some(
+                    zklock::support::duration_from_millis_f64(ms, "maxHoldMs").map_err(js_err)?,
+                ))
+                .map_err(js_err)?,
+        };
+        Ok(NativeElection {
+            inner: Arc::new(election),
+        })
+    }
+
+    /// Watches who leads the election on `path` without taking part
+    /// ([`zklock::Client::observe_leader`]).
+    #[napi(catch_unwind)]
+    pub fn observe_leader(&self, path: String) -> napi::Result<NativeLeaderWatch, Code> {
+        let watch = self.inner.observe_leader(&path).map_err(js_err)?;
+        let (stop, _) = tokio::sync::watch::channel(false);
+        Ok(NativeLeaderWatch { watch, stop })
+    }
+
+    /// Whether `token` is a current holder's or the leader's on `path`
+    /// ([`zklock::Client::check`], Chubby's `CheckSequencer`).
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn check<'env>(
+        &self,
+        env: &'env Env,
+        path: String,
+        token: BigInt,
+        max_leases: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        let client = self.inner.clone();
+        let token = token_of(&token);
+        let max_leases = max_leases.map(|n| max_leases_of(&path, n)).transpose();
+        settle_from_core(env, async move {
+            client.check(&path, token?, max_leases?).await
+        })
     }
 
     /// Both sides of a read/write lock on `path`: `[read, write]`, one owner (so that holding
@@ -721,6 +807,42 @@ fn max_leases_of(path: &str, n: f64) -> Result<u32, zklock::Error> {
         return Ok(n as u32);
     }
     Err(zklock::invalid_max_leases(path, n))
+}
+
+/// `lock` with the maximum hold `max_hold_ms` ([`zklock::Lock::max_hold`]; absent: none).
+fn with_max_hold(lock: zklock::Lock, max_hold_ms: Option<f64>) -> zklock::Result<zklock::Lock> {
+    match max_hold_ms {
+        None => Ok(lock),
+        Some(ms) => lock.max_hold(Some(zklock::support::duration_from_millis_f64(
+            ms,
+            "maxHoldMs",
+        )?)),
+    }
+}
+
+/// A JS bigint as a fencing token (ZooKeeper's czxid, an `i64`).
+fn token_of(token: &BigInt) -> zklock::Result<i64> {
+    let (value, lossless) = token.get_i64();
+    if !lossless {
+        return Err(zklock::Error::new(
+            ErrorKind::InvalidArgument,
+            "token is out of the range of a fencing token (a signed 64-bit integer)",
+        ));
+    }
+    Ok(value)
+}
+
+/// An [`std::time::Instant`] on `Date.now()`'s clock: milliseconds since the Unix epoch.
+fn epoch_ms_of(instant: std::time::Instant) -> f64 {
+    let now = std::time::Instant::now();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3);
+    if instant >= now {
+        wall + (instant - now).as_secs_f64() * 1e3
+    } else {
+        wall - (now - instant).as_secs_f64() * 1e3
+    }
 }
 
 impl NativeClient {
@@ -1189,6 +1311,262 @@ impl NativeAcquire {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Elections
+
+/// One participant's side of an election ([`zklock::Election`]); a leadership is a
+/// [`NativeLease`].
+#[napi]
+pub struct NativeElection {
+    inner: Arc<zklock::Election>,
+}
+
+/// One participant of an election, or the leader an observer reports.
+#[napi(object)]
+pub struct NativeElectionParticipant {
+    pub node: String,
+    /// The participant id (the node's data).
+    pub id: String,
+    pub token: BigInt,
+    pub library: String,
+    pub kind: String,
+    pub session_id: BigInt,
+    /// The participant's family ([`zklock::Participant::election_style`]); `None` for a node
+    /// of no election layout.
+    pub style: Option<String>,
+}
+
+impl From<zklock::Participant> for NativeElectionParticipant {
+    fn from(p: zklock::Participant) -> Self {
+        NativeElectionParticipant {
+            style: p.election_style().map(|s| s.as_str().to_owned()),
+            node: p.node,
+            id: p.identity,
+            token: BigInt::from(p.token),
+            library: p.library.as_str().to_owned(),
+            kind: p.kind.as_str().to_owned(),
+            session_id: BigInt::from(p.session_id),
+        }
+    }
+}
+
+/// A path shown in a message: at most 100 characters of it.
+fn shown(path: &str) -> String {
+    if path.chars().count() <= 100 {
+        return format!("{path:?}");
+    }
+    let head: String = path.chars().take(97).collect();
+    format!("{head:?}... ({} bytes)", path.len())
+}
+
+impl NativeElection {
+    /// The core's [`zklock::Election::resign`] and [`zklock::Election::proclaim`] refuse a lease
+    /// that is not a leadership of this election; resign takes the lease by value and drops a
+    /// refused one, which would release it. So the refusal is made here first, by the same rule
+    /// (the lease's node is a child of the election's path), and the lease is kept.
+    fn own(&self, lease: &zklock::Lease) -> zklock::Result<()> {
+        let parent = lease.path().rsplit_once('/').map(|(p, _)| p);
+        if parent != Some(self.inner.path()) || lease.paths().len() != 1 {
+            return Err(zklock::Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the lease on {} is not a leadership of the election on {}",
+                    shown(lease.path()),
+                    shown(self.inner.path())
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[napi]
+impl NativeElection {
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.inner.path().to_owned()
+    }
+
+    /// The core's [`zklock::ElectionStyle`] name.
+    #[napi(getter)]
+    pub fn style(&self) -> &'static str {
+        self.inner.style().as_str()
+    }
+
+    #[napi(getter)]
+    pub fn id(&self) -> String {
+        self.inner.id().to_owned()
+    }
+
+    /// The maximum hold of a leadership in milliseconds, when set.
+    #[napi(getter)]
+    pub fn max_hold_ms(&self) -> Option<f64> {
+        self.inner
+            .max_hold_limit()
+            .map(|d| d.as_micros() as f64 / 1e3)
+    }
+
+    /// Starts running for leader on the core's runtime (`timeoutMs` / `deadline` by the
+    /// acquire's rule); awaited with `wait()`, aborted with `cancel()` (its node removed).
+    #[napi(catch_unwind)]
+    pub fn start_lead(
+        &self,
+        timeout_ms: Option<f64>,
+        deadline_ms: Option<f64>,
+    ) -> napi::Result<NativeAcquire, Code> {
+        let wait = Wait::from_millis_or_deadline(timeout_ms, deadline_ms).map_err(js_err)?;
+        Ok(NativeAcquire {
+            acquire: Arc::new(Mutex::new(Some(self.inner.start_lead(wait)))),
+        })
+    }
+
+    /// Gives the leadership up ([`zklock::Election::resign`]); with `requeue`, resolves with
+    /// the acquire of the new attempt at the tail, else with `null`. A leadership released
+    /// already rejects with `ZKLOCK_NOT_HELD`.
+    #[napi(ts_return_type = "Promise<NativeAcquire | null>")]
+    pub fn resign<'env>(
+        &self,
+        env: &'env Env,
+        leadership: &NativeLease,
+        requeue: bool,
+    ) -> napi::Result<Object<'env>, Code> {
+        let taken = {
+            let mut slot = leadership.lease();
+            match slot.as_ref() {
+                None => Err(zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!(
+                        "the leadership on {} was already released",
+                        shown(&leadership.path)
+                    ),
+                )),
+                Some(l) => self.own(l).map(|()| slot.take().expect("checked above")),
+            }
+        }
+        .map_err(js_err)?;
+        let election = self.inner.clone();
+        settle_from_core(env, async move {
+            let again = election.resign(taken, requeue).await?;
+            Ok(again.map(|a| NativeAcquire {
+                acquire: Arc::new(Mutex::new(Some(a))),
+            }))
+        })
+        .map_err(internal)
+    }
+
+    /// Sets the leadership's node data ([`zklock::Election::proclaim`]): a guarded write,
+    /// applied only while the node is ours (`ZKLOCK_LOST` after loss).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn proclaim<'env>(
+        &self,
+        env: &'env Env,
+        leadership: &NativeLease,
+        data: napi::bindgen_prelude::Buffer,
+    ) -> napi::Result<Object<'env>, Code> {
+        // The core's proclaim borrows the lease for its whole future, which cannot outlive
+        // this call; its write is made through the lease's guard instead, after the same check.
+        let (guarded, node) = {
+            let slot = leadership.lease();
+            match slot.as_ref() {
+                None => Err(zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!("the leadership on {} was released", shown(&leadership.path)),
+                )),
+                Some(l) => self.own(l).map(|()| (l.guarded(), l.path().to_owned())),
+            }
+        }
+        .map_err(js_err)?;
+        let data = data.to_vec();
+        settle_from_core(env, async move {
+            guarded
+                .write(vec![zklock::Write::set_data(node, data)])
+                .await
+                .map(drop)
+        })
+        .map_err(internal)
+    }
+
+    /// Everyone running, in election order (the leader first).
+    #[napi(ts_return_type = "Promise<NativeElectionParticipant[]>")]
+    pub fn participants<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let election = self.inner.clone();
+        settle_from_core(env, async move {
+            Ok(election
+                .participants()
+                .await?
+                .into_iter()
+                .map(NativeElectionParticipant::from)
+                .collect::<Vec<_>>())
+        })
+    }
+
+    /// The leader now, `null` when nobody leads.
+    #[napi(ts_return_type = "Promise<NativeElectionParticipant | null>")]
+    pub fn leader<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let election = self.inner.clone();
+        settle_from_core(env, async move {
+            Ok(election
+                .leader()
+                .await?
+                .map(NativeElectionParticipant::from))
+        })
+    }
+}
+
+/// An observer of an election's leader ([`zklock::LeaderWatch`]).
+#[napi]
+pub struct NativeLeaderWatch {
+    watch: zklock::LeaderWatch,
+    /// Set by `stop()`: a pending `next()` resolves as stopped.
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+/// What one `next()` found: the leader (`null`: nobody leads), or that the watch was stopped.
+#[napi(object)]
+pub struct NativeLeaderReport {
+    pub stopped: bool,
+    pub leader: Option<NativeElectionParticipant>,
+}
+
+#[napi]
+impl NativeLeaderWatch {
+    /// The leader at the first call, then the next change ([`zklock::LeaderWatch::next`]),
+    /// within `timeoutMs` by the acquire's rule (`ZKLOCK_TIMEOUT` when nothing changed).
+    #[napi(ts_return_type = "Promise<NativeLeaderReport>")]
+    pub fn next<'env>(
+        &self,
+        env: &'env Env,
+        timeout_ms: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        let wait = Wait::from_millis(timeout_ms);
+        let watch = self.watch.clone();
+        let mut stopped = self.stop.subscribe();
+        settle_from_core(env, async move {
+            let wait = wait?;
+            let report = |leader: Option<zklock::Participant>| NativeLeaderReport {
+                stopped: false,
+                leader: leader.map(NativeElectionParticipant::from),
+            };
+            if *stopped.borrow_and_update() {
+                return Ok(NativeLeaderReport {
+                    stopped: true,
+                    leader: None,
+                });
+            }
+            tokio::select! {
+                next = watch.next(wait) => next.map(report),
+                _ = stopped.changed() => Ok(NativeLeaderReport { stopped: true, leader: None }),
+            }
+        })
+    }
+
+    /// Stops the watch: a pending `next()` resolves as stopped, and so does every later one.
+    #[napi(catch_unwind)]
+    pub fn stop(&self) {
+        self.stop.send_replace(true);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Leases
 
 /// A held lock (`zklock::Lease`).
@@ -1329,6 +1707,16 @@ impl NativeLease {
                 })
                 .collect::<Vec<_>>())
         })
+    }
+
+    /// Until when no one else can hold this lease's lock ([`zklock::Lease::valid_until`]), in
+    /// milliseconds on `Date.now()`'s clock, computed now; `null` once released or lost.
+    #[napi(catch_unwind)]
+    pub fn valid_until(&self) -> Option<f64> {
+        self.lease()
+            .as_ref()
+            .and_then(zklock::Lease::valid_until)
+            .map(epoch_ms_of)
     }
 
     /// True once someone asked the holder to let go (`__REVOKE__` on its node).

@@ -25,6 +25,14 @@
 //   `acquire({ timeoutMs: 5000 })`. The "same value, same owner" semaphore scenarios use one
 //   Semaphore object. Revocation is heard
 //   through the lease's 'revokeRequested' event and asked with `client.revoke(path)`.
+// - Elections: `client.election(path, { style, id })`; "leads once as a try" is
+//   `lead({ timeoutMs: 0 })`, a resign is `election.resign(lead)`; "starts leading" is a
+//   `lead()` promise not awaited yet. The maximum hold is `client.mutex(path, { maxHoldMs })`
+//   with maxHoldMs = seconds * 1000 (nan -> NaN); the lost reason's first word is read from
+//   the 'lost' event's ZKLOCK_LOST error message (what follows its last " lost: ", which is
+//   where the core's lost reason says why, as the Rust runner reads it). The observer is
+//   `client.observeLeader(path)` read with `next({ timeoutMs: 10000 })`; `check` is
+//   `client.check(path, lease.token)`; valid-until is `lease.validUntil()` against Date.now().
 // - Every error message met on the way (also one mapped to not-acquired) must be at most 300
 //   characters.
 'use strict'
@@ -53,6 +61,7 @@ const KIND_OF_CODE = Object.freeze({
   ZKLOCK_ZOOKEEPER: 'ZooKeeper',
   ZKLOCK_INTERNAL: 'Internal',
   ZKLOCK_OUTCOME_UNKNOWN: 'OutcomeUnknown',
+  ZKLOCK_CONFLICT: 'Conflict',
 })
 
 /** Scenarios (or ops) that have no form in the Node API, with the reason. */
@@ -412,6 +421,52 @@ const ops = {
     })
   },
 
+  async election_style(input, c) {
+    return outcome(async () => {
+      const election = a.election(lockPath(c), { style: /** @type {any} */ (input), id: 'conformance' })
+      const lead = await election.lead({ timeoutMs: 0 })
+      await election.resign(lead)
+      return 'ok'
+    })
+  },
+
+  async election_id(input, c) {
+    return outcome(async () => {
+      const election = a.election(lockPath(c), { style: 'latch', id: input })
+      const lead = await election.lead({ timeoutMs: 0 })
+      try {
+        const leader = await election.leader()
+        return leader !== null && leader.id === input ? 'ok' : 'id-differs'
+      } finally {
+        await election.resign(lead)
+      }
+    })
+  },
+
+  async max_hold(input, c) {
+    return outcome(async () => {
+      const lock = a.mutex(lockPath(c), { maxHoldMs: seconds(input) * 1000 })
+      const lease = await lock.acquire()
+      try {
+        // The lease's signal: aborted with the ZKLOCK_LOST error, also when lost already.
+        const signal = lease.signal
+        const lost = signal.aborted
+          ? signal.reason
+          : await Promise.race([
+            new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true })),
+            new Promise((resolve) => setTimeout(() => resolve(null), 5000).unref()),
+          ])
+        if (lost === null) return 'held'
+        // The core's reason ends the message: "... was lost: <...> lost: max-hold ...".
+        const why = /** @type {Error} */ (lost).message.split(' lost: ').pop() || ''
+        messages.push(/** @type {Error} */ (lost).message)
+        return `lost,${why.split(/[: ]/)[0]}`
+      } finally {
+        await lease.release()
+      }
+    })
+  },
+
   async scenario(input, c) {
     const run = scenarios[input]
     if (!run) throw new Error(`unknown scenario ${JSON.stringify(input)} (case ${c.id})`)
@@ -435,6 +490,30 @@ async function ourParticipant(lock, lease) {
   const mine = parts.find((p) => p.node === lease.path)
   assert.ok(mine, `our node ${lease.path} is among the participants ${JSON.stringify(parts.map((p) => p.node))}`)
   return mine
+}
+
+/** Waits (up to 5 s) until an election lists `n` participants. */
+async function waitForParticipants(election, n) {
+  for (let i = 0; i < 100; i += 1) {
+    if ((await election.participants()).length === n) return
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error(`the election on ${election.path} never had ${n} participants`)
+}
+
+/** Leads a `style` election on `p`; the `field` of our node among its participants. */
+function ourElectionNode(p, style, field) {
+  return outcome(async () => {
+    const election = a.election(p, { style })
+    const lead = await election.lead()
+    try {
+      const mine = (await election.participants()).find((x) => x.node === lead.path)
+      assert.ok(mine, `our node ${lead.path} is among the participants`)
+      return mine[field]
+    } finally {
+      await election.resign(lead)
+    }
+  })
 }
 
 const scenarios = {
@@ -731,6 +810,111 @@ const scenarios = {
         } finally {
           await held.release()
         }
+      }),
+    ),
+
+  'election-handover': (p) =>
+    outcome(async () => {
+      const ea = a.election(p, { style: 'selector', id: 'a' })
+      const eb = b.election(p, { style: 'selector', id: 'b' })
+      const leadA = await ea.lead()
+      const tokenA = leadA.token
+      const waiting = eb.lead()
+      await waitForParticipants(ea, 2)
+      await ea.resign(leadA)
+      const leadB = await waiting
+      const leader = await ea.leader()
+      const up = leadB.token > tokenA ? 'token-up' : 'token-down'
+      await eb.resign(leadB)
+      return `${leader === null ? 'none' : leader.id},${up}`
+    }),
+
+  'election-requeue': (p) =>
+    outcome(async () => {
+      const ea = a.election(p, { style: 'latch', id: 'a' })
+      const eb = b.election(p, { style: 'latch', id: 'b' })
+      const leadA = await ea.lead()
+      const waiting = eb.lead()
+      await waitForParticipants(ea, 2)
+      const again = ea.resign(leadA, { requeue: true })
+      const leadB = await waiting
+      await waitForParticipants(ea, 2)
+      const order = (await ea.participants()).map((x) => x.id)
+      await eb.resign(leadB)
+      await (await again).release()
+      return order.join(',')
+    }),
+
+  'election-mixed-layouts': (p) =>
+    outcome(async () => {
+      const theirs = await b.election(p, { style: 'latch', id: 'latch' }).lead()
+      try {
+        const result = await outcome(async () => {
+          const lead = await a.election(p, { style: 'selector', id: 'selector' }).lead({ timeoutMs: 0 })
+          await lead.release()
+          return 'led'
+        })
+        const left = (await a.mutex(p).participants()).length
+        return left === 1 ? result : 'left-node'
+      } finally {
+        await theirs.release()
+      }
+    }),
+
+  'election-observe': (p) =>
+    outcome(async () => {
+      const watch = a.observeLeader(p)
+      const id = (/** @type {any} */ r) => (r.done ? 'done' : r.value === null ? 'none' : r.value.id)
+      try {
+        const seen = [id(await watch.next({ timeoutMs: 10_000 }))]
+        const ea = b.election(p, { style: 'selector', id: 'a' })
+        const lead = await ea.lead()
+        seen.push(id(await watch.next({ timeoutMs: 10_000 })))
+        await ea.resign(lead)
+        seen.push(id(await watch.next({ timeoutMs: 10_000 })))
+        return seen.join(',')
+      } finally {
+        await watch.return()
+      }
+    }),
+
+  'election-proclaim': (p) =>
+    outcome(async () => {
+      const ea = a.election(p, { style: 'latch', id: 'a' })
+      const lead = await ea.lead()
+      try {
+        await ea.proclaim(lead, 'p-data')
+        const leader = await b.election(p, { style: 'latch' }).leader()
+        return leader === null ? 'none' : leader.id
+      } finally {
+        await ea.resign(lead)
+      }
+    }),
+
+  'kind-latch': (p) => ourElectionNode(p, 'latch', 'kind'),
+
+  'library-kazoo-style': (p) => ourElectionNode(p, 'kazoo', 'library'),
+
+  'check-token': (p) =>
+    outcome(async () => {
+      const lease = await a.mutex(p).acquire()
+      const before = await b.check(p, lease.token)
+      await lease.release()
+      const after = await b.check(p, lease.token)
+      return `${before},${after}`
+    }),
+
+  'valid-until': (p) =>
+    ownClient(async (c) =>
+      outcome(async () => {
+        const lease = await c.mutex(p).acquire()
+        const until = lease.validUntil()
+        const now = Date.now()
+        // The client's session timeout: the default 10 s (the server may only shorten it).
+        const first = until === null ? 'none' : until <= now ? 'past' : until > now + 10_000 ? 'beyond' : 'ahead'
+        await c.close()
+        const second = lease.validUntil() === null ? 'none' : 'some'
+        return `${first},${second}`
       }),
     ),
 

@@ -72,6 +72,17 @@ test("the README's semaphore example runs as written on this Node", () => {
   assert.match(out, /^asked to let go\nstill held$/m)
 })
 
+test("the README's election example runs as written on this Node", () => {
+  const example = blocks('js').find((b) => b.startsWith('// election.mjs'))
+  assert.ok(example, 'the README has the ```js election example (election.mjs)')
+  const out = runExample(example)
+  assert.match(out, /^leading as worker-1 with token \d+n?$/m)
+  assert.match(out, /^check: true$/m)
+  assert.match(out, /^time left: true$/m)
+  assert.match(out, /^ran$/m)
+  assert.match(out, /^leader: none$/m)
+})
+
 test("the README's await using example compiles with tsc for Node 20 and runs", () => {
   const [example] = blocks('ts')
   assert.ok(example, 'the README has a ```ts example')

@@ -113,3 +113,29 @@ export async function lostInsideTheBlock(servers: string, path: string): Promise
   }
   return { disposed, used, stateAfter: captured ? captured.state : 'none', thrown }
 }
+
+/** A leadership is resigned at block exit (issue 25): the next participant can lead. */
+export async function resignedAtBlockExit(
+  client: Client,
+  other: Client,
+  path: string,
+): Promise<{ leaderInside: string | null; proclaimed: string | null; stateAfter: string; leaderAfter: string | null; checkAfter: boolean }> {
+  const election = client.election(path, { id: 'scoped' })
+  let captured: Lease
+  let leaderInside: string | null
+  let proclaimed: string | null
+  {
+    await using lead = await election.lead({ timeoutMs: 5_000 })
+    captured = lead
+    leaderInside = (await election.leader())?.id ?? null
+    await election.proclaim(lead, 'proclaimed')
+    proclaimed = (await other.election(path).leader())?.id ?? null
+  }
+  return {
+    leaderInside,
+    proclaimed,
+    stateAfter: captured.state,
+    leaderAfter: (await election.leader())?.id ?? null,
+    checkAfter: await other.check(path, captured.token),
+  }
+}

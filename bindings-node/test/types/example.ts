@@ -6,6 +6,11 @@ import {
   isZkLockError,
   logChannel,
   Semaphore,
+  type Election,
+  type ElectionParticipant,
+  type ElectionStyle,
+  type LeaderWatch,
+  type Leadership,
   type GuardedWrite,
   type GuardedWritten,
   type Lease,
@@ -129,5 +134,47 @@ export async function main(servers: string): Promise<void> {
   const n: number | null = first === undefined ? null : first.maxLeases
   console.log(n === null ? 'no N' : n + 1)
   console.log(client.hosts, client.sessionId, client.closed)
+  await elect(client)
   await client.close()
+}
+
+// Leader election: lead/resign/requeue, `await using`, run() with the lost signal, observe.
+async function elect(client: Client): Promise<void> {
+  const election: Election = client.election('/app/leader', { id: 'worker-1', maxHoldMs: 60_000 })
+  const style: ElectionStyle = election.style
+  console.log(election.path, style, election.id, election.maxHoldMs)
+  {
+    await using lead: Leadership = await election.lead({ timeoutMs: 5_000, signal: AbortSignal.timeout(10_000) })
+    const left: number | null = lead.validUntil()
+    if (left !== null && left - Date.now() > 100) await writeWithFence('row', lead.token, lead.signal)
+    await election.proclaim(lead, 'worker-1 at host:8080')
+    const ok: boolean = await client.check('/app/leader', lead.token)
+    console.log(ok, await client.check('/app/leader', 12, { maxLeases: 2 }))
+  }
+  const first = await election.lead()
+  const again: Leadership = await election.resign(first, { requeue: true })
+  await election.resign(again)
+  const everyone: ElectionParticipant[] = await election.participants()
+  for (const p of everyone) console.log(p.id, p.style ?? 'foreign', p.token, p.sessionId, p.kind, p.library)
+  const leader: ElectionParticipant | null = await election.leader()
+  console.log(leader?.id)
+  const stop = new AbortController()
+  const out: string = await election.run(
+    async (lead, signal) => {
+      await writeWithFence('row', lead.token, signal)
+      return 'done'
+    },
+    { signal: stop.signal },
+  )
+  console.log(out)
+  const watch: LeaderWatch = client.observeLeader('/app/leader')
+  for await (const who of watch) {
+    if (who === null) break
+    console.log(who.id)
+  }
+  const next = await client.observeLeader('/app/leader').next({ timeoutMs: 1_000 })
+  if (!next.done) console.log(next.value?.id ?? 'none')
+  const m = client.mutex('/locks/held', { maxHoldMs: 30_000 })
+  const s: Semaphore = client.semaphore('/locks/s', 2, { maxHoldMs: 30_000 })
+  console.log(m.path, s.maxLeases, ErrorCode.CONFLICT)
 }
