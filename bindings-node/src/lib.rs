@@ -1359,23 +1359,11 @@ fn shown(path: &str) -> String {
 }
 
 impl NativeElection {
-    /// The core's [`zklock::Election::resign`] and [`zklock::Election::proclaim`] refuse a lease
-    /// that is not a leadership of this election; resign takes the lease by value and drops a
-    /// refused one, which would release it. So the refusal is made here first, by the same rule
-    /// (the lease's node is a child of the election's path), and the lease is kept.
+    /// The core's [`zklock::Election::resign`] takes the lease by value and drops a lease it
+    /// refuses, which would release it: the core's rule
+    /// ([`zklock::Election::check_leadership`]) is asked first, and a refused lease is kept.
     fn own(&self, lease: &zklock::Lease) -> zklock::Result<()> {
-        let parent = lease.path().rsplit_once('/').map(|(p, _)| p);
-        if parent != Some(self.inner.path()) || lease.paths().len() != 1 {
-            return Err(zklock::Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "the lease on {} is not a leadership of the election on {}",
-                    shown(lease.path()),
-                    shown(self.inner.path())
-                ),
-            ));
-        }
-        Ok(())
+        self.inner.check_leadership(lease)
     }
 }
 
@@ -1463,26 +1451,24 @@ impl NativeElection {
         data: napi::bindgen_prelude::Buffer,
     ) -> napi::Result<Object<'env>, Code> {
         // The core's proclaim borrows the lease for its whole future, which cannot outlive
-        // this call; its write is made through the lease's guard instead, after the same check.
-        let (guarded, node) = {
+        // this call; its write (the core's `proclamation`) goes through the lease's guard.
+        let data = data.to_vec();
+        let (guarded, writes) = {
             let slot = leadership.lease();
             match slot.as_ref() {
                 None => Err(zklock::Error::new(
                     ErrorKind::NotHeld,
                     format!("the leadership on {} was released", shown(&leadership.path)),
                 )),
-                Some(l) => self.own(l).map(|()| (l.guarded(), l.path().to_owned())),
+                Some(l) => self
+                    .inner
+                    .proclamation(l, data)
+                    .map(|writes| (l.guarded(), writes)),
             }
         }
         .map_err(js_err)?;
-        let data = data.to_vec();
-        settle_from_core(env, async move {
-            guarded
-                .write(vec![zklock::Write::set_data(node, data)])
-                .await
-                .map(drop)
-        })
-        .map_err(internal)
+        settle_from_core(env, async move { guarded.write(writes).await.map(drop) })
+            .map_err(internal)
     }
 
     /// Everyone running, in election order (the leader first).
