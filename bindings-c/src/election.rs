@@ -88,13 +88,7 @@ pub unsafe extern "C" fn zklock_election_new(
 /// them as usual); no call on this handle may be running or start afterwards. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_election_free(e: *mut zklock_election) {
-    guard_value((), || {
-        if !e.is_null() {
-            handles::unregister(e, Kind::Election, "election")?;
-            drop(Box::from_raw(e));
-        }
-        Ok(())
-    })
+    guard_value((), || handles::free(e, Kind::Election, "election"))
 }
 
 /// The participant id (the node's data); valid while the handle lives. NULL when `e` is NULL
@@ -432,13 +426,7 @@ pub unsafe extern "C" fn zklock_participants_get(
 /// Frees a list (its strings with it). NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_participants_free(list: *mut zklock_participants) {
-    guard_value((), || {
-        if !list.is_null() {
-            handles::unregister(list, Kind::Participants, "list")?;
-            drop(Box::from_raw(list));
-        }
-        Ok(())
-    })
+    guard_value((), || handles::free(list, Kind::Participants, "list"))
 }
 
 // --- observing the leader ---------------------------------------------------------------------
@@ -496,13 +484,7 @@ pub unsafe extern "C" fn zklock_leader_watch_next(
 /// Frees a leader watch. No call on it may be running or start afterwards. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_leader_watch_free(w: *mut zklock_leader_watch) {
-    guard_value((), || {
-        if !w.is_null() {
-            handles::unregister(w, Kind::LeaderWatch, "watch")?;
-            drop(Box::from_raw(w));
-        }
-        Ok(())
-    })
+    guard_value((), || handles::free(w, Kind::LeaderWatch, "watch"))
 }
 
 // --- sequencer checks -------------------------------------------------------------------------

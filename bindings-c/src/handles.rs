@@ -94,6 +94,20 @@ pub(crate) unsafe fn get<'a, T>(ptr: *const T, kind: Kind, what: &str) -> Result
 
 /// Takes a live handle of `kind` out of the registry, so that it can be freed once: a second
 /// call with the same pointer fails.
+/// What every `zklock_*_free` of a plain handle does: NULL is a no-op; a live handle of `kind`
+/// is unregistered and dropped; anything else is refused (nothing happens, the caller's guard
+/// reports it through `zklock_last_error()`).
+///
+/// # Safety
+/// `ptr` is NULL or a pointer `register` gave out for a `Box<T>` of `kind`.
+pub(crate) unsafe fn free<T>(ptr: *mut T, kind: Kind, what: &str) -> Result<(), Failure> {
+    if !ptr.is_null() {
+        unregister(ptr, kind, what)?;
+        drop(Box::from_raw(ptr));
+    }
+    Ok(())
+}
+
 pub(crate) fn unregister<T>(ptr: *mut T, kind: Kind, what: &str) -> Result<(), Failure> {
     if ptr.is_null() {
         return Err(Failure::null(what));

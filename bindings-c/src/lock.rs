@@ -247,13 +247,7 @@ pub unsafe extern "C" fn zklock_multi_new(
 /// detected in the common case (nothing happens and `zklock_last_error()` says so).
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lock_free(lock: *mut zklock_lock) {
-    guard_value((), || {
-        if !lock.is_null() {
-            handles::unregister(lock, Kind::Lock, "lock")?;
-            drop(Box::from_raw(lock));
-        }
-        Ok(())
-    })
+    guard_value((), || handles::free(lock, Kind::Lock, "lock"))
 }
 
 /// Acquires the lock, blocking the calling thread: `timeout_ms` -1 waits forever, 0 tries once,

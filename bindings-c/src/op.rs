@@ -95,11 +95,5 @@ pub unsafe extern "C" fn zklock_op_cancel(op: *mut zklock_op) -> zklock_status {
 /// freed is detected in the common case (nothing happens and `zklock_last_error()` says so).
 #[no_mangle]
 pub unsafe extern "C" fn zklock_op_free(op: *mut zklock_op) {
-    guard_value((), || {
-        if !op.is_null() {
-            handles::unregister(op, Kind::Op, "op")?;
-            drop(Box::from_raw(op));
-        }
-        Ok(())
-    })
+    guard_value((), || handles::free(op, Kind::Op, "op"))
 }

@@ -21,10 +21,6 @@ fn elect_cmd(flags: &[&str], path: &str, command: &[String]) -> std::process::Co
     cmd
 }
 
-fn sh(script: &str) -> Vec<String> {
-    vec!["sh".into(), "-c".into(), script.into()]
-}
-
 /// Nanoseconds since the epoch that `date +%s%N` wrote into `file`, if it is there.
 fn stamp(file: &std::path::Path) -> Option<i128> {
     std::fs::read_to_string(file).ok()?.trim().parse().ok()
@@ -168,60 +164,27 @@ fn a_second_elect_starts_its_command_only_after_the_first_ones_exits() {
 fn a_black_holed_leaders_command_gets_sigterm_before_the_next_leaders_command_starts() {
     let mut margins = Vec::new();
     for round in 0..2 {
-        let path = unique_path("cli-elect-partition");
-        let dir = scratch("elect-partition");
-        let (ready, term, started) = (dir.join("ready"), dir.join("term"), dir.join("started"));
-        let proxy = zklock_testkit::Proxy::start(servers().split(',').next().unwrap())
-            .expect("start the fault proxy");
-        let script = format!(
-            "trap 'date +%s%N > \"{term}\"; kill $! 2>/dev/null; exit 0' TERM; \
-             echo $ZKLOCK_TOKEN > '{ready}'; sleep 1000 & wait $!",
-            term = term.display(),
-            ready = ready.display()
+        let cut = black_holed_round(
+            "cli-elect-partition",
+            &["elect", "--id", "cut-off", "--kill-after", "5s"],
+            &["elect", "--id", "next", "--timeout", "60s"],
         );
-        let mut leader = zklock();
-        leader
-            .args(["--servers", proxy.addr(), "--session-timeout", "2s"])
-            .args([
-                "elect",
-                "--id",
-                "cut-off",
-                "--kill-after",
-                "5s",
-                &path,
-                "--",
-            ])
-            .args(sh(&script));
-        let mut leader = spawn(leader);
-        wait_for("the leader's command to run", LIMIT, || {
-            std::fs::read_to_string(&ready).is_ok_and(|t| !t.trim().is_empty())
-        });
-        let mut next = spawn(elect_cmd(
-            &["--id", "next", "--timeout", "60s"],
-            &path,
-            &sh(&format!("date +%s%N > '{}'", started.display())),
-        ));
-        wait_for("the next participant to queue", LIMIT, || {
-            participants(&path).len() == 2
-        });
-        proxy.blackhole();
-        let status = wait_exit(&mut next, Duration::from_secs(60), "next leader");
-        assert_eq!(status.code(), Some(0), "{}", child_stderr(&mut next));
-        let lost = wait_exit(&mut leader, LIMIT, "black-holed leader");
-        let leader_err = child_stderr(&mut leader);
-        proxy.heal();
-        assert_eq!(lost.code(), Some(76), "the lost status: {leader_err}");
+        assert_eq!(
+            cut.status.code(),
+            Some(76),
+            "the lost status: {}",
+            cut.stderr
+        );
         assert!(
-            leader_err.contains("lost the leadership of"),
-            "{leader_err}"
+            cut.stderr.contains("lost the leadership of"),
+            "{}",
+            cut.stderr
         );
-        let started_ns = stamp(&started).expect("the next command recorded its start");
-        let term_ns = stamp(&term).unwrap_or_else(|| {
-            panic!("round {round}: the leader's command never got SIGTERM: {leader_err}")
-        });
-        let margin_ms = (started_ns - term_ns) as f64 / 1e6;
-        println!("round {round}: SIGTERM {margin_ms:.0} ms before the next leader's command");
-        margins.push(margin_ms);
+        println!(
+            "round {round}: SIGTERM {:.0} ms before the next leader's command",
+            cut.margin_ms
+        );
+        margins.push(cut.margin_ms);
     }
     assert!(
         margins.iter().all(|m| *m > 0.0),

@@ -14,10 +14,6 @@ fn exec_cmd(flags: &[&str], path: &str, command: &[String]) -> std::process::Com
     cmd
 }
 
-fn sh(script: &str) -> Vec<String> {
-    vec!["sh".into(), "-c".into(), script.into()]
-}
-
 /// Acceptance 2a: the command runs with the token (and path, node) in its environment and
 /// zklock exits with its status; the lock is released afterwards.
 #[test]
@@ -484,51 +480,12 @@ fn a_connection_cut_within_the_session_timeout_does_not_stop_the_command() {
 fn a_black_holed_execs_command_gets_sigterm_before_the_next_exec_starts() {
     let mut margins = Vec::new();
     for round in 0..3 {
-        let path = unique_path("cli-partition");
-        let dir = scratch("partition");
-        let (ready, term, started) = (dir.join("ready"), dir.join("term"), dir.join("started"));
-        let proxy = zklock_testkit::Proxy::start(servers().split(',').next().unwrap())
-            .expect("start the fault proxy");
-        // `wait` returns at once on a signal, so the trap runs when SIGTERM arrives.
-        let script = format!(
-            "trap 'date +%s%N > \"{term}\"; kill $! 2>/dev/null; exit 0' TERM; \
-             echo $ZKLOCK_TOKEN > '{ready}'; sleep 1000 & wait $!",
-            term = term.display(),
-            ready = ready.display()
+        let cut = black_holed_round(
+            "cli-partition",
+            &["exec", "--kill-after", "5s"],
+            &["exec", "--timeout", "60s"],
         );
-        let mut holder = zklock();
-        holder
-            .args(["--servers", proxy.addr(), "--session-timeout", "2s"])
-            .args(["exec", "--kill-after", "5s", &path, "--"])
-            .args(sh(&script));
-        let mut holder = spawn(holder);
-        wait_for(
-            "the holder's command to run",
-            Duration::from_secs(20),
-            || std::fs::read_to_string(&ready).is_ok_and(|t| !t.trim().is_empty()),
-        );
-        let mut next = spawn(exec_cmd(
-            &["--timeout", "60s"],
-            &path,
-            &sh(&format!("date +%s%N > '{}'", started.display())),
-        ));
-        wait_for("the second exec to queue", Duration::from_secs(20), || {
-            participants(&path).len() == 2
-        });
-        proxy.blackhole();
-        let status = wait_exit(&mut next, Duration::from_secs(60), "second exec");
-        assert_eq!(status.code(), Some(0), "{}", child_stderr(&mut next));
-        let held = wait_exit(&mut holder, Duration::from_secs(30), "black-holed exec");
-        let holder_err = child_stderr(&mut holder);
-        proxy.heal();
-        let read_ns = |file: &std::path::Path| -> Option<i128> {
-            std::fs::read_to_string(file).ok()?.trim().parse().ok()
-        };
-        let started_ns = read_ns(&started).expect("the second command recorded its start");
-        let term_ns = read_ns(&term).unwrap_or_else(|| {
-            panic!("round {round}: the holder's command never got SIGTERM (status {held:?}; stderr: {holder_err})")
-        });
-        let margin_ms = (started_ns - term_ns) as f64 / 1e6;
+        let margin_ms = cut.margin_ms;
         println!(
             "round {round}: SIGTERM {margin_ms:.0} ms {} the second command started",
             if margin_ms >= 0.0 { "before" } else { "AFTER" }

@@ -198,3 +198,74 @@ pub fn openpty() -> (OwnedFd, OwnedFd) {
     }
     unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
+
+/// `sh -c SCRIPT` as a command line.
+pub fn sh(script: &str) -> Vec<String> {
+    vec!["sh".into(), "-c".into(), script.into()]
+}
+
+/// What one black-hole round saw (`black_holed_round`).
+pub struct Cut {
+    /// How long before the next command started the cut-off holder's command got SIGTERM
+    /// (negative: both ran at once).
+    pub margin_ms: f64,
+    pub status: std::process::ExitStatus,
+    pub stderr: String,
+}
+
+/// One round of "a cut-off holder's command gets SIGTERM before the next holder's command
+/// starts" (issues 12 and 25): `zklock VERB... PATH -- cmd` reaches ZooKeeper through the
+/// harness's fault proxy with a 2 s session and records its token, then waits; `zklock NEXT...
+/// PATH -- cmd` queues on a direct connection and records when its command starts; the proxy
+/// turns into a black hole (the link stays open, nothing crosses).
+pub fn black_holed_round(name: &str, verb: &[&str], next: &[&str]) -> Cut {
+    let path = zklock_testkit::unique_path(name);
+    let dir = scratch(name);
+    let (ready, term, started) = (dir.join("ready"), dir.join("term"), dir.join("started"));
+    let proxy = zklock_testkit::Proxy::start(servers().split(',').next().unwrap())
+        .expect("start the fault proxy");
+    // `wait` returns at once on a signal, so the trap runs when SIGTERM arrives.
+    let script = format!(
+        "trap 'date +%s%N > \"{term}\"; kill $! 2>/dev/null; exit 0' TERM; \
+         echo $ZKLOCK_TOKEN > '{ready}'; sleep 1000 & wait $!",
+        term = term.display(),
+        ready = ready.display()
+    );
+    let mut holder = zklock();
+    holder
+        .args(["--servers", proxy.addr(), "--session-timeout", "2s"])
+        .args(verb)
+        .args([&path, "--"])
+        .args(sh(&script));
+    let mut holder = spawn(holder);
+    wait_for(
+        "the holder's command to run",
+        Duration::from_secs(20),
+        || std::fs::read_to_string(&ready).is_ok_and(|t| !t.trim().is_empty()),
+    );
+    let mut second = zk(next);
+    second
+        .args([&path, "--"])
+        .args(sh(&format!("date +%s%N > '{}'", started.display())));
+    let mut second = spawn(second);
+    wait_for("the next one to queue", Duration::from_secs(20), || {
+        participants(&path).len() == 2
+    });
+    proxy.blackhole();
+    let done = wait_exit(&mut second, Duration::from_secs(60), "the next one");
+    assert_eq!(done.code(), Some(0), "{}", child_stderr(&mut second));
+    let status = wait_exit(&mut holder, Duration::from_secs(30), "the cut-off holder");
+    let stderr = child_stderr(&mut holder);
+    proxy.heal();
+    let read_ns =
+        |file: &Path| -> Option<i128> { std::fs::read_to_string(file).ok()?.trim().parse().ok() };
+    let started_ns = read_ns(&started).expect("the next command recorded its start");
+    let term_ns = read_ns(&term).unwrap_or_else(|| {
+        panic!("the cut-off command never got SIGTERM (status {status:?}; stderr: {stderr})")
+    });
+    Cut {
+        margin_ms: (started_ns - term_ns) as f64 / 1e6,
+        status,
+        stderr,
+    }
+}
