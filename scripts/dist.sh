@@ -48,16 +48,38 @@ target_vars() {
   case "$1" in
     linux-x64-gnu) triple=x86_64-unknown-linux-gnu arch=x86_64 deb_arch=amd64 npm_cpu=x64 strip_tool=strip ;;
     linux-arm64-gnu) triple=aarch64-unknown-linux-gnu arch=aarch64 deb_arch=arm64 npm_cpu=arm64 strip_tool=aarch64-linux-gnu-strip ;;
-    linux-x64-musl | linux-arm64-musl)
-      echo "dist: $1: no musl standard library for this rustc, and -Zbuild-std from rust-web-src does not link here (docs/packaging.md, Targets)" >&2
-      return 1 ;;
-    *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu)" >&2; return 1 ;;
+    linux-x64-musl) triple=x86_64-unknown-linux-musl arch=x86_64 deb_arch="" npm_cpu=x64 strip_tool=strip ;;
+    *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu linux-x64-musl; linux-arm64-musl: docs/packaging.md)" >&2; return 1 ;;
   esac
-  zig_target="$triple.2.17"
   out="$target_dir/$triple/dist"
-  ctar="libzklock-$version-linux-$arch"
+  # lib_env, cli_env: what the cargo runs for the libraries and the command line need.
+  lib_env=(env) cli_env=(env)
+  case "$1" in
+    *-gnu)
+      zig_target="$triple.2.17" ctar="libzklock-$version-linux-$arch" compat=manylinux2014 ;;
+    *-musl)
+      # musl 1.2 (zig's); no .deb (Debian is glibc). The libraries link musl's libc.so
+      # dynamically (-crt-static: a cdylib cannot be static), the command line statically (runs
+      # on any Linux). zig brings musl's start files, so not rustc's self-contained ones.
+      zig_target="$triple" ctar="libzklock-$version-linux-$arch-musl" compat=musllinux_1_2
+      lib_env+=(RUSTFLAGS="-C link-self-contained=no -C target-feature=-crt-static")
+      cli_env+=(RUSTFLAGS="-C link-self-contained=no") ;;
+  esac
+  build_std=()
   rustc=rustc
-  if [ ! -d "$(rustc --print sysroot)/lib/rustlib/$triple/lib" ]; then
+  if [ -d "$(rustc --print sysroot)/lib/rustlib/$triple/lib" ]; then
+    :
+  elif [[ "$1" == *-musl ]]; then
+    # No musl std in Debian: Debian's rustc-web builds it from rust-web-src (its own version's
+    # source) with cargo's -Zbuild-std, which RUSTC_BOOTSTRAP=1 allows on a stable toolchain.
+    rustc=/usr/lib/rust-web/bin/rustc
+    [ -x "$rustc" ] && [ -d /usr/lib/rustlib/src/rust/library ] || {
+      echo "dist: no Rust standard library for $triple: rustup target add $triple, or DIST_TARGETS='${targets[*]}' scripts/install-deps.sh (Debian's rust-web-src)" >&2
+      return 1
+    }
+    build_std=(-Z build-std=std,panic_abort)
+    lib_env+=(RUSTC_BOOTSTRAP=1) cli_env+=(RUSTC_BOOTSTRAP=1)
+  else
     # Debian's rustc-web has its sysroot in /usr; install-deps.sh diverts it out of /usr/bin.
     rustc=/usr/lib/rust-web/bin/rustc
     [ -x "$rustc" ] && [ -d "/usr/lib/rustlib/$triple/lib" ] || {
@@ -65,6 +87,7 @@ target_vars() {
       return 1
     }
   fi
+  [ "$rustc" = rustc ] || { lib_env+=(RUSTC="$rustc"); cli_env+=(RUSTC="$rustc"); }
 }
 for t in "${targets[@]}"; do target_vars "$t"; done
 if [ "${targets[*]}" != linux-x64-gnu ]; then
@@ -104,24 +127,22 @@ export PATH="$venv/bin:$PATH"
 
 build() { # build PLATFORM: the C library and Node addon, then the command line
   target_vars "$1"
-  local rc=(env); [ "$rustc" = rustc ] || rc=(env RUSTC="$rustc")
-  timed "cargo zigbuild --profile dist -p zklock-c -p zklock-node --target $zig_target${rc[1]:+ (${rc[1]})}" \
-    "${rc[@]}" cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-c -p zklock-node --target "$zig_target"
-  timed "cargo zigbuild --profile dist -p zklock-cli --target $zig_target" \
-    "${rc[@]}" cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-cli --target "$zig_target"
+  timed "${lib_env[*]:1} cargo zigbuild --profile dist -p zklock-c -p zklock-node --target $zig_target ${build_std[*]}" \
+    "${lib_env[@]}" cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-c -p zklock-node --target "$zig_target" "${build_std[@]}"
+  timed "${cli_env[*]:1} cargo zigbuild --profile dist -p zklock-cli --target $zig_target ${build_std[*]}" \
+    "${cli_env[@]}" cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-cli --target "$zig_target" "${build_std[@]}"
 }
 
 # --- Python -------------------------------------------------------------------------------
 python_wheel() {
   # manylinux2014 (glibc 2.17) by zig; auditwheel (the PyPA's checker) must agree that the
   # wheel's manylinux tag is true of what it contains.
-  local rc=(env); [ "$rustc" = rustc ] || rc=(env RUSTC="$rustc")
-  "${rc[@]}" "$venv/bin/maturin" build --quiet --locked --profile dist --zig --compatibility manylinux2014 \
-    --target "$triple" -m bindings-python/Cargo.toml -o "$dist"
+  "${lib_env[@]}" "$venv/bin/maturin" build --quiet --locked --profile dist --zig --compatibility "$compat" \
+    --target "$triple" "${build_std[@]}" -m bindings-python/Cargo.toml -o "$dist"
   local whl
-  whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-*_"$arch".whl)"
+  whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-"${compat%%[_0-9]*}"*_"$arch".whl)"
   local tag="${whl##*-abi3-}"; tag="${tag%.whl}"
-  case "$tag" in manylinux*) ;; *) echo "dist: the wheel is not a manylinux wheel: $whl" >&2; return 1 ;; esac
+  case "$tag" in manylinux* | musllinux*) ;; *) echo "dist: the wheel is not a manylinux/musllinux wheel: $whl" >&2; return 1 ;; esac
   local show
   show="$("$venv/bin/auditwheel" show "$whl")"
   echo "$show" | sed 's/^/   auditwheel: /'
@@ -132,8 +153,8 @@ python_wheel() {
   python3 - "$tag" "$allowed" "$arch" <<'PY'
 import re, sys
 tag, allowed, arch = sys.argv[1], sys.argv[2], sys.argv[3]
-def glibc(t):
-    m = re.match(rf"manylinux_(\d+)_(\d+)_{arch}$", t) or re.match(rf"manylinux(2014)_{arch}$", t)
+def glibc(t):  # (or musl's version, for a musllinux tag)
+    m = (re.match(rf"(?:many|musl)linux_(\d+)_(\d+)_{arch}$", t) or re.match(rf"manylinux(2014)_{arch}$", t))
     if not m:
         sys.exit(f"dist: unknown tag {t}")
     return (2, 17) if m.group(1) == "2014" else (int(m.group(1)), int(m.group(2)))
@@ -154,7 +175,7 @@ node_package() {
     target_vars "$t"
     mkdir -p "$pkg/prebuilds/$t"
     cp "$out/libzklock_node.so" "$pkg/prebuilds/$t/zklock.node"
-    cpus+=("$npm_cpu")
+    case " ${cpus[*]} " in *" $npm_cpu "*) ;; *) cpus+=("$npm_cpu") ;; esac
   done
   # The checkout's package.json builds the addon at install (scripts.install); the packaged one
   # carries it prebuilt: no scripts, no dev dependencies, the workspace's version.
@@ -257,7 +278,7 @@ for t in "${targets[@]}"; do
   target_vars "$t"
   timed "Python abi3 wheel for $arch (maturin --profile dist --zig --compatibility manylinux2014)" python_wheel
   timed "C tarball $ctar.tar.gz" c_tarball
-  timed "Debian package zklock_${version}_$deb_arch.deb" deb
+  [ -z "$deb_arch" ] || timed "Debian package zklock_${version}_$deb_arch.deb" deb
 done
 timed "npm package with the prebuilt addons (${targets[*]})" node_package
 

@@ -50,7 +50,11 @@ case " ${DIST_TARGETS:-} " in
       # strip --strip-debug of libzklock.a: the host's binutils read no aarch64 objects.
       command -v aarch64-linux-gnu-strip >/dev/null || cross+=(binutils-aarch64-linux-gnu) ;;
     esac
-    case " $DIST_TARGETS " in *"-musl "*) [ -d /usr/lib/rustlib/src/rust/library ] || cross+=(rust-web-src) ;; esac
+    case " $DIST_TARGETS " in *" linux-x64-musl "*)
+      [ -d /usr/lib/rustlib/src/rust/library ] || cross+=(rust-web-src)
+      # test-dist runs the musl C tour with musl's dynamic loader, /lib/ld-musl-x86_64.so.1.
+      [ -f /lib/ld-musl-x86_64.so.1 ] || cross+=(musl) ;;
+    esac
     if [ ${#cross[@]} -gt 0 ]; then
       echo "install-deps: installing ${cross[*]} (DIST_TARGETS: $DIST_TARGETS)"
       if ! dpkg --print-foreign-architectures | grep -qx arm64; then $SUDO dpkg --add-architecture arm64; fi
