@@ -20,7 +20,9 @@
 # C tour (built with zig cc for aarch64 glibc 2.17) and tour.sh with the tarball's bin/zklock,
 # tour.py on Debian's arm64 CPython 3.11 and tour.mjs on Debian's arm64 Node 18, both unpacked by
 # scripts/install-deps.sh into /var/cache/zklock/arm64-root (qemu's -L), against the same x86_64
-# ZooKeeper on loopback.
+# ZooKeeper on loopback. With linux-x64-musl: the musllinux wheel (pip's tags and auditwheel),
+# the C tour built with zig cc for musl and run with Debian's musl loader, the static musl
+# bin/zklock running tour.sh, and the Node loader choosing prebuilds/linux-x64-musl.
 #
 # Knobs: ZKLOCK_DIST_PYTHONS (interpreters to test, default: pyenv's newest 3.9 and newest 3.x).
 # The last line is `dist: N passed, M failed`.
@@ -36,6 +38,8 @@ sdist="$dist/zklock-$version.tar.gz"
 read -r -a targets <<<"${DIST_TARGETS:-linux-x64-gnu}"
 case " ${targets[*]} " in *" linux-x64-gnu "*) ;; *) echo "test-dist: DIST_TARGETS must name linux-x64-gnu"; exit 1 ;; esac
 arm64=""; case " ${targets[*]} " in *" linux-arm64-gnu "*) arm64=1 ;; esac
+musl=""; case " ${targets[*]} " in *" linux-x64-musl "*) musl=1 ;; esac
+ctar_musl="libzklock-$version-linux-x86_64-musl"
 ctar_arm64="libzklock-$version-linux-aarch64"
 deb_arm64="$dist/zklock_${version}_arm64.deb"
 arm64_root=/var/cache/zklock/arm64-root
@@ -84,6 +88,12 @@ for f in "$deb" "$npm_tgz" "$sdist" "$dist/$ctar.tar.gz" "$dist/SHA256SUMS"; do
 done
 whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-manylinux*_x86_64.whl 2>/dev/null | head -n1)"
 [ -n "$whl" ] || { echo "test-dist: no abi3 manylinux wheel in $dist: run make dist first"; failed=$((failed + 1)); }
+if [ -n "$musl" ]; then
+  [ -f "$dist/$ctar_musl.tar.gz" ] || { echo "test-dist: $dist/$ctar_musl.tar.gz is missing"; failed=$((failed + 1)); }
+  whl_musl="$(ls "$dist"/zklock-"$version"-cp39-abi3-musllinux*_x86_64.whl 2>/dev/null | head -n1)"
+  [ -n "$whl_musl" ] || { echo "test-dist: no musllinux wheel in $dist"; failed=$((failed + 1)); }
+  [ -f /lib/ld-musl-x86_64.so.1 ] || { echo "test-dist: no musl loader: DIST_TARGETS='${targets[*]}' scripts/install-deps.sh"; failed=$((failed + 1)); }
+fi
 if [ -n "$arm64" ]; then
   for f in "$deb_arm64" "$dist/$ctar_arm64.tar.gz"; do
     [ -f "$f" ] || { echo "test-dist: $f is missing: run make dist DIST_TARGETS='${targets[*]}' first"; failed=$((failed + 1)); }
@@ -158,10 +168,32 @@ auditwheel_agrees() {
   [ -x "$auditwheel" ] || { echo "no $auditwheel: make dist installs it"; return 1; }
   "$auditwheel" show "$whl" | tee "$tmp/auditwheel.out" | sed 's/^/  /'
   tr '\n' ' ' <"$tmp/auditwheel.out" | grep -q 'consistent with *the following platform tag: *"manylinux_2_17_x86_64"' || return 1
+  if [ -n "$musl" ]; then
+    "$auditwheel" show "$whl_musl" | tee "$tmp/auditwheel-musl.out" | sed 's/^/  /'
+    tr '\n' ' ' <"$tmp/auditwheel-musl.out" | grep -q 'consistent with *the following platform tag: *"musllinux_1_2_x86_64"' || return 1
+  fi
   [ -n "$arm64" ] || return 0
   "$auditwheel" show "$whl_arm64" | tee "$tmp/auditwheel-arm64.out" | sed 's/^/  /'
   tr '\n' ' ' <"$tmp/auditwheel-arm64.out" | grep -q 'consistent with *the following platform tag: *"manylinux_2_17_aarch64"'
 }
+# musl: no glibc symbol versions; the libraries need musl's libc.so and nothing else, the
+# command line is static.
+musl_linkage() {
+  [ -n "$musl" ] || return 0
+  local w="$tmp/musl" f bad=0
+  mkdir -p "$w/whl" "$w/npm" && python3 -m zipfile -e "$whl_musl" "$w/whl" && tar -C "$w" -xzf "$dist/$ctar_musl.tar.gz" &&
+    tar -C "$w/npm" -xzf "$npm_tgz" || return 1
+  for f in "$w"/whl/zklock/_zklock.abi3.so "$w/npm/package/prebuilds/linux-x64-musl/zklock.node" "$w/$ctar_musl/lib/libzklock.so.$version"; do
+    local needed; needed="$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')"
+    printf '  %-60s NEEDED %s\n' "${f#"$w"/}" "$needed"
+    [ "$needed" = libc.so ] && ! objdump -T "$f" | grep -q GLIBC_ && readelf -h "$f" | grep -q 'Machine:.*X86-64' || bad=1
+  done
+  f="$w/$ctar_musl/bin/zklock"
+  if readelf -d "$f" | grep -q NEEDED || readelf -l "$f" | grep -q INTERP; then echo "  bin/zklock is not static"; bad=1; else echo "  $ctar_musl/bin/zklock: static"; fi
+  case "$(basename "$whl_musl")" in *-musllinux_1_2_x86_64.whl) ;; *) echo "  the musl wheel is not tagged musllinux_1_2: $(basename "$whl_musl")"; bad=1 ;; esac
+  [ "$bad" -eq 0 ]
+}
+[ -z "$musl" ] || check "musl: the wheel's module, the addon and libzklock.so need musl's libc.so only; bin/zklock is static" musl_linkage
 check "auditwheel show: the wheel is consistent with manylinux_2_17_x86_64 (and the aarch64 one with manylinux_2_17_aarch64), as its tag says" auditwheel_agrees
 
 # The sdist is for platforms without a wheel: it must hold a complete, locked workspace.
@@ -411,6 +443,56 @@ if [ -n "$arm64" ]; then
   check "aarch64 Debian package: Architecture arm64, Depends libc6 (>= 2.17), apt-get install --simulate resolves it (zklock:arm64), the tarball's files, bin/zklock runs under qemu" arm64_deb
 fi
 
+# --- x86_64 musl ------------------------------------------------------------------------------
+# No musl CPython or Node here: the wheel is checked by pip's tags (and auditwheel above), the
+# addon by the loader's choice; the C library and the command line run.
+if [ -n "$musl" ]; then
+  cm="$tmp/c/$ctar_musl"
+  musl_cli() {
+    mkdir -p "$tmp/c" "$tmp/musl-bin" && tar -C "$tmp/c" -xzf "$dist/$ctar_musl.tar.gz" && ln -sf "$cm/bin/zklock" "$tmp/musl-bin/zklock" || return 1
+    cmp -s "$root/LICENSE" "$cm/LICENSE" || { echo "no LICENSE in $ctar_musl"; return 1; }
+    versions["zklock --version (musl tarball)"]="$("$cm/bin/zklock" --version | sed 's/^zklock //')" &&
+      (PATH="$tmp/musl-bin:$PATH" timeout 120 bash -c 'set -e; source docs/tour/tour.sh') | tee "$tmp/cli-musl.out" &&
+      grep -q '^cli holds the lock, fencing token [0-9]' "$tmp/cli-musl.out"
+  }
+  check "musl command line: the tarball's static bin/zklock runs docs/tour/tour.sh" musl_cli
+  musl_c() {
+    local pc=(env PKG_CONFIG_PATH="$cm/lib/pkgconfig") zigcc=("$zig_python" -m ziglang cc -target x86_64-linux-musl)
+    local libdir; libdir="$("${pc[@]}" pkg-config --variable=libdir zklock)" || return 1
+    # shellcheck disable=SC2046
+    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags --libs zklock) \
+      -Wl,-rpath,"$libdir" -o "$tmp/tour-c-musl" &&
+      readelf -l "$tmp/tour-c-musl" | grep -q 'ld-musl-x86_64.so.1' &&
+      timeout 120 "$tmp/tour-c-musl" | tee "$tmp/c-musl.out" &&
+      grep -q '^c holds the lock, fencing token [0-9]' "$tmp/c-musl.out" || return 1
+    # shellcheck disable=SC2046
+    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags zklock) -Wl,-Bstatic \
+      $("${pc[@]}" pkg-config --static --libs zklock) -o "$tmp/tour-c-musl-static" &&
+      ! readelf -d "$tmp/tour-c-musl-static" | grep libzklock &&
+      timeout 120 "$tmp/tour-c-musl-static" | grep -q '^c holds the lock, fencing token [0-9]' || return 1
+    # shellcheck disable=SC2046
+    "${zigcc[@]}" "$tmp/version.c" $("${pc[@]}" pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" -o "$tmp/version-musl" &&
+      versions["zklock_version() (musl tarball)"]="$("$tmp/version-musl")"
+  }
+  check "musl C: docs/tour/tour.c built with zig cc (x86_64 musl) against the tarball, shared (musl's loader) and static, run" musl_c
+  musl_python() {
+    "${pythons[0]}" -m pip install -q --disable-pip-version-check --no-index --no-cache-dir --only-binary=:all: \
+      --platform musllinux_1_2_x86_64 --implementation cp --python-version 3.12 --abi abi3 --target "$tmp/site-musl" "$whl_musl" &&
+      [ -f "$tmp/site-musl/zklock/_zklock.abi3.so" ] && echo "pip takes $(basename "$whl_musl") for CPython 3.12 on musllinux_1_2_x86_64"
+  }
+  check "musl Python: pip takes the wheel for CPython on musllinux_1_2_x86_64 (no musl CPython here to run it)" musl_python
+  musl_node() {
+    # Node's report names no glibc under musl: the loader then takes prebuilds/linux-x64-musl,
+    # which this glibc Node cannot load (its libc.so is musl's): the error names that file.
+    echo "const r = process.report.getReport; process.report.getReport = () => { const x = r(); delete x.header.glibcVersionRuntime; return x }" >"$app/fake-musl.cjs"
+    local out
+    out="$(cd "$app" && node -r ./fake-musl.cjs -e "try { require('zklock'); console.log('loaded') } catch (e) { console.log(e.code); console.log(e.message) }")"
+    echo "$out" | cut -c1-240
+    [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q 'prebuilds/linux-x64-musl/zklock.node' <<<"$out"
+  }
+  check "musl Node: the loader takes prebuilds/linux-x64-musl/zklock.node when Node runs on musl (faked; no musl Node here)" musl_node
+fi
+
 # --- versions, debug info, sizes ------------------------------------------------------------
 versions_line_up() {
   versions["npm package in the checkout (bindings-node/package.json)"]="$(node -p "require('$root/bindings-node/package.json').version")"
@@ -422,7 +504,7 @@ versions_line_up() {
   done
   # two Pythons, the Node package and the checkout's, the wheel, 3 from the tarball, 3 from the .deb
   # with linux-arm64-gnu: also Python and Node under qemu, 2 from its tarball, 1 from its .deb
-  local want=11; [ -z "$arm64" ] || want=16
+  local want=11; [ -z "$arm64" ] || want=$((want + 5)); [ -z "$musl" ] || want=$((want + 2))
   [ "${#versions[@]}" -eq "$want" ] && [ "$bad" -eq 0 ] && echo "all say $version (Cargo.toml [workspace.package])"
 }
 check "versions line up: Python (both), Node, zklock_version(), zklock --version, zklock.pc, .deb" versions_line_up
@@ -432,7 +514,9 @@ no_debug_info() {
   local so_py; so_py="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so 2>/dev/null | head -n1)"
   for f in "$so_py" "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" \
     "$c/lib/libzklock.so.$version" "$c/lib/libzklock.a" "$c/bin/zklock" ${arm64:+"$app/node_modules/zklock/prebuilds/linux-arm64-gnu/zklock.node"} \
-    ${arm64:+"$tmp/site-arm64/zklock/_zklock.abi3.so" "$c64/lib/libzklock.so.$version" "$c64/lib/libzklock.a" "$c64/bin/zklock"}; do
+    ${arm64:+"$tmp/site-arm64/zklock/_zklock.abi3.so" "$c64/lib/libzklock.so.$version" "$c64/lib/libzklock.a" "$c64/bin/zklock"} \
+    ${musl:+"$tmp/site-musl/zklock/_zklock.abi3.so" "$app/node_modules/zklock/prebuilds/linux-x64-musl/zklock.node"} \
+    ${musl:+"$cm/lib/libzklock.so.$version" "$cm/lib/libzklock.a" "$cm/bin/zklock"}; do
     # Stripped: no .debug_* sections, and no symbol table (an archive's objects keep theirs:
     # the linker needs them).
     [ -f "$f" ] || { echo "missing: $f"; bad=1; continue; }
@@ -470,6 +554,14 @@ sizes() {
     size_ok "bin/zklock (aarch64)" "$a/$ctar_arm64/bin/zklock" "$LIMIT_CLI"
     size_ok "C tarball (aarch64)" "$dist/$ctar_arm64.tar.gz" "$LIMIT_CTAR_ARM64"
     size_ok "Debian package (arm64)" "$deb_arm64" "$LIMIT_DEB_ARM64"
+  fi
+  if [ -n "$musl" ]; then
+    size_ok "wheel (musl)" "$whl_musl" "$LIMIT_WHEEL"
+    size_ok "Node addon (musl, unpacked)" "$app/node_modules/zklock/prebuilds/linux-x64-musl/zklock.node" "$LIMIT_ADDON"
+    size_ok "libzklock.so (musl)" "$cm/lib/libzklock.so.$version" "$LIMIT_SO"
+    size_ok "libzklock.a (musl)" "$cm/lib/libzklock.a" "$LIMIT_A"
+    size_ok "bin/zklock (musl, static)" "$cm/bin/zklock" "$LIMIT_CLI"
+    size_ok "C tarball (musl)" "$dist/$ctar_musl.tar.gz" "$LIMIT_CTAR"
   fi
   [ "$bad" -eq 0 ]
 }
