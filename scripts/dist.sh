@@ -27,7 +27,12 @@
 #                     the one npm package's prebuilds/linux-arm64-gnu/. Its Rust standard library
 #                     is rustup's if the toolchain has the target, else Debian's (rustc-web and
 #                     libstd-rust-web-dev:arm64, which scripts/install-deps.sh installs).
-#   linux-x64-musl, linux-arm64-musl: not buildable here (docs/packaging.md says why).
+#   linux-x64-musl    x86_64, musl >= 1.2: the wheel ..._musllinux_1_2_x86_64.whl, the C tarball
+#                     libzklock-<v>-linux-x86_64-musl.tar.gz (a static bin/zklock), no .deb, and
+#                     prebuilds/linux-x64-musl/. Its standard library is rustup's if the toolchain
+#                     has the target, else compiled from Debian's rust-web-src by Debian's
+#                     rustc-web (cargo -Zbuild-std, RUSTC_BOOTSTRAP=1).
+#   linux-arm64-musl: not built yet (docs/packaging.md, Targets: gaps).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
