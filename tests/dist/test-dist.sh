@@ -121,7 +121,7 @@ glibc_floor() {
   mkdir -p "$w/whl" "$w/npm" "$w/c" "$w/deb" &&
     python3 -m zipfile -e "$whl" "$w/whl" && tar -C "$w/npm" -xzf "$npm_tgz" &&
     tar -C "$w/c" -xzf "$dist/$ctar.tar.gz" && dpkg-deb -x "$deb" "$w/deb" || return 1
-  local bins=("$w"/whl/zklock/_zklock.abi3.so "$w"/npm/package/prebuilds/*/zklock.node
+  local bins=("$w"/whl/zklock/_zklock.abi3.so "$w"/npm/package/prebuilds/*-gnu/zklock.node
     "$w/c/$ctar/lib/libzklock.so.$version" "$w/c/$ctar/bin/zklock"
     "$w/deb/usr/lib/libzklock.so.$version" "$w/deb/usr/bin/zklock")
   if [ -n "$arm64" ]; then
