@@ -154,7 +154,8 @@ python_wheel() {
     # machine auditwheel resolves libc.so to glibc's linker script (ELFError). Instead: the
     # module needs libc.so and nothing else.
     local needed
-    needed="$(unzip -p "$whl" zklock/_zklock.abi3.so >"$stage/musl-module.so" && readelf -d "$stage/musl-module.so" |
+    needed="$(python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("zklock/_zklock.abi3.so"))' \
+      "$whl" >"$stage/musl-module.so" && readelf -d "$stage/musl-module.so" |
       sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')"
     echo "   $tag: the module needs $needed (auditwheel show cannot check a musl wheel here)"
     [ "$needed" = libc.so ]
