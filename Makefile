@@ -36,7 +36,9 @@ test-dist: dist
 	$(call suite,tests/dist/test-dist.sh)
 
 # dist/: the abi3 wheel and sdist, the npm tarball with the prebuilt addon, the C tarball, the
-# .deb and SHA256SUMS, all of the workspace's version (cargo profile `dist`, in target/).
+# .deb and SHA256SUMS, all of the workspace's version (cargo profile `dist`, in target/), for
+# x86_64 glibc >= 2.17. DIST_TARGETS='linux-x64-gnu linux-arm64-gnu linux-x64-musl' (for dist
+# and test-dist alike) adds aarch64 glibc and x86_64 musl (docs/packaging.md, Targets).
 dist:
 	scripts/dist.sh
 

@@ -19,20 +19,86 @@
 # maturin (pyo3 unifies some dependencies' features differently, so the core is compiled a third
 # time). maturin, auditwheel, ziglang and cargo-zigbuild come from PyPI into target/dist-venv.
 # Prints each artifact's size and each step's time.
+#
+# DIST_TARGETS (default linux-x64-gnu): the platforms to build for, in the npm prebuilds' names.
+#   linux-x64-gnu     x86_64, glibc >= 2.17: the files above
+#   linux-arm64-gnu   aarch64, glibc >= 2.17: the wheel ..._manylinux2014_aarch64..., the C tarball
+#                     libzklock-<v>-linux-aarch64.tar.gz, zklock_<v>_arm64.deb, and the addon in
+#                     the one npm package's prebuilds/linux-arm64-gnu/. Its Rust standard library
+#                     is rustup's if the toolchain has the target, else Debian's (rustc-web and
+#                     libstd-rust-web-dev:arm64, which scripts/install-deps.sh installs).
+#   linux-x64-musl    x86_64, musl >= 1.2: the wheel ..._musllinux_1_2_x86_64.whl, the C tarball
+#                     libzklock-<v>-linux-x86_64-musl.tar.gz (a static bin/zklock), no .deb, and
+#                     prebuilds/linux-x64-musl/. Its standard library is rustup's if the toolchain
+#                     has the target, else compiled from Debian's rust-web-src by Debian's
+#                     rustc-web (cargo -Zbuild-std, RUSTC_BOOTSTRAP=1).
+#   linux-arm64-musl: not built yet (docs/packaging.md, Targets: gaps).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export PATH="$HOME/.cargo/bin:$PATH"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
-triple=x86_64-unknown-linux-gnu
-glibc_target="$triple.2.17"           # zig's glibc version suffix: manylinux2014
-out="$target_dir/$triple/dist"        # cargo's output for the `dist` profile and that target
+read -r -a targets <<<"${DIST_TARGETS:-linux-x64-gnu}"
 stage="$target_dir/dist-stage"        # the trees the packages are made of
 venv="$target_dir/dist-venv"
 dist="$root/dist"
 version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)"
 [ -n "$version" ] || { echo "dist: no version in Cargo.toml [workspace.package]" >&2; exit 1; }
-ctar="libzklock-$version-linux-x86_64"
+
+# target_vars PLATFORM: sets triple, zig_target (zig's glibc version suffix: manylinux2014), arch
+# (the wheel's and C tarball's name for it), deb_arch, npm_cpu, strip_tool, rustc (the compiler
+# whose sysroot has the target's standard library), out (cargo's output for the `dist` profile
+# and that target) and ctar.
+target_vars() {
+  case "$1" in
+    linux-x64-gnu) triple=x86_64-unknown-linux-gnu arch=x86_64 deb_arch=amd64 npm_cpu=x64 strip_tool=strip ;;
+    linux-arm64-gnu) triple=aarch64-unknown-linux-gnu arch=aarch64 deb_arch=arm64 npm_cpu=arm64 strip_tool=aarch64-linux-gnu-strip ;;
+    linux-x64-musl) triple=x86_64-unknown-linux-musl arch=x86_64 deb_arch="" npm_cpu=x64 strip_tool=strip ;;
+    *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu linux-x64-musl; linux-arm64-musl: docs/packaging.md)" >&2; return 1 ;;
+  esac
+  out="$target_dir/$triple/dist"
+  # lib_env, cli_env: what the cargo runs for the libraries and the command line need.
+  lib_env=(env) cli_env=(env)
+  case "$1" in
+    *-gnu)
+      zig_target="$triple.2.17" ctar="libzklock-$version-linux-$arch" compat=manylinux2014 ;;
+    *-musl)
+      # musl 1.2 (zig's); no .deb (Debian is glibc). The libraries link musl's libc.so
+      # dynamically (-crt-static: a cdylib cannot be static), the command line statically (runs
+      # on any Linux). zig brings musl's start files, so not rustc's self-contained ones.
+      zig_target="$triple" ctar="libzklock-$version-linux-$arch-musl" compat=musllinux_1_2
+      lib_env+=(RUSTFLAGS="-C link-self-contained=no -C target-feature=-crt-static")
+      cli_env+=(RUSTFLAGS="-C link-self-contained=no") ;;
+  esac
+  build_std=()
+  rustc=rustc
+  if [ -d "$(rustc --print sysroot)/lib/rustlib/$triple/lib" ]; then
+    :
+  elif [[ "$1" == *-musl ]]; then
+    # No musl std in Debian: Debian's rustc-web builds it from rust-web-src (its own version's
+    # source) with cargo's -Zbuild-std, which RUSTC_BOOTSTRAP=1 allows on a stable toolchain.
+    rustc=/usr/lib/rust-web/bin/rustc
+    [ -x "$rustc" ] && [ -d /usr/lib/rustlib/src/rust/library ] || {
+      echo "dist: no Rust standard library for $triple: rustup target add $triple, or DIST_TARGETS='${targets[*]}' scripts/install-deps.sh (Debian's rust-web-src)" >&2
+      return 1
+    }
+    build_std=(-Z build-std=std,panic_abort)
+    lib_env+=(RUSTC_BOOTSTRAP=1) cli_env+=(RUSTC_BOOTSTRAP=1)
+  else
+    # Debian's rustc-web has its sysroot in /usr; install-deps.sh diverts it out of /usr/bin.
+    rustc=/usr/lib/rust-web/bin/rustc
+    [ -x "$rustc" ] && [ -d "/usr/lib/rustlib/$triple/lib" ] || {
+      echo "dist: no Rust standard library for $triple: rustup target add $triple, or DIST_TARGETS='${targets[*]}' scripts/install-deps.sh (Debian's)" >&2
+      return 1
+    }
+  fi
+  [ "$rustc" = rustc ] || { lib_env+=(RUSTC="$rustc"); cli_env+=(RUSTC="$rustc"); }
+}
+for t in "${targets[@]}"; do target_vars "$t"; done
+if [ "${targets[*]}" != linux-x64-gnu ]; then
+  DIST_TARGETS="${targets[*]}" scripts/install-deps.sh
+  for t in "${targets[@]}"; do target_vars "$t"; done
+fi
 
 timed() { # timed WHAT COMMAND...: runs it and prints how long it took
   local what="$1" start=$SECONDS; shift
@@ -64,21 +130,37 @@ timed "maturin, auditwheel, ziglang and cargo-zigbuild (PyPI) in $venv" tools
 # cargo-zigbuild and maturin --zig find zig as `python3 -m ziglang` of the venv's python3.
 export PATH="$venv/bin:$PATH"
 
-timed "cargo zigbuild --profile dist -p zklock-c -p zklock-node --target $glibc_target" \
-  cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-c -p zklock-node --target "$glibc_target"
-timed "cargo zigbuild --profile dist -p zklock-cli --target $glibc_target" \
-  cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-cli --target "$glibc_target"
+build() { # build PLATFORM: the C library and Node addon, then the command line
+  target_vars "$1"
+  timed "${lib_env[*]:1} cargo zigbuild --profile dist -p zklock-c -p zklock-node --target $zig_target ${build_std[*]}" \
+    "${lib_env[@]}" cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-c -p zklock-node --target "$zig_target" "${build_std[@]}"
+  timed "${cli_env[*]:1} cargo zigbuild --profile dist -p zklock-cli --target $zig_target ${build_std[*]}" \
+    "${cli_env[@]}" cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-cli --target "$zig_target" "${build_std[@]}"
+}
 
 # --- Python -------------------------------------------------------------------------------
 python_wheel() {
   # manylinux2014 (glibc 2.17) by zig; auditwheel (the PyPA's checker) must agree that the
   # wheel's manylinux tag is true of what it contains.
-  "$venv/bin/maturin" build --quiet --locked --profile dist --zig --compatibility manylinux2014 \
-    --target "$triple" -m bindings-python/Cargo.toml -o "$dist"
+  "${lib_env[@]}" "$venv/bin/maturin" build --quiet --locked --profile dist --zig --compatibility "$compat" \
+    --target "$triple" "${build_std[@]}" -m bindings-python/Cargo.toml -o "$dist"
   local whl
-  whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-*.whl)"
+  whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-"${compat%%[_0-9]*}"*_"$arch".whl)"
   local tag="${whl##*-abi3-}"; tag="${tag%.whl}"
-  case "$tag" in manylinux*) ;; *) echo "dist: the wheel is not a manylinux wheel: $whl" >&2; return 1 ;; esac
+  case "$tag" in manylinux* | musllinux*) ;; *) echo "dist: the wheel is not a manylinux/musllinux wheel: $whl" >&2; return 1 ;; esac
+  if [[ "$tag" == musllinux* ]]; then
+    # auditwheel cannot judge it: zig links musl's libc by the name libc.so (which musl's loader
+    # takes as itself), the musllinux policy knows it as libc.musl-x86_64.so.1, and on this glibc
+    # machine auditwheel resolves libc.so to glibc's linker script (ELFError). Instead: the
+    # module needs libc.so and nothing else.
+    local needed
+    needed="$(python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("zklock/_zklock.abi3.so"))' \
+      "$whl" >"$stage/musl-module.so" && readelf -d "$stage/musl-module.so" |
+      sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')"
+    echo "   $tag: the module needs $needed (auditwheel show cannot check a musl wheel here)"
+    [ "$needed" = libc.so ]
+    return
+  fi
   local show
   show="$("$venv/bin/auditwheel" show "$whl")"
   echo "$show" | sed 's/^/   auditwheel: /'
@@ -86,11 +168,11 @@ python_wheel() {
   local allowed
   allowed="$(echo "$show" | tr '\n' ' ' | sed -n 's/.*consistent with *the following platform tag: *"\([^"]*\)".*/\1/p')"
   [ -n "$allowed" ] || { echo "dist: auditwheel gave no platform tag" >&2; return 1; }
-  python3 - "$tag" "$allowed" <<'PY'
+  python3 - "$tag" "$allowed" "$arch" <<'PY'
 import re, sys
-tag, allowed = sys.argv[1], sys.argv[2]
-def glibc(t):
-    m = re.match(r"manylinux_(\d+)_(\d+)_x86_64$", t) or re.match(r"manylinux(2014)_x86_64$", t)
+tag, allowed, arch = sys.argv[1], sys.argv[2], sys.argv[3]
+def glibc(t):  # (or musl's version, for a musllinux tag)
+    m = (re.match(rf"(?:many|musl)linux_(\d+)_(\d+)_{arch}$", t) or re.match(rf"manylinux(2014)_{arch}$", t))
     if not m:
         sys.exit(f"dist: unknown tag {t}")
     return (2, 17) if m.group(1) == "2014" else (int(m.group(1)), int(m.group(2)))
@@ -100,36 +182,39 @@ print(f"   wheel tag {tag}; auditwheel: the library needs {allowed} or newer: {'
 sys.exit(0 if ok else 1)
 PY
 }
-timed "Python abi3 wheel (maturin --profile dist --zig --compatibility manylinux2014)" python_wheel
 timed "Python sdist (maturin sdist)" "$venv/bin/maturin" sdist -m bindings-python/Cargo.toml -o "$dist"
 
 # --- Node -----------------------------------------------------------------------------------
 node_package() {
-  local pkg="$stage/npm"
-  mkdir -p "$pkg/prebuilds/linux-x64-gnu"
+  local pkg="$stage/npm" t cpus=()
+  mkdir -p "$pkg"
   cp bindings-node/index.js bindings-node/index.d.ts bindings-node/README.md LICENSE "$pkg/"
-  cp "$out/libzklock_node.so" "$pkg/prebuilds/linux-x64-gnu/zklock.node"
+  for t in "${targets[@]}"; do
+    target_vars "$t"
+    mkdir -p "$pkg/prebuilds/$t"
+    cp "$out/libzklock_node.so" "$pkg/prebuilds/$t/zklock.node"
+    case " ${cpus[*]} " in *" $npm_cpu "*) ;; *) cpus+=("$npm_cpu") ;; esac
+  done
   # The checkout's package.json builds the addon at install (scripts.install); the packaged one
   # carries it prebuilt: no scripts, no dev dependencies, the workspace's version.
-  node - "$root/bindings-node/package.json" "$pkg/package.json" "$version" <<'JS'
+  node - "$root/bindings-node/package.json" "$pkg/package.json" "$version" "${cpus[@]}" <<'JS'
 const fs = require('node:fs')
-const [src, dest, version] = process.argv.slice(2)
+const [src, dest, version, ...cpus] = process.argv.slice(2)
 const pkg = JSON.parse(fs.readFileSync(src, 'utf8'))
 pkg.version = version
 delete pkg.scripts
 delete pkg.devDependencies
 pkg.files = ['index.js', 'index.d.ts', 'prebuilds/', 'LICENSE']
-// The addon inside is built for linux-x64-gnu only: npm refuses the package elsewhere
+// The addons inside are built for Linux on these CPUs only: npm refuses the package elsewhere
 // (EBADPLATFORM at install) rather than installing it to fail at require(). The checkout's
 // package.json has no such fields: it builds the addon from source, wherever cargo can.
 pkg.os = ['linux']
-pkg.cpu = ['x64']
+pkg.cpu = cpus
 fs.writeFileSync(dest, JSON.stringify(pkg, null, 2) + '\n')
 JS
   (cd "$pkg" && npm pack --silent --pack-destination "$dist" >/dev/null)
   [ -f "$dist/zklock-$version.tgz" ]
 }
-timed "npm package with the prebuilt linux-x64-gnu addon" node_package
 
 # --- C: tarball and .deb ----------------------------------------------------------------------
 # One tree laid out as a prefix: lib/ (libzklock.so.<v>, its soname link libzklock.so.0, the
@@ -142,7 +227,7 @@ c_tree() { # c_tree DIR PC_PREFIX
   ln -s libzklock.so.0 "$dir/lib/libzklock.so"
   # Rust's standard library comes with debug info; a static library has no use for it.
   install -m 644 "$out/libzklock_c.a" "$dir/lib/libzklock.a"
-  strip --strip-debug "$dir/lib/libzklock.a"
+  "$strip_tool" --strip-debug "$dir/lib/libzklock.a"
   install -m 644 include/zklock.h include/zklock.hpp "$dir/include/"
   install -m 755 "$out/zklock" "$dir/bin/zklock"
   sed -e "s|@PREFIX@|$pc_prefix|g" -e "s|@VERSION@|$version|g" bindings-c/zklock.pc.in >"$dir/lib/pkgconfig/zklock.pc"
@@ -154,7 +239,6 @@ c_tarball() {
   cp LICENSE "$stage/$ctar/LICENSE"
   tar -C "$stage" --owner=0 --group=0 --numeric-owner -czf "$dist/$ctar.tar.gz" "$ctar"
 }
-timed "C tarball $ctar.tar.gz" c_tarball
 
 # /usr/share/doc/zklock/copyright in Debian's machine-readable format (copyright-format 1.0):
 # a header paragraph, one Files paragraph, and the licence's full text in a standalone License
@@ -174,7 +258,7 @@ debian_copyright() {
 }
 
 deb() {
-  local d="$stage/deb"
+  local d="$stage/deb-$deb_arch"
   c_tree "$d/usr" /usr
   install -d "$d/usr/share/doc/zklock" "$d/DEBIAN"
   cp bindings-c/README.md "$d/usr/share/doc/zklock/README.md"
@@ -191,7 +275,7 @@ deb() {
   cat >"$d/DEBIAN/control" <<EOF
 Package: zklock
 Version: $version
-Architecture: amd64
+Architecture: $deb_arch
 Maintainer: zklock maintainers <zklock@localhost>
 Section: libs
 Priority: optional
@@ -203,9 +287,18 @@ Description: distributed locks on Apache ZooKeeper (C library and command line)
 EOF
   echo "libzklock 0 zklock (>= $version)" >"$d/DEBIAN/shlibs"
   echo "activate-noawait ldconfig" >"$d/DEBIAN/triggers"
-  dpkg-deb --root-owner-group -Zgzip --build "$d" "$dist/zklock_${version}_amd64.deb" >/dev/null
+  dpkg-deb --root-owner-group -Zgzip --build "$d" "$dist/zklock_${version}_$deb_arch.deb" >/dev/null
 }
-timed "Debian package zklock_${version}_amd64.deb" deb
+
+# Per target: the binaries, the wheel, the C tarball and the .deb; then the one npm package.
+for t in "${targets[@]}"; do
+  build "$t"
+  target_vars "$t"
+  timed "Python abi3 wheel for $arch (maturin --profile dist --zig --compatibility $compat)" python_wheel
+  timed "C tarball $ctar.tar.gz" c_tarball
+  [ -z "$deb_arch" ] || timed "Debian package zklock_${version}_$deb_arch.deb" deb
+done
+timed "npm package with the prebuilt addons (${targets[*]})" node_package
 
 (cd "$dist" && sha256sum -- * >SHA256SUMS)
 echo "== dist: $dist (version $version)"

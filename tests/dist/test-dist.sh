@@ -15,6 +15,15 @@
 # `apt-get install --simulate` checks that apt would install it here (its dependencies resolve).
 # It is not installed into this machine's /usr, which other test runs share.
 #
+# DIST_TARGETS (as for make dist; default linux-x64-gnu): with linux-arm64-gnu it checks the
+# aarch64 wheel, C tarball, .deb and addon as well, and runs them under qemu-aarch64-static: the
+# C tour (built with zig cc for aarch64 glibc 2.17) and tour.sh with the tarball's bin/zklock,
+# tour.py on Debian's arm64 CPython 3.11 and tour.mjs on Debian's arm64 Node 18, both unpacked by
+# scripts/install-deps.sh into /var/cache/zklock/arm64-root (qemu's -L), against the same x86_64
+# ZooKeeper on loopback. With linux-x64-musl: the musllinux wheel (pip's tags and auditwheel),
+# the C tour built with zig cc for musl and run with Debian's musl loader, the static musl
+# bin/zklock running tour.sh, and the Node loader choosing prebuilds/linux-x64-musl.
+#
 # Knobs: ZKLOCK_DIST_PYTHONS (interpreters to test, default: pyenv's newest 3.9 and newest 3.x).
 # The last line is `dist: N passed, M failed`.
 set -uo pipefail
@@ -26,12 +35,25 @@ ctar="libzklock-$version-linux-x86_64"
 deb="$dist/zklock_${version}_amd64.deb"
 npm_tgz="$dist/zklock-$version.tgz"
 sdist="$dist/zklock-$version.tar.gz"
+read -r -a targets <<<"${DIST_TARGETS:-linux-x64-gnu}"
+case " ${targets[*]} " in *" linux-x64-gnu "*) ;; *) echo "test-dist: DIST_TARGETS must name linux-x64-gnu"; exit 1 ;; esac
+arm64=""; case " ${targets[*]} " in *" linux-arm64-gnu "*) arm64=1 ;; esac
+musl=""; case " ${targets[*]} " in *" linux-x64-musl "*) musl=1 ;; esac
+ctar_musl="libzklock-$version-linux-x86_64-musl"
+ctar_arm64="libzklock-$version-linux-aarch64"
+deb_arm64="$dist/zklock_${version}_arm64.deb"
+arm64_root=/var/cache/zklock/arm64-root
+npm_cpus="$(for t in "${targets[@]}"; do case "$t" in linux-x64-*) echo x64 ;; linux-arm64-*) echo arm64 ;; esac; done | paste -sd,)"
 
 # Size limits in KiB (docs/packaging.md has the measured sizes; these leave about 30 % room for
 # growth but not for debug info, which multiplies them several times, nor for a second crypto
 # provider: aws-lc-rs, which the previous transport's TLS linked, was about 4 MB of every one).
 LIMIT_WHEEL=3072 LIMIT_NPM=3072 LIMIT_ADDON=6656 LIMIT_SO=5120 LIMIT_A=38912 LIMIT_CLI=6656
 LIMIT_CTAR=15360 LIMIT_DEB=15360
+# The npm package carries one addon per target: its limit is LIMIT_NPM per addon.
+# aarch64: libzklock.a is 25 % larger (36.9 MB against 29.5 MB: aarch64 code, and Debian's
+# standard library objects), so are its C tarball and .deb (16.4 MB, 16.3 MB).
+LIMIT_A_ARM64=46080 LIMIT_CTAR_ARM64=20480 LIMIT_DEB_ARM64=20480
 
 passed=0; failed=0
 check() { # check NAME COMMAND...
@@ -66,6 +88,21 @@ for f in "$deb" "$npm_tgz" "$sdist" "$dist/$ctar.tar.gz" "$dist/SHA256SUMS"; do
 done
 whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-manylinux*_x86_64.whl 2>/dev/null | head -n1)"
 [ -n "$whl" ] || { echo "test-dist: no abi3 manylinux wheel in $dist: run make dist first"; failed=$((failed + 1)); }
+if [ -n "$musl" ]; then
+  [ -f "$dist/$ctar_musl.tar.gz" ] || { echo "test-dist: $dist/$ctar_musl.tar.gz is missing"; failed=$((failed + 1)); }
+  whl_musl="$(ls "$dist"/zklock-"$version"-cp39-abi3-musllinux*_x86_64.whl 2>/dev/null | head -n1)"
+  [ -n "$whl_musl" ] || { echo "test-dist: no musllinux wheel in $dist"; failed=$((failed + 1)); }
+  [ -f /lib/ld-musl-x86_64.so.1 ] || { echo "test-dist: no musl loader: DIST_TARGETS='${targets[*]}' scripts/install-deps.sh"; failed=$((failed + 1)); }
+fi
+if [ -n "$arm64" ]; then
+  for f in "$deb_arm64" "$dist/$ctar_arm64.tar.gz"; do
+    [ -f "$f" ] || { echo "test-dist: $f is missing: run make dist DIST_TARGETS='${targets[*]}' first"; failed=$((failed + 1)); }
+  done
+  whl_arm64="$(ls "$dist"/zklock-"$version"-cp39-abi3-manylinux*_aarch64.whl 2>/dev/null | head -n1)"
+  [ -n "$whl_arm64" ] || { echo "test-dist: no aarch64 wheel in $dist"; failed=$((failed + 1)); }
+  [ -x /usr/bin/qemu-aarch64-static ] && [ -x "$arm64_root/usr/bin/python3.11" ] && [ -x "$arm64_root/usr/bin/node" ] ||
+    { echo "test-dist: no qemu-aarch64-static or $arm64_root: DIST_TARGETS='${targets[*]}' scripts/install-deps.sh"; failed=$((failed + 1)); }
+fi
 [ "$failed" -eq 0 ] || finish
 
 sums() (
@@ -84,9 +121,24 @@ glibc_floor() {
   mkdir -p "$w/whl" "$w/npm" "$w/c" "$w/deb" &&
     python3 -m zipfile -e "$whl" "$w/whl" && tar -C "$w/npm" -xzf "$npm_tgz" &&
     tar -C "$w/c" -xzf "$dist/$ctar.tar.gz" && dpkg-deb -x "$deb" "$w/deb" || return 1
-  local bins=("$w"/whl/zklock/_zklock.abi3.so "$w"/npm/package/prebuilds/*/zklock.node
+  local bins=("$w"/whl/zklock/_zklock.abi3.so "$w"/npm/package/prebuilds/*-gnu/zklock.node
     "$w/c/$ctar/lib/libzklock.so.$version" "$w/c/$ctar/bin/zklock"
     "$w/deb/usr/lib/libzklock.so.$version" "$w/deb/usr/bin/zklock")
+  if [ -n "$arm64" ]; then
+    mkdir -p "$w/whl-arm64" "$w/deb-arm64" && python3 -m zipfile -e "$whl_arm64" "$w/whl-arm64" &&
+      tar -C "$w/c" -xzf "$dist/$ctar_arm64.tar.gz" && dpkg-deb -x "$deb_arm64" "$w/deb-arm64" || return 1
+    bins+=("$w"/whl-arm64/zklock/_zklock.abi3.so "$w/c/$ctar_arm64/lib/libzklock.so.$version"
+      "$w/c/$ctar_arm64/bin/zklock" "$w/deb-arm64/usr/lib/libzklock.so.$version" "$w/deb-arm64/usr/bin/zklock")
+    # Each file of the right machine (a wrong one would fail only where it runs).
+    local t m
+    for t in "${targets[@]}"; do
+      case "$t" in linux-x64-gnu) m='X86-64' ;; linux-arm64-gnu) m='AArch64' ;; esac
+      readelf -h "$w/npm/package/prebuilds/$t/zklock.node" | grep -q "Machine:.*$m" || { echo "  prebuilds/$t is not $m"; bad=1; }
+    done
+    for f in "$w"/whl-arm64/zklock/_zklock.abi3.so "$w/c/$ctar_arm64/lib/libzklock.so.$version" "$w/deb-arm64/usr/bin/zklock"; do
+      readelf -h "$f" | grep -q 'Machine: *AArch64' || { echo "  ${f#"$w"/} is not AArch64"; bad=1; }
+    done
+  fi
   for f in "${bins[@]}"; do
     [ -f "$f" ] || { echo "  missing: $f"; bad=1; continue; }
     v="$(objdump -T "$f" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1)"
@@ -101,16 +153,45 @@ glibc_floor() {
   # The wheel's tag must claim exactly what the module needs, and auditwheel must agree.
   case "$(basename "$whl")" in *-manylinux2014_x86_64.manylinux_2_17_x86_64.whl) ;;
     *) echo "  the wheel is not tagged manylinux2014 / manylinux_2_17: $(basename "$whl")"; bad=1 ;; esac
+  if [ -n "$arm64" ]; then
+    case "$(basename "$whl_arm64")" in *-manylinux2014_aarch64.manylinux_2_17_aarch64.whl) ;;
+      *) echo "  the aarch64 wheel is not tagged manylinux2014 / manylinux_2_17: $(basename "$whl_arm64")"; bad=1 ;; esac
+  fi
   [ "$bad" -eq 0 ]
 }
 check "manylinux2014: every shipped binary needs GLIBC_$GLIBC_MAX at most (objdump -T)" glibc_floor
 auditwheel="${CARGO_TARGET_DIR:-$root/target}/dist-venv/bin/auditwheel"
+# zig (PyPI ziglang, in make dist's venv) builds the C tour for aarch64: the C compiler an
+# aarch64 machine would have.
+zig_python="${CARGO_TARGET_DIR:-$root/target}/dist-venv/bin/python3"
 auditwheel_agrees() {
   [ -x "$auditwheel" ] || { echo "no $auditwheel: make dist installs it"; return 1; }
   "$auditwheel" show "$whl" | tee "$tmp/auditwheel.out" | sed 's/^/  /'
-  tr '\n' ' ' <"$tmp/auditwheel.out" | grep -q 'consistent with *the following platform tag: *"manylinux_2_17_x86_64"'
+  tr '\n' ' ' <"$tmp/auditwheel.out" | grep -q 'consistent with *the following platform tag: *"manylinux_2_17_x86_64"' || return 1
+  # (the musl wheel: auditwheel cannot judge it here, see scripts/dist.sh; musl_linkage checks it)
+  [ -n "$arm64" ] || return 0
+  "$auditwheel" show "$whl_arm64" | tee "$tmp/auditwheel-arm64.out" | sed 's/^/  /'
+  tr '\n' ' ' <"$tmp/auditwheel-arm64.out" | grep -q 'consistent with *the following platform tag: *"manylinux_2_17_aarch64"'
 }
-check "auditwheel show: the wheel is consistent with manylinux_2_17_x86_64, as its tag says" auditwheel_agrees
+# musl: no glibc symbol versions; the libraries need musl's libc.so and nothing else, the
+# command line is static.
+musl_linkage() {
+  [ -n "$musl" ] || return 0
+  local w="$tmp/musl" f bad=0
+  mkdir -p "$w/whl" "$w/npm" && python3 -m zipfile -e "$whl_musl" "$w/whl" && tar -C "$w" -xzf "$dist/$ctar_musl.tar.gz" &&
+    tar -C "$w/npm" -xzf "$npm_tgz" || return 1
+  for f in "$w"/whl/zklock/_zklock.abi3.so "$w/npm/package/prebuilds/linux-x64-musl/zklock.node" "$w/$ctar_musl/lib/libzklock.so.$version"; do
+    local needed; needed="$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')"
+    printf '  %-60s NEEDED %s\n' "${f#"$w"/}" "$needed"
+    [ "$needed" = libc.so ] && ! objdump -T "$f" | grep -q GLIBC_ && readelf -h "$f" | grep -q 'Machine:.*X86-64' || bad=1
+  done
+  f="$w/$ctar_musl/bin/zklock"
+  if readelf -d "$f" | grep -q NEEDED || readelf -l "$f" | grep -q INTERP; then echo "  bin/zklock is not static"; bad=1; else echo "  $ctar_musl/bin/zklock: static"; fi
+  case "$(basename "$whl_musl")" in *-musllinux_1_2_x86_64.whl) ;; *) echo "  the musl wheel is not tagged musllinux_1_2: $(basename "$whl_musl")"; bad=1 ;; esac
+  [ "$bad" -eq 0 ]
+}
+[ -z "$musl" ] || check "musl: the wheel's module, the addon and libzklock.so need musl's libc.so only; bin/zklock is static" musl_linkage
+check "auditwheel show: the wheel is consistent with manylinux_2_17_x86_64 (and the aarch64 one with manylinux_2_17_aarch64), as its tag says" auditwheel_agrees
 
 # The sdist is for platforms without a wheel: it must hold a complete, locked workspace.
 sdist_complete() (
@@ -126,7 +207,7 @@ check "the sdist holds a complete workspace (cargo metadata --offline)" sdist_co
 
 start_harness() {
   cargo build -q -p zklock-testkit --bin zk-harness || return 1
-  cp target/debug/zk-harness "$tmp/zk-harness"
+  cp "${CARGO_TARGET_DIR:-$root/target}/debug/zk-harness" "$tmp/zk-harness"
   mkfifo "$tmp/ctl"
   "$tmp/zk-harness" <"$tmp/ctl" >"$tmp/harness.out" 2>"$tmp/harness.err" &
   harness_pid=$!
@@ -208,15 +289,16 @@ node_face() {
 check "Node: npm install the tarball offline into a fresh project (no install script), run docs/tour/tour.mjs" node_face
 # Another platform: the loader says what to do instead of failing to find a file.
 native_missing() {
-  echo "Object.defineProperty(process, 'arch', { value: 'arm64' })" >"$app/fake-arm64.cjs"
-  local out
-  out="$(cd "$app" && node -r ./fake-arm64.cjs -e "
+  echo "Object.defineProperty(process, 'arch', { value: 'riscv64' })" >"$app/fake-riscv64.cjs"
+  local out t
+  out="$(cd "$app" && node -r ./fake-riscv64.cjs -e "
     try { require('zklock'); console.log('loaded') } catch (e) { console.log(e.code); console.log(e.message) }")"
   echo "$out"
-  [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q 'linux-arm64-gnu' <<<"$out" &&
-    grep -q 'linux-x64-gnu only' <<<"$out" && grep -q 'npm install <checkout>/bindings-node' <<<"$out"
+  [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q 'linux-riscv64-gnu' <<<"$out" &&
+    grep -q 'only\.' <<<"$out" && grep -q 'npm install <checkout>/bindings-node' <<<"$out" || return 1
+  for t in "${targets[@]}"; do grep -q "$t" <<<"$out" || { echo "the message does not name $t"; return 1; }; done
 }
-check "Node on linux-arm64-gnu (faked): ZKLOCK_NATIVE_MISSING names the platform and what to do" native_missing
+check "Node on linux-riscv64-gnu (faked): ZKLOCK_NATIVE_MISSING names the platform, those carried, and what to do" native_missing
 control() {
   local p="$tmp/control-app"
   mkdir -p "$p" && echo '{ "name": "control", "private": true }' >"$p/package.json" &&
@@ -287,6 +369,127 @@ deb_face() {
 }
 check "Debian package: apt-get install --simulate resolves it; tests/dist/tour.cpp built with its pkg-config, run" deb_face
 
+# --- aarch64: every artifact run under qemu-aarch64-static ------------------------------------
+# qemu's -L puts the arm64 root (Debian's arm64 libc, CPython 3.11 and Node 18, unpacked by
+# install-deps.sh) under the absolute paths the emulated programs open; everything else (the
+# artifacts, the tours) is this machine's. ZooKeeper is the x86_64 one above, on loopback.
+if [ -n "$arm64" ]; then
+  qemu=(qemu-aarch64-static -L "$arm64_root")
+  c64="$tmp/c/$ctar_arm64"
+  arm64_cli() {
+    mkdir -p "$tmp/c" "$tmp/arm64-bin" && tar -C "$tmp/c" -xzf "$dist/$ctar_arm64.tar.gz" || return 1
+    printf '#!/bin/sh\nexec qemu-aarch64-static -L %s %s "$@"\n' "$arm64_root" "$c64/bin/zklock" >"$tmp/arm64-bin/zklock"
+    chmod +x "$tmp/arm64-bin/zklock"
+    versions["zklock --version (aarch64 tarball, qemu)"]="$("$tmp/arm64-bin/zklock" --version | sed 's/^zklock //')" &&
+      (PATH="$tmp/arm64-bin:$PATH" timeout 300 bash -c 'set -e; source docs/tour/tour.sh') | tee "$tmp/cli-arm64.out" &&
+      grep -q '^cli holds the lock, fencing token [0-9]' "$tmp/cli-arm64.out"
+  }
+  check "aarch64 command line: the tarball's bin/zklock runs docs/tour/tour.sh under qemu" arm64_cli
+  arm64_c() {
+    local pc=(env PKG_CONFIG_PATH="$c64/lib/pkgconfig") zigcc=("$zig_python" -m ziglang cc -target aarch64-linux-gnu.2.17)
+    local libdir; libdir="$("${pc[@]}" pkg-config --variable=libdir zklock)" || return 1
+    # shellcheck disable=SC2046
+    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags --libs zklock) \
+      -Wl,-rpath,"$libdir" -o "$tmp/tour-c-arm64" &&
+      readelf -d "$tmp/tour-c-arm64" | grep -q 'NEEDED.*libzklock.so.0' &&
+      timeout 300 "${qemu[@]}" "$tmp/tour-c-arm64" | tee "$tmp/c-arm64.out" &&
+      grep -q '^c holds the lock, fencing token [0-9]' "$tmp/c-arm64.out" || return 1
+    # shellcheck disable=SC2046
+    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags zklock) -Wl,-Bstatic \
+      $("${pc[@]}" pkg-config --static --libs zklock) -o "$tmp/tour-c-arm64-static" &&
+      ! readelf -d "$tmp/tour-c-arm64-static" | grep libzklock &&
+      timeout 300 "${qemu[@]}" "$tmp/tour-c-arm64-static" | grep -q '^c holds the lock, fencing token [0-9]' || return 1
+    # shellcheck disable=SC2046
+    "${zigcc[@]}" "$tmp/version.c" $("${pc[@]}" pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" -o "$tmp/version-arm64" &&
+      versions["zklock_version() (aarch64 tarball, qemu)"]="$("${qemu[@]}" "$tmp/version-arm64")"
+  }
+  check "aarch64 C: docs/tour/tour.c built with zig cc (aarch64 glibc 2.17) against the tarball, shared and static, run under qemu" arm64_c
+  arm64_python() {
+    # pip decides whether the wheel fits an aarch64 CPython 3.11 on glibc 2.17 (its tags), and
+    # installs it; the arm64 CPython then imports it from there.
+    local site="$tmp/site-arm64" py="$arm64_root/usr/bin/python3.11"
+    timed "pip install (aarch64)" "${pythons[0]}" -m pip install -q --disable-pip-version-check --no-index \
+      --no-cache-dir --only-binary=:all: --platform manylinux_2_17_aarch64 --implementation cp \
+      --python-version 3.11 --abi abi3 --target "$site" "$whl_arm64" || return 1
+    versions["zklock.__version__ (aarch64 CPython 3.11, qemu)"]="$(cd "$tmp" && PYTHONPATH="$site" "${qemu[@]}" "$py" -c \
+      'import platform, zklock; assert platform.machine() == "aarch64"; print(zklock.__version__)')" &&
+      (cd "$tmp" && PYTHONPATH="$site" timeout 300 "${qemu[@]}" "$py" "$root/docs/tour/tour.py") | tee "$tmp/py-arm64.out" &&
+      grep -q '^python holds the lock, fencing token [0-9]' "$tmp/py-arm64.out"
+  }
+  check "aarch64 Python: pip takes the wheel for manylinux_2_17_aarch64 CPython 3.11; docs/tour/tour.py on Debian's arm64 CPython under qemu" arm64_python
+  arm64_node() {
+    # The same installed package as above; Node on arm64 loads prebuilds/linux-arm64-gnu.
+    local node64=("${qemu[@]}" "$arm64_root/usr/bin/node")
+    versions["Node package version (aarch64 Node 18, qemu)"]="$(cd "$app" && "${node64[@]}" -e "
+      if (process.arch !== 'arm64') throw new Error(process.arch)
+      require('zklock'); console.log(require('zklock/package.json').version)")" &&
+      (cd "$app" && timeout 300 "${node64[@]}" tour.mjs) | tee "$tmp/node-arm64.out" &&
+      grep -q '^node holds the lock, fencing token [0-9]' "$tmp/node-arm64.out"
+  }
+  check "aarch64 Node: the installed npm package's linux-arm64-gnu addon runs docs/tour/tour.mjs on Debian's arm64 Node 18 under qemu" arm64_node
+  arm64_deb() {
+    [ "$(dpkg-deb -f "$deb_arm64" Architecture)" = arm64 ] && [ "$(dpkg-deb -f "$deb_arm64" Depends)" = "libc6 (>= 2.17)" ] || return 1
+    versions["Debian package version (arm64)"]="$(dpkg-deb -f "$deb_arm64" Version)"
+    apt-get install --simulate "$deb_arm64" 2>&1 | tee "$tmp/apt-arm64.out" | tail -n2
+    grep -q '^Inst zklock:arm64 ' "$tmp/apt-arm64.out" || return 1
+    dpkg-deb -x "$deb_arm64" "$tmp/debroot-arm64" &&
+      diff <(cd "$c64" && find lib include bin | sort) <(cd "$tmp/debroot-arm64/usr" && find lib include bin | sort) &&
+      cmp "$c64/lib/libzklock.so.$version" "$tmp/debroot-arm64/usr/lib/libzklock.so.$version" &&
+      "${qemu[@]}" "$tmp/debroot-arm64/usr/bin/zklock" --version
+  }
+  check "aarch64 Debian package: Architecture arm64, Depends libc6 (>= 2.17), apt-get install --simulate resolves it (zklock:arm64), the tarball's files, bin/zklock runs under qemu" arm64_deb
+fi
+
+# --- x86_64 musl ------------------------------------------------------------------------------
+# No musl CPython or Node here: the wheel is checked by pip's tags (and auditwheel above), the
+# addon by the loader's choice; the C library and the command line run.
+if [ -n "$musl" ]; then
+  cm="$tmp/c/$ctar_musl"
+  musl_cli() {
+    mkdir -p "$tmp/c" "$tmp/musl-bin" && tar -C "$tmp/c" -xzf "$dist/$ctar_musl.tar.gz" && ln -sf "$cm/bin/zklock" "$tmp/musl-bin/zklock" || return 1
+    cmp -s "$root/LICENSE" "$cm/LICENSE" || { echo "no LICENSE in $ctar_musl"; return 1; }
+    versions["zklock --version (musl tarball)"]="$("$cm/bin/zklock" --version | sed 's/^zklock //')" &&
+      (PATH="$tmp/musl-bin:$PATH" timeout 120 bash -c 'set -e; source docs/tour/tour.sh') | tee "$tmp/cli-musl.out" &&
+      grep -q '^cli holds the lock, fencing token [0-9]' "$tmp/cli-musl.out"
+  }
+  check "musl command line: the tarball's static bin/zklock runs docs/tour/tour.sh" musl_cli
+  musl_c() {
+    local pc=(env PKG_CONFIG_PATH="$cm/lib/pkgconfig") zigcc=("$zig_python" -m ziglang cc -target x86_64-linux-musl)
+    local libdir; libdir="$("${pc[@]}" pkg-config --variable=libdir zklock)" || return 1
+    # shellcheck disable=SC2046
+    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags --libs zklock) \
+      -Wl,-rpath,"$libdir" -o "$tmp/tour-c-musl" &&
+      readelf -l "$tmp/tour-c-musl" | grep -q 'ld-musl-x86_64.so.1' &&
+      timeout 120 "$tmp/tour-c-musl" | tee "$tmp/c-musl.out" &&
+      grep -q '^c holds the lock, fencing token [0-9]' "$tmp/c-musl.out" || return 1
+    # shellcheck disable=SC2046
+    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags zklock) -Wl,-Bstatic \
+      $("${pc[@]}" pkg-config --static --libs zklock) -o "$tmp/tour-c-musl-static" &&
+      ! readelf -d "$tmp/tour-c-musl-static" | grep libzklock &&
+      timeout 120 "$tmp/tour-c-musl-static" | grep -q '^c holds the lock, fencing token [0-9]' || return 1
+    # shellcheck disable=SC2046
+    "${zigcc[@]}" "$tmp/version.c" $("${pc[@]}" pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" -o "$tmp/version-musl" &&
+      versions["zklock_version() (musl tarball)"]="$("$tmp/version-musl")"
+  }
+  check "musl C: docs/tour/tour.c built with zig cc (x86_64 musl) against the tarball, shared (musl's loader) and static, run" musl_c
+  musl_python() {
+    "${pythons[0]}" -m pip install -q --disable-pip-version-check --no-index --no-cache-dir --only-binary=:all: \
+      --platform musllinux_1_2_x86_64 --implementation cp --python-version 3.12 --abi abi3 --target "$tmp/site-musl" "$whl_musl" &&
+      [ -f "$tmp/site-musl/zklock/_zklock.abi3.so" ] && echo "pip takes $(basename "$whl_musl") for CPython 3.12 on musllinux_1_2_x86_64"
+  }
+  check "musl Python: pip takes the wheel for CPython on musllinux_1_2_x86_64 (no musl CPython here to run it)" musl_python
+  musl_node() {
+    # Node's report names no glibc under musl: the loader then takes prebuilds/linux-x64-musl,
+    # which this glibc Node cannot load (its libc.so is musl's): the error names that file.
+    echo "const r = process.report.getReport; process.report.getReport = () => { const x = r(); delete x.header.glibcVersionRuntime; return x }" >"$app/fake-musl.cjs"
+    local out
+    out="$(cd "$app" && node -r ./fake-musl.cjs -e "try { require('zklock'); console.log('loaded') } catch (e) { console.log(e.code); console.log(e.message) }")"
+    echo "$out" | cut -c1-240
+    [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q 'prebuilds/linux-x64-musl/zklock.node' <<<"$out"
+  }
+  check "musl Node: the loader takes prebuilds/linux-x64-musl/zklock.node when Node runs on musl (faked; no musl Node here)" musl_node
+fi
+
 # --- versions, debug info, sizes ------------------------------------------------------------
 versions_line_up() {
   versions["npm package in the checkout (bindings-node/package.json)"]="$(node -p "require('$root/bindings-node/package.json').version")"
@@ -297,7 +500,9 @@ versions_line_up() {
     [ "${versions[$k]}" = "$version" ] || bad=1
   done
   # two Pythons, the Node package and the checkout's, the wheel, 3 from the tarball, 3 from the .deb
-  [ "${#versions[@]}" -eq 11 ] && [ "$bad" -eq 0 ] && echo "all say $version (Cargo.toml [workspace.package])"
+  # with linux-arm64-gnu: also Python and Node under qemu, 2 from its tarball, 1 from its .deb
+  local want=11; [ -z "$arm64" ] || want=$((want + 5)); [ -z "$musl" ] || want=$((want + 2))
+  [ "${#versions[@]}" -eq "$want" ] && [ "$bad" -eq 0 ] && echo "all say $version (Cargo.toml [workspace.package])"
 }
 check "versions line up: Python (both), Node, zklock_version(), zklock --version, zklock.pc, .deb" versions_line_up
 
@@ -305,7 +510,10 @@ no_debug_info() {
   local f bad=0
   local so_py; so_py="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so 2>/dev/null | head -n1)"
   for f in "$so_py" "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" \
-    "$c/lib/libzklock.so.$version" "$c/lib/libzklock.a" "$c/bin/zklock"; do
+    "$c/lib/libzklock.so.$version" "$c/lib/libzklock.a" "$c/bin/zklock" ${arm64:+"$app/node_modules/zklock/prebuilds/linux-arm64-gnu/zklock.node"} \
+    ${arm64:+"$tmp/site-arm64/zklock/_zklock.abi3.so" "$c64/lib/libzklock.so.$version" "$c64/lib/libzklock.a" "$c64/bin/zklock"} \
+    ${musl:+"$tmp/site-musl/zklock/_zklock.abi3.so" "$app/node_modules/zklock/prebuilds/linux-x64-musl/zklock.node"} \
+    ${musl:+"$cm/lib/libzklock.so.$version" "$cm/lib/libzklock.a" "$cm/bin/zklock"}; do
     # Stripped: no .debug_* sections, and no symbol table (an archive's objects keep theirs:
     # the linker needs them).
     [ -f "$f" ] || { echo "missing: $f"; bad=1; continue; }
@@ -326,13 +534,32 @@ sizes() {
     [ "$k" -le "$3" ] || { echo "  $1 is over its limit"; bad=1; }
   }
   size_ok "wheel" "$whl" "$LIMIT_WHEEL"
-  size_ok "npm tarball" "$npm_tgz" "$LIMIT_NPM"
+  size_ok "npm tarball (${#targets[@]} addons)" "$npm_tgz" "$((LIMIT_NPM * ${#targets[@]}))"
   size_ok "Node addon (unpacked)" "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" "$LIMIT_ADDON"
   size_ok "libzklock.so" "$c/lib/libzklock.so.$version" "$LIMIT_SO"
   size_ok "libzklock.a" "$c/lib/libzklock.a" "$LIMIT_A"
   size_ok "bin/zklock" "$c/bin/zklock" "$LIMIT_CLI"
   size_ok "C tarball" "$dist/$ctar.tar.gz" "$LIMIT_CTAR"
   size_ok "Debian package" "$deb" "$LIMIT_DEB"
+  if [ -n "$arm64" ]; then
+    local a="$tmp/size-arm64"
+    mkdir -p "$a" && tar -C "$a" -xzf "$dist/$ctar_arm64.tar.gz" && tar -C "$a" -xzf "$npm_tgz" || bad=1
+    size_ok "wheel (aarch64)" "$whl_arm64" "$LIMIT_WHEEL"
+    size_ok "Node addon (aarch64, unpacked)" "$a/package/prebuilds/linux-arm64-gnu/zklock.node" "$LIMIT_ADDON"
+    size_ok "libzklock.so (aarch64)" "$a/$ctar_arm64/lib/libzklock.so.$version" "$LIMIT_SO"
+    size_ok "libzklock.a (aarch64)" "$a/$ctar_arm64/lib/libzklock.a" "$LIMIT_A_ARM64"
+    size_ok "bin/zklock (aarch64)" "$a/$ctar_arm64/bin/zklock" "$LIMIT_CLI"
+    size_ok "C tarball (aarch64)" "$dist/$ctar_arm64.tar.gz" "$LIMIT_CTAR_ARM64"
+    size_ok "Debian package (arm64)" "$deb_arm64" "$LIMIT_DEB_ARM64"
+  fi
+  if [ -n "$musl" ]; then
+    size_ok "wheel (musl)" "$whl_musl" "$LIMIT_WHEEL"
+    size_ok "Node addon (musl, unpacked)" "$app/node_modules/zklock/prebuilds/linux-x64-musl/zklock.node" "$LIMIT_ADDON"
+    size_ok "libzklock.so (musl)" "$cm/lib/libzklock.so.$version" "$LIMIT_SO"
+    size_ok "libzklock.a (musl)" "$cm/lib/libzklock.a" "$LIMIT_A"
+    size_ok "bin/zklock (musl, static)" "$cm/bin/zklock" "$LIMIT_CLI"
+    size_ok "C tarball (musl)" "$dist/$ctar_musl.tar.gz" "$LIMIT_CTAR"
+  fi
   [ "$bad" -eq 0 ]
 }
 check "artifact sizes within their limits (docs/packaging.md)" sizes
@@ -343,9 +570,25 @@ check "artifact sizes within their limits (docs/packaging.md)" sizes
 # package/, the .deb as /usr/share/doc/zklock/copyright in Debian's machine-readable format.
 # The npm package also says which platforms its prebuilt addon runs on (os, cpu).
 licence() {
-  python3 - "$root/LICENSE" "$whl" "$sdist" "$npm_tgz" "$dist/$ctar.tar.gz" "$deb" "$version" "$ctar" <<'PY'
+  local extra=()
+  [ -z "$arm64" ] || extra=("$dist/$ctar_arm64.tar.gz" "$ctar_arm64" "$deb_arm64")
+  python3 - "$root/LICENSE" "$whl" "$sdist" "$npm_tgz" "$dist/$ctar.tar.gz" "$deb" "$version" "$ctar" "$npm_cpus" "${extra[@]}" <<'PY'
 import io, json, re, subprocess, sys, tarfile, zipfile
-licence_path, whl, sdist, npm, ctar_gz, deb, version, ctar = sys.argv[1:]
+licence_path, whl, sdist, npm, ctar_gz, deb, version, ctar, cpus = sys.argv[1:10]
+# The other targets' C tarballs and .debs: the same LICENSE, the same copyright.
+for extra_ctar_gz, extra_ctar, extra_deb in zip(*[iter(sys.argv[10:])] * 3):
+    with tarfile.open(extra_ctar_gz) as t:
+        data = t.extractfile(f"{extra_ctar}/LICENSE").read()
+    print(f"  C tarball {extra_ctar}/LICENSE: {'the LICENSE' if data == open(licence_path, 'rb').read() else 'DIFFERENT'}")
+    if data != open(licence_path, "rb").read():
+        sys.exit(1)
+    fs = subprocess.run(["dpkg-deb", "--fsys-tarfile", extra_deb], check=True, capture_output=True).stdout
+    other = subprocess.run(["dpkg-deb", "--fsys-tarfile", deb], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(fs)) as a, tarfile.open(fileobj=io.BytesIO(other)) as b:
+        same_copyright = a.extractfile("./usr/share/doc/zklock/copyright").read() == b.extractfile("./usr/share/doc/zklock/copyright").read()
+    print(f"  {extra_deb.split('/')[-1]} copyright: {'as the amd64 one' if same_copyright else 'DIFFERENT'}")
+    if not same_copyright:
+        sys.exit(1)
 text = open(licence_path, "rb").read()
 bad = []
 def same(where, data, expected=None):
@@ -372,7 +615,7 @@ same("npm package/LICENSE", member(npm, "package/LICENSE"))
 same(f"C tarball {ctar}/LICENSE", member(ctar_gz, f"{ctar}/LICENSE"))
 pkg = json.loads(member(npm, "package/package.json"))
 print(f"  npm package.json: license {pkg.get('license')}, os {pkg.get('os')}, cpu {pkg.get('cpu')}")
-if pkg.get("license") != "Apache-2.0" or pkg.get("os") != ["linux"] or pkg.get("cpu") != ["x64"]:
+if pkg.get("license") != "Apache-2.0" or pkg.get("os") != ["linux"] or pkg.get("cpu") != cpus.split(","):
     bad.append("npm package.json: license/os/cpu")
 fs = subprocess.run(["dpkg-deb", "--fsys-tarfile", deb], check=True, capture_output=True).stdout
 with tarfile.open(fileobj=io.BytesIO(fs)) as t:
