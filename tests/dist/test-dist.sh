@@ -43,7 +43,7 @@ ctar_musl="libzklock-$version-linux-x86_64-musl"
 ctar_arm64="libzklock-$version-linux-aarch64"
 deb_arm64="$dist/zklock_${version}_arm64.deb"
 arm64_root=/var/cache/zklock/arm64-root
-npm_cpus="$(for t in "${targets[@]}"; do case "$t" in linux-x64-*) echo x64 ;; linux-arm64-*) echo arm64 ;; esac; done | paste -sd,)"
+npm_cpus="$(for t in "${targets[@]}"; do case "$t" in linux-x64-*) echo x64 ;; linux-arm64-*) echo arm64 ;; esac; done | awk '!seen[$0]++' | paste -sd,)"
 
 # Size limits in KiB (docs/packaging.md has the measured sizes; these leave about 30 % room for
 # growth but not for debug info, which multiplies them several times, nor for a second crypto
