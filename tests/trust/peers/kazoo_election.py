@@ -26,6 +26,7 @@ import threading
 import time
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 
 def say(line):
@@ -56,7 +57,15 @@ def main():
                 out.flush()
 
             for _ in range(rounds):
-                election.run(lead)
+                # The lock's parent may have been reaped (a container made by zklock or
+                # Curator, empty for a moment): kazoo's Lock ensures it only once, so ensure it
+                # again and run again (see kazoo_worker.py's acquire).
+                while True:
+                    try:
+                        election.run(lead)
+                        break
+                    except NoNodeError:
+                        election.lock.assured_path = False
     elif mode == "show":
         for i in range(rounds):
             if i:

@@ -10,6 +10,20 @@ import sys
 import time
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+
+def acquire(lock):
+    """lock.acquire(), again after the lock's parent vanished. zklock and Curator make lock
+    parents as containers, which the server reaps once empty (the harness makes it check every
+    second); kazoo's Lock ensures its parent once (`assured_path`) and then fails every create
+    with NoNodeError (kazoo/recipe/lock.py, _inner_acquire). A kazoo user sharing a path with
+    them does the same: ensure the path again and retry."""
+    while True:
+        try:
+            return lock.acquire()
+        except NoNodeError:
+            lock.assured_path = False
 
 
 def main():
@@ -24,7 +38,7 @@ def main():
         lock = zk.WriteLock(path, "kazoo", extra_lock_patterns=["__WRIT__", "__READ__"])
     with open(log, "a") as out:
         for _ in range(rounds):
-            lock.acquire()
+            acquire(lock)
             token = zk.exists(path + "/" + lock.node).czxid
             enter = time.time_ns()
             time.sleep(random.uniform(0.001, 0.003))
