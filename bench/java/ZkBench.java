@@ -316,10 +316,14 @@ public class ZkBench {
         return res;
     }
 
-    // 3. One of several contending processes: acquire, note the time, release at once.
-    static String s3() throws Exception {
-        CuratorFramework c = connect();
-        InterProcessMutex m = new InterProcessMutex(c, arg("path"));
+    /** One turn of scenarios 3 and 8: take (blocking until ours), then give back. */
+    interface Turn {
+        AutoCloseable take() throws Exception;
+    }
+
+    // 3 and 8. One of several contending processes from --start-at: take a turn, note the time,
+    // give it back at once; the events are (taken, giving back) on System.nanoTime().
+    static String contend(CuratorFramework c, Turn turn) throws Exception {
         long start = (long) num("start-at", 0);
         long end = start + (long) (num("warmup", 1) * 1e9) + (long) (num("secs", 3) * 1e9);
         long wait = start - System.nanoTime();
@@ -329,45 +333,39 @@ public class ZkBench {
         long measureFrom = start + (long) (num("warmup", 1) * 1e9), c0 = -1;
         while (System.nanoTime() < end) {
             if (c0 < 0 && System.nanoTime() >= measureFrom) c0 = cpuNs();
-            m.acquire();
-            long acquired = System.nanoTime();
-            long releasing = System.nanoTime();
-            m.release();
+            AutoCloseable held = turn.take();
+            long taken = System.nanoTime();
+            long giving = System.nanoTime();
+            held.close();
             if (!first) sb.append(',');
             first = false;
-            sb.append('[').append(acquired).append(',').append(releasing).append(']');
+            sb.append('[').append(taken).append(',').append(giving).append(']');
         }
         long cpu = c0 < 0 ? 0 : cpuNs() - c0;
         c.close();
         return sb.append("],\"cpu_s\":").append(cpu / 1e9).append("}").toString();
     }
 
+    // 3. An InterProcessMutex: acquire, release.
+    static String s3() throws Exception {
+        CuratorFramework c = connect();
+        InterProcessMutex m = new InterProcessMutex(c, arg("path"));
+        return contend(c, () -> {
+            m.acquire();
+            return m::release;
+        });
+    }
+
     // 8. Election handover (issue 25): a LeaderLatch per round, as Curator's users give up
-    // leadership (close() deletes the node), started again at once. Events as in scenario 3.
+    // leadership (close() deletes the node), started again at once.
     static String s8() throws Exception {
         CuratorFramework c = connect();
-        long start = (long) num("start-at", 0);
-        long end = start + (long) (num("warmup", 1) * 1e9) + (long) (num("secs", 3) * 1e9);
-        long wait = start - System.nanoTime();
-        if (wait > 0) Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
-        StringBuilder sb = new StringBuilder("{\"events\":[");
-        boolean first = true;
-        long measureFrom = start + (long) (num("warmup", 1) * 1e9), c0 = -1;
-        while (System.nanoTime() < end) {
-            if (c0 < 0 && System.nanoTime() >= measureFrom) c0 = cpuNs();
+        return contend(c, () -> {
             LeaderLatch latch = new LeaderLatch(c, arg("path"), "bench");
             latch.start();
             latch.await();
-            long led = System.nanoTime();
-            long resigning = System.nanoTime();
-            latch.close();
-            if (!first) sb.append(',');
-            first = false;
-            sb.append('[').append(led).append(',').append(resigning).append(']');
-        }
-        long cpu = c0 < 0 ? 0 : cpuNs() - c0;
-        c.close();
-        return sb.append("],\"cpu_s\":").append(cpu / 1e9).append("}").toString();
+            return latch::close;
+        });
     }
 
     // 4. `--locks` distinct locks cycled concurrently by as many threads over one CuratorFramework.

@@ -10,7 +10,7 @@ use crate::client::zklock_client;
 use crate::error::{guard, guard_value, zklock_status, Failure};
 use crate::handles::{self, Kind};
 use crate::lease::zklock_lease;
-use crate::lock::{client_ref, max_hold_of};
+use crate::lock::client_ref;
 use crate::op::{deliver, zklock_acquire_cb, zklock_op};
 use crate::{str_arg, UserPtr};
 
@@ -58,7 +58,7 @@ pub unsafe extern "C" fn zklock_election_new(
             return Err(Failure::null("out"));
         }
         let style = if style.is_null() {
-            zklock::ElectionStyle::Latch
+            zklock::ElectionStyle::default()
         } else {
             str_arg(style, "style")?.parse::<zklock::ElectionStyle>()?
         };
@@ -67,7 +67,7 @@ pub unsafe extern "C" fn zklock_election_new(
         } else {
             Some(str_arg(id, "id")?)
         };
-        let limit = max_hold_of(max_hold_ms)?;
+        let limit = zklock::support::max_hold_from_millis_i64(max_hold_ms)?;
         let election = client.client.election(path, style, id)?;
         let election = match limit {
             Some(limit) => election.max_hold(Some(limit))?,

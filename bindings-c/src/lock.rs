@@ -21,8 +21,6 @@ use crate::str_arg;
 pub struct zklock_lock {
     /// Swapped whole by `zklock_lock_set_max_hold`; acquires work on a clone of the `Arc`.
     shape: std::sync::Mutex<Arc<Shape>>,
-    /// The client, for the core's answer on a maximum hold (see `zklock_lock_set_max_hold`).
-    client: zklock::Client,
     /// The client's callback thread (async completions, and the leases' state callbacks).
     pub(crate) callbacks: zklock::CallbackQueue,
 }
@@ -160,7 +158,6 @@ unsafe fn read_mutex_options(opts: *const zklock_mutex_options) -> Result<bool, 
 pub(crate) fn boxed(shape: Shape, client: &zklock_client) -> *mut zklock_lock {
     let lock = Box::into_raw(Box::new(zklock_lock {
         shape: std::sync::Mutex::new(Arc::new(shape)),
-        client: client.client.clone(),
         callbacks: client.callbacks.clone(),
     }));
     handles::register(lock, Kind::Lock)
@@ -290,7 +287,7 @@ pub unsafe extern "C" fn zklock_lock_set_max_hold(
 ) -> zklock_status {
     guard(|| {
         let this = lock_ref(lock)?;
-        let limit = max_hold_of(max_hold_ms)?;
+        let limit = zklock::support::max_hold_from_millis_i64(max_hold_ms)?;
         let mut slot = this.shape.lock().unwrap_or_else(|e| e.into_inner());
         let path = match &**slot {
             Shape::Lock(l) => l.path().to_owned(),
@@ -300,30 +297,15 @@ pub unsafe extern "C" fn zklock_lock_set_max_hold(
                 ))
             }
         };
-        // The core's answer on a value of its own first (the handle's is consumed by it).
-        let stand_in = this.client.mutex(&path)?.max_hold(limit)?;
         let Some(Shape::Lock(l)) = Arc::get_mut(&mut slot) else {
             return Err(Failure::invalid(format!(
-                "an acquire of {} through this handle is running; set the maximum hold before acquiring",
-                path
+                "an acquire of {path} through this handle is running; set the maximum hold before acquiring"
             )));
         };
-        let old = std::mem::replace(l, stand_in);
-        *l = old.max_hold(limit)?;
+        // Refused, the core leaves the value as it was.
+        l.set_max_hold(limit)?;
         Ok(())
     })
-}
-
-/// A maximum hold in milliseconds as the core takes it: -1 is none, other values go to the
-/// core (0 and other negatives are refused there).
-pub(crate) fn max_hold_of(max_hold_ms: i64) -> Result<Option<std::time::Duration>, Failure> {
-    if max_hold_ms == -1 {
-        return Ok(None);
-    }
-    Ok(Some(zklock::support::duration_from_millis_i64(
-        max_hold_ms,
-        "max_hold_ms",
-    )?))
 }
 
 /// Lists the participants of `lock`'s path (holder first, then the waiters in order; for a

@@ -375,7 +375,7 @@ impl NativeClient {
     }
 
     /// A participant in the leader election on `path`: `style` is the core's
-    /// [`zklock::ElectionStyle`] name (absent: `latch`, the default every face takes), `id` the
+    /// [`zklock::ElectionStyle`] name (absent: the core's default, `latch`), `id` the
     /// participant id (absent: the client's identity), `maxHoldMs` the longest a leadership
     /// lasts ([`zklock::Election::max_hold`]).
     #[napi(catch_unwind)]
@@ -388,20 +388,15 @@ impl NativeClient {
     ) -> napi::Result<NativeElection, Code> {
         let style = match style {
             Some(name) => name.parse::<zklock::ElectionStyle>().map_err(js_err)?,
-            None => zklock::ElectionStyle::Latch,
+            None => zklock::ElectionStyle::default(),
         };
         let election = self
             .inner
             .election(&path, style, id.as_deref())
             .map_err(js_err)?;
-        let election = match max_hold_ms {
-            None => election,
-            Some(ms) => election
-                .max_hold(Some(
-                    zklock::support::duration_from_millis_f64(ms, "maxHoldMs").map_err(js_err)?,
-                ))
-                .map_err(js_err)?,
-        };
+        let election = zklock::support::max_hold_from_millis(max_hold_ms)
+            .and_then(|limit| election.max_hold(limit))
+            .map_err(js_err)?;
         Ok(NativeElection {
             inner: Arc::new(election),
         })
@@ -811,13 +806,7 @@ fn max_leases_of(path: &str, n: f64) -> Result<u32, zklock::Error> {
 
 /// `lock` with the maximum hold `max_hold_ms` ([`zklock::Lock::max_hold`]; absent: none).
 fn with_max_hold(lock: zklock::Lock, max_hold_ms: Option<f64>) -> zklock::Result<zklock::Lock> {
-    match max_hold_ms {
-        None => Ok(lock),
-        Some(ms) => lock.max_hold(Some(zklock::support::duration_from_millis_f64(
-            ms,
-            "maxHoldMs",
-        )?)),
-    }
+    lock.max_hold(zklock::support::max_hold_from_millis(max_hold_ms)?)
 }
 
 /// A JS bigint as a fencing token (ZooKeeper's czxid, an `i64`).

@@ -22,13 +22,9 @@ fn with_max_hold(
     lock: zklock::Lock,
     max_hold: Option<f64>,
 ) -> PyResult<zklock::Lock> {
-    match max_hold {
-        None => Ok(lock),
-        Some(secs) => {
-            let limit = zklock::support::duration_from_secs_f64(secs, "max_hold").py(py)?;
-            lock.max_hold(Some(limit)).py(py)
-        }
-    }
+    zklock::support::max_hold_from_secs(max_hold)
+        .and_then(|limit| lock.max_hold(limit))
+        .py(py)
 }
 
 /// One ZooKeeper session (see `zklock.Client` for the documented face).
@@ -152,24 +148,20 @@ impl PyClient {
 
     /// An election on `path`: `style` by the core's names ('selector', 'latch', 'kazoo'), `id`
     /// the participant id (None: the client's identity), `max_hold` seconds (None: no limit).
-    #[pyo3(signature = (path, style="latch", id=None, max_hold=None))]
+    #[pyo3(signature = (path, style=None, id=None, max_hold=None))]
     fn election(
         &self,
         py: Python<'_>,
         path: &str,
-        style: &str,
+        style: Option<&str>,
         id: Option<&str>,
         max_hold: Option<f64>,
     ) -> PyResult<NativeElection> {
         let style = style_of(py, style)?;
         let election = self.client.election(path, style, id).py(py)?;
-        let election = match max_hold {
-            None => election,
-            Some(secs) => {
-                let limit = zklock::support::duration_from_secs_f64(secs, "max_hold").py(py)?;
-                election.max_hold(Some(limit)).py(py)?
-            }
-        };
+        let election = zklock::support::max_hold_from_secs(max_hold)
+            .and_then(|limit| election.max_hold(limit))
+            .py(py)?;
         Ok(NativeElection::new(election))
     }
 

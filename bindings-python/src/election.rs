@@ -50,8 +50,11 @@ pub(crate) fn participant_tuple(p: Participant) -> ElectionParticipantTuple {
 }
 
 /// The style name as the core parses it (`InvalidArgument` listing the known names).
-pub(crate) fn style_of(py: Python<'_>, style: &str) -> PyResult<ElectionStyle> {
-    ElectionStyle::from_str(style).py(py)
+/// A style by the core's name; None is the core's default (`latch`).
+pub(crate) fn style_of(py: Python<'_>, style: Option<&str>) -> PyResult<ElectionStyle> {
+    style.map_or(Ok(ElectionStyle::default()), |name| {
+        ElectionStyle::from_str(name).py(py)
+    })
 }
 
 /// One participant's side of an election on a path (see `zklock.Election`).

@@ -13,16 +13,6 @@ pub fn style_str(p: &Participant) -> &'static str {
     p.election_style().map_or("-", |s| s.as_str())
 }
 
-pub fn kind_str(kind: NodeKind) -> &'static str {
-    match kind {
-        NodeKind::Mutex => "mutex",
-        NodeKind::Read => "read",
-        NodeKind::Write => "write",
-        NodeKind::Lease => "lease",
-        NodeKind::Latch => "latch",
-    }
-}
-
 /// Which contenders hold the lock: an exclusive node when it is first; a read node when no
 /// exclusive node is ahead of it, or when the first node is a write node of its own session:
 /// that is a write holder's downgrade (core/src/protocol.rs and lock.rs: a read taken while our
@@ -86,7 +76,7 @@ pub fn to_json(path: &str, queue: &[Participant]) -> serde_json::Value {
                 "node": p.node,
                 "name": p.node.rsplit('/').next().unwrap_or_default(),
                 "library": p.library.as_str(),
-                "kind": kind_str(p.kind),
+                "kind": p.kind.as_str(),
                 "election_style": p.election_style().map(|s| s.as_str()),
                 "identity": p.identity,
                 "token": p.token,
@@ -119,7 +109,7 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
             if h { "holder" } else { "waiting" }.to_owned(),
             p.node.rsplit('/').next().unwrap_or_default().to_owned(),
             p.library.as_str().to_owned(),
-            kind_str(p.kind).to_owned(),
+            p.kind.as_str().to_owned(),
             style_str(p).to_owned(),
             p.token.to_string(),
             format!("0x{:x}", p.session_id),
@@ -188,7 +178,7 @@ pub fn to_watch_frame(path: &str, queue: &[Participant], now_ms: i64) -> String 
             age(now_ms, p.created_ms),
             crate::one_line(&p.identity),
             p.library.as_str().to_owned(),
-            kind_str(p.kind).to_owned(),
+            p.kind.as_str().to_owned(),
             style_str(p).to_owned(),
             p.token.to_string(),
             p.node.rsplit('/').next().unwrap_or_default().to_owned(),

@@ -372,9 +372,9 @@ pub enum Command {
         id: Option<String>,
         /// The node layout: latch (Curator's LeaderLatch), selector (Curator's
         /// LeaderSelector) or kazoo (kazoo's Election). Every participant on PATH must use the
-        /// same one.
-        #[arg(long, value_name = "STYLE", default_value = "latch", value_parser = parse_style)]
-        style: zklock::ElectionStyle,
+        /// same one. Default: latch (the core's default).
+        #[arg(long, value_name = "STYLE", value_parser = parse_style)]
+        style: Option<zklock::ElectionStyle>,
         /// After the command exits or the leadership is lost, resign and run for leader again
         /// at the tail of the queue, and run the command again when leading; until SIGINT,
         /// SIGTERM or SIGHUP.
@@ -709,7 +709,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                             &Settings::new(&cli, connection, Some(holding)),
                             elect::Args {
                                 path,
-                                style: *style,
+                                style: style.unwrap_or_default(),
                                 id: id.as_deref(),
                                 requeue: *requeue,
                                 kill_after: *kill_after,

@@ -5,8 +5,7 @@
 
 mod common;
 
-use std::io::{BufRead, Read};
-use std::process::Stdio;
+use std::io::BufRead;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,38 +41,12 @@ fn lines_of(child: &mut std::process::Child) -> Arc<Mutex<Vec<String>>> {
 #[test]
 fn the_leaders_command_runs_in_a_terminal_with_the_leader_environment() {
     let path = unique_path("cli-elect-env");
-    let (master, slave) = openpty();
     let script = "echo \"leader=$ZKLOCK_LEADER id=$ZKLOCK_LEADER_ID token=$ZKLOCK_TOKEN \
                   node=$ZKLOCK_NODE path=$ZKLOCK_PATH\"; \
                   if [ -t 0 ] && [ -t 1 ]; then echo on-a-terminal; fi; exit 5";
-    let mut cmd = elect_cmd(&["--id", "worker-7"], &path, &sh(script));
-    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    let mut elect = cmd.spawn().expect("spawn zklock elect");
-    drop(cmd);
-    let screen = Arc::new(Mutex::new(String::new()));
-    let reader = {
-        let screen = screen.clone();
-        let mut master = std::fs::File::from(master.try_clone().unwrap());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            // Ends with EIO once zklock and its command (the last holders of the slave) are gone.
-            while let Ok(n) = master.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                screen
-                    .lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        })
-    };
-    let status = wait_exit(&mut elect, LIMIT, "zklock elect");
-    drop(master);
-    reader.join().unwrap();
-    let text = screen.lock().unwrap().clone();
+    let mut elect = spawn_on_terminal(elect_cmd(&["--id", "worker-7"], &path, &sh(script)));
+    let status = wait_exit(&mut elect.child, LIMIT, "zklock elect");
+    let text = elect.finish();
     assert_eq!(status.code(), Some(5), "the command's status: {text}");
     let line = text
         .lines()

@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use common::*;
@@ -21,33 +19,8 @@ fn last_frame(screen: &Mutex<String>) -> String {
 fn ls_watch_redraws_the_queue_in_a_terminal_as_holders_and_waiters_come_and_go() {
     let path = unique_path("cli-watch");
     let dir = scratch("watch");
-    let (master, slave) = openpty();
-    let mut cmd = zk(&["ls", "--watch", &path]);
-    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    let mut watcher = cmd.spawn().expect("spawn zklock ls --watch");
-    // The command keeps its copies of the slave side open: without them the master reads EIO
-    // once the watcher is gone, which ends the reader.
-    drop(cmd);
-    let screen = Arc::new(Mutex::new(String::new()));
-    let reader = {
-        let screen = screen.clone();
-        let mut master = std::fs::File::from(master.try_clone().unwrap());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            // Ends with EIO once the watcher (the last holder of the slave side) is gone.
-            while let Ok(n) = master.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                screen
-                    .lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        })
-    };
+    let mut watcher = spawn_on_terminal(zk(&["ls", "--watch", &path]));
+    let screen = watcher.screen.clone();
     let limit = Duration::from_secs(30);
     wait_for("a first frame: the lock is free", limit, || {
         last_frame(&screen).contains(&format!("{path}: free"))
@@ -100,10 +73,9 @@ fn ls_watch_redraws_the_queue_in_a_terminal_as_holders_and_waiters_come_and_go()
         "every change redraws the terminal"
     );
 
-    signal(&watcher, SIGINT);
-    wait_exit(&mut watcher, limit, "ls --watch after Ctrl-C");
-    drop(master);
-    reader.join().unwrap();
+    signal(&watcher.child, SIGINT);
+    wait_exit(&mut watcher.child, limit, "ls --watch after Ctrl-C");
+    watcher.finish();
 }
 
 #[test]

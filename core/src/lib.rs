@@ -103,7 +103,7 @@ pub mod support {
     pub use crate::nodes::round_trips;
     pub use crate::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
-        duration_from_secs_f64,
+        duration_from_secs_f64, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
     };
     pub use crate::protocol::validate_path;
     pub use crate::runtime::{

@@ -430,13 +430,21 @@ impl Lock {
     /// deletes its node (CURATOR-28). For a re-entrant hold the limit runs from its first
     /// acquire. A lease taken before this call keeps the limit it had. `InvalidArgument` for
     /// a zero limit (a lease that ends as it starts).
-    pub fn max_hold(self, limit: Option<Duration>) -> Result<Lock> {
+    pub fn max_hold(mut self, limit: Option<Duration>) -> Result<Lock> {
+        self.set_max_hold(limit)?;
+        Ok(self)
+    }
+
+    /// [`Lock::max_hold`] in place, for a face that keeps the value behind a handle: refused,
+    /// it leaves the value as it was.
+    pub fn set_max_hold(&mut self, limit: Option<Duration>) -> Result<()> {
         if limit.is_some_and(|l| l.is_zero()) {
             return Err(Error::invalid(
                 "max_hold must be longer than zero (leave it unset for no limit)",
             ));
         }
-        Ok(self.rebuilt(|inner| inner.max_hold = limit))
+        self.change(|inner| inner.max_hold = limit);
+        Ok(())
     }
 
     /// The limit [`Lock::max_hold`] set.
@@ -446,8 +454,27 @@ impl Lock {
 
     /// This value with its settings changed; a value shared with clones (or holding) is
     /// copied with no holds, like a new value on the same path.
-    pub(crate) fn rebuilt(self, change: impl FnOnce(&mut LockInner)) -> Lock {
-        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| LockInner {
+    pub(crate) fn rebuilt(mut self, change: impl FnOnce(&mut LockInner)) -> Lock {
+        self.change(change);
+        self
+    }
+
+    /// Changes this value's settings in place; a value shared with clones (or holding) is
+    /// first copied with no holds, like a new value on the same path.
+    fn change(&mut self, change: impl FnOnce(&mut LockInner)) {
+        if Arc::get_mut(&mut self.inner).is_none() {
+            self.inner = Arc::new(LockInner::settings_of(&self.inner));
+        }
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            change(inner);
+        }
+    }
+}
+
+impl LockInner {
+    /// A value with `shared`'s settings and no holds.
+    fn settings_of(shared: &LockInner) -> LockInner {
+        LockInner {
             client: shared.client.clone(),
             path: shared.path.clone(),
             kind: shared.kind,
@@ -460,13 +487,11 @@ impl Lock {
             max_leases: shared.max_leases,
             election: shared.election.clone(),
             max_hold: shared.max_hold,
-        });
-        change(&mut inner);
-        Lock {
-            inner: Arc::new(inner),
         }
     }
+}
 
+impl Lock {
     pub fn path(&self) -> &str {
         &self.inner.path
     }

@@ -278,6 +278,28 @@ pub fn duration_from_millis_f64(ms: f64, what: &str) -> Result<Duration> {
         .map_err(|_| Error::invalid(format!("{what} of {ms:e} milliseconds is out of range")))
 }
 
+/// A face's maximum hold (`max_hold`) in seconds (Python): absent is no limit; negative, NaN
+/// and infinite are `InvalidArgument` here, zero where it is set ([`crate::Lock::max_hold`]).
+pub fn max_hold_from_secs(secs: Option<f64>) -> Result<Option<Duration>> {
+    secs.map(|s| duration_from_secs_f64(s, "max_hold"))
+        .transpose()
+}
+
+/// [`max_hold_from_secs`] for milliseconds given as a number (Node's `maxHoldMs`).
+pub fn max_hold_from_millis(ms: Option<f64>) -> Result<Option<Duration>> {
+    ms.map(|m| duration_from_millis_f64(m, "max_hold"))
+        .transpose()
+}
+
+/// [`max_hold_from_secs`] for C's `int64_t` milliseconds, where -1 is no limit (as -1 is
+/// "forever" for every zklock timeout).
+pub fn max_hold_from_millis_i64(ms: i64) -> Result<Option<Duration>> {
+    if ms == -1 {
+        return Ok(None);
+    }
+    duration_from_millis_i64(ms, "max_hold").map(Some)
+}
+
 /// Milliseconds from a foreign face (Node, C) to a duration; negative is `InvalidArgument`.
 pub fn duration_from_millis_i64(ms: i64, what: &str) -> Result<Duration> {
     if ms < 0 {

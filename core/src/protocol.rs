@@ -85,6 +85,14 @@ crate::names::names!(ElectionStyle, "election style" {
     Kazoo => "kazoo",
 });
 
+/// The style every face takes when none is named: Curator's `LeaderLatch`, the election most
+/// users of ZooKeeper know.
+impl Default for ElectionStyle {
+    fn default() -> ElectionStyle {
+        ElectionStyle::Latch
+    }
+}
+
 impl ElectionStyle {
     /// The kind of node this style creates.
     pub fn kind(self) -> NodeKind {

@@ -893,18 +893,18 @@ class Client:
         self,
         path: str,
         *,
-        style: str = "latch",
+        style: Optional[str] = None,
         id: Optional[str] = None,
         max_hold: Optional[float] = None,
     ) -> Election:
         """A participant in the leader election on ``path`` (see :class:`Election`): ``style``
-        ``'latch'`` (default, Curator's ``LeaderLatch``), ``'selector'`` (Curator's
+        ``'latch'`` (None: the core's default, Curator's ``LeaderLatch``), ``'selector'`` (Curator's
         ``LeaderSelector``) or ``'kazoo'`` (kazoo's ``Election``); ``id`` the participant id
         (default: the client's identity; at most 1024 bytes, no NUL); ``max_hold`` seconds
         (None: no limit) ends every leadership after that long (lost, reason ``max-hold``)."""
         native = self._native.election(
             _check_str(path, "path"),
-            _check_str(style, "style"),
+            _check_optional_str(style, "style"),
             _check_optional_str(id, "id"),
             _check_optional_seconds(max_hold, "max_hold"),
         )

@@ -54,7 +54,7 @@ class Client:
     def election(
         self,
         path: str,
-        style: str = ...,
+        style: Optional[str] = ...,
         id: Optional[str] = ...,
         max_hold: Optional[float] = ...,
     ) -> NativeElection: ...

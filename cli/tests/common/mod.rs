@@ -269,3 +269,59 @@ pub fn black_holed_round(name: &str, verb: &[&str], next: &[&str]) -> Cut {
         stderr,
     }
 }
+
+/// A command running on a pseudo-terminal, and what it has written there so far.
+pub struct OnTerminal {
+    pub child: Child,
+    pub screen: std::sync::Arc<std::sync::Mutex<String>>,
+    master: OwnedFd,
+    reader: std::thread::JoinHandle<()>,
+}
+
+/// Spawns `cmd` with stdin, stdout and stderr on a new pseudo-terminal; a thread gathers what
+/// it writes.
+pub fn spawn_on_terminal(mut cmd: Command) -> OnTerminal {
+    use std::io::Read;
+    let (master, slave) = openpty();
+    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let child = cmd.spawn().expect("spawn zklock on a terminal");
+    // The command keeps its copies of the slave side open: without them the master reads EIO
+    // once the child is gone, which ends the reader.
+    drop(cmd);
+    let screen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let screen = screen.clone();
+        let mut master = std::fs::File::from(master.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // Ends with EIO once the child (the last holder of the slave side) is gone.
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                screen
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    OnTerminal {
+        child,
+        screen,
+        master,
+        reader,
+    }
+}
+
+impl OnTerminal {
+    /// Everything written, once the child is gone (after waiting for it).
+    pub fn finish(self) -> String {
+        drop(self.master);
+        self.reader.join().unwrap();
+        let text = self.screen.lock().unwrap().clone();
+        text
+    }
+}
