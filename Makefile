@@ -3,13 +3,17 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test deps lint test-rust test-python test-node test-c test-cli test-interop test-dist dist demo bench soak trust-long test-faults install fuzz-wire
+.PHONY: test deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist dist demo bench soak trust-long test-faults install fuzz-wire
 
-test: deps lint test-rust test-python test-node test-c test-cli test-interop test-dist
+test: deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
 
 deps:
 	@scripts/install-deps.sh
+
+# test-dist's Debian 11 root (glibc 2.31), made in the background while the suites before it run.
+old-userland: deps
+	@scripts/old-userland.sh --background
 
 lint:
 	$(CARGO) fmt --all --check
@@ -37,8 +41,9 @@ test-dist: dist
 
 # dist/: the abi3 wheel and sdist, the npm tarball with the prebuilt addon, the C tarball, the
 # .deb and SHA256SUMS, all of the workspace's version (cargo profile `dist`, in target/), for
-# x86_64 glibc >= 2.17. DIST_TARGETS='linux-x64-gnu linux-arm64-gnu linux-x64-musl' (for dist
-# and test-dist alike) adds aarch64 glibc and x86_64 musl (docs/packaging.md, Targets).
+# x86_64 glibc >= 2.17. DIST_TARGETS='linux-x64-gnu linux-arm64-gnu linux-x64-musl
+# linux-arm64-musl' (for dist and test-dist alike) adds aarch64 glibc and x86_64 and aarch64 musl
+# (docs/packaging.md, Targets).
 dist:
 	scripts/dist.sh
 

@@ -32,7 +32,8 @@
 #                     prebuilds/linux-x64-musl/. Its standard library is rustup's if the toolchain
 #                     has the target, else compiled from Debian's rust-web-src by Debian's
 #                     rustc-web (cargo -Zbuild-std, RUSTC_BOOTSTRAP=1).
-#   linux-arm64-musl: not built yet (docs/packaging.md, Targets: gaps).
+#   linux-arm64-musl  aarch64, musl >= 1.2: as linux-x64-musl, for aarch64 (..._musllinux_1_2_aarch64.whl,
+#                     libzklock-<v>-linux-aarch64-musl.tar.gz, prebuilds/linux-arm64-musl/).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -54,7 +55,8 @@ target_vars() {
     linux-x64-gnu) triple=x86_64-unknown-linux-gnu arch=x86_64 deb_arch=amd64 npm_cpu=x64 strip_tool=strip ;;
     linux-arm64-gnu) triple=aarch64-unknown-linux-gnu arch=aarch64 deb_arch=arm64 npm_cpu=arm64 strip_tool=aarch64-linux-gnu-strip ;;
     linux-x64-musl) triple=x86_64-unknown-linux-musl arch=x86_64 deb_arch="" npm_cpu=x64 strip_tool=strip ;;
-    *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu linux-x64-musl; linux-arm64-musl: docs/packaging.md)" >&2; return 1 ;;
+    linux-arm64-musl) triple=aarch64-unknown-linux-musl arch=aarch64 deb_arch="" npm_cpu=arm64 strip_tool=aarch64-linux-gnu-strip ;;
+    *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl)" >&2; return 1 ;;
   esac
   out="$target_dir/$triple/dist"
   # lib_env, cli_env: what the cargo runs for the libraries and the command line need.

@@ -15,6 +15,8 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # The bench's second raw limit, `zkc` (bench/c/zkc_worker.c): zookeeper/zookeeper.h, -lzookeeper_mt.
 [ -f /usr/include/zookeeper/zookeeper.h ] || need+=(libzookeeper-mt-dev)
+# test-dist's old userland, a Debian 11 root (scripts/old-userland.sh).
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -50,10 +52,16 @@ case " ${DIST_TARGETS:-} " in
       # strip --strip-debug of libzklock.a: the host's binutils read no aarch64 objects.
       command -v aarch64-linux-gnu-strip >/dev/null || cross+=(binutils-aarch64-linux-gnu) ;;
     esac
+    case " $DIST_TARGETS " in *"-musl "*)
+      [ -d /usr/lib/rustlib/src/rust/library ] || cross+=(rust-web-src) ;;
+    esac
+    # test-dist runs the musl C tours with musl's dynamic loader, /lib/ld-musl-<arch>.so.1
+    # (Debian's musl is Multi-Arch: same; qemu-aarch64-static finds the aarch64 one there).
     case " $DIST_TARGETS " in *" linux-x64-musl "*)
-      [ -d /usr/lib/rustlib/src/rust/library ] || cross+=(rust-web-src)
-      # test-dist runs the musl C tour with musl's dynamic loader, /lib/ld-musl-x86_64.so.1.
       [ -f /lib/ld-musl-x86_64.so.1 ] || cross+=(musl) ;;
+    esac
+    case " $DIST_TARGETS " in *" linux-arm64-musl "*)
+      [ -f /lib/ld-musl-aarch64.so.1 ] || cross+=(musl:arm64) ;;
     esac
     if [ ${#cross[@]} -gt 0 ]; then
       echo "install-deps: installing ${cross[*]} (DIST_TARGETS: $DIST_TARGETS)"

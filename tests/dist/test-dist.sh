@@ -20,9 +20,12 @@
 # C tour (built with zig cc for aarch64 glibc 2.17) and tour.sh with the tarball's bin/zklock,
 # tour.py on Debian's arm64 CPython 3.11 and tour.mjs on Debian's arm64 Node 18, both unpacked by
 # scripts/install-deps.sh into /var/cache/zklock/arm64-root (qemu's -L), against the same x86_64
-# ZooKeeper on loopback. With linux-x64-musl: the musllinux wheel (pip's tags and auditwheel),
+# ZooKeeper on loopback. With linux-x64-musl or linux-arm64-musl: the musllinux wheel (pip's
+# tags, then tour.py on a musl CPython that scripts/musl-python.sh builds from Debian's source),
 # the C tour built with zig cc for musl and run with Debian's musl loader, the static musl
-# bin/zklock running tour.sh, and the Node loader choosing prebuilds/linux-x64-musl.
+# bin/zklock running tour.sh (aarch64: all under qemu-aarch64-static), and the Node loader
+# choosing prebuilds/linux-<cpu>-musl.
+# Always: the x86_64 artifacts installed and run in a Debian 11 root (glibc 2.31).
 #
 # Knobs: ZKLOCK_DIST_PYTHONS (interpreters to test, default: pyenv's newest 3.9 and newest 3.x).
 # The last line is `dist: N passed, M failed`.
@@ -38,8 +41,20 @@ sdist="$dist/zklock-$version.tar.gz"
 read -r -a targets <<<"${DIST_TARGETS:-linux-x64-gnu}"
 case " ${targets[*]} " in *" linux-x64-gnu "*) ;; *) echo "test-dist: DIST_TARGETS must name linux-x64-gnu"; exit 1 ;; esac
 arm64=""; case " ${targets[*]} " in *" linux-arm64-gnu "*) arm64=1 ;; esac
-musl=""; case " ${targets[*]} " in *" linux-x64-musl "*) musl=1 ;; esac
-ctar_musl="libzklock-$version-linux-x86_64-musl"
+musl_targets=(); for t in "${targets[@]}"; do case "$t" in *-musl) musl_targets+=("$t") ;; esac; done
+# musl_vars TARGET: sets m_arch, m_machine (readelf's name), m_cpu (Node's), m_run (what runs
+# its programs here), m_ctar, m_c (where test-dist unpacks it), m_whl, m_site and the size
+# limits of its archive and C tarball.
+musl_vars() {
+  case "$1" in
+    linux-x64-musl) m_arch=x86_64 m_machine=X86-64 m_cpu=x64 m_run=() m_limit_a=$LIMIT_A m_limit_ctar=$LIMIT_CTAR ;;
+    linux-arm64-musl) m_arch=aarch64 m_machine=AArch64 m_cpu=arm64 m_run=(qemu-aarch64-static) m_limit_a=$LIMIT_A_ARM64 m_limit_ctar=$LIMIT_CTAR_ARM64 ;;
+    *) echo "test-dist: unknown musl target $1"; return 1 ;;
+  esac
+  m_ctar="libzklock-$version-linux-$m_arch-musl" m_c="$tmp/c/libzklock-$version-linux-$m_arch-musl"
+  m_whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-musllinux*_"$m_arch".whl 2>/dev/null | head -n1)"
+  m_site="$tmp/site-$1"
+}
 ctar_arm64="libzklock-$version-linux-aarch64"
 deb_arm64="$dist/zklock_${version}_arm64.deb"
 arm64_root=/var/cache/zklock/arm64-root
@@ -71,7 +86,11 @@ declare -A took       # install -> seconds
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/zklock-dist.XXXXXX")"
 harness_pid=""
+old_mounts=()  # the Debian 11 overlay's mounts, innermost first
 cleanup() {
+  # The Debian 11 overlay first: rm -rf must not walk into a mounted root.
+  local mnt
+  for mnt in "${old_mounts[@]}"; do umount "$mnt" || umount -l "$mnt"; done
   if [ -n "$harness_pid" ]; then
     exec 3>&- 2>/dev/null || true
     for _ in $(seq 1 100); do kill -0 "$harness_pid" 2>/dev/null || break; sleep 0.1; done
@@ -88,12 +107,13 @@ for f in "$deb" "$npm_tgz" "$sdist" "$dist/$ctar.tar.gz" "$dist/SHA256SUMS"; do
 done
 whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-manylinux*_x86_64.whl 2>/dev/null | head -n1)"
 [ -n "$whl" ] || { echo "test-dist: no abi3 manylinux wheel in $dist: run make dist first"; failed=$((failed + 1)); }
-if [ -n "$musl" ]; then
-  [ -f "$dist/$ctar_musl.tar.gz" ] || { echo "test-dist: $dist/$ctar_musl.tar.gz is missing"; failed=$((failed + 1)); }
-  whl_musl="$(ls "$dist"/zklock-"$version"-cp39-abi3-musllinux*_x86_64.whl 2>/dev/null | head -n1)"
-  [ -n "$whl_musl" ] || { echo "test-dist: no musllinux wheel in $dist"; failed=$((failed + 1)); }
-  [ -f /lib/ld-musl-x86_64.so.1 ] || { echo "test-dist: no musl loader: DIST_TARGETS='${targets[*]}' scripts/install-deps.sh"; failed=$((failed + 1)); }
-fi
+for t in "${musl_targets[@]}"; do
+  musl_vars "$t" || { failed=$((failed + 1)); continue; }
+  [ -f "$dist/$m_ctar.tar.gz" ] || { echo "test-dist: $dist/$m_ctar.tar.gz is missing"; failed=$((failed + 1)); }
+  [ -n "$m_whl" ] || { echo "test-dist: no musllinux $m_arch wheel in $dist"; failed=$((failed + 1)); }
+  [ -f "/lib/ld-musl-$m_arch.so.1" ] || { echo "test-dist: no musl loader for $m_arch: DIST_TARGETS='${targets[*]}' scripts/install-deps.sh"; failed=$((failed + 1)); }
+  [ "${#m_run[@]}" -eq 0 ] || command -v "${m_run[0]}" >/dev/null || { echo "test-dist: no ${m_run[0]}: DIST_TARGETS='${targets[*]}' scripts/install-deps.sh"; failed=$((failed + 1)); }
+done
 if [ -n "$arm64" ]; then
   for f in "$deb_arm64" "$dist/$ctar_arm64.tar.gz"; do
     [ -f "$f" ] || { echo "test-dist: $f is missing: run make dist DIST_TARGETS='${targets[*]}' first"; failed=$((failed + 1)); }
@@ -132,7 +152,7 @@ glibc_floor() {
     # Each file of the right machine (a wrong one would fail only where it runs).
     local t m
     for t in "${targets[@]}"; do
-      case "$t" in linux-x64-gnu) m='X86-64' ;; linux-arm64-gnu) m='AArch64' ;; esac
+      case "$t" in linux-x64-*) m='X86-64' ;; linux-arm64-*) m='AArch64' ;; esac
       readelf -h "$w/npm/package/prebuilds/$t/zklock.node" | grep -q "Machine:.*$m" || { echo "  prebuilds/$t is not $m"; bad=1; }
     done
     for f in "$w"/whl-arm64/zklock/_zklock.abi3.so "$w/c/$ctar_arm64/lib/libzklock.so.$version" "$w/deb-arm64/usr/bin/zklock"; do
@@ -175,22 +195,26 @@ auditwheel_agrees() {
 }
 # musl: no glibc symbol versions; the libraries need musl's libc.so and nothing else, the
 # command line is static.
-musl_linkage() {
-  [ -n "$musl" ] || return 0
-  local w="$tmp/musl" f bad=0
-  mkdir -p "$w/whl" "$w/npm" && python3 -m zipfile -e "$whl_musl" "$w/whl" && tar -C "$w" -xzf "$dist/$ctar_musl.tar.gz" &&
+musl_linkage() { # musl_linkage TARGET
+  musl_vars "$1" || return 1
+  local w="$tmp/musl-$1" f bad=0
+  mkdir -p "$w/whl" "$w/npm" && python3 -m zipfile -e "$m_whl" "$w/whl" && tar -C "$w" -xzf "$dist/$m_ctar.tar.gz" &&
     tar -C "$w/npm" -xzf "$npm_tgz" || return 1
-  for f in "$w"/whl/zklock/_zklock.abi3.so "$w/npm/package/prebuilds/linux-x64-musl/zklock.node" "$w/$ctar_musl/lib/libzklock.so.$version"; do
+  for f in "$w"/whl/zklock/_zklock.abi3.so "$w/npm/package/prebuilds/$1/zklock.node" "$w/$m_ctar/lib/libzklock.so.$version"; do
     local needed; needed="$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')"
     printf '  %-60s NEEDED %s\n' "${f#"$w"/}" "$needed"
-    [ "$needed" = libc.so ] && ! objdump -T "$f" | grep -q GLIBC_ && readelf -h "$f" | grep -q 'Machine:.*X86-64' || bad=1
+    [ "$needed" = libc.so ] && ! objdump -T "$f" | grep -q GLIBC_ && readelf -h "$f" | grep -q "Machine:.*$m_machine" ||
+      { echo "  ${f#"$w"/} is not a $m_machine musl library"; bad=1; }
   done
-  f="$w/$ctar_musl/bin/zklock"
-  if readelf -d "$f" | grep -q NEEDED || readelf -l "$f" | grep -q INTERP; then echo "  bin/zklock is not static"; bad=1; else echo "  $ctar_musl/bin/zklock: static"; fi
-  case "$(basename "$whl_musl")" in *-musllinux_1_2_x86_64.whl) ;; *) echo "  the musl wheel is not tagged musllinux_1_2: $(basename "$whl_musl")"; bad=1 ;; esac
+  f="$w/$m_ctar/bin/zklock"
+  if readelf -d "$f" | grep -q NEEDED || readelf -l "$f" | grep -q INTERP; then echo "  bin/zklock is not static"; bad=1; else echo "  $m_ctar/bin/zklock: static"; fi
+  readelf -h "$f" | grep -q "Machine:.*$m_machine" || { echo "  $m_ctar/bin/zklock is not $m_machine"; bad=1; }
+  case "$(basename "$m_whl")" in *-musllinux_1_2_"$m_arch".whl) ;; *) echo "  the musl wheel is not tagged musllinux_1_2_$m_arch: $(basename "$m_whl")"; bad=1 ;; esac
   [ "$bad" -eq 0 ]
 }
-[ -z "$musl" ] || check "musl: the wheel's module, the addon and libzklock.so need musl's libc.so only; bin/zklock is static" musl_linkage
+for t in "${musl_targets[@]}"; do
+  check "$t: the wheel's module, the addon and libzklock.so need musl's libc.so only; bin/zklock is static" musl_linkage "$t"
+done
 check "auditwheel show: the wheel is consistent with manylinux_2_17_x86_64 (and the aarch64 one with manylinux_2_17_aarch64), as its tag says" auditwheel_agrees
 
 # The sdist is for platforms without a wheel: it must hold a complete, locked workspace.
@@ -369,6 +393,58 @@ deb_face() {
 }
 check "Debian package: apt-get install --simulate resolves it; tests/dist/tour.cpp built with its pkg-config, run" deb_face
 
+# --- x86_64 on an older userland: Debian 11 (glibc 2.31) ------------------------------------
+# The oldest userland this machine can assemble (scripts/old-userland.sh; make test starts it in
+# the background): each artifact installed the way a Debian 11 user would and its tour run,
+# inside an overlay of the cached root (so every run starts from the same root and leaves it
+# as it was), chrooted, against the same ZooKeeper on loopback.
+old_root=/var/cache/zklock/bullseye-root
+old="$tmp/old/merged"
+in_old() { # in_old SCRIPT: runs SCRIPT with Debian 11's sh in /tmp/zklock of the root, clean env
+  chroot "$old" /usr/bin/env -i PATH=/opt/node/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp LANG=C.UTF-8 \
+    ZKLOCK_SERVERS="$ZKLOCK_SERVERS" /bin/sh -ec "cd /tmp/zklock; $1"
+}
+old_setup() {
+  "$root/scripts/old-userland.sh" || return 1
+  mkdir -p "$tmp/old/upper" "$tmp/old/work" "$old" &&
+    mount -t overlay overlay -o "lowerdir=$old_root,upperdir=$tmp/old/upper,workdir=$tmp/old/work" "$old" &&
+    old_mounts=("$old") && mount -t proc proc "$old/proc" && old_mounts=("$old/proc" "$old") || return 1
+  mkdir -p "$old/tmp/zklock/app" &&
+    cp "$whl" "$deb" docs/tour/tour.py docs/tour/tour.mjs docs/tour/tour.c docs/tour/tour.sh "$old/tmp/zklock/" &&
+    cp docs/tour/tour.mjs "$old/tmp/zklock/app/" || return 1
+  # npm only copies the package's files (it has no install script): this machine's npm puts it
+  # into the root's project, where Node 20 loads it.
+  echo '{ "name": "app", "private": true }' >"$old/tmp/zklock/app/package.json" &&
+    (cd "$old/tmp/zklock/app" && npm install --offline --no-audit --no-fund --cache "$tmp/npm-cache" "$npm_tgz" >/dev/null) || return 1
+  in_old 'echo "$(. /etc/os-release; echo "$PRETTY_NAME"), $(ldd --version | head -n1), $(python3 --version), Node $(node --version)"' |
+    tee "$tmp/old.out" && grep -q 'Debian GNU/Linux 11.*GLIBC 2\.31' "$tmp/old.out"
+}
+check "Debian 11 root (glibc 2.31, scripts/old-userland.sh): overlay mounted, the artifacts copied in" old_setup
+if [ "${#old_mounts[@]}" -eq 2 ]; then
+  old_python() {
+    # Debian 11's pip 20.3 decides from the wheel's tags that it fits (manylinux_2_17 <= 2.31).
+    versions["zklock.__version__ (Debian 11, CPython 3.9)"]="$(in_old "python3 -m venv venv && venv/bin/pip install -q \
+      --disable-pip-version-check --no-index --only-binary=:all: ./$(basename "$whl") >&2 &&
+      venv/bin/python -c 'import zklock; print(zklock.__version__)'")" &&
+      in_old 'venv/bin/python tour.py' | tee "$tmp/old-py.out" && grep -q '^python holds the lock, fencing token [0-9]' "$tmp/old-py.out"
+  }
+  check "Debian 11: its pip 20.3 installs the wheel into a CPython 3.9 virtualenv; docs/tour/tour.py runs" old_python
+  old_node() {
+    in_old 'cd app && node tour.mjs' | tee "$tmp/old-node.out" && grep -q '^node holds the lock, fencing token [0-9]' "$tmp/old-node.out"
+  }
+  check "Debian 11: Node.js 20 (the official build) loads the npm package's linux-x64-gnu addon; docs/tour/tour.mjs runs" old_node
+  old_deb() {
+    # dpkg -i, for real: its Depends (libc6 >= 2.17) must hold on Debian 11. Then a C user's
+    # build with Debian 11's gcc 10 and pkg-config, and the command line's tour.
+    in_old "dpkg -i ./$(basename "$deb") >/dev/null && dpkg -s zklock | grep '^Status: install ok installed'" &&
+      in_old 'gcc -std=c11 -Wall -Werror tour.c $(pkg-config --cflags --libs zklock) -o tour-c && ./tour-c' | tee "$tmp/old-c.out" &&
+      grep -q '^c holds the lock, fencing token [0-9]' "$tmp/old-c.out" &&
+      in_old 'bash -ec ". ./tour.sh"' | tee "$tmp/old-cli.out" && grep -q '^cli holds the lock, fencing token [0-9]' "$tmp/old-cli.out" &&
+      versions["zklock --version (.deb on Debian 11)"]="$(in_old 'zklock --version' | sed 's/^zklock //')"
+  }
+  check "Debian 11: dpkg -i the .deb; docs/tour/tour.c built with its gcc 10 and pkg-config, and docs/tour/tour.sh, run" old_deb
+fi
+
 # --- aarch64: every artifact run under qemu-aarch64-static ------------------------------------
 # qemu's -L puts the arm64 root (Debian's arm64 libc, CPython 3.11 and Node 18, unpacked by
 # install-deps.sh) under the absolute paths the emulated programs open; everything else (the
@@ -440,55 +516,74 @@ if [ -n "$arm64" ]; then
   check "aarch64 Debian package: Architecture arm64, Depends libc6 (>= 2.17), apt-get install --simulate resolves it (zklock:arm64), the tarball's files, bin/zklock runs under qemu" arm64_deb
 fi
 
-# --- x86_64 musl ------------------------------------------------------------------------------
-# No musl CPython or Node here: the wheel is checked by pip's tags (and auditwheel above), the
-# addon by the loader's choice; the C library and the command line run.
-if [ -n "$musl" ]; then
-  cm="$tmp/c/$ctar_musl"
-  musl_cli() {
-    mkdir -p "$tmp/c" "$tmp/musl-bin" && tar -C "$tmp/c" -xzf "$dist/$ctar_musl.tar.gz" && ln -sf "$cm/bin/zklock" "$tmp/musl-bin/zklock" || return 1
-    cmp -s "$root/LICENSE" "$cm/LICENSE" || { echo "no LICENSE in $ctar_musl"; return 1; }
-    versions["zklock --version (musl tarball)"]="$("$cm/bin/zklock" --version | sed 's/^zklock //')" &&
-      (PATH="$tmp/musl-bin:$PATH" timeout 120 bash -c 'set -e; source docs/tour/tour.sh') | tee "$tmp/cli-musl.out" &&
-      grep -q '^cli holds the lock, fencing token [0-9]' "$tmp/cli-musl.out"
-  }
-  check "musl command line: the tarball's static bin/zklock runs docs/tour/tour.sh" musl_cli
-  musl_c() {
-    local pc=(env PKG_CONFIG_PATH="$cm/lib/pkgconfig") zigcc=("$zig_python" -m ziglang cc -target x86_64-linux-musl)
-    local libdir; libdir="$("${pc[@]}" pkg-config --variable=libdir zklock)" || return 1
-    # shellcheck disable=SC2046
-    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags --libs zklock) \
-      -Wl,-rpath,"$libdir" -o "$tmp/tour-c-musl" &&
-      readelf -l "$tmp/tour-c-musl" | grep -q 'ld-musl-x86_64.so.1' &&
-      timeout 120 "$tmp/tour-c-musl" | tee "$tmp/c-musl.out" &&
-      grep -q '^c holds the lock, fencing token [0-9]' "$tmp/c-musl.out" || return 1
-    # shellcheck disable=SC2046
-    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags zklock) -Wl,-Bstatic \
-      $("${pc[@]}" pkg-config --static --libs zklock) -o "$tmp/tour-c-musl-static" &&
-      ! readelf -d "$tmp/tour-c-musl-static" | grep libzklock &&
-      timeout 120 "$tmp/tour-c-musl-static" | grep -q '^c holds the lock, fencing token [0-9]' || return 1
-    # shellcheck disable=SC2046
-    "${zigcc[@]}" "$tmp/version.c" $("${pc[@]}" pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" -o "$tmp/version-musl" &&
-      versions["zklock_version() (musl tarball)"]="$("$tmp/version-musl")"
-  }
-  check "musl C: docs/tour/tour.c built with zig cc (x86_64 musl) against the tarball, shared (musl's loader) and static, run" musl_c
-  musl_python() {
-    "${pythons[0]}" -m pip install -q --disable-pip-version-check --no-index --no-cache-dir --only-binary=:all: \
-      --platform musllinux_1_2_x86_64 --implementation cp --python-version 3.12 --abi abi3 --target "$tmp/site-musl" "$whl_musl" &&
-      [ -f "$tmp/site-musl/zklock/_zklock.abi3.so" ] && echo "pip takes $(basename "$whl_musl") for CPython 3.12 on musllinux_1_2_x86_64"
-  }
-  check "musl Python: pip takes the wheel for CPython on musllinux_1_2_x86_64 (no musl CPython here to run it)" musl_python
-  musl_node() {
-    # Node's report names no glibc under musl: the loader then takes prebuilds/linux-x64-musl,
-    # which this glibc Node cannot load (its libc.so is musl's): the error names that file.
-    echo "const r = process.report.getReport; process.report.getReport = () => { const x = r(); delete x.header.glibcVersionRuntime; return x }" >"$app/fake-musl.cjs"
-    local out
-    out="$(cd "$app" && node -r ./fake-musl.cjs -e "try { require('zklock'); console.log('loaded') } catch (e) { console.log(e.code); console.log(e.message) }")"
-    echo "$out" | cut -c1-240
-    [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q 'prebuilds/linux-x64-musl/zklock.node' <<<"$out"
-  }
-  check "musl Node: the loader takes prebuilds/linux-x64-musl/zklock.node when Node runs on musl (faked; no musl Node here)" musl_node
-fi
+# --- musl (x86_64, aarch64) ------------------------------------------------------------------
+# The C library, the command line and the wheel run (the wheel on a musl CPython built from
+# Debian's source by scripts/musl-python.sh); aarch64 under qemu-aarch64-static, which finds
+# Debian's musl:arm64 loader at /lib/ld-musl-aarch64.so.1. No musl Node here: the addon is
+# checked by the loader's choice.
+musl_cli() { # musl_cli TARGET
+  musl_vars "$1" || return 1
+  local bin="$tmp/bin-$1"
+  mkdir -p "$tmp/c" "$bin" && tar -C "$tmp/c" -xzf "$dist/$m_ctar.tar.gz" || return 1
+  printf '#!/bin/sh\nexec %s %s "$@"\n' "${m_run[*]}" "$m_c/bin/zklock" >"$bin/zklock" && chmod +x "$bin/zklock" || return 1
+  cmp -s "$root/LICENSE" "$m_c/LICENSE" || { echo "no LICENSE in $m_ctar"; return 1; }
+  versions["zklock --version ($1 tarball)"]="$("$bin/zklock" --version | sed 's/^zklock //')" &&
+    (PATH="$bin:$PATH" timeout 300 bash -c 'set -e; source docs/tour/tour.sh') | tee "$tmp/cli-$1.out" &&
+    grep -q '^cli holds the lock, fencing token [0-9]' "$tmp/cli-$1.out"
+}
+musl_c() { # musl_c TARGET
+  musl_vars "$1" || return 1
+  local pc=(env PKG_CONFIG_PATH="$m_c/lib/pkgconfig") zigcc=("$zig_python" -m ziglang cc -target "$m_arch-linux-musl")
+  local libdir; libdir="$("${pc[@]}" pkg-config --variable=libdir zklock)" || return 1
+  # shellcheck disable=SC2046
+  "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags --libs zklock) \
+    -Wl,-rpath,"$libdir" -o "$tmp/tour-c-$1" &&
+    readelf -l "$tmp/tour-c-$1" | grep -q "ld-musl-$m_arch.so.1" &&
+    timeout 300 "${m_run[@]}" "$tmp/tour-c-$1" | tee "$tmp/c-$1.out" &&
+    grep -q '^c holds the lock, fencing token [0-9]' "$tmp/c-$1.out" || return 1
+  # shellcheck disable=SC2046
+  "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags zklock) -Wl,-Bstatic \
+    $("${pc[@]}" pkg-config --static --libs zklock) -o "$tmp/tour-c-$1-static" &&
+    ! readelf -d "$tmp/tour-c-$1-static" | grep libzklock &&
+    timeout 300 "${m_run[@]}" "$tmp/tour-c-$1-static" | grep -q '^c holds the lock, fencing token [0-9]' || return 1
+  # shellcheck disable=SC2046
+  "${zigcc[@]}" "$tmp/version.c" $("${pc[@]}" pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" -o "$tmp/version-$1" &&
+    versions["zklock_version() ($1 tarball)"]="$("${m_run[@]}" "$tmp/version-$1")"
+}
+musl_python() { # musl_python TARGET
+  # pip (this machine's, told the platform) decides the wheel fits musllinux_1_2 and installs it;
+  # a musl CPython (scripts/musl-python.sh: Debian's CPython source built for musl) imports it
+  # and runs the tour.
+  musl_vars "$1" || return 1
+  local py="/var/cache/zklock/musl-python-$m_arch"
+  "${pythons[0]}" -m pip install -q --disable-pip-version-check --no-index --no-cache-dir --only-binary=:all: \
+    --platform "musllinux_1_2_$m_arch" --implementation cp --python-version 3.11 --abi abi3 --target "$m_site" "$m_whl" &&
+    [ -f "$m_site/zklock/_zklock.abi3.so" ] && echo "pip takes $(basename "$m_whl") for CPython 3.11 on musllinux_1_2_$m_arch" &&
+    "$root/scripts/musl-python.sh" "$m_arch" "$zig_python" || return 1
+  local run=(env PYTHONHOME="$py" PYTHONPATH="$m_site" "${m_run[@]}" "$py/bin/python3.11")
+  versions["zklock.__version__ ($1, musl CPython 3.11)"]="$(cd "$tmp" && "${run[@]}" -c \
+    "import platform, zklock; assert platform.machine() == '$m_arch' and platform.libc_ver()[0] != 'glibc', platform.libc_ver(); print(zklock.__version__)")" &&
+    (cd "$tmp" && timeout 300 "${run[@]}" "$root/docs/tour/tour.py") | tee "$tmp/py-$1.out" &&
+    grep -q '^python holds the lock, fencing token [0-9]' "$tmp/py-$1.out"
+}
+musl_node() { # musl_node TARGET
+  # Node's report names no glibc under musl: the loader then takes prebuilds/linux-<cpu>-musl,
+  # which this glibc Node cannot load (its libc.so is musl's; aarch64: and another machine):
+  # the error names that file.
+  musl_vars "$1" || return 1
+  printf '%s\n' "const r = process.report.getReport; process.report.getReport = () => { const x = r(); delete x.header.glibcVersionRuntime; return x }" \
+    "Object.defineProperty(process, 'arch', { value: '$m_cpu' })" >"$app/fake-$1.cjs"
+  local out
+  out="$(cd "$app" && node -r "./fake-$1.cjs" -e "try { require('zklock'); console.log('loaded') } catch (e) { console.log(e.code); console.log(e.message) }")"
+  echo "$out" | cut -c1-240
+  [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q "prebuilds/$1/zklock.node" <<<"$out"
+}
+for t in "${musl_targets[@]}"; do
+  check "$t command line: the tarball's static bin/zklock runs docs/tour/tour.sh" musl_cli "$t"
+  check "$t C: docs/tour/tour.c built with zig cc against the tarball, shared (musl's loader) and static, run" musl_c "$t"
+  check "$t Python: pip takes the wheel for musllinux_1_2 CPython 3.11; docs/tour/tour.py on a musl CPython (scripts/musl-python.sh)" musl_python "$t"
+  check "$t Node: the loader takes prebuilds/$t/zklock.node when Node runs on musl (faked; no musl Node here)" musl_node "$t"
+done
 
 # --- versions, debug info, sizes ------------------------------------------------------------
 versions_line_up() {
@@ -501,7 +596,8 @@ versions_line_up() {
   done
   # two Pythons, the Node package and the checkout's, the wheel, 3 from the tarball, 3 from the .deb
   # with linux-arm64-gnu: also Python and Node under qemu, 2 from its tarball, 1 from its .deb
-  local want=11; [ -z "$arm64" ] || want=$((want + 5)); [ -z "$musl" ] || want=$((want + 2))
+  # Debian 11: Python and the .deb's command line; each musl target: its CLI, C library, Python
+  local want=13; [ -z "$arm64" ] || want=$((want + 5)); want=$((want + 3 * ${#musl_targets[@]}))
   [ "${#versions[@]}" -eq "$want" ] && [ "$bad" -eq 0 ] && echo "all say $version (Cargo.toml [workspace.package])"
 }
 check "versions line up: Python (both), Node, zklock_version(), zklock --version, zklock.pc, .deb" versions_line_up
@@ -512,8 +608,7 @@ no_debug_info() {
   for f in "$so_py" "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" \
     "$c/lib/libzklock.so.$version" "$c/lib/libzklock.a" "$c/bin/zklock" ${arm64:+"$app/node_modules/zklock/prebuilds/linux-arm64-gnu/zklock.node"} \
     ${arm64:+"$tmp/site-arm64/zklock/_zklock.abi3.so" "$c64/lib/libzklock.so.$version" "$c64/lib/libzklock.a" "$c64/bin/zklock"} \
-    ${musl:+"$tmp/site-musl/zklock/_zklock.abi3.so" "$app/node_modules/zklock/prebuilds/linux-x64-musl/zklock.node"} \
-    ${musl:+"$cm/lib/libzklock.so.$version" "$cm/lib/libzklock.a" "$cm/bin/zklock"}; do
+    $(for t in "${musl_targets[@]}"; do musl_vars "$t" && echo "$m_site/zklock/_zklock.abi3.so $app/node_modules/zklock/prebuilds/$t/zklock.node $m_c/lib/libzklock.so.$version $m_c/lib/libzklock.a $m_c/bin/zklock"; done); do
     # Stripped: no .debug_* sections, and no symbol table (an archive's objects keep theirs:
     # the linker needs them).
     [ -f "$f" ] || { echo "missing: $f"; bad=1; continue; }
@@ -552,14 +647,15 @@ sizes() {
     size_ok "C tarball (aarch64)" "$dist/$ctar_arm64.tar.gz" "$LIMIT_CTAR_ARM64"
     size_ok "Debian package (arm64)" "$deb_arm64" "$LIMIT_DEB_ARM64"
   fi
-  if [ -n "$musl" ]; then
-    size_ok "wheel (musl)" "$whl_musl" "$LIMIT_WHEEL"
-    size_ok "Node addon (musl, unpacked)" "$app/node_modules/zklock/prebuilds/linux-x64-musl/zklock.node" "$LIMIT_ADDON"
-    size_ok "libzklock.so (musl)" "$cm/lib/libzklock.so.$version" "$LIMIT_SO"
-    size_ok "libzklock.a (musl)" "$cm/lib/libzklock.a" "$LIMIT_A"
-    size_ok "bin/zklock (musl, static)" "$cm/bin/zklock" "$LIMIT_CLI"
-    size_ok "C tarball (musl)" "$dist/$ctar_musl.tar.gz" "$LIMIT_CTAR"
-  fi
+  for t in "${musl_targets[@]}"; do
+    musl_vars "$t" || { bad=1; continue; }
+    size_ok "wheel ($t)" "$m_whl" "$LIMIT_WHEEL"
+    size_ok "Node addon ($t, unpacked)" "$app/node_modules/zklock/prebuilds/$t/zklock.node" "$LIMIT_ADDON"
+    size_ok "libzklock.so ($t)" "$m_c/lib/libzklock.so.$version" "$LIMIT_SO"
+    size_ok "libzklock.a ($t)" "$m_c/lib/libzklock.a" "$m_limit_a"
+    size_ok "bin/zklock ($t, static)" "$m_c/bin/zklock" "$LIMIT_CLI"
+    size_ok "C tarball ($t)" "$dist/$m_ctar.tar.gz" "$m_limit_ctar"
+  done
   [ "$bad" -eq 0 ]
 }
 check "artifact sizes within their limits (docs/packaging.md)" sizes
