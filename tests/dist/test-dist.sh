@@ -445,6 +445,31 @@ if [ "${#old_mounts[@]}" -eq 2 ]; then
   check "Debian 11: dpkg -i the .deb; docs/tour/tour.c built with its gcc 10 and pkg-config, and docs/tour/tour.sh, run" old_deb
 fi
 
+# zig_c_tour TAG DIR ZIG_TARGET LOADER KEY [RUNNER...]: another target's C user, with zig cc as
+# the C compiler such a machine has: docs/tour/tour.c built for ZIG_TARGET against the tarball
+# unpacked at DIR, linked shared (it must need libzklock.so.0 and ask for the loader LOADER) and
+# static (no libzklock.so), each run by RUNNER (qemu, or nothing); zklock_version() goes into
+# versions[KEY].
+zig_c_tour() {
+  local tag="$1" dir="$2" target="$3" loader="$4" key="$5"; shift 5
+  local run=("$@") pc=(env PKG_CONFIG_PATH="$dir/lib/pkgconfig") zigcc=("$zig_python" -m ziglang cc -target "$target")
+  local libdir; libdir="$("${pc[@]}" pkg-config --variable=libdir zklock)" || return 1
+  # shellcheck disable=SC2046
+  "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags --libs zklock) \
+    -Wl,-rpath,"$libdir" -o "$tmp/tour-c-$tag" &&
+    readelf -d "$tmp/tour-c-$tag" | grep -q 'NEEDED.*libzklock.so.0' && readelf -l "$tmp/tour-c-$tag" | grep -q "$loader" &&
+    timeout 300 "${run[@]}" "$tmp/tour-c-$tag" | tee "$tmp/c-$tag.out" &&
+    grep -q '^c holds the lock, fencing token [0-9]' "$tmp/c-$tag.out" || return 1
+  # shellcheck disable=SC2046
+  "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags zklock) -Wl,-Bstatic \
+    $("${pc[@]}" pkg-config --static --libs zklock) -o "$tmp/tour-c-$tag-static" &&
+    ! readelf -d "$tmp/tour-c-$tag-static" | grep libzklock &&
+    timeout 300 "${run[@]}" "$tmp/tour-c-$tag-static" | grep -q '^c holds the lock, fencing token [0-9]' || return 1
+  # shellcheck disable=SC2046
+  "${zigcc[@]}" "$tmp/version.c" $("${pc[@]}" pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" -o "$tmp/version-$tag" &&
+    versions["$key"]="$("${run[@]}" "$tmp/version-$tag")"
+}
+
 # --- aarch64: every artifact run under qemu-aarch64-static ------------------------------------
 # qemu's -L puts the arm64 root (Debian's arm64 libc, CPython 3.11 and Node 18, unpacked by
 # install-deps.sh) under the absolute paths the emulated programs open; everything else (the
@@ -461,24 +486,7 @@ if [ -n "$arm64" ]; then
       grep -q '^cli holds the lock, fencing token [0-9]' "$tmp/cli-arm64.out"
   }
   check "aarch64 command line: the tarball's bin/zklock runs docs/tour/tour.sh under qemu" arm64_cli
-  arm64_c() {
-    local pc=(env PKG_CONFIG_PATH="$c64/lib/pkgconfig") zigcc=("$zig_python" -m ziglang cc -target aarch64-linux-gnu.2.17)
-    local libdir; libdir="$("${pc[@]}" pkg-config --variable=libdir zklock)" || return 1
-    # shellcheck disable=SC2046
-    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags --libs zklock) \
-      -Wl,-rpath,"$libdir" -o "$tmp/tour-c-arm64" &&
-      readelf -d "$tmp/tour-c-arm64" | grep -q 'NEEDED.*libzklock.so.0' &&
-      timeout 300 "${qemu[@]}" "$tmp/tour-c-arm64" | tee "$tmp/c-arm64.out" &&
-      grep -q '^c holds the lock, fencing token [0-9]' "$tmp/c-arm64.out" || return 1
-    # shellcheck disable=SC2046
-    "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags zklock) -Wl,-Bstatic \
-      $("${pc[@]}" pkg-config --static --libs zklock) -o "$tmp/tour-c-arm64-static" &&
-      ! readelf -d "$tmp/tour-c-arm64-static" | grep libzklock &&
-      timeout 300 "${qemu[@]}" "$tmp/tour-c-arm64-static" | grep -q '^c holds the lock, fencing token [0-9]' || return 1
-    # shellcheck disable=SC2046
-    "${zigcc[@]}" "$tmp/version.c" $("${pc[@]}" pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" -o "$tmp/version-arm64" &&
-      versions["zklock_version() (aarch64 tarball, qemu)"]="$("${qemu[@]}" "$tmp/version-arm64")"
-  }
+  arm64_c() { zig_c_tour arm64 "$c64" aarch64-linux-gnu.2.17 ld-linux-aarch64.so.1 "zklock_version() (aarch64 tarball, qemu)" "${qemu[@]}"; }
   check "aarch64 C: docs/tour/tour.c built with zig cc (aarch64 glibc 2.17) against the tarball, shared and static, run under qemu" arm64_c
   arm64_python() {
     # pip decides whether the wheel fits an aarch64 CPython 3.11 on glibc 2.17 (its tags), and
@@ -533,22 +541,7 @@ musl_cli() { # musl_cli TARGET
 }
 musl_c() { # musl_c TARGET
   musl_vars "$1" || return 1
-  local pc=(env PKG_CONFIG_PATH="$m_c/lib/pkgconfig") zigcc=("$zig_python" -m ziglang cc -target "$m_arch-linux-musl")
-  local libdir; libdir="$("${pc[@]}" pkg-config --variable=libdir zklock)" || return 1
-  # shellcheck disable=SC2046
-  "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags --libs zklock) \
-    -Wl,-rpath,"$libdir" -o "$tmp/tour-c-$1" &&
-    readelf -l "$tmp/tour-c-$1" | grep -q "ld-musl-$m_arch.so.1" &&
-    timeout 300 "${m_run[@]}" "$tmp/tour-c-$1" | tee "$tmp/c-$1.out" &&
-    grep -q '^c holds the lock, fencing token [0-9]' "$tmp/c-$1.out" || return 1
-  # shellcheck disable=SC2046
-  "${zigcc[@]}" -std=c11 -Wall -Werror docs/tour/tour.c $("${pc[@]}" pkg-config --cflags zklock) -Wl,-Bstatic \
-    $("${pc[@]}" pkg-config --static --libs zklock) -o "$tmp/tour-c-$1-static" &&
-    ! readelf -d "$tmp/tour-c-$1-static" | grep libzklock &&
-    timeout 300 "${m_run[@]}" "$tmp/tour-c-$1-static" | grep -q '^c holds the lock, fencing token [0-9]' || return 1
-  # shellcheck disable=SC2046
-  "${zigcc[@]}" "$tmp/version.c" $("${pc[@]}" pkg-config --cflags --libs zklock) -Wl,-rpath,"$libdir" -o "$tmp/version-$1" &&
-    versions["zklock_version() ($1 tarball)"]="$("${m_run[@]}" "$tmp/version-$1")"
+  zig_c_tour "$1" "$m_c" "$m_arch-linux-musl" "ld-musl-$m_arch.so.1" "zklock_version() ($1 tarball)" "${m_run[@]}"
 }
 musl_python() { # musl_python TARGET
   # pip (this machine's, told the platform) decides the wheel fits musllinux_1_2 and installs it;
