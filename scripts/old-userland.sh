@@ -11,8 +11,9 @@
 # against the test ZooKeeper on loopback (the chroot shares the network).
 #
 # It is made once (about 2 minutes, most of it downloads) and again only when what it should hold
-# changes. `--background` (install-deps.sh, at the start of make test) makes it detached while the
-# build runs and returns at once; a later call waits for that one through the lock.
+# changes. `--background` (the Makefile's old-userland, at the start of make test) makes it
+# detached while the builds run and returns at once; a later call waits for that one through the
+# lock.
 set -euo pipefail
 cache=/var/cache/zklock
 root="$cache/bullseye-root"
