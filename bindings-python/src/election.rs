@@ -49,8 +49,8 @@ pub(crate) fn participant_tuple(p: Participant) -> ElectionParticipantTuple {
     )
 }
 
-/// The style name as the core parses it (`InvalidArgument` listing the known names).
-/// A style by the core's name; None is the core's default (`latch`).
+/// A style by the core's name (`InvalidArgument` listing the known names); None is the core's
+/// default (`latch`).
 pub(crate) fn style_of(py: Python<'_>, style: Option<&str>) -> PyResult<ElectionStyle> {
     style.map_or(Ok(ElectionStyle::default()), |name| {
         ElectionStyle::from_str(name).py(py)
