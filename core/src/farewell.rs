@@ -11,13 +11,26 @@
 //! then closes the session and deletes its ephemeral nodes. A server that does not know the
 //! session (already closed or expired) refuses the connect, which is harmless.
 //!
+//! The farewell hands the lock on, so it waits (issue 33): with the direction to the server
+//! working, a farewell sent when the lease turned lost let the next holder in a few
+//! milliseconds after the lost signal, while ours was still stopping. It goes out only once
+//! (1) the lost signal has had as long as the lifeline promises it before the server's own
+//! expiry: the moment the leader could first expire the session by itself (the proven touch
+//! plus the session timeout), and at least margin + tick after the give-up; and (2) the holder
+//! let go of every lease it lost (released or dropped: it has stopped using them). If (2) has
+//! not happened one session timeout after the give-up, nothing is sent: by then the server
+//! expires the session by itself once the transport has gone quiet, and a farewell could only
+//! hand the lock on sooner than that, under a holder that has not stopped.
+//!
 //! Only for plain connections: a TLS handshake needs both directions, and where both work the
 //! transport says goodbye itself.
 
-use std::time::Duration;
-
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use crate::session::Member;
 
 /// ZooKeeper's `OpCode.closeSession`.
 const CLOSE_SESSION: i32 = -11;
@@ -72,17 +85,115 @@ pub(crate) fn addresses(hosts: &str) -> Vec<(String, u16)> {
         .collect()
 }
 
-/// Sends the farewell to every server of `hosts` at once, each from a short-lived thread of its
-/// own (rare, and kept off the runtime so that a stalled runtime cannot hold it up), and returns
-/// at once. Errors are ignored: this is a last attempt, the server's own expiry remains the
-/// fallback.
-pub(crate) fn close_blindly(hosts: &str, session_id: i64, password: &[u8], timeout: Duration) {
-    let frames = std::sync::Arc::new(frames(session_id, password, timeout));
-    for (host, port) in addresses(hosts) {
-        let frames = frames.clone();
-        let _ = std::thread::Builder::new()
+/// How often a waiting farewell looks whether its holder let go: a few atomic loads, for at most
+/// one session timeout, in a case as rare as a given-up session. Polling spares every release
+/// path (locks, elections, semaphores, multi-locks, each face) a notification of its own.
+const LET_GO_POLL: Duration = Duration::from_millis(10);
+
+/// A session's farewell, from its give-up until it was sent or skipped.
+pub(crate) struct Farewell {
+    hosts: String,
+    session_id: i64,
+    password: Vec<u8>,
+    timeout: Duration,
+    /// Not before this moment (see the module's comment, condition 1).
+    due: Instant,
+    /// Nothing is sent from this moment on (condition 2 never came).
+    skip_at: Instant,
+    /// The leases the session lost; each must be let go first (condition 2).
+    leases: Vec<Weak<dyn Member>>,
+    /// True once sent (every server's send ended) or skipped.
+    done: tokio::sync::watch::Sender<bool>,
+}
+
+impl Farewell {
+    /// A farewell for a session given up at `given_up`, whose leader was last proven to have
+    /// touched it at `proven`; `leases` are the leases it lost.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        hosts: &str,
+        session_id: i64,
+        password: Vec<u8>,
+        timeout: Duration,
+        tick: Duration,
+        proven: Instant,
+        given_up: Instant,
+        leases: Vec<Weak<dyn Member>>,
+    ) -> Arc<Farewell> {
+        let due = (proven + timeout).max(given_up + crate::lifeline::margin(timeout) + tick);
+        Arc::new(Farewell {
+            hosts: hosts.to_owned(),
+            session_id,
+            password,
+            timeout,
+            due,
+            skip_at: given_up + timeout,
+            leases,
+            done: tokio::sync::watch::Sender::new(false),
+        })
+    }
+
+    /// Whether the holder let go of every lease the session lost.
+    pub(crate) fn let_go(&self) -> bool {
+        self.leases.iter().all(|w| match w.upgrade() {
+            Some(lease) => lease.let_go(),
+            None => true, // dropped: let go
+        })
+    }
+
+    /// Waits, on a thread of its own (kept off the runtime so that a stalled runtime cannot
+    /// hold it up), until the farewell is due and let go, then sends it to every server of the
+    /// connect string at once; or skips it at `skip_at`. Errors are ignored: this is a last
+    /// attempt, the server's own expiry remains the fallback.
+    pub(crate) fn start(self: &Arc<Self>) {
+        let farewell = self.clone();
+        let spawned = std::thread::Builder::new()
             .name("zklock-farewell".into())
-            .spawn(move || send(&host, port, &frames));
+            .spawn(move || {
+                loop {
+                    let now = Instant::now();
+                    if now >= farewell.skip_at {
+                        break;
+                    }
+                    if now >= farewell.due && farewell.let_go() {
+                        farewell.send_to_all();
+                        break;
+                    }
+                    let wake = if now < farewell.due {
+                        farewell.due
+                    } else {
+                        now + LET_GO_POLL
+                    };
+                    std::thread::sleep(wake.min(farewell.skip_at) - now);
+                }
+                farewell.done.send_replace(true);
+            });
+        if spawned.is_err() {
+            self.done.send_replace(true);
+        }
+    }
+
+    /// Resolves once the farewell was sent or skipped.
+    pub(crate) async fn finished(&self) {
+        let mut done = self.done.subscribe();
+        let _ = done.wait_for(|d| *d).await;
+    }
+
+    fn send_to_all(&self) {
+        let frames = Arc::new(frames(self.session_id, &self.password, self.timeout));
+        let sends: Vec<_> = addresses(&self.hosts)
+            .into_iter()
+            .filter_map(|(host, port)| {
+                let frames = frames.clone();
+                std::thread::Builder::new()
+                    .name("zklock-farewell".into())
+                    .spawn(move || send(&host, port, &frames))
+                    .ok()
+            })
+            .collect();
+        for send in sends {
+            let _ = send.join();
+        }
     }
 }
 

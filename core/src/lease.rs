@@ -282,6 +282,9 @@ impl Member for LeaseShared {
     fn lose(&self, why: &str) {
         LeaseShared::lose(self, why)
     }
+    fn let_go(&self) -> bool {
+        self.is_released()
+    }
 }
 
 impl Watched for LeaseShared {

@@ -32,11 +32,17 @@ pub(crate) trait Member: Send + Sync {
     fn state(&self) -> LeaseState;
     fn set_state(&self, state: LeaseState);
     fn lose(&self, why: &str);
+    /// Whether its holder let go of it (released it): the farewell waits for that.
+    fn let_go(&self) -> bool;
 }
 
 /// How long closing a client waits for the transport to tell ZooKeeper (in-flight requests that
 /// still hold the transport let go when they fail, which the dead session makes quick).
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How long closing a given-up session waits for its farewell beyond the session timeout (the
+/// farewell's own sends are bounded; this only keeps a lost thread from holding up a close).
+const FAREWELL_CLOSE_SLACK: Duration = Duration::from_secs(5);
 
 /// The values of `Session::link`.
 const CONNECTED: u8 = 0;
@@ -70,6 +76,8 @@ pub(crate) struct Session {
     /// The connect string, and whether it is plain TCP (for `farewell`).
     hosts: String,
     plain: bool,
+    /// The farewell of a session the lifeline gave up, once scheduled (`give_up`).
+    farewell: Mutex<Option<Arc<farewell::Farewell>>>,
 }
 
 impl Drop for Session {
@@ -239,6 +247,7 @@ impl Session {
             acl: options.acl,
             hosts: hosts.to_owned(),
             plain: tls.is_none(),
+            farewell: Mutex::new(None),
         });
         session.event("opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
@@ -305,7 +314,8 @@ impl Session {
     }
 
     /// The lifeline's deadline passed: every lease is lost and the session closed, also on the
-    /// server when only the direction to it still works (`farewell`).
+    /// server when only the direction to it still works (`farewell`). Lost first: the farewell
+    /// hands the lock on, so it waits for the lost signal's time and its holder (issue 33).
     fn give_up(&self) {
         let credentials = self
             .zk
@@ -313,11 +323,10 @@ impl Session {
             .unwrap()
             .as_ref()
             .map(|zk| (zk.session_id(), zk.session_password()));
-        if let (Some((id, password)), true) = (credentials, self.plain) {
-            farewell::close_blindly(&self.hosts, id, &password, self.timeout);
-        }
-        let since = Instant::now().saturating_duration_since(self.lifeline.proven());
-        self.kill(Error::new(
+        let proven = self.lifeline.proven();
+        let now = Instant::now();
+        let since = now.saturating_duration_since(proven);
+        let lost = self.end(Error::new(
             ErrorKind::SessionExpired,
             format!(
                 "the ZooKeeper leader has not provably heard of session 0x{:x} for {since:.1?} \
@@ -328,6 +337,21 @@ impl Session {
                 self.lifeline.tick()
             ),
         ));
+        let (Some(leases), Some((id, password)), true) = (lost, credentials, self.plain) else {
+            return;
+        };
+        let farewell = farewell::Farewell::new(
+            &self.hosts,
+            id,
+            password.to_vec(),
+            self.timeout,
+            self.lifeline.tick(),
+            proven.into_std(),
+            now.into_std(),
+            leases,
+        );
+        farewell.start();
+        *self.farewell.lock().unwrap() = Some(farewell);
     }
 
     /// What happened to the session (`opened`, `disconnected`, `reconnected`, `expired`,
@@ -402,10 +426,15 @@ impl Session {
     /// Declares the session dead: every lease of it is lost, waiters fail, and the ZooKeeper
     /// session is closed (which deletes its ephemeral nodes when a server is reachable).
     pub(crate) fn kill(&self, reason: Error) {
+        let _ = self.end(reason);
+    }
+
+    /// `kill`, returning the leases it turned lost, or `None` when the session was dead already.
+    fn end(&self, reason: Error) -> Option<Vec<Weak<dyn Member>>> {
         {
             let mut dead = self.dead.lock().unwrap();
             if dead.is_some() {
-                return;
+                return None;
             }
             *dead = Some(reason.clone());
         }
@@ -424,11 +453,12 @@ impl Session {
             .lock()
             .unwrap()
             .drain()
-            .filter_map(|(_, w)| w.upgrade())
+            .map(|(_, w)| w)
             .collect();
-        for lease in leases {
+        for lease in leases.iter().filter_map(Weak::upgrade) {
             lease.lose(reason.message());
         }
+        Some(leases)
     }
 
     /// Kills the session (`kill`) and waits until the transport has sent ZooKeeper its
@@ -442,6 +472,14 @@ impl Session {
             .as_ref()
             .map(zk::Client::state_watcher);
         self.kill(reason);
+        // A given-up session's farewell (`give_up`): a process that exits right after closing
+        // would take it along, and the server would keep the lock until its own expiry. Waited
+        // for only once the holder let go of its leases (else it is not due before that).
+        let farewell = self.farewell.lock().unwrap().clone();
+        if let Some(farewell) = farewell.filter(|f| f.let_go()) {
+            let bound = self.timeout + FAREWELL_CLOSE_SLACK;
+            let _ = tokio::time::timeout(bound, farewell.finished()).await;
+        }
         let Some(mut watcher) = watcher else { return };
         let closed = async {
             while !watcher.peek_state().is_terminated() {

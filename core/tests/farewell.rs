@@ -3,6 +3,10 @@
 //! the transport's reconnect attempts still reach the server and revalidate the session, which
 //! used to keep the holder's node (and the lock) for about a session timeout after the holder
 //! had turned `lost`; the next holder waited about twice the session timeout.
+//!
+//! The farewell hands the lock on, so it must not come before the holder stopped (issue 33): it
+//! was sent before the lost signal fired, and the next holder started a few milliseconds after
+//! it. Now it waits for the lost signal's margin and for the holder to let go of its lease.
 
 mod common;
 
@@ -12,8 +16,10 @@ use common::*;
 use tokio::time::Instant;
 use zklock::Options;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_holder_that_hears_nothing_back_closes_its_session_when_it_gives_it_up() {
+/// One round: a holder on a proxy, a waiter on a direct link, the proxy loses the
+/// server-to-client direction. The holder lets go of its lease `stop_after` after its lost
+/// signal. Returns (split, lost, let go, acquired).
+async fn one_way_round(stop_after: Duration) -> (Instant, Instant, Instant, Instant) {
     let path = unique_path("farewell");
     let session = Duration::from_secs(3);
     let options = Options::default().session_timeout(session);
@@ -23,10 +29,14 @@ async fn a_holder_that_hears_nothing_back_closes_its_session_when_it_gives_it_up
         .unwrap();
     let waiter = client_with(options).await;
     let lease = holder.mutex(&path).unwrap().acquire().await.unwrap();
-    let lost = lease.lost();
-    let lost_at = tokio::spawn(async move {
-        lost.await;
-        Instant::now()
+    let stopped = tokio::spawn(async move {
+        lease.lost().await;
+        let lost = Instant::now();
+        // The holder's work takes this long to stop; then it lets go of the lease.
+        tokio::time::sleep(stop_after).await;
+        let let_go = Instant::now();
+        let _ = lease.release().await;
+        (lost, let_go)
     });
     let wmutex = waiter.mutex(&path).unwrap();
     let acquired_at = tokio::spawn(async move {
@@ -38,30 +48,61 @@ async fn a_holder_that_hears_nothing_back_closes_its_session_when_it_gives_it_up
         lease.release().await.unwrap();
         at
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Queued: the waiter's node is there before the link breaks.
+    while children(&path).await.len() < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let split = Instant::now();
     proxy.drop_to_client();
 
     let acquired_at = acquired_at.await.unwrap();
-    let lost_at = lost_at.await.unwrap();
-    let lost_ms = lost_at.duration_since(split).as_millis();
-    let acquired_ms = acquired_at.duration_since(split).as_millis();
-    println!("one-way loss: holder lost at {lost_ms} ms, waiter acquired at {acquired_ms} ms");
-    assert!(
-        lost_at < acquired_at,
-        "the holder knows first ({lost_ms} ms, waiter {acquired_ms} ms)"
-    );
-    // The server learned of the close at once: no second session timeout for the next holder.
-    assert!(
-        acquired_at.duration_since(lost_at) < Duration::from_millis(1500),
-        "the waiter waited {} ms after the holder gave its session up (the server kept it)",
-        acquired_at.duration_since(lost_at).as_millis()
-    );
-    assert!(
-        acquired_at.duration_since(split) < session,
-        "the lock changed hands {acquired_ms} ms after the split, later than one session timeout"
-    );
+    let (lost_at, let_go_at) = stopped.await.unwrap();
     proxy.heal();
     holder.close().await;
     waiter.close().await;
+    (split, lost_at, let_go_at, acquired_at)
+}
+
+fn ms(later: Instant, earlier: Instant) -> i128 {
+    if later >= earlier {
+        later.duration_since(earlier).as_millis() as i128
+    } else {
+        -(earlier.duration_since(later).as_millis() as i128)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_hears_nothing_back_closes_its_session_when_it_gives_it_up() {
+    let (split, lost_at, _, acquired_at) = one_way_round(Duration::ZERO).await;
+    let (lost_ms, acquired_ms) = (ms(lost_at, split), ms(acquired_at, split));
+    let margin = ms(acquired_at, lost_at);
+    println!("one-way loss: holder lost at {lost_ms} ms, waiter acquired at {acquired_ms} ms (margin {margin:+} ms)");
+    // The farewell waits for the lost signal's margin (docs/safety.md, "Closing a session we
+    // gave up"): margin + tick = 240 + 600 ms at T = 3 s.
+    assert!(
+        margin >= 200,
+        "the waiter acquired {margin} ms after the holder's lost signal (at least 200 ms)"
+    );
+    // The server learned of the close then: no second session timeout for the next holder.
+    assert!(
+        margin < 2500,
+        "the waiter waited {margin} ms after the holder gave its session up (the server kept it)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_farewell_waits_for_a_holder_that_stops_slowly_to_let_go() {
+    // Longer than the farewell's own wait (840 ms), shorter than the session timeout.
+    let (split, lost_at, let_go_at, acquired_at) = one_way_round(Duration::from_millis(1800)).await;
+    println!(
+        "one-way loss, slow holder: lost at {} ms, let go at {} ms, waiter acquired at {} ms",
+        ms(lost_at, split),
+        ms(let_go_at, split),
+        ms(acquired_at, split)
+    );
+    assert!(
+        acquired_at > let_go_at,
+        "the waiter acquired {} ms before the holder let go of its lost lease",
+        ms(let_go_at, acquired_at)
+    );
 }
