@@ -185,6 +185,40 @@ pub fn zklock_holder(servers: &str, path: &str, session: Duration) -> Result<Hol
     Ok(Holder::from_channel("zklock", rx, (client, lease, tx)))
 }
 
+/// A zklock holder that stops as a careful user's does: as [`zklock_holder`], and when its lease
+/// turns lost it lets go of it (releases it) at once, on a thread of its own. A given-up
+/// session's farewell waits for that (issue 33), so a holder that kept its lost lease would
+/// measure the server's own expiry instead.
+pub fn zklock_stopping_holder(servers: &str, path: &str, session: Duration) -> Result<Holder, String> {
+    let options = zklock::Options::default().session_timeout(session);
+    let client = zklock::Client::blocking_connect(servers, options)
+        .map_err(|e| format!("zklock holder cannot connect: {e}"))?;
+    let lease = client
+        .mutex(path)
+        .and_then(|m| m.blocking_acquire())
+        .map_err(|e| format!("zklock holder cannot acquire {path}: {e}"))?;
+    let (tx, rx) = mpsc::channel();
+    tx.send(Event::now(Signal::Held)).ok();
+    let on_state = tx.clone();
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(None::<zklock::Lease>));
+    let to_release = slot.clone();
+    lease.on_state(move |state| {
+        on_state
+            .send(Event::now(Signal::parse(state.as_str())))
+            .ok();
+        if state == zklock::LeaseState::Lost {
+            let to_release = to_release.clone();
+            std::thread::spawn(move || {
+                if let Some(lease) = to_release.lock().unwrap().take() {
+                    let _ = lease.blocking_release();
+                }
+            });
+        }
+    });
+    *slot.lock().unwrap() = Some(lease);
+    Ok(Holder::from_channel("zklock", rx, (client, slot, tx)))
+}
+
 /// What one round measured.
 #[derive(Debug, Clone)]
 pub struct Round {
@@ -310,6 +344,28 @@ pub fn run_round(
         waiter_server: server,
         waiter_options: zklock::Options::default(),
         begin: || proxy.blackhole(),
+        end: || proxy.heal(),
+    };
+    let round = watch_round(holder, path, session_timeout, options, fault);
+    drop(proxy);
+    round
+}
+
+/// [`run_round`] with only the server-to-client direction of the holder's link lost (issue 33):
+/// what the holder sends still reaches the server, nothing comes back.
+pub fn run_one_way_round(
+    server: &str,
+    path: &str,
+    session_timeout: Duration,
+    options: &RoundOptions,
+    start_holder: impl FnOnce(&str, &str) -> Result<Holder, String>,
+) -> Result<Round, String> {
+    let proxy = Proxy::start(server)?;
+    let holder = start_holder(proxy.addr(), path)?;
+    let fault = Fault {
+        waiter_server: server,
+        waiter_options: zklock::Options::default(),
+        begin: || proxy.drop_to_client(),
         end: || proxy.heal(),
     };
     let round = watch_round(holder, path, session_timeout, options, fault);
