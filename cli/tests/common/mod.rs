@@ -219,6 +219,23 @@ pub struct Cut {
 /// PATH -- cmd` queues on a direct connection and records when its command starts; the proxy
 /// turns into a black hole (the link stays open, nothing crosses).
 pub fn black_holed_round(name: &str, verb: &[&str], next: &[&str]) -> Cut {
+    faulted_round(name, verb, next, zklock_testkit::Proxy::blackhole)
+}
+
+/// As `black_holed_round`, with only the server-to-client direction lost (issue 33): what the
+/// holder sends still reaches the server. The trap's stamp is also the moment the command
+/// stopped (it exits right after).
+pub fn one_way_round(name: &str, verb: &[&str], next: &[&str]) -> Cut {
+    faulted_round(name, verb, next, zklock_testkit::Proxy::drop_to_client)
+}
+
+/// The round of `black_holed_round`, with `fault` applied to the holder's proxy.
+pub fn faulted_round(
+    name: &str,
+    verb: &[&str],
+    next: &[&str],
+    fault: impl FnOnce(&zklock_testkit::Proxy),
+) -> Cut {
     let path = zklock_testkit::unique_path(name);
     let dir = scratch(name);
     let (ready, term, started) = (dir.join("ready"), dir.join("term"), dir.join("started"));
@@ -251,7 +268,7 @@ pub fn black_holed_round(name: &str, verb: &[&str], next: &[&str]) -> Cut {
     wait_for("the next one to queue", Duration::from_secs(20), || {
         participants(&path).len() == 2
     });
-    proxy.blackhole();
+    fault(&proxy);
     let done = wait_exit(&mut second, Duration::from_secs(60), "the next one");
     assert_eq!(done.code(), Some(0), "{}", child_stderr(&mut second));
     let status = wait_exit(&mut holder, Duration::from_secs(30), "the cut-off holder");
