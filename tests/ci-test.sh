@@ -40,6 +40,10 @@ ZKLOCK_XLANG_WORKERS="$(IFS=';'; echo "${workers[*]}")"
 echo "cross-language workers: $ZKLOCK_XLANG_WORKERS"
 "$CARGO" test -p zklock-trust --test cross_language -- --ignored --nocapture
 
+# The Python face's holder in the one-way-loss rounds (issue 33; the Rust rounds run in make
+# test-rust).
+ZKLOCK_PYTHON="$venv/bin/python" "$CARGO" test -p zklock-trust --test one_way -- --ignored --nocapture
+
 # docs/safety.md's scenarios 3-7 (lost create reply, cancel while suspended, stale release, a
 # waiter's own expiry, release from the lost callback) again, on a 3-node ensemble.
 "$CARGO" build -q -p zklock-testkit --bin zk-harness

@@ -18,9 +18,10 @@
 //! expiry: the moment the leader could first expire the session by itself (the proven touch
 //! plus the session timeout), and at least margin + tick after the give-up; and (2) the holder
 //! let go of every lease it lost (released or dropped: it has stopped using them). If (2) has
-//! not happened one session timeout after the give-up, nothing is sent: by then the server
-//! expires the session by itself once the transport has gone quiet, and a farewell could only
-//! hand the lock on sooner than that, under a holder that has not stopped.
+//! not happened one session timeout after the give-up, nothing is sent: the server heard our last
+//! requests at the give-up or later, so it cannot expire the session by itself before then, and
+//! a farewell could only hand the lock on sooner than it would, under a holder that has not
+//! stopped (docs/safety.md, "Closing a session we gave up").
 //!
 //! Only for plain connections: a TLS handshake needs both directions, and where both work the
 //! transport says goodbye itself.

@@ -189,7 +189,11 @@ pub fn zklock_holder(servers: &str, path: &str, session: Duration) -> Result<Hol
 /// turns lost it lets go of it (releases it) at once, on a thread of its own. A given-up
 /// session's farewell waits for that (issue 33), so a holder that kept its lost lease would
 /// measure the server's own expiry instead.
-pub fn zklock_stopping_holder(servers: &str, path: &str, session: Duration) -> Result<Holder, String> {
+pub fn zklock_stopping_holder(
+    servers: &str,
+    path: &str,
+    session: Duration,
+) -> Result<Holder, String> {
     let options = zklock::Options::default().session_timeout(session);
     let client = zklock::Client::blocking_connect(servers, options)
         .map_err(|e| format!("zklock holder cannot connect: {e}"))?;

@@ -34,11 +34,7 @@ fn rounds() -> usize {
 }
 
 /// Runs the rounds with holders from `start_holder`, prints each and checks every margin.
-fn run(
-    what: &str,
-    session: Duration,
-    start_holder: impl Fn(&str, &str) -> Result<Holder, String>,
-) {
+fn run(what: &str, session: Duration, start_holder: impl Fn(&str, &str) -> Result<Holder, String>) {
     let zk = ZooKeeper::standalone().expect("ZooKeeper must start (scripts/install-deps.sh)");
     let server = zk.connect_string();
     let count = rounds();
@@ -87,7 +83,9 @@ fn a_rust_holder_that_hears_nothing_back_stops_before_the_next_holder_starts() {
 /// The Python that has the Python face installed: `ZKLOCK_PYTHON`.
 fn python() -> String {
     std::env::var("ZKLOCK_PYTHON").unwrap_or_else(|_| {
-        panic!("ZKLOCK_PYTHON must name a python with the zklock package (tests/ci-test.sh sets it)")
+        panic!(
+            "ZKLOCK_PYTHON must name a python with the zklock package (tests/ci-test.sh sets it)"
+        )
     })
 }
 
