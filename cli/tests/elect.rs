@@ -211,6 +211,34 @@ fn requeue_takes_turns_at_the_tail_until_a_signal() {
     });
 }
 
+/// Issue 33: a listener that printed the leader's id prints the id it proclaims (a data change
+/// of the same leader's node), not only changes of leader.
+#[test]
+fn listen_prints_the_id_a_leader_proclaims() {
+    let path = unique_path("cli-elect-proclaim");
+    let client = zklock::Client::blocking_connect(servers(), zklock::Options::default()).unwrap();
+    let election = client
+        .election(&path, zklock::ElectionStyle::Latch, Some("before"))
+        .unwrap();
+    let lead = election
+        .blocking_lead_with(zklock::Wait::timeout(LIMIT), None)
+        .unwrap();
+    let mut listener = spawn(zk(&["elect", "--listen", "--count", "2", &path]));
+    let lines = lines_of(&mut listener);
+    wait_for("the leader's id", LIMIT, || {
+        !lines.lock().unwrap().is_empty()
+    });
+    election
+        .blocking_proclaim(&lead, b"after".to_vec(), Some(Duration::from_secs(5)))
+        .unwrap();
+    let status = wait_exit(&mut listener, LIMIT, "listen --count 2");
+    assert_eq!(status.code(), Some(0), "{}", child_stderr(&mut listener));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(*lines.lock().unwrap(), ["before", "after"]);
+    lead.blocking_release().unwrap();
+    client.blocking_close();
+}
+
 #[test]
 fn listen_prints_every_leader_change_including_none() {
     let path = unique_path("cli-elect-listen");

@@ -261,8 +261,9 @@ fn first_of(style: ElectionStyle, participants: Vec<Participant>) -> Option<Part
 pub struct LeaderWatch {
     client: Arc<Connection>,
     path: String,
-    /// The leader last reported (its node): `None` before the first report.
-    last: Arc<AsyncMutex<Option<Option<String>>>>,
+    /// The leader last reported (its node and its data, which a proclaim changes): `None`
+    /// before the first report.
+    last: Arc<AsyncMutex<Option<Option<(String, String)>>>>,
 }
 
 impl std::fmt::Debug for LeaderWatch {
@@ -309,16 +310,33 @@ impl LeaderWatch {
     async fn next_change(&self, deadline: Option<Instant>) -> Result<Option<Participant>> {
         let mut last = self.last.lock().await;
         loop {
-            let (leader, watcher) = self.look(deadline).await?;
-            let node = leader.as_ref().map(|p| p.node.clone());
-            if last.as_ref() != Some(&node) {
-                *last = Some(node);
+            let (leader, children, data) = self.look(deadline).await?;
+            let seen = leader
+                .as_ref()
+                .map(|p| (p.node.clone(), p.identity.clone()));
+            if last.as_ref() != Some(&seen) {
+                *last = Some(seen);
                 return Ok(leader);
             }
             let session = self.client.session_by(deadline).await?;
             let wake = session.timeout.max(Duration::from_millis(100));
             let until = deadline.map_or(Instant::now() + wake, |d| d.min(Instant::now() + wake));
-            let _ = tokio::time::timeout_at(until, watcher.changed()).await;
+            // A new first node (the children) or a proclaim (the leader's data), whichever
+            // comes first (issue 33).
+            let either = async move {
+                match data {
+                    Some(data) => {
+                        tokio::select! {
+                            _ = children.changed() => {}
+                            _ = data.changed() => {}
+                        }
+                    }
+                    None => {
+                        children.changed().await;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout_at(until, either).await;
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Error::timeout(format!(
                     "the leader of {} did not change in time",
@@ -328,12 +346,16 @@ impl LeaderWatch {
         }
     }
 
-    /// The leader now (the first node of the queue, with its data), and a watch that fires
-    /// when that may change.
+    /// The leader now (the first node of the queue, with its data), a watch on the children
+    /// that fires when the first node may change, and one on the leader's data (a proclaim).
     async fn look(
         &self,
         deadline: Option<Instant>,
-    ) -> Result<(Option<Participant>, zk::OneshotWatcher)> {
+    ) -> Result<(
+        Option<Participant>,
+        zk::OneshotWatcher,
+        Option<zk::OneshotWatcher>,
+    )> {
         loop {
             let session = self.client.session_by(deadline).await?;
             let zk = session.zk()?;
@@ -341,7 +363,7 @@ impl LeaderWatch {
             let (children, watcher) = match listed {
                 Ok(listed) => listed,
                 Err(zk::Error::NoNode) => match zk.check_and_watch_stat(&self.path).await {
-                    Ok((None, watcher)) => return Ok((None, watcher)),
+                    Ok((None, watcher)) => return Ok((None, watcher, None)),
                     Ok((Some(_), _)) => continue,
                     Err(e) if is_transient(&e) => {
                         session.recover(deadline, &self.path).await?;
@@ -357,11 +379,11 @@ impl LeaderWatch {
             };
             let queue = protocol::queue_of(&children, None);
             let Some(first) = queue.into_iter().find(|c| c.kind.is_exclusive()) else {
-                return Ok((None, watcher));
+                return Ok((None, watcher, None));
             };
             let node = format!("{}/{}", self.path, first.name);
-            match zk.get_data(&node).await {
-                Ok((data, stat)) => {
+            match zk.get_and_watch_data(&node).await {
+                Ok((data, stat, data_watcher)) => {
                     let leader = Participant {
                         identity: String::from_utf8_lossy(&data).into_owned(),
                         node,
@@ -372,7 +394,7 @@ impl LeaderWatch {
                         created_ms: stat.ctime,
                         max_leases: None,
                     };
-                    return Ok((Some(leader), watcher));
+                    return Ok((Some(leader), watcher, Some(data_watcher)));
                 }
                 // Gone meanwhile: look again.
                 Err(zk::Error::NoNode) => {}

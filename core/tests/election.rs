@@ -209,6 +209,34 @@ async fn an_observer_sees_the_leader_each_change_and_no_leader() {
     );
 }
 
+/// Issue 33: an observer that already reported a leader sees its proclaim (the leader's node's
+/// data changes, its node does not), within one wait, without polling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_reports_the_id_a_leader_proclaims() {
+    let (a, watcher) = (client().await, client().await);
+    let path = unique_path("elect-proclaim-observe");
+    let election = a
+        .election(&path, ElectionStyle::Latch, Some("before"))
+        .unwrap();
+    let lead = election.lead().await.unwrap();
+    let watch = watcher.observe_leader(&path).unwrap();
+    let soon = Wait::timeout(Duration::from_secs(10));
+    let seen = watch.next(soon).await.unwrap().expect("a leader");
+    assert_eq!(seen.identity, "before");
+    election
+        .proclaim(&lead, b"after".to_vec(), Some(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    let seen = watch.next(soon).await.unwrap().expect("still a leader");
+    assert_eq!(
+        (seen.identity.as_str(), seen.token),
+        ("after", lead.token()),
+        "the observer reports the proclaimed id of the same leadership"
+    );
+    lead.release().await.unwrap();
+    assert_eq!(watch.next(soon).await.unwrap(), None, "nobody leads");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_accepts_the_current_holders_token_only() {
     let (a, b, checker) = (client().await, client().await, client().await);
