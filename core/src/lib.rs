@@ -67,6 +67,7 @@ mod lease;
 
 mod semaphore;
 
+mod conflict;
 mod election;
 mod multi;
 mod mutex;
@@ -78,6 +79,7 @@ mod client;
 pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
+pub use conflict::CONFLICT;
 pub use election::{Election, LeaderWatch, MAX_ID_BYTES};
 pub use error::{Error, ErrorKind, Result, OPTION_NAMES};
 pub use guarded::{Guarded, Write, Written};

@@ -291,6 +291,9 @@ impl Waiting {
         if let Some(limit) = lock.max_hold {
             shared.limit_hold(limit);
         }
+        if let Some((style, _)) = &lock.election {
+            crate::conflict::guard(&shared, *style, &lock.path);
+        }
         let counted_by = if lock.reentrant {
             let mut holds = lock.holds.lock().unwrap();
             holds.retain(|(o, _)| *o != owner);
