@@ -12,8 +12,9 @@
 //!
 //! This bounds the overlap, it cannot prevent it: the foreign participant starts leading as soon
 //! as its own listing puts it first, before our watch can fire, so both lead for about one
-//! notification and one listing (milliseconds on a healthy link; up to the lifeline's deadline
-//! on a suspended one, when no notification can arrive). The foreign node's czxid is larger
+//! notification, one listing and [`FOREIGN_GRACE`] (a zklock participant of another style
+//! leaves at once and costs us nothing); up to the lifeline's deadline on a suspended link, when
+//! no notification can arrive. The foreign node's czxid is larger
 //! than our token, so a resource that checks fencing tokens takes the foreign leader's writes
 //! and refuses ours from its first one on (docs/election.md, "A foreign participant").
 
@@ -25,9 +26,40 @@ use crate::lease::LeaseShared;
 use crate::nodes::delete_node;
 use crate::protocol::{self, ElectionStyle};
 use crate::runtime;
+use crate::session::Session;
+use zklock_wire::client as zk;
 
 /// The reason word of a leadership ended because a participant of another layout joined.
 pub const CONFLICT: &str = "conflict";
+
+/// How long a foreign node must stay before the leadership ends. A zklock participant of
+/// another style creates its node, lists the children in the same round trip, refuses to lead
+/// beside us (`Conflict`) and deletes the node at once; ending our leadership for that would
+/// trade a good leader for nothing. A peer library's node stays. The grace is what the overlap
+/// with a real foreign leader costs on top of the notification.
+const FOREIGN_GRACE: Duration = Duration::from_millis(250);
+
+/// Whether the foreign `node` is still there `FOREIGN_GRACE` after we saw it (its deletion is
+/// awaited through an exists watch, not polled); `None` when the session could not tell.
+async fn stays(session: &Session, node: &str) -> Option<bool> {
+    let zk = session.zk().ok()?;
+    let looking = zk.check_and_watch_stat(node);
+    drop(zk);
+    let (stat, watcher) = looking.await.ok()?;
+    if stat.is_none() {
+        return Some(false);
+    }
+    match tokio::time::timeout(FOREIGN_GRACE, watcher.changed()).await {
+        Err(_) => Some(true), // still there
+        Ok(event) if event.event_type == zk::EventType::NodeDeleted => Some(false),
+        Ok(_) => {
+            let zk = session.zk().ok()?;
+            let stat = zk.check_stat(node);
+            drop(zk);
+            Some(stat.await.ok()?.is_some())
+        }
+    }
+}
 
 /// Watches the election at `dir` for as long as the leadership `shared` lasts (see the module's
 /// comment). One task and one children watch per leadership; waiters keep none.
@@ -64,6 +96,9 @@ async fn watch(lease: Weak<LeaseShared>, style: ElectionStyle, dir: String) {
         };
         let queue = protocol::queue_of(&children, None);
         if let Some(foreign) = queue.iter().find(|c| style.is_foreign(c)) {
+            if stays(&session, &format!("{dir}/{}", foreign.name)).await == Some(false) {
+                continue; // a participant that refused to lead beside us and left
+            }
             let Some(shared) = lease.upgrade() else {
                 return;
             };
