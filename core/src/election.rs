@@ -252,10 +252,15 @@ fn first_of(style: ElectionStyle, participants: Vec<Participant>) -> Option<Part
         .find(|p| p.election_style() == Some(style))
 }
 
+/// A leader as an observer last reported it: its node and its data (the id, which a proclaim
+/// changes).
+type Seen = (String, String);
+
 /// Watches who leads an election from outside it (etcd's `Observe`, which cannot report that
 /// nobody leads; this can): [`LeaderWatch::next`] returns the leader now at its first call,
 /// then each change, `None` meaning no leader. One children watch on the path (and an exists
-/// watch while the path does not exist); it follows the client across reconnects and new
+/// watch while the path does not exist, and a data watch on the leader's node, which a proclaim
+/// fires); it follows the client across reconnects and new
 /// sessions, and looks again at least once a session timeout whatever the watch says.
 #[derive(Clone)]
 pub struct LeaderWatch {
@@ -263,7 +268,7 @@ pub struct LeaderWatch {
     path: String,
     /// The leader last reported (its node and its data, which a proclaim changes): `None`
     /// before the first report.
-    last: Arc<AsyncMutex<Option<Option<(String, String)>>>>,
+    last: Arc<AsyncMutex<Option<Option<Seen>>>>,
 }
 
 impl std::fmt::Debug for LeaderWatch {
