@@ -234,7 +234,9 @@ fn listen_prints_the_id_a_leader_proclaims() {
     let status = wait_exit(&mut listener, LIMIT, "listen --count 2");
     assert_eq!(status.code(), Some(0), "{}", child_stderr(&mut listener));
     // The reader thread may still be passing the last line on.
-    wait_for("both lines read", LIMIT, || lines.lock().unwrap().len() >= 2);
+    wait_for("both lines read", LIMIT, || {
+        lines.lock().unwrap().len() >= 2
+    });
     assert_eq!(*lines.lock().unwrap(), ["before", "after"]);
     lead.blocking_release().unwrap();
     client.blocking_close();
