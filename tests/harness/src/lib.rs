@@ -505,6 +505,12 @@ impl ZooKeeper {
         })
     }
 
+    /// The process id of member `i`'s JVM (None when it is stopped or external): the bench reads
+    /// the server's CPU time from `/proc/<pid>/stat`.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members[i].child.as_ref().map(Child::id)
+    }
+
     /// Sends a four-letter word to member `i` and returns the reply.
     pub fn four_letter(&self, i: usize, word: &str) -> Result<String> {
         let addr = match &self.external {
