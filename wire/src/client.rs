@@ -363,7 +363,13 @@ impl ConnectString {
             } else {
                 match entry.rsplit_once(':') {
                     Some((h, p)) if !h.contains(':') => (h, Some(p)),
-                    Some(_) => (entry, None),
+                    // `a:b:c`, `::1:22201`: where the address ends is a guess.
+                    Some(_) => {
+                        return Err(Error::BadArguments(
+                            "a host with more than one ':' must be an IPv6 address in brackets, \
+                             as [::1]:2181",
+                        ))
+                    }
                     None => (entry, None),
                 }
             };
@@ -1396,6 +1402,18 @@ mod tests {
         assert_eq!(ConnectString::parse("a:1/").unwrap().chroot, "");
         assert!(ConnectString::parse("a:x").is_err());
         assert!(ConnectString::parse("/x").is_err());
+    }
+
+    #[test]
+    fn a_host_with_more_than_one_colon_outside_brackets_is_refused() {
+        for bad in ["a:b:c", "::1:22201", "::1"] {
+            let err = ConnectString::parse(bad).unwrap_err();
+            assert!(err.to_string().contains("[::1]:2181"), "{bad}: {err}");
+        }
+        assert_eq!(
+            ConnectString::parse("[::1]:22201").unwrap().hosts,
+            vec![("::1".to_owned(), 22201)]
+        );
     }
 
     #[test]
