@@ -34,7 +34,7 @@ use thiserror::Error;
 use tokio::sync::{oneshot, watch, Notify};
 
 use crate::conn::{self, Connection, Event, Events, Reply, Request, Response};
-use crate::frame::{self, FrameError};
+use crate::frame;
 use crate::jute::*;
 
 /// A request's failure, by what the caller does about it.
@@ -114,7 +114,9 @@ impl Error {
 
 fn connection_error(e: conn::Error) -> Error {
     match e {
-        conn::Error::Frame(FrameError::TooLarge { .. }) => {
+        // Only a request of ours: bad bytes from the server (`conn::Error::Frame`, a length
+        // over the limit included) break the connection, and the request is retried on another.
+        conn::Error::RequestTooLarge { .. } => {
             Error::BadArguments("the request is larger than the server's packet limit")
         }
         conn::Error::SessionExpired => Error::SessionExpired,
@@ -355,24 +357,23 @@ impl ConnectString {
         }
         let mut hosts = Vec::new();
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let (host, port) = if let Some(rest) = entry.strip_prefix('[') {
-                let (h, after) = rest
-                    .split_once(']')
-                    .ok_or(Error::BadArguments("unclosed [ in the connect string"))?;
-                (h, after.strip_prefix(':'))
-            } else {
-                match entry.rsplit_once(':') {
-                    Some((h, p)) if !h.contains(':') => (h, Some(p)),
-                    // `a:b:c`, `::1:22201`: where the address ends is a guess.
-                    Some(_) => {
-                        return Err(Error::BadArguments(
+            let (host, port) =
+                if let Some(rest) = entry.strip_prefix('[') {
+                    let (h, after) = rest
+                        .split_once(']')
+                        .ok_or(Error::BadArguments("unclosed [ in the connect string"))?;
+                    (h, after.strip_prefix(':'))
+                } else {
+                    match entry.rsplit_once(':') {
+                        Some((h, p)) if !h.contains(':') => (h, Some(p)),
+                        // `a:b:c`, `::1:22201`: where the address ends is a guess.
+                        Some(_) => return Err(Error::BadArguments(
                             "a host with more than one ':' must be an IPv6 address in brackets, \
                              as [::1]:2181",
-                        ))
+                        )),
+                        None => (entry, None),
                     }
-                    None => (entry, None),
-                }
-            };
+                };
             let port = match port {
                 None => 2181,
                 Some(p) => p
@@ -466,16 +467,25 @@ impl Watches {
         map.entry(path).or_default().push(tx);
     }
 
-    /// `ZKWatchManager.materialize`: which watches a notification fires.
-    fn fire(&mut self, event: &WatcherEvent, chroot: &str) {
+    /// `ZKWatchManager.materialize`: which watches a notification fires. Returns whether it
+    /// fired any: a notification nobody asked for is dropped here, before any allocation.
+    fn fire(&mut self, event: &WatcherEvent, chroot: &str) -> bool {
         let path = &event.path;
         let (event_type, maps): (EventType, &[u8]) = match event.event_type {
             event_type::NODE_CREATED => (EventType::NodeCreated, &[0, 1]),
             event_type::NODE_DATA_CHANGED => (EventType::NodeDataChanged, &[0, 1]),
             event_type::NODE_CHILDREN_CHANGED => (EventType::NodeChildrenChanged, &[2]),
             event_type::NODE_DELETED => (EventType::NodeDeleted, &[0, 1, 2]),
-            _ => return,
+            _ => return false,
         };
+        let asked = maps.iter().any(|&m| match m {
+            0 => self.data.contains_key(path),
+            1 => self.exist.contains_key(path),
+            _ => self.child.contains_key(path),
+        });
+        if !asked {
+            return false;
+        }
         let shown = strip_chroot(path, chroot);
         for &m in maps {
             let map = match m {
@@ -491,6 +501,7 @@ impl Watches {
                 });
             }
         }
+        true
     }
 
     /// The session ended: every watch gets a session event.
@@ -587,6 +598,9 @@ struct Shared {
     close_now: Notify,
     /// Index of the next host to try.
     next_host: Mutex<usize>,
+    /// Why the last connection broke or the last attempt failed, and when (see
+    /// [`Client::last_connection_failure`]).
+    last_failure: Mutex<Option<(Instant, conn::Error)>>,
 }
 
 /// A client handle. Clones share the session; dropping the last one closes it.
@@ -654,6 +668,7 @@ impl Client {
             closing: AtomicBool::new(false),
             close_now: Notify::new(),
             next_host: Mutex::new(0),
+            last_failure: Mutex::new(None),
         });
         let mut last = None;
         for _ in 0..shared.hosts.len() {
@@ -710,6 +725,13 @@ impl Client {
             .unwrap()
             .as_ref()
             .map(Connection::stats)
+    }
+
+    /// Why the last connection of this session broke, or the last attempt to make one failed,
+    /// and when: what a caller whose wait ran out while the link kept failing reports as the
+    /// cause. `None` while no connection has failed.
+    pub fn last_connection_failure(&self) -> Option<(Instant, conn::Error)> {
+        self.shared().last_failure.lock().unwrap().clone()
     }
 
     /// whoAmI (op 107, ZooKeeper 3.7+): the identities the server gave this session.
@@ -1228,6 +1250,10 @@ impl Shared {
         }
     }
 
+    fn failed(&self, why: conn::Error) {
+        *self.last_failure.lock().unwrap() = Some((Instant::now(), why));
+    }
+
     fn end(&self, state: SessionState) {
         *self.current.lock().unwrap() = None;
         self.watches.lock().unwrap().end(state);
@@ -1238,12 +1264,23 @@ impl Shared {
 /// The session's task: dispatches the current connection's events, and reconnects when it
 /// breaks, until the session ends.
 async fn run(shared: Arc<Shared>, mut events: Events) {
+    let mut backoff = Backoff::default();
     loop {
+        let connected_at = Instant::now();
+        let mut unsolicited = 0u64;
         let closed = loop {
             tokio::select! {
                 ev = events.recv() => match ev {
                     Some(Event::Watch { event, .. }) => {
-                        shared.watches.lock().unwrap().fire(&event, &shared.chroot);
+                        let fired = shared.watches.lock().unwrap().fire(&event, &shared.chroot);
+                        if !fired {
+                            unsolicited += 1;
+                            if unsolicited == UNSOLICITED_LIMIT {
+                                if let Some(c) = shared.current.lock().unwrap().as_ref() {
+                                    c.abort(conn::Error::Unsolicited(unsolicited));
+                                }
+                            }
+                        }
                     }
                     Some(Event::Answered { tag, err }) => {
                         shared.watches.lock().unwrap().armed(tag, err);
@@ -1262,7 +1299,9 @@ async fn run(shared: Arc<Shared>, mut events: Events) {
                 }
             }
         };
-        let _ = closed;
+        if let Some(e) = closed {
+            shared.failed(e);
+        }
         // The connection is gone but its stats are not.
         let stats = shared.current.lock().unwrap().take().map(|c| c.stats());
         let broke_at = stats.as_ref().map_or_else(Instant::now, |s| s.last_recv);
@@ -1274,7 +1313,26 @@ async fn run(shared: Arc<Shared>, mut events: Events) {
             return;
         }
         shared.state.send_replace(SessionState::Disconnected);
-        match reconnect(&shared, broke_at).await {
+        // A connection that broke right after it was made is a failed attempt: the backoff
+        // goes on growing (a server that takes every handshake and then breaks the connection
+        // would otherwise be redialled at once, a thousand times a second). One that served a
+        // while is redialled at once: a single break costs no pause.
+        let pause = if connected_at.elapsed() < SETTLED {
+            Some(backoff.next())
+        } else {
+            backoff.reset();
+            None
+        };
+        if let Some(pause) = pause {
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = shared.close_now.notified() => {
+                    shared.end(SessionState::Closed);
+                    return;
+                }
+            }
+        }
+        match reconnect(&shared, broke_at, &mut backoff).await {
             Ok(e) => events = e,
             Err(state) => {
                 shared.end(state);
@@ -1286,11 +1344,14 @@ async fn run(shared: Arc<Shared>, mut events: Events) {
 
 /// Tries the servers in turn until one takes the session, the session timeout passes since
 /// the server was last heard from, or the client is closed.
-async fn reconnect(shared: &Arc<Shared>, last_heard: Instant) -> Result<Events, SessionState> {
+async fn reconnect(
+    shared: &Arc<Shared>,
+    last_heard: Instant,
+    backoff: &mut Backoff,
+) -> Result<Events, SessionState> {
     let timeout = shared.session.lock().unwrap().timeout;
     let give_up_at = last_heard + timeout;
     let last_zxid = shared.last_zxid.load(Ordering::Acquire);
-    let mut round = 0u32;
     loop {
         for _ in 0..shared.hosts.len() {
             if shared.closing.load(Ordering::Acquire) {
@@ -1323,15 +1384,11 @@ async fn reconnect(shared: &Arc<Shared>, last_heard: Instant) -> Result<Events, 
                     return Err(SessionState::AuthFailed)
                 }
                 Ok(Err(Attempt::Refused(_))) => return Err(SessionState::Expired),
-                Ok(Err(Attempt::Failed(_))) => {}
+                Ok(Err(Attempt::Failed(e))) => shared.failed(e),
                 Err(_) => return Err(SessionState::Expired),
             }
         }
-        // After a full round: 10 ms, doubling to 1 s, with jitter (StaticHostProvider sleeps
-        // up to 1 s after trying every server).
-        let pause = Duration::from_millis((10u64 << round.min(7)).min(1000));
-        round += 1;
-        let pause = pause + Duration::from_millis(jitter() % (pause.as_millis() as u64 / 2 + 1));
+        let pause = backoff.next();
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
             _ = shared.close_now.notified() => return Err(SessionState::Closed),
@@ -1351,7 +1408,7 @@ async fn close_session(shared: &Arc<Shared>, events: &mut Events) {
                     match events.recv().await {
                         Some(Event::Closed(_)) | None => break,
                         Some(Event::Watch { event, .. }) => {
-                            shared.watches.lock().unwrap().fire(&event, &shared.chroot)
+                            shared.watches.lock().unwrap().fire(&event, &shared.chroot);
                         }
                         Some(_) => {}
                     }
@@ -1365,6 +1422,38 @@ async fn close_session(shared: &Arc<Shared>, events: &mut Events) {
         }
     }
     shared.end(SessionState::Closed);
+}
+
+/// See `run`: a connection that broke sooner than this after its handshake counts as a failed
+/// attempt for the backoff.
+const SETTLED: Duration = Duration::from_secs(1);
+
+/// Notifications for watches this client did not set (or that already fired) that one
+/// connection may bring before it is closed with `conn::Error::Unsolicited`. A real server
+/// sends one per watch it holds for the session, so the few a race leaves (a watch dropped here
+/// that the server still holds) are far below this; a server or relay that sends more is
+/// broken or hostile, and its notifications were dropped on arrival anyway.
+const UNSOLICITED_LIMIT: u64 = 1000;
+
+/// The pause between rounds of connection attempts: 10 ms, doubling to 1 s, plus up to half
+/// again at random so that clients broken off together do not come back together
+/// (`StaticHostProvider` sleeps up to 1 s after trying every server). It is kept across
+/// connections that break right after their handshake, and reset by one that served.
+#[derive(Debug, Default)]
+struct Backoff {
+    round: u32,
+}
+
+impl Backoff {
+    fn next(&mut self) -> Duration {
+        let base = Duration::from_millis((10u64 << self.round.min(7)).min(1000));
+        self.round = self.round.saturating_add(1);
+        base + Duration::from_millis(jitter() % (base.as_millis() as u64 / 2 + 1))
+    }
+
+    fn reset(&mut self) {
+        self.round = 0;
+    }
 }
 
 fn jitter() -> u64 {
