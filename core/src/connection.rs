@@ -132,6 +132,27 @@ impl Connection {
         Ok(fresh)
     }
 
+    /// `err`, and when it is a timeout and a connection to ZooKeeper failed since `since`, that
+    /// failure as its cause: a wait filled by a server that kept breaking the connection must
+    /// not read as a lock that was contended. The kind stays `Timeout`.
+    pub(crate) fn explain_timeout<T>(&self, result: Result<T>, since: Instant) -> Result<T> {
+        match result {
+            Err(e) if e.kind() == crate::ErrorKind::Timeout => {
+                match self.current().connection_failure_since(since) {
+                    Some(why) => Err(Error::new(
+                        crate::ErrorKind::Timeout,
+                        format!(
+                            "{}; meanwhile the connection to ZooKeeper kept failing (last: {why})",
+                            e.message()
+                        ),
+                    )),
+                    None => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
     /// `Closed` after close, or in a child forked after the client was made.
     pub(crate) fn check_usable(&self) -> Result<()> {
         if self.is_closed() {

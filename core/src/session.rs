@@ -159,6 +159,15 @@ impl Session {
             let connecting = zk::Client::connect(hosts, client_options.clone(), secure.clone());
             match tokio::time::timeout_at(deadline, connecting).await {
                 Ok(Ok(client)) => break (client, sent),
+                // Every server answered in HTTP: a wrong port, which retrying cannot heal.
+                Ok(Err(zk::ConnectError::Unreachable(
+                    err @ zklock_wire::Error::Frame(zklock_wire::frame::FrameError::Http),
+                ))) => {
+                    return Err(Error::new(
+                        ErrorKind::Connection,
+                        format!("cannot connect to ZooKeeper at {hosts}: {err}"),
+                    ));
+                }
                 Ok(Err(zk::ConnectError::Unreachable(err))) => {
                     last_error = err.to_string();
                     // Once per connect: a certificate or protocol mismatch does not heal by
@@ -266,6 +275,14 @@ impl Session {
             .unwrap()
             .clone()
             .ok_or_else(|| Error::closed("the ZooKeeper session is closed"))
+    }
+
+    /// Why this session's last connection broke (or the last attempt failed), if that was at
+    /// or after `since`.
+    pub(crate) fn connection_failure_since(&self, since: Instant) -> Option<String> {
+        let zk = self.zk.lock().unwrap().clone()?;
+        let (at, why) = zk.last_connection_failure()?;
+        (Instant::from_std(at) >= since).then(|| why.to_string())
     }
 
     pub(crate) fn dead_reason(&self) -> Option<Error> {

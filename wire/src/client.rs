@@ -633,7 +633,8 @@ impl std::fmt::Debug for Client {
 pub enum ConnectError {
     #[error(transparent)]
     Client(#[from] Error),
-    /// Every server was tried once and none took the session; the last reason.
+    /// Every server was tried once and none took the session; the last reason, and
+    /// `conn::Error::Frame(FrameError::Http)` only when every server answered in HTTP.
     #[error("no server reachable: {0}")]
     Unreachable(conn::Error),
 }
@@ -683,6 +684,10 @@ impl Client {
                     });
                 }
                 Err(Attempt::Refused(e)) => return Err(ConnectError::Client(e)),
+                // A server that answered in another protocol is reported only when every one
+                // did: then no retry can help (see `ConnectError::Unreachable`).
+                Err(Attempt::Failed(conn::Error::Frame(frame::FrameError::Http)))
+                    if last.is_some() => {}
                 Err(Attempt::Failed(e)) => last = Some(e),
             }
         }
