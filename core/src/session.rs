@@ -258,6 +258,14 @@ impl Session {
 
     /// The bytes the transport puts before each path of a request: the connect string's chroot
     /// (none for `/` or no chroot).
+    /// The connect string's chroot, if it has one (not `/`).
+    pub(crate) fn chroot(&self) -> Option<&str> {
+        match self.hosts.find('/') {
+            Some(i) if &self.hosts[i..] != "/" => Some(&self.hosts[i..]),
+            _ => None,
+        }
+    }
+
     pub(crate) fn chroot_bytes(&self) -> usize {
         match self.hosts.find('/') {
             Some(i) if &self.hosts[i..] != "/" => self.hosts.len() - i,
