@@ -3,7 +3,7 @@
 //! timeout) the next acquire opens a fresh one. The recipes hold this, not the public `Client`,
 //! which is built on top of them.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
@@ -30,6 +30,9 @@ pub(crate) struct Connection {
     counters: Arc<Counters>,
     /// The client's connection-state listeners, shared with its sessions.
     listeners: Arc<ConnectionListeners>,
+    /// The largest zxid any session of this client saw: a later session refuses a server
+    /// whose history is older (tokens never repeat within a client's life).
+    zxid_seen: Arc<AtomicI64>,
 }
 
 impl Connection {
@@ -40,7 +43,9 @@ impl Connection {
         runtime::claim_transport()?;
         let counters = Arc::new(Counters::default());
         let listeners = Arc::new(ConnectionListeners::default());
-        let session = Session::open(&hosts, &options, &counters, &listeners, None).await?;
+        let zxid_seen = Arc::new(AtomicI64::new(0));
+        let session =
+            Session::open(&hosts, &options, &counters, &listeners, None, &zxid_seen).await?;
         Ok(Connection {
             counters,
             listeners,
@@ -51,6 +56,7 @@ impl Connection {
             current: Mutex::new(session),
             reconnect: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
+            zxid_seen,
         })
     }
 
@@ -126,6 +132,7 @@ impl Connection {
             &self.counters,
             &self.listeners,
             deadline,
+            &self.zxid_seen,
         ))
         .await?;
         *self.current.lock().unwrap() = fresh.clone();

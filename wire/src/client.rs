@@ -308,6 +308,12 @@ pub struct ClientOptions {
     pub sasl: Option<SaslLogin>,
     /// The largest request sent and reply accepted (`jute.maxbuffer`).
     pub max_packet: usize,
+    /// The largest zxid an earlier session of the caller saw, sent as `lastZxidSeen` from the
+    /// first connection on: a server whose history is older refuses the session
+    /// (`ZooKeeperServer.processConnectRequest`, apache/zookeeper release-3.8.4: "Refusing
+    /// session request for client ... as it has seen zxid ..."), as it refuses a reconnect.
+    /// 0: none.
+    pub last_zxid_seen: i64,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -332,6 +338,7 @@ impl Default for ClientOptions {
             auth: Vec::new(),
             sasl: None,
             max_packet: frame::DEFAULT_MAX,
+            last_zxid_seen: 0,
         }
     }
 }
@@ -651,6 +658,7 @@ impl Client {
         let mut hosts = parsed.hosts;
         shuffle(&mut hosts);
         let (state, _) = watch::channel(SessionState::Disconnected);
+        let last_zxid_seen = options.last_zxid_seen.max(0);
         let shared = Arc::new(Shared {
             hosts,
             chroot: parsed.chroot,
@@ -665,7 +673,7 @@ impl Client {
             state,
             watches: Mutex::default(),
             next_tag: AtomicU64::new(1),
-            last_zxid: AtomicI64::new(0),
+            last_zxid: AtomicI64::new(last_zxid_seen),
             closing: AtomicBool::new(false),
             close_now: Notify::new(),
             next_host: Mutex::new(0),
@@ -673,7 +681,7 @@ impl Client {
         });
         let mut last = None;
         for _ in 0..shared.hosts.len() {
-            match shared.attempt(0, &[]).await {
+            match shared.attempt(last_zxid_seen, &[]).await {
                 Ok((conn, events)) => {
                     *shared.session.lock().unwrap() = conn.session().clone();
                     *shared.current.lock().unwrap() = Some(conn);
@@ -730,6 +738,14 @@ impl Client {
             .unwrap()
             .as_ref()
             .map(Connection::stats)
+    }
+
+    /// The largest zxid this session has seen in a reply (or was given as
+    /// [`ClientOptions::last_zxid_seen`]).
+    pub fn last_zxid(&self) -> i64 {
+        let shared = self.shared();
+        let current = shared.current.lock().unwrap().as_ref().map(|c| c.stats().last_zxid);
+        shared.last_zxid.load(Ordering::Acquire).max(current.unwrap_or(0))
     }
 
     /// Why the last connection of this session broke, or the last attempt to make one failed,
