@@ -134,7 +134,9 @@ async fn history_behind(
         last_zxid_seen: 0,
         ..options.clone()
     };
-    let probe = zk::Client::connect(hosts, probe_options, secure).await.ok()?;
+    let probe = zk::Client::connect(hosts, probe_options, secure)
+        .await
+        .ok()?;
     let answered = probe.check_stat("/").await;
     let theirs = probe.last_zxid();
     probe.close();

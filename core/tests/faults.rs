@@ -320,7 +320,8 @@ async fn a_server_whose_history_went_backwards_is_refused_so_tokens_never_repeat
         Err(err) => {
             assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
             assert!(
-                err.message().contains("older history than this client has seen"),
+                err.message()
+                    .contains("older history than this client has seen"),
                 "{err}"
             );
         }

@@ -309,9 +309,11 @@ pub struct ClientOptions {
     /// The largest request sent and reply accepted (`jute.maxbuffer`).
     pub max_packet: usize,
     /// The largest zxid an earlier session of the caller saw, sent as `lastZxidSeen` from the
-    /// first connection on: a server whose history is older refuses the session
-    /// (`ZooKeeperServer.processConnectRequest`, apache/zookeeper release-3.8.4: "Refusing
-    /// session request for client ... as it has seen zxid ..."), as it refuses a reconnect.
+    /// first connection on: a server whose history is older refuses the session, closing the
+    /// connection unanswered (`ZooKeeperServer.processConnectRequest`, apache/zookeeper
+    /// release-3.8.4, `zookeeper-server/src/main/java/org/apache/zookeeper/server/
+    /// ZooKeeperServer.java`: "Refusing session request for client ... as it has seen zxid
+    /// ...", `DisconnectReason.CLIENT_ZXID_AHEAD`), as it refuses a reconnect.
     /// 0: none.
     pub last_zxid_seen: i64,
 }
@@ -744,8 +746,16 @@ impl Client {
     /// [`ClientOptions::last_zxid_seen`]).
     pub fn last_zxid(&self) -> i64 {
         let shared = self.shared();
-        let current = shared.current.lock().unwrap().as_ref().map(|c| c.stats().last_zxid);
-        shared.last_zxid.load(Ordering::Acquire).max(current.unwrap_or(0))
+        let current = shared
+            .current
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|c| c.stats().last_zxid);
+        shared
+            .last_zxid
+            .load(Ordering::Acquire)
+            .max(current.unwrap_or(0))
     }
 
     /// Why the last connection of this session broke, or the last attempt to make one failed,
