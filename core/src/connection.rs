@@ -146,13 +146,9 @@ impl Connection {
         match result {
             Err(e) if e.kind() == crate::ErrorKind::Timeout => {
                 match self.current().connection_failure_since(since) {
-                    Some(why) => Err(Error::new(
-                        crate::ErrorKind::Timeout,
-                        format!(
-                            "{}; meanwhile the connection to ZooKeeper kept failing (last: {why})",
-                            e.message()
-                        ),
-                    )),
+                    Some(why) => Err(e.noted(format!(
+                        "meanwhile the connection to ZooKeeper kept failing (last: {why})"
+                    ))),
                     None => Err(e),
                 }
             }

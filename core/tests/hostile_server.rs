@@ -81,6 +81,12 @@ async fn an_acquire_that_times_out_while_the_server_keeps_breaking_the_connectio
             && err.message().contains("bad bytes from the server"),
         "{err}"
     );
+    // Apart too, for a face that words the timeout its own way.
+    assert!(
+        err.note()
+            .is_some_and(|n| n.contains("bad bytes from the server")),
+        "{err}"
+    );
     client.close().await;
 }
 
