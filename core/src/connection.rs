@@ -146,9 +146,16 @@ impl Connection {
         match result {
             Err(e) if e.kind() == crate::ErrorKind::Timeout => {
                 match self.current().connection_failure_since(since) {
-                    Some(why) => Err(e.noted(format!(
-                        "meanwhile the connection to ZooKeeper kept failing (last: {why})"
-                    ))),
+                    Some(why) => {
+                        let e = e.noted(format!(
+                            "meanwhile the connection to ZooKeeper kept failing (last: {why})"
+                        ));
+                        // At warn, unlike a settled acquire: a face whose timed-out acquire
+                        // returns no error (Python's `acquire()` returning False) still lets
+                        // its user see the cause.
+                        crate::observe::explained_timeout(&self.counters, e.message());
+                        Err(e)
+                    }
                     None => Err(e),
                 }
             }

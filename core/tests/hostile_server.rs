@@ -64,6 +64,17 @@ async fn corrupting_relay() -> String {
 async fn an_acquire_that_times_out_while_the_server_keeps_breaking_the_connection_names_that_failure(
 ) {
     let relay = corrupting_relay().await;
+    // What a face whose timed-out acquire returns no error (Python's False) shows its user.
+    let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = warnings.clone();
+    zklock::support::set_log_sink(Some((
+        zklock::support::LogLevel::Warn,
+        std::sync::Arc::new(move |r: &zklock::support::LogRecord| {
+            if r.event == "acquire" {
+                seen.lock().unwrap().push(r.message.clone());
+            }
+        }),
+    )));
     let options = Options::default().session_timeout(Duration::from_secs(20));
     let client = zklock::Client::connect(&relay, options).await.unwrap();
     let path = unique_path("hostile-timeout");
@@ -80,6 +91,17 @@ async fn an_acquire_that_times_out_while_the_server_keeps_breaking_the_connectio
             .contains("the connection to ZooKeeper kept failing")
             && err.message().contains("bad bytes from the server"),
         "{err}"
+    );
+    // The sink is called on the callback thread: wait for the record (at most 10 s).
+    let named = |w: &Vec<String>| w.iter().any(|m| m.contains("kept failing"));
+    let waited = std::time::Instant::now();
+    while !named(&warnings.lock().unwrap()) && waited.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    zklock::support::set_log_sink(None);
+    assert!(
+        named(&warnings.lock().unwrap()),
+        "no warning record names the failure"
     );
     // Apart too, for a face that words the timeout its own way.
     assert!(
