@@ -6,7 +6,7 @@
 //! too, so no state read says `held` after it passed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -70,6 +70,8 @@ pub(crate) struct Session {
     /// The connect string, and whether it is plain TCP (for `farewell`).
     hosts: String,
     plain: bool,
+    /// The largest zxid the client has seen, over all its sessions (see `history_behind`).
+    zxid_seen: Arc<AtomicI64>,
 }
 
 impl Drop for Session {
@@ -117,6 +119,38 @@ async fn sasl_in_effect(
     }
 }
 
+/// Whether the servers of `hosts` have a history older than `options.last_zxid_seen` (a data
+/// directory wiped, or restored from a backup): the message saying so, or `None`. Connects as a
+/// new client would (lastZxidSeen 0), reads the zxid of the server's first reply (a read's
+/// reply header carries its last processed zxid, `FinalRequestProcessor`) and closes that
+/// session at once.
+async fn history_behind(
+    hosts: &str,
+    options: &zk::ClientOptions,
+    secure: Option<zk::Secure>,
+) -> Option<String> {
+    let seen = options.last_zxid_seen;
+    let probe_options = zk::ClientOptions {
+        last_zxid_seen: 0,
+        ..options.clone()
+    };
+    let probe = zk::Client::connect(hosts, probe_options, secure)
+        .await
+        .ok()?;
+    let answered = probe.check_stat("/").await;
+    let theirs = probe.last_zxid();
+    probe.close();
+    answered.ok()?;
+    (theirs < seen).then(|| {
+        format!(
+            "ZooKeeper at {hosts} has an older history than this client has seen (its last \
+             zxid 0x{theirs:x}, this client saw 0x{seen:x}): its data was wiped or restored \
+             from a backup. Refused: the fencing tokens it would hand out could repeat tokens \
+             this client's earlier leases had (docs/safety.md, \"History that goes backwards\")"
+        )
+    })
+}
+
 impl Session {
     /// Opens a session, retrying unreachable servers until `connect_timeout`, or until `until`
     /// when that comes first (the deadline of the acquire that needs the session: a deadline
@@ -127,6 +161,7 @@ impl Session {
         counters: &Arc<Counters>,
         listeners: &Arc<ConnectionListeners>,
         until: Option<Instant>,
+        zxid_seen: &Arc<AtomicI64>,
     ) -> Result<Arc<Session>> {
         // A connect timeout beyond what an instant holds means: keep trying.
         let far = Duration::from_secs(100 * 365 * 86_400);
@@ -152,15 +187,41 @@ impl Session {
                 password: s.password.clone(),
             }),
             max_packet: crate::protocol::MAX_PACKET_BYTES,
+            // A server whose history is older than what an earlier session of this client saw
+            // refuses the session, so no token (a czxid) it hands out can repeat an earlier one.
+            last_zxid_seen: zxid_seen.load(Ordering::Acquire),
         };
+        let mut history_checked = false;
         let secure = tls.as_ref().map(secure::LoadedTls::connector);
         let (client, sent) = loop {
             let sent = Instant::now();
             let connecting = zk::Client::connect(hosts, client_options.clone(), secure.clone());
             match tokio::time::timeout_at(deadline, connecting).await {
                 Ok(Ok(client)) => break (client, sent),
+                // Every server answered in HTTP: a wrong port, which retrying cannot heal.
+                Ok(Err(zk::ConnectError::Unreachable(
+                    err @ zklock_wire::Error::Frame(zklock_wire::frame::FrameError::Http),
+                ))) => {
+                    return Err(Error::new(
+                        ErrorKind::Connection,
+                        format!("cannot connect to ZooKeeper at {hosts}: {err}"),
+                    ));
+                }
                 Ok(Err(zk::ConnectError::Unreachable(err))) => {
                     last_error = err.to_string();
+                    // How a server refuses a client that saw a newer zxid: it closes the
+                    // connection without an answer. Told apart from a server that is going
+                    // down, once per connect.
+                    if client_options.last_zxid_seen > 0
+                        && matches!(err, zklock_wire::Error::ServerClosed)
+                        && !history_checked
+                    {
+                        history_checked = true;
+                        let probe = history_behind(hosts, &client_options, secure.clone());
+                        if let Ok(Some(why)) = tokio::time::timeout_at(deadline, probe).await {
+                            return Err(Error::new(ErrorKind::Connection, why));
+                        }
+                    }
                     // Once per connect: a certificate or protocol mismatch does not heal by
                     // retrying, so it fails now with the reason (see `secure`).
                     if !diagnosed {
@@ -239,6 +300,7 @@ impl Session {
             acl: options.acl,
             hosts: hosts.to_owned(),
             plain: tls.is_none(),
+            zxid_seen: zxid_seen.clone(),
         });
         session.event("opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
@@ -249,6 +311,14 @@ impl Session {
 
     /// The bytes the transport puts before each path of a request: the connect string's chroot
     /// (none for `/` or no chroot).
+    /// The connect string's chroot, if it has one (not `/`).
+    pub(crate) fn chroot(&self) -> Option<&str> {
+        match self.hosts.find('/') {
+            Some(i) if &self.hosts[i..] != "/" => Some(&self.hosts[i..]),
+            _ => None,
+        }
+    }
+
     pub(crate) fn chroot_bytes(&self) -> usize {
         match self.hosts.find('/') {
             Some(i) if &self.hosts[i..] != "/" => self.hosts.len() - i,
@@ -266,6 +336,14 @@ impl Session {
             .unwrap()
             .clone()
             .ok_or_else(|| Error::closed("the ZooKeeper session is closed"))
+    }
+
+    /// Why this session's last connection broke (or the last attempt failed), if that was at
+    /// or after `since`.
+    pub(crate) fn connection_failure_since(&self, since: Instant) -> Option<String> {
+        let zk = self.zk.lock().unwrap().clone()?;
+        let (at, why) = zk.last_connection_failure()?;
+        (Instant::from_std(at) >= since).then(|| why.to_string())
     }
 
     pub(crate) fn dead_reason(&self) -> Option<Error> {
@@ -418,6 +496,10 @@ impl Session {
         self.link.set(DEAD);
         self.own_watches.close();
         let client = self.zk.lock().unwrap().take();
+        if let Some(client) = &client {
+            self.zxid_seen
+                .fetch_max(client.last_zxid(), Ordering::AcqRel);
+        }
         drop(client);
         let leases: Vec<_> = self
             .leases
