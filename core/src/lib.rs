@@ -64,6 +64,7 @@ mod engine;
 mod acquire;
 mod guarded;
 mod lease;
+mod lease_parts;
 
 mod semaphore;
 
