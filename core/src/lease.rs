@@ -49,6 +49,8 @@ struct Rare {
     lost_reason: Option<String>,
     /// Set on a read lease taken while our own write lease was held (a downgrade).
     downgrade_of: Option<String>,
+    /// When a maximum hold ends the lease (`limit_hold`): `valid_until` is never later.
+    hold_end: Option<std::time::Instant>,
 }
 
 /// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
@@ -184,6 +186,18 @@ impl LeaseShared {
         rare.as_ref().and_then(|r| r.lost_reason.clone())
     }
 
+    /// When the maximum hold ends this lease, if it has one.
+    pub(crate) fn hold_end(&self) -> Option<std::time::Instant> {
+        self.rare.lock().unwrap().as_ref().and_then(|r| r.hold_end)
+    }
+
+    /// Until when no one else can hold this node: the session's proof of life, cut at the end
+    /// of the maximum hold (after which the node is deleted and the next holder may proceed).
+    pub(crate) fn valid_until(&self) -> Option<std::time::Instant> {
+        let proof = self.session.valid_until()?.into_std();
+        Some(self.hold_end().map_or(proof, |end| end.min(proof)))
+    }
+
     /// The write node this read lease was taken as a downgrade of, if it was.
     pub(crate) fn downgrade_of(&self) -> Option<String> {
         let rare = self.rare.lock().unwrap();
@@ -252,9 +266,17 @@ impl LeaseShared {
     /// first: the next holder can only get the lock after the deletion, by which time the
     /// signal was given.
     pub(crate) fn limit_hold(self: &Arc<Self>, limit: std::time::Duration) {
+        // One end for the timer and for `valid_until`, counted from when the node became ours:
+        // the lease reads valid no later than the moment the timer takes it away.
+        let end = self.since + limit;
+        self.rare
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Box::default)
+            .hold_end = Some(end);
         let lease = Arc::downgrade(self);
         runtime::spawn(async move {
-            tokio::time::sleep(limit).await;
+            tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
             let Some(lease) = lease.upgrade() else {
                 return;
             };
@@ -398,17 +420,19 @@ impl Lease {
 
     /// The moment until which no one else can hold this lease's lock (Chubby's local lease):
     /// the lifeline's deadline, by which the ZooKeeper leader provably cannot have expired the
-    /// session (docs/safety.md), given a clock rate drift within the margin. Later than now
-    /// while held (it moves forward with every answered heartbeat); while suspended it stays
-    /// where the last proof put it; `None` once released or lost. Check the time left before a
-    /// side effect; a pause after the check is what fencing tokens are for.
+    /// session (docs/safety.md), given a clock rate drift within the margin, and never later
+    /// than the end of a maximum hold (`max_hold`), when the lease is taken away. Later than
+    /// now while held (it moves forward with every answered heartbeat, up to the maximum
+    /// hold's end); while suspended it stays where the last proof put it; `None` once released
+    /// or lost. Check the time left before a side effect; a pause after the check is what
+    /// fencing tokens are for.
     pub fn valid_until(&self) -> Option<std::time::Instant> {
         if self.state().is_final() {
             return None;
         }
         self.parts
             .iter()
-            .map(|p| p.shared.session.valid_until().map(|i| i.into_std()))
+            .map(|p| p.shared.valid_until())
             .try_fold(None, |min: Option<std::time::Instant>, until| {
                 until.map(|u| Some(min.map_or(u, |m| m.min(u))))
             })

@@ -62,6 +62,7 @@ mod session;
 mod engine;
 
 mod acquire;
+mod ended;
 mod guarded;
 mod lease;
 mod lease_parts;
@@ -69,6 +70,7 @@ mod lease_parts;
 mod semaphore;
 
 mod election;
+mod leadership;
 mod multi;
 mod mutex;
 mod revoke;
@@ -80,6 +82,7 @@ pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
 pub use election::{Election, LeaderWatch, MAX_ID_BYTES};
+pub use ended::Ended;
 pub use error::{Error, ErrorKind, Result, OPTION_NAMES};
 pub use guarded::{Guarded, Write, Written};
 pub use lease::{Lease, MAX_HOLD};
