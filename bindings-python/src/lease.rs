@@ -151,6 +151,8 @@ pub(crate) struct PyLease {
     pub(crate) done: AtomicBool,
     /// It was lost before it was released (an `on_lost` registered later still runs).
     pub(crate) lost_before_release: AtomicBool,
+    /// What it reads once released (the core's rule: lost stays lost, with its reason).
+    pub(crate) ended: Mutex<Option<zklock::Ended>>,
     pub(crate) token: i64,
     pub(crate) path: String,
     pub(crate) multi: Option<Box<(Vec<i64>, Vec<String>)>>,
@@ -175,6 +177,7 @@ impl PyLease {
             lease: Mutex::new(None),
             done: AtomicBool::new(false),
             lost_before_release: AtomicBool::new(false),
+            ended: Mutex::new(None),
             token: info.token,
             path: info.path,
             multi: info.multi,
@@ -212,16 +215,43 @@ impl PyLease {
                 ),
             ));
         };
-        if lease.state() == LeaseState::Lost {
+        let ended = lease.ended();
+        if ended.state() == LeaseState::Lost {
             self.lost_before_release.store(true, Ordering::Relaxed);
         }
+        *lock(&self.ended) = Some(ended);
         Ok(lease)
     }
 
+    /// The lease's state; once released, the state it ended in (lost stays lost).
     pub(crate) fn state(&self) -> LeaseState {
-        lock(&self.lease)
+        if let Some(lease) = lock(&self.lease).as_ref() {
+            return lease.state();
+        }
+        lock(&self.ended)
             .as_ref()
-            .map_or(LeaseState::Released, |l| l.state())
+            .map_or(LeaseState::Released, zklock::Ended::state)
+    }
+
+    /// The lost reason, kept after the release.
+    fn reason(&self) -> Option<String> {
+        if let Some(lease) = lock(&self.lease).as_ref() {
+            return lease.lost_reason();
+        }
+        lock(&self.ended)
+            .as_ref()
+            .and_then(|e| e.lost_reason().map(str::to_owned))
+    }
+
+    /// Leaving a scoped hold (`with`, `async with`) that released this lease: `LockLost` when
+    /// it was lost before (the core's rule), unless the body raised (`body_raised`), whose
+    /// exception goes on instead.
+    pub(crate) fn leave_scope(&self, py: Python<'_>, body_raised: bool) -> PyResult<()> {
+        let ended = lock(&self.ended).clone();
+        match ended {
+            Some(ended) if !body_raised => ended.leave_scope("the with block").py(py),
+            _ => Ok(()),
+        }
     }
 
     /// Marks the lease done (release was asked, whatever came of it) and leaves its lock
@@ -410,7 +440,7 @@ impl PyLease {
     #[getter]
     fn lost_reason(&self, py: Python<'_>) -> PyResult<Option<String>> {
         self.check_process(py)?;
-        Ok(lock(&self.lease).as_ref().and_then(|l| l.lost_reason()))
+        Ok(self.reason())
     }
 
     /// The moment until which no one else can hold this lease's lock (Chubby's local lease),
@@ -457,12 +487,21 @@ impl PyLease {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(slf: &Bound<'_, PyLease>, _args: ExitArgs<'_>) -> PyResult<()> {
+    /// Raises `LockLost` when the lease was lost inside the block (and the block raised
+    /// nothing itself); a lease released by hand in the block is left alone.
+    #[pyo3(signature = (*args))]
+    fn __exit__(slf: &Bound<'_, PyLease>, args: ExitArgs<'_>) -> PyResult<()> {
         if slf.get().done() {
             return Ok(());
         }
-        PyLease::release_bound(slf).map(drop)
+        PyLease::release_bound(slf)?;
+        slf.get().leave_scope(slf.py(), args.0.is_some())
+    }
+
+    /// For the package's scoped holds (`lock.hold()`, `async with`), after they released the
+    /// lease: `LockLost` when it was lost before, unless `body_raised`.
+    fn _leave_scope(&self, py: Python<'_>, body_raised: bool) -> PyResult<()> {
+        self.leave_scope(py, body_raised)
     }
 
     /// Released (or tried to be).

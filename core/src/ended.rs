@@ -40,16 +40,16 @@ impl Ended {
         match &self.lost_reason {
             None => Ok(()),
             Some(reason) => {
-                // The reason names the node ("lease on <node> lost: <why>"): the path is said
-                // once, shortened as every message quotes an input.
+                // The reason names the node ("lease on <node> lost: <why>"): the lock's path
+                // is said instead, once, shortened as every message quotes an input.
                 let why = reason
                     .split_once(" lost: ")
                     .map_or(reason.as_str(), |(_, w)| w);
                 Err(Error::new(
                     ErrorKind::LockLost,
                     format!(
-                        "the lease on {} was lost before {scope} ended: {why}",
-                        protocol::shown(&self.path)
+                        "the lock on {} was lost before {scope} ended: {why}",
+                        protocol::shown(lock_path(&self.path))
                     ),
                 ))
             }
@@ -72,4 +72,12 @@ impl Lease {
             path: self.path().to_owned(),
         }
     }
+}
+
+/// The lock path a node is under, for a message a person reads (the node's name is noise):
+/// its parent, and above a semaphore's `leases` (Curator's layout) the semaphore's path.
+fn lock_path(node: &str) -> &str {
+    let parent = node.rsplit_once('/').map_or(node, |(p, _)| p);
+    let leases = format!("/{}", crate::semaphore::LEASES);
+    parent.strip_suffix(leases.as_str()).unwrap_or(parent)
 }

@@ -112,6 +112,10 @@ async fn a_lease_lost_before_its_release_ends_lost_with_its_reason_and_its_scope
     let err = ended.leave_scope("the block").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::LockLost);
     assert!(err.message().contains("before the block ended"), "{err}");
+    assert!(
+        err.message().contains(&format!("lock on \"{path}\"")),
+        "{err}"
+    );
     assert_eq!(
         lease.release().await.unwrap(),
         zklock::Released::WasLost,

@@ -343,6 +343,7 @@ class Lock(_zklock.NativeLock):
         lease = self._exit()
         if lease is not None:
             await lease.release_async()
+            lease._leave_scope(exc_type is not None)
 
     # -- introspection ------------------------------------------------------------------------
 
@@ -375,6 +376,7 @@ class _Holding:
         lease, self._lease = self._lease, None
         if lease is not None and not lease._done:
             lease.release()
+            lease._leave_scope(exc_type is not None)
 
     async def __aenter__(self) -> Lease:
         self._lease = await self._lock._acquire_async_as(self._timeout)
@@ -389,6 +391,7 @@ class _Holding:
         lease, self._lease = self._lease, None
         if lease is not None and not lease._done:
             await lease.release_async()
+            lease._leave_scope(exc_type is not None)
 
 
 class Semaphore(Lock):
@@ -627,6 +630,7 @@ class _LeadingAsync:
         lease, self._lease = self._lease, None
         if lease is not None and not lease._done:
             await lease.release_async()
+            lease._leave_scope(exc_type is not None)
 
 
 class LeaderWatch(_zklock.NativeLeaderWatch):
