@@ -1220,15 +1220,16 @@ class Lease extends EventEmitter {
  * both forms, so that rewriting one as the other changes nothing.
  */
 async function releaseAtScopeEnd(lease, scope) {
-  const lostInside = lease.state === 'lost'
   const outcome = await lease.release()
-  if (lostInside || outcome === 'was-lost') {
-    const reason = lease.signal.aborted ? lease.signal.reason : undefined
-    throw zkError(
-      ErrorCode.LOST,
-      `the lease on ${lease.lockPath} was lost before ${scope}` + (reason ? ` (${reason.message})` : ''),
-      reason,
-    )
+  // The core's rule and message (zklock::Ended::leave_scope): lost before the release, or
+  // found lost by it, is ZKLOCK_LOST; the lease's own ZKLOCK_LOST error (its signal's reason)
+  // is the cause.
+  try {
+    lease[kNativeLease]((n) => n.leaveScope(scope), false)
+  } catch (e) {
+    const err = translate(e)
+    if (lease.signal.aborted) err.cause = lease.signal.reason
+    throw err
   }
   return outcome
 }

@@ -19,6 +19,9 @@ pub struct NativeLease {
     tokens: Vec<i64>,
     pub(crate) path: String,
     paths: Vec<String>,
+    /// What it reads once released (the core's rule: lost stays lost, with its reason).
+    /// Shared with the release's future, which takes its outcome in when it settles.
+    ended: std::sync::Arc<Mutex<Option<zklock::Ended>>>,
 }
 
 impl NativeLease {
@@ -29,7 +32,22 @@ impl NativeLease {
             path: lease.path().to_owned(),
             paths: lease.paths(),
             lease: Mutex::new(Some(lease)),
+            ended: std::sync::Arc::default(),
         }
+    }
+
+    /// Takes the core's lease out to release it, keeping what it is to read afterwards.
+    pub(crate) fn take_from(
+        &self,
+        slot: &mut std::sync::MutexGuard<'_, Option<zklock::Lease>>,
+    ) -> Option<zklock::Lease> {
+        let lease = slot.take()?;
+        *self.ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease.ended());
+        Some(lease)
+    }
+
+    fn ended(&self) -> Option<zklock::Ended> {
+        self.ended.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub(crate) fn lease(&self) -> std::sync::MutexGuard<'_, Option<zklock::Lease>> {
@@ -80,15 +98,19 @@ impl NativeLease {
     /// Why the lease was lost, once it was.
     #[napi(getter)]
     pub fn lost_reason(&self) -> Option<String> {
-        self.lease().as_ref().and_then(|l| l.lost_reason())
+        match self.lease().as_ref() {
+            Some(lease) => lease.lost_reason(),
+            None => self.ended()?.lost_reason().map(str::to_owned),
+        }
     }
 
-    /// The core's [`LeaseState`] name (`released` once this handle was released).
+    /// The core's [`LeaseState`] name; once this handle was released, the state it ended in
+    /// ([`zklock::Ended`]: `lost` stays `lost`, else `released`).
     #[napi(getter)]
     pub fn state(&self) -> &'static str {
-        self.lease()
-            .as_ref()
-            .map_or(LeaseState::Released, |l| l.state())
+        let now = self.lease().as_ref().map(|l| l.state());
+        now.or_else(|| self.ended().map(|e| e.state()))
+            .unwrap_or(LeaseState::Released)
             .as_str()
     }
 
@@ -161,6 +183,17 @@ impl NativeLease {
             .map(epoch_ms_of)
     }
 
+    /// Leaving a scoped hold (`using()`, `await using`) after this handle was released: the
+    /// core's rule ([`zklock::Ended::leave_scope`]), `ZKLOCK_LOST` when it was lost before the
+    /// release; nothing before a release.
+    #[napi(catch_unwind)]
+    pub fn leave_scope(&self, scope: String) -> napi::Result<(), crate::Code> {
+        match self.ended() {
+            Some(ended) => ended.leave_scope(&scope).map_err(crate::js_err),
+            None => Ok(()),
+        }
+    }
+
     /// True once someone asked the holder to let go (`__REVOKE__` on its node).
     #[napi(getter)]
     pub fn revoke_requested(&self) -> bool {
@@ -190,7 +223,7 @@ impl NativeLease {
     #[napi(catch_unwind)]
     pub fn release_counted(&self) -> Option<&'static str> {
         let mut slot = self.lease();
-        match slot.take()?.release_counted() {
+        match self.take_from(&mut slot)?.release_counted() {
             Ok(released) => Some(released.as_str()),
             Err(lease) => {
                 *slot = Some(lease);
@@ -203,15 +236,22 @@ impl NativeLease {
     /// `was-lost`). A second release rejects with `ZKLOCK_NOT_HELD`.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let lease = self.lease().take();
+        let lease = self.take_from(&mut self.lease());
         let path = self.path.clone();
+        let ended = self.ended.clone();
         settle_from_core(env, async move {
             match lease {
                 None => Err(zklock::Error::new(
                     ErrorKind::NotHeld,
                     format!("the lease on {path} was already released"),
                 )),
-                Some(lease) => lease.release().await.map(|r| r.as_str().to_owned()),
+                Some(lease) => {
+                    let outcome = lease.release().await?;
+                    if let Some(ended) = ended.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                        ended.released(outcome);
+                    }
+                    Ok(outcome.as_str().to_owned())
+                }
             }
         })
     }

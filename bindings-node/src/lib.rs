@@ -1416,7 +1416,9 @@ impl NativeElection {
                         shown(&leadership.path)
                     ),
                 )),
-                Some(l) => self.own(l).map(|()| slot.take().expect("checked above")),
+                Some(l) => self
+                    .own(l)
+                    .map(|()| leadership.take_from(&mut slot).expect("checked above")),
             }
         }
         .map_err(js_err)?;

@@ -3,7 +3,7 @@
 //! object is in `book` (a `Lease` leaves its book when released).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -40,6 +40,13 @@ pub(crate) fn release_now(py: Python<'_>, lease: zklock::Lease) -> PyResult<zklo
         Err(lease) => lease,
     };
     py.detach(move || lease.blocking_release()).py(py)
+}
+
+/// Takes a release's outcome into what a released lease reads (`zklock::Ended::released`).
+fn note_release(ended: &Mutex<Option<zklock::Ended>>, outcome: zklock::Released) {
+    if let Some(ended) = lock(ended).as_mut() {
+        ended.released(outcome);
+    }
 }
 
 /// `ClientClosed` in a child process after fork(): a lease and its session belong to the
@@ -152,7 +159,8 @@ pub(crate) struct PyLease {
     /// It was lost before it was released (an `on_lost` registered later still runs).
     pub(crate) lost_before_release: AtomicBool,
     /// What it reads once released (the core's rule: lost stays lost, with its reason).
-    pub(crate) ended: Mutex<Option<zklock::Ended>>,
+    /// Shared with an asyncio release, which takes its outcome in when it settles.
+    pub(crate) ended: Arc<Mutex<Option<zklock::Ended>>>,
     pub(crate) token: i64,
     pub(crate) path: String,
     pub(crate) multi: Option<Box<(Vec<i64>, Vec<String>)>>,
@@ -177,7 +185,7 @@ impl PyLease {
             lease: Mutex::new(None),
             done: AtomicBool::new(false),
             lost_before_release: AtomicBool::new(false),
-            ended: Mutex::new(None),
+            ended: Arc::default(),
             token: info.token,
             path: info.path,
             multi: info.multi,
@@ -269,6 +277,9 @@ impl PyLease {
         let py = slf.py();
         let taken = slf.get().take(py);
         let released = taken.and_then(|lease| release_now(py, lease));
+        if let Ok(outcome) = &released {
+            note_release(&slf.get().ended, *outcome);
+        }
         PyLease::forget(slf);
         Ok(released?.as_str())
     }
@@ -614,7 +625,15 @@ impl PyLease {
         py.import("asyncio")?.call_method0("get_running_loop")?;
         let taken = slf.get().take(py);
         PyLease::forget(slf);
-        future_into_py(py, taken?.release(), released_into_py)
+        let (release, ended) = (taken?.release(), slf.get().ended.clone());
+        let noted = async move {
+            let outcome = release.await;
+            if let Ok(outcome) = &outcome {
+                note_release(&ended, *outcome);
+            }
+            outcome
+        };
+        future_into_py(py, noted, released_into_py)
     }
 
     /// Runs ZooKeeper writes only while this lease holds the lock: `("create", path, data)`,

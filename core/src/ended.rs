@@ -10,7 +10,7 @@
 use crate::error::{Error, ErrorKind};
 use crate::lease::Lease;
 use crate::protocol;
-use crate::state::LeaseState;
+use crate::state::{LeaseState, Released};
 
 /// The state a released lease handle keeps: see [`Lease::ended`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +32,16 @@ impl Ended {
     /// Why the lease was lost, when it was lost before its release.
     pub fn lost_reason(&self) -> Option<&str> {
         self.lost_reason.as_deref()
+    }
+
+    /// Takes the release's outcome in: a release that found the lease lost (`WasLost`: its
+    /// session had ended unnoticed, the node was gone) ends it lost too, so that a loss the
+    /// release itself discovered is not reported as a clean end.
+    pub fn released(&mut self, outcome: Released) {
+        if outcome == Released::WasLost && self.lost_reason.is_none() {
+            self.lost_reason =
+                Some("the release found the session ended and the node gone".to_owned());
+        }
     }
 
     /// Leaving a scoped hold of this lease, named `scope` in the message (`"the with block"`):
