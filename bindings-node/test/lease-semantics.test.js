@@ -98,3 +98,33 @@ test('a second lead while leading is refused at once, and after resigning it lea
   assert.equal(again.state, 'held')
   await e.resign(again)
 })
+
+test("run's signal reason is a zklock error both on a loss and on the caller's abort", async () => {
+  const p = uniquePath('run-reason')
+  const controller = new AbortController()
+  const e = a.election(p, { id: 'a' })
+  let reason
+  const result = await e.run(
+    async (lead, signal) => {
+      controller.abort()
+      reason = signal.reason
+      return 'ran'
+    },
+    { signal: controller.signal },
+  )
+  assert.equal(result, 'ran', 'the leadership was held to the end: run resolves')
+  assert.equal(reason && reason.code, ErrorCode.ABORTED, `caller's abort: ${reason}`)
+  assert.equal(reason.cause, controller.signal.reason, "the caller's reason is the cause")
+
+  const c = await Client.connect(zk.servers)
+  let lostReason
+  await assert.rejects(
+    c.election(uniquePath('run-reason-lost'), { id: 'a' }).run(async (lead, signal) => {
+      await c.close()
+      await new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', resolve)))
+      lostReason = signal.reason
+    }),
+    (err) => err.code === ErrorCode.LOST,
+  )
+  assert.equal(lostReason && lostReason.code, ErrorCode.LOST)
+})
