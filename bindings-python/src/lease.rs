@@ -255,11 +255,8 @@ impl PyLease {
     /// it was lost before (the core's rule), unless the body raised (`body_raised`), whose
     /// exception goes on instead.
     pub(crate) fn leave_scope(&self, py: Python<'_>, body_raised: bool) -> PyResult<()> {
-        let ended = lock(&self.ended).clone();
-        match ended {
-            Some(ended) if !body_raised => ended.leave_scope("the with block").py(py),
-            _ => Ok(()),
-        }
+        let ended = lock(&self.ended).clone().filter(|_| !body_raised);
+        ended.map_or(Ok(()), |e| e.leave_scope("the with block").py(py))
     }
 
     /// Marks the lease done (release was asked, whatever came of it) and leaves its lock
@@ -509,8 +506,7 @@ impl PyLease {
         slf.get().leave_scope(slf.py(), args.0.is_some())
     }
 
-    /// For the package's scoped holds (`lock.hold()`, `async with`), after they released the
-    /// lease: `LockLost` when it was lost before, unless `body_raised`.
+    /// `leave_scope` for the package's scoped holds (`lock.hold()`, `async with`).
     fn _leave_scope(&self, py: Python<'_>, body_raised: bool) -> PyResult<()> {
         self.leave_scope(py, body_raised)
     }
