@@ -1,6 +1,7 @@
-//! `zklock.Lease`: one held lease, its state, callbacks, release and guarded writes, and
-//! what happens to a lease nobody releases. The `Book` of the leases taken through one lock
-//! object is in `book` (a `Lease` leaves its book when released).
+//! `zklock.Lease`: one held lease, its state, callbacks, release and guarded writes, what
+//! happens to a lease nobody releases; in `book`, the leases one lock object handed out.
+
+mod book;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,11 +13,11 @@ use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString, PyTuple};
 use zklock::{Acquire, ErrorKind, LeaseState, Wait};
 
 use crate::args::ExitArgs;
-pub(crate) use crate::book::{Book, Held, Slot};
 use crate::errors::{py_error, to_py_err, wrong_type, IntoPy};
 use crate::runtime::{
     call_unraisable, delivery, future_into_py, lock, outcome_of, Canceller, LoopFuture,
 };
+pub(crate) use book::{Book, Held, Slot};
 
 /// An asyncio future of the running loop that gets the started acquire's lease.
 pub(crate) fn acquire_into_py(py: Python<'_>, acquire: Acquire) -> PyResult<Bound<'_, PyAny>> {

@@ -36,7 +36,6 @@
 //! * `errors`: the core's error kinds as `zklock` exceptions, `to_py_err`, `wrong_type`.
 
 mod args;
-mod book;
 mod client;
 mod election;
 mod errors;

@@ -1,6 +1,8 @@
 //! Leases: what a successful acquire returns. A lease knows its fencing token (the czxid of its
 //! node), its node, its state, and fires its lost signal exactly once.
 
+mod parts;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -13,8 +15,8 @@ use crate::session::{Member, Session};
 use crate::signal::{wait_any, Signal};
 use crate::state::{LeaseState, Released};
 
-use crate::lease_parts::Parts;
-pub(crate) use crate::lease_parts::{NodeRef, Part, Reentry};
+use parts::Parts;
+pub(crate) use parts::{NodeRef, Part, Reentry};
 
 /// One lock node we own. Shared by the re-entrant holds of one lock value.
 pub(crate) struct LeaseShared {

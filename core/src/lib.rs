@@ -65,7 +65,6 @@ mod acquire;
 mod ended;
 mod guarded;
 mod lease;
-mod lease_parts;
 
 mod semaphore;
 

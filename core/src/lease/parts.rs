@@ -1,10 +1,10 @@
 //! The members of a lease: each one node, and the re-entrant lock value that counts its holds
-//! (apart from `lease` to keep that module readable; nothing here is public outside the crate).
+//! (a file of `lease`'s own, to keep each file readable; nothing here is public outside the crate).
 
 use std::sync::Arc;
 
+use super::LeaseShared;
 use crate::error::Result;
-use crate::lease::LeaseShared;
 use crate::state::Released;
 
 /// What counts the re-entrant holds of a node: the lock value that took it (the recipes come

@@ -1,5 +1,5 @@
-//! The `Book` of the leases taken through one lock object (apart from `lease`, which a
-//! `Lease` leaves its book from when released, to keep each file readable).
+//! The `Book` of the leases taken through one lock object: a file of `lease`'s own (a `Lease`
+//! leaves its book when released), to keep each file readable.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 
-use crate::lease::{drop_unreleased, LeaseInfo, PyLease};
+use super::{drop_unreleased, LeaseInfo, PyLease};
 use crate::runtime::lock;
 
 /// The leases taken through one lock object and not yet released, oldest first, each with its
