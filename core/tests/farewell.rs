@@ -38,7 +38,7 @@ async fn a_holder_that_hears_nothing_back_closes_its_session_when_it_gives_it_up
         lease.release().await.unwrap();
         at
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_for_nodes(&path, 2).await;
     let split = Instant::now();
     proxy.drop_to_client();
 

@@ -39,18 +39,54 @@ enum Peer {
     Kazoo,
 }
 
-fn spawn(peer: Peer, servers: &str, path: &str, rounds: usize, log: &std::path::Path) -> Child {
+/// A running participant: its kind, its id (what its election node holds as data, in every
+/// layout: Curator's `LeaderLatch(client, path, id)` and `LeaderSelector.setId`, kazoo's
+/// `Election(path, identifier)`, zklock's participant id) and its process.
+struct Participant {
+    peer: Peer,
+    id: String,
+    child: Child,
+}
+
+fn spawn(
+    peer: Peer,
+    servers: &str,
+    path: &str,
+    rounds: usize,
+    log: &std::path::Path,
+) -> Participant {
     let id = format!("{peer:?}-{}", rand_id());
-    match peer {
+    let child = match peer {
         Peer::Zklock(mode) => peers::spawn_zklock(WORKER, servers, path, mode, rounds, log),
         Peer::Curator(mode) => peers::spawn_curator_election(servers, path, mode, rounds, log, &id),
         Peer::Kazoo => peers::spawn_kazoo_election(servers, path, "run", rounds, log, &id, &[]),
     }
-    .unwrap_or_else(|e| panic!("start {peer:?}: {e}"))
+    .unwrap_or_else(|e| panic!("start {peer:?}: {e}"));
+    // trust-worker names itself `zklock-<pid>` (src/bin/trust-worker.rs).
+    let id = match peer {
+        Peer::Zklock(_) => format!("zklock-{}", child.id()),
+        _ => id,
+    };
+    Participant { peer, id, child }
 }
 
 fn rand_id() -> u32 {
     (wall_ns() as u32).wrapping_mul(2_654_435_761) >> 8
+}
+
+/// The path's election nodes in node order (every layout ends in a 10-digit sequence, the
+/// order Curator's and kazoo's sorting use), each with its data (the participant's id). A node
+/// that vanishes while it is read is left out.
+async fn nodes_in_order(zk: &zookeeper_client::Client, path: &str) -> Vec<(String, String)> {
+    let mut names = zk.list_children(path).await.unwrap_or_default();
+    names.sort_by(|a, b| a[a.len().saturating_sub(10)..].cmp(&b[b.len().saturating_sub(10)..]));
+    let mut nodes = Vec::with_capacity(names.len());
+    for name in names {
+        if let Ok((data, _)) = zk.get_data(&format!("{path}/{name}")).await {
+            nodes.push((name, String::from_utf8_lossy(&data).into_owned()));
+        }
+    }
+    nodes
 }
 
 /// Waits up to `limit` for `path` to have no children (sessions of killed processes expire).
@@ -70,10 +106,16 @@ async fn assert_empty_within(servers: &str, path: &str, limit: Duration) {
     }
 }
 
-/// Three zklock and three peer participants on one path, `rounds` leaderships each; every
-/// 0.7 s one of them (in turn) is killed, when still running, and started again, `kills`
-/// times. Returns the checker's verdict and the sections; fails unless at least one running
-/// participant was killed.
+/// How long the kill schedule may take before the test gives up: each leader kill costs the
+/// killed session's expiry (zklock 4 s, Curator and kazoo 10 s) before anyone leads again.
+const SCHEDULE_LIMIT: Duration = Duration::from_secs(240);
+
+/// Three zklock and three peer participants on one path, `rounds` leaderships each. The kill
+/// schedule follows what the server shows, not a clock: it kills the participant whose node
+/// is first in node order (the leader), then one whose node waits behind it, and starts each
+/// again, until `kills` leaders have been killed. A participant that finishes its rounds is
+/// replaced by a fresh one of its kind while the schedule runs, so the kills never run out of
+/// participants on a fast machine. Returns the checker's verdict and the sections.
 async fn contend(
     name: &str,
     ours: Peer,
@@ -84,37 +126,80 @@ async fn contend(
     let servers = zklock_testkit::shared().to_owned();
     let path = unique_path(name);
     let log = log_file(name);
-    let (servers2, path2, log2) = (servers.clone(), path.clone(), log.clone());
-    tokio::task::spawn_blocking(move || {
-        let mut running: Vec<(Peer, Child)> = [ours, theirs, ours, theirs, ours, theirs]
-            .into_iter()
-            .map(|p| (p, spawn(p, &servers2, &path2, rounds, &log2)))
-            .collect();
-        let mut killed = 0;
-        for k in 0..kills {
-            std::thread::sleep(Duration::from_millis(700));
-            let (peer, child) = &mut running[k % 6];
-            if child.try_wait().unwrap().is_none() {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                killed += 1;
-                eprintln!("killed a {peer:?} participant; starting it again");
+    let zk = zookeeper_client::Client::connect(&servers).await.unwrap();
+    let mut running: Vec<Participant> = [ours, theirs, ours, theirs, ours, theirs]
+        .into_iter()
+        .map(|p| spawn(p, &servers, &path, rounds, &log))
+        .collect();
+    let mut done: Vec<(String, Child)> = Vec::new();
+    let (mut leaders_killed, mut waiters_killed) = (0, 0);
+    let limit = std::time::Instant::now() + SCHEDULE_LIMIT;
+    while leaders_killed < kills {
+        assert!(
+            std::time::Instant::now() < limit,
+            "killed {leaders_killed} leaders of {kills} within {SCHEDULE_LIMIT:?}"
+        );
+        for slot in running.iter_mut() {
+            if slot.child.try_wait().unwrap().is_some() {
+                let fresh = spawn(slot.peer, &servers, &path, rounds, &log);
+                let finished = std::mem::replace(slot, fresh);
+                done.push((format!("{:?}", finished.peer), finished.child));
             }
-            *child = spawn(*peer, &servers2, &path2, rounds, &log2);
         }
-        assert!(killed > 0, "no participant was still running to be killed");
-        let children = running
+        let nodes = nodes_in_order(&zk, &path).await;
+        let owner = |id: &str| running.iter().position(|p| p.id == id);
+        // The leader is the first node; a killed leader's node stays first until its
+        // session expires, and its id then names no running participant.
+        let Some(leader) = nodes.first().and_then(|(_, id)| owner(id)) else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let waiter = nodes.iter().skip(1).find_map(|(_, id)| owner(id));
+        let (node, _) = nodes[0].clone();
+        kill(&mut running[leader]);
+        // Sequential nodes only grow, so no node can come before `node` later: if it is still
+        // there after the kill, it was first from before the kill to after it, and the killed
+        // process was the leader when it died.
+        if zk
+            .check_stat(&format!("{path}/{node}"))
+            .await
+            .unwrap()
+            .is_some()
+        {
+            leaders_killed += 1;
+            eprintln!("killed a leading {:?} participant", running[leader].peer);
+        } else {
+            eprintln!(
+                "a {:?} participant left its leadership before the kill",
+                running[leader].peer
+            );
+        }
+        running[leader] = spawn(running[leader].peer, &servers, &path, rounds, &log);
+        if let Some(w) = waiter {
+            kill(&mut running[w]);
+            waiters_killed += 1;
+            eprintln!("killed a waiting {:?} participant", running[w].peer);
+            running[w] = spawn(running[w].peer, &servers, &path, rounds, &log);
+        }
+    }
+    eprintln!("{leaders_killed} leaders and {waiters_killed} waiters killed");
+    done.extend(
+        running
             .into_iter()
-            .map(|(p, c)| (format!("{p:?}"), c))
-            .collect();
-        peers::wait_all(children)
-    })
-    .await
-    .unwrap()
-    .unwrap();
+            .map(|p| (format!("{:?}", p.peer), p.child)),
+    );
+    tokio::task::spawn_blocking(move || peers::wait_all(done))
+        .await
+        .unwrap()
+        .unwrap();
     let sections = checker::parse(&std::fs::read_to_string(&log).unwrap()).unwrap();
     assert_empty_within(&servers, &path, Duration::from_secs(30)).await;
     (checker::check(sections.clone()), sections)
+}
+
+fn kill(p: &mut Participant) {
+    p.child.kill().unwrap();
+    p.child.wait().unwrap();
 }
 
 fn assert_shared(verdict: &checker::Verdict, sections: &[checker::Section], theirs: &str) {
@@ -232,7 +317,8 @@ async fn curator_and_zklock_each_list_the_others_participants_and_the_leader() {
         .election(&path, ElectionStyle::Latch, Some("zklock-Z"))
         .unwrap();
     let waiting = election.start_lead(Wait::Forever);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Our participant's node is there beside Curator's before we ask who takes part.
+    zklock_trust::nodes::wait_for_children(servers, &path, 2, Duration::from_secs(60)).await;
     let seen: Vec<(Option<ElectionStyle>, String)> = election
         .participants()
         .await
@@ -363,8 +449,9 @@ async fn a_black_holed_zklock_leader_knows_before_curator_leads() {
     let log = log_file("blackhole");
     let mut curator =
         peers::spawn_curator_election(servers, &path, "bench-latch", 1, &log, "curator-W").unwrap();
-    // Curator joins and watches our node.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Curator has joined (its node is beside ours) before the link goes; its watch on our
+    // node follows in the same call (LeaderLatch.checkLeadership).
+    zklock_trust::nodes::wait_for_children(servers, &path, 2, Duration::from_secs(60)).await;
     let lost = lead.lost();
     let lost_ns = tokio::spawn(async move {
         lost.await;
