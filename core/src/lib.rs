@@ -62,12 +62,14 @@ mod session;
 mod engine;
 
 mod acquire;
+mod ended;
 mod guarded;
 mod lease;
 
 mod semaphore;
 
 mod election;
+mod leadership;
 mod multi;
 mod mutex;
 mod revoke;
@@ -79,6 +81,7 @@ pub use acquire::Acquire;
 pub use cancel::CancelToken;
 pub use client::Client;
 pub use election::{Election, LeaderWatch, MAX_ID_BYTES};
+pub use ended::Ended;
 pub use error::{Error, ErrorKind, Result, OPTION_NAMES};
 pub use guarded::{Guarded, Write, Written};
 pub use lease::{Lease, MAX_HOLD};
