@@ -210,7 +210,9 @@ fn implementations(args: &common::Args, raw: &[String]) -> Result<Found, String>
             key: "curator".into(),
             label: "Curator 5.4 (Java 17)".into(),
             cmd: v(&["java", "-cp", &cp, "ZkBench"]),
-            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "curve"],
+            scenarios: vec![
+                "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "curve",
+            ],
             startup: 3.0,
             warmup: 3.0,
         }),

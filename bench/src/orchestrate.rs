@@ -1259,12 +1259,36 @@ fn issue25_figures(mode: &str, res: &Value) -> Vec<Value> {
     };
     let mut out = Vec::new();
     for (name, key, peer) in [
-        ("s8 handover p50 Rust / Curator latch", "handoff_p50_us", "curator"),
-        ("s8 handover p99 Rust / Curator latch", "handoff_p99_us", "curator"),
-        ("s8 handover p50 Rust / kazoo Election", "handoff_p50_us", "kazoo"),
-        ("s8 handover p99 Rust / kazoo Election", "handoff_p99_us", "kazoo"),
-        ("s8 CPU/lead Rust / Curator latch", "cpu_us_per_op", "curator"),
-        ("s8 CPU/lead Rust / kazoo Election", "cpu_us_per_op", "kazoo"),
+        (
+            "s8 handover p50 Rust / Curator latch",
+            "handoff_p50_us",
+            "curator",
+        ),
+        (
+            "s8 handover p99 Rust / Curator latch",
+            "handoff_p99_us",
+            "curator",
+        ),
+        (
+            "s8 handover p50 Rust / kazoo Election",
+            "handoff_p50_us",
+            "kazoo",
+        ),
+        (
+            "s8 handover p99 Rust / kazoo Election",
+            "handoff_p99_us",
+            "kazoo",
+        ),
+        (
+            "s8 CPU/lead Rust / Curator latch",
+            "cpu_us_per_op",
+            "curator",
+        ),
+        (
+            "s8 CPU/lead Rust / kazoo Election",
+            "cpu_us_per_op",
+            "kazoo",
+        ),
     ] {
         out.push(json!({"mode": mode, "issue": "25", "target": name,
                         "measured": ratio(key, peer), "goal": "-", "holds": null}));

@@ -77,10 +77,11 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
             let baseline = cpu_over(&zk, window);
             for &n in &sizes {
                 for imp in &impls {
-                    let measured = one(&zk, imp, n, (session_ms, tick_ms), window).unwrap_or_else(|e| {
-                        eprintln!("  ! s9 {} {n}: {e}", imp.label);
-                        json!({ "error": e })
-                    });
+                    let measured =
+                        one(&zk, imp, n, (session_ms, tick_ms), window).unwrap_or_else(|e| {
+                            eprintln!("  ! s9 {} {n}: {e}", imp.label);
+                            json!({ "error": e })
+                        });
                     let row = json!({
                         "members": members,
                         "session_ms": session_ms,
@@ -215,7 +216,9 @@ fn wait_for(zk: &ZooKeeper, key: &str, at_least: usize, sum: bool) -> Res<()> {
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let seen: i64 = if sum {
-            (0..zk.len()).map(|i| zk.mntr_value(i, key).unwrap_or(0)).sum()
+            (0..zk.len())
+                .map(|i| zk.mntr_value(i, key).unwrap_or(0))
+                .sum()
         } else {
             zk.mntr_value(0, key).unwrap_or(0)
         };
@@ -232,7 +235,9 @@ fn wait_for(zk: &ZooKeeper, key: &str, at_least: usize, sum: bool) -> Res<()> {
 fn wait_for_at_most(zk: &ZooKeeper, key: &str, at_most: i64) -> Res<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let seen: i64 = (0..zk.len()).map(|i| zk.mntr_value(i, key).unwrap_or(0)).sum();
+        let seen: i64 = (0..zk.len())
+            .map(|i| zk.mntr_value(i, key).unwrap_or(0))
+            .sum();
         if seen <= at_most {
             return Ok(());
         }
@@ -329,7 +334,11 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
 
     let mut leases = Vec::with_capacity(n);
     for (i, c) in clients.iter().enumerate() {
-        leases.push(c.mutex(&format!("{path}/h-{}", offset + i))?.acquire().await?);
+        leases.push(
+            c.mutex(&format!("{path}/h-{}", offset + i))?
+                .acquire()
+                .await?,
+        );
     }
     ready(json!({"phase": "hold", "leases": n, "rss": rss_bytes()}));
     read_line().await;
