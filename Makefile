@@ -15,7 +15,10 @@ deps:
 old-userland: deps
 	@scripts/old-userland.sh --background
 
+# One way down: each crate's `crate::` imports against its layers.txt, and no import circle.
+LAYERED := core wire cli bindings-python
 lint:
+	scripts/check-layers.py $(LAYERED)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 

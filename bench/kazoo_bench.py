@@ -88,6 +88,62 @@ def s5():
     return res
 
 
+def _quietly(fn):
+    """Runs fn in a waiter thread whose client is stopped under it at the end of the run."""
+    try:
+        fn()
+    except Exception:
+        pass
+
+
+def s9():
+    """Scenario 9 (bench/src/s9.rs): --sessions sessions idle, then each holding a lock of its
+    own, then all waiting on one lock (the first session of the --holder process holds it)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    n = int(num("sessions", 500))
+    offset = int(num("offset", 0))
+    path = arg("path")
+    timeout = num("session-ms", 10000) / 1000.0
+    t0 = time.monotonic()
+    clients = []
+    for _ in range(n):
+        c = KazooClient(hosts=arg("servers"), timeout=timeout)
+        c.start(timeout=60)
+        clients.append(c)
+    ready({"phase": "idle", "sessions": n, "open_s": time.monotonic() - t0, "rss": rss()})
+    wait_line()
+    locks = [c.Lock(f"{path}/h-{offset + i}", "bench") for i, c in enumerate(clients)]
+    for lock in locks:
+        lock.acquire()
+    ready({"phase": "hold", "leases": n, "rss": rss()})
+    wait_line()
+    for lock in locks:
+        lock.release()
+    wait_path = path + "/wait"
+    held = None
+    threads = []
+    for i, c in enumerate(clients):
+        lock = c.Lock(wait_path, "bench")
+        if arg("holder") == "yes" and i == 0:
+            lock.acquire()
+            held = lock
+        else:
+            t = threading.Thread(target=_quietly, args=(lock.acquire,), daemon=True)
+            t.start()
+            threads.append(t)
+    ready({"phase": "wait", "waiters": len(threads), "rss": rss()})
+    wait_line()
+    t1 = time.monotonic()
+    for c in clients:
+        c.stop()
+        c.close()
+    del held
+    return {"close_s": time.monotonic() - t1}
+
+
 def s6():
     c = connect()
     n = int(num("locks", 10000))
@@ -169,4 +225,4 @@ def curve():
 
 
 if __name__ == "__main__":
-    main({"s1": s1, "s3": s3, "s8": s8, "s4": s4, "s5": s5, "s6": s6, "curve": curve}, "kazoo (its locks are not re-entrant)")
+    main({"s1": s1, "s3": s3, "s8": s8, "s4": s4, "s5": s5, "s6": s6, "s9": s9, "curve": curve}, "kazoo (its locks are not re-entrant)")

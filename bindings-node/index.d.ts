@@ -513,7 +513,8 @@ export declare class Election {
   leader(): Promise<ElectionParticipant | null>
   /**
    * Waits to lead, runs `fn(lead, signal)` (`signal` aborts when the leadership is lost, or the
-   * run's `signal` aborts), resigns once `fn` settled. Resolves with `fn`'s result; rejects with
+   * run's `signal` aborts; its reason is a zklock error either way: ZKLOCK_LOST, or
+   * ZKLOCK_ABORTED with the caller's reason as `cause`), resigns once `fn` settled. Resolves with `fn`'s result; rejects with
    * `fn`'s error, or ZKLOCK_LOST when the leadership was lost before `fn` finished. With
    * `requeue` it runs again at the tail each time, until `signal` aborts (ZKLOCK_ABORTED).
    */

@@ -1220,15 +1220,16 @@ class Lease extends EventEmitter {
  * both forms, so that rewriting one as the other changes nothing.
  */
 async function releaseAtScopeEnd(lease, scope) {
-  const lostInside = lease.state === 'lost'
   const outcome = await lease.release()
-  if (lostInside || outcome === 'was-lost') {
-    const reason = lease.signal.aborted ? lease.signal.reason : undefined
-    throw zkError(
-      ErrorCode.LOST,
-      `the lease on ${lease.lockPath} was lost before ${scope}` + (reason ? ` (${reason.message})` : ''),
-      reason,
-    )
+  // The core's rule and message (zklock::Ended::leave_scope): lost before the release, or
+  // found lost by it, is ZKLOCK_LOST; the lease's own ZKLOCK_LOST error (its signal's reason)
+  // is the cause.
+  try {
+    lease[kNativeLease]((n) => n.leaveScope(scope), false)
+  } catch (e) {
+    const err = translate(e)
+    if (lease.signal.aborted) err.cause = lease.signal.reason
+    throw err
   }
   return outcome
 }
@@ -1417,7 +1418,8 @@ class Election {
   /**
    * The callback form (kazoo's `election.run`): waits to lead, runs `fn(lead, signal)`, and
    * resigns once `fn` settled. `signal` aborts when the leadership is lost (or the run's own
-   * `signal` aborts): `fn` should stop then. Resolves with what `fn` returned; rejects with
+   * `signal` aborts): `fn` should stop then. Its reason is a zklock error either way:
+   * ZKLOCK_LOST, or ZKLOCK_ABORTED with the caller's reason as `cause`. Resolves with what `fn` returned; rejects with
    * `fn`'s error, or ZKLOCK_LOST when the leadership was lost before `fn` finished (as
    * `using()` does). With `{ requeue: true }` it runs again at the tail each time `fn` settles
    * (also after a loss), until `signal` aborts (ZKLOCK_ABORTED) or `fn` throws.
@@ -1435,7 +1437,9 @@ class Election {
       const stop = new AbortController()
       const leadSignal = lead.signal
       const onLost = () => stop.abort(leadSignal.reason)
-      const onStop = () => stop.abort(signal ? signal.reason : undefined)
+      // One shape for fn's signal.reason (issue 33): a zklock error either way, ZKLOCK_LOST on a
+      // loss, ZKLOCK_ABORTED (the caller's reason as its cause) when the run's signal aborts.
+      const onStop = () => stop.abort(signal ? leadAbortError(this.path, signal) : undefined)
       if (leadSignal.aborted) onLost()
       else leadSignal.addEventListener('abort', onLost, { once: true })
       const unlisten = signal ? onAbort(signal, onStop) : () => {}

@@ -106,7 +106,8 @@ typedef enum zklock_status {
      */
     ZKLOCK_OK = 0,
     /**
-     * The deadline passed before the lock was acquired (also a failed try, timeout 0).
+     * The deadline passed: before the lock was acquired (also a failed try, timeout 0), or
+     * before a guarded write or a listing was sent.
      */
     ZKLOCK_TIMEOUT = -1,
     /**
@@ -157,8 +158,8 @@ typedef enum zklock_status {
      */
     ZKLOCK_PANIC = -12,
     /**
-     * A write was sent but its answer was lost with the connection: it may or may not have
-     * been applied. Read back before retrying.
+     * A write was sent but no answer came (the connection broke, or the write's timeout
+     * passed): it may or may not have been applied. Read back before retrying.
      */
     ZKLOCK_OUTCOME_UNKNOWN = -13,
     /**

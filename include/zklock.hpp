@@ -157,6 +157,13 @@ public:
         return true;
     }
 
+    /// Ends a scoped hold loudly (docs/contract.md): release(), then zklock::error ZKLOCK_LOST
+    /// when the lease had been lost. ~lease() cannot throw: it releases quietly.
+    void finish() {
+        std::string why = lost_reason();
+        if (!release()) throw error(ZKLOCK_LOST, "the lease was lost before its scope ended (" + why + ")");
+    }
+
     /// Calls `callback(state)` on the library's callback thread with the current state, then at
     /// every change (lost is reported once, and nothing after it). It may release this lease (release() from inside is fine) as long as the
     /// lease object itself is still alive. Replaces an earlier callback; an empty one removes it.
@@ -440,6 +447,11 @@ public:
         if (status == ZKLOCK_LOST) return false;
         detail::check(status);
         return true;
+    }
+    /// resign(), loud as lease::finish() (the destructor resigns quietly).
+    void finish() {
+        std::string why = lease_.lost_reason();
+        if (!resign()) throw error(ZKLOCK_LOST, "the leadership was lost before its scope ended (" + why + ")");
     }
 
 private:

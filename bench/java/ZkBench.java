@@ -107,6 +107,7 @@ public class ZkBench {
             case "s6": out = s6(); break;
             case "s7": out = s7(); break;
             case "s7r": out = s7r(); break;
+            case "s9": out = s9(); break;
             case "curve": out = curve(); break;
             default: throw new IllegalArgumentException("no scenario " + arg("scenario"));
         }
@@ -417,6 +418,61 @@ public class ZkBench {
         for (CuratorFramework c : clients) c.close();
         holder.close();
         return res;
+    }
+
+    // 9. The servers' bill (bench/src/s9.rs): --sessions sessions idle, then each holding a lock
+    // of its own, then all waiting on one lock (the first session of the --holder process holds
+    // it), each phase announced by a ready line and ended by a line on stdin.
+    static String s9() throws Exception {
+        int n = (int) num("sessions", 1000);
+        int offset = (int) num("offset", 0);
+        int sessionMs = (int) num("session-ms", 10000);
+        String path = arg("path");
+        long t0 = System.nanoTime();
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            CuratorFramework c = CuratorFrameworkFactory.newClient(arg("servers"), sessionMs, 60_000,
+                    new ExponentialBackoffRetry(100, 3));
+            c.start();
+            c.blockUntilConnected();
+            clients.add(c);
+        }
+        ready(String.format("{\"phase\":\"idle\",\"sessions\":%d,\"open_s\":%f,\"rss\":%d}", n,
+                (System.nanoTime() - t0) / 1e9, rss()));
+        stdin.readLine();
+        List<InterProcessMutex> held = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            InterProcessMutex m = new InterProcessMutex(clients.get(i), path + "/h-" + (offset + i));
+            m.acquire();
+            held.add(m);
+        }
+        ready(String.format("{\"phase\":\"hold\",\"leases\":%d,\"rss\":%d}", n, rss()));
+        stdin.readLine();
+        for (InterProcessMutex m : held) m.release();
+        String waitPath = path + "/wait";
+        int waiters = 0;
+        for (int i = 0; i < n; i++) {
+            InterProcessMutex m = new InterProcessMutex(clients.get(i), waitPath);
+            if (i == 0 && "yes".equals(args.get("holder"))) {
+                m.acquire();
+                continue;
+            }
+            Thread t = new Thread(() -> {
+                try {
+                    m.acquire();
+                } catch (Exception e) {
+                    // closed under it at the end of the run
+                }
+            }, "waiter-" + i);
+            t.setDaemon(true);
+            t.start();
+            waiters++;
+        }
+        ready(String.format("{\"phase\":\"wait\",\"waiters\":%d,\"rss\":%d}", waiters, rss()));
+        stdin.readLine();
+        long t1 = System.nanoTime();
+        for (CuratorFramework c : clients) c.close();
+        return String.format("{\"close_s\":%f}", (System.nanoTime() - t1) / 1e9);
     }
 
     // 6. RSS of this process while one thread holds `--locks` distinct locks.

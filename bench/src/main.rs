@@ -11,6 +11,7 @@ mod common;
 mod orchestrate;
 mod plot;
 mod rust_worker;
+mod s9;
 
 use orchestrate::Impl;
 
@@ -126,7 +127,9 @@ fn implementations(args: &common::Args, raw: &[String]) -> Result<Found, String>
             key: "zklock".into(),
             label: "zklock Rust core (async)".into(),
             cmd: v(&[&me, "worker", "--impl", "zklock"]),
-            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait", "s7", "s8", "curve"],
+            scenarios: vec![
+                "s1", "s2", "s3", "s4", "s5", "s6", "s6wait", "s7", "s8", "s9", "curve",
+            ],
             startup: 0.5,
             warmup: 1.0,
         },
@@ -207,7 +210,9 @@ fn implementations(args: &common::Args, raw: &[String]) -> Result<Found, String>
             key: "curator".into(),
             label: "Curator 5.4 (Java 17)".into(),
             cmd: v(&["java", "-cp", &cp, "ZkBench"]),
-            scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "curve"],
+            scenarios: vec![
+                "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "curve",
+            ],
             startup: 3.0,
             warmup: 3.0,
         }),
@@ -218,7 +223,7 @@ fn implementations(args: &common::Args, raw: &[String]) -> Result<Found, String>
             key: "kazoo".into(),
             label: "kazoo 2.8 (CPython)".into(),
             cmd: v(&[&py, &format!("{bench_dir}/kazoo_bench.py")]),
-            scenarios: vec!["s1", "s3", "s4", "s5", "s6", "s8", "curve"],
+            scenarios: vec!["s1", "s3", "s4", "s5", "s6", "s8", "s9", "curve"],
             startup: 1.0,
             warmup: 1.0,
         }),

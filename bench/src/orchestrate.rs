@@ -28,7 +28,7 @@ pub struct Impl {
     pub warmup: f64,
 }
 
-struct Proc {
+pub(crate) struct Proc {
     child: Child,
     out: BufReader<ChildStdout>,
     stdin: Option<ChildStdin>,
@@ -37,7 +37,7 @@ struct Proc {
 }
 
 impl Proc {
-    fn spawn(imp: &Impl, args: &[String], limit: Duration) -> Res<Proc> {
+    pub(crate) fn spawn(imp: &Impl, args: &[String], limit: Duration) -> Res<Proc> {
         let mut cmd = Command::new(&imp.cmd[0]);
         cmd.args(&imp.cmd[1..])
             .args(args)
@@ -74,7 +74,7 @@ impl Proc {
     }
 
     /// The next `ready ...` or JSON line.
-    fn next(&mut self) -> Res<Value> {
+    pub(crate) fn next(&mut self) -> Res<Value> {
         loop {
             let mut line = String::new();
             let n = self.out.read_line(&mut line).map_err(|e| e.to_string())?;
@@ -95,14 +95,14 @@ impl Proc {
         }
     }
 
-    fn go(&mut self) {
+    pub(crate) fn go(&mut self) {
         if let Some(s) = self.stdin.as_mut() {
             let _ = writeln!(s, "go");
             let _ = s.flush();
         }
     }
 
-    fn finish(mut self) -> Res<Value> {
+    pub(crate) fn finish(mut self) -> Res<Value> {
         self.go();
         let v = self.next();
         self.stdin.take();
@@ -674,6 +674,14 @@ pub fn run(args: &Args, impls: Vec<Impl>, skipped: Vec<(String, String)>) -> Res
         all.insert(mode.to_owned(), Value::Object(res));
         drop(zk);
     }
+    // Scenario 9 starts servers of its own (standalone and ensemble, two timings).
+    let s9 = if wants("s9") {
+        let s9 = crate::s9::run(args, &impls)?;
+        crate::s9::print(&s9);
+        Some(s9)
+    } else {
+        None
+    };
     let results = json!({
         "date": chrono_now(),
         "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
@@ -689,6 +697,9 @@ pub fn run(args: &Args, impls: Vec<Impl>, skipped: Vec<(String, String)>) -> Res
     let targets = report(&results, &impls, &skipped);
     let mut results = results;
     results["targets"] = targets;
+    if let Some(s9) = s9 {
+        results["s9"] = s9;
+    }
     Ok(results)
 }
 
@@ -1248,12 +1259,36 @@ fn issue25_figures(mode: &str, res: &Value) -> Vec<Value> {
     };
     let mut out = Vec::new();
     for (name, key, peer) in [
-        ("s8 handover p50 Rust / Curator latch", "handoff_p50_us", "curator"),
-        ("s8 handover p99 Rust / Curator latch", "handoff_p99_us", "curator"),
-        ("s8 handover p50 Rust / kazoo Election", "handoff_p50_us", "kazoo"),
-        ("s8 handover p99 Rust / kazoo Election", "handoff_p99_us", "kazoo"),
-        ("s8 CPU/lead Rust / Curator latch", "cpu_us_per_op", "curator"),
-        ("s8 CPU/lead Rust / kazoo Election", "cpu_us_per_op", "kazoo"),
+        (
+            "s8 handover p50 Rust / Curator latch",
+            "handoff_p50_us",
+            "curator",
+        ),
+        (
+            "s8 handover p99 Rust / Curator latch",
+            "handoff_p99_us",
+            "curator",
+        ),
+        (
+            "s8 handover p50 Rust / kazoo Election",
+            "handoff_p50_us",
+            "kazoo",
+        ),
+        (
+            "s8 handover p99 Rust / kazoo Election",
+            "handoff_p99_us",
+            "kazoo",
+        ),
+        (
+            "s8 CPU/lead Rust / Curator latch",
+            "cpu_us_per_op",
+            "curator",
+        ),
+        (
+            "s8 CPU/lead Rust / kazoo Election",
+            "cpu_us_per_op",
+            "kazoo",
+        ),
     ] {
         out.push(json!({"mode": mode, "issue": "25", "target": name,
                         "measured": ratio(key, peer), "goal": "-", "holds": null}));

@@ -33,6 +33,7 @@ pub fn run(args: &Args) -> Res<serde_json::Value> {
             ("zklock", "s7") => zk_s7(args).await,
             ("zklock", "s7r") => zk_s7r(args).await,
             ("zklock", "curve") => zk_curve(args).await,
+            ("zklock", "s9") => crate::s9::zk_worker(args).await,
             ("raw", "s1") => raw_s1(args).await,
             ("raw", "s4") => raw_s4(args).await,
             (i, s) => Err(format!("no scenario {s} for {i}").into()),

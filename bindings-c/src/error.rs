@@ -11,7 +11,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub enum zklock_status {
     /// Success.
     ZKLOCK_OK = 0,
-    /// The deadline passed before the lock was acquired (also a failed try, timeout 0).
+    /// The deadline passed: before the lock was acquired (also a failed try, timeout 0), or
+    /// before a guarded write or a listing was sent.
     ZKLOCK_TIMEOUT = -1,
     /// The acquire was cancelled by the caller (`zklock_op_cancel`).
     ZKLOCK_CANCELLED = -2,
@@ -38,8 +39,8 @@ pub enum zklock_status {
     ZKLOCK_ZOOKEEPER = -11,
     /// A bug in zklock: a Rust panic was caught at the library boundary.
     ZKLOCK_PANIC = -12,
-    /// A write was sent but its answer was lost with the connection: it may or may not have
-    /// been applied. Read back before retrying.
+    /// A write was sent but no answer came (the connection broke, or the write's timeout
+    /// passed): it may or may not have been applied. Read back before retrying.
     ZKLOCK_OUTCOME_UNKNOWN = -13,
     /// An election refused to lead beside a participant of another layout on its path.
     ZKLOCK_CONFLICT = -14,
@@ -71,7 +72,7 @@ impl zklock_status {
     fn name(code: c_int) -> &'static str {
         match code {
             0 => "ZKLOCK_OK: success\0",
-            -1 => "ZKLOCK_TIMEOUT: the deadline passed before the lock was acquired\0",
+            -1 => "ZKLOCK_TIMEOUT: the deadline passed (before the lock was acquired, or before a guarded write or listing was sent)\0",
             -2 => "ZKLOCK_CANCELLED: the acquire was cancelled\0",
             -3 => "ZKLOCK_LOST: the lease was lost while it was held\0",
             -4 => "ZKLOCK_SESSION_EXPIRED: the ZooKeeper session expired\0",
@@ -84,7 +85,7 @@ impl zklock_status {
             -11 => "ZKLOCK_ZOOKEEPER: ZooKeeper error\0",
             -12 => "ZKLOCK_PANIC: internal error in zklock (a bug)\0",
             -13 => {
-                "ZKLOCK_OUTCOME_UNKNOWN: the connection broke before ZooKeeper answered the write\0"
+                "ZKLOCK_OUTCOME_UNKNOWN: a write was sent and no answer came (the connection broke or its timeout passed): it may have been applied\0"
             }
             -14 => "ZKLOCK_CONFLICT: an election refused to lead beside a participant of another layout\0",
             _ => "unknown zklock status\0",
@@ -243,5 +244,15 @@ mod tests {
         );
         let unknown = unsafe { CStr::from_ptr(zklock_status_str(42)) };
         assert_eq!(unknown.to_str().unwrap(), "unknown zklock status");
+    }
+
+    #[test]
+    fn the_timeout_and_outcome_unknown_strings_fit_a_guarded_write_too() {
+        // Issue 33: a guarded write's timeout gives both statuses, with no lock being acquired
+        // and no connection broken.
+        let text = |code| unsafe { CStr::from_ptr(zklock_status_str(code)) }.to_string_lossy();
+        assert!(text(-1).contains("guarded write"), "{}", text(-1));
+        assert!(!text(-13).starts_with("ZKLOCK_OUTCOME_UNKNOWN: the connection broke"));
+        assert!(text(-13).contains("timeout passed"), "{}", text(-13));
     }
 }

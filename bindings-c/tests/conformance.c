@@ -912,6 +912,8 @@ static void op_semaphore(struct outcome *o, const struct bytes *in) {
     zklock_lock_free(l);
 }
 
+#include "conformance_lease.h"
+
 static void scenario(struct outcome *o, const char *name) {
     zklock_lock *l = NULL, *r = NULL, *w = NULL, *other = NULL;
     zklock_lease *a = NULL, *b = NULL;
@@ -1428,7 +1430,7 @@ static void scenario(struct outcome *o, const char *name) {
         static char word[64];
         snprintf(word, sizeof word, "%s,%s", first, second);
         o->word = word;
-    } else {
+    } else if (!lease_scenario(o, name)) {
         snprintf(o->problem, sizeof o->problem, "unknown scenario %.60s", name);
     }
 done:

@@ -368,6 +368,42 @@ static void test_leadership_guard_and_observer() {
     CHECK(status_of([&] { lease.valid_for_ms(); }) == ZKLOCK_LOST);
 }
 
+// Issue 33: a destructor cannot throw, so a scope that must learn of a loss ends with finish(),
+// which throws ZKLOCK_LOST after a loss and releases quietly otherwise; ~lease() stays quiet.
+static void test_finish_ends_a_scope_loudly_after_a_loss_and_quietly_otherwise() {
+    {
+        zklock::client c(servers);
+        auto held = c.mutex(path("finish")).acquire();
+        held.finish();
+        CHECK(!held);
+    }
+    zklock::client own(servers);
+    auto lease = own.mutex(path("finish")).acquire();
+    auto election = own.election(path("finish-e"), "latch", "a");
+    auto lead = election.lead();
+    CHECK(zklock_client_close(own.get()) == ZKLOCK_OK);
+    CHECK(lease.state() == zklock::lease_state::lost);
+    CHECK(status_of([&] { lease.finish(); }) == ZKLOCK_LOST);
+    CHECK(!lease);
+    CHECK(status_of([&] { lead.finish(); }) == ZKLOCK_LOST);
+    CHECK(!lead);
+    zklock::client again(servers);
+    auto next = again.mutex(path("finish")).acquire();  // the lost lease's node went with its session
+    CHECK(next.release());
+}
+
+static void test_another_election_object_cannot_resign_a_leadership() {
+    zklock::client c(servers);
+    auto a = c.election(path("foreign"), "latch", "a");
+    auto b = c.election(path("foreign"), "latch", "b");
+    auto lead = a.lead();
+    zklock_status st = zklock_election_resign(b.get(), lead.lease().get(), false, nullptr, nullptr, nullptr);
+    CHECK(st == ZKLOCK_INVALID_ARGUMENT);
+    CHECK(lead.is_held() && a.leader() && a.leader()->id == "a");
+    CHECK(status_of([&] { a.lead_for(std::chrono::seconds(30)); }) == ZKLOCK_INVALID_ARGUMENT);
+    CHECK(lead.resign());
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         std::fprintf(stderr, "usage: %s SERVERS\n", argv[0]);
@@ -388,6 +424,9 @@ int main(int argc, char **argv) {
     run("partial_options_take_the_defaults", test_partial_options_take_the_defaults);
     run("semaphore_and_revocation", test_semaphore_and_revocation);
     run("leadership_guard_and_observer", test_leadership_guard_and_observer);
+    run("finish_ends_a_scope_loudly_after_a_loss_and_quietly_otherwise",
+        test_finish_ends_a_scope_loudly_after_a_loss_and_quietly_otherwise);
+    run("another_election_object_cannot_resign_a_leadership", test_another_election_object_cannot_resign_a_leadership);
     std::printf("%d passed, %d failed\n", passed_count, failed_count);
     return failed_count == 0 ? 0 : 1;
 }

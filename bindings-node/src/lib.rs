@@ -24,7 +24,7 @@ use napi::sys;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, Unknown};
 use napi_derive::napi;
-use zklock::{AclPolicy, Acquire, ErrorKind, LeaseState, Owner, Wait};
+use zklock::{AclPolicy, Acquire, ErrorKind, Owner, Wait};
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -1416,7 +1416,9 @@ impl NativeElection {
                         shown(&leadership.path)
                     ),
                 )),
-                Some(l) => self.own(l).map(|()| slot.take().expect("checked above")),
+                Some(l) => self
+                    .own(l)
+                    .map(|()| leadership.take_from(&mut slot).expect("checked above")),
             }
         }
         .map_err(js_err)?;
@@ -1541,211 +1543,6 @@ impl NativeLeaderWatch {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Leases
-
-/// A held lock (`zklock::Lease`).
-#[napi]
-pub struct NativeLease {
-    lease: Mutex<Option<zklock::Lease>>,
-    token: i64,
-    tokens: Vec<i64>,
-    path: String,
-    paths: Vec<String>,
-}
-
-impl NativeLease {
-    fn new(lease: zklock::Lease) -> NativeLease {
-        NativeLease {
-            token: lease.token(),
-            tokens: lease.tokens(),
-            path: lease.path().to_owned(),
-            paths: lease.paths(),
-            lease: Mutex::new(Some(lease)),
-        }
-    }
-
-    fn lease(&self) -> std::sync::MutexGuard<'_, Option<zklock::Lease>> {
-        self.lease.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Garbage collection never releases a lock: when the JS side lets go of a lease that is still
-/// held (index.js warns), the handle is given up without releasing, and the lock stays held
-/// until the client closes, the session ends or the process exits.
-impl Drop for NativeLease {
-    fn drop(&mut self) {
-        if let Some(lease) = self.lease().take() {
-            if matches!(lease.state(), LeaseState::Held | LeaseState::Suspended) {
-                lease.detach();
-            }
-        }
-    }
-}
-
-type StateCallback = ThreadsafeFunction<String, (), String, Status, false, true>;
-
-#[napi]
-impl NativeLease {
-    /// The fencing token (the largest member's for a multi-lock).
-    #[napi(getter)]
-    pub fn token(&self) -> BigInt {
-        BigInt::from(self.token)
-    }
-
-    /// Every member's token, in path order.
-    #[napi(getter)]
-    pub fn tokens(&self) -> Vec<BigInt> {
-        self.tokens.iter().map(|t| BigInt::from(*t)).collect()
-    }
-
-    /// Full path of our lock node (the first member's for a multi-lock).
-    #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.path.clone()
-    }
-
-    #[napi(getter)]
-    pub fn paths(&self) -> Vec<String> {
-        self.paths.clone()
-    }
-
-    /// Why the lease was lost, once it was.
-    #[napi(getter)]
-    pub fn lost_reason(&self) -> Option<String> {
-        self.lease().as_ref().and_then(|l| l.lost_reason())
-    }
-
-    /// The core's [`LeaseState`] name (`released` once this handle was released).
-    #[napi(getter)]
-    pub fn state(&self) -> &'static str {
-        self.lease()
-            .as_ref()
-            .map_or(LeaseState::Released, |l| l.state())
-            .as_str()
-    }
-
-    /// `callback(state)` on the JS thread with the current state, then at every change, `lost`
-    /// once ([`zklock::Lease::subscribe`]). The callback does not keep the event loop alive and
-    /// is let go by the core after a final state.
-    #[napi(catch_unwind)]
-    pub fn subscribe(&self, callback: StateCallback) {
-        if let Some(lease) = self.lease().as_ref() {
-            lease.subscribe(move |state| {
-                callback.call(
-                    state.as_str().to_owned(),
-                    ThreadsafeFunctionCallMode::NonBlocking,
-                );
-            });
-        }
-    }
-
-    /// Runs the writes with a check that the lease's node still exists, as one multi request
-    /// ([`zklock::Guarded::write`]); rejects with `ZKLOCK_LOST` after loss (nothing applied).
-    /// On a suspended lease the batch waits for the reconnect; `timeoutMs`
-    /// bounds that wait and the answer by the acquire's rule (`ZKLOCK_TIMEOUT` before sending, `ZKLOCK_OUTCOME_UNKNOWN`
-    /// after).
-    #[napi(ts_return_type = "Promise<NativeWritten[]>")]
-    pub fn guarded_write<'env>(
-        &self,
-        env: &'env Env,
-        writes: Vec<NativeWrite>,
-        timeout_ms: Option<f64>,
-    ) -> napi::Result<Object<'env>> {
-        let timeout = Wait::from_millis(timeout_ms).map(Wait::time_left);
-        let guarded = self.lease().as_ref().map(zklock::Lease::guarded);
-        let path = self.path.clone();
-        let writes: zklock::Result<Vec<zklock::Write>> = writes
-            .into_iter()
-            .map(|w| zklock::Write::from_op(&w.op, &w.path, w.data.map(|d| d.to_vec())))
-            .collect();
-        settle_from_core(env, async move {
-            let Some(guarded) = guarded else {
-                return Err(zklock::Error::new(
-                    ErrorKind::NotHeld,
-                    format!("the lease on {path} was released; guarded writes need a held lease"),
-                ));
-            };
-            let done = guarded.write_timeout(writes?, timeout?).await?;
-            Ok(done
-                .into_iter()
-                .map(|w| NativeWritten {
-                    op: w.op().to_owned(),
-                    path: match &w {
-                        zklock::Written::Created(p) => Some(p.clone()),
-                        _ => None,
-                    },
-                    version: match w {
-                        zklock::Written::Set { version } => Some(version),
-                        _ => None,
-                    },
-                })
-                .collect::<Vec<_>>())
-        })
-    }
-
-    /// Until when no one else can hold this lease's lock ([`zklock::Lease::valid_until`]), in
-    /// milliseconds on `Date.now()`'s clock, computed now; `null` once released or lost.
-    #[napi(catch_unwind)]
-    pub fn valid_until(&self) -> Option<f64> {
-        self.lease()
-            .as_ref()
-            .and_then(zklock::Lease::valid_until)
-            .map(epoch_ms_of)
-    }
-
-    /// True once someone asked the holder to let go (`__REVOKE__` on its node).
-    #[napi(getter)]
-    pub fn revoke_requested(&self) -> bool {
-        self.lease()
-            .as_ref()
-            .is_some_and(|l| l.is_revoke_requested())
-    }
-
-    /// `callback('revoke-requested')` once on the JS thread when a revocation is requested
-    /// while the lease is held ([`zklock::Lease::on_revoke`]); never after it ended. The
-    /// callback does not keep the event loop alive.
-    #[napi(catch_unwind)]
-    pub fn on_revoke(&self, callback: StateCallback) {
-        if let Some(lease) = self.lease().as_ref() {
-            lease.on_revoke(move || {
-                callback.call(
-                    "revoke-requested".to_owned(),
-                    ThreadsafeFunctionCallMode::NonBlocking,
-                );
-            });
-        }
-    }
-
-    /// Releases here and now when this only counts a re-entrant hold down
-    /// ([`zklock::Lease::release_counted`]): `still-held`, without a trip to the core's runtime
-    /// and back; `null` otherwise (the lease stays, for `release`).
-    #[napi(catch_unwind)]
-    pub fn release_counted(&self) -> Option<&'static str> {
-        let mut slot = self.lease();
-        match slot.take()?.release_counted() {
-            Ok(released) => Some(released.as_str()),
-            Err(lease) => {
-                *slot = Some(lease);
-                None
-            }
-        }
-    }
-
-    /// Releases the lease: the core's [`zklock::Released`] name (`released`, `still-held`,
-    /// `was-lost`). A second release rejects with `ZKLOCK_NOT_HELD`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let lease = self.lease().take();
-        let path = self.path.clone();
-        settle_from_core(env, async move {
-            match lease {
-                None => Err(zklock::Error::new(
-                    ErrorKind::NotHeld,
-                    format!("the lease on {path} was already released"),
-                )),
-                Some(lease) => lease.release().await.map(|r| r.as_str().to_owned()),
-            }
-        })
-    }
-}
+mod lease;
+pub use lease::NativeLease;
+use lease::StateCallback;

@@ -42,6 +42,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { useZooKeeper, repo } = require('./harness.js')
 const { Client, isZkLockError } = require('../index.js')
+const { leaseScenarios } = require('./conformance-lease.js')
 
 const CASES_FILE = path.join(repo, 'tests', 'conformance', 'cases.txt')
 const MAX_MESSAGE = 300
@@ -468,11 +469,14 @@ const ops = {
   },
 
   async scenario(input, c) {
-    const run = scenarios[input]
+    const run = scenarios[input] || lease[input]
     if (!run) throw new Error(`unknown scenario ${JSON.stringify(input)} (case ${c.id})`)
     return run(lockPath(c))
   },
 }
+
+/** Issue 33's scenarios (conformance-lease.js), with this runner's helpers. */
+const lease = leaseScenarios({ client: () => a, outcome, ownClient, kindOf })
 
 /** A client of its own, for the scenarios that close it. */
 async function ownClient(fn) {

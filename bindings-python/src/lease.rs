@@ -1,12 +1,12 @@
-//! `zklock.Lease`: one held lease, its state, callbacks, release and guarded writes, and
-//! what happens to a lease nobody releases; and the `Book` of the leases taken through one
-//! lock object (here, not in `lock`, because a `Lease` leaves its book when released).
+//! `zklock.Lease`: one held lease, its state, callbacks, release and guarded writes, what
+//! happens to a lease nobody releases; in `book`, the leases one lock object handed out.
+
+mod book;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString, PyTuple};
 
@@ -17,6 +17,7 @@ use crate::errors::{py_error, to_py_err, wrong_type, IntoPy};
 use crate::runtime::{
     call_unraisable, delivery, future_into_py, lock, outcome_of, Canceller, LoopFuture,
 };
+pub(crate) use book::{Book, Held, Slot};
 
 /// An asyncio future of the running loop that gets the started acquire's lease.
 pub(crate) fn acquire_into_py(py: Python<'_>, acquire: Acquire) -> PyResult<Bound<'_, PyAny>> {
@@ -40,6 +41,13 @@ pub(crate) fn release_now(py: Python<'_>, lease: zklock::Lease) -> PyResult<zklo
         Err(lease) => lease,
     };
     py.detach(move || lease.blocking_release()).py(py)
+}
+
+/// Takes a release's outcome into what a released lease reads (`zklock::Ended::released`).
+fn note_release(ended: &Mutex<Option<zklock::Ended>>, outcome: zklock::Released) {
+    if let Some(ended) = lock(ended).as_mut() {
+        ended.released(outcome);
+    }
 }
 
 /// `ClientClosed` in a child process after fork(): a lease and its session belong to the
@@ -151,6 +159,9 @@ pub(crate) struct PyLease {
     pub(crate) done: AtomicBool,
     /// It was lost before it was released (an `on_lost` registered later still runs).
     pub(crate) lost_before_release: AtomicBool,
+    /// What it reads once released (the core's rule: lost stays lost, with its reason).
+    /// Shared with an asyncio release, which takes its outcome in when it settles.
+    pub(crate) ended: Arc<Mutex<Option<zklock::Ended>>>,
     pub(crate) token: i64,
     pub(crate) path: String,
     pub(crate) multi: Option<Box<(Vec<i64>, Vec<String>)>>,
@@ -175,6 +186,7 @@ impl PyLease {
             lease: Mutex::new(None),
             done: AtomicBool::new(false),
             lost_before_release: AtomicBool::new(false),
+            ended: Arc::default(),
             token: info.token,
             path: info.path,
             multi: info.multi,
@@ -212,16 +224,40 @@ impl PyLease {
                 ),
             ));
         };
-        if lease.state() == LeaseState::Lost {
+        let ended = lease.ended();
+        if ended.state() == LeaseState::Lost {
             self.lost_before_release.store(true, Ordering::Relaxed);
         }
+        *lock(&self.ended) = Some(ended);
         Ok(lease)
     }
 
+    /// The lease's state; once released, the state it ended in (lost stays lost).
     pub(crate) fn state(&self) -> LeaseState {
-        lock(&self.lease)
+        if let Some(lease) = lock(&self.lease).as_ref() {
+            return lease.state();
+        }
+        lock(&self.ended)
             .as_ref()
-            .map_or(LeaseState::Released, |l| l.state())
+            .map_or(LeaseState::Released, zklock::Ended::state)
+    }
+
+    /// The lost reason, kept after the release.
+    fn reason(&self) -> Option<String> {
+        if let Some(lease) = lock(&self.lease).as_ref() {
+            return lease.lost_reason();
+        }
+        lock(&self.ended)
+            .as_ref()
+            .and_then(|e| e.lost_reason().map(str::to_owned))
+    }
+
+    /// Leaving a scoped hold (`with`, `async with`) that released this lease: `LockLost` when
+    /// it was lost before (the core's rule), unless the body raised (`body_raised`), whose
+    /// exception goes on instead.
+    pub(crate) fn leave_scope(&self, py: Python<'_>, body_raised: bool) -> PyResult<()> {
+        let ended = lock(&self.ended).clone().filter(|_| !body_raised);
+        ended.map_or(Ok(()), |e| e.leave_scope("the with block").py(py))
     }
 
     /// Marks the lease done (release was asked, whatever came of it) and leaves its lock
@@ -239,6 +275,9 @@ impl PyLease {
         let py = slf.py();
         let taken = slf.get().take(py);
         let released = taken.and_then(|lease| release_now(py, lease));
+        if let Ok(outcome) = &released {
+            note_release(&slf.get().ended, *outcome);
+        }
         PyLease::forget(slf);
         Ok(released?.as_str())
     }
@@ -410,7 +449,7 @@ impl PyLease {
     #[getter]
     fn lost_reason(&self, py: Python<'_>) -> PyResult<Option<String>> {
         self.check_process(py)?;
-        Ok(lock(&self.lease).as_ref().and_then(|l| l.lost_reason()))
+        Ok(self.reason())
     }
 
     /// The moment until which no one else can hold this lease's lock (Chubby's local lease),
@@ -457,12 +496,20 @@ impl PyLease {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(slf: &Bound<'_, PyLease>, _args: ExitArgs<'_>) -> PyResult<()> {
+    /// Raises `LockLost` when the lease was lost inside the block (and the block raised
+    /// nothing itself); a lease released by hand in the block is left alone.
+    #[pyo3(signature = (*args))]
+    fn __exit__(slf: &Bound<'_, PyLease>, args: ExitArgs<'_>) -> PyResult<()> {
         if slf.get().done() {
             return Ok(());
         }
-        PyLease::release_bound(slf).map(drop)
+        PyLease::release_bound(slf)?;
+        slf.get().leave_scope(slf.py(), args.0.is_some())
+    }
+
+    /// `leave_scope` for the package's scoped holds (`lock.hold()`, `async with`).
+    fn _leave_scope(&self, py: Python<'_>, body_raised: bool) -> PyResult<()> {
+        self.leave_scope(py, body_raised)
     }
 
     /// Released (or tried to be).
@@ -575,7 +622,15 @@ impl PyLease {
         py.import("asyncio")?.call_method0("get_running_loop")?;
         let taken = slf.get().take(py);
         PyLease::forget(slf);
-        future_into_py(py, taken?.release(), released_into_py)
+        let (release, ended) = (taken?.release(), slf.get().ended.clone());
+        let noted = async move {
+            let outcome = release.await;
+            if let Ok(outcome) = &outcome {
+                note_release(&ended, *outcome);
+            }
+            outcome
+        };
+        future_into_py(py, noted, released_into_py)
     }
 
     /// Runs ZooKeeper writes only while this lease holds the lock: `("create", path, data)`,
@@ -641,134 +696,5 @@ impl PyLease {
             "<zklock.Lease path={path} token={} state='{state}'>",
             self.token
         ))
-    }
-}
-
-/// The leases taken through one lock object and not yet released, oldest first, each with its
-/// owner. `acquire()` returns a bool and `release()` finds the lease again, so a hold taken that
-/// way keeps only the core's lease here; a `Lease` object is made when Python asks for one
-/// (`with`, `lock.lease`, asyncio) and then kept instead, so that it stays the same object.
-///
-/// Locked only for list work, with the GIL held and never across a Python call (a Python
-/// object is neither made nor dropped under it); a thread that finds it taken waits detached
-/// (`lock_py_attached`), so it cannot deadlock with the GIL.
-pub(crate) struct Book {
-    pub(crate) held: Mutex<Vec<Held>>,
-}
-
-pub(crate) struct Held {
-    pub(crate) owner: u64,
-    /// Taken by `with lock` / `async with lock`: that exit releases it, and it stays here
-    /// (released or not) until then.
-    pub(crate) entered: bool,
-    pub(crate) slot: Slot,
-}
-
-pub(crate) enum Slot {
-    /// A hold taken by `acquire()`: the core's lease and the process it was taken in.
-    Bare(zklock::Lease, u32),
-    Object(Py<PyLease>),
-}
-
-impl Slot {
-    /// Released (or tried to be): no longer this owner's to release.
-    pub(crate) fn done(&self) -> bool {
-        match self {
-            Slot::Bare(..) => false,
-            Slot::Object(lease) => lease.get().done(),
-        }
-    }
-}
-
-impl Book {
-    pub(crate) fn new() -> Arc<Book> {
-        Arc::new(Book {
-            held: Mutex::new(Vec::new()),
-        })
-    }
-
-    pub(crate) fn entries<'a>(&'a self, py: Python<'_>) -> std::sync::MutexGuard<'a, Vec<Held>> {
-        self.held
-            .lock_py_attached(py)
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn push(&self, py: Python<'_>, held: Held) {
-        let mut entries = self.entries(py);
-        if entries.capacity() == 0 {
-            // Most locks hold one lease at a time: room for one, not the four `push` makes
-            // first (more holds grow the list as usual).
-            entries.reserve_exact(1);
-        }
-        entries.push(held);
-    }
-
-    /// The index of `owner`'s most recent lease that is not released.
-    pub(crate) fn latest(entries: &[Held], owner: u64) -> Option<usize> {
-        entries
-            .iter()
-            .rposition(|h| h.owner == owner && !h.slot.done())
-    }
-
-    /// Forgets a `Lease` object that was released (or tried to be), unless a `with` still has
-    /// to exit it. Returns what to drop once the book is unlocked.
-    pub(crate) fn forget(&self, py: Python<'_>, lease: *mut pyo3::ffi::PyObject) -> Option<Held> {
-        let mut entries = self.entries(py);
-        let i = entries.iter().rposition(|h| {
-            matches!(&h.slot, Slot::Object(o) if o.as_ptr() == lease) && !h.entered
-        })?;
-        Some(entries.remove(i))
-    }
-
-    /// Makes the entry at `i` (of `owner`) a `Lease` object if it is not one yet, and returns
-    /// the object. The object is made with the book unlocked (making a Python object may run
-    /// the garbage collector and other threads), empty, and the lease moved into it after.
-    pub(crate) fn object_at(self: &Arc<Self>, py: Python<'_>, i: usize) -> PyResult<Py<PyLease>> {
-        let (owner, info) = {
-            let entries = self.entries(py);
-            let held = &entries[i];
-            match &held.slot {
-                Slot::Object(lease) => return Ok(lease.clone_ref(py)),
-                Slot::Bare(lease, pid) => (held.owner, LeaseInfo::of(lease, *pid)),
-            }
-        };
-        let token = info.token;
-        let object = Py::new(py, PyLease::empty(info))?;
-        let mut entries = self.entries(py);
-        // Other threads may have changed the list meanwhile (a semaphore's release() takes any
-        // thread's lease): find the entry again. This owner's bare holds of one node are alike.
-        let same = |h: &Held| {
-            h.owner == owner && matches!(&h.slot, Slot::Bare(l, _) if l.token() == token)
-        };
-        let found = match entries.get(i) {
-            Some(h) if same(h) => Some(i),
-            _ => entries.iter().rposition(same),
-        };
-        if let Some(i) = found {
-            let slot = std::mem::replace(&mut entries[i].slot, Slot::Object(object.clone_ref(py)));
-            if let Slot::Bare(lease, _) = slot {
-                *lock(&object.get().lease) = Some(lease);
-            }
-        }
-        drop(entries);
-        object.get().set_book(Arc::downgrade(self));
-        if found.is_none() {
-            // Released meanwhile by another thread: the empty object reads 'released'.
-            object.get().done.store(true, Ordering::Relaxed);
-        }
-        Ok(object)
-    }
-}
-
-/// Garbage collection never releases a lock: the holds of a collected lock object that
-/// `acquire()` took are detached, each with a `ResourceWarning` (see `drop_unreleased`).
-impl Drop for Book {
-    fn drop(&mut self) {
-        let entries = std::mem::take(self.held.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for held in entries {
-            if let Slot::Bare(lease, pid) = held.slot {
-                drop_unreleased(lease, pid);
-            }
-        }
     }
 }

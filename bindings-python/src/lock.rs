@@ -395,10 +395,15 @@ impl NativeLock {
         self.take_object(py, None, true)
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: ExitArgs<'_>) -> PyResult<()> {
+    /// Releases the lease `with lock` took; `LockLost` when it was lost inside the block
+    /// (unless the block raised: its exception goes on).
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, py: Python<'_>, args: ExitArgs<'_>) -> PyResult<()> {
         match self._exit(py)? {
-            Some(lease) => PyLease::release_bound(lease.bind(py)).map(drop),
+            Some(lease) => {
+                PyLease::release_bound(lease.bind(py))?;
+                lease.get().leave_scope(py, args.0.is_some())
+            }
             None => Ok(()),
         }
     }

@@ -60,6 +60,7 @@ import pytest
 
 import zklock
 from conftest import CONFORMANCE
+from conformance_lease import LEASE_SCENARIOS
 
 REPO = Path(__file__).resolve().parents[2]
 CASES_FILE = REPO / "tests" / "conformance" / "cases.txt"
@@ -403,10 +404,14 @@ def op_election_id(ctx: Ctx, text: str) -> str:
 
 def op_max_hold(ctx: Ctx, text: str) -> str:
     lock = ctx.shared.lock(ctx.path, max_hold=float(text))
-    with lock.hold(WAIT) as lease:
-        if not lease.lost.wait(5.0):
-            return "held"
-        reason = lease.lost_reason or ""
+    reason = ""
+    try:
+        with lock.hold(WAIT) as lease:
+            if not lease.lost.wait(5.0):
+                return "held"
+            reason = lease.lost_reason or ""
+    except zklock.LockLost:
+        pass  # leaving the block after the loss is loud (issue 33); the reason was read inside
     why = reason.split(" lost: ", 1)[1] if " lost: " in reason else ""
     return f"lost,{re.split('[: ]', why)[0]}"
 
@@ -537,9 +542,11 @@ def sc_state_released(ctx: Ctx) -> str:
 
 def sc_state_lost_on_close(ctx: Ctx) -> str:
     client = zklock.Client(ctx.servers)
-    with client.lock(ctx.path).hold(WAIT) as lease:
-        client.close()
-        return lease.state
+    with pytest.raises(zklock.LockLost):  # leaving it after the loss is loud (issue 33)
+        with client.lock(ctx.path).hold(WAIT) as lease:
+            client.close()
+            state = lease.state
+    return state
 
 
 def sc_subscription(ctx: Ctx) -> str:
@@ -553,11 +560,12 @@ def sc_subscription(ctx: Ctx) -> str:
             lost.set()
 
     client = zklock.Client(ctx.servers)
-    with client.lock(ctx.path).hold(WAIT) as lease:
-        lease.on_state(record)
-        client.close()
-        lost.wait(5.0)
-        threading.Event().wait(0.3)
+    with pytest.raises(zklock.LockLost):  # leaving it after the loss is loud (issue 33)
+        with client.lock(ctx.path).hold(WAIT) as lease:
+            lease.on_state(record)
+            client.close()
+            lost.wait(5.0)
+            threading.Event().wait(0.3)
     return ",".join(heard)
 
 
@@ -622,11 +630,12 @@ def sc_stats_outcomes(ctx: Ctx) -> str:
 
 def sc_stats_lost(ctx: Ctx) -> str:
     client = zklock.Client(ctx.servers)
-    with client.lock(ctx.path).hold(WAIT) as lease:
-        client.close()
-        lease.lost.wait(5.0)
-        s = client.stats()
-        return f"lost={s.lost},held={s.held}"
+    with pytest.raises(zklock.LockLost):  # leaving it after the loss is loud (issue 33)
+        with client.lock(ctx.path).hold(WAIT) as lease:
+            client.close()
+            lease.lost.wait(5.0)
+            s = client.stats()
+    return f"lost={s.lost},held={s.held}"
 
 
 def sc_guarded_write(ctx: Ctx) -> str:
@@ -843,19 +852,20 @@ def sc_check_token(ctx: Ctx) -> str:
 
 def sc_valid_until(ctx: Ctx) -> str:
     own = zklock.Client(ctx.servers)
-    with own.lock(ctx.path).hold(WAIT) as lease:
-        until = lease.valid_until()
-        now = time.monotonic()
-        if until is None:
-            first = "none"
-        elif until <= now:
-            first = "past"
-        elif until > now + own.session_timeout:
-            first = "beyond"
-        else:
-            first = "ahead"
-        own.close()
-        second = "none" if lease.valid_until() is None else "some"
+    with pytest.raises(zklock.LockLost):  # leaving it after the loss is loud (issue 33)
+        with own.lock(ctx.path).hold(WAIT) as lease:
+            until = lease.valid_until()
+            now = time.monotonic()
+            if until is None:
+                first = "none"
+            elif until <= now:
+                first = "past"
+            elif until > now + own.session_timeout:
+                first = "beyond"
+            else:
+                first = "ahead"
+            own.close()
+            second = "none" if lease.valid_until() is None else "some"
     return f"{first},{second}"
 
 
@@ -904,6 +914,7 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "library-kazoo-style": sc_library_kazoo_style,
     "check-token": sc_check_token,
     "valid-until": sc_valid_until,
+    **LEASE_SCENARIOS,
 }
 
 

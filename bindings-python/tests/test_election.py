@@ -184,14 +184,15 @@ def test_check_says_whether_a_token_is_the_current_leaders(client, other, path):
 def test_a_leadership_with_max_hold_turns_lost_with_a_max_hold_reason(client, other, path):
     election = client.election(path, id="a", max_hold=0.4)
     assert election.max_hold == pytest.approx(0.4)
-    with election.lead(WAIT) as lead:
-        assert lead.lost_reason is None
-        assert lead.lost.wait(5.0), "max_hold did not end the leadership"
-        assert lead.state == "lost"
-        assert "max-hold" in (lead.lost_reason or "")
-        assert lead.valid_until() is None
-        assert wait_until(lambda: client.election(path).leader() is None)
-        assert not other.check(path, lead.token)
+    with pytest.raises(zklock.LockLost):  # leaving the block after the loss is loud (issue 33)
+        with election.lead(WAIT) as lead:
+            assert lead.lost_reason is None
+            assert lead.lost.wait(5.0), "max_hold did not end the leadership"
+            assert lead.state == "lost"
+            assert "max-hold" in (lead.lost_reason or "")
+            assert lead.valid_until() is None
+            assert wait_until(lambda: client.election(path).leader() is None)
+            assert not other.check(path, lead.token)
 
 
 @pytest.mark.parametrize("make", ["lock", "semaphore", "semaphore_mutex"])
@@ -202,9 +203,10 @@ def test_max_hold_on_a_lock_ends_its_lease(client, path, make):
         lock = client.semaphore(path, 2, max_hold=0.3)
     else:
         lock = client.semaphore_mutex(path, max_hold=0.3)
-    with lock.hold(WAIT) as lease:
-        assert lease.lost.wait(5.0)
-        assert "max-hold" in (lease.lost_reason or "")
+    with pytest.raises(zklock.LockLost):  # leaving the block after the loss is loud (issue 33)
+        with lock.hold(WAIT) as lease:
+            assert lease.lost.wait(5.0)
+            assert "max-hold" in (lease.lost_reason or "")
     assert_empty_eventually(client, path)
 
 
@@ -309,7 +311,7 @@ def test_run_with_requeue_calls_fn_at_each_new_leadership_until_cancelled(client
     assert_empty_eventually(client, path)
 
 
-def test_run_does_not_kill_fn_when_the_leadership_is_lost_and_lost_is_set(servers, path):
+def test_run_does_not_kill_fn_when_the_leadership_is_lost_and_raises_lock_lost_once_fn_returned(servers, path):
     c = zklock.Client(servers)
     election = c.election(path)
     states: List[str] = []
@@ -322,7 +324,9 @@ def test_run_does_not_kill_fn_when_the_leadership_is_lost_and_lost_is_set(server
             lead.guarded_write([("create", path + "-x", b"")])
         return "finished"
 
-    assert election.run(fn) == "finished"
+    # fn ran to its end; leaving run after the loss is loud, as every scoped hold (issue 33).
+    with pytest.raises(zklock.LockLost):
+        election.run(fn)
     assert states == ["lost"]
 
 

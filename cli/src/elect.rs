@@ -30,7 +30,10 @@ fn lead_failure(e: zklock::Error, path: &str, timeout: Option<Duration>) -> Fail
         zklock::ErrorKind::Timeout => match timeout {
             Some(limit) if !limit.is_zero() => Failure::new(
                 status::BUSY,
-                format!("timed out after {limit:?} waiting to lead {path}"),
+                format!(
+                    "timed out after {limit:?} waiting to lead {path}{}",
+                    crate::exec::noted(&e)
+                ),
             ),
             _ => Failure::new(status::BUSY, format!("{path} has another leader")),
         },

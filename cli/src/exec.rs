@@ -170,7 +170,10 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
             let limit = cli.timeout.unwrap_or_default();
             Failure::new(
                 status::BUSY,
-                format!("timed out after {limit:?} waiting for the lock {path}"),
+                format!(
+                    "timed out after {limit:?} waiting for the lock {path}{}",
+                    noted(&e)
+                ),
             )
         }),
         Ok(Err(e)) => Err(Failure::from(e)),
@@ -410,6 +413,13 @@ pub fn lost_reason(lease: &Lease) -> String {
 }
 
 /// The busy failure, naming the holder when we can see it.
+/// The core's note on an error (what the connection did meanwhile), as "; note", for a message
+/// the command line words its own way: a timeout filled by a server that kept breaking the
+/// connection must not read as a contended lock.
+pub fn noted(e: &zklock::Error) -> String {
+    e.note().map(|n| format!("; {n}")).unwrap_or_default()
+}
+
 async fn busy(lock: &Lock, path: &str) -> Failure {
     let holder = tokio::time::timeout(Duration::from_secs(2), lock.participants())
         .await

@@ -267,7 +267,10 @@ fn listen_prints_every_leader_change_including_none() {
     let status = wait_exit(&mut listener, LIMIT, "listen --count 4");
     wait_exit(&mut b, LIMIT, "b");
     assert_eq!(status.code(), Some(0), "{}", child_stderr(&mut listener));
-    std::thread::sleep(Duration::from_millis(100));
+    // The listener has exited; its reader thread hands on the last line when it reads it.
+    wait_for("the listener's four lines", LIMIT, || {
+        lines.lock().unwrap().len() >= 4
+    });
     assert_eq!(*lines.lock().unwrap(), ["none", "a", "none", "b"]);
 
     // --json: one object per line, every key present, null when nobody leads.

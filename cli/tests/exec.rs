@@ -514,7 +514,11 @@ fn exec_times_out_on_time_while_the_link_is_black() {
         .args(["exec", "--timeout", "2s", &path, "--", "true"]);
     let started = Instant::now();
     let mut waiter = spawn(waiter);
-    std::thread::sleep(Duration::from_millis(500));
+    // The link goes black once the waiter has queued (or, on a machine slow enough to spend
+    // the 2 s before `ls` sees it, once it has already given up).
+    wait_for("the waiter to queue", Duration::from_secs(20), || {
+        participants(&path).len() == 2 || waiter.try_wait().unwrap().is_some()
+    });
     proxy.blackhole();
     let status = wait_exit(&mut waiter, Duration::from_secs(30), "exec --timeout 2s");
     let took = started.elapsed();

@@ -88,7 +88,9 @@ fn an_exec_on_a_follower_cut_off_from_its_peers_stops_its_command_before_the_nex
             .args(["exec", "--timeout", "60s", &path, "--"])
             .args(sh(format!("date +%s%N > '{}'", start.display())));
         let mut waiter = spawn(waiter);
-        std::thread::sleep(Duration::from_millis(500));
+        wait_for("the waiter to queue", Duration::from_secs(60), || {
+            participants_on(&zk.address(leader), &path).len() == 2
+        });
 
         zk.isolate(follower, Isolation::BlackHole);
         let waited = wait_exit(&mut waiter, Duration::from_secs(60), "waiter");

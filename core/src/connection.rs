@@ -3,7 +3,7 @@
 //! timeout) the next acquire opens a fresh one. The recipes hold this, not the public `Client`,
 //! which is built on top of them.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
@@ -30,6 +30,9 @@ pub(crate) struct Connection {
     counters: Arc<Counters>,
     /// The client's connection-state listeners, shared with its sessions.
     listeners: Arc<ConnectionListeners>,
+    /// The largest zxid any session of this client saw: a later session refuses a server
+    /// whose history is older (tokens never repeat within a client's life).
+    zxid_seen: Arc<AtomicI64>,
 }
 
 impl Connection {
@@ -40,7 +43,9 @@ impl Connection {
         runtime::claim_transport()?;
         let counters = Arc::new(Counters::default());
         let listeners = Arc::new(ConnectionListeners::default());
-        let session = Session::open(&hosts, &options, &counters, &listeners, None).await?;
+        let zxid_seen = Arc::new(AtomicI64::new(0));
+        let session =
+            Session::open(&hosts, &options, &counters, &listeners, None, &zxid_seen).await?;
         Ok(Connection {
             counters,
             listeners,
@@ -51,6 +56,7 @@ impl Connection {
             current: Mutex::new(session),
             reconnect: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
+            zxid_seen,
         })
     }
 
@@ -126,10 +132,35 @@ impl Connection {
             &self.counters,
             &self.listeners,
             deadline,
+            &self.zxid_seen,
         ))
         .await?;
         *self.current.lock().unwrap() = fresh.clone();
         Ok(fresh)
+    }
+
+    /// `err`, and when it is a timeout and a connection to ZooKeeper failed since `since`, that
+    /// failure as its cause: a wait filled by a server that kept breaking the connection must
+    /// not read as a lock that was contended. The kind stays `Timeout`.
+    pub(crate) fn explain_timeout<T>(&self, result: Result<T>, since: Instant) -> Result<T> {
+        match result {
+            Err(e) if e.kind() == crate::ErrorKind::Timeout => {
+                match self.current().connection_failure_since(since) {
+                    Some(why) => {
+                        let e = e.noted(format!(
+                            "meanwhile the connection to ZooKeeper kept failing (last: {why})"
+                        ));
+                        // At warn, unlike a settled acquire: a face whose timed-out acquire
+                        // returns no error (Python's `acquire()` returning False) still lets
+                        // its user see the cause.
+                        crate::observe::explained_timeout(&self.counters, e.message());
+                        Err(e)
+                    }
+                    None => Err(e),
+                }
+            }
+            other => other,
+        }
     }
 
     /// `Closed` after close, or in a child forked after the client was made.

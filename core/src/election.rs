@@ -27,6 +27,7 @@ use crate::cancel::CancelToken;
 use crate::connection::Connection;
 use crate::error::{is_transient, Error, Result};
 use crate::guarded::Write;
+use crate::leadership::Leaderships;
 use crate::lease::Lease;
 use crate::mutex::{participants, Lock, Owner, Participant};
 use crate::protocol::{self, ElectionStyle, NodeKind};
@@ -42,6 +43,8 @@ pub struct Election {
     lock: Lock,
     style: ElectionStyle,
     id: String,
+    /// What this object led: only these can it resign, and it leads once at a time.
+    leaderships: Arc<Leaderships>,
 }
 
 impl std::fmt::Debug for Election {
@@ -91,7 +94,12 @@ impl Election {
             inner.reentrant = false;
             inner.election = Some((style, id.clone().into_bytes()));
         });
-        Ok(Election { lock, style, id })
+        Ok(Election {
+            lock,
+            style,
+            id,
+            leaderships: Arc::default(),
+        })
     }
 
     /// Every leadership of this value ends after `limit` (`None`: no limit): lost with the
@@ -130,24 +138,51 @@ impl Election {
     }
 
     /// Leads within `wait` (`Timeout` past it; `Wait::Try` is one attempt), unless `cancel`
-    /// is cancelled first (`Cancelled`).
+    /// is cancelled first (`Cancelled`). `InvalidArgument` at once while this object leads
+    /// already (a leadership neither resigned nor lost): a second node of ours would queue
+    /// behind the first and wait for itself.
     pub fn lead_with(
         &self,
         wait: Wait,
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        self.lock.acquire_as(Owner::SHARED, wait, cancel)
+        let refused = self.refuse_while_leading();
+        let leaderships = self.leaderships.clone();
+        let acquire = self.lock.acquire_as(Owner::SHARED, wait, cancel);
+        async move {
+            refused?;
+            let lease = acquire.await?;
+            leaderships.record(&lease);
+            Ok(lease)
+        }
     }
 
     /// Blocking twin of [`Election::lead_with`] (from a thread that is not the runtime's).
     pub fn blocking_lead_with(&self, wait: Wait, cancel: Option<CancelToken>) -> Result<Lease> {
-        self.lock.blocking_acquire_as(Owner::SHARED, wait, cancel)
+        self.refuse_while_leading()?;
+        let lease = self.lock.blocking_acquire_as(Owner::SHARED, wait, cancel)?;
+        self.leaderships.record(&lease);
+        Ok(lease)
     }
 
     /// Starts running for leader on the runtime: a handle to cancel, wait, await or be called
-    /// back (see [`Acquire`]).
+    /// back (see [`Acquire`]); it fails with `InvalidArgument` while this object leads.
     pub fn start_lead(&self, wait: Wait) -> Acquire {
-        self.lock.start_acquire(Owner::SHARED, wait)
+        Acquire::start(|cancel| self.lead_with(wait, Some(cancel)))
+    }
+
+    /// The contract's rule for a second lead (docs/election.md): refused while this object
+    /// holds a leadership, so the caller learns of it at once instead of waiting for itself.
+    fn refuse_while_leading(&self) -> Result<()> {
+        match self.leaderships.leading() {
+            None => Ok(()),
+            Some(node) => Err(Error::invalid(format!(
+                "the election on {} already leads through {}: resign that leadership before \
+                 leading again",
+                protocol::shown(self.path()),
+                protocol::shown(&node)
+            ))),
+        }
     }
 
     /// Gives the leadership up (its node is deleted, the next participant leads) and, with
@@ -206,8 +241,9 @@ impl Election {
         Ok(vec![Write::set_data(leadership.path(), data)])
     }
 
-    /// `InvalidArgument` unless `leadership` is a leadership of this election (one node,
-    /// directly under its path): what [`Election::resign`] and [`Election::proclaim`] check.
+    /// `InvalidArgument` unless `leadership` is a leadership this election object took (one
+    /// node, directly under its path, led through this object and not another participant's
+    /// on the same path): what [`Election::resign`] and [`Election::proclaim`] check.
     pub fn check_leadership(&self, leadership: &Lease) -> Result<()> {
         self.check_own(leadership)
     }
@@ -219,6 +255,14 @@ impl Election {
                 "the lease on {} is not a leadership of the election on {}",
                 protocol::shown(leadership.path()),
                 protocol::shown(self.path())
+            )));
+        }
+        if !self.leaderships.took(leadership) {
+            return Err(Error::invalid(format!(
+                "the leadership on {} was not taken through this election object (id {}): \
+                 only the participant that leads can resign it",
+                protocol::shown(leadership.path()),
+                protocol::shown(&self.id)
             )));
         }
         Ok(())

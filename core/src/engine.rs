@@ -16,8 +16,8 @@ use zklock_wire::client as zk;
 use crate::cancel::CancelToken;
 use crate::error::{is_transient, Error, Result};
 use crate::nodes::{
-    cancelled_error, count_round_trip, find_own, list_children, make_parents, recover,
-    remove_attempt, timeout_error,
+    cancelled_error, count_round_trip, find_own, list_children, make_parents, parent_error,
+    recover, remove_attempt, timeout_error,
 };
 use crate::options::AclPolicy;
 use crate::protocol::{self, ElectionStyle, NodeKind};
@@ -383,12 +383,7 @@ async fn create_node(
             // The rare paths are boxed: the common one keeps this future small.
             Err(zk::Error::NoNode) => match Box::pin(make_parents(&zk, req.dir, req.acl)).await {
                 Err(e) if is_transient(&e) => Box::pin(req.recover(session)).await?,
-                Err(e) => {
-                    return Err(Error::from_zk(
-                        e,
-                        &format!("create lock parent {}", req.dir),
-                    ))
-                }
+                Err(e) => return Err(Box::pin(parent_error(session, &zk, e, req.dir)).await),
                 Ok(()) => {}
             },
             Err(e) if is_transient(&e) => {

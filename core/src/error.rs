@@ -120,6 +120,9 @@ pub struct Error {
     message: String,
     /// The ZooKeeper error this one reports, when there is one.
     source: Option<Arc<zk::Error>>,
+    /// What the connection did meanwhile, when it explains this error (a timeout filled by a
+    /// server that kept breaking the connection); also at the end of `message`.
+    note: Option<Arc<str>>,
 }
 
 impl std::fmt::Display for Error {
@@ -151,6 +154,7 @@ impl Error {
             kind,
             message: message.into(),
             source: None,
+            note: None,
         }
     }
 
@@ -194,6 +198,21 @@ impl Error {
         self
     }
 
+    /// This error with `note` (what the connection did meanwhile) added to its message.
+    pub(crate) fn noted(mut self, note: String) -> Error {
+        self.message = format!("{}; {note}", self.message);
+        self.note = Some(note.into());
+        self
+    }
+
+    /// What the connection did while this error came about, when that explains it: "meanwhile
+    /// the connection to ZooKeeper kept failing (last: ...)" on a `Timeout` whose wait was filled
+    /// by a server that kept breaking the connection. Already part of [`Error::message`]; a face
+    /// that words the error its own way adds it to its own words.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
     /// The ZooKeeper error behind this one, if any.
     pub fn zookeeper_error(&self) -> Option<&zk::Error> {
         self.source.as_deref()
@@ -233,6 +252,7 @@ impl Error {
             kind,
             message: format!("{what}: {err}"),
             source: Some(Arc::new(err)),
+            note: None,
         }
     }
 
@@ -245,6 +265,7 @@ impl Error {
                  have been applied ({err}); read back before retrying"
             ),
             source: Some(Arc::new(err)),
+            note: None,
         }
     }
 

@@ -1,6 +1,8 @@
 //! Leases: what a successful acquire returns. A lease knows its fencing token (the czxid of its
 //! node), its node, its state, and fires its lost signal exactly once.
 
+mod parts;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -12,6 +14,9 @@ use crate::runtime::{self, on_runtime};
 use crate::session::{Member, Session};
 use crate::signal::{wait_any, Signal};
 use crate::state::{LeaseState, Released};
+
+use parts::Parts;
+pub(crate) use parts::{NodeRef, Part, Reentry};
 
 /// One lock node we own. Shared by the re-entrant holds of one lock value.
 pub(crate) struct LeaseShared {
@@ -46,6 +51,8 @@ struct Rare {
     lost_reason: Option<String>,
     /// Set on a read lease taken while our own write lease was held (a downgrade).
     downgrade_of: Option<String>,
+    /// When a maximum hold ends the lease (`limit_hold`): `valid_until` is never later.
+    hold_end: Option<std::time::Instant>,
 }
 
 /// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
@@ -181,6 +188,18 @@ impl LeaseShared {
         rare.as_ref().and_then(|r| r.lost_reason.clone())
     }
 
+    /// When the maximum hold ends this lease, if it has one.
+    pub(crate) fn hold_end(&self) -> Option<std::time::Instant> {
+        self.rare.lock().unwrap().as_ref().and_then(|r| r.hold_end)
+    }
+
+    /// Until when no one else can hold this node: the session's proof of life, cut at the end
+    /// of the maximum hold (after which the node is deleted and the next holder may proceed).
+    pub(crate) fn valid_until(&self) -> Option<std::time::Instant> {
+        let proof = self.session.valid_until()?.into_std();
+        Some(self.hold_end().map_or(proof, |end| end.min(proof)))
+    }
+
     /// The write node this read lease was taken as a downgrade of, if it was.
     pub(crate) fn downgrade_of(&self) -> Option<String> {
         let rare = self.rare.lock().unwrap();
@@ -249,9 +268,17 @@ impl LeaseShared {
     /// first: the next holder can only get the lock after the deletion, by which time the
     /// signal was given.
     pub(crate) fn limit_hold(self: &Arc<Self>, limit: std::time::Duration) {
+        // One end for the timer and for `valid_until`, counted from when the node became ours:
+        // the lease reads valid no later than the moment the timer takes it away.
+        let end = self.since + limit;
+        self.rare
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Box::default)
+            .hold_end = Some(end);
         let lease = Arc::downgrade(self);
         runtime::spawn(async move {
-            tokio::time::sleep(limit).await;
+            tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
             let Some(lease) = lease.upgrade() else {
                 return;
             };
@@ -312,118 +339,6 @@ impl Watched for LeaseShared {
         if data == REVOKE_MESSAGE && !self.revoke.swap(true, Ordering::AcqRel) {
             self.state.wake();
         }
-    }
-}
-
-/// What counts the re-entrant holds of a node: the lock value that took it (the recipes come
-/// after this module; they implement it).
-pub(crate) trait Reentry: Send + Sync {
-    /// Counts down a hold of `shared` that is held more than once; false when this release is
-    /// the last one, which must go through `release_hold`.
-    fn count_down_if_shared(&self, shared: &LeaseShared) -> bool;
-    /// One re-entrant release: counts down, and deletes the node at zero.
-    fn release_hold(
-        self: Arc<Self>,
-        shared: Arc<LeaseShared>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Released>> + Send>>;
-}
-
-/// One member of a lease: the node, and the re-entrant lock value that counts its holds.
-pub(crate) struct Part {
-    pub(crate) shared: NodeRef,
-    pub(crate) owner: Option<Arc<dyn Reentry>>,
-}
-
-/// How a part reaches its node: a strong count of its own, or (a re-entrant hold of a lock
-/// value's shared owner, bench s2) through the hold it counts, without touching the node's
-/// reference count.
-pub(crate) enum NodeRef {
-    Owned(Arc<LeaseShared>),
-    /// A node that the part's `owner` keeps alive for as long as the part holds one of the
-    /// hold's counts (the lock value's rule for its shared hold): made only with that owner,
-    /// and never read after the count was given back.
-    Counted(std::ptr::NonNull<LeaseShared>),
-}
-
-// SAFETY: a `Counted` node is a `LeaseShared` (Send + Sync) kept alive by the part's owner, as
-// an `Arc` would; the pointer is only read as `&LeaseShared`.
-unsafe impl Send for NodeRef {}
-unsafe impl Sync for NodeRef {}
-
-impl NodeRef {
-    /// The node with a strong count of its own (for work that may outlive the part's count).
-    pub(crate) fn to_arc(&self) -> Arc<LeaseShared> {
-        match self {
-            NodeRef::Owned(shared) => shared.clone(),
-            NodeRef::Counted(node) => {
-                // SAFETY: alive while the part holds its count (see `Counted`), and it came
-                // from an `Arc` (the hold's own strong count).
-                unsafe {
-                    Arc::increment_strong_count(node.as_ptr());
-                    Arc::from_raw(node.as_ptr())
-                }
-            }
-        }
-    }
-}
-
-impl std::ops::Deref for NodeRef {
-    type Target = LeaseShared;
-    fn deref(&self) -> &LeaseShared {
-        match self {
-            NodeRef::Owned(shared) => shared,
-            // SAFETY: alive while the part holds its count (see `Counted`).
-            NodeRef::Counted(node) => unsafe { node.as_ref() },
-        }
-    }
-}
-
-/// The members of a lease: the first one inline, so that the common lease of one node (every
-/// mutex, read/write side and semaphore lease; each re-entrant acquire) allocates nothing
-/// (bench s2, issue 17); a multi-lock's further members in `rest`.
-#[derive(Default)]
-struct Parts {
-    first: Option<Part>,
-    /// Boxed: a lease is moved by every caller that awaits an acquire or a release, and the
-    /// fewer its bytes the cheaper each move (bench s2). One word where a `Vec` is three.
-    #[allow(clippy::box_collection)]
-    rest: Option<Box<Vec<Part>>>,
-}
-
-impl Parts {
-    fn iter(&self) -> impl Iterator<Item = &Part> {
-        self.first
-            .iter()
-            .chain(self.rest.iter().flat_map(|rest| rest.iter()))
-    }
-
-    fn push(&mut self, part: Part) {
-        match self.first {
-            None => self.first = Some(part),
-            Some(_) => self.rest.get_or_insert_with(Box::default).push(part),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.first.is_none()
-    }
-
-    /// The only member, when there is exactly one.
-    fn single(&self) -> Option<&Part> {
-        self.first.as_ref().filter(|_| self.rest.is_none())
-    }
-
-    /// The members, first first.
-    fn into_members(self) -> impl Iterator<Item = Part> {
-        self.first
-            .into_iter()
-            .chain(self.rest.into_iter().flat_map(|rest| *rest))
-    }
-
-    /// The members, last first (the order of release).
-    fn into_reversed(self) -> impl Iterator<Item = Part> {
-        let rest = self.rest.map_or_else(Vec::new, |rest| *rest);
-        rest.into_iter().rev().chain(self.first)
     }
 }
 
@@ -510,17 +425,19 @@ impl Lease {
 
     /// The moment until which no one else can hold this lease's lock (Chubby's local lease):
     /// the lifeline's deadline, by which the ZooKeeper leader provably cannot have expired the
-    /// session (docs/safety.md), given a clock rate drift within the margin. Later than now
-    /// while held (it moves forward with every answered heartbeat); while suspended it stays
-    /// where the last proof put it; `None` once released or lost. Check the time left before a
-    /// side effect; a pause after the check is what fencing tokens are for.
+    /// session (docs/safety.md), given a clock rate drift within the margin, and never later
+    /// than the end of a maximum hold (`max_hold`), when the lease is taken away. Later than
+    /// now while held (it moves forward with every answered heartbeat, up to the maximum
+    /// hold's end); while suspended it stays where the last proof put it; `None` once released
+    /// or lost. Check the time left before a side effect; a pause after the check is what
+    /// fencing tokens are for.
     pub fn valid_until(&self) -> Option<std::time::Instant> {
         if self.state().is_final() {
             return None;
         }
         self.parts
             .iter()
-            .map(|p| p.shared.session.valid_until().map(|i| i.into_std()))
+            .map(|p| p.shared.valid_until())
             .try_fold(None, |min: Option<std::time::Instant>, until| {
                 until.map(|u| Some(min.map_or(u, |m| m.min(u))))
             })

@@ -62,6 +62,7 @@ mod session;
 mod engine;
 
 mod acquire;
+mod ended;
 mod guarded;
 mod lease;
 
@@ -69,6 +70,7 @@ mod semaphore;
 
 mod conflict;
 mod election;
+mod leadership;
 mod multi;
 mod mutex;
 mod revoke;
@@ -81,6 +83,7 @@ pub use cancel::CancelToken;
 pub use client::Client;
 pub use conflict::CONFLICT;
 pub use election::{Election, LeaderWatch, MAX_ID_BYTES};
+pub use ended::Ended;
 pub use error::{Error, ErrorKind, Result, OPTION_NAMES};
 pub use guarded::{Guarded, Write, Written};
 pub use lease::{Lease, MAX_HOLD};

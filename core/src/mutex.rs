@@ -812,7 +812,11 @@ impl LockInner {
             true => bounds::guard(decide_by, cancel.clone(), self.path.clone()),
             false => None,
         };
-        bounds::within(guard, async move {
+        // A timeout says what filled it when the connection kept failing meanwhile (issue 33):
+        // the lock may never have been contended.
+        let client = self.client.clone();
+        let started = Instant::now();
+        let bounded = bounds::within(guard, async move {
             if let Some(lease) = self.try_reenter(owner) {
                 return Ok(lease);
             }
@@ -860,7 +864,8 @@ impl LockInner {
             let result = watch.in_span(result).await;
             watch.settle(&result);
             result
-        })
+        });
+        async move { client.explain_timeout(bounded.await, started) }
     }
 
     /// Waits for the gate that serialises first acquisitions of this value.

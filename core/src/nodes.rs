@@ -132,6 +132,31 @@ pub(crate) async fn make_parents(
     zk.mkdir(dir, zk::CreateMode::Container, acl.acls()).await
 }
 
+/// The error of creating the lock parent `dir` and its ancestors. Under a chroot, a node that
+/// does not exist there is the chroot itself (every ancestor below it was being created): the
+/// message says so, after checking, instead of blaming the lock parent.
+pub(crate) async fn parent_error(
+    session: &Session,
+    zk: &zk::Client,
+    err: zk::Error,
+    dir: &str,
+) -> Error {
+    if let (zk::Error::NoNode, Some(chroot)) = (&err, session.chroot()) {
+        // "/" under a chroot is the chroot node.
+        if let Ok(None) = zk.check_stat("/").await {
+            return Error::from_zk(
+                err,
+                &format!(
+                    "the chroot {} of the connect string does not exist on ZooKeeper (create it \
+                     first); create lock parent {dir}",
+                    crate::protocol::shown(chroot)
+                ),
+            );
+        }
+    }
+    Error::from_zk(err, &format!("create lock parent {dir}"))
+}
+
 /// Lists the children of `dir`, waiting out connection loss (until `deadline`, or `cancel`).
 pub(crate) async fn list_children(
     session: &Session,

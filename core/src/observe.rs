@@ -197,6 +197,20 @@ pub(crate) fn lease_state(
     }
 }
 
+/// An acquire timed out while the connection kept failing (`message` names the failure).
+pub(crate) fn explained_timeout(counters: &Counters, message: &str) {
+    tracing::warn!(message, "acquire timed out");
+    if logs::wanted(Level::Warn) {
+        logs::emit(
+            Level::Warn,
+            counters.client(),
+            "acquire",
+            message.to_owned(),
+            Vec::new(),
+        );
+    }
+}
+
 /// What happened to a session (by its id): `opened`, `disconnected`, `reconnected`, `expired`,
 /// `closed`.
 pub(crate) fn session_event(counters: &Counters, session: i64, what: &'static str, reason: &str) {

@@ -384,9 +384,16 @@ pub fn validate_hosts(hosts: &str) -> Result<()> {
     }
     for entry in list.split(',') {
         let entry = entry.trim();
+        // More than one ':' outside brackets (`a:b:c`, `::1:22201`) cannot be read one way: the
+        // port may be part of the address. Refused at once rather than resolved as a name, which
+        // would wait the whole connect timeout and report a DNS failure.
+        if !entry.starts_with('[') && entry.matches(':').count() > 1 {
+            return bad(format!(
+                "{entry:?} has more than one ':': write host:port, and an IPv6 address in \
+                 brackets, as [::1]:2181"
+            ));
+        }
         let (host, port) = match entry.rsplit_once(':') {
-            // an unbracketed IPv6 address has no port
-            Some((h, _)) if h.contains(':') && !h.starts_with('[') => (entry, None),
             Some((h, p)) => (h, Some(p)),
             None => (entry, None),
         };
@@ -465,6 +472,16 @@ mod tests {
         }
         validate_hosts("127.0.0.1:2181,localhost:2182/chroot/x").unwrap();
         validate_hosts("zk1").unwrap();
+    }
+
+    #[test]
+    fn a_host_with_more_than_one_colon_outside_brackets_is_refused_naming_the_bracketed_form() {
+        for h in ["a:b:c", "::1:22201", "[::1]:22201,::1"] {
+            let err = validate_hosts(h).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument, "{h}");
+            assert!(err.message().contains("[::1]:2181"), "{err}");
+        }
+        validate_hosts("[::1]:22201,[fe80::1]:2181/x").unwrap();
     }
 
     #[test]

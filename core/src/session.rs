@@ -6,7 +6,7 @@
 //! too, so no state read says `held` after it passed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -78,6 +78,8 @@ pub(crate) struct Session {
     plain: bool,
     /// The farewell of a session the lifeline gave up, once scheduled (`give_up`).
     farewell: Mutex<Option<Arc<farewell::Farewell>>>,
+    /// The largest zxid the client has seen, over all its sessions (see `history_behind`).
+    zxid_seen: Arc<AtomicI64>,
 }
 
 impl Drop for Session {
@@ -125,6 +127,38 @@ async fn sasl_in_effect(
     }
 }
 
+/// Whether the servers of `hosts` have a history older than `options.last_zxid_seen` (a data
+/// directory wiped, or restored from a backup): the message saying so, or `None`. Connects as a
+/// new client would (lastZxidSeen 0), reads the zxid of the server's first reply (a read's
+/// reply header carries its last processed zxid, `FinalRequestProcessor`) and closes that
+/// session at once.
+async fn history_behind(
+    hosts: &str,
+    options: &zk::ClientOptions,
+    secure: Option<zk::Secure>,
+) -> Option<String> {
+    let seen = options.last_zxid_seen;
+    let probe_options = zk::ClientOptions {
+        last_zxid_seen: 0,
+        ..options.clone()
+    };
+    let probe = zk::Client::connect(hosts, probe_options, secure)
+        .await
+        .ok()?;
+    let answered = probe.check_stat("/").await;
+    let theirs = probe.last_zxid();
+    probe.close();
+    answered.ok()?;
+    (theirs < seen).then(|| {
+        format!(
+            "ZooKeeper at {hosts} has an older history than this client has seen (its last \
+             zxid 0x{theirs:x}, this client saw 0x{seen:x}): its data was wiped or restored \
+             from a backup. Refused: the fencing tokens it would hand out could repeat tokens \
+             this client's earlier leases had (docs/safety.md, \"History that goes backwards\")"
+        )
+    })
+}
+
 impl Session {
     /// Opens a session, retrying unreachable servers until `connect_timeout`, or until `until`
     /// when that comes first (the deadline of the acquire that needs the session: a deadline
@@ -135,6 +169,7 @@ impl Session {
         counters: &Arc<Counters>,
         listeners: &Arc<ConnectionListeners>,
         until: Option<Instant>,
+        zxid_seen: &Arc<AtomicI64>,
     ) -> Result<Arc<Session>> {
         // A connect timeout beyond what an instant holds means: keep trying.
         let far = Duration::from_secs(100 * 365 * 86_400);
@@ -160,15 +195,41 @@ impl Session {
                 password: s.password.clone(),
             }),
             max_packet: crate::protocol::MAX_PACKET_BYTES,
+            // A server whose history is older than what an earlier session of this client saw
+            // refuses the session, so no token (a czxid) it hands out can repeat an earlier one.
+            last_zxid_seen: zxid_seen.load(Ordering::Acquire),
         };
+        let mut history_checked = false;
         let secure = tls.as_ref().map(secure::LoadedTls::connector);
         let (client, sent) = loop {
             let sent = Instant::now();
             let connecting = zk::Client::connect(hosts, client_options.clone(), secure.clone());
             match tokio::time::timeout_at(deadline, connecting).await {
                 Ok(Ok(client)) => break (client, sent),
+                // Every server answered in HTTP: a wrong port, which retrying cannot heal.
+                Ok(Err(zk::ConnectError::Unreachable(
+                    err @ zklock_wire::Error::Frame(zklock_wire::frame::FrameError::Http),
+                ))) => {
+                    return Err(Error::new(
+                        ErrorKind::Connection,
+                        format!("cannot connect to ZooKeeper at {hosts}: {err}"),
+                    ));
+                }
                 Ok(Err(zk::ConnectError::Unreachable(err))) => {
                     last_error = err.to_string();
+                    // How a server refuses a client that saw a newer zxid: it closes the
+                    // connection without an answer. Told apart from a server that is going
+                    // down, once per connect.
+                    if client_options.last_zxid_seen > 0
+                        && matches!(err, zklock_wire::Error::ServerClosed)
+                        && !history_checked
+                    {
+                        history_checked = true;
+                        let probe = history_behind(hosts, &client_options, secure.clone());
+                        if let Ok(Some(why)) = tokio::time::timeout_at(deadline, probe).await {
+                            return Err(Error::new(ErrorKind::Connection, why));
+                        }
+                    }
                     // Once per connect: a certificate or protocol mismatch does not heal by
                     // retrying, so it fails now with the reason (see `secure`).
                     if !diagnosed {
@@ -248,6 +309,7 @@ impl Session {
             hosts: hosts.to_owned(),
             plain: tls.is_none(),
             farewell: Mutex::new(None),
+            zxid_seen: zxid_seen.clone(),
         });
         session.event("opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
@@ -258,6 +320,14 @@ impl Session {
 
     /// The bytes the transport puts before each path of a request: the connect string's chroot
     /// (none for `/` or no chroot).
+    /// The connect string's chroot, if it has one (not `/`).
+    pub(crate) fn chroot(&self) -> Option<&str> {
+        match self.hosts.find('/') {
+            Some(i) if &self.hosts[i..] != "/" => Some(&self.hosts[i..]),
+            _ => None,
+        }
+    }
+
     pub(crate) fn chroot_bytes(&self) -> usize {
         match self.hosts.find('/') {
             Some(i) if &self.hosts[i..] != "/" => self.hosts.len() - i,
@@ -275,6 +345,14 @@ impl Session {
             .unwrap()
             .clone()
             .ok_or_else(|| Error::closed("the ZooKeeper session is closed"))
+    }
+
+    /// Why this session's last connection broke (or the last attempt failed), if that was at
+    /// or after `since`.
+    pub(crate) fn connection_failure_since(&self, since: Instant) -> Option<String> {
+        let zk = self.zk.lock().unwrap().clone()?;
+        let (at, why) = zk.last_connection_failure()?;
+        (Instant::from_std(at) >= since).then(|| why.to_string())
     }
 
     pub(crate) fn dead_reason(&self) -> Option<Error> {
@@ -447,6 +525,10 @@ impl Session {
         self.link.set(DEAD);
         self.own_watches.close();
         let client = self.zk.lock().unwrap().take();
+        if let Some(client) = &client {
+            self.zxid_seen
+                .fetch_max(client.last_zxid(), Ordering::AcqRel);
+        }
         drop(client);
         let leases: Vec<_> = self
             .leases
@@ -532,121 +614,8 @@ impl Session {
     }
 }
 
-/// Follows the connection states of one session until it ends. Whether a disconnected session
-/// still holds its locks is the lifeline's to decide (`keep_alive`), not the transport's notice.
-async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher) {
-    // The send time of the latest heartbeat answered before the transport was seen
-    // disconnected. The state watcher gives the latest state, so every answer recorded before
-    // that read came over a connection that had broken by then, and the next reconnect was
-    // sent after it: the reconnect proves the leader heard of us after that send (see
-    // `Lifeline::reconnected`). A disconnect and reconnect seen as one change proves nothing.
-    let mut answered_before_disconnect = None;
-    loop {
-        let state = states.changed().await;
-        let Some(s) = session.upgrade() else { return };
-        match state {
-            zk::SessionState::Disconnected => {
-                answered_before_disconnect.get_or_insert_with(|| s.lifeline.latest_answered());
-                if s.link.get() == CONNECTED {
-                    s.event("disconnected", "");
-                }
-                s.set_connected(false);
-                for lease in s.live_leases() {
-                    lease.set_state(LeaseState::Suspended);
-                }
-            }
-            zk::SessionState::SyncConnected => {
-                if let Some(sent) = answered_before_disconnect.take() {
-                    s.lifeline.reconnected(sent);
-                }
-                // Prove the session alive at once: the last answer before the break is old.
-                s.beat_now.notify_one();
-                if s.link.get() == DISCONNECTED {
-                    s.event("reconnected", "");
-                }
-                s.set_connected(true);
-                tokio::spawn(s.clone().verify_leases());
-            }
-            zk::SessionState::Expired => {
-                s.kill(Error::new(
-                    ErrorKind::SessionExpired,
-                    format!("ZooKeeper session 0x{:x} expired", s.id),
-                ));
-                return;
-            }
-            zk::SessionState::AuthFailed => {
-                s.kill(Error::new(
-                    ErrorKind::Permission,
-                    format!("ZooKeeper session 0x{:x} failed authentication", s.id),
-                ));
-                return;
-            }
-            _ => {
-                s.kill(Error::new(
-                    ErrorKind::Closed,
-                    format!("ZooKeeper session 0x{:x} closed", s.id),
-                ));
-                return;
-            }
-        }
-    }
-}
-
-/// The lifeline of one session: a `sync` heartbeat every `beat_interval` (pipelined: a slow
-/// answer does not hold up the next), each answer feeding the proof of `Lifeline::answered`; at
-/// its deadline every lease of the session is lost and the session is closed (`give_up`). Runs
-/// until the session dies or is dropped.
-async fn keep_alive(session: Weak<Session>) {
-    let in_flight = Arc::new(AtomicU64::new(0));
-    let mut next_beat = Instant::now();
-    loop {
-        let Some(s) = session.upgrade() else { return };
-        if s.is_dead() {
-            return;
-        }
-        let now = Instant::now();
-        let lost_at = s.lifeline.lost_at();
-        if now >= lost_at {
-            s.give_up();
-            return;
-        }
-        if now >= next_beat {
-            heartbeat(&s, &in_flight);
-            next_beat = now + lifeline::beat_interval(s.timeout, s.lifeline.tick());
-        }
-        let wake = lost_at.min(next_beat);
-        let beat_now = s.beat_now.clone();
-        // Not holding the session while asleep: its last user may drop it meanwhile. A killed
-        // session ends this loop at the next wake-up.
-        drop(s);
-        tokio::select! {
-            _ = tokio::time::sleep_until(wake) => {}
-            _ = beat_now.notified() => next_beat = Instant::now(),
-        }
-    }
-}
-
-/// At most this many heartbeats wait for their answers at once (a black hole holds them all).
-const MAX_BEATS_IN_FLIGHT: u64 = 16;
-
-/// Sends one `sync` (forwarded by a follower to the leader; see `lifeline`) and records its send
-/// and answer times. Bounded by the session timeout and by `MAX_BEATS_IN_FLIGHT`.
-fn heartbeat(session: &Arc<Session>, in_flight: &Arc<AtomicU64>) {
-    let Ok(zk) = session.zk() else { return };
-    if in_flight.load(Ordering::Relaxed) >= MAX_BEATS_IN_FLIGHT {
-        return;
-    }
-    in_flight.fetch_add(1, Ordering::Relaxed);
-    let (weak, timeout, in_flight) = (Arc::downgrade(session), session.timeout, in_flight.clone());
-    let sent = Instant::now();
-    tokio::spawn(async move {
-        let reply = zk.sync("/");
-        let answered = tokio::time::timeout(timeout, reply).await;
-        in_flight.fetch_sub(1, Ordering::Relaxed);
-        if let Ok(Ok(_)) = answered {
-            if let Some(s) = weak.upgrade() {
-                s.lifeline.answered(sent, Instant::now());
-            }
-        }
-    });
-}
+// The session's tasks (its connection monitor and its lifeline's heartbeat), in a file of their
+// own to keep this one under the size limit; a child module, so they reach the session's fields.
+#[path = "session_tasks.rs"]
+mod tasks;
+use tasks::{keep_alive, monitor};

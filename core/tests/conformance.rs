@@ -8,6 +8,7 @@
 //! failure.
 
 mod common;
+mod lease_cases;
 
 use std::time::Duration;
 
@@ -950,7 +951,10 @@ impl Runner {
                 }
                 outcome
             }
-            other => panic!("unknown scenario {other:?}"),
+            other => match lease_cases::scenario(self, other).await {
+                Some(outcome) => outcome,
+                None => panic!("unknown scenario {other:?}"),
+            },
         }
     }
 

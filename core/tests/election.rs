@@ -56,7 +56,7 @@ async fn each_style_writes_its_peers_node_name_with_the_id_as_data_and_the_next_
         }
 
         let waiting = second.start_lead(Wait::timeout(Duration::from_secs(20)));
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        wait_for_nodes(&path, 2).await;
         assert!(!waiting.is_done(), "{style}: the second waits");
         let order: Vec<String> = second
             .participants()
@@ -83,7 +83,7 @@ async fn a_resign_with_requeue_hands_over_and_runs_again_at_the_tail() {
     let second = b.election(&path, ElectionStyle::Latch, Some("b")).unwrap();
     let lead = first.lead().await.unwrap();
     let waiting = second.start_lead(Wait::Forever);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_for_nodes(&path, 2).await;
     let again = first.resign(lead, true).await.unwrap().expect("requeued");
     let b_lead = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
@@ -154,7 +154,7 @@ async fn a_foreign_node_that_arrives_while_we_wait_ends_the_wait_before_we_lead(
     let lead = first.lead().await.unwrap();
     let ours = b.election(&path, ElectionStyle::Latch, Some("me")).unwrap();
     let waiting = ours.start_lead(Wait::timeout(Duration::from_secs(20)));
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_for_nodes(&path, 2).await;
     // A Curator selector's node joins (made here by a plain client: Curator does not refuse).
     // It sorts after ours in our order, but Curator's selector sorts ours last and would lead.
     let raw = zookeeper_client::Client::connect(servers()).await.unwrap();
@@ -245,7 +245,7 @@ async fn check_accepts_the_current_holders_token_only() {
     let second = b.election(&path, ElectionStyle::Kazoo, Some("b")).unwrap();
     let lead = first.lead().await.unwrap();
     let waiting = second.start_lead(Wait::Forever);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_for_nodes(&path, 2).await;
     let waiter_token = second.participants().await.unwrap()[1].token;
     let old = lead.token();
     assert!(checker.check(&path, old, None).await.unwrap());
@@ -272,7 +272,7 @@ async fn check_accepts_the_current_holders_token_only() {
     let w = writer
         .write()
         .start_acquire(zklock::Owner::SHARED, Wait::Forever);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_for_nodes(&rw_path, 3).await;
     let queue = writer.write().participants().await.unwrap();
     assert!(checker.check(&rw_path, r1.token(), None).await.unwrap());
     assert!(checker.check(&rw_path, r2.token(), None).await.unwrap());

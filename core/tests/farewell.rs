@@ -49,9 +49,7 @@ async fn one_way_round(stop_after: Duration) -> (Instant, Instant, Instant, Inst
         at
     });
     // Queued: the waiter's node is there before the link breaks.
-    while children(&path).await.len() < 2 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_nodes(&path, 2).await;
     let split = Instant::now();
     proxy.drop_to_client();
 

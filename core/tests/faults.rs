@@ -283,3 +283,48 @@ async fn a_release_leaves_no_watch_on_the_server() {
         "the watch was removed before the delete"
     );
 }
+
+/// Issue 33: a server restarted with its data wiped (zxid back near 0) while a client held a
+/// lock. The lease is lost; the next acquire must not get a token (a czxid) an earlier lease of
+/// the client had: the server is refused, with an error that says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_server_whose_history_went_backwards_is_refused_so_tokens_never_repeat() {
+    let mut zk = ZooKeeper::standalone().expect("ZooKeeper must start");
+    let servers = zk.connect_string();
+    let path = unique_path("history");
+    let options = Options::default()
+        .session_timeout(Duration::from_secs(4))
+        .connect_timeout(Duration::from_secs(10));
+    let client = zklock::Client::connect(&servers, options).await.unwrap();
+    let mutex = client.mutex(&path).unwrap();
+    // Some history, so that the server's zxid is above where a wiped server starts again.
+    let mut tokens = Vec::new();
+    for _ in 0..5 {
+        let lease = mutex.acquire().await.unwrap();
+        tokens.push(lease.token());
+        lease.release().await.unwrap();
+    }
+    let held = mutex.acquire().await.unwrap();
+    tokens.push(held.token());
+
+    tokio::task::block_in_place(|| zk.restart_wiped(0)).expect("restart with its data wiped");
+    tokio::time::timeout(Duration::from_secs(30), held.lost())
+        .await
+        .expect("the lease is lost: its session cannot be re-established");
+
+    match mutex.acquire_timeout(Duration::from_secs(15)).await {
+        Ok(lease) => panic!(
+            "acquired from a server with an older history: token {} after {tokens:?}",
+            lease.token()
+        ),
+        Err(err) => {
+            assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+            assert!(
+                err.message()
+                    .contains("older history than this client has seen"),
+                "{err}"
+            );
+        }
+    }
+    client.close().await;
+}

@@ -511,3 +511,24 @@ async fn closing_a_client_has_told_zookeeper_when_it_returns() {
         drop(lease);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_under_a_chroot_that_does_not_exist_says_the_chroot_is_missing() {
+    let chroot = unique_path("missing-chroot");
+    let hosts = format!("{}{chroot}", servers());
+    let client = zklock::Client::connect(&hosts, zklock::Options::default())
+        .await
+        .unwrap();
+    let err = client
+        .mutex("/x")
+        .unwrap()
+        .acquire_timeout(std::time::Duration::from_secs(10))
+        .await
+        .expect_err("nothing can be created under a chroot that does not exist");
+    assert!(
+        err.message().contains(&format!("the chroot {chroot:?}"))
+            && err.message().contains("does not exist"),
+        "{err}"
+    );
+    client.close().await;
+}

@@ -30,7 +30,11 @@ async fn a_waiting_acquire_times_out_on_time_when_its_link_goes_black() {
     let mutex = client.mutex(&path).unwrap();
     let start = Instant::now();
     let waiting = tokio::spawn(async move { mutex.acquire_timeout(Duration::from_secs(2)).await });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The link goes black once the waiter has queued (or, on a machine too slow to see it
+    // queue within 2 s, once it has given up).
+    while children(&path).await.len() < 2 && !waiting.is_finished() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     proxy.blackhole();
     let result = waiting.await.unwrap();
     let took = start.elapsed();

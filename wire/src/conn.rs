@@ -42,6 +42,12 @@ use tokio::time::Sleep;
 use crate::frame::{self, FrameDecoder, FrameError};
 use crate::jute::*;
 
+/// How many events may wait in [`Events`]: a server that sends them faster than the client
+/// takes them (a flood of notifications, whatever their content) has the connection closed with
+/// [`Error::EventFlood`], so the client's memory stays bounded whatever the server does. A real
+/// server sends a notification once per watch set, so even a large burst is far below this.
+pub const EVENT_QUEUE: usize = 4096;
+
 /// The smallest and largest single read (see `Driver::read`).
 const MIN_READ: usize = 2 * 1024;
 const MAX_READ: usize = 64 * 1024;
@@ -51,8 +57,14 @@ const MAX_READ: usize = 64 * 1024;
 pub enum Error {
     #[error("i/o error: {0}")]
     Io(Arc<std::io::Error>),
-    #[error("framing: {0}")]
+    /// The bytes read from the server are not ZooKeeper's framing: a length below zero or
+    /// over the limit, a stream cut inside a frame, or another protocol (HTTP).
+    #[error("bad bytes from the server: {0}")]
     Frame(#[from] FrameError),
+    /// A request over the packet limit, refused before it was queued (never sent): the
+    /// caller's, unlike [`Error::Frame`], which is the server's.
+    #[error("the request is {len} bytes, over the server's packet limit of {limit}")]
+    RequestTooLarge { len: usize, limit: usize },
     #[error("malformed record from the server: {0}")]
     Jute(#[from] JuteError),
     /// A reply that is not for the oldest outstanding request.
@@ -82,6 +94,13 @@ pub enum Error {
     /// A reply whose record is not the one its request calls for.
     #[error("reply of an unexpected shape")]
     UnexpectedShape,
+    /// The server sent events faster than they were taken: [`EVENT_QUEUE`] were waiting.
+    #[error("the server sent events faster than the client takes them ({0} waiting); closed to bound the client's memory")]
+    EventFlood(usize),
+    /// The server sent watch notifications for watches this client never set (closed by the
+    /// session layer through [`Connection::abort`]).
+    #[error("the server sent {0} watch notifications nobody asked for; closed to bound the client's work")]
+    Unsolicited(u64),
 }
 
 impl From<std::io::Error> for Error {
@@ -310,7 +329,7 @@ pub enum Event {
 
 /// The connection's events, in the order they arrived relative to replies.
 #[derive(Debug)]
-pub struct Events(mpsc::UnboundedReceiver<Event>);
+pub struct Events(mpsc::Receiver<Event>);
 
 impl Events {
     /// The next event; `None` after [`Event::Closed`] was taken.
@@ -355,6 +374,8 @@ enum Cmd {
     },
     /// A frame with a reserved xid (auth, SetWatches) whose reply is not queued.
     Fixed { frame: Vec<u8> },
+    /// Close the connection now, with this reason (see [`Connection::abort`]).
+    Abort(Error),
 }
 
 /// A handle on one connection. Clones share it; when the last is dropped the task closes the
@@ -461,6 +482,14 @@ fn tls_reason(e: &rustls::Error) -> String {
     }
 }
 
+/// A frame this side would write over the limit (the only error `write_frame` gives).
+fn too_large(e: FrameError) -> Error {
+    match e {
+        FrameError::TooLarge { len, limit } => Error::RequestTooLarge { len, limit },
+        other => Error::Frame(other),
+    }
+}
+
 /// Whether a read error means the peer closed the stream (a TLS stream, for one, reports a close
 /// without `close_notify` as `UnexpectedEof`).
 fn is_eof(e: &std::io::Error) -> bool {
@@ -489,7 +518,7 @@ where
         },
         read_only: false,
     };
-    frame::write_frame(&mut out, opts.max_packet, |o| req.encode(o))?;
+    frame::write_frame(&mut out, opts.max_packet, |o| req.encode(o)).map_err(too_large)?;
     stream.write_all(&out).await?;
     stream.flush().await?;
     let mut decoder = FrameDecoder::new(opts.max_packet);
@@ -551,7 +580,7 @@ where
         closed: None,
     }));
     let (tx, rx) = mpsc::unbounded_channel();
-    let (etx, erx) = mpsc::unbounded_channel();
+    let (etx, erx) = mpsc::channel(EVENT_QUEUE + 1);
     let driver = Driver {
         stream,
         rx,
@@ -612,12 +641,19 @@ impl Connection {
             // The xid is written by the task, which numbers requests in the order they leave.
             RequestHeader { xid: 0, op }.encode(o);
             req.encode_body(o);
-        })?;
+        })
+        .map_err(too_large)?;
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(Cmd::Request { op, frame, tx, tag })
             .map_err(|_| self.closed().unwrap_or(Error::Closed))?;
         Ok(ReplyFuture(rx))
+    }
+
+    /// Closes the connection with `why` (the session layer's judgement of what the server
+    /// sent): outstanding requests fail with it and [`Event::Closed`] carries it.
+    pub fn abort(&self, why: Error) {
+        let _ = self.tx.send(Cmd::Abort(why));
     }
 
     /// Sends an `AuthPacket` (xid -4); its answer comes as [`Event::Auth`].
@@ -641,7 +677,8 @@ impl Connection {
         frame::write_frame(&mut frame, self.max_packet, |o| {
             RequestHeader { xid, op }.encode(o);
             body(o);
-        })?;
+        })
+        .map_err(too_large)?;
         self.tx
             .send(Cmd::Fixed { frame })
             .map_err(|_| self.closed().unwrap_or(Error::Closed))
@@ -809,7 +846,8 @@ struct Pending {
 struct Driver<S> {
     stream: S,
     rx: mpsc::UnboundedReceiver<Cmd>,
-    events: mpsc::UnboundedSender<Event>,
+    /// Bounded: one place more than [`EVENT_QUEUE`], kept for [`Event::Closed`].
+    events: mpsc::Sender<Event>,
     shared: Arc<Mutex<Shared>>,
     decoder: FrameDecoder,
     pending: VecDeque<Pending>,
@@ -851,7 +889,22 @@ where
                 let _ = tx.send(Err(err.clone()));
             }
         }
-        let _ = self.events.send(Event::Closed(err));
+        // The place kept free by `event` (this task is the only sender).
+        let _ = self.events.try_send(Event::Closed(err));
+    }
+
+    /// Queues an event for the session layer, or fails the connection when the queue is full:
+    /// the server outran the client, and reading on would only pile events up (or stall the
+    /// replies behind them). One place is always left for the final `Event::Closed`.
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        if self.events.is_closed() {
+            return Ok(());
+        }
+        if self.events.capacity() <= 1 {
+            return Err(Error::EventFlood(EVENT_QUEUE));
+        }
+        let _ = self.events.try_send(event);
+        Ok(())
     }
 
     async fn drive(&mut self) -> Error {
@@ -885,6 +938,7 @@ where
             // Nothing after CloseSession: what is submitted later is failed when the task ends.
             while !self.closing {
                 match self.rx.poll_recv(cx) {
+                    Poll::Ready(Some(Cmd::Abort(e))) => return Poll::Ready(e),
                     Poll::Ready(Some(cmd)) => self.enqueue(cmd),
                     Poll::Ready(None) => return Poll::Ready(Error::Closed),
                     Poll::Pending => break,
@@ -965,6 +1019,8 @@ where
                 self.wbuf.extend_from_slice(&frame);
                 return;
             }
+            // Taken by `poll_drive` before it gets here.
+            Cmd::Abort(_) => return,
         };
         let xid = self.next_xid;
         self.next_xid = if xid == i32::MAX { 1 } else { xid + 1 };
@@ -1071,17 +1127,17 @@ where
             match h.xid {
                 xid::NOTIFICATION => {
                     let event = WatcherEvent::decode_all(body)?;
-                    let _ = self.events.send(Event::Watch {
+                    self.event(Event::Watch {
                         event,
                         zxid: h.zxid,
-                    });
+                    })?;
                 }
                 xid::PING => {
                     Reader::new(body).finish()?;
                     self.shared.lock().unwrap().stats.last_ping_reply = Some(now);
                 }
                 xid::AUTH => {
-                    let _ = self.events.send(Event::Auth { err: h.err });
+                    self.event(Event::Auth { err: h.err })?;
                 }
                 // Nothing to do with the answer: the server re-armed what it could.
                 xid::SET_WATCHES => {}
@@ -1099,14 +1155,16 @@ where
                         });
                     }
                     let result = decode_reply_body(p.op, h.err, body)?;
-                    let p = self.pending.pop_front().expect("front checked above");
-                    if p.tag != 0 {
+                    let tag = p.tag;
+                    if tag != 0 {
                         let err = match &result {
                             Ok(_) => 0,
                             Err(e) => *e,
                         };
-                        let _ = self.events.send(Event::Answered { tag: p.tag, err });
+                        // Before the request leaves `pending`, so a flood fails it too.
+                        self.event(Event::Answered { tag, err })?;
                     }
+                    let p = self.pending.pop_front().expect("front checked above");
                     if h.zxid > 0 {
                         let mut s = self.shared.lock().unwrap();
                         s.stats.last_zxid = s.stats.last_zxid.max(h.zxid);

@@ -26,7 +26,14 @@ pub enum FrameError {
     /// The stream ended inside a frame.
     #[error("stream ended inside a frame ({have} of {want} bytes)")]
     Truncated { have: usize, want: usize },
+    /// The first bytes read as a length spell `HTTP` (1213486160 bytes): the peer is a web
+    /// server, not ZooKeeper (a wrong port, an HTTP proxy, the admin server's 8080).
+    #[error("the server answered in HTTP, not ZooKeeper's protocol: is the port a ZooKeeper client port?")]
+    Http,
 }
+
+/// A length prefix that is the start of an HTTP status line, `HTTP/1.1 400 ...`.
+const HTTP: i32 = i32::from_be_bytes(*b"HTTP");
 
 /// Appends one frame whose payload `f` writes, refusing (and leaving `out` as it was) a payload
 /// over `limit`.
@@ -128,8 +135,12 @@ impl FrameDecoder {
         if len < 0 {
             return Err(self.fail(FrameError::NegativeLength(len)));
         }
+        let len_prefix = len;
         let len = len as usize;
         if len > self.limit {
+            if len_prefix == HTTP {
+                return Err(self.fail(FrameError::Http));
+            }
             return Err(self.fail(FrameError::TooLarge {
                 len,
                 limit: self.limit,
@@ -233,6 +244,14 @@ mod tests {
         let mut d = FrameDecoder::new(DEFAULT_MAX);
         d.extend(&[0, 0]);
         assert_eq!(d.finish(), Err(FrameError::Truncated { have: 2, want: 4 }));
+    }
+
+    #[test]
+    fn a_length_that_spells_http_says_the_peer_speaks_http() {
+        let mut d = FrameDecoder::new(DEFAULT_MAX);
+        d.extend(b"HTTP/1.1 400 Bad Request\r\n");
+        assert_eq!(d.next_frame(), Err(FrameError::Http));
+        assert!(FrameError::Http.to_string().contains("not ZooKeeper"));
     }
 
     #[test]

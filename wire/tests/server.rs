@@ -298,10 +298,9 @@ async fn a_request_over_the_limit_is_refused_and_never_sent() {
     let dir = base(&conn, "limit").await;
     let before = conn.stats();
     match conn.set_data(&dir, &vec![0u8; 0x100000], -1).await {
-        Err(OpError::Connection(Error::Frame(zklock_wire::frame::FrameError::TooLarge {
-            limit,
-            ..
-        }))) => assert_eq!(limit, 0xfffff),
+        Err(OpError::Connection(Error::RequestTooLarge { limit, .. })) => {
+            assert_eq!(limit, 0xfffff)
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(conn.stats().frames_sent, before.frames_sent);

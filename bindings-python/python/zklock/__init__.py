@@ -343,6 +343,7 @@ class Lock(_zklock.NativeLock):
         lease = self._exit()
         if lease is not None:
             await lease.release_async()
+            lease._leave_scope(exc_type is not None)
 
     # -- introspection ------------------------------------------------------------------------
 
@@ -375,6 +376,7 @@ class _Holding:
         lease, self._lease = self._lease, None
         if lease is not None and not lease._done:
             lease.release()
+            lease._leave_scope(exc_type is not None)
 
     async def __aenter__(self) -> Lease:
         self._lease = await self._lock._acquire_async_as(self._timeout)
@@ -389,6 +391,7 @@ class _Holding:
         lease, self._lease = self._lease, None
         if lease is not None and not lease._done:
             await lease.release_async()
+            lease._leave_scope(exc_type is not None)
 
 
 class Semaphore(Lock):
@@ -578,7 +581,8 @@ class Election(_zklock.NativeElection):
         ``timeout`` bounds each wait for leadership (:class:`LockTimeout`). If the leadership is
         lost while ``fn`` runs, ``fn`` is not stopped (Python cannot kill a thread): ``lead.lost``
         (a ``threading.Event``) is set, ``lead.on_lost`` callbacks run, guarded writes raise
-        :class:`LockLost`, and the resign after ``fn`` does not raise. Long-running ``fn``
+        :class:`LockLost`, and once ``fn`` returned ``run`` raises :class:`LockLost` (the rule of
+        every scoped hold; with ``requeue=True`` it runs for leader again instead). Long-running ``fn``
         should check ``lead.lost.is_set()`` between steps and pass ``lead.token`` to resources.
         """
         if not callable(fn):
@@ -596,9 +600,16 @@ class Election(_zklock.NativeElection):
                 raise
             try:
                 last = fn(lead)
-            finally:
+            except BaseException:
                 if not lead._done:
                     lead.release()
+                raise
+            if not lead._done:
+                lead.release()
+                if not requeue:
+                    # A scoped hold's rule (docs/contract.md), as Node's run: lost while fn ran
+                    # raises LockLost; with requeue the next round runs instead.
+                    lead._leave_scope(False)
             if not requeue:
                 return last
 
@@ -627,6 +638,7 @@ class _LeadingAsync:
         lease, self._lease = self._lease, None
         if lease is not None and not lease._done:
             await lease.release_async()
+            lease._leave_scope(exc_type is not None)
 
 
 class LeaderWatch(_zklock.NativeLeaderWatch):

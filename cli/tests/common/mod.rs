@@ -161,6 +161,20 @@ pub fn participants(path: &str) -> Vec<serde_json::Value> {
         .unwrap_or_default()
 }
 
+/// `participants`, as the server (or ensemble member) at `servers` shows them.
+pub fn participants_on(servers: &str, path: &str) -> Vec<serde_json::Value> {
+    let mut cmd = zklock();
+    cmd.args(["--servers", servers, "ls", "--json", path]);
+    let out = run(cmd);
+    assert!(out.status.success(), "ls failed: {}", stderr(&out));
+    let shown: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("ls --json prints JSON");
+    shown["participants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// A shell command for exec that touches `ready` once it runs, then waits for `release` to
 /// appear (or for ever when `release` is None).
 pub fn hold_until(ready: &Path, release: Option<&Path>) -> Vec<String> {

@@ -37,6 +37,23 @@ pub async fn children(path: &str) -> Vec<String> {
     children_at(servers(), path).await
 }
 
+/// Waits up to 60 s until `path` holds at least `n` nodes, so a test moves on once a waiter
+/// has queued (its node is there), whatever the machine's speed.
+pub async fn wait_for_nodes(path: &str, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let seen = children(path).await;
+        if seen.len() >= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} holds {seen:?}, not {n} nodes, after 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Waits up to 10 s for `path` to hold no children (background deletes may still be in flight).
 pub async fn assert_empty_eventually(path: &str) {
     let mut left = Vec::new();

@@ -416,6 +416,19 @@ impl ZooKeeper {
         self.wait_serving(Duration::from_secs(60))
     }
 
+    /// Kills member `i`, deletes its snapshots and transaction logs (its `version-2`; `myid`
+    /// stays), as a restore from an empty backup would, and starts it again: its history
+    /// restarts from zxid 0 while clients remember newer zxids.
+    pub fn restart_wiped(&mut self, i: usize) -> Result<()> {
+        self.stop(i);
+        let history = self.members[i].dir.join("data").join("version-2");
+        if history.exists() {
+            std::fs::remove_dir_all(&history)
+                .map_err(|e| format!("cannot wipe {}: {e}", history.display()))?;
+        }
+        self.restart(i)
+    }
+
     /// Starts member `i` again without waiting (for a full restart: start all, then wait).
     pub fn start_member(&mut self, i: usize) -> Result<()> {
         self.stop(i);
@@ -503,6 +516,12 @@ impl ZooKeeper {
                 .map(|r| r.contains("Mode: leader"))
                 .unwrap_or(false)
         })
+    }
+
+    /// The process id of member `i`'s JVM (None when it is stopped or external): the bench reads
+    /// the server's CPU time from `/proc/<pid>/stat`.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members[i].child.as_ref().map(Child::id)
     }
 
     /// Sends a four-letter word to member `i` and returns the reply.

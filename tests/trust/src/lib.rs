@@ -5,5 +5,6 @@
 pub mod checker;
 pub mod fenced;
 pub mod margin;
+pub mod nodes;
 pub mod peers;
 pub mod timing;

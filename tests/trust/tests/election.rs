@@ -317,7 +317,8 @@ async fn curator_and_zklock_each_list_the_others_participants_and_the_leader() {
         .election(&path, ElectionStyle::Latch, Some("zklock-Z"))
         .unwrap();
     let waiting = election.start_lead(Wait::Forever);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Our participant's node is there beside Curator's before we ask who takes part.
+    zklock_trust::nodes::wait_for_children(servers, &path, 2, Duration::from_secs(60)).await;
     let seen: Vec<(Option<ElectionStyle>, String)> = election
         .participants()
         .await
@@ -448,8 +449,9 @@ async fn a_black_holed_zklock_leader_knows_before_curator_leads() {
     let log = log_file("blackhole");
     let mut curator =
         peers::spawn_curator_election(servers, &path, "bench-latch", 1, &log, "curator-W").unwrap();
-    // Curator joins and watches our node.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Curator has joined (its node is beside ours) before the link goes; its watch on our
+    // node follows in the same call (LeaderLatch.checkLeadership).
+    zklock_trust::nodes::wait_for_children(servers, &path, 2, Duration::from_secs(60)).await;
     let lost = lead.lost();
     let lost_ns = tokio::spawn(async move {
         lost.await;

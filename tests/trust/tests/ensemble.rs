@@ -192,7 +192,23 @@ async fn exclusion_holds_through_leader_kill_member_restarts_and_full_restart() 
             }
         }));
     }
-    let settle = || tokio::time::sleep(Duration::from_secs(2));
+    // Each fault comes after the workers have done some work since the last one (ten more
+    // critical sections, so the ensemble served again), not after a fixed time that a loaded
+    // machine would spend reconnecting.
+    let settle = || {
+        let sections = sections.clone();
+        async move {
+            let from = sections.load(Ordering::SeqCst);
+            let deadline = std::time::Instant::now() + Duration::from_secs(120);
+            while sections.load(Ordering::SeqCst) < from + 10 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the workers did not finish ten sections within 120 s of the last fault"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
     settle().await;
     let leader = zk.leader().expect("a leader");
     tokio::task::block_in_place(|| zk.stop(leader));
@@ -218,11 +234,20 @@ async fn exclusion_holds_through_leader_kill_member_restarts_and_full_restart() 
         typed_errors.load(Ordering::SeqCst)
     );
     assert!(sections.load(Ordering::SeqCst) > 50);
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(
-        children(&servers, path).await.is_empty(),
-        "no leftover nodes"
-    );
+    // A released node is gone when the release returns; a worker's node from a session that
+    // ended with a fault goes when that session expires.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = children(&servers, path).await;
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "leftover nodes {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// An election's leader through a failover of the ensemble's own leader (issue 25): its

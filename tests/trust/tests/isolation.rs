@@ -139,11 +139,18 @@ async fn one_round(
             lease.release().await.unwrap();
             at
         });
+        // The waiter has queued (its node is beside the holder's, as its member shows it)
+        // before the split.
+        zklock_trust::nodes::wait_for_children(
+            &zk.address(waiter_at),
+            &path,
+            2,
+            Duration::from_secs(60),
+        )
+        .await;
         pairs.push((lease, lost_at, waiting));
         holders.push((holder, waiter));
     }
-    // Let the waiters queue up and watch the holders' nodes.
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let split = Instant::now();
     tokio::task::block_in_place(|| zk.isolate(holder_at, how));
     let mut seen = Vec::new();

@@ -41,8 +41,8 @@ async fn one_round(servers: &str, session_timeout: Duration) -> f64 {
         lease.release().await.unwrap();
         at
     });
-    // Let the waiter queue up and watch the holder's node.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The waiter has queued (its node is beside the holder's) before the link goes.
+    zklock_trust::nodes::wait_for_children(servers, &path, 2, Duration::from_secs(30)).await;
     proxy.blackhole();
     let acquired_at = acquired_at.await.unwrap();
     let lost_at = tokio::time::timeout(Duration::from_secs(30), lost_at)

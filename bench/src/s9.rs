@@ -1,0 +1,396 @@
+//! Scenario 9 (issue 34): what sessions cost the ZooKeeper servers. Each implementation opens
+//! N sessions (1,000 and 5,000) and keeps them idle, then each holding one lock, then each
+//! waiting on one lock (all queued on one lock held by one of them); in each phase the servers'
+//! CPU time is read from `/proc/<pid>/stat` over a window and reported per 1,000 sessions per
+//! second, after the same window's CPU of the idle server is taken off. On a standalone server
+//! and on a 3-member ensemble (each member's row, the leader's on its own), at T = 10 s / tick
+//! 2 s and at T = 4 s / tick 500 ms.
+//!
+//! A worker process (`--scenario s9`) prints `ready {"phase": ...}` after each phase is set up
+//! and moves on at a line on stdin: `idle` (sessions open), `hold` (each session holds
+//! `PATH/h-<i>`), `wait` (the first process's first session holds `PATH/wait`, every other
+//! session waits on it), then closes everything and prints its result. Curator and kazoo run
+//! their sessions over several processes (one JVM or CPython per 1,000 or 500 sessions); the
+//! orchestrator waits until the servers show every session, lease or waiter (`mntr`) before it
+//! measures.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use zklock_testkit::{Config, ZooKeeper};
+
+use crate::common::{mono_ns, rss_bytes, Args};
+use crate::orchestrate::Impl;
+
+type Res<T> = Result<T, String>;
+
+/// The two timings of the issue: (session timeout, server tick), in milliseconds.
+const TIMINGS: [(u64, u32); 2] = [(10_000, 2_000), (4_000, 500)];
+
+/// Sessions per worker process, by implementation: one JVM per 1,000 Curator sessions (two
+/// threads each), one CPython per 500 kazoo sessions (two threads each, one GIL).
+fn per_process(key: &str) -> usize {
+    match key {
+        "curator" => 1_000,
+        "kazoo" => 500,
+        _ => usize::MAX,
+    }
+}
+
+/// Every implementation's sessions, phases and the servers' CPU in each.
+pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
+    let sizes: Vec<usize> = args
+        .opt("s9-sizes")
+        .unwrap_or_else(|| "1000,5000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let window = Duration::from_secs_f64(args.num("s9-secs", 5.0));
+    let topologies: Vec<usize> = args
+        .opt("s9-members")
+        .unwrap_or_else(|| "1,3".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let impls: Vec<&Impl> = impls
+        .iter()
+        .filter(|i| i.scenarios.contains(&"s9"))
+        .collect();
+    let mut rows = Vec::new();
+    for &(session_ms, tick_ms) in &TIMINGS {
+        for &members in &topologies {
+            println!(
+                "\n== s9: {members} member(s), T = {} s, tick {} ms ==",
+                session_ms as f64 / 1e3,
+                tick_ms
+            );
+            let zk = ZooKeeper::start(
+                members,
+                &Config {
+                    tick_ms,
+                    sync_limit: 5,
+                    ..Config::default()
+                },
+            )?;
+            zk.wait_serving(Duration::from_secs(120))?;
+            let leader = if members > 1 { zk.leader() } else { Some(0) };
+            let baseline = cpu_over(&zk, window);
+            for &n in &sizes {
+                for imp in &impls {
+                    let measured =
+                        one(&zk, imp, n, (session_ms, tick_ms), window).unwrap_or_else(|e| {
+                            eprintln!("  ! s9 {} {n}: {e}", imp.label);
+                            json!({ "error": e })
+                        });
+                    let row = json!({
+                        "members": members,
+                        "session_ms": session_ms,
+                        "tick_ms": tick_ms,
+                        "leader": leader,
+                        "impl": imp.key,
+                        "sessions": n,
+                        "baseline_ms_s": baseline,
+                        "measured": measured,
+                    });
+                    eprintln!("  . s9 {:<28} {row}", imp.label);
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    Ok(json!({ "window_s": window.as_secs_f64(), "rows": rows }))
+}
+
+/// One implementation with `n` sessions: the servers' CPU (ms per second, per member) in each
+/// phase, and the workers' own figures.
+fn one(
+    zk: &ZooKeeper,
+    imp: &Impl,
+    n: usize,
+    (session_ms, tick_ms): (u64, u32),
+    window: Duration,
+) -> Res<Value> {
+    let path = format!("/bench/s9/{}-{n}-{}", imp.key, mono_ns());
+    let per = per_process(&imp.key).min(n);
+    let mut procs = Vec::new();
+    let mut offset = 0;
+    while offset < n {
+        let count = per.min(n - offset);
+        let args: Vec<String> = [
+            "--scenario",
+            "s9",
+            "--servers",
+            &zk.connect_string(),
+            "--path",
+            &path,
+            "--sessions",
+            &count.to_string(),
+            "--offset",
+            &offset.to_string(),
+            "--session-ms",
+            &session_ms.to_string(),
+            "--tick-ms",
+            &tick_ms.to_string(),
+            "--holder",
+            if offset == 0 { "yes" } else { "no" },
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        procs.push(crate::orchestrate::Proc::spawn(
+            imp,
+            &args,
+            Duration::from_secs(900),
+        )?);
+        offset += count;
+    }
+    let mut phases = serde_json::Map::new();
+    let mut reports = Vec::new();
+    let started = Instant::now();
+    for p in procs.iter_mut() {
+        reports.push(p.next()?);
+    }
+    let open_s = started.elapsed().as_secs_f64();
+    // Each member counts the `mntr` probe's own connection too.
+    wait_for(zk, "zk_num_alive_connections", n + zk.len(), true)?;
+    phases.insert("idle".into(), measure(zk, window));
+    for phase in ["hold", "wait"] {
+        // The first process goes first: in `wait` its first session takes the lock the others
+        // then queue on.
+        for p in procs.iter_mut() {
+            p.go();
+            reports.push(p.next()?);
+        }
+        // `hold`: one lease per session; `wait`: n - 1 waiters and the holder.
+        wait_for(zk, "zk_ephemerals_count", n, false)?;
+        phases.insert(phase.into(), measure(zk, window));
+    }
+    let closing = Instant::now();
+    for p in procs {
+        reports.push(p.finish()?);
+    }
+    let close_s = closing.elapsed().as_secs_f64();
+    // The next run starts from an empty server.
+    wait_for_at_most(zk, "zk_num_alive_connections", zk.len() as i64)?;
+    wait_for_at_most(zk, "zk_ephemerals_count", 0)?;
+    Ok(json!({
+        "phases": Value::Object(phases),
+        "open_s": open_s,
+        "close_s": close_s,
+        "workers": reports,
+    }))
+}
+
+/// Each member's CPU over `window`, in milliseconds per second.
+fn measure(zk: &ZooKeeper, window: Duration) -> Value {
+    // Let the phase's setup traffic (creates, watches) settle first.
+    std::thread::sleep(Duration::from_secs(1));
+    json!(cpu_over(zk, window))
+}
+
+fn cpu_over(zk: &ZooKeeper, window: Duration) -> Vec<f64> {
+    let before: Vec<Option<u64>> = (0..zk.len()).map(|i| cpu_ms(zk, i)).collect();
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    let secs = t0.elapsed().as_secs_f64();
+    (0..zk.len())
+        .map(|i| match (before[i], cpu_ms(zk, i)) {
+            (Some(a), Some(b)) => (b - a) as f64 / secs,
+            _ => f64::NAN,
+        })
+        .collect()
+}
+
+/// User + system CPU time of member `i`'s JVM, in milliseconds.
+fn cpu_ms(zk: &ZooKeeper, i: usize) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", zk.pid(i)?)).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Some(ticks * 1000 / hz)
+}
+
+/// Waits until `key` (summed over the members when `sum`, else as member 0 has it) reaches
+/// `at_least`.
+fn wait_for(zk: &ZooKeeper, key: &str, at_least: usize, sum: bool) -> Res<()> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let seen: i64 = if sum {
+            (0..zk.len())
+                .map(|i| zk.mntr_value(i, key).unwrap_or(0))
+                .sum()
+        } else {
+            zk.mntr_value(0, key).unwrap_or(0)
+        };
+        if seen >= at_least as i64 {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the servers show {key} {seen}, not {at_least}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn wait_for_at_most(zk: &ZooKeeper, key: &str, at_most: i64) -> Res<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let seen: i64 = (0..zk.len())
+            .map(|i| zk.mntr_value(i, key).unwrap_or(0))
+            .sum();
+        if seen <= at_most {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the servers still show {key} {seen}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The table: per timing and topology, each implementation's server CPU per 1,000 sessions
+/// per second in each phase (every member together; the leader's row on its own).
+pub fn print(s9: &Value) {
+    let Some(rows) = s9["rows"].as_array() else {
+        return;
+    };
+    println!("\ns9: server CPU, ms per second per 1,000 sessions (idle server's CPU taken off)");
+    println!(
+        "{:<34} {:>7} {:<8} {:>9} {:>9} {:>9}",
+        "servers / timing", "sessions", "impl", "idle", "hold", "wait"
+    );
+    for r in rows {
+        let label = |which: &str| {
+            format!(
+                "{} T={}s tick={}ms {which}",
+                if r["members"] == 1 {
+                    "standalone"
+                } else {
+                    "ensemble"
+                },
+                r["session_ms"].as_f64().unwrap_or(0.0) / 1e3,
+                r["tick_ms"]
+            )
+        };
+        let views: Vec<(String, Option<usize>)> = if r["members"] == 1 {
+            vec![(label(""), None)]
+        } else {
+            vec![
+                (label("all"), None),
+                (label("leader"), r["leader"].as_u64().map(|l| l as usize)),
+            ]
+        };
+        for (name, member) in views {
+            let cell = |phase: &str| {
+                per_thousand(r, phase, member)
+                    .map(|v| format!("{v:.1}"))
+                    .unwrap_or_else(|| "-".into())
+            };
+            println!(
+                "{:<34} {:>7} {:<8} {:>9} {:>9} {:>9}",
+                name,
+                r["sessions"],
+                r["impl"].as_str().unwrap_or(""),
+                cell("idle"),
+                cell("hold"),
+                cell("wait")
+            );
+        }
+    }
+}
+
+/// A row's server CPU in `phase`, less the idle server's, per 1,000 sessions: of every member
+/// together (`member` None) or of one.
+pub fn per_thousand(row: &Value, phase: &str, member: Option<usize>) -> Option<f64> {
+    let got = row["measured"]["phases"][phase].as_array()?;
+    let base = row["baseline_ms_s"].as_array()?;
+    let value = |i: usize| Some(got.get(i)?.as_f64()? - base.get(i)?.as_f64()?);
+    let total = match member {
+        Some(i) => value(i)?,
+        None => (0..got.len()).map(value).sum::<Option<f64>>()?,
+    };
+    Some(total / (row["sessions"].as_f64()? / 1000.0))
+}
+
+/// The zklock worker of scenario 9 (see the module's comment for the phases).
+pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+    raise_fd_limit();
+    let servers = args.str("servers");
+    let path = args.str("path");
+    let n = args.int("sessions", 1000) as usize;
+    let offset = args.int("offset", 0) as usize;
+    let holder = args.opt("holder").as_deref() == Some("yes");
+    let options = zklock::Options::default()
+        .session_timeout(Duration::from_millis(args.int("session-ms", 10_000)))
+        .server_tick(Duration::from_millis(args.int("tick-ms", 2_000)));
+    let t0 = Instant::now();
+    let mut clients = Vec::with_capacity(n);
+    for _ in 0..n {
+        clients.push(zklock::Client::connect(&servers, options.clone()).await?);
+    }
+    let open_s = t0.elapsed().as_secs_f64();
+    ready(json!({"phase": "idle", "sessions": n, "open_s": open_s, "rss": rss_bytes()}));
+    read_line().await;
+
+    let mut leases = Vec::with_capacity(n);
+    for (i, c) in clients.iter().enumerate() {
+        leases.push(
+            c.mutex(&format!("{path}/h-{}", offset + i))?
+                .acquire()
+                .await?,
+        );
+    }
+    ready(json!({"phase": "hold", "leases": n, "rss": rss_bytes()}));
+    read_line().await;
+    for l in leases {
+        l.release().await?;
+    }
+
+    let wait_path = format!("{path}/wait");
+    let mut held = None;
+    let mut waiting = Vec::new();
+    for (i, c) in clients.iter().enumerate() {
+        let mutex = c.mutex(&wait_path)?;
+        if holder && i == 0 {
+            held = Some(mutex.acquire().await?);
+        } else {
+            waiting.push(mutex.start_acquire(zklock::Owner::SHARED, zklock::Wait::Forever));
+        }
+    }
+    ready(json!({"phase": "wait", "waiters": waiting.len(), "rss": rss_bytes()}));
+    read_line().await;
+    let t1 = Instant::now();
+    drop(waiting);
+    drop(held);
+    for c in clients {
+        c.close().await;
+    }
+    Ok(json!({"close_s": t1.elapsed().as_secs_f64()}))
+}
+
+fn ready(v: Value) {
+    println!("ready {v}");
+}
+
+async fn read_line() {
+    let _ = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut line).ok();
+    })
+    .await;
+}
+
+/// Thousands of sessions need as many sockets: the soft limit of open files goes up to the
+/// hard one.
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}

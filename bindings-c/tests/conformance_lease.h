@@ -1,0 +1,80 @@
+/* The C runner's scenarios of issue 33's lease semantics (cases.txt's last block), apart from
+ * conformance.c, which is past the 700-line rule. Included by conformance.c after its helpers
+ * (main_client, case_path, seen, kind_of, problem, participant_at); not a header of its own.
+ * `valid_until` is C's milliseconds left (zklock_lease_valid_for_ms). */
+
+#define LEASE_MAX_HOLD_MS 1000
+#define LEASE_ROUNDING_MS 10
+
+/* Where the milliseconds left stand against the maximum hold, right after the acquire. */
+static const char *against_max_hold(struct outcome *o, zklock_lease *lease) {
+    int64_t left = -1;
+    zklock_status st = seen(o, zklock_lease_valid_for_ms(lease, &left));
+    if (st != ZKLOCK_OK) return "none";
+    if (left <= 0) return "past";
+    if (left > LEASE_MAX_HOLD_MS + LEASE_ROUNDING_MS) return "beyond-max-hold";
+    return "within-max-hold";
+}
+
+/* True when `name` is one of this block's scenarios (its outcome in `o`). */
+static int lease_scenario(struct outcome *o, const char *name) {
+    zklock_lock *l = NULL;
+    zklock_election *e = NULL, *other = NULL;
+    zklock_lease *a = NULL, *b = NULL;
+    zklock_participants *leader = NULL;
+    zklock_status st;
+    static char word[96];
+    if (strcmp(name, "valid-until-max-hold") == 0) {
+        st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, LEASE_MAX_HOLD_MS));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        o->word = st == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(st);
+    } else if (strcmp(name, "valid-until-max-hold-election") == 0) {
+        st = seen(o, zklock_election_new(main_client, case_path, "latch", "a", LEASE_MAX_HOLD_MS, &e));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead(e, 10000, &a));
+        o->word = st == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(st);
+    } else if (strcmp(name, "lost-stays-lost") == 0) {
+        o->na = "zklock_lease_release frees the lease handle, so nothing is left to read after it; "
+                "its status after a loss is ZKLOCK_LOST";
+    } else if (strcmp(name, "scope-end-after-loss") == 0) {
+        o->na = "C has no scoped hold; the C++ wrapper's RAII rule is tested by test_zklock.cpp";
+    } else if (strcmp(name, "resign-foreign-leadership") == 0) {
+        st = seen(o, zklock_election_new(main_client, case_path, "latch", "a", -1, &e));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_new(main_client, case_path, "latch", "b", -1, &other));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead(e, 10000, &a));
+        if (st != ZKLOCK_OK) {
+            problem(o, "leading", st);
+        } else {
+            /* Refused, the lease stays the caller's (zklock.h): still a handle to read. */
+            zklock_status refused = seen(o, zklock_election_resign(other, a, false, NULL, NULL, NULL));
+            if (refused == ZKLOCK_OK) a = NULL; /* resigned and freed: A no longer leads */
+            zklock_participant p;
+            int leads = a && zklock_lease_state_get(a) == ZKLOCK_LEASE_HELD &&
+                        seen(o, zklock_election_leader(e, &leader)) == ZKLOCK_OK &&
+                        participant_at(leader, 0, &p) && strcmp(p.id, "a") == 0;
+            snprintf(word, sizeof word, "%s,%s", kind_of(refused), leads ? "still-leads" : "not-leading");
+            o->word = word;
+        }
+    } else if (strcmp(name, "lead-while-leading") == 0) {
+        st = seen(o, zklock_election_new(main_client, case_path, "latch", "a", -1, &e));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead(e, 10000, &a));
+        if (st != ZKLOCK_OK) {
+            problem(o, "leading", st);
+        } else {
+            st = seen(o, zklock_election_lead(e, 2000, &b));
+            o->word = st == ZKLOCK_OK ? "acquired" : kind_of(st);
+        }
+    } else {
+        return 0;
+    }
+    zklock_participants_free(leader);
+    if (b) zklock_election_resign(e, b, false, NULL, NULL, NULL);
+    if (a) {
+        if (e) zklock_election_resign(e, a, false, NULL, NULL, NULL);
+        else zklock_lease_release(a);
+    }
+    zklock_election_free(other);
+    zklock_election_free(e);
+    zklock_lock_free(l);
+    return 1;
+}

@@ -1,0 +1,102 @@
+// The Node runner's scenarios of issue 33's lease semantics (cases.txt's last block), apart
+// from conformance.test.js, which is past the 700-line rule. `validUntil()` is read against
+// Date.now(); the scoped hold is `mutex.using(fn)`; a foreign resign is `eb.resign(leadA)` with
+// `eb` a second election object on the same path and client.
+'use strict'
+
+const MAX_HOLD_MS = 1000
+const ROUNDING_MS = 10
+
+/** Where `validUntil()` stands against the maximum hold counted from `acquired`. */
+function againstMaxHold(lease, acquired) {
+  const until = lease.validUntil()
+  const now = Date.now()
+  if (until === null) return 'none'
+  if (until <= now) return 'past'
+  if (until > acquired + MAX_HOLD_MS + ROUNDING_MS) return 'beyond-max-hold'
+  return 'within-max-hold'
+}
+
+/**
+ * The scenarios, given the runner's helpers: `client()` the runner's connected client,
+ * `outcome(fn)` (a zklock error as its kind), `ownClient(fn)` (a client of the case's own),
+ * `kindOf(err)`.
+ */
+function leaseScenarios({ client, outcome, ownClient, kindOf }) {
+  return {
+    'valid-until-max-hold': (p) =>
+      outcome(async () => {
+        const lease = await client().mutex(p, { maxHoldMs: MAX_HOLD_MS }).acquire()
+        try {
+          return againstMaxHold(lease, Date.now())
+        } finally {
+          await lease.release()
+        }
+      }),
+
+    'valid-until-max-hold-election': (p) =>
+      outcome(async () => {
+        const e = client().election(p, { style: 'latch', id: 'a', maxHoldMs: MAX_HOLD_MS })
+        const lead = await e.lead()
+        try {
+          return againstMaxHold(lead, Date.now())
+        } finally {
+          await e.resign(lead)
+        }
+      }),
+
+    'lost-stays-lost': (p) =>
+      ownClient(async (c) =>
+        outcome(async () => {
+          const lease = await c.mutex(p).acquire()
+          await c.close()
+          await lease.release()
+          // Node's lost reason is the signal's: the ZKLOCK_LOST error, with the core's reason.
+          const reason = lease.signal.aborted && lease.signal.reason ? 'reason' : 'no-reason'
+          return `${lease.state},${reason}`
+        }),
+      ),
+
+    'scope-end-after-loss': (p) =>
+      ownClient(async (c) =>
+        outcome(async () => {
+          await c.mutex(p).using(async () => {
+            await c.close()
+          })
+          return 'quiet'
+        }),
+      ),
+
+    'resign-foreign-leadership': (p) =>
+      outcome(async () => {
+        const ea = client().election(p, { style: 'latch', id: 'a' })
+        const eb = client().election(p, { style: 'latch', id: 'b' })
+        const lead = await ea.lead()
+        let refused = 'ok'
+        try {
+          await eb.resign(lead)
+        } catch (e) {
+          refused = kindOf(e)
+        }
+        const leader = await ea.leader()
+        const leads = lead.state === 'held' && leader !== null && leader.id === 'a'
+        if (lead.state !== 'released') await ea.resign(lead)
+        return `${refused},${leads ? 'still-leads' : 'not-leading'}`
+      }),
+
+    'lead-while-leading': (p) =>
+      outcome(async () => {
+        const e = client().election(p, { style: 'latch', id: 'a' })
+        const lead = await e.lead()
+        try {
+          const again = await e.lead({ timeoutMs: 2000 })
+          await again.release()
+          return 'acquired'
+        } finally {
+          await e.resign(lead)
+        }
+      }),
+  }
+}
+
+module.exports = { leaseScenarios }

@@ -1,0 +1,105 @@
+"""The Python runner's scenarios of issue 33's lease semantics (cases.txt's last block), apart
+from test_conformance.py, which is past the 700-line rule. ``valid_until()`` is read against
+``time.monotonic()``; the scoped hold is ``with lock.hold()``; a foreign resign is
+``b.resign(a_lead)`` with ``b`` a second election object on the same path and client."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Dict, Optional, Protocol
+
+import zklock
+
+MAX_HOLD = 1.0  # seconds: the maximum hold of the valid-until-max-hold scenarios
+ROUNDING = 0.010  # what converting between clocks may add
+WAIT = 10.0
+
+
+class Ctx(Protocol):
+    @property
+    def servers(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def shared(self) -> zklock.Client: ...
+
+
+def against_max_hold(lease: zklock.Lease, acquired: float) -> str:
+    until: Optional[float] = lease.valid_until()
+    now = time.monotonic()
+    if until is None:
+        return "none"
+    if until <= now:
+        return "past"
+    if until > acquired + MAX_HOLD + ROUNDING:
+        return "beyond-max-hold"
+    return "within-max-hold"
+
+
+def sc_valid_until_max_hold(ctx: Ctx) -> str:
+    with ctx.shared.lock(ctx.path, max_hold=MAX_HOLD).hold(WAIT) as lease:
+        return against_max_hold(lease, time.monotonic())
+
+
+def sc_valid_until_max_hold_election(ctx: Ctx) -> str:
+    election = ctx.shared.election(ctx.path, style="latch", id="a", max_hold=MAX_HOLD)
+    with election.lead(WAIT) as lead:
+        return against_max_hold(lead, time.monotonic())
+
+
+def sc_lost_stays_lost(ctx: Ctx) -> str:
+    own = zklock.Client(ctx.servers)
+    lock = own.lock(ctx.path)
+    assert lock.acquire(timeout=WAIT), "acquired"
+    lease = lock.lease
+    assert lease is not None, "a held lock has a lease"
+    own.close()
+    lock.release()
+    reason = "reason" if lease.lost_reason is not None else "no-reason"
+    return f"{lease.state},{reason}"
+
+
+def sc_scope_end_after_loss(ctx: Ctx) -> str:
+    own = zklock.Client(ctx.servers)
+    try:
+        with own.lock(ctx.path).hold(WAIT):
+            own.close()
+    except zklock.ZkLockError as e:
+        return e.kind
+    return "quiet"
+
+
+def sc_resign_foreign_leadership(ctx: Ctx) -> str:
+    a = ctx.shared.election(ctx.path, style="latch", id="a")
+    b = ctx.shared.election(ctx.path, style="latch", id="b")
+    lead = a.lead(WAIT)
+    try:
+        b.resign(lead)
+        refused = "ok"
+    except zklock.ZkLockError as e:
+        refused = e.kind
+    leader = a.leader()
+    leads = lead.state == "held" and leader is not None and leader.id == "a"
+    if lead.state != "released":
+        a.resign(lead)
+    return f"{refused},{'still-leads' if leads else 'not-leading'}"
+
+
+def sc_lead_while_leading(ctx: Ctx) -> str:
+    election = ctx.shared.election(ctx.path, style="latch", id="a")
+    with election.lead(WAIT):
+        try:
+            with election.lead(2.0):
+                return "acquired"
+        except zklock.ZkLockError as e:
+            return e.kind
+
+
+LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
+    "valid-until-max-hold": sc_valid_until_max_hold,
+    "valid-until-max-hold-election": sc_valid_until_max_hold_election,
+    "lost-stays-lost": sc_lost_stays_lost,
+    "scope-end-after-loss": sc_scope_end_after_loss,
+    "resign-foreign-leadership": sc_resign_foreign_leadership,
+    "lead-while-leading": sc_lead_while_leading,
+}
