@@ -31,7 +31,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crate::session::Member;
+use crate::member::Member;
 
 /// ZooKeeper's `OpCode.closeSession`.
 const CLOSE_SESSION: i32 = -11;

@@ -37,6 +37,7 @@
 mod cancel;
 mod error;
 mod lifeline;
+mod member;
 mod names;
 mod options;
 mod protocol;

@@ -25,16 +25,7 @@ use crate::state::{ConnectionState, LeaseState};
 use crate::stats::Counters;
 use crate::{observe, options::AclPolicy};
 
-/// What a session needs of a lease it carries: the lease implements it (the session module
-/// comes before the lease module and does not know its type).
-pub(crate) trait Member: Send + Sync {
-    fn node(&self) -> &str;
-    fn state(&self) -> LeaseState;
-    fn set_state(&self, state: LeaseState);
-    fn lose(&self, why: &str);
-    /// Whether its holder let go of it (released it): the farewell waits for that.
-    fn let_go(&self) -> bool;
-}
+pub(crate) use crate::member::Member;
 
 /// How long closing a client waits for the transport to tell ZooKeeper (in-flight requests that
 /// still hold the transport let go when they fail, which the dead session makes quick).
@@ -616,6 +607,5 @@ impl Session {
 
 // The session's tasks (its connection monitor and its lifeline's heartbeat), in a file of their
 // own to keep this one under the size limit; a child module, so they reach the session's fields.
-#[path = "session_tasks.rs"]
 mod tasks;
 use tasks::{keep_alive, monitor};
