@@ -121,6 +121,12 @@ impl PyClient {
         self.client.hosts()
     }
 
+    /// The core's id of this client (`Client::id`): what each of its log records names.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.client.id()
+    }
+
     #[getter]
     fn session_id(&self) -> i64 {
         self.client.session_id()
