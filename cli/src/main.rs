@@ -331,7 +331,7 @@ pub enum Command {
         kill_after: Duration,
         /// Hold the lock at most this long: then the core ends the lease (lost, reason
         /// max-hold, node deleted) and the command is stopped as on any loss (status 76).
-        /// Not with --read/--write.
+        /// With --read or --write it bounds the side taken; with -n, the lease.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         max_hold: Option<Duration>,
         #[command(flatten)]
