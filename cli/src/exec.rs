@@ -204,7 +204,8 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
             Failure::new(
                 status::BUSY,
                 format!(
-                    "timed out after {limit:?} waiting for the lock {path}{}",
+                    "timed out after {} waiting for the lock {path}{}",
+                    zklock::support::duration_text(limit),
                     noted(&e)
                 ),
             )
@@ -435,7 +436,8 @@ pub async fn supervise(
             .await;
             if stopped.is_err() {
                 eprintln!(
-                    "zklock: the command did not stop within {kill_after:?}; sending SIGKILL"
+                    "zklock: the command did not stop within {}; sending SIGKILL",
+                    zklock::support::duration_text(kill_after)
                 );
                 group.send(pid, libc::SIGKILL);
                 let _ = child.wait().await;
