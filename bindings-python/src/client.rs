@@ -184,9 +184,13 @@ impl PyClient {
         &self,
         py: Python<'_>,
         path: String,
-        token: i64,
+        token: &Bound<'_, PyAny>,
         max_leases: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
+        // Tokens are czxids, positive and 64-bit: an int past that is no holder's token. It is
+        // asked as one no node has (so the core still judges the path) instead of leaking
+        // pyo3's OverflowError.
+        let token = token.extract::<i64>().unwrap_or(i64::MIN);
         let n = match max_leases {
             Some(n) => Some(max_leases_of(&path, n).py(py)?),
             None => None,

@@ -140,6 +140,9 @@ def _check_optional_path(value: object, what: str) -> Optional[str]:
 def _check_number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgumentType(f"{what} must be a number of seconds, got {_type_name(value)}")
+    # An int past a float (10**400) is past any clock: infinite, for the core's rule to judge.
+    if isinstance(value, int) and abs(value) >= 2**1000:
+        return float("inf") if value > 0 else float("-inf")
     return float(value)
 
 
