@@ -464,7 +464,12 @@ pub enum Command {
 #[derive(Subcommand, Debug, Clone, Copy)]
 pub enum ServerAction {
     /// Start the local ZooKeeper (no-op if it runs); prints its connect string on stdout.
-    Start,
+    Start {
+        /// Serve on this port (status 69 when it is taken, or when the server runs on another
+        /// one). Without it: the port it had last, else 2181, else a free one.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        port: Option<u16>,
+    },
     /// Stop the local ZooKeeper.
     Stop,
     /// Print whether the local ZooKeeper runs (status 0) or not (status 3).
