@@ -77,9 +77,10 @@ fn waiting(queue: &[Participant], holds: &[bool]) -> usize {
         .iter()
         .zip(holds)
         .filter(|(p, &h)| {
-            !h && !(p.kind == NodeKind::Lease
+            let guard_of_a_waiter = p.kind == NodeKind::Lease
                 && p.node.contains("/locks/")
-                && waiting_lease(p.session_id))
+                && waiting_lease(p.session_id);
+            !h && !guard_of_a_waiter
         })
         .count()
 }
