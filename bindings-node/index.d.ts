@@ -409,6 +409,14 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
    * before a side effect; a pause after the check is what fencing tokens are for.
    */
   validUntil(): number | null
+  /**
+   * A held lease keeps the event loop (and the process) alive until released or lost, as a
+   * pending timer does; `unref()` lets the process end while it is held, `ref()` undoes that.
+   */
+  unref(): this
+  ref(): this
+  /** Whether the lease keeps the event loop alive now (held, and not `unref()`'d). */
+  hasRef(): boolean
   /** Releases the lease; a second call rejects with ZKLOCK_NOT_HELD. */
   release(): Promise<ReleaseResult>
   /**

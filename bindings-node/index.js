@@ -895,6 +895,9 @@ class LeaseCore {
     /** Someone listens for 'revokeRequested': the core was asked to tell us (opt-in). */
     this.revokeWatched = false
     leases.add(this)
+    // A held lease is work, like a pending promise: Node must not end the process under it
+    // (a leader left awaiting only its 'lost' would exit while leading). `unref()` opts out.
+    nativeLease.keepAlive(true, () => this.state())
   }
 
   /** The lease's AbortController, made on first use (aborted at once if already lost). */
@@ -1064,6 +1067,26 @@ class Lease extends EventEmitter {
 
   prependOnceListener(event, listener) {
     return super.prependOnceListener(event, this.#listened(event, listener))
+  }
+
+  /**
+   * A held lease keeps the event loop (and so the process) alive until it is released or lost,
+   * as a pending timer does. `unref()` lets the process end while it is held (the lock goes
+   * with the session when the process exits); `ref()` undoes that. Both return the lease.
+   */
+  unref() {
+    this.#core.native.keepAlive(false)
+    return this
+  }
+
+  ref() {
+    this.#core.native.keepAlive(true)
+    return this
+  }
+
+  /** Whether this lease keeps the event loop alive now (held or suspended, and not unref()'d). */
+  hasRef() {
+    return this.#core.native.keptAlive
   }
 
   /** The fencing token (bigint): strictly increases from one holder of the lock to the next. */

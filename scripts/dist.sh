@@ -220,7 +220,8 @@ JS
 
 # --- C: tarball and .deb ----------------------------------------------------------------------
 # One tree laid out as a prefix: lib/ (libzklock.so.<v>, its soname link libzklock.so.0, the
-# link name libzklock.so, libzklock.a, pkgconfig/zklock.pc), include/, bin/zklock.
+# link name libzklock.so, libzklock.a, pkgconfig/zklock.pc), include/, bin/zklock,
+# share/zklock/valgrind.supp.
 c_tree() { # c_tree DIR PC_PREFIX
   local dir="$1" pc_prefix="$2"
   install -d "$dir/lib/pkgconfig" "$dir/include" "$dir/bin"
@@ -232,6 +233,9 @@ c_tree() { # c_tree DIR PC_PREFIX
   "$strip_tool" --strip-debug "$dir/lib/libzklock.a"
   install -m 644 include/zklock.h include/zklock.hpp "$dir/include/"
   install -m 755 "$out/zklock" "$dir/bin/zklock"
+  # The suppressions the C README tells valgrind users to add (issue 33: the tarball lacked it).
+  install -d "$dir/share/zklock"
+  install -m 644 bindings-c/valgrind.supp "$dir/share/zklock/valgrind.supp"
   sed -e "s|@PREFIX@|$pc_prefix|g" -e "s|@VERSION@|$version|g" bindings-c/zklock.pc.in >"$dir/lib/pkgconfig/zklock.pc"
 }
 c_tarball() {

@@ -22,6 +22,8 @@ pub struct NativeLease {
     /// What it reads once released (the core's rule: lost stays lost, with its reason).
     /// Shared with the release's future, which takes its outcome in when it settles.
     ended: std::sync::Arc<Mutex<Option<zklock::Ended>>>,
+    /// Its share in keeping the event loop alive while held (keepalive.rs).
+    pub(crate) keep: std::sync::Arc<crate::keepalive::KeepAlive>,
 }
 
 impl NativeLease {
@@ -33,6 +35,7 @@ impl NativeLease {
             paths: lease.paths(),
             lease: Mutex::new(Some(lease)),
             ended: std::sync::Arc::default(),
+            keep: std::sync::Arc::default(),
         }
     }
 
@@ -221,10 +224,13 @@ impl NativeLease {
     /// ([`zklock::Lease::release_counted`]): `still-held`, without a trip to the core's runtime
     /// and back; `null` otherwise (the lease stays, for `release`).
     #[napi(catch_unwind)]
-    pub fn release_counted(&self) -> Option<&'static str> {
+    pub fn release_counted(&self, env: Env) -> Option<&'static str> {
         let mut slot = self.lease();
         match self.take_from(&mut slot)?.release_counted() {
-            Ok(released) => Some(released.as_str()),
+            Ok(released) => {
+                self.keep.end(env.raw());
+                Some(released.as_str())
+            }
             Err(lease) => {
                 *slot = Some(lease);
                 None
@@ -237,6 +243,7 @@ impl NativeLease {
     #[napi(ts_return_type = "Promise<string>")]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let lease = self.take_from(&mut self.lease());
+        self.keep.end(env.raw());
         let path = self.path.clone();
         let ended = self.ended.clone();
         settle_from_core(env, async move {

@@ -26,6 +26,8 @@ use napi::{Env, Status, Unknown};
 use napi_derive::napi;
 use zklock::{AclPolicy, Acquire, ErrorKind, Owner, Wait};
 
+mod keepalive;
+
 // ---------------------------------------------------------------------------------------------
 // Errors
 
@@ -1014,8 +1016,9 @@ fn settle_from_core<'env, T: ToNapiValue + Send + 'static>(
 // create, cleanup hook, uv_close and finalize were about 5-8 % of a Node worker's CPU in bench
 // s1 and s4, issue 17). Every promise of this addon is settled through one threadsafe function
 // per JS environment instead (the main thread and each worker thread have their own). It does
-// not keep the event loop alive by itself, only while a promise made here is pending; when its
-// environment ends, Node finalizes it and later outcomes are dropped (nobody can see them).
+// not keep the event loop alive by itself, only while a promise made here is pending or a lease
+// made here is held (keepalive.rs); when its environment ends, Node finalizes it and later
+// outcomes are dropped (nobody can see them).
 
 /// What the JS thread runs to make a promise's outcome: its value, or the error to reject with.
 type SettleFn = Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send>;
@@ -1032,11 +1035,36 @@ struct RawTsfn(sys::napi_threadsafe_function);
 unsafe impl Send for RawTsfn {}
 unsafe impl Sync for RawTsfn {}
 
-/// The JS thread's side of its environment's queue: how many promises are pending.
+/// The JS thread's side of its environment's queue: how many promises are pending and how
+/// many leases keep the process alive; the queue is referenced while either is not zero.
 struct QueueLocal {
     env: sys::napi_env,
     shared: Arc<QueueShared>,
     pending: std::cell::Cell<usize>,
+    holds: std::cell::Cell<usize>,
+}
+
+impl QueueLocal {
+    /// Whether something keeps the event loop alive through this queue.
+    fn busy(&self) -> bool {
+        self.pending.get() + self.holds.get() > 0
+    }
+
+    /// After a count went up from nothing: the queue keeps the loop alive again (JS thread).
+    fn wake(&self) {
+        if let Some(t) = *self.shared.tsfn.read().unwrap_or_else(|e| e.into_inner()) {
+            unsafe { sys::napi_ref_threadsafe_function(self.env, t.0) };
+        }
+    }
+
+    /// After a count went down: an idle queue lets the process end (JS thread).
+    fn rest_if_idle(&self) {
+        if !self.busy() {
+            if let Some(t) = *self.shared.tsfn.read().unwrap_or_else(|e| e.into_inner()) {
+                unsafe { sys::napi_unref_threadsafe_function(self.env, t.0) };
+            }
+        }
+    }
 }
 
 thread_local! {
@@ -1097,6 +1125,7 @@ fn settle_queue(env: sys::napi_env) -> napi::Result<std::rc::Rc<QueueLocal>> {
         env,
         shared,
         pending: std::cell::Cell::new(0),
+        holds: std::cell::Cell::new(0),
     });
     QUEUE.with(|q| *q.borrow_mut() = Some(local.clone()));
     Ok(local)
@@ -1128,19 +1157,21 @@ unsafe extern "C" fn queue_settle(
     if data.is_null() {
         return;
     }
-    let item = unsafe { Box::from_raw(data as *mut SettleItem) };
+    let item = unsafe { Box::from_raw(data as *mut QueueItem) };
     if env.is_null() {
         return;
     }
-    let SettleItem { deferred, make } = *item;
-    if let Ok(Some(q)) = QUEUE.try_with(|q| q.borrow().clone()) {
-        let left = q.pending.get().saturating_sub(1);
-        q.pending.set(left);
-        if left == 0 {
-            if let Some(t) = *q.shared.tsfn.read().unwrap_or_else(|e| e.into_inner()) {
-                unsafe { sys::napi_unref_threadsafe_function(env, t.0) };
-            }
+    let SettleItem { deferred, make } = match *item {
+        QueueItem::Settle(item) => item,
+        QueueItem::Run(run) => {
+            // No panic may cross into Node; a JS-thread chore has nobody to report one to.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(env)));
+            return;
         }
+    };
+    if let Ok(Some(q)) = QUEUE.try_with(|q| q.borrow().clone()) {
+        q.pending.set(q.pending.get().saturating_sub(1));
+        q.rest_if_idle();
     }
     // No panic may cross into Node: one becomes the promise's ZKLOCK_INTERNAL rejection.
     let made =
@@ -1173,6 +1204,34 @@ struct SettleItem {
     make: SettleFn,
 }
 
+/// What goes through the queue: a promise's outcome, or a chore for the JS thread (a lease's
+/// end letting the process go, keepalive.rs).
+enum QueueItem {
+    Settle(SettleItem),
+    Run(Box<dyn FnOnce(sys::napi_env) + Send>),
+}
+
+/// Hands `item` to the JS thread of `shared`'s environment (from any thread); dropped when
+/// that environment ended.
+fn post_to_queue(shared: &QueueShared, item: QueueItem) {
+    let tsfn = shared.tsfn.read().unwrap_or_else(|e| e.into_inner());
+    let Some(t) = *tsfn else {
+        return; // The environment ended: nobody waits for this any more.
+    };
+    let data = Box::into_raw(Box::new(item));
+    let status = unsafe {
+        sys::napi_call_threadsafe_function(
+            t.0,
+            data.cast(),
+            sys::ThreadsafeFunctionCallMode::nonblocking,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        // Closing: the environment ends. Take the item back and drop it.
+        drop(unsafe { Box::from_raw(data) });
+    }
+}
+
 /// A pending promise of the queue: settled once by `send`, or (dropped unsent) rejected.
 struct Settle {
     shared: Arc<QueueShared>,
@@ -1191,10 +1250,8 @@ impl Settle {
                 format!("cannot make a promise (napi status {status})"),
             ));
         }
-        if queue.pending.get() == 0 {
-            if let Some(t) = *queue.shared.tsfn.read().unwrap_or_else(|e| e.into_inner()) {
-                unsafe { sys::napi_ref_threadsafe_function(env.raw(), t.0) };
-            }
+        if !queue.busy() {
+            queue.wake();
         }
         queue.pending.set(queue.pending.get() + 1);
         let settle = Settle {
@@ -1212,22 +1269,7 @@ impl Settle {
     }
 
     fn post(&self, item: SettleItem) {
-        let tsfn = self.shared.tsfn.read().unwrap_or_else(|e| e.into_inner());
-        let Some(t) = *tsfn else {
-            return; // The environment ended: nobody waits for this promise any more.
-        };
-        let data = Box::into_raw(Box::new(item));
-        let status = unsafe {
-            sys::napi_call_threadsafe_function(
-                t.0,
-                data.cast(),
-                sys::ThreadsafeFunctionCallMode::nonblocking,
-            )
-        };
-        if status != sys::Status::napi_ok {
-            // Closing: the environment ends. Take the outcome back and drop it.
-            drop(unsafe { Box::from_raw(data) });
-        }
+        post_to_queue(&self.shared, QueueItem::Settle(item));
     }
 }
 
@@ -1422,6 +1464,7 @@ impl NativeElection {
             }
         }
         .map_err(js_err)?;
+        leadership.keep.end(env.raw());
         let election = self.inner.clone();
         settle_from_core(env, async move {
             let again = election.resign(taken, requeue).await?;

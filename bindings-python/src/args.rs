@@ -90,7 +90,16 @@ pub(crate) fn seconds_of(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -
     {
         return Err(wrong_type(py, what, "a number of seconds", value));
     }
-    value.extract::<f64>()
+    // An int past a float (10**400) is past any clock: infinite, for the core's time rule to
+    // judge (forever for a timeout, InvalidArgument when negative or for a maximum hold).
+    value.extract::<f64>().or_else(|e| match value.gt(0) {
+        Ok(positive) if value.is_instance_of::<PyInt>() => Ok(if positive {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        }),
+        _ => Err(e),
+    })
 }
 
 /// `threading.Lock.acquire`'s arguments as a timeout for the core (0: one try, -1: forever).

@@ -121,6 +121,12 @@ impl PyClient {
         self.client.hosts()
     }
 
+    /// The core's id of this client (`Client::id`): what each of its log records names.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.client.id()
+    }
+
     #[getter]
     fn session_id(&self) -> i64 {
         self.client.session_id()
@@ -178,9 +184,13 @@ impl PyClient {
         &self,
         py: Python<'_>,
         path: String,
-        token: i64,
+        token: &Bound<'_, PyAny>,
         max_leases: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
+        // Tokens are czxids, positive and 64-bit: an int past that is no holder's token. It is
+        // asked as one no node has (so the core still judges the path) instead of leaking
+        // pyo3's OverflowError.
+        let token = token.extract::<i64>().unwrap_or(i64::MIN);
         let n = match max_leases {
             Some(n) => Some(max_leases_of(&path, n).py(py)?),
             None => None,

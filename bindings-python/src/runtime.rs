@@ -241,7 +241,8 @@ pub(crate) fn call_unraisable_with(callback: &Py<PyAny>, name: &'static str) {
 }
 
 /// Installs (or with None removes) the core's log sink: `callback(level, event, message,
-/// fields)` on zklock's callback thread for every record up to `level` (`'debug'`, `'info'`,
+/// fields, client)` (`client`: the id of the client the record is about) on zklock's callback
+/// thread for every record up to `level` (`'debug'`, `'info'`,
 /// `'warn'`, `'error'`); the package forwards them to `logging.getLogger("zklock")`.
 #[pyfunction]
 #[pyo3(signature = (callback, level="info"))]
@@ -258,7 +259,13 @@ pub(crate) fn set_log_sink(
                 for (k, v) in &r.fields {
                     let _ = fields.set_item(*k, v);
                 }
-                let args = (r.level.as_str(), r.event, r.message.as_str(), fields);
+                let args = (
+                    r.level.as_str(),
+                    r.event,
+                    r.message.as_str(),
+                    fields,
+                    r.client,
+                );
                 if let Err(err) = callback.bind(py).call1(args) {
                     err.write_unraisable(py, Some(callback.bind(py)));
                 }

@@ -50,7 +50,7 @@ def test_child_forked_before_first_use_works(servers, path):
     assert int(lines[1]) < int(lines[3])
 
 
-def test_child_forked_after_use_gets_a_clear_error_and_parent_keeps_working(servers, path):
+def test_child_forked_after_use_makes_its_own_clients_and_the_inherited_one_reads_closed(servers, path):
     out = run_script(
         """
         import os, sys, time, zklock
@@ -62,27 +62,28 @@ def test_child_forked_after_use_gets_a_clear_error_and_parent_keeps_working(serv
         if pid == 0:
             code = 0
             started = time.monotonic()
+            if not client.closed or client.state != "lost": code |= 64   # it is the parent's
             try:
                 lock.acquire(timeout=1)          # the parent's client is unusable here
                 code |= 1
             except zklock.ClientClosed as e:
-                if "fork" not in str(e): code |= 2
-            try:
-                zklock.Client(servers, connect_timeout=10)   # and so is a new one: said at once
-                code |= 4
-            except zklock.ClientClosed as e:
-                if "spawn" not in str(e): code |= 8
+                if "inherited across fork" not in str(e): code |= 2
             try:
                 lease.release()                  # the parent's lease: not ours to release
                 code |= 32
             except zklock.ClientClosed:
                 pass
+            client.close()                       # closes our view only, not the parent's session
             if time.monotonic() - started > 3: code |= 16
+            with zklock.Client(servers, connect_timeout=10) as own:   # a client of our own works
+                with own.lock(path + "-child") as mine:
+                    if mine.state != "held": code |= 4
+                if own.lock(path).acquire(blocking=False): code |= 8   # the parent still holds it
             os._exit(code)
         _, status = os.waitpid(pid, 0)
         print("child", os.waitstatus_to_exitcode(status), flush=True)
         # the parent's session and lease survived the child
-        print("parent", lease.state, len(lock.participants()), flush=True)
+        print("parent", client.state, lease.state, len(lock.participants()), flush=True)
         lease.release()
         with lock:
             print("again", flush=True)
@@ -91,38 +92,49 @@ def test_child_forked_after_use_gets_a_clear_error_and_parent_keeps_working(serv
         servers, path,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["child", "0", "parent", "held", "1", "again"], out.stdout + out.stderr
+    assert out.stdout.split() == ["child", "0", "parent", "connected", "held", "1", "again"], out.stdout + out.stderr
 
 
-def fork_child_connect(servers: str, queue) -> None:  # type: ignore[no-untyped-def]
+def fork_child_connect(servers: str, path: str, inherited: zklock.Client, queue) -> None:  # type: ignore[no-untyped-def]
     try:
-        zklock.Client(servers, connect_timeout=10)
-        queue.put("connected")
-    except zklock.ClientClosed as e:
-        queue.put(f"closed: {e}")
+        said = []
+        said.append(f"inherited closed={inherited.closed} state={inherited.state}")
+        try:
+            inherited.lock(path).participants()
+            said.append("inherited works")
+        except zklock.ClientClosed as e:
+            said.append(f"inherited raises: {e}")
+        with zklock.Client(servers, connect_timeout=10) as own:
+            with own.lock(path + "-child") as lease:
+                said.append(f"own holds {lease.state}")
+        queue.put(said)
     except BaseException as e:  # noqa: BLE001
-        queue.put(f"other: {e!r}")
+        queue.put([f"other: {e!r}"])
 
 
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
-def test_multiprocessing_fork_after_use_fails_fast_and_spawn_works(client, servers, path):
-    client.lock(path).participants()  # this process has used zklock
+def test_multiprocessing_fork_children_make_their_own_clients_and_leave_the_parent_untouched(client, servers, path):
+    held = client.lock(path)
+    assert held.acquire(timeout=10)  # this process has used zklock, and holds a lock
     ctx = multiprocessing.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=fork_child_connect, args=(servers, q))
-    started = time.monotonic()
-    p.start()
-    answer = q.get(timeout=30)
-    p.join(30)
-    assert answer.startswith("closed:") and "spawn" in answer, answer
-    assert time.monotonic() - started < 10
-
-    ctx = multiprocessing.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=fork_child_connect, args=(servers, q))
-    p.start()
-    assert q.get(timeout=60) == "connected"
-    p.join(30)
+    for _ in range(2):
+        q = ctx.Queue()
+        p = ctx.Process(target=fork_child_connect, args=(servers, path, client, q))
+        p.start()
+        said = q.get(timeout=60)
+        p.join(30)
+        assert p.exitcode == 0
+        assert said[0] == "inherited closed=True state=lost", said
+        assert said[1].startswith("inherited raises:") and "inherited across fork" in said[1], said
+        assert said[2:] == ["own holds held"], said
+    # The parent is untouched: still connected, still holding, and it goes on working.
+    assert client.state == "connected" and not client.closed
+    lease = held.lease
+    assert lease is not None and lease.state == "held"
+    assert len(client.lock(path).participants()) == 1
+    held.release()
+    with client.lock(path):
+        pass
 
 
 def test_many_threads_mixed_calls_do_not_deadlock(servers, client):

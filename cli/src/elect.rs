@@ -31,7 +31,8 @@ fn lead_failure(e: zklock::Error, path: &str, timeout: Option<Duration>) -> Fail
             Some(limit) if !limit.is_zero() => Failure::new(
                 status::BUSY,
                 format!(
-                    "timed out after {limit:?} waiting to lead {path}{}",
+                    "timed out after {} waiting to lead {path}{}",
+                    zklock::support::duration_text(limit),
                     crate::exec::noted(&e)
                 ),
             ),

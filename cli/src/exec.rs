@@ -77,32 +77,65 @@ impl Signals {
     }
 }
 
-/// Whether a signal we got should be passed to the command. SIGINT and SIGHUP typed at (or
-/// raised by) the terminal already reach the whole foreground process group, the command
-/// included; passing them on again would deliver them twice.
-fn should_forward(sig: i32) -> bool {
-    if sig == libc::SIGTERM {
-        return true;
-    }
-    // SAFETY: plain syscalls on a descriptor we own.
-    unsafe {
-        let fd = libc::open(
-            c"/dev/tty".as_ptr(),
-            libc::O_RDONLY | libc::O_NOCTTY | libc::O_CLOEXEC,
-        );
-        if fd < 0 {
-            return true;
-        }
-        let foreground = libc::tcgetpgrp(fd);
-        libc::close(fd);
-        foreground != libc::getpgrp()
-    }
+/// Where the command runs, which decides who passes signals on to it (issue 33: a signal sent
+/// to zklock's whole process group, `kill -TERM -PGID` after `setsid zklock exec`, reached the
+/// command twice: once from the group, once passed on by zklock).
+#[derive(Clone, Copy)]
+enum Group {
+    /// zklock is its terminal's foreground group: the command stays in it, so that it may read
+    /// the terminal and Ctrl-C reaches it. SIGINT and SIGHUP from the terminal reach the whole
+    /// group, so zklock does not pass those on; SIGTERM (never from the terminal) it does.
+    Terminal,
+    /// Anywhere else (no terminal, a background job, a service): the command gets a process
+    /// group of its own, so a signal to zklock's group reaches zklock alone, and zklock passes
+    /// each one on exactly once, to the command's group (its own children included, as the
+    /// group-wide signal would have reached them).
+    Own,
 }
 
-fn send(pid: i32, sig: i32) {
-    // SAFETY: kill(2) on our own child.
-    unsafe {
-        libc::kill(pid, sig);
+impl Group {
+    fn now() -> Group {
+        // SAFETY: plain syscalls on a descriptor we own.
+        let foreground = unsafe {
+            let fd = libc::open(
+                c"/dev/tty".as_ptr(),
+                libc::O_RDONLY | libc::O_NOCTTY | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                false
+            } else {
+                let foreground = libc::tcgetpgrp(fd);
+                libc::close(fd);
+                foreground == libc::getpgrp()
+            }
+        };
+        if foreground {
+            Group::Terminal
+        } else {
+            Group::Own
+        }
+    }
+
+    /// Whether a signal zklock got is passed on to the command.
+    fn forwards(self, sig: i32) -> bool {
+        match self {
+            Group::Terminal => sig == libc::SIGTERM,
+            Group::Own => true,
+        }
+    }
+
+    /// Sends `sig` to the command (`pid`): to its own group when it has one.
+    fn send(self, pid: i32, sig: i32) {
+        let target = match self {
+            Group::Terminal => pid,
+            Group::Own => -pid,
+        };
+        if pid > 0 {
+            // SAFETY: kill(2) on our own child, or the process group it leads.
+            unsafe {
+                libc::kill(target, sig);
+            }
+        }
     }
 }
 
@@ -171,7 +204,8 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
             Failure::new(
                 status::BUSY,
                 format!(
-                    "timed out after {limit:?} waiting for the lock {path}{}",
+                    "timed out after {} waiting for the lock {path}{}",
+                    zklock::support::duration_text(limit),
                     noted(&e)
                 ),
             )
@@ -314,9 +348,13 @@ pub async fn supervise(
     // If zklock itself dies (SIGKILL, OOM), its session and so the lock go soon after: the
     // command then gets SIGTERM instead of running on unprotected.
     let parent = std::process::id() as i32;
+    let group = Group::now();
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         command.pre_exec(move || {
+            if let Group::Own = group {
+                libc::setpgid(0, 0);
+            }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
             if libc::getppid() != parent {
                 libc::raise(libc::SIGTERM);
@@ -339,6 +377,12 @@ pub async fn supervise(
         }
     };
     let pid = child.id().map(|p| p as i32).unwrap_or(0);
+    if let Group::Own = group {
+        // Also from this side (the shell's way), so that a signal passed on right after the
+        // spawn finds the group even if the command has not run its own setpgid yet.
+        // SAFETY: setpgid(2) on our own child; after its exec it fails harmlessly (EACCES).
+        unsafe { libc::setpgid(pid, pid) };
+    }
     let (state_tx, mut states) = tokio::sync::mpsc::unbounded_channel();
     lease.on_state(move |s| {
         let _ = state_tx.send(s);
@@ -352,8 +396,8 @@ pub async fn supervise(
             _ = &mut lost => break None,
             sig = signals.recv() => {
                 signalled = true;
-                if should_forward(sig) {
-                    send(pid, sig);
+                if group.forwards(sig) {
+                    group.send(pid, sig);
                 }
             }
             Some(state) = states.recv() => match state {
@@ -378,21 +422,24 @@ pub async fn supervise(
                 "zklock: lost {what} (token {}): {reason}; sending SIGTERM to the command",
                 lease.token()
             );
-            send(pid, libc::SIGTERM);
+            group.send(pid, libc::SIGTERM);
             let stopped = tokio::time::timeout(kill_after, async {
                 loop {
                     tokio::select! {
                         st = child.wait() => return st,
-                        sig = signals.recv() => send(pid, sig),
+                        sig = signals.recv() => if group.forwards(sig) {
+                            group.send(pid, sig);
+                        },
                     }
                 }
             })
             .await;
             if stopped.is_err() {
                 eprintln!(
-                    "zklock: the command did not stop within {kill_after:?}; sending SIGKILL"
+                    "zklock: the command did not stop within {}; sending SIGKILL",
+                    zklock::support::duration_text(kill_after)
                 );
-                send(pid, libc::SIGKILL);
+                group.send(pid, libc::SIGKILL);
                 let _ = child.wait().await;
             }
             Ok(Ended::Lost { reason })

@@ -63,6 +63,28 @@ pub fn holders(queue: &[Participant]) -> Vec<bool> {
         .collect()
 }
 
+/// How many contenders wait. Curator's semaphore waiter has two nodes: its lease node in
+/// `<path>/leases` and, while it waits, its guard node in `<path>/locks` (issue 33: it was
+/// counted twice); a guard node whose session has a waiting lease node is that same waiter.
+fn waiting(queue: &[Participant], holds: &[bool]) -> usize {
+    let waiting_lease = |session: i64| {
+        queue
+            .iter()
+            .zip(holds)
+            .any(|(p, &h)| !h && p.session_id == session && p.node.contains("/leases/"))
+    };
+    queue
+        .iter()
+        .zip(holds)
+        .filter(|(p, &h)| {
+            let guard_of_a_waiter = p.kind == NodeKind::Lease
+                && p.node.contains("/locks/")
+                && waiting_lease(p.session_id);
+            !h && !guard_of_a_waiter
+        })
+        .count()
+}
+
 pub fn to_json(path: &str, queue: &[Participant]) -> serde_json::Value {
     let holds = holders(queue);
     let participants: Vec<_> = queue
@@ -116,7 +138,10 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
             crate::one_line(&p.identity),
         ]);
     }
-    let title = format!("{path}: {held} holding, {} waiting\n", queue.len() - held);
+    let title = format!(
+        "{path}: {held} holding, {} waiting\n",
+        waiting(queue, &holds)
+    );
     title + &aligned(&rows)
 }
 
@@ -152,13 +177,66 @@ pub fn age(now_ms: i64, created_ms: i64) -> String {
     }
 }
 
+/// When each holder `ls --watch` shows began to hold. A node's age is how long it has been in
+/// the queue, waiting included (issue 33: a holder that waited 10 s and held 2 s showed 12 s):
+/// a holder the watch saw waiting holds since the frame it was first seen holding; one that
+/// appeared holding holds since its node was made; one that held when the watch began is shown
+/// as at most its node's age (`≤1m05s`), since ZooKeeper does not say when it got the lock.
+#[derive(Default)]
+pub struct HoldClock {
+    frames: u64,
+    /// Holders and when they began to hold (`None`: before the watch began, unknown).
+    since: std::collections::HashMap<String, Option<i64>>,
+    waiting: std::collections::HashSet<String>,
+}
+
+impl HoldClock {
+    fn observe(&mut self, queue: &[Participant], holds: &[bool], now_ms: i64) {
+        let first = self.frames == 0;
+        self.frames += 1;
+        for (p, &h) in queue.iter().zip(holds) {
+            if !h {
+                self.waiting.insert(p.node.clone());
+            } else if !self.since.contains_key(&p.node) {
+                let began = if self.waiting.remove(&p.node) {
+                    Some(now_ms)
+                } else if first {
+                    None
+                } else {
+                    Some(p.created_ms)
+                };
+                self.since.insert(p.node.clone(), began);
+            }
+        }
+        // Nodes gone from the queue are forgotten (node names are never reused).
+        let present: std::collections::HashSet<&str> =
+            queue.iter().map(|p| p.node.as_str()).collect();
+        self.since.retain(|n, _| present.contains(n.as_str()));
+        self.waiting.retain(|n| present.contains(n.as_str()));
+    }
+
+    fn holding_for(&self, p: &Participant, now_ms: i64) -> String {
+        match self.since.get(&p.node) {
+            Some(Some(began)) => age(now_ms, *began),
+            _ => format!("≤{}", age(now_ms, p.created_ms)),
+        }
+    }
+}
+
 /// One frame of `ls --watch`: the queue in order with what each contender does and for how
-/// long (holding or waiting since its node was made), its identity and library.
-pub fn to_watch_frame(path: &str, queue: &[Participant], now_ms: i64) -> String {
+/// long (holding since it got the lock, see [`HoldClock`]; waiting since its node was made),
+/// its identity and library.
+pub fn to_watch_frame(
+    path: &str,
+    queue: &[Participant],
+    now_ms: i64,
+    clock: &mut HoldClock,
+) -> String {
+    let holds = holders(queue);
+    clock.observe(queue, &holds, now_ms);
     if queue.is_empty() {
         return format!("{path}: free (no contenders)\n");
     }
-    let holds = holders(queue);
     let held = holds.iter().filter(|h| **h).count();
     let mut rows = vec![[
         "#".to_owned(),
@@ -175,7 +253,11 @@ pub fn to_watch_frame(path: &str, queue: &[Participant], now_ms: i64) -> String 
         rows.push([
             i.to_string(),
             if h { "holding" } else { "waiting" }.to_owned(),
-            age(now_ms, p.created_ms),
+            if h {
+                clock.holding_for(p, now_ms)
+            } else {
+                age(now_ms, p.created_ms)
+            },
             crate::one_line(&p.identity),
             p.library.as_str().to_owned(),
             p.kind.as_str().to_owned(),
@@ -184,7 +266,10 @@ pub fn to_watch_frame(path: &str, queue: &[Participant], now_ms: i64) -> String 
             p.node.rsplit('/').next().unwrap_or_default().to_owned(),
         ]);
     }
-    let title = format!("{path}: {held} holding, {} waiting\n", queue.len() - held);
+    let title = format!(
+        "{path}: {held} holding, {} waiting\n",
+        waiting(queue, &holds)
+    );
     title + &aligned(&rows)
 }
 
@@ -202,13 +287,14 @@ pub async fn watch(cli: &Settings, path: &str) -> Result<i32, Failure> {
     let lock = client.mutex(path)?;
     let tty = std::io::stdout().is_terminal();
     let (mut last_queue, mut last_second) = (None::<String>, -1i64);
+    let mut clock = HoldClock::default();
     loop {
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         let (body, queue_key) = match lock.participants().await {
             Ok(queue) => (
-                to_watch_frame(path, &queue, now_ms),
+                to_watch_frame(path, &queue, now_ms, &mut clock),
                 queue
                     .iter()
                     .map(|p| p.node.as_str())
@@ -377,20 +463,61 @@ mod tests {
             p("x-lock-0000000001", NodeKind::Mutex, Library::Zklock),
             p("y__lock__0000000002", NodeKind::Mutex, Library::Kazoo),
         ];
-        let f = to_watch_frame("/l", &q, 1_700_000_000_000 + 65_000);
+        let mut clock = HoldClock::default();
+        let f = to_watch_frame("/l", &q, 1_700_000_000_000 + 65_000, &mut clock);
         let lines: Vec<&str> = f.lines().collect();
         assert_eq!(lines[0], "/l: 1 holding, 1 waiting");
+        // Held when the watch began: at most its node's age.
         assert!(
-            lines[2].starts_with("0  holding  1m05s  me") && lines[2].contains("zklock"),
+            lines[2].starts_with("0  holding  ≤1m05s  me") && lines[2].contains("zklock"),
             "{f}"
         );
-        assert!(
-            lines[3].starts_with("1  waiting  1m05s  me") && lines[3].contains("kazoo"),
-            "{f}"
-        );
+        let row: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(row[..4], ["1", "waiting", "1m05s", "me"], "{f}");
+        assert!(lines[3].contains("kazoo"), "{f}");
         assert_eq!(age(10_500, 10_000), "0.5s");
         assert_eq!(age(0, -7_200_000), "2h00m");
-        assert_eq!(to_watch_frame("/l", &[], 0), "/l: free (no contenders)\n");
+        assert_eq!(
+            to_watch_frame("/l", &[], 0, &mut HoldClock::default()),
+            "/l: free (no contenders)\n"
+        );
+    }
+
+    #[test]
+    fn a_holder_the_watch_saw_waiting_shows_how_long_it_has_held_not_its_nodes_age() {
+        let first = p("x-lock-0000000001", NodeKind::Mutex, Library::Zklock);
+        let second = p("y-lock-0000000002", NodeKind::Mutex, Library::Zklock);
+        let t0 = 1_700_000_000_000 + 10_000; // both nodes are 10 s old
+        let mut clock = HoldClock::default();
+        to_watch_frame("/l", &[first, second.clone()], t0, &mut clock);
+        // The first lets go; 2 s later the second has held for 2 s, its node is 12 s old.
+        to_watch_frame("/l", std::slice::from_ref(&second), t0, &mut clock);
+        let f = to_watch_frame("/l", &[second], t0 + 2_000, &mut clock);
+        assert!(
+            f.lines().nth(2).unwrap().starts_with("0  holding  2.0s  "),
+            "{f}"
+        );
+    }
+
+    #[test]
+    fn a_semaphore_waiter_with_a_lease_and_a_guard_node_counts_once() {
+        let lease = |name: &str, session: i64| Participant {
+            session_id: session,
+            ..p(name, NodeKind::Lease, Library::Curator)
+        };
+        // Session 1 holds; session 9 waits with its lease node and the guard.
+        let q = [
+            lease("leases/a-lease-1", 1),
+            lease("leases/b-lease-2", 9),
+            lease("locks/c-lock-3", 9),
+        ];
+        assert!(
+            to_table("/s", &q).starts_with("/s: 1 holding, 1 waiting\n"),
+            "{}",
+            to_table("/s", &q)
+        );
+        let f = to_watch_frame("/s", &q, 1_700_000_000_000, &mut HoldClock::default());
+        assert!(f.starts_with("/s: 1 holding, 1 waiting\n"), "{f}");
     }
 
     #[test]

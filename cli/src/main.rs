@@ -331,7 +331,7 @@ pub enum Command {
         kill_after: Duration,
         /// Hold the lock at most this long: then the core ends the lease (lost, reason
         /// max-hold, node deleted) and the command is stopped as on any loss (status 76).
-        /// Not with --read/--write.
+        /// With --read or --write it bounds the side taken; with -n, the lease.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         max_hold: Option<Duration>,
         #[command(flatten)]
@@ -464,7 +464,12 @@ pub enum Command {
 #[derive(Subcommand, Debug, Clone, Copy)]
 pub enum ServerAction {
     /// Start the local ZooKeeper (no-op if it runs); prints its connect string on stdout.
-    Start,
+    Start {
+        /// Serve on this port (status 69 when it is taken, or when the server runs on another
+        /// one). Without it: the port it had last, else 2181, else a free one.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        port: Option<u16>,
+    },
     /// Stop the local ZooKeeper.
     Stop,
     /// Print whether the local ZooKeeper runs (status 0) or not (status 3).

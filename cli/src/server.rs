@@ -120,7 +120,7 @@ pub fn local_servers() -> Result<String, Failure> {
 pub fn run(action: ServerAction) -> Result<i32, Failure> {
     let dir = dir();
     match action {
-        ServerAction::Start => start(&dir),
+        ServerAction::Start { port } => start(&dir, port),
         ServerAction::Stop => stop(&dir),
         ServerAction::Status => Ok(match running(&dir) {
             Some(st) => {
@@ -271,12 +271,23 @@ fn log_tail(dir: &Path) -> String {
     lines[lines.len().saturating_sub(3)..].join(" | ")
 }
 
-fn start(dir: &Path) -> Result<i32, Failure> {
+fn start(dir: &Path, asked: Option<u16>) -> Result<i32, Failure> {
     std::fs::create_dir_all(dir.join("data"))
         .map_err(|e| Failure::software(format!("cannot create {}: {e}", dir.display())))?;
     let _lock = DirLock::take(dir)?;
     if let Some(st) = running(dir) {
         if serving(st.port) || wait_serving(dir, st, Duration::from_secs(30)).is_ok() {
+            if asked.is_some_and(|p| p != st.port) {
+                return Err(Failure::new(
+                    status::UNAVAILABLE,
+                    format!(
+                        "the local ZooKeeper already runs on 127.0.0.1:{} (pid {}); `zklock server stop` first to move it to port {}",
+                        st.port,
+                        st.pid.unwrap_or_default(),
+                        asked.unwrap_or_default()
+                    ),
+                ));
+            }
             eprintln!(
                 "zklock: the local ZooKeeper already runs on 127.0.0.1:{} (pid {}, data in {})",
                 st.port,
@@ -289,8 +300,15 @@ fn start(dir: &Path) -> Result<i32, Failure> {
     }
     let (classpath, java) = ensure_installed()?;
     let remembered = read_state(dir).map(|s| s.port);
-    let port = match remembered {
-        Some(p) if port_free(p) => p,
+    let port = match (asked, remembered) {
+        (Some(p), _) if port_free(p) => p,
+        (Some(p), _) => {
+            return Err(Failure::new(
+                status::UNAVAILABLE,
+                format!("cannot serve on port {p}: something else listens on 127.0.0.1:{p}"),
+            ))
+        }
+        (None, Some(p)) if port_free(p) => p,
         _ if port_free(DEFAULT_PORT) => DEFAULT_PORT,
         _ => free_port()?,
     };

@@ -100,6 +100,25 @@ impl From<zklock::Error> for Failure {
             K::Conflict => CONFLICT,
             _ => SOFTWARE,
         };
+        let e = cli_spelling(e);
         Failure::new(status, crate::one_line(e.message()))
     }
+}
+
+/// The core names options as Rust, Python and C spell them (`tls_ca`); a user of this command
+/// wrote `--tls-ca`, so its messages say that (issue 33). The core decides which words are
+/// option names ([`zklock::OPTION_NAMES`]); this only says how the command line spells each.
+fn cli_spelling(e: zklock::Error) -> zklock::Error {
+    e.respell_options(|name| {
+        match name {
+            // The command line turns hostname checks off rather than on.
+            "tls_verify_hostname" => "--no-tls-verify-hostname",
+            // A password never goes on a command line (ps shows it); the core's message says
+            // where the command line reads it from.
+            "sasl_password" => "a password",
+            "timeout_ms" => "--timeout",
+            _ => return format!("--{}", name.replace('_', "-")),
+        }
+        .to_owned()
+    })
 }

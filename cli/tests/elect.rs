@@ -496,6 +496,19 @@ fn max_hold_stops_the_command_with_the_lost_status() {
     assert!(stderr(&out).contains("max-hold"), "{}", stderr(&out));
 }
 
+/// Issue 33: the help said --max-hold was refused with --read/--write, which works (above).
+#[test]
+fn exec_help_says_max_hold_bounds_a_read_or_write_side() {
+    let out = run(zk(&["exec", "--help"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let help = stdout(&out);
+    assert!(!help.contains("Not with --read/--write"), "{help}");
+    assert!(
+        help.contains("With --read or --write it bounds the side taken"),
+        "{help}"
+    );
+}
+
 #[test]
 fn elect_usage_errors_are_one_line() {
     for args in [

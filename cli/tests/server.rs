@@ -87,3 +87,41 @@ fn server_start_status_reuse_stop() {
     assert!(out.status.success(), "restart: {}", stderr(&out));
     assert_eq!(stdout(&out).trim(), servers);
 }
+
+/// Issue 33: `zklock server start` had no `--port`.
+#[test]
+fn server_start_serves_on_the_port_asked_and_refuses_a_taken_one() {
+    let local = Local {
+        dir: scratch("server-port"),
+    };
+    // A port something else listens on is refused, naming it; nothing is started.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port().to_string();
+    let out = run(local.cmd(&["server", "start", "--port", &taken_port]));
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&taken_port), "{}", stderr(&out));
+    drop(taken);
+    let out = run(local.cmd(&["server", "start", "--port", "0"]));
+    assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+
+    let port = {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        free.local_addr().unwrap().port().to_string()
+    };
+    let out = run(local.cmd(&["server", "start", "--port", &port]));
+    assert!(out.status.success(), "start: {}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), format!("127.0.0.1:{port}"));
+    // Asking the running server for another port says where it runs instead of moving it.
+    let out = run(local.cmd(&["server", "start", "--port", "1"]));
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(local.cmd(&["server", "start", "--port", &port]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("already runs"), "{}", stderr(&out));
+    let out = run(local.cmd(&["server", "stop"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+}

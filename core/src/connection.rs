@@ -40,7 +40,6 @@ impl Connection {
     pub(crate) async fn open(hosts: String, options: Options) -> Result<Connection> {
         protocol::validate_hosts(&hosts)?;
         options.validate()?;
-        runtime::claim_transport()?;
         let counters = Arc::new(Counters::default());
         let listeners = Arc::new(ConnectionListeners::default());
         let zxid_seen = Arc::new(AtomicI64::new(0));
@@ -68,13 +67,25 @@ impl Connection {
         self.current.lock().unwrap().clone()
     }
 
+    /// Closed, or inherited across fork() (then it is the parent's, and closed here).
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.closed.load(Ordering::Acquire) || self.inherited()
+    }
+
+    /// This client was made in a parent process and reached us through fork().
+    fn inherited(&self) -> bool {
+        self.pid != runtime::current_pid()
     }
 
     /// Closes the session and waits (a little) until ZooKeeper has been told: a process that
     /// exits right after `close` must not leave its nodes for the session timeout.
     pub(crate) async fn close(&self) {
+        // An inherited client's session and socket are the parent's: closing them here would
+        // end the parent's session (and its locks). Only this process's view closes.
+        if self.inherited() {
+            self.closed.store(true, Ordering::Release);
+            return;
+        }
         if !self.closed.swap(true, Ordering::AcqRel) {
             let reason = Error::closed(format!("the client for {} was closed", self.hosts));
             self.current().close(reason).await;
@@ -165,16 +176,18 @@ impl Connection {
 
     /// `Closed` after close, or in a child forked after the client was made.
     pub(crate) fn check_usable(&self) -> Result<()> {
+        if self.inherited() {
+            return Err(Error::closed(format!(
+                "this client for {} was inherited across fork() from process {}: it belongs to \
+                 the parent and is closed here; create a new client in the child process",
+                self.hosts, self.pid
+            )));
+        }
         if self.is_closed() {
             return Err(Error::closed(format!(
                 "the client for {} is closed",
                 self.hosts
             )));
-        }
-        if self.pid != runtime::current_pid() {
-            return Err(Error::closed(
-                "this client was created before fork(); create a new client in the child process",
-            ));
         }
         Ok(())
     }

@@ -285,7 +285,10 @@ impl LeaseShared {
             if lease.is_finished() {
                 return;
             }
-            lease.lose(&format!("{MAX_HOLD}: held for its maximum of {limit:?}"));
+            lease.lose(&format!(
+                "{MAX_HOLD}: held for its maximum of {}",
+                crate::text::duration(limit)
+            ));
             // Lost was logged with its reason; a failed delete leaves an ephemeral node that
             // goes with the session, as after any loss.
             let _ = delete_node(&lease.session, &lease.node).await;

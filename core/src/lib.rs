@@ -45,6 +45,7 @@ mod secure;
 mod signal;
 mod state;
 mod stats;
+mod text;
 mod wait;
 
 mod bounds;
@@ -117,4 +118,5 @@ pub mod support {
         spawn, CallbackQueue,
     };
     pub use crate::secure::looks_like_key_material;
+    pub use crate::text::{duration as duration_text, number as number_text};
 }

@@ -58,9 +58,11 @@ pub(crate) fn check_timing(timeout: Duration, tick: Duration) -> Result<()> {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             format!(
-                "the session timeout the server granted, {timeout:?}, is shorter than four of its \
-                 ticks (server tick {tick:?}): zklock could not know of a loss before the server \
-                 acts and still keep the lease; ask for a longer session timeout"
+                "the session timeout the server granted, {}, is shorter than four of its \
+                 ticks (server tick {}): zklock could not know of a loss before the server \
+                 acts and still keep the lease; ask for a longer session timeout",
+                crate::text::duration(timeout),
+                crate::text::duration(tick)
             ),
         ));
     }

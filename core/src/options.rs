@@ -184,8 +184,8 @@ impl Options {
             // The server clamps what it is asked to its maxSessionTimeout (20 ticks by
             // default); Client::session_timeout() says what it granted.
             return Err(Error::invalid(format!(
-                "session timeout of {:e} s is too long (ZooKeeper's connect request holds at most {} s)",
-                self.session_timeout.as_secs_f64(),
+                "session timeout of {} is too long (ZooKeeper's connect request holds at most {} s)",
+                crate::text::duration(self.session_timeout),
                 MAX_SESSION_TIMEOUT.as_secs()
             )));
         }
@@ -259,11 +259,16 @@ pub fn default_identity() -> String {
 pub fn duration_from_secs_f64(secs: f64, what: &str) -> Result<Duration> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(Error::invalid(format!(
-            "{what} must be a non-negative number of seconds, got {secs}"
+            "{what} must be a non-negative number of seconds, got {}",
+            crate::text::number(secs)
         )));
     }
-    Duration::try_from_secs_f64(secs)
-        .map_err(|_| Error::invalid(format!("{what} of {secs:e} seconds is out of range")))
+    Duration::try_from_secs_f64(secs).map_err(|_| {
+        Error::invalid(format!(
+            "{what} of {} seconds is out of range",
+            crate::text::number(secs)
+        ))
+    })
 }
 
 /// Milliseconds as a number from a foreign face (Node) to a duration; negative, NaN and
@@ -271,11 +276,16 @@ pub fn duration_from_secs_f64(secs: f64, what: &str) -> Result<Duration> {
 pub fn duration_from_millis_f64(ms: f64, what: &str) -> Result<Duration> {
     if !ms.is_finite() || ms < 0.0 {
         return Err(Error::invalid(format!(
-            "{what} must be a non-negative number of milliseconds, got {ms:e}"
+            "{what} must be a non-negative number of milliseconds, got {}",
+            crate::text::number(ms)
         )));
     }
-    Duration::try_from_secs_f64(ms / 1000.0)
-        .map_err(|_| Error::invalid(format!("{what} of {ms:e} milliseconds is out of range")))
+    Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| {
+        Error::invalid(format!(
+            "{what} of {} milliseconds is out of range",
+            crate::text::number(ms)
+        ))
+    })
 }
 
 /// A face's maximum hold (`max_hold`) in seconds (Python): absent is no limit; negative, NaN

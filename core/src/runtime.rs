@@ -3,13 +3,12 @@
 //! here, so callers may be plain threads (the blocking twins), another runtime, or a binding.
 //!
 //! After `fork()` the child has no runtime thread; the first use in the child notices the new pid
-//! and starts a fresh runtime. Clients made before the fork refuse to work in the child (their
-//! connections and tasks belong to the parent's runtime thread, which the child does not have),
-//! and a child forked after its parent connected cannot connect: `Client::connect` says so at once
-//! (`Closed`). The second rule dates from the previous transport, whose process-wide reactor did
-//! not survive a fork; the transport now lives on this runtime (`zklock-wire`), so a fresh child
-//! could connect — lifting the rule is left to a change that also updates the faces' fork tests
-//! and docs.
+//! and starts a fresh runtime, so a child makes and uses clients of its own as any process does
+//! (prefork servers import module-level clients, then fork workers: issue 33). Clients made
+//! before the fork belong to the parent: their connections and tasks live on the parent's
+//! runtime thread, which the child does not have, and their sockets are the parent's. In the
+//! child such a client reads as closed and every call fails with `Closed` saying it was
+//! inherited across fork(); closing or dropping it there touches nothing the parent uses.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -195,22 +194,6 @@ pub fn current_pid() -> u32 {
     let pid = std::process::id();
     PID.store(pid, Ordering::Relaxed);
     pid
-}
-
-/// The process that first opened a ZooKeeper connection (see the module's note on fork).
-static TRANSPORT_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-
-/// Records this process as the transport's, or fails in a child forked after the parent used it.
-pub(crate) fn claim_transport() -> Result<()> {
-    let pid = *TRANSPORT_PID.get_or_init(std::process::id);
-    if pid == std::process::id() {
-        Ok(())
-    } else {
-        Err(Error::closed(
-            "this process was forked after its parent connected to ZooKeeper, and the connection machinery does not survive fork(); \
-             fork before the first client connects, or start child processes fresh (exec, or a spawn/forkserver start method)",
-        ))
-    }
 }
 
 /// Runs `fut` on the private runtime.

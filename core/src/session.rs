@@ -398,12 +398,13 @@ impl Session {
         let lost = self.end(Error::new(
             ErrorKind::SessionExpired,
             format!(
-                "the ZooKeeper leader has not provably heard of session 0x{:x} for {since:.1?} \
-                 (session timeout {:?}, server tick {:?}); treated as expired before the \
+                "the ZooKeeper leader has not provably heard of session 0x{:x} for {} \
+                 (session timeout {}, server tick {}); treated as expired before the \
                  server can expire it",
                 self.id,
-                self.timeout,
-                self.lifeline.tick()
+                crate::text::duration(since),
+                crate::text::duration(self.timeout),
+                crate::text::duration(self.lifeline.tick())
             ),
         ));
         let (Some(leases), Some((id, password)), true) = (lost, credentials, self.plain) else {

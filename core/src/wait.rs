@@ -105,7 +105,7 @@ impl Wait {
             return Ok(Wait::Forever);
         }
         if value < 0.0 {
-            return Err(negative(what, &format!("{value:e}"), unit));
+            return Err(negative(what, &crate::text::number(value), unit));
         }
         Ok(Duration::try_from_secs_f64(value * secs_per_unit).map_or(Wait::Forever, Wait::timeout))
     }

@@ -140,6 +140,9 @@ def _check_optional_path(value: object, what: str) -> Optional[str]:
 def _check_number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgumentType(f"{what} must be a number of seconds, got {_type_name(value)}")
+    # An int past a float (10**400) is past any clock: infinite, for the core's rule to judge.
+    if isinstance(value, int) and abs(value) >= 2**1000:
+        return float("inf") if value > 0 else float("-inf")
     return float(value)
 
 
@@ -158,27 +161,7 @@ def _check_timeout(value: object) -> Optional[float]:
 # ---------------------------------------------------------------------------------------------
 # Observing: logs and stats
 
-#: The logger zklock's records go to: a settled acquire at DEBUG, a new session and a reconnect at
-#: INFO, lease state changes (suspended, held again, lost) and session breaks at WARNING. Quiet
-#: by default (a NullHandler, as libraries do): configure ``logging`` to see them.
-logger = logging.getLogger("zklock")
-logger.addHandler(logging.NullHandler())
-
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
-
-
-def _forward_log(level: str, event: str, message: str, fields: Dict[str, str]) -> None:
-    """The core's log sink (on zklock's callback thread): one ``logging`` record per core record,
-    with the core's fields in ``record.zklock`` (``event``, ``path``, ``state``, ...)."""
-    logger.log(_LEVELS.get(level, logging.INFO), "%s", message, extra={"zklock": {"event": event, **fields}})
-
-
-def _install_log_sink() -> None:
-    """Asks the core for records down to the logger's effective level when a client is made (so
-    that an application that logs nothing pays nothing for the acquire records)."""
-    level = logger.getEffectiveLevel()
-    name = "debug" if level <= logging.DEBUG else "info" if level <= logging.INFO else "warn"
-    _zklock.set_log_sink(_forward_log, name)
+from ._logs import install_log_sink as _install_log_sink, logger
 
 
 @dataclasses.dataclass(frozen=True)
@@ -781,6 +764,12 @@ class Client:
     @property
     def hosts(self) -> str:
         return self._native.hosts
+
+    @property
+    def id(self) -> int:
+        """This client's id in the process (never reused): ``record.zklock["client"]`` of its
+        log records."""
+        return self._native.id
 
     @property
     def session_id(self) -> int:
