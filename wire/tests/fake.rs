@@ -1,28 +1,16 @@
 //! zklock-wire against a scripted server on loopback: the misbehaviours a real server does not
 //! produce on demand (read-only mode, replies out of order, bad bytes, silence).
 
+mod common;
+use common::{frame, read_frame};
+
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use zklock_wire::frame::{write_frame, FrameError, DEFAULT_MAX};
+use zklock_wire::frame::{FrameError, DEFAULT_MAX};
 use zklock_wire::jute::*;
 use zklock_wire::{connect, connect_stream, ConnectOptions, Error, Event, Request, Response};
-
-/// Reads one frame's payload.
-async fn read_frame<S: AsyncRead + Unpin>(s: &mut S) -> Option<Vec<u8>> {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).await.ok()?;
-    let mut payload = vec![0u8; i32::from_be_bytes(len) as usize];
-    s.read_exact(&mut payload).await.ok()?;
-    Some(payload)
-}
-
-fn frame(f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_frame(&mut out, DEFAULT_MAX, f).unwrap();
-    out
-}
 
 fn connect_response(timeout: i32, read_only: bool) -> Vec<u8> {
     frame(|o| {

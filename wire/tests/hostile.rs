@@ -2,31 +2,20 @@
 //! bytes after the handshake, answer HTTP, or break every connection right after its
 //! handshake, and what the client does about each.
 
+mod common;
+use common::{frame, read_frame};
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use zklock_wire::client::{Client, ClientOptions, Error as ZkError, SessionState};
 use zklock_wire::conn::EVENT_QUEUE;
 use zklock_wire::frame::{write_frame, FrameError, DEFAULT_MAX};
 use zklock_wire::jute::*;
 use zklock_wire::{connect, ConnectOptions, Error, Event, Request};
-
-async fn read_frame<S: AsyncRead + Unpin>(s: &mut S) -> Option<Vec<u8>> {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).await.ok()?;
-    let mut payload = vec![0u8; i32::from_be_bytes(len) as usize];
-    s.read_exact(&mut payload).await.ok()?;
-    Some(payload)
-}
-
-fn frame(f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_frame(&mut out, DEFAULT_MAX, f).unwrap();
-    out
-}
 
 fn connect_response() -> Vec<u8> {
     frame(|o| {

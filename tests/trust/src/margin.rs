@@ -342,17 +342,14 @@ pub fn run_round(
     options: &RoundOptions,
     start_holder: impl FnOnce(&str, &str) -> Result<Holder, String>,
 ) -> Result<Round, String> {
-    let proxy = Proxy::start(server)?;
-    let holder = start_holder(proxy.addr(), path)?;
-    let fault = Fault {
-        waiter_server: server,
-        waiter_options: zklock::Options::default(),
-        begin: || proxy.blackhole(),
-        end: || proxy.heal(),
-    };
-    let round = watch_round(holder, path, session_timeout, options, fault);
-    drop(proxy);
-    round
+    round_through_proxy(
+        server,
+        path,
+        session_timeout,
+        options,
+        start_holder,
+        Proxy::blackhole,
+    )
 }
 
 /// [`run_round`] with only the server-to-client direction of the holder's link lost (issue 33):
@@ -364,12 +361,31 @@ pub fn run_one_way_round(
     options: &RoundOptions,
     start_holder: impl FnOnce(&str, &str) -> Result<Holder, String>,
 ) -> Result<Round, String> {
+    round_through_proxy(
+        server,
+        path,
+        session_timeout,
+        options,
+        start_holder,
+        Proxy::drop_to_client,
+    )
+}
+
+/// One round with the holder behind a fault proxy that `cut` breaks and `heal` mends.
+fn round_through_proxy(
+    server: &str,
+    path: &str,
+    session_timeout: Duration,
+    options: &RoundOptions,
+    start_holder: impl FnOnce(&str, &str) -> Result<Holder, String>,
+    cut: fn(&Proxy),
+) -> Result<Round, String> {
     let proxy = Proxy::start(server)?;
     let holder = start_holder(proxy.addr(), path)?;
     let fault = Fault {
         waiter_server: server,
         waiter_options: zklock::Options::default(),
-        begin: || proxy.drop_to_client(),
+        begin: || cut(&proxy),
         end: || proxy.heal(),
     };
     let round = watch_round(holder, path, session_timeout, options, fault);

@@ -227,3 +227,19 @@ pub async fn wait_state(
         client.state()
     );
 }
+
+/// Reads one frame's payload (the scripted servers of `fake.rs` and `hostile.rs`).
+pub async fn read_frame<S: tokio::io::AsyncRead + Unpin>(s: &mut S) -> Option<Vec<u8>> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).await.ok()?;
+    let mut payload = vec![0u8; i32::from_be_bytes(len) as usize];
+    s.read_exact(&mut payload).await.ok()?;
+    Some(payload)
+}
+
+/// One frame whose body `f` writes.
+pub fn frame(f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    zklock_wire::frame::write_frame(&mut out, zklock_wire::frame::DEFAULT_MAX, f).unwrap();
+    out
+}
