@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -65,6 +66,12 @@ def test_sigint_interrupts_a_blocked_acquire_and_leaves_no_node(client, other, p
             assert wait_until(lambda: len(child_nodes(client, path)) == 1, 15), "child never queued"
             sent = time.monotonic()
             child.send_signal(signal.SIGINT)
+            # Bounded: a child that never answers fails the test with its stderr, not the suite.
+            if not select.select([child.stdout], [], [], 30)[0]:
+                child.kill()
+                child.wait(timeout=30)
+                err = child.stderr.read() if child.stderr is not None else ""
+                pytest.fail(f"the child did not answer SIGINT within 30 s; its stderr: {err[-2000:]!r}")
             line = child.stdout.readline().strip()
             took = time.monotonic() - sent
             assert line.startswith("interrupted"), (line, child.stderr.read() if child.poll() is not None else "")  # type: ignore[union-attr]
