@@ -19,7 +19,11 @@ from conftest import assert_empty_eventually, nodes, wait_until
 
 CHILD = textwrap.dedent(
     """
-    import sys, time, zklock
+    import signal, sys, time, zklock
+    # Ctrl-C's default, whatever this child inherited: a shell that starts a job in the
+    # background without job control (`make test &`) leaves SIGINT ignored, and Python keeps
+    # an ignored SIGINT ignored, so the signal this test sends would never arrive.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     servers, path, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     client = zklock.Client(servers, identity="sigint-child")
     lock = client.lock(path)
