@@ -10,8 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use crate::cancel::CancelToken;
-use crate::error::Result;
+use crate::base::cancel::CancelToken;
+use crate::base::error::Result;
 use crate::lease::Lease;
 use crate::runtime::{self, CallbackQueue};
 

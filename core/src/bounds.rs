@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::cancel::CancelToken;
-use crate::error::Error;
+use crate::base::cancel::CancelToken;
+use crate::base::error::Error;
 use crate::runtime;
 
 /// The longest a try (or any timeout shorter than this) may wait for ZooKeeper's answer.

@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use crate::connection::Connection;
 use crate::election::{Election, LeaderWatch};
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::multi::MultiLock;
 use crate::mutex::Lock;
-use crate::options::Options;
-use crate::protocol::{ElectionStyle, NodeKind};
+use crate::base::options::Options;
+use crate::base::protocol::{ElectionStyle, NodeKind};
 use crate::runtime::{self, on_runtime};
 use crate::rwlock::RwLock;
-use crate::state::ConnectionState;
+use crate::base::state::ConnectionState;
 use crate::stats::Stats;
 
 /// A connection to a ZooKeeper ensemble. Cheap to clone; clones share the session.

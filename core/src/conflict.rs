@@ -21,10 +21,10 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use crate::error::is_transient;
+use crate::base::error::is_transient;
 use crate::lease::LeaseShared;
 use crate::nodes::delete_node;
-use crate::protocol::{self, ElectionStyle};
+use crate::base::protocol::{self, ElectionStyle};
 use crate::runtime;
 use crate::session::Session;
 use zklock_wire::client as zk;

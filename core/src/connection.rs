@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::listeners::ConnectionListeners;
-use crate::options::{AclPolicy, Options};
-use crate::protocol;
+use crate::base::options::{AclPolicy, Options};
+use crate::base::protocol;
 use crate::runtime;
 use crate::session::Session;
-use crate::state::ConnectionState;
+use crate::base::state::ConnectionState;
 use crate::stats::Counters;
 
 pub(crate) struct Connection {

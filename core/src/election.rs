@@ -23,16 +23,16 @@ use tokio::time::Instant;
 use zklock_wire::client as zk;
 
 use crate::acquire::Acquire;
-use crate::cancel::CancelToken;
+use crate::base::cancel::CancelToken;
 use crate::connection::Connection;
-use crate::error::{is_transient, Error, Result};
+use crate::base::error::{is_transient, Error, Result};
 use crate::guarded::Write;
 use crate::leadership::Leaderships;
 use crate::lease::Lease;
 use crate::mutex::{participants, Lock, Owner, Participant};
-use crate::protocol::{self, ElectionStyle, NodeKind};
+use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::runtime::{self, on_runtime};
-use crate::wait::Wait;
+use crate::base::wait::Wait;
 
 /// The longest participant id accepted (as the client's identity).
 pub const MAX_ID_BYTES: usize = 1024;

@@ -7,10 +7,10 @@
 //! The faces keep an [`Ended`] in the handle they release (they give the core's `Lease` away
 //! to release it), so the rule is the core's once, not each face's.
 
-use crate::error::{Error, ErrorKind};
+use crate::base::error::{Error, ErrorKind};
 use crate::lease::Lease;
-use crate::protocol;
-use crate::state::{LeaseState, Released};
+use crate::base::protocol;
+use crate::base::state::{LeaseState, Released};
 
 /// The state a released lease handle keeps: see [`Lease::ended`].
 #[derive(Clone, Debug, PartialEq, Eq)]

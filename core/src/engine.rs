@@ -13,17 +13,17 @@ use tokio::time::Sleep;
 use tokio::time::Instant;
 use zklock_wire::client as zk;
 
-use crate::cancel::CancelToken;
-use crate::error::{is_transient, Error, Result};
+use crate::base::cancel::CancelToken;
+use crate::base::error::{is_transient, Error, Result};
 use crate::nodes::{
     cancelled_error, count_round_trip, find_own, list_children, make_parents, parent_error,
     recover, remove_attempt, timeout_error,
 };
-use crate::options::AclPolicy;
-use crate::protocol::{self, ElectionStyle, NodeKind};
+use crate::base::options::AclPolicy;
+use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::runtime;
 use crate::session::Session;
-use crate::signal::poll_until;
+use crate::base::signal::poll_until;
 
 /// One acquire request.
 pub(crate) struct Request<'a> {
@@ -338,7 +338,7 @@ fn refuse_foreign(style: ElectionStyle, dir: &str, queue: &[protocol::Contender]
         |s| format!("a {s} participant"),
     );
     Err(Error::new(
-        crate::error::ErrorKind::Conflict,
+        crate::base::error::ErrorKind::Conflict,
         format!(
             "refusing to lead the {style} election on {}: {theirs} ({}, by {}) is on the same \
              path, and neither layout sees the other's nodes in its order",

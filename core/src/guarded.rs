@@ -14,11 +14,11 @@ use tokio::time::Instant;
 use zklock_wire::client as zk;
 use zklock_wire::jute::Acl;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::base::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared};
-use crate::protocol;
+use crate::base::protocol;
 use crate::runtime::{self, on_runtime};
-use crate::state::LeaseState;
+use crate::base::state::LeaseState;
 
 /// One write of a guarded batch ([`Lease::guarded_write`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -405,7 +405,7 @@ async fn commit(
                 }
                 return Err(lost_error(&parts));
             }
-            if crate::error::is_transient(&source) {
+            if crate::base::error::is_transient(&source) {
                 return Err(Error::outcome_unknown(source, "guarded write"));
             }
             return Err(Error::from_zk(source, "guarded write not applied"));

@@ -6,14 +6,14 @@ mod parts;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::base::error::{Error, ErrorKind, Result};
 use crate::nodes::delete_node;
 use crate::observe;
 use crate::own_watch::{OwnWatch, Watched};
 use crate::runtime::{self, on_runtime};
 use crate::session::{Member, Session};
-use crate::signal::{wait_any, Signal};
-use crate::state::{LeaseState, Released};
+use crate::base::signal::{wait_any, Signal};
+use crate::base::state::{LeaseState, Released};
 
 use parts::Parts;
 pub(crate) use parts::{NodeRef, Part, Reentry};
@@ -287,7 +287,7 @@ impl LeaseShared {
             }
             lease.lose(&format!(
                 "{MAX_HOLD}: held for its maximum of {}",
-                crate::text::duration(limit)
+                crate::base::text::duration(limit)
             ));
             // Lost was logged with its reason; a failed delete leaves an ephemeral node that
             // goes with the session, as after any loss.

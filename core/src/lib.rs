@@ -34,19 +34,10 @@
 //               election (leader election on the mutex's engine: Curator's latch and selector,
 //               kazoo's election)
 // entry point   client
-mod cancel;
-mod error;
+mod base;
 mod lifeline;
 mod member;
-mod names;
-mod options;
-mod protocol;
-mod secure;
-mod signal;
-mod state;
 mod stats;
-mod text;
-mod wait;
 
 mod bounds;
 mod logs;
@@ -81,25 +72,25 @@ mod rwlock;
 mod client;
 
 pub use acquire::Acquire;
-pub use cancel::CancelToken;
+pub use base::cancel::CancelToken;
 pub use client::Client;
 pub use conflict::CONFLICT;
 pub use election::{Election, LeaderWatch, MAX_ID_BYTES};
 pub use ended::Ended;
-pub use error::{Error, ErrorKind, Result, OPTION_NAMES};
+pub use base::error::{Error, ErrorKind, Result, OPTION_NAMES};
 pub use guarded::{Guarded, Write, Written};
 pub use lease::{Lease, MAX_HOLD};
 pub use multi::MultiLock;
 pub use mutex::{Lock, Mutex, Owner, Participant};
-pub use options::{AclPolicy, Options, SecureParts, MAX_SESSION_TIMEOUT};
-pub use protocol::{ElectionStyle, Library, NodeKind};
+pub use base::options::{AclPolicy, Options, SecureParts, MAX_SESSION_TIMEOUT};
+pub use base::protocol::{ElectionStyle, Library, NodeKind};
 pub use runtime::CallbackQueue;
 pub use rwlock::RwLock;
-pub use secure::{Pem, Sasl, Tls};
+pub use base::secure::{Pem, Sasl, Tls};
 pub use semaphore::{invalid_max_leases, MAX_LEASES};
-pub use state::{ConnectionState, LeaseState, Released};
+pub use base::state::{ConnectionState, LeaseState, Released};
 pub use stats::{Percentiles, Stats};
-pub use wait::Wait;
+pub use base::wait::Wait;
 
 /// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
 /// drives (spawn, block_on, callback queues), the round-trip counter the benchmarks read, and the
@@ -108,15 +99,15 @@ pub use wait::Wait;
 pub mod support {
     pub use crate::logs::{set_sink as set_log_sink, Level as LogLevel, Record as LogRecord};
     pub use crate::nodes::round_trips;
-    pub use crate::options::{
+    pub use crate::base::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
         duration_from_secs_f64, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
     };
-    pub use crate::protocol::validate_path;
+    pub use crate::base::protocol::validate_path;
     pub use crate::runtime::{
         block_on, current_pid, handle, on_runtime_thread, refuse_on_runtime_thread, run_callback,
         spawn, CallbackQueue,
     };
-    pub use crate::secure::looks_like_key_material;
-    pub use crate::text::{duration as duration_text, number as number_text};
+    pub use crate::base::secure::looks_like_key_material;
+    pub use crate::base::text::{duration as duration_text, number as number_text};
 }

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::base::error::{Error, ErrorKind, Result};
 
 /// ZooKeeper's sample configuration's `tickTime` (conf/zoo_sample.cfg), the tick assumed when
 /// the user does not name one and the session timeout allows it.
@@ -61,8 +61,8 @@ pub(crate) fn check_timing(timeout: Duration, tick: Duration) -> Result<()> {
                 "the session timeout the server granted, {}, is shorter than four of its \
                  ticks (server tick {}): zklock could not know of a loss before the server \
                  acts and still keep the lease; ask for a longer session timeout",
-                crate::text::duration(timeout),
-                crate::text::duration(tick)
+                crate::base::text::duration(timeout),
+                crate::base::text::duration(tick)
             ),
         ));
     }

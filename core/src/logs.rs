@@ -22,7 +22,7 @@ pub enum Level {
     Debug = 4,
 }
 
-crate::names::names!(Level, "log level" {
+crate::base::names::names!(Level, "log level" {
     Error => "error",
     Warn => "warn",
     Info => "info",

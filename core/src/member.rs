@@ -1,7 +1,7 @@
 //! What a session needs of a lease it carries, below both: the session module comes before the
 //! lease module and does not know its type, and the farewell waits on the same view.
 
-use crate::state::LeaseState;
+use crate::base::state::LeaseState;
 
 /// What a session needs of a lease it carries; the lease implements it.
 pub(crate) trait Member: Send + Sync {

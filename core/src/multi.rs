@@ -7,14 +7,14 @@ use tokio::time::Instant;
 
 use crate::acquire::Acquire;
 use crate::bounds;
-use crate::cancel::CancelToken;
+use crate::base::cancel::CancelToken;
 use crate::connection::Connection;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::lease::Lease;
 use crate::mutex::{none_on_timeout, Lock, LockInner, Owner};
-use crate::protocol::NodeKind;
+use crate::base::protocol::NodeKind;
 use crate::runtime::{self, on_runtime};
-use crate::wait::Wait;
+use crate::base::wait::Wait;
 
 /// Several locks taken as one (Curator's `InterProcessMultiLock`): all or nothing, one deadline
 /// for all, members taken in path order (no deadlock between differently ordered lists), and

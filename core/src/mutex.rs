@@ -12,17 +12,17 @@ use tokio::time::Instant;
 
 use crate::acquire::Acquire;
 use crate::bounds;
-use crate::cancel::CancelToken;
+use crate::base::cancel::CancelToken;
 use crate::connection::Connection;
 use crate::engine::{self, Request};
-use crate::error::{Error, ErrorKind, Result};
+use crate::base::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
 use crate::observe::AcquireWatch;
-use crate::protocol::{self, ElectionStyle, Library, NodeKind};
+use crate::base::protocol::{self, ElectionStyle, Library, NodeKind};
 use crate::runtime;
 use crate::runtime::on_runtime;
-use crate::state::{LeaseState, Released};
-use crate::wait::Wait;
+use crate::base::state::{LeaseState, Released};
+use crate::base::wait::Wait;
 
 /// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per value
 /// by default: while this value holds the lock, acquiring it again (from any task) only counts
@@ -719,7 +719,7 @@ async fn within<T>(
     let too_long = || {
         Err(Error::timeout(format!(
             "listing the participants of {} took longer than {timeout:?}",
-            crate::protocol::shown(path)
+            crate::base::protocol::shown(path)
         )))
     };
     // No time at all fails without asking: a zero tokio timeout races a fast reply.

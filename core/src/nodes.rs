@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::time::Instant;
 use zklock_wire::client as zk;
 
-use crate::cancel::CancelToken;
-use crate::error::{is_transient, Error, ErrorKind, Result};
-use crate::options::AclPolicy;
+use crate::base::cancel::CancelToken;
+use crate::base::error::{is_transient, Error, ErrorKind, Result};
+use crate::base::options::AclPolicy;
 use crate::session::Session;
 
 /// The error of a cancelled acquire of `dir`.
@@ -149,7 +149,7 @@ pub(crate) async fn parent_error(
                 &format!(
                     "the chroot {} of the connect string does not exist on ZooKeeper (create it \
                      first); create lock parent {dir}",
-                    crate::protocol::shown(chroot)
+                    crate::base::protocol::shown(chroot)
                 ),
             );
         }

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::bounds;
 use crate::logs::{self, Level};
-use crate::protocol::NodeKind;
-use crate::state::LeaseState;
+use crate::base::protocol::NodeKind;
+use crate::base::state::LeaseState;
 use crate::stats::{Counters, Outcome};
 
 /// Counts one acquire that goes to ZooKeeper as waiting until it settles; an acquire dropped

@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use zklock_wire::client as zk;
 
-use crate::error::{is_transient, Result};
+use crate::base::error::{is_transient, Result};
 
 /// What the own-node watch needs of a lease: the lease implements it (this module comes before
 /// the lease module and does not know its type).

@@ -6,10 +6,10 @@
 use zklock_wire::client as zk;
 
 use crate::connection::Connection;
-use crate::error::{is_transient, Error, ErrorKind, Result};
+use crate::base::error::{is_transient, Error, ErrorKind, Result};
 use crate::lease::REVOKE_MESSAGE;
 use crate::mutex::{participants, Participant};
-use crate::protocol::{self, NodeKind};
+use crate::base::protocol::{self, NodeKind};
 
 /// Sets `__REVOKE__` on `node` (a child's name under `path`, its `leases` or `locks`, or a full
 /// path under `path`), or, with `None`, on every current holder of `path`: the first node of a

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 struct Started {
     pid: u32,

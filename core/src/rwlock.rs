@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::connection::Connection;
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::mutex::{Lock, Participant};
-use crate::protocol::NodeKind;
+use crate::base::protocol::NodeKind;
 
 /// A read/write lock (Curator's `InterProcessReadWriteLock`): any number of readers or one
 /// writer. A write holder may take the read side (downgrade); a read holder asking for the write

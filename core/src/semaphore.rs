@@ -25,13 +25,13 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use zklock_wire::client as zk;
 
-use crate::cancel::CancelToken;
+use crate::base::cancel::CancelToken;
 use crate::engine::{self, Queued, Request};
-use crate::error::{is_transient, Error, ErrorKind, Result};
+use crate::base::error::{is_transient, Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared, NodeRef, Part};
 use crate::nodes::{count_round_trip, recover, timeout_error};
-use crate::options::AclPolicy;
-use crate::protocol::NodeKind;
+use crate::base::options::AclPolicy;
+use crate::base::protocol::NodeKind;
 use crate::session::Session;
 
 /// The child of a semaphore path that holds the lease nodes (Curator's `LEASE_PARENT`).

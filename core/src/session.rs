@@ -13,17 +13,18 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zklock_wire::client as zk;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::base::error::{Error, ErrorKind, Result};
 use crate::farewell;
 use crate::lifeline::{self, Lifeline};
 use crate::listeners::ConnectionListeners;
-use crate::options::Options;
+use crate::base::options::Options;
 use crate::own_watch;
-use crate::secure;
-use crate::signal::Signal;
-use crate::state::{ConnectionState, LeaseState};
+use crate::base::secure;
+use crate::base::signal::Signal;
+use crate::base::state::{ConnectionState, LeaseState};
 use crate::stats::Counters;
-use crate::{observe, options::AclPolicy};
+use crate::observe;
+use crate::base::options::AclPolicy;
 
 pub(crate) use crate::member::Member;
 
@@ -103,7 +104,7 @@ async fn sasl_in_effect(
                 "ZooKeeper at {hosts} did not authenticate SASL user {}: the server has no SASL \
                  configured (no JAAS Server section), so the credentials would be unused and \
                  ACLs naming the user would fail",
-                crate::protocol::shown(&sasl.user)
+                crate::base::protocol::shown(&sasl.user)
             ),
         )),
         Ok(Err(zk::Error::Unimplemented)) => Ok(()),
@@ -185,7 +186,7 @@ impl Session {
                 user: s.user.clone(),
                 password: s.password.clone(),
             }),
-            max_packet: crate::protocol::MAX_PACKET_BYTES,
+            max_packet: crate::base::protocol::MAX_PACKET_BYTES,
             // A server whose history is older than what an earlier session of this client saw
             // refuses the session, so no token (a czxid) it hands out can repeat an earlier one.
             last_zxid_seen: zxid_seen.load(Ordering::Acquire),
@@ -402,9 +403,9 @@ impl Session {
                  (session timeout {}, server tick {}); treated as expired before the \
                  server can expire it",
                 self.id,
-                crate::text::duration(since),
-                crate::text::duration(self.timeout),
-                crate::text::duration(self.lifeline.tick())
+                crate::base::text::duration(since),
+                crate::base::text::duration(self.timeout),
+                crate::base::text::duration(self.lifeline.tick())
             ),
         ));
         let (Some(leases), Some((id, password)), true) = (lost, credentials, self.plain) else {

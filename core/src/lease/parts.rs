@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::LeaseShared;
-use crate::error::Result;
-use crate::state::Released;
+use crate::base::error::Result;
+use crate::base::state::Released;
 
 /// What counts the re-entrant holds of a node: the lock value that took it (the recipes come
 /// after this module; they implement it).

@@ -8,9 +8,9 @@ use tokio::time::Instant;
 use zklock_wire::client as zk;
 
 use super::{Session, CONNECTED, DISCONNECTED};
-use crate::error::{Error, ErrorKind};
+use crate::base::error::{Error, ErrorKind};
 use crate::lifeline;
-use crate::state::LeaseState;
+use crate::base::state::LeaseState;
 
 /// Follows the connection states of one session until it ends. Whether a disconnected session
 /// still holds its locks is the lifeline's to decide (`keep_alive`), not the transport's notice.

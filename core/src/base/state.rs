@@ -15,7 +15,7 @@ pub enum LeaseState {
     Released,
 }
 
-crate::names::names!(LeaseState, "lease state" {
+crate::base::names::names!(LeaseState, "lease state" {
     Held => "held",
     Suspended => "suspended",
     Lost => "lost",
@@ -63,13 +63,13 @@ pub enum ConnectionState {
     Lost,
 }
 
-crate::names::names!(ConnectionState, "connection state" {
+crate::base::names::names!(ConnectionState, "connection state" {
     Connected => "connected",
     Suspended => "suspended",
     Lost => "lost",
 });
 
-crate::names::names!(Released, "release outcome" {
+crate::base::names::names!(Released, "release outcome" {
     Released => "released",
     StillHeld => "still-held",
     WasLost => "was-lost",

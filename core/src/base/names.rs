@@ -24,12 +24,12 @@ macro_rules! names {
         }
 
         impl std::str::FromStr for $ty {
-            type Err = crate::error::Error;
+            type Err = crate::base::error::Error;
 
-            fn from_str(name: &str) -> crate::error::Result<$ty> {
+            fn from_str(name: &str) -> crate::base::error::Result<$ty> {
                 match name {
                     $($name => Ok($ty::$variant),)+
-                    _ => Err(crate::error::Error::invalid(format!(
+                    _ => Err(crate::base::error::Error::invalid(format!(
                         "unknown {} {:?} (known: {})",
                         $what,
                         name.chars().take(64).collect::<String>(),

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use zklock_wire::jute::{perms, Acl, Id};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
-use crate::secure::{Pem, Sasl, Tls};
+use crate::base::secure::{Pem, Sasl, Tls};
 
 /// Who may touch the lock nodes we create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -21,7 +21,7 @@ pub enum AclPolicy {
     ReadAnyoneCreatorAll,
 }
 
-crate::names::names!(AclPolicy, "ACL policy" {
+crate::base::names::names!(AclPolicy, "ACL policy" {
     Open => "open",
     CreatorAll => "creator-all",
     ReadAnyoneCreatorAll => "read-anyone-creator-all",
@@ -185,7 +185,7 @@ impl Options {
             // default); Client::session_timeout() says what it granted.
             return Err(Error::invalid(format!(
                 "session timeout of {} is too long (ZooKeeper's connect request holds at most {} s)",
-                crate::text::duration(self.session_timeout),
+                crate::base::text::duration(self.session_timeout),
                 MAX_SESSION_TIMEOUT.as_secs()
             )));
         }
@@ -209,7 +209,7 @@ impl Options {
             }
         }
         if let Some(sasl) = &self.sasl {
-            crate::secure::validate_sasl(sasl)?;
+            crate::base::secure::validate_sasl(sasl)?;
         }
         if self.acl != AclPolicy::Open && self.auth.is_none() && self.sasl.is_none() {
             return Err(Error::invalid(format!(
@@ -260,13 +260,13 @@ pub fn duration_from_secs_f64(secs: f64, what: &str) -> Result<Duration> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(Error::invalid(format!(
             "{what} must be a non-negative number of seconds, got {}",
-            crate::text::number(secs)
+            crate::base::text::number(secs)
         )));
     }
     Duration::try_from_secs_f64(secs).map_err(|_| {
         Error::invalid(format!(
             "{what} of {} seconds is out of range",
-            crate::text::number(secs)
+            crate::base::text::number(secs)
         ))
     })
 }
@@ -277,13 +277,13 @@ pub fn duration_from_millis_f64(ms: f64, what: &str) -> Result<Duration> {
     if !ms.is_finite() || ms < 0.0 {
         return Err(Error::invalid(format!(
             "{what} must be a non-negative number of milliseconds, got {}",
-            crate::text::number(ms)
+            crate::base::text::number(ms)
         )));
     }
     Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| {
         Error::invalid(format!(
             "{what} of {} milliseconds is out of range",
-            crate::text::number(ms)
+            crate::base::text::number(ms)
         ))
     })
 }

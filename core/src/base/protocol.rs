@@ -1,7 +1,7 @@
 //! The lock protocol on the wire: validating paths, naming our nodes byte-for-byte like Curator,
 //! and reading every peer's node names (Curator, kazoo, go-zookeeper) into an ordered queue.
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::base::error::{Error, ErrorKind, Result};
 
 /// What a lock node asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -19,7 +19,7 @@ pub enum NodeKind {
     Latch,
 }
 
-crate::names::names!(NodeKind, "node kind" {
+crate::base::names::names!(NodeKind, "node kind" {
     Mutex => "mutex",
     Read => "read",
     Write => "write",
@@ -56,7 +56,7 @@ pub enum Library {
     Unknown,
 }
 
-crate::names::names!(Library, "library" {
+crate::base::names::names!(Library, "library" {
     Zklock => "zklock",
     Curator => "curator",
     Kazoo => "kazoo",
@@ -79,7 +79,7 @@ pub enum ElectionStyle {
     Kazoo,
 }
 
-crate::names::names!(ElectionStyle, "election style" {
+crate::base::names::names!(ElectionStyle, "election style" {
     Selector => "selector",
     Latch => "latch",
     Kazoo => "kazoo",

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::signal::Signal;
+use crate::base::signal::Signal;
 
 /// Clone it, hand one clone to `acquire_with`, call `cancel()` on another.
 #[derive(Clone)]

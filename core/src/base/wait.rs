@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// How long an acquire may wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +105,7 @@ impl Wait {
             return Ok(Wait::Forever);
         }
         if value < 0.0 {
-            return Err(negative(what, &crate::text::number(value), unit));
+            return Err(negative(what, &crate::base::text::number(value), unit));
         }
         Ok(Duration::try_from_secs_f64(value * secs_per_unit).map_or(Wait::Forever, Wait::timeout))
     }

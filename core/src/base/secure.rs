@@ -17,7 +17,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use zklock_wire::client as zk;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// PEM text: a file (read when connecting) or the bytes themselves.
 #[derive(Clone, PartialEq, Eq)]
@@ -79,7 +79,7 @@ fn shown_path(path: &str) -> String {
     if looks_like_key_material(path) {
         "the file named (its name looks like key material: not shown)".into()
     } else {
-        crate::protocol::shown(path)
+        crate::base::protocol::shown(path)
     }
 }
 
@@ -266,7 +266,7 @@ pub(crate) fn check_tls_hosts(hosts: &str) -> Result<()> {
         if ServerName::try_from(host.clone()).is_err() {
             return Err(Error::invalid(format!(
                 "{} is not a host name or IP address a TLS certificate can name",
-                crate::protocol::shown(&host)
+                crate::base::protocol::shown(&host)
             )));
         }
     }
