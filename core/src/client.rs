@@ -10,10 +10,10 @@ use crate::multi::MultiLock;
 use crate::mutex::Lock;
 use crate::base::options::Options;
 use crate::base::protocol::{ElectionStyle, NodeKind};
-use crate::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, on_runtime};
 use crate::rwlock::RwLock;
 use crate::base::state::ConnectionState;
-use crate::stats::Stats;
+use crate::ops::stats::Stats;
 
 /// A connection to a ZooKeeper ensemble. Cheap to clone; clones share the session.
 #[derive(Clone)]

@@ -25,7 +25,7 @@ use crate::base::error::is_transient;
 use crate::lease::LeaseShared;
 use crate::nodes::delete_node;
 use crate::base::protocol::{self, ElectionStyle};
-use crate::runtime;
+use crate::ops::runtime;
 use crate::session::Session;
 use zklock_wire::client as zk;
 

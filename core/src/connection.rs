@@ -12,10 +12,10 @@ use crate::base::error::{Error, Result};
 use crate::listeners::ConnectionListeners;
 use crate::base::options::{AclPolicy, Options};
 use crate::base::protocol;
-use crate::runtime;
+use crate::ops::runtime;
 use crate::session::Session;
 use crate::base::state::ConnectionState;
-use crate::stats::Counters;
+use crate::ops::stats::Counters;
 
 pub(crate) struct Connection {
     hosts: String,
@@ -164,7 +164,7 @@ impl Connection {
                         // At warn, unlike a settled acquire: a face whose timed-out acquire
                         // returns no error (Python's `acquire()` returning False) still lets
                         // its user see the cause.
-                        crate::observe::explained_timeout(&self.counters, e.message());
+                        crate::ops::observe::explained_timeout(&self.counters, e.message());
                         Err(e)
                     }
                     None => Err(e),

@@ -31,7 +31,7 @@ use crate::leadership::Leaderships;
 use crate::lease::Lease;
 use crate::mutex::{participants, Lock, Owner, Participant};
 use crate::base::protocol::{self, ElectionStyle, NodeKind};
-use crate::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, on_runtime};
 use crate::base::wait::Wait;
 
 /// The longest participant id accepted (as the client's identity).

@@ -21,7 +21,7 @@ use crate::nodes::{
 };
 use crate::base::options::AclPolicy;
 use crate::base::protocol::{self, ElectionStyle, NodeKind};
-use crate::runtime;
+use crate::ops::runtime;
 use crate::session::Session;
 use crate::base::signal::poll_until;
 

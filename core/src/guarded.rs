@@ -17,7 +17,7 @@ use zklock_wire::jute::Acl;
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared};
 use crate::base::protocol;
-use crate::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, on_runtime};
 use crate::base::state::LeaseState;
 
 /// One write of a guarded batch ([`Lease::guarded_write`]).

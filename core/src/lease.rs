@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::nodes::delete_node;
-use crate::observe;
+use crate::ops::observe;
 use crate::own_watch::{OwnWatch, Watched};
-use crate::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, on_runtime};
 use crate::session::{Member, Session};
 use crate::base::signal::{wait_any, Signal};
 use crate::base::state::{LeaseState, Released};

@@ -37,12 +37,8 @@
 mod base;
 mod lifeline;
 mod member;
-mod stats;
+mod ops;
 
-mod bounds;
-mod logs;
-mod observe;
-mod runtime;
 
 mod listeners;
 
@@ -84,12 +80,12 @@ pub use multi::MultiLock;
 pub use mutex::{Lock, Mutex, Owner, Participant};
 pub use base::options::{AclPolicy, Options, SecureParts, MAX_SESSION_TIMEOUT};
 pub use base::protocol::{ElectionStyle, Library, NodeKind};
-pub use runtime::CallbackQueue;
+pub use ops::runtime::CallbackQueue;
 pub use rwlock::RwLock;
 pub use base::secure::{Pem, Sasl, Tls};
 pub use semaphore::{invalid_max_leases, MAX_LEASES};
 pub use base::state::{ConnectionState, LeaseState, Released};
-pub use stats::{Percentiles, Stats};
+pub use ops::stats::{Percentiles, Stats};
 pub use base::wait::Wait;
 
 /// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
@@ -97,14 +93,14 @@ pub use base::wait::Wait;
 /// conversions of foreign numbers the faces used before `Wait`. No stability promise.
 #[doc(hidden)]
 pub mod support {
-    pub use crate::logs::{set_sink as set_log_sink, Level as LogLevel, Record as LogRecord};
+    pub use crate::ops::logs::{set_sink as set_log_sink, Level as LogLevel, Record as LogRecord};
     pub use crate::nodes::round_trips;
     pub use crate::base::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
         duration_from_secs_f64, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
     };
     pub use crate::base::protocol::validate_path;
-    pub use crate::runtime::{
+    pub use crate::ops::runtime::{
         block_on, current_pid, handle, on_runtime_thread, refuse_on_runtime_thread, run_callback,
         spawn, CallbackQueue,
     };

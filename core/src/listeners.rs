@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::runtime::CallbackQueue;
+use crate::ops::runtime::CallbackQueue;
 use crate::base::state::ConnectionState;
 
 type Callback = Arc<dyn Fn(ConnectionState) + Send + Sync>;

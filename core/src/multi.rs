@@ -6,14 +6,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::acquire::Acquire;
-use crate::bounds;
+use crate::ops::bounds;
 use crate::base::cancel::CancelToken;
 use crate::connection::Connection;
 use crate::base::error::{Error, Result};
 use crate::lease::Lease;
 use crate::mutex::{none_on_timeout, Lock, LockInner, Owner};
 use crate::base::protocol::NodeKind;
-use crate::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, on_runtime};
 use crate::base::wait::Wait;
 
 /// Several locks taken as one (Curator's `InterProcessMultiLock`): all or nothing, one deadline

@@ -11,16 +11,16 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::acquire::Acquire;
-use crate::bounds;
+use crate::ops::bounds;
 use crate::base::cancel::CancelToken;
 use crate::connection::Connection;
 use crate::engine::{self, Request};
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
-use crate::observe::AcquireWatch;
+use crate::ops::observe::AcquireWatch;
 use crate::base::protocol::{self, ElectionStyle, Library, NodeKind};
-use crate::runtime;
-use crate::runtime::on_runtime;
+use crate::ops::runtime;
+use crate::ops::runtime::on_runtime;
 use crate::base::state::{LeaseState, Released};
 use crate::base::wait::Wait;
 

@@ -188,7 +188,7 @@ impl Wake for LeaseWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         let lease = self.0.clone();
-        crate::runtime::spawn(async move {
+        crate::ops::runtime::spawn(async move {
             if let Some(l) = lease.upgrade() {
                 poll(&l);
             }

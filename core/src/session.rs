@@ -22,8 +22,8 @@ use crate::own_watch;
 use crate::base::secure;
 use crate::base::signal::Signal;
 use crate::base::state::{ConnectionState, LeaseState};
-use crate::stats::Counters;
-use crate::observe;
+use crate::ops::stats::Counters;
+use crate::ops::observe;
 use crate::base::options::AclPolicy;
 
 pub(crate) use crate::member::Member;

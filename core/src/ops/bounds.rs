@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use crate::base::cancel::CancelToken;
 use crate::base::error::Error;
-use crate::runtime;
+use crate::ops::runtime;
 
 /// The longest a try (or any timeout shorter than this) may wait for ZooKeeper's answer.
 pub(crate) const ATTEMPT: Duration = Duration::from_millis(150);

@@ -90,5 +90,5 @@ pub(crate) fn emit(
         message,
         fields,
     };
-    crate::runtime::run_callback(move || sink(&record));
+    crate::ops::runtime::run_callback(move || sink(&record));
 }

@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::bounds;
-use crate::logs::{self, Level};
+use crate::ops::bounds;
+use crate::ops::logs::{self, Level};
 use crate::base::protocol::NodeKind;
 use crate::base::state::LeaseState;
-use crate::stats::{Counters, Outcome};
+use crate::ops::stats::{Counters, Outcome};
 
 /// Counts one acquire that goes to ZooKeeper as waiting until it settles; an acquire dropped
 /// before it settled counts as timed out when its deadline had passed (the outer bound fired),
