@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::connection::Connection;
+use crate::sessions::connection::Connection;
 use crate::election::{Election, LeaderWatch};
 use crate::base::error::Result;
 use crate::multi::MultiLock;

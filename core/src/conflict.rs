@@ -26,7 +26,7 @@ use crate::lease::LeaseShared;
 use crate::nodes::delete_node;
 use crate::base::protocol::{self, ElectionStyle};
 use crate::ops::runtime;
-use crate::session::Session;
+use crate::sessions::session::Session;
 use zklock_wire::client as zk;
 
 /// The reason word of a leadership ended because a participant of another layout joined.

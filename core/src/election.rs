@@ -24,7 +24,7 @@ use zklock_wire::client as zk;
 
 use crate::acquire::Acquire;
 use crate::base::cancel::CancelToken;
-use crate::connection::Connection;
+use crate::sessions::connection::Connection;
 use crate::base::error::{is_transient, Error, Result};
 use crate::guarded::Write;
 use crate::leadership::Leaderships;

@@ -22,7 +22,7 @@ use crate::nodes::{
 use crate::base::options::AclPolicy;
 use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::ops::runtime;
-use crate::session::Session;
+use crate::sessions::session::Session;
 use crate::base::signal::poll_until;
 
 /// One acquire request.

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, Weak};
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::nodes::delete_node;
 use crate::ops::observe;
-use crate::own_watch::{OwnWatch, Watched};
+use crate::sessions::own_watch::{OwnWatch, Watched};
 use crate::ops::runtime::{self, on_runtime};
-use crate::session::{Member, Session};
+use crate::sessions::session::{Member, Session};
 use crate::base::signal::{wait_any, Signal};
 use crate::base::state::{LeaseState, Released};
 

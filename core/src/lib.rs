@@ -35,18 +35,12 @@
 //               kazoo's election)
 // entry point   client
 mod base;
-mod lifeline;
-mod member;
+mod sessions;
 mod ops;
 
 
-mod listeners;
 
-mod connection;
-mod farewell;
 mod nodes;
-mod own_watch;
-mod session;
 
 mod engine;
 

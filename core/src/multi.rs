@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use crate::acquire::Acquire;
 use crate::ops::bounds;
 use crate::base::cancel::CancelToken;
-use crate::connection::Connection;
+use crate::sessions::connection::Connection;
 use crate::base::error::{Error, Result};
 use crate::lease::Lease;
 use crate::mutex::{none_on_timeout, Lock, LockInner, Owner};

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::acquire::Acquire;
 use crate::ops::bounds;
 use crate::base::cancel::CancelToken;
-use crate::connection::Connection;
+use crate::sessions::connection::Connection;
 use crate::engine::{self, Request};
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
@@ -1240,7 +1240,7 @@ pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<
 /// The lock nodes among `children` of `path`, in queue order, read with one pipelined batch of
 /// getData; `kind` overrides the kind read from their names.
 async fn participants_of(
-    session: &crate::session::Session,
+    session: &crate::sessions::session::Session,
     path: &str,
     children: &[String],
     kind: Option<NodeKind>,

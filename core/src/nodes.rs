@@ -11,7 +11,7 @@ use zklock_wire::client as zk;
 use crate::base::cancel::CancelToken;
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
 use crate::base::options::AclPolicy;
-use crate::session::Session;
+use crate::sessions::session::Session;
 
 /// The error of a cancelled acquire of `dir`.
 pub(crate) fn cancelled_error(dir: &str) -> Error {

@@ -5,7 +5,7 @@
 
 use zklock_wire::client as zk;
 
-use crate::connection::Connection;
+use crate::sessions::connection::Connection;
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
 use crate::lease::REVOKE_MESSAGE;
 use crate::mutex::{participants, Participant};

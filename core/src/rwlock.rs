@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::connection::Connection;
+use crate::sessions::connection::Connection;
 use crate::base::error::Result;
 use crate::mutex::{Lock, Participant};
 use crate::base::protocol::NodeKind;

@@ -32,7 +32,7 @@ use crate::lease::{Lease, LeaseShared, NodeRef, Part};
 use crate::nodes::{count_round_trip, recover, timeout_error};
 use crate::base::options::AclPolicy;
 use crate::base::protocol::NodeKind;
-use crate::session::Session;
+use crate::sessions::session::Session;
 
 /// The child of a semaphore path that holds the lease nodes (Curator's `LEASE_PARENT`).
 pub(crate) const LEASES: &str = "leases";

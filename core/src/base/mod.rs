@@ -1,5 +1,5 @@
-//! Leaves: errors, names, options, the lock protocol's nodes, TLS/SASL, states, timeouts, signals.
-//! May use: only each other (no I/O, no runtime), so every rule is decided once, for every face.
+//! Owns the leaves: errors, names, options, the lock protocol's node names, TLS/SASL, states,
+//! timeouts, cancel tokens, signals, text. May use: only each other (no I/O, no runtime).
 
 pub(crate) mod cancel;
 pub(crate) mod error;

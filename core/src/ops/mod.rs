@@ -1,5 +1,5 @@
-//! Runs and reports: the private runtime and its callback queues, an acquire's time bounds, the
-//! log sink, counting and telling events (observe, stats). May use: base.
+//! Owns how the core runs and reports: the private runtime, callback queues, time bounds, logs,
+//! observe and stats. May use: base only.
 
 pub(crate) mod bounds;
 pub(crate) mod logs;

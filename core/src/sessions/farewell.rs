@@ -31,7 +31,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crate::member::Member;
+use crate::sessions::member::Member;
 
 /// ZooKeeper's `OpCode.closeSession`.
 const CLOSE_SESSION: i32 = -11;
@@ -121,7 +121,7 @@ impl Farewell {
         given_up: Instant,
         leases: Vec<Weak<dyn Member>>,
     ) -> Arc<Farewell> {
-        let due = (proven + timeout).max(given_up + crate::lifeline::margin(timeout) + tick);
+        let due = (proven + timeout).max(given_up + crate::sessions::lifeline::margin(timeout) + tick);
         Arc::new(Farewell {
             hosts: hosts.to_owned(),
             session_id,

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 use crate::base::error::{Error, Result};
-use crate::listeners::ConnectionListeners;
+use crate::sessions::listeners::ConnectionListeners;
 use crate::base::options::{AclPolicy, Options};
 use crate::base::protocol;
 use crate::ops::runtime;
-use crate::session::Session;
+use crate::sessions::session::Session;
 use crate::base::state::ConnectionState;
 use crate::ops::stats::Counters;
 

@@ -9,7 +9,7 @@ use zklock_wire::client as zk;
 
 use super::{Session, CONNECTED, DISCONNECTED};
 use crate::base::error::{Error, ErrorKind};
-use crate::lifeline;
+use crate::sessions::lifeline;
 use crate::base::state::LeaseState;
 
 /// Follows the connection states of one session until it ends. Whether a disconnected session

@@ -14,11 +14,11 @@ use tokio::time::Instant;
 use zklock_wire::client as zk;
 
 use crate::base::error::{Error, ErrorKind, Result};
-use crate::farewell;
-use crate::lifeline::{self, Lifeline};
-use crate::listeners::ConnectionListeners;
+use crate::sessions::farewell;
+use crate::sessions::lifeline::{self, Lifeline};
+use crate::sessions::listeners::ConnectionListeners;
 use crate::base::options::Options;
-use crate::own_watch;
+use crate::sessions::own_watch;
 use crate::base::secure;
 use crate::base::signal::Signal;
 use crate::base::state::{ConnectionState, LeaseState};
@@ -26,7 +26,7 @@ use crate::ops::stats::Counters;
 use crate::ops::observe;
 use crate::base::options::AclPolicy;
 
-pub(crate) use crate::member::Member;
+pub(crate) use crate::sessions::member::Member;
 
 /// How long closing a client waits for the transport to tell ZooKeeper (in-flight requests that
 /// still hold the transport let go when they fail, which the dead session makes quick).
