@@ -3,17 +3,17 @@
 
 use std::sync::Arc;
 
-use crate::sessions::connection::Connection;
-use crate::election::{Election, LeaderWatch};
 use crate::base::error::Result;
-use crate::multi::MultiLock;
-use crate::mutex::Lock;
 use crate::base::options::Options;
 use crate::base::protocol::{ElectionStyle, NodeKind};
-use crate::ops::runtime::{self, on_runtime};
-use crate::rwlock::RwLock;
 use crate::base::state::ConnectionState;
+use crate::election::{Election, LeaderWatch};
+use crate::multi::MultiLock;
+use crate::mutex::Lock;
+use crate::ops::runtime::{self, on_runtime};
 use crate::ops::stats::Stats;
+use crate::rwlock::RwLock;
+use crate::sessions::connection::Connection;
 
 /// A connection to a ZooKeeper ensemble. Cheap to clone; clones share the session.
 #[derive(Clone)]

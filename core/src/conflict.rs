@@ -22,9 +22,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::base::error::is_transient;
-use crate::lease::LeaseShared;
-use crate::nodes::delete_node;
 use crate::base::protocol::{self, ElectionStyle};
+use crate::engine::nodes::delete_node;
+use crate::lease::LeaseShared;
 use crate::ops::runtime;
 use crate::sessions::session::Session;
 use zklock_wire::client as zk;

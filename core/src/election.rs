@@ -24,15 +24,15 @@ use zklock_wire::client as zk;
 
 use crate::acquire::Acquire;
 use crate::base::cancel::CancelToken;
-use crate::sessions::connection::Connection;
 use crate::base::error::{is_transient, Error, Result};
+use crate::base::protocol::{self, ElectionStyle, NodeKind};
+use crate::base::wait::Wait;
 use crate::guarded::Write;
 use crate::leadership::Leaderships;
 use crate::lease::Lease;
 use crate::mutex::{participants, Lock, Owner, Participant};
-use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::ops::runtime::{self, on_runtime};
-use crate::base::wait::Wait;
+use crate::sessions::connection::Connection;
 
 /// The longest participant id accepted (as the client's identity).
 pub const MAX_ID_BYTES: usize = 1024;

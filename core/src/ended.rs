@@ -8,9 +8,9 @@
 //! to release it), so the rule is the core's once, not each face's.
 
 use crate::base::error::{Error, ErrorKind};
-use crate::lease::Lease;
 use crate::base::protocol;
 use crate::base::state::{LeaseState, Released};
+use crate::lease::Lease;
 
 /// The state a released lease handle keeps: see [`Lease::ended`].
 #[derive(Clone, Debug, PartialEq, Eq)]

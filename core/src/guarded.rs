@@ -15,10 +15,10 @@ use zklock_wire::client as zk;
 use zklock_wire::jute::Acl;
 
 use crate::base::error::{Error, ErrorKind, Result};
-use crate::lease::{Lease, LeaseShared};
 use crate::base::protocol;
-use crate::ops::runtime::{self, on_runtime};
 use crate::base::state::LeaseState;
+use crate::lease::{Lease, LeaseShared};
+use crate::ops::runtime::{self, on_runtime};
 
 /// One write of a guarded batch ([`Lease::guarded_write`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,13 +7,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::base::error::{Error, ErrorKind, Result};
-use crate::nodes::delete_node;
-use crate::ops::observe;
-use crate::sessions::own_watch::{OwnWatch, Watched};
-use crate::ops::runtime::{self, on_runtime};
-use crate::sessions::session::{Member, Session};
 use crate::base::signal::{wait_any, Signal};
 use crate::base::state::{LeaseState, Released};
+use crate::engine::nodes::delete_node;
+use crate::ops::observe;
+use crate::ops::runtime::{self, on_runtime};
+use crate::sessions::own_watch::{OwnWatch, Watched};
+use crate::sessions::session::{Member, Session};
 
 use parts::Parts;
 pub(crate) use parts::{NodeRef, Part, Reentry};

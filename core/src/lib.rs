@@ -35,12 +35,8 @@
 //               kazoo's election)
 // entry point   client
 mod base;
-mod sessions;
 mod ops;
-
-
-
-mod nodes;
+mod sessions;
 
 mod engine;
 
@@ -63,41 +59,41 @@ mod client;
 
 pub use acquire::Acquire;
 pub use base::cancel::CancelToken;
+pub use base::error::{Error, ErrorKind, Result, OPTION_NAMES};
+pub use base::options::{AclPolicy, Options, SecureParts, MAX_SESSION_TIMEOUT};
+pub use base::protocol::{ElectionStyle, Library, NodeKind};
+pub use base::secure::{Pem, Sasl, Tls};
+pub use base::state::{ConnectionState, LeaseState, Released};
+pub use base::wait::Wait;
 pub use client::Client;
 pub use conflict::CONFLICT;
 pub use election::{Election, LeaderWatch, MAX_ID_BYTES};
 pub use ended::Ended;
-pub use base::error::{Error, ErrorKind, Result, OPTION_NAMES};
 pub use guarded::{Guarded, Write, Written};
 pub use lease::{Lease, MAX_HOLD};
 pub use multi::MultiLock;
 pub use mutex::{Lock, Mutex, Owner, Participant};
-pub use base::options::{AclPolicy, Options, SecureParts, MAX_SESSION_TIMEOUT};
-pub use base::protocol::{ElectionStyle, Library, NodeKind};
 pub use ops::runtime::CallbackQueue;
-pub use rwlock::RwLock;
-pub use base::secure::{Pem, Sasl, Tls};
-pub use semaphore::{invalid_max_leases, MAX_LEASES};
-pub use base::state::{ConnectionState, LeaseState, Released};
 pub use ops::stats::{Percentiles, Stats};
-pub use base::wait::Wait;
+pub use rwlock::RwLock;
+pub use semaphore::{invalid_max_leases, MAX_LEASES};
 
 /// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
 /// drives (spawn, block_on, callback queues), the round-trip counter the benchmarks read, and the
 /// conversions of foreign numbers the faces used before `Wait`. No stability promise.
 #[doc(hidden)]
 pub mod support {
-    pub use crate::ops::logs::{set_sink as set_log_sink, Level as LogLevel, Record as LogRecord};
-    pub use crate::nodes::round_trips;
     pub use crate::base::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
         duration_from_secs_f64, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
     };
     pub use crate::base::protocol::validate_path;
+    pub use crate::base::secure::looks_like_key_material;
+    pub use crate::base::text::{duration as duration_text, number as number_text};
+    pub use crate::engine::nodes::round_trips;
+    pub use crate::ops::logs::{set_sink as set_log_sink, Level as LogLevel, Record as LogRecord};
     pub use crate::ops::runtime::{
         block_on, current_pid, handle, on_runtime_thread, refuse_on_runtime_thread, run_callback,
         spawn, CallbackQueue,
     };
-    pub use crate::base::secure::looks_like_key_material;
-    pub use crate::base::text::{duration as duration_text, number as number_text};
 }

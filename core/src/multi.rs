@@ -6,15 +6,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::acquire::Acquire;
-use crate::ops::bounds;
 use crate::base::cancel::CancelToken;
-use crate::sessions::connection::Connection;
 use crate::base::error::{Error, Result};
+use crate::base::protocol::NodeKind;
+use crate::base::wait::Wait;
 use crate::lease::Lease;
 use crate::mutex::{none_on_timeout, Lock, LockInner, Owner};
-use crate::base::protocol::NodeKind;
+use crate::ops::bounds;
 use crate::ops::runtime::{self, on_runtime};
-use crate::base::wait::Wait;
+use crate::sessions::connection::Connection;
 
 /// Several locks taken as one (Curator's `InterProcessMultiLock`): all or nothing, one deadline
 /// for all, members taken in path order (no deadlock between differently ordered lists), and
@@ -174,7 +174,7 @@ async fn acquire_all(
         }
         if bounds::too_late(decide_by) {
             let _ = runtime::spawn(lease.release()).await;
-            return Err(crate::nodes::timeout_error("the multi-lock"));
+            return Err(crate::engine::nodes::timeout_error("the multi-lock"));
         }
         Ok(lease)
     });

@@ -11,18 +11,18 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::acquire::Acquire;
-use crate::ops::bounds;
 use crate::base::cancel::CancelToken;
-use crate::sessions::connection::Connection;
-use crate::engine::{self, Request};
 use crate::base::error::{Error, ErrorKind, Result};
-use crate::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
-use crate::ops::observe::AcquireWatch;
 use crate::base::protocol::{self, ElectionStyle, Library, NodeKind};
-use crate::ops::runtime;
-use crate::ops::runtime::on_runtime;
 use crate::base::state::{LeaseState, Released};
 use crate::base::wait::Wait;
+use crate::engine::internals::{self, Request};
+use crate::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
+use crate::ops::bounds;
+use crate::ops::observe::AcquireWatch;
+use crate::ops::runtime;
+use crate::ops::runtime::on_runtime;
+use crate::sessions::connection::Connection;
 
 /// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per value
 /// by default: while this value holds the lock, acquiring it again (from any task) only counts
@@ -230,7 +230,7 @@ struct Waiting {
     lock: Arc<LockInner>,
     owner: Owner,
     gate: Option<GatePass>,
-    queued: engine::Queued,
+    queued: internals::Queued,
     cancel: Option<CancelToken>,
     /// Made on the runtime (a timer needs one to be made), polled wherever the caller is. Its
     /// deadline is the acquire's (not kept twice: memory per waiting lock).
@@ -239,7 +239,7 @@ struct Waiting {
 
 impl Waiting {
     /// Step 2, in the caller's future: the watched node's event (true if deleted).
-    fn wait_turn(&mut self) -> engine::EventWait<'_> {
+    fn wait_turn(&mut self) -> internals::EventWait<'_> {
         self.queued
             .wait_turn(&self.lock.path, self.cancel.as_ref(), self.timer.as_mut())
     }
@@ -270,7 +270,7 @@ impl Waiting {
             return Ok(Step::Wait(self));
         }
         if self.cancelled() {
-            let err = crate::nodes::cancelled_error(&self.lock.path);
+            let err = crate::engine::nodes::cancelled_error(&self.lock.path);
             return Err(self.queued.abandon(err).await);
         }
         Ok(Step::Done(self.finish(downgrade_of)))
@@ -836,7 +836,7 @@ impl LockInner {
                 let in_time = |lease: Lease, lock: &LockInner| {
                     if bounds::too_late(decide_by) {
                         drop(lease);
-                        return Err(crate::nodes::timeout_error(&lock.path));
+                        return Err(crate::engine::nodes::timeout_error(&lock.path));
                     }
                     Ok(lease)
                 };
@@ -902,7 +902,7 @@ impl LockInner {
         };
         tokio::select! {
             entered = wait => entered?,
-            _ = cancelled => return Err(crate::nodes::cancelled_error(&self.path)),
+            _ = cancelled => return Err(crate::engine::nodes::cancelled_error(&self.path)),
         }
         Ok(GatePass(self.clone(), Owner::SHARED))
     }
@@ -956,10 +956,10 @@ impl LockInner {
             let waiter = Waiter(&self, owner);
             let entered = tokio::select! {
                 entered = wait => entered.is_some(),
-                _ = cancelled => return Err(crate::nodes::cancelled_error(&self.path)),
+                _ = cancelled => return Err(crate::engine::nodes::cancelled_error(&self.path)),
             };
             if !entered {
-                return Err(crate::nodes::timeout_error(&self.path));
+                return Err(crate::engine::nodes::timeout_error(&self.path));
             }
             std::mem::forget(waiter);
             Ok(GatePass(self.clone(), owner))
@@ -1042,7 +1042,7 @@ impl LockInner {
         let downgrade_of = self.downgrade_of(owner)?;
         let session = self.client.session_by(deadline).await?;
         let request = self.request(deadline, downgrade_of.clone(), cancel.as_ref());
-        let queued = engine::enqueue(&session, &request).await?;
+        let queued = internals::enqueue(&session, &request).await?;
         let waiting = Waiting {
             owner,
             timer: deadline.map(|d| Box::pin(tokio::time::sleep_until(d))),
@@ -1137,7 +1137,7 @@ impl LockInner {
             return false;
         }
         let Ok(children) =
-            crate::nodes::list_children(writer.session(), &self.path, None, None).await
+            crate::engine::nodes::list_children(writer.session(), &self.path, None, None).await
         else {
             return false;
         };
@@ -1222,7 +1222,7 @@ fn with_max(mut queue: Vec<Participant>, max: Option<u32>) -> Vec<Participant> {
 /// waiters for its guard (`locks`), reported as kind `lease`: they wait for a lease.
 pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<Participant>> {
     let session = client.session().await?;
-    let children = crate::nodes::list_children(&session, path, None, None).await?;
+    let children = crate::engine::nodes::list_children(&session, path, None, None).await?;
     let mut out = participants_of(&session, path, &children, None).await?;
     if children.iter().any(|c| c == crate::semaphore::LEASES) {
         for (dir, kind) in [
@@ -1230,7 +1230,7 @@ pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<
             (crate::semaphore::LOCKS, Some(NodeKind::Lease)),
         ] {
             let dir = format!("{path}/{dir}");
-            let children = crate::nodes::list_children(&session, &dir, None, None).await?;
+            let children = crate::engine::nodes::list_children(&session, &dir, None, None).await?;
             out.extend(participants_of(&session, &dir, &children, kind).await?);
         }
     }

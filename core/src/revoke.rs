@@ -5,11 +5,11 @@
 
 use zklock_wire::client as zk;
 
-use crate::sessions::connection::Connection;
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
+use crate::base::protocol::{self, NodeKind};
 use crate::lease::REVOKE_MESSAGE;
 use crate::mutex::{participants, Participant};
-use crate::base::protocol::{self, NodeKind};
+use crate::sessions::connection::Connection;
 
 /// Sets `__REVOKE__` on `node` (a child's name under `path`, its `leases` or `locks`, or a full
 /// path under `path`), or, with `None`, on every current holder of `path`: the first node of a

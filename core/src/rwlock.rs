@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::sessions::connection::Connection;
 use crate::base::error::Result;
-use crate::mutex::{Lock, Participant};
 use crate::base::protocol::NodeKind;
+use crate::mutex::{Lock, Participant};
+use crate::sessions::connection::Connection;
 
 /// A read/write lock (Curator's `InterProcessReadWriteLock`): any number of readers or one
 /// writer. A write holder may take the read side (downgrade); a read holder asking for the write

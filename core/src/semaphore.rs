@@ -26,12 +26,12 @@ use tokio::time::Instant;
 use zklock_wire::client as zk;
 
 use crate::base::cancel::CancelToken;
-use crate::engine::{self, Queued, Request};
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
-use crate::lease::{Lease, LeaseShared, NodeRef, Part};
-use crate::nodes::{count_round_trip, recover, timeout_error};
 use crate::base::options::AclPolicy;
 use crate::base::protocol::NodeKind;
+use crate::engine::internals::{self, Queued, Request};
+use crate::engine::nodes::{count_round_trip, recover, timeout_error};
+use crate::lease::{Lease, LeaseShared, NodeRef, Part};
 use crate::sessions::session::Session;
 
 /// The child of a semaphore path that holds the lease nodes (Curator's `LEASE_PARENT`).
@@ -103,14 +103,14 @@ impl SemaphoreRequest<'_> {
 pub(crate) async fn acquire(session: &Arc<Session>, req: &SemaphoreRequest<'_>) -> Result<Lease> {
     let leases = format!("{}/{LEASES}", req.path);
     let lease_req = req.node_request(&leases, NodeKind::Lease);
-    let (fast, children) = engine::create_listed(session, &lease_req).await?;
+    let (fast, children) = internals::create_listed(session, &lease_req).await?;
     if req.allows(&children) && !req.is_cancelled() {
         return Ok(lease_of(fast));
     }
     // Deleted before anything else: never wait for the guard with a lease node.
     let gone = fast.abandon(timeout_error(req.path)).await;
     if req.is_cancelled() {
-        return Err(crate::nodes::cancelled_error(req.path));
+        return Err(crate::engine::nodes::cancelled_error(req.path));
     }
     if req.is_past_deadline() {
         return Err(gone);
@@ -127,7 +127,7 @@ async fn guarded(
     let locks = format!("{}/{LOCKS}", req.path);
     let guard_req = req.node_request(&locks, NodeKind::Mutex);
     let mut timer = req.deadline.map(|d| Box::pin(tokio::time::sleep_until(d)));
-    let mut guard = engine::enqueue(session, &guard_req).await?;
+    let mut guard = internals::enqueue(session, &guard_req).await?;
     while !guard.is_ours() {
         let turn = guard.wait_turn(&locks, req.cancel, timer.as_mut()).await;
         let advanced = match turn {
@@ -152,7 +152,7 @@ async fn wait_for_count(
     lease_req: &Request<'_>,
     mut timer: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
 ) -> Result<Lease> {
-    let (mut ours, mut children) = engine::create_listed(session, lease_req).await?;
+    let (mut ours, mut children) = internals::create_listed(session, lease_req).await?;
     loop {
         let name = ours
             .node()
@@ -169,7 +169,7 @@ async fn wait_for_count(
         }
         if req.allows(&children) {
             if req.is_cancelled() {
-                let err = crate::nodes::cancelled_error(req.path);
+                let err = crate::engine::nodes::cancelled_error(req.path);
                 return Err(ours.abandon(err).await);
             }
             return Ok(lease_of(ours));
@@ -189,13 +189,17 @@ async fn wait_for_count(
             if let Err(e) = turn {
                 return Err(ours.abandon(e).await);
             }
-            children =
-                match crate::nodes::list_children(session, lease_req.dir, req.deadline, req.cancel)
-                    .await
-                {
-                    Ok(children) => children,
-                    Err(e) => return Err(ours.abandon(e).await),
-                };
+            children = match crate::engine::nodes::list_children(
+                session,
+                lease_req.dir,
+                req.deadline,
+                req.cancel,
+            )
+            .await
+            {
+                Ok(children) => children,
+                Err(e) => return Err(ours.abandon(e).await),
+            };
         } else {
             children = listed;
         }

@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::ops::bounds;
-use crate::ops::logs::{self, Level};
 use crate::base::protocol::NodeKind;
 use crate::base::state::LeaseState;
+use crate::ops::bounds;
+use crate::ops::logs::{self, Level};
 use crate::ops::stats::{Counters, Outcome};
 
 /// Counts one acquire that goes to ZooKeeper as waiting until it settles; an acquire dropped

@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 use crate::base::error::{Error, Result};
-use crate::sessions::listeners::ConnectionListeners;
 use crate::base::options::{AclPolicy, Options};
 use crate::base::protocol;
-use crate::ops::runtime;
-use crate::sessions::session::Session;
 use crate::base::state::ConnectionState;
+use crate::ops::runtime;
 use crate::ops::stats::Counters;
+use crate::sessions::listeners::ConnectionListeners;
+use crate::sessions::session::Session;
 
 pub(crate) struct Connection {
     hosts: String,

@@ -121,7 +121,8 @@ impl Farewell {
         given_up: Instant,
         leases: Vec<Weak<dyn Member>>,
     ) -> Arc<Farewell> {
-        let due = (proven + timeout).max(given_up + crate::sessions::lifeline::margin(timeout) + tick);
+        let due =
+            (proven + timeout).max(given_up + crate::sessions::lifeline::margin(timeout) + tick);
         Arc::new(Farewell {
             hosts: hosts.to_owned(),
             session_id,

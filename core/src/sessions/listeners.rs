@@ -7,8 +7,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::ops::runtime::CallbackQueue;
 use crate::base::state::ConnectionState;
+use crate::ops::runtime::CallbackQueue;
 
 type Callback = Arc<dyn Fn(ConnectionState) + Send + Sync>;
 

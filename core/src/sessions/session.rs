@@ -14,17 +14,17 @@ use tokio::time::Instant;
 use zklock_wire::client as zk;
 
 use crate::base::error::{Error, ErrorKind, Result};
-use crate::sessions::farewell;
-use crate::sessions::lifeline::{self, Lifeline};
-use crate::sessions::listeners::ConnectionListeners;
+use crate::base::options::AclPolicy;
 use crate::base::options::Options;
-use crate::sessions::own_watch;
 use crate::base::secure;
 use crate::base::signal::Signal;
 use crate::base::state::{ConnectionState, LeaseState};
-use crate::ops::stats::Counters;
 use crate::ops::observe;
-use crate::base::options::AclPolicy;
+use crate::ops::stats::Counters;
+use crate::sessions::farewell;
+use crate::sessions::lifeline::{self, Lifeline};
+use crate::sessions::listeners::ConnectionListeners;
+use crate::sessions::own_watch;
 
 pub(crate) use crate::sessions::member::Member;
 

@@ -9,8 +9,8 @@ use zklock_wire::client as zk;
 
 use super::{Session, CONNECTED, DISCONNECTED};
 use crate::base::error::{Error, ErrorKind};
-use crate::sessions::lifeline;
 use crate::base::state::LeaseState;
+use crate::sessions::lifeline;
 
 /// Follows the connection states of one session until it ends. Whether a disconnected session
 /// still holds its locks is the lifeline's to decide (`keep_alive`), not the transport's notice.

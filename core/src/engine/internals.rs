@@ -15,15 +15,15 @@ use zklock_wire::client as zk;
 
 use crate::base::cancel::CancelToken;
 use crate::base::error::{is_transient, Error, Result};
-use crate::nodes::{
+use crate::base::options::AclPolicy;
+use crate::base::protocol::{self, ElectionStyle, NodeKind};
+use crate::base::signal::poll_until;
+use crate::engine::nodes::{
     cancelled_error, count_round_trip, find_own, list_children, make_parents, parent_error,
     recover, remove_attempt, timeout_error,
 };
-use crate::base::options::AclPolicy;
-use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::ops::runtime;
 use crate::sessions::session::Session;
-use crate::base::signal::poll_until;
 
 /// One acquire request.
 pub(crate) struct Request<'a> {
