@@ -22,14 +22,14 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 use zklock_wire::client as zk;
 
-use crate::acquire::Acquire;
 use crate::base::cancel::CancelToken;
 use crate::base::error::{is_transient, Error, Result};
 use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::base::wait::Wait;
-use crate::guarded::Write;
 use crate::leadership::Leaderships;
-use crate::lease::Lease;
+use crate::leases::acquire::Acquire;
+use crate::leases::guarded::Write;
+use crate::leases::lease::Lease;
 use crate::mutex::{participants, Lock, Owner, Participant};
 use crate::ops::runtime::{self, on_runtime};
 use crate::sessions::connection::Connection;

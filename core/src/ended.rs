@@ -10,7 +10,7 @@
 use crate::base::error::{Error, ErrorKind};
 use crate::base::protocol;
 use crate::base::state::{LeaseState, Released};
-use crate::lease::Lease;
+use crate::leases::lease::Lease;
 
 /// The state a released lease handle keeps: see [`Lease::ended`].
 #[derive(Clone, Debug, PartialEq, Eq)]

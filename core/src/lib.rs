@@ -40,10 +40,8 @@ mod sessions;
 
 mod engine;
 
-mod acquire;
 mod ended;
-mod guarded;
-mod lease;
+mod leases;
 
 mod semaphore;
 
@@ -57,7 +55,6 @@ mod rwlock;
 
 mod client;
 
-pub use acquire::Acquire;
 pub use base::cancel::CancelToken;
 pub use base::error::{Error, ErrorKind, Result, OPTION_NAMES};
 pub use base::options::{AclPolicy, Options, SecureParts, MAX_SESSION_TIMEOUT};
@@ -69,8 +66,9 @@ pub use client::Client;
 pub use conflict::CONFLICT;
 pub use election::{Election, LeaderWatch, MAX_ID_BYTES};
 pub use ended::Ended;
-pub use guarded::{Guarded, Write, Written};
-pub use lease::{Lease, MAX_HOLD};
+pub use leases::acquire::Acquire;
+pub use leases::guarded::{Guarded, Write, Written};
+pub use leases::lease::{Lease, MAX_HOLD};
 pub use multi::MultiLock;
 pub use mutex::{Lock, Mutex, Owner, Participant};
 pub use ops::runtime::CallbackQueue;

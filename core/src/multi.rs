@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::acquire::Acquire;
 use crate::base::cancel::CancelToken;
 use crate::base::error::{Error, Result};
 use crate::base::protocol::NodeKind;
 use crate::base::wait::Wait;
-use crate::lease::Lease;
+use crate::leases::acquire::Acquire;
+use crate::leases::lease::Lease;
 use crate::mutex::{none_on_timeout, Lock, LockInner, Owner};
 use crate::ops::bounds;
 use crate::ops::runtime::{self, on_runtime};

@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::acquire::Acquire;
 use crate::base::cancel::CancelToken;
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::base::protocol::{self, ElectionStyle, Library, NodeKind};
 use crate::base::state::{LeaseState, Released};
 use crate::base::wait::Wait;
 use crate::engine::internals::{self, Request};
-use crate::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
+use crate::leases::acquire::Acquire;
+use crate::leases::lease::{Lease, LeaseShared, NodeRef, Part, Reentry};
 use crate::ops::bounds;
 use crate::ops::observe::AcquireWatch;
 use crate::ops::runtime;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::base::cancel::CancelToken;
 use crate::base::error::Result;
-use crate::lease::Lease;
+use crate::leases::lease::Lease;
 use crate::ops::runtime::{self, CallbackQueue};
 
 type Completion = Box<dyn FnOnce(Result<Lease>) + Send>;
