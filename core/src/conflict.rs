@@ -24,7 +24,7 @@ use std::time::Duration;
 use crate::base::error::is_transient;
 use crate::base::protocol::{self, ElectionStyle};
 use crate::engine::nodes::delete_node;
-use crate::leases::lease::LeaseShared;
+use crate::leases::node::LeaseShared;
 use crate::ops::runtime;
 use crate::sessions::session::Session;
 use zklock_wire::client as zk;

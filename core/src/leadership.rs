@@ -5,7 +5,8 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::leases::lease::{Lease, LeaseShared};
+use crate::leases::lease::Lease;
+use crate::leases::node::LeaseShared;
 
 /// Weak references to the nodes of the leaderships this object took: a released leadership
 /// is let go by its lease, and its entry is pruned at the next record.

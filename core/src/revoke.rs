@@ -7,7 +7,7 @@ use zklock_wire::client as zk;
 
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
 use crate::base::protocol::{self, NodeKind};
-use crate::leases::lease::REVOKE_MESSAGE;
+use crate::leases::node::REVOKE_MESSAGE;
 use crate::mutex::{participants, Participant};
 use crate::sessions::connection::Connection;
 

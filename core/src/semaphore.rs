@@ -31,7 +31,9 @@ use crate::base::options::AclPolicy;
 use crate::base::protocol::NodeKind;
 use crate::engine::internals::{self, Queued, Request};
 use crate::engine::nodes::{count_round_trip, recover, timeout_error};
-use crate::leases::lease::{Lease, LeaseShared, NodeRef, Part};
+use crate::leases::lease::Lease;
+use crate::leases::node::LeaseShared;
+use crate::leases::parts::{NodeRef, Part};
 use crate::sessions::session::Session;
 
 /// The child of a semaphore path that holds the lease nodes (Curator's `LEASE_PARENT`).

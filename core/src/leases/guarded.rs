@@ -17,7 +17,8 @@ use zklock_wire::jute::Acl;
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::base::protocol;
 use crate::base::state::LeaseState;
-use crate::leases::lease::{Lease, LeaseShared};
+use crate::leases::lease::Lease;
+use crate::leases::node::LeaseShared;
 use crate::ops::runtime::{self, on_runtime};
 
 /// One write of a guarded batch ([`Lease::guarded_write`]).

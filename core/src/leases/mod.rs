@@ -4,3 +4,5 @@
 pub(crate) mod acquire;
 pub(crate) mod guarded;
 pub(crate) mod lease;
+pub(crate) mod node;
+pub(crate) mod parts;

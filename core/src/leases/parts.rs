@@ -1,11 +1,12 @@
 //! The members of a lease: each one node, and the re-entrant lock value that counts its holds
-//! (a file of `lease`'s own, to keep each file readable; nothing here is public outside the crate).
+//! (apart from `lease`, which holds them, and `node`, which they reach; nothing here is public
+//! outside the crate).
 
 use std::sync::Arc;
 
-use super::LeaseShared;
 use crate::base::error::Result;
 use crate::base::state::Released;
+use crate::leases::node::LeaseShared;
 
 /// What counts the re-entrant holds of a node: the lock value that took it (the recipes come
 /// after this module; they implement it).

@@ -1,0 +1,343 @@
+//! One lock node we own (`LeaseShared`): its session, token, state and lost signal, its own-node
+//! watch and maximum hold; shared by the re-entrant holds of one lock value and by the leases
+//! (`lease`) and their members (`parts`) that reach it. A file of its own so that `parts` can
+//! name a node without naming the lease that holds the parts (no circle).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::base::error::{Error, ErrorKind, Result};
+use crate::base::signal::Signal;
+use crate::base::state::{LeaseState, Released};
+use crate::engine::nodes::delete_node;
+use crate::ops::observe;
+use crate::ops::runtime;
+use crate::sessions::own_watch::{OwnWatch, Watched};
+use crate::sessions::session::{Member, Session};
+
+/// One lock node we own. Shared by the re-entrant holds of one lock value.
+pub(crate) struct LeaseShared {
+    session: Arc<Session>,
+    registration: u64,
+    node: String,
+    token: i64,
+    /// A `LeaseState` as its discriminant (`lease` waits on it for a state or a revoke).
+    pub(crate) state: Signal,
+    released: AtomicBool,
+    /// What few leases ever need (riders, a lost reason): boxed when first needed, so that
+    /// every held lock does not carry its room (memory per held lock, bench s6).
+    rare: Mutex<Option<Box<Rare>>>,
+    /// The watch on our own node (see `own_watch`); dropped before we delete the node ourselves.
+    pub(crate) own_watch: Mutex<OwnWatch>,
+    /// When we got the node, for the hold time; `hold_counted` turns true once the end of the
+    /// hold (release or loss, whichever comes first) was counted.
+    since: std::time::Instant,
+    hold_counted: AtomicBool,
+    /// True once someone asked us to let go (Curator's revocation: our node's data
+    /// `__REVOKE__`). Told through `state`'s signal rather than one of its own: its 40 bytes
+    /// on every held lock (bench s6), for a wake-up that waiters on the state re-check.
+    revoke: AtomicBool,
+}
+
+/// The rare part of a lease's node.
+#[derive(Default)]
+struct Rare {
+    /// Nodes to delete with this one (a write node kept to cover a downgraded read, see rw).
+    riders: Vec<Arc<LeaseShared>>,
+    /// Why the lease was lost, once it was.
+    lost_reason: Option<String>,
+    /// Set on a read lease taken while our own write lease was held (a downgrade).
+    downgrade_of: Option<String>,
+    /// When a maximum hold ends the lease (`limit_hold`): `valid_until` is never later.
+    hold_end: Option<std::time::Instant>,
+}
+
+/// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
+/// its `Revoker.attemptRevoke` and by `zklock revoke`).
+pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
+impl LeaseShared {
+    pub(crate) fn new(
+        session: Arc<Session>,
+        node: String,
+        token: i64,
+        downgrade_of: Option<String>,
+    ) -> Arc<Self> {
+        let lease = Arc::new_cyclic(|weak: &Weak<LeaseShared>| LeaseShared {
+            session: session.clone(),
+            registration: session.register(weak.clone()),
+            node,
+            token,
+            state: Signal::new(LeaseState::Held as u8),
+            released: AtomicBool::new(false),
+            rare: Mutex::new(downgrade_of.map(|writer| {
+                Box::new(Rare {
+                    downgrade_of: Some(writer),
+                    ..Rare::default()
+                })
+            })),
+            own_watch: Mutex::new(OwnWatch::Idle),
+            since: std::time::Instant::now(),
+            hold_counted: AtomicBool::new(false),
+            revoke: AtomicBool::new(false),
+        });
+        session.counters.hold_started();
+        if session.is_dead() {
+            lease.lose(
+                session
+                    .dead_reason()
+                    .map(|e| e.message().to_owned())
+                    .as_deref()
+                    .unwrap_or("session closed"),
+            );
+        }
+        let watched: Weak<dyn Watched> = Arc::downgrade(&lease) as Weak<LeaseShared>;
+        session.own_watches.schedule(watched);
+        lease
+    }
+
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+
+    pub(crate) fn token(&self) -> i64 {
+        self.token
+    }
+
+    pub(crate) fn state(&self) -> LeaseState {
+        LeaseState::from_u8(self.state.get())
+    }
+
+    /// The state at this instant: also lost when the session's lifeline deadline has passed and
+    /// its task has not woken up yet (a holder resumed after a pause must not read `held`).
+    pub(crate) fn current_state(&self) -> LeaseState {
+        let state = self.state();
+        if state.is_final() || !self.session.is_lost_now() {
+            return state;
+        }
+        if !self.state().is_final() {
+            let why = self.session.dead_reason().map(|e| e.message().to_owned());
+            self.lose(why.as_deref().unwrap_or("session closed"));
+        }
+        self.state()
+    }
+
+    pub(crate) fn set_state(&self, new: LeaseState) {
+        let old = self.state();
+        if self
+            .state
+            .update(|s| (!LeaseState::from_u8(s).is_final()).then_some(new as u8))
+        {
+            let reason = self.lost_reason();
+            // The reason without its "lease on <node> lost: " (the record names the node).
+            let reason = reason
+                .as_deref()
+                .filter(|_| new == LeaseState::Lost)
+                .map(|r| r.split_once(" lost: ").map_or(r, |(_, why)| why));
+            observe::lease_state(&self.session.counters, &self.node, old, new, reason);
+            if new.is_final() {
+                self.end_hold();
+            }
+        }
+    }
+
+    /// Counts the end of the hold once, at its release or loss.
+    fn end_hold(&self) {
+        if !self.hold_counted.swap(true, Ordering::AcqRel) {
+            self.session.counters.hold_ended(self.since);
+        }
+    }
+
+    /// Released by us, or lost.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.is_released() || self.state().is_final()
+    }
+
+    /// Drops the watch on our own node (the client queues its removal at once) and never
+    /// watches again.
+    pub(crate) fn stop_watching(&self) {
+        let watch = std::mem::replace(&mut *self.own_watch.lock().unwrap(), OwnWatch::Stopped);
+        drop(watch);
+    }
+
+    pub(crate) fn lose_unless_released(&self, why: &str) {
+        if !self.is_released() {
+            self.lose(why);
+        }
+    }
+
+    pub(crate) fn lose(&self, why: &str) {
+        if self.state().is_final() {
+            return;
+        }
+        self.rare
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Box::default)
+            .lost_reason
+            .get_or_insert_with(|| format!("lease on {} lost: {why}", self.node));
+        self.set_state(LeaseState::Lost);
+        self.stop_watching();
+    }
+
+    pub(crate) fn lost_reason(&self) -> Option<String> {
+        let rare = self.rare.lock().unwrap();
+        rare.as_ref().and_then(|r| r.lost_reason.clone())
+    }
+
+    /// When the maximum hold ends this lease, if it has one.
+    pub(crate) fn hold_end(&self) -> Option<std::time::Instant> {
+        self.rare.lock().unwrap().as_ref().and_then(|r| r.hold_end)
+    }
+
+    /// Until when no one else can hold this node: the session's proof of life, cut at the end
+    /// of the maximum hold (after which the node is deleted and the next holder may proceed).
+    pub(crate) fn valid_until(&self) -> Option<std::time::Instant> {
+        let proof = self.session.valid_until()?.into_std();
+        Some(self.hold_end().map_or(proof, |end| end.min(proof)))
+    }
+
+    /// The write node this read lease was taken as a downgrade of, if it was.
+    pub(crate) fn downgrade_of(&self) -> Option<String> {
+        let rare = self.rare.lock().unwrap();
+        rare.as_ref().and_then(|r| r.downgrade_of.clone())
+    }
+
+    /// True once a revocation was requested.
+    pub(crate) fn revoke_asked(&self) -> bool {
+        self.revoke.load(Ordering::Acquire)
+    }
+
+    /// A node to delete with this one (a write node kept to cover a downgraded read).
+    pub(crate) fn add_rider(&self, rider: Arc<LeaseShared>) {
+        let mut rare = self.rare.lock().unwrap();
+        rare.get_or_insert_with(Box::default).riders.push(rider);
+    }
+
+    pub(crate) fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// Deletes our node (and riders). Runs on the runtime. Retries across connection loss until
+    /// the session dies, in which case the ephemeral node is gone anyway.
+    pub(crate) async fn delete(self: Arc<Self>) -> Result<Released> {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Err(Error::new(
+                ErrorKind::NotHeld,
+                format!("the lease on {} was already released", self.node),
+            ));
+        }
+        let was_lost = self.state() == LeaseState::Lost;
+        self.set_state(LeaseState::Released);
+        self.session.deregister(self.registration);
+        let riders = match self.rare.lock().unwrap().as_mut() {
+            Some(rare) => std::mem::take(&mut rare.riders),
+            None => Vec::new(),
+        };
+        for rider in riders {
+            Box::pin(rider.delete()).await.ok();
+        }
+        if was_lost {
+            return Ok(Released::WasLost);
+        }
+        // Stop watching our node first: dropping the watcher queues its removal on the server
+        // ahead of our delete, so the delete notifies only the next waiter.
+        self.stop_watching();
+        match delete_node(&self.session, &self.node).await {
+            Ok(()) => Ok(Released::Released),
+            Err(e)
+                if e.kind() == crate::ErrorKind::SessionExpired
+                    || e.kind() == crate::ErrorKind::Closed =>
+            {
+                Ok(Released::WasLost)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn is_released(&self) -> bool {
+        self.released.load(Ordering::Acquire)
+    }
+
+    /// Ends the hold after `limit` unless it ended before (a maximum hold, CURATOR-28): the
+    /// runtime's timer turns the lease lost (reason `max-hold`) and then deletes its node, so
+    /// a holder that hangs while its process stays connected cannot keep the lock. Lost comes
+    /// first: the next holder can only get the lock after the deletion, by which time the
+    /// signal was given.
+    pub(crate) fn limit_hold(self: &Arc<Self>, limit: std::time::Duration) {
+        // One end for the timer and for `valid_until`, counted from when the node became ours:
+        // the lease reads valid no later than the moment the timer takes it away.
+        let end = self.since + limit;
+        self.rare
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Box::default)
+            .hold_end = Some(end);
+        let lease = Arc::downgrade(self);
+        runtime::spawn(async move {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
+            let Some(lease) = lease.upgrade() else {
+                return;
+            };
+            if lease.is_finished() {
+                return;
+            }
+            lease.lose(&format!(
+                "{MAX_HOLD}: held for its maximum of {}",
+                crate::base::text::duration(limit)
+            ));
+            // Lost was logged with its reason; a failed delete leaves an ephemeral node that
+            // goes with the session, as after any loss.
+            let _ = delete_node(&lease.session, &lease.node).await;
+        });
+    }
+}
+
+/// The reason word of a lease ended by its maximum hold (`LeaseShared::limit_hold`).
+pub const MAX_HOLD: &str = "max-hold";
+
+impl Member for LeaseShared {
+    fn node(&self) -> &str {
+        LeaseShared::node(self)
+    }
+    fn state(&self) -> LeaseState {
+        LeaseShared::state(self)
+    }
+    fn set_state(&self, state: LeaseState) {
+        LeaseShared::set_state(self, state)
+    }
+    fn lose(&self, why: &str) {
+        LeaseShared::lose(self, why)
+    }
+    fn let_go(&self) -> bool {
+        self.is_released()
+    }
+}
+
+impl Watched for LeaseShared {
+    fn slot(&self) -> &Mutex<OwnWatch> {
+        &self.own_watch
+    }
+    fn node(&self) -> &str {
+        LeaseShared::node(self)
+    }
+    fn is_finished(&self) -> bool {
+        LeaseShared::is_finished(self)
+    }
+    fn zk(&self) -> Result<zklock_wire::client::Client> {
+        self.session.zk()
+    }
+    fn recovery(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send>> {
+        let session = self.session.clone();
+        Box::pin(async move { session.recover(None, "watch").await })
+    }
+    fn deleted_by_someone_else(&self) {
+        self.stop_watching();
+        self.lose_unless_released("our lock node was deleted by someone else");
+    }
+    fn data_seen(&self, data: &[u8]) {
+        if data == REVOKE_MESSAGE && !self.revoke.swap(true, Ordering::AcqRel) {
+            self.state.wake();
+        }
+    }
+}
