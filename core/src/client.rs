@@ -7,12 +7,12 @@ use crate::base::error::Result;
 use crate::base::options::Options;
 use crate::base::protocol::{ElectionStyle, NodeKind};
 use crate::base::state::ConnectionState;
-use crate::election::{Election, LeaderWatch};
-use crate::multi::MultiLock;
-use crate::mutex::Lock;
 use crate::ops::runtime::{self, on_runtime};
 use crate::ops::stats::Stats;
-use crate::rwlock::RwLock;
+use crate::recipes::election::{Election, LeaderWatch};
+use crate::recipes::multi::MultiLock;
+use crate::recipes::mutex::Lock;
+use crate::recipes::rwlock::RwLock;
 use crate::sessions::connection::Connection;
 
 /// A connection to a ZooKeeper ensemble. Cheap to clone; clones share the session.
@@ -71,17 +71,19 @@ impl Client {
     pub async fn check(&self, path: &str, token: i64, max_leases: Option<u32>) -> Result<bool> {
         let inner = self.inner.clone();
         let path = path.to_owned();
-        on_runtime(async move { crate::election::check(&inner, &path, token, max_leases).await })
-            .await
+        on_runtime(async move {
+            crate::recipes::election::check(&inner, &path, token, max_leases).await
+        })
+        .await
     }
 
     /// Blocking twin of [`Client::check`].
     pub fn blocking_check(&self, path: &str, token: i64, max_leases: Option<u32>) -> Result<bool> {
         let inner = self.inner.clone();
         let path = path.to_owned();
-        runtime::block_on(
-            async move { crate::election::check(&inner, &path, token, max_leases).await },
-        )
+        runtime::block_on(async move {
+            crate::recipes::election::check(&inner, &path, token, max_leases).await
+        })
     }
 
     /// An exclusive, re-entrant lock on `path`.
@@ -129,7 +131,10 @@ impl Client {
         self.inner.check_usable()?;
         let inner = self.inner.clone();
         let (path, node) = (path.to_owned(), node.map(str::to_owned));
-        on_runtime(async move { crate::revoke::revoke(&inner, &path, node.as_deref()).await }).await
+        on_runtime(
+            async move { crate::recipes::revoke::revoke(&inner, &path, node.as_deref()).await },
+        )
+        .await
     }
 
     /// Blocking twin of [`Client::revoke`].
@@ -137,9 +142,9 @@ impl Client {
         self.inner.check_usable()?;
         let inner = self.inner.clone();
         let (path, node) = (path.to_owned(), node.map(str::to_owned));
-        runtime::block_on(
-            async move { crate::revoke::revoke(&inner, &path, node.as_deref()).await },
-        )
+        runtime::block_on(async move {
+            crate::recipes::revoke::revoke(&inner, &path, node.as_deref()).await
+        })
     }
 
     /// This client's id: unique in the process and never reused, and carried by every log record

@@ -17,41 +17,22 @@
 //! # Ok(()) }
 //! ```
 
-// The modules read in one direction, each using only those above it (no import circles):
+// One folder per layer, bottom first; each uses only the layers before it, and no file names
+// another in a circle (scripts/check-layers.py, core/layers.txt; docs/architecture.md):
 //
-// leaves        error, names, signal, cancel, wait, state, protocol, secure, options, lifeline,
-//               stats (a client's counters)
-// runtime       runtime (the private runtime thread, callback queues), bounds (acquire time rules),
-//               logs (the faces' log sink), observe (where acquires, lease states and session
-//               events are counted and told)
-// session       own_watch (the own-node watch queue a session keeps), farewell (closing a
-//               session given up on a connection of its own), session, nodes (node
-//               operations with connection-loss handling), connection (a client's sessions)
-// engine        engine (the acquire engine, Curator's LockInternals)
-// leases        lease, acquire (a running acquire's handle), guarded (writes checked against a
-//               lease's node)
-// recipes       semaphore (Curator's InterProcessSemaphoreV2), mutex, rwlock, multi, revoke,
-//               election (leader election on the mutex's engine: Curator's latch and selector,
-//               kazoo's election)
-// entry point   client
+// base/       the leaves: errors, names, options, the protocol's node names, states, timeouts
+// ops/        the private runtime, time bounds, logs, observe and stats
+// sessions/   one ZooKeeper session, the connection that replaces it, lifeline, farewell
+// engine/     node operations and the acquire engine (Curator's LockInternals)
+// leases/     what an acquire returns: lease, node, parts, guarded writes, the acquire handle
+// recipes/    mutex, semaphore, rwlock, multi, election, revoke
+// client.rs   the entry point; this file re-exports the public API
 mod base;
-mod ops;
-mod sessions;
-
 mod engine;
-
-mod ended;
 mod leases;
-
-mod semaphore;
-
-mod conflict;
-mod election;
-mod leadership;
-mod multi;
-mod mutex;
-mod revoke;
-mod rwlock;
+mod ops;
+mod recipes;
+mod sessions;
 
 mod client;
 
@@ -63,19 +44,19 @@ pub use base::secure::{Pem, Sasl, Tls};
 pub use base::state::{ConnectionState, LeaseState, Released};
 pub use base::wait::Wait;
 pub use client::Client;
-pub use conflict::CONFLICT;
-pub use election::{Election, LeaderWatch, MAX_ID_BYTES};
-pub use ended::Ended;
 pub use leases::acquire::Acquire;
 pub use leases::guarded::{Guarded, Write, Written};
 pub use leases::lease::Lease;
 pub use leases::node::MAX_HOLD;
-pub use multi::MultiLock;
-pub use mutex::{Lock, Mutex, Owner, Participant};
 pub use ops::runtime::CallbackQueue;
 pub use ops::stats::{Percentiles, Stats};
-pub use rwlock::RwLock;
-pub use semaphore::{invalid_max_leases, MAX_LEASES};
+pub use recipes::conflict::CONFLICT;
+pub use recipes::election::{Election, LeaderWatch, MAX_ID_BYTES};
+pub use recipes::ended::Ended;
+pub use recipes::multi::MultiLock;
+pub use recipes::mutex::{Lock, Mutex, Owner, Participant};
+pub use recipes::rwlock::RwLock;
+pub use recipes::semaphore::{invalid_max_leases, MAX_LEASES};
 
 /// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
 /// drives (spawn, block_on, callback queues), the round-trip counter the benchmarks read, and the

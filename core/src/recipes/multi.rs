@@ -11,9 +11,9 @@ use crate::base::protocol::NodeKind;
 use crate::base::wait::Wait;
 use crate::leases::acquire::Acquire;
 use crate::leases::lease::Lease;
-use crate::mutex::{none_on_timeout, Lock, LockInner, Owner};
 use crate::ops::bounds;
 use crate::ops::runtime::{self, on_runtime};
+use crate::recipes::mutex::{none_on_timeout, Lock, LockInner, Owner};
 use crate::sessions::connection::Connection;
 
 /// Several locks taken as one (Curator's `InterProcessMultiLock`): all or nothing, one deadline

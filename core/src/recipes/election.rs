@@ -26,12 +26,12 @@ use crate::base::cancel::CancelToken;
 use crate::base::error::{is_transient, Error, Result};
 use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::base::wait::Wait;
-use crate::leadership::Leaderships;
 use crate::leases::acquire::Acquire;
 use crate::leases::guarded::Write;
 use crate::leases::lease::Lease;
-use crate::mutex::{participants, Lock, Owner, Participant};
 use crate::ops::runtime::{self, on_runtime};
+use crate::recipes::leadership::Leaderships;
+use crate::recipes::mutex::{participants, Lock, Owner, Participant};
 use crate::sessions::connection::Connection;
 
 /// The longest participant id accepted (as the client's identity).
@@ -466,7 +466,7 @@ pub(crate) async fn check(
 ) -> Result<bool> {
     protocol::validate_path(path)?;
     let listed = participants(client, path).await?;
-    let leases = format!("{path}/{}/", crate::semaphore::LEASES);
+    let leases = format!("{path}/{}/", crate::recipes::semaphore::LEASES);
     let (lease_nodes, queue): (Vec<&Participant>, Vec<&Participant>) = listed
         .iter()
         .filter(|p| p.kind != NodeKind::Lease || p.node.starts_with(&leases))

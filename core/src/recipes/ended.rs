@@ -88,6 +88,6 @@ impl Lease {
 /// its parent, and above a semaphore's `leases` (Curator's layout) the semaphore's path.
 fn lock_path(node: &str) -> &str {
     let parent = node.rsplit_once('/').map_or(node, |(p, _)| p);
-    let leases = format!("/{}", crate::semaphore::LEASES);
+    let leases = format!("/{}", crate::recipes::semaphore::LEASES);
     parent.strip_suffix(leases.as_str()).unwrap_or(parent)
 }

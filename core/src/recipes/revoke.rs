@@ -8,7 +8,7 @@ use zklock_wire::client as zk;
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
 use crate::base::protocol::{self, NodeKind};
 use crate::leases::node::REVOKE_MESSAGE;
-use crate::mutex::{participants, Participant};
+use crate::recipes::mutex::{participants, Participant};
 use crate::sessions::connection::Connection;
 
 /// Sets `__REVOKE__` on `node` (a child's name under `path`, its `leases` or `locks`, or a full
@@ -71,7 +71,7 @@ pub(crate) async fn revoke(
 /// The holders among the participants: every node of a semaphore's `leases`; else the first
 /// node of the queue, and when it is a read node the reads up to the first exclusive node.
 fn holders(queue: &[Participant]) -> Vec<String> {
-    let leases = format!("/{}/", crate::semaphore::LEASES);
+    let leases = format!("/{}/", crate::recipes::semaphore::LEASES);
     let lease_nodes: Vec<String> = queue
         .iter()
         .filter(|p| p.kind == NodeKind::Lease && p.node.contains(&leases))

@@ -294,7 +294,7 @@ impl Waiting {
             shared.limit_hold(limit);
         }
         if let Some((style, _)) = &lock.election {
-            crate::conflict::guard(&shared, *style, &lock.path);
+            crate::recipes::conflict::guard(&shared, *style, &lock.path);
         }
         let counted_by = if lock.reentrant {
             let mut holds = lock.holds.lock().unwrap();
@@ -348,7 +348,7 @@ impl Lock {
     /// layout); not re-entrant: every acquire takes a lease of its own.
     pub(crate) fn semaphore(client: Arc<Connection>, path: &str, max_leases: u32) -> Result<Lock> {
         protocol::validate_path(path)?;
-        crate::semaphore::validate_max_leases(path, max_leases)?;
+        crate::recipes::semaphore::validate_max_leases(path, max_leases)?;
         let lock = Lock::new(client, path, NodeKind::Lease)?.reentrant(false);
         let inner = Arc::try_unwrap(lock.inner).unwrap_or_else(|_| unreachable!("just made"));
         Ok(Lock {
@@ -1012,7 +1012,7 @@ impl LockInner {
     ) -> Result<Step> {
         if let Some(max_leases) = self.max_leases {
             let session = self.client.session_by(deadline).await?;
-            let request = crate::semaphore::SemaphoreRequest {
+            let request = crate::recipes::semaphore::SemaphoreRequest {
                 path: &self.path,
                 max_leases,
                 identity: self.client.identity(),
@@ -1020,7 +1020,7 @@ impl LockInner {
                 deadline,
                 cancel: cancel.as_ref(),
             };
-            let lease = crate::semaphore::acquire(&session, &request).await?;
+            let lease = crate::recipes::semaphore::acquire(&session, &request).await?;
             if let Some(limit) = self.max_hold {
                 lease
                     .shared_parts()
@@ -1226,10 +1226,13 @@ pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<
     let session = client.session().await?;
     let children = crate::engine::nodes::list_children(&session, path, None, None).await?;
     let mut out = participants_of(&session, path, &children, None).await?;
-    if children.iter().any(|c| c == crate::semaphore::LEASES) {
+    if children
+        .iter()
+        .any(|c| c == crate::recipes::semaphore::LEASES)
+    {
         for (dir, kind) in [
-            (crate::semaphore::LEASES, None),
-            (crate::semaphore::LOCKS, Some(NodeKind::Lease)),
+            (crate::recipes::semaphore::LEASES, None),
+            (crate::recipes::semaphore::LOCKS, Some(NodeKind::Lease)),
         ] {
             let dir = format!("{path}/{dir}");
             let children = crate::engine::nodes::list_children(&session, &dir, None, None).await?;
