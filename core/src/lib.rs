@@ -54,7 +54,9 @@ pub use recipes::conflict::CONFLICT;
 pub use recipes::election::{Election, LeaderWatch, MAX_ID_BYTES};
 pub use recipes::ended::Ended;
 pub use recipes::multi::MultiLock;
-pub use recipes::mutex::{Lock, Mutex, Owner, Participant};
+pub use recipes::mutex::{Lock, Mutex};
+pub use recipes::mutex_holds::Owner;
+pub use recipes::mutex_queue::Participant;
 pub use recipes::rwlock::RwLock;
 pub use recipes::semaphore::{invalid_max_leases, MAX_LEASES};
 

@@ -31,7 +31,9 @@ use crate::leases::guarded::Write;
 use crate::leases::lease::Lease;
 use crate::ops::runtime::{self, on_runtime};
 use crate::recipes::leadership::Leaderships;
-use crate::recipes::mutex::{participants, Lock, Owner, Participant};
+use crate::recipes::mutex::Lock;
+use crate::recipes::mutex_holds::Owner;
+use crate::recipes::mutex_queue::{participants, Participant};
 use crate::sessions::connection::Connection;
 
 /// The longest participant id accepted (as the client's identity).

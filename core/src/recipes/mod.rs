@@ -7,6 +7,8 @@ pub(crate) mod ended;
 pub(crate) mod leadership;
 pub(crate) mod multi;
 pub(crate) mod mutex;
+pub(crate) mod mutex_holds;
+pub(crate) mod mutex_queue;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;

@@ -13,7 +13,8 @@ use crate::leases::acquire::Acquire;
 use crate::leases::lease::Lease;
 use crate::ops::bounds;
 use crate::ops::runtime::{self, on_runtime};
-use crate::recipes::mutex::{none_on_timeout, Lock, LockInner, Owner};
+use crate::recipes::mutex::{none_on_timeout, Lock};
+use crate::recipes::mutex_holds::{LockInner, Owner};
 use crate::sessions::connection::Connection;
 
 /// Several locks taken as one (Curator's `InterProcessMultiLock`): all or nothing, one deadline

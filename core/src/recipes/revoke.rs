@@ -8,7 +8,7 @@ use zklock_wire::client as zk;
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
 use crate::base::protocol::{self, NodeKind};
 use crate::leases::node::REVOKE_MESSAGE;
-use crate::recipes::mutex::{participants, Participant};
+use crate::recipes::mutex_queue::{participants, Participant};
 use crate::sessions::connection::Connection;
 
 /// Sets `__REVOKE__` on `node` (a child's name under `path`, its `leases` or `locks`, or a full

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::base::error::Result;
 use crate::base::protocol::NodeKind;
-use crate::recipes::mutex::{Lock, Participant};
+use crate::recipes::mutex::Lock;
+use crate::recipes::mutex_queue::Participant;
 use crate::sessions::connection::Connection;
 
 /// A read/write lock (Curator's `InterProcessReadWriteLock`): any number of readers or one
