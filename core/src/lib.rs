@@ -28,11 +28,16 @@
 // recipes/    mutex, semaphore, rwlock, multi, election, revoke
 // client.rs   the entry point; this file re-exports the public API
 mod base;
-mod engine;
-mod leases;
+
 mod ops;
-mod recipes;
+
 mod sessions;
+
+mod engine;
+
+mod leases;
+
+mod recipes;
 
 mod client;
 
