@@ -1,5 +1,5 @@
 //! Owns the leaves: errors, names, options, the lock protocol's node names, TLS/SASL, states,
-//! timeouts, cancel tokens, signals, text. May use: only each other (no I/O, no runtime).
+//! timeouts, cancel tokens, signals, text. May use: each other, and the transport's types.
 
 pub(crate) mod cancel;
 pub(crate) mod error;

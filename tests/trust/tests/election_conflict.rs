@@ -1,7 +1,7 @@
 //! A participant of another layout that joins after zklock leads (issue 33): a kazoo `Election`
 //! sorts zklock's latch node last (it knows only `__lock__` names), finds its own node first and
 //! leads too. The zklock leader notices it through the one children watch it keeps while it
-//! leads (`core/src/conflict.rs`) and ends its leadership: lost, reason `conflict`, its node
+//! leads (`core/src/recipes/conflict.rs`) and ends its leadership: lost, reason `conflict`, its node
 //! deleted; a zklock participant waiting behind it then refuses to lead beside kazoo
 //! (`Conflict`). The overlap (kazoo leads before the watch can fire) is measured and printed.
 
