@@ -19,12 +19,26 @@ use crate::runtime::{
 };
 pub(crate) use book::{Book, Held, Slot};
 
-/// An asyncio future of the running loop that gets the started acquire's lease.
-pub(crate) fn acquire_into_py(py: Python<'_>, acquire: Acquire) -> PyResult<Bound<'_, PyAny>> {
+/// An asyncio future of the running loop that gets the started acquire's lease. `settled`, a
+/// future of the same loop, gets None once the acquire has ended, after the lease's future
+/// (issue 33): a cancelled future says nothing of the node, and the package's awaiting task
+/// waits on `settled` before its CancelledError goes on, so the node is gone by then.
+pub(crate) fn acquire_into_py<'py>(
+    py: Python<'py>,
+    acquire: Acquire,
+    settled: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let (future, target) = LoopFuture::new(py)?;
+    let settled = settled.map(|settled| LoopFuture {
+        event_loop: target.event_loop.clone_ref(py),
+        future: settled.unbind(),
+    });
     future.call_method1("add_done_callback", (Canceller(acquire.canceller()),))?;
     acquire.on_complete_in(delivery(), move |result| {
-        target.complete(outcome_of(result, lease_into_py))
+        target.complete(outcome_of(result, lease_into_py));
+        if let Some(settled) = settled {
+            settled.complete(Box::new(|py| Ok(py.None())));
+        }
     });
     Ok(future)
 }

@@ -253,6 +253,20 @@ class Participant(NamedTuple):
         return self.style
 
 
+# How long a cancelled asyncio acquire waits for the core to settle the cancel. The core ends a
+# cancelled acquire once its node is removed (or the removal was given up on, within a session
+# timeout); this only bounds a wait that something broke.
+_CANCEL_SETTLE = 5.0
+
+
+async def _cancel_settled(settled: "asyncio.Future[None]") -> None:
+    """Called with the CancelledError of a cancelled acquire in hand: waits until the core has
+    ended the acquire (its waiting node deleted), as the blocking acquire's cancel does before
+    it returns, so that whoever catches the error finds the node gone (issue 33). At most
+    ``_CANCEL_SETTLE`` seconds; a second cancel of the task ends the wait at once."""
+    await asyncio.wait({settled}, timeout=_CANCEL_SETTLE)
+
+
 # ---------------------------------------------------------------------------------------------
 # Locks
 
@@ -293,7 +307,8 @@ class Lock(_zklock.NativeLock):
 
     async def _acquire_async_as(self, timeout: Optional[float], entered: bool = False) -> Lease:
         owner = self._key()
-        pending = self._acquire_async(owner, timeout)
+        settled: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
+        pending = self._acquire_async(owner, timeout, settled)
         try:
             native = await pending
         except BaseException:
@@ -301,6 +316,8 @@ class Lock(_zklock.NativeLock):
                 # Granted, but this task was cancelled before it resumed: nobody will hold the
                 # lease, so it is released now (garbage collection never releases a lock).
                 pending.result().release_async()
+            elif pending.cancelled():
+                await _cancel_settled(settled)
             raise
         return self._keep(native, owner, entered)
 
@@ -502,7 +519,8 @@ class Election(_zklock.NativeElection):
         return self._lead(_check_timeout(timeout))
 
     async def _lead_async_as(self, timeout: Optional[float]) -> Lease:
-        pending = self._lead_async(timeout)
+        settled: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
+        pending = self._lead_async(timeout, settled)
         try:
             return await pending
         except BaseException:
@@ -510,6 +528,8 @@ class Election(_zklock.NativeElection):
                 # Led, but this task was cancelled before it resumed: nobody will hold the
                 # leadership, so it is resigned now.
                 pending.result().release_async()
+            elif pending.cancelled():
+                await _cancel_settled(settled)
             raise
 
     def lead_async(self, timeout: Optional[float] = None) -> "_LeadingAsync":
