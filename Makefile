@@ -18,7 +18,7 @@ old-userland: deps
 # One way down: each crate's `crate::` imports against its layers.txt (the core's layers are
 # folders of core/src), and no import circle between files. Small rooms: no source file of the
 # core, wire, the CLI or a face over 700 lines, tests and generated files aside.
-LAYERED := core wire cli bindings-python
+LAYERED := core wire cli bindings-python bindings-c
 lint:
 	scripts/check-layers.py $(LAYERED)
 	scripts/check-sizes.py

@@ -191,6 +191,7 @@ node_package() {
   local pkg="$stage/npm" t cpus=()
   mkdir -p "$pkg"
   cp bindings-node/index.js bindings-node/index.d.ts bindings-node/README.md LICENSE "$pkg/"
+  cp -r bindings-node/lib "$pkg/"
   for t in "${targets[@]}"; do
     target_vars "$t"
     mkdir -p "$pkg/prebuilds/$t"
@@ -206,7 +207,7 @@ const pkg = JSON.parse(fs.readFileSync(src, 'utf8'))
 pkg.version = version
 delete pkg.scripts
 delete pkg.devDependencies
-pkg.files = ['index.js', 'index.d.ts', 'prebuilds/', 'LICENSE']
+pkg.files = ['index.js', 'lib/', 'index.d.ts', 'prebuilds/', 'LICENSE']
 // The addons inside are built for Linux on these CPUs only: npm refuses the package elsewhere
 // (EBADPLATFORM at install) rather than installing it to fail at require(). The checkout's
 // package.json has no such fields: it builds the addon from source, wherever cargo can.

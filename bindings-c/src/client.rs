@@ -424,3 +424,10 @@ pub unsafe extern "C" fn zklock_client_free(client: *mut zklock_client) {
         Ok(())
     })
 }
+
+/// Borrows a live client handle (NULL, freed or not a client: `ZKLOCK_INVALID_ARGUMENT`).
+pub(crate) unsafe fn client_ref<'a>(
+    client: *const zklock_client,
+) -> Result<&'a zklock_client, Failure> {
+    handles::get(client, Kind::Client, "client")
+}

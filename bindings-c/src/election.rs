@@ -1,18 +1,17 @@
 //! Leader election from C (issue 25): `zklock_election` (a participant in one of the three
 //! layouts), the leadership as a `zklock_lease`, `zklock_leader_watch` for observers, the
-//! participants' listing (`zklock_participants`, shared with `zklock_lock_participants`) and
+//! participants and the leader as a `zklock_participants` list (participants.rs) and
 //! `zklock_check`. The core decides everything; this converts C values and hands out handles.
 
-use std::ffi::{c_char, c_int, c_void, CString};
-use std::mem::{offset_of, size_of};
+use std::ffi::{c_char, c_void, CString};
 
-use crate::client::zklock_client;
+use crate::client::{client_ref, zklock_client};
 use crate::error::{guard, guard_value, zklock_status, Failure};
 use crate::handles::{self, Kind};
 use crate::lease::zklock_lease;
-use crate::lock::client_ref;
 use crate::op::{deliver, zklock_acquire_cb, zklock_op};
-use crate::{str_arg, UserPtr};
+use crate::participants::zklock_participants;
+use crate::{c_text, str_arg, UserPtr};
 
 /// One participant's side of the leader election on a path. Opaque and thread-safe; free it
 /// with `zklock_election_free` (leaderships taken through it stay valid). A leadership is a
@@ -27,10 +26,6 @@ pub struct zklock_election {
 
 unsafe fn election_ref<'a>(e: *const zklock_election) -> Result<&'a zklock_election, Failure> {
     handles::get(e, Kind::Election, "election")
-}
-
-fn c_text(s: &str) -> CString {
-    CString::new(s.replace('\0', " ")).unwrap_or_default()
 }
 
 /// Joins the election on `path` as a participant: `style` names the layout, "latch" (Curator's
@@ -283,241 +278,6 @@ pub unsafe extern "C" fn zklock_election_leader(
         }
         let leader = this.election.blocking_leader()?;
         out.write(zklock_participants::boxed(leader.into_iter().collect()));
-        Ok(())
-    })
-}
-
-// --- participants -----------------------------------------------------------------------------
-
-/// One participant of a lock or an election, as `zklock_participants_get` writes it. Set
-/// `size` to `sizeof(zklock_participant)`: the library writes only the fields that fit in it.
-/// The strings belong to the list and are valid until `zklock_participants_free`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct zklock_participant {
-    /// `sizeof(zklock_participant)` as the caller knows it.
-    pub size: usize,
-    /// Full path of the node.
-    pub node: *const c_char,
-    /// The node's data: the participant id of an election, the holder's identity of a lock
-    /// (Curator writes an IP address).
-    pub id: *const c_char,
-    /// The node's czxid: the fencing token its holder got (or gets).
-    pub token: i64,
-    /// Which library made the node: "zklock", "curator", "kazoo", "go-zookeeper" or "unknown".
-    pub library: *const c_char,
-    /// The node's kind: "mutex", "read", "write", "lease" or "latch".
-    pub kind: *const c_char,
-    /// The election layout (family) of the node: "latch", "selector" or "kazoo"; NULL for a
-    /// read, write or lease node.
-    pub style: *const c_char,
-    /// The ZooKeeper session that owns the node.
-    pub session_id: i64,
-    /// When the node was made (the server's clock, milliseconds since the Unix epoch).
-    pub created_ms: i64,
-}
-
-struct Entry {
-    node: CString,
-    id: CString,
-    token: i64,
-    library: CString,
-    kind: CString,
-    style: Option<CString>,
-    session_id: i64,
-    created_ms: i64,
-}
-
-/// A list of participants (of a lock's queue, an election, or a leader: zero or one). Opaque;
-/// free it with `zklock_participants_free`.
-pub struct zklock_participants {
-    entries: Vec<Entry>,
-}
-
-impl zklock_participants {
-    pub(crate) fn boxed(listed: Vec<zklock::Participant>) -> *mut zklock_participants {
-        let entries = listed
-            .into_iter()
-            .map(|p| Entry {
-                node: c_text(&p.node),
-                id: c_text(&p.identity),
-                token: p.token,
-                library: c_text(p.library.as_str()),
-                kind: c_text(p.kind.as_str()),
-                style: p.election_style().map(|s| c_text(s.as_str())),
-                session_id: p.session_id,
-                created_ms: p.created_ms,
-            })
-            .collect();
-        let handle = Box::into_raw(Box::new(zklock_participants { entries }));
-        handles::register(handle, Kind::Participants)
-    }
-}
-
-/// How many participants the list holds (0 when `list` is NULL or not a live list).
-#[no_mangle]
-pub unsafe extern "C" fn zklock_participants_count(list: *const zklock_participants) -> usize {
-    guard_value(0, || {
-        Ok(handles::get(list, Kind::Participants, "list")?
-            .entries
-            .len())
-    })
-}
-
-/// Writes the participant at `index` (0: the holder or leader) into `*out`, whose `size` the
-/// caller set. `ZKLOCK_INVALID_ARGUMENT` for an index past the end.
-#[no_mangle]
-pub unsafe extern "C" fn zklock_participants_get(
-    list: *const zklock_participants,
-    index: usize,
-    out: *mut zklock_participant,
-) -> zklock_status {
-    guard(|| {
-        let list = handles::get(list, Kind::Participants, "list")?;
-        if out.is_null() {
-            return Err(Failure::null("out"));
-        }
-        let size = std::ptr::addr_of!((*out).size).read();
-        let ours = size_of::<zklock_participant>();
-        crate::client::check_size(out.cast(), size.min(ours), ours, "zklock_participant")?;
-        let e = list.entries.get(index).ok_or_else(|| {
-            Failure::invalid(format!(
-                "index {index} is past the list's {} participants",
-                list.entries.len()
-            ))
-        })?;
-        let p = zklock_participant {
-            size,
-            node: e.node.as_ptr(),
-            id: e.id.as_ptr(),
-            token: e.token,
-            library: e.library.as_ptr(),
-            kind: e.kind.as_ptr(),
-            style: e.style.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
-            session_id: e.session_id,
-            created_ms: e.created_ms,
-        };
-        // Only the whole fields the caller's struct has; `size` stays as the caller set it.
-        let ends = [
-            offset_of!(zklock_participant, size) + size_of::<usize>(),
-            offset_of!(zklock_participant, node) + size_of::<*const c_char>(),
-            offset_of!(zklock_participant, id) + size_of::<*const c_char>(),
-            offset_of!(zklock_participant, token) + size_of::<i64>(),
-            offset_of!(zklock_participant, library) + size_of::<*const c_char>(),
-            offset_of!(zklock_participant, kind) + size_of::<*const c_char>(),
-            offset_of!(zklock_participant, style) + size_of::<*const c_char>(),
-            offset_of!(zklock_participant, session_id) + size_of::<i64>(),
-            offset_of!(zklock_participant, created_ms) + size_of::<i64>(),
-        ];
-        let n = ends
-            .into_iter()
-            .filter(|&end| end <= size.min(ours))
-            .max()
-            .unwrap_or(0);
-        std::ptr::copy_nonoverlapping(
-            (&p as *const zklock_participant).cast::<u8>(),
-            out.cast::<u8>(),
-            n,
-        );
-        Ok(())
-    })
-}
-
-/// Frees a list (its strings with it). NULL is a no-op.
-#[no_mangle]
-pub unsafe extern "C" fn zklock_participants_free(list: *mut zklock_participants) {
-    guard_value((), || handles::free(list, Kind::Participants, "list"))
-}
-
-// --- observing the leader ---------------------------------------------------------------------
-
-/// Watches who leads the election on a path without taking part (etcd's `Observe`, which
-/// cannot report that nobody leads; this can). Opaque; free it with `zklock_leader_watch_free`.
-pub struct zklock_leader_watch {
-    watch: zklock::LeaderWatch,
-}
-
-/// A watch of the leader of the election on `path` (any layout's first node); no I/O until
-/// the first `zklock_leader_watch_next`. It follows the client across reconnects.
-#[no_mangle]
-pub unsafe extern "C" fn zklock_leader_watch_new(
-    client: *mut zklock_client,
-    path: *const c_char,
-    out: *mut *mut zklock_leader_watch,
-) -> zklock_status {
-    guard(|| {
-        let client = client_ref(client)?;
-        let path = str_arg(path, "path")?;
-        if out.is_null() {
-            return Err(Failure::null("out"));
-        }
-        let watch = client.client.observe_leader(path)?;
-        let handle = Box::into_raw(Box::new(zklock_leader_watch { watch }));
-        out.write(handles::register(handle, Kind::LeaderWatch));
-        Ok(())
-    })
-}
-
-/// The leader at the first call, then the next change, blocking up to `timeout_ms`
-/// (`zklock_acquire`'s rule: -1 forever, 0 looks once). `*out` gets a list of one participant
-/// (the leader), or of none when nobody leads; free it with `zklock_participants_free`.
-/// `ZKLOCK_TIMEOUT` when the leader did not change within the timeout (`*out` untouched).
-#[no_mangle]
-pub unsafe extern "C" fn zklock_leader_watch_next(
-    w: *mut zklock_leader_watch,
-    timeout_ms: i64,
-    out: *mut *mut zklock_participants,
-) -> zklock_status {
-    guard(|| {
-        let this = handles::get(w, Kind::LeaderWatch, "watch")?;
-        if out.is_null() {
-            return Err(Failure::null("out"));
-        }
-        let wait = zklock::Wait::from_millis_i64(timeout_ms)?;
-        zklock::support::refuse_on_runtime_thread()?;
-        let leader = this.watch.blocking_next(wait)?;
-        out.write(zklock_participants::boxed(leader.into_iter().collect()));
-        Ok(())
-    })
-}
-
-/// Frees a leader watch. No call on it may be running or start afterwards. NULL is a no-op.
-#[no_mangle]
-pub unsafe extern "C" fn zklock_leader_watch_free(w: *mut zklock_leader_watch) {
-    guard_value((), || handles::free(w, Kind::LeaderWatch, "watch"))
-}
-
-// --- sequencer checks -------------------------------------------------------------------------
-
-/// Chubby's `CheckSequencer`: writes into `*out_ok` 1 when `token` is the fencing token of a
-/// current holder of the lock, or of the leader of the election, on `path`, else 0 (for a
-/// semaphore: a lease among the first `max_leases`; 0 means N is unknown: any lease node's).
-/// True at the moment ZooKeeper answered: a resource that must never act for a past holder
-/// also keeps the largest token it saw. `max_leases` outside 0..=2147483647 is
-/// `ZKLOCK_INVALID_ARGUMENT`. Blocks until ZooKeeper answered.
-#[no_mangle]
-pub unsafe extern "C" fn zklock_check(
-    client: *mut zklock_client,
-    path: *const c_char,
-    token: i64,
-    max_leases: i64,
-    out_ok: *mut c_int,
-) -> zklock_status {
-    guard(|| {
-        let client = client_ref(client)?;
-        let path = str_arg(path, "path")?;
-        if out_ok.is_null() {
-            return Err(Failure::null("out_ok"));
-        }
-        let max = match max_leases {
-            0 => None,
-            n => Some(
-                u32::try_from(n).map_err(|_| Failure::from(zklock::invalid_max_leases(path, n)))?,
-            ),
-        };
-        zklock::support::refuse_on_runtime_thread()?;
-        let ok = client.client.blocking_check(path, token, max)?;
-        out_ok.write(c_int::from(ok));
         Ok(())
     })
 }

@@ -13,8 +13,16 @@
 // caller's (documented in the header), as for any C library.
 #![allow(clippy::missing_safety_doc)]
 
+// cbindgen writes include/zklock.h in the order of these declarations, so the participants'
+// listing and the leader's observers (once part of election.rs) stay right after the election
+// in the header: the blank lines keep rustfmt from sorting them away.
 mod client;
 mod election;
+
+mod participants;
+
+mod leader;
+
 mod error;
 mod gate;
 mod handles;
@@ -27,13 +35,15 @@ mod semaphore;
 pub use client::*;
 pub use election::*;
 pub use error::*;
+pub use leader::*;
 pub use lease::*;
 pub use lock::*;
 pub use observe::*;
 pub use op::*;
+pub use participants::*;
 pub use semaphore::*;
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, CStr, CString};
 
 /// The library version, e.g. "0.1.0" (a static string).
 #[no_mangle]
@@ -51,6 +61,11 @@ pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, what: &str) -> Result<&'a s
     CStr::from_ptr(ptr)
         .to_str()
         .map_err(|_| Failure::invalid(format!("{what} is not valid UTF-8")))
+}
+
+/// A C string of `s` for the caller to read (a NUL inside becomes a space).
+pub(crate) fn c_text(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
 }
 
 /// A C `void *user` that we only hand back to the C callback (on the callback thread): the

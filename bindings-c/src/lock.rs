@@ -9,10 +9,11 @@ use std::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::client::{check_size, zklock_client};
+use crate::client::{check_size, client_ref, zklock_client};
 use crate::error::{guard, guard_value, zklock_status, Failure};
 use crate::handles::{self, Kind};
 use crate::lease::zklock_lease;
+use crate::participants::zklock_participants;
 use crate::str_arg;
 
 /// A lock handle: a mutex (`zklock_mutex_new`), the read or the write side of a read/write lock
@@ -116,12 +117,6 @@ fn side(rw: &zklock::RwLock, write: bool) -> &zklock::Lock {
     } else {
         rw.read()
     }
-}
-
-pub(crate) unsafe fn client_ref<'a>(
-    client: *const zklock_client,
-) -> Result<&'a zklock_client, Failure> {
-    handles::get(client, Kind::Client, "client")
 }
 
 /// Borrows a live lock handle (NULL, freed or not a lock: `ZKLOCK_INVALID_ARGUMENT`).
@@ -318,7 +313,7 @@ pub unsafe extern "C" fn zklock_lock_set_max_hold(
 pub unsafe extern "C" fn zklock_lock_participants(
     lock: *mut zklock_lock,
     timeout_ms: i64,
-    out: *mut *mut crate::election::zklock_participants,
+    out: *mut *mut zklock_participants,
 ) -> zklock_status {
     guard(|| {
         let this = lock_ref(lock)?;
@@ -334,7 +329,7 @@ pub unsafe extern "C" fn zklock_lock_participants(
                     "a multi-lock has no single queue: list the participants of each path's mutex",
                 )),
             };
-        out.write(crate::election::zklock_participants::boxed(listed));
+        out.write(zklock_participants::boxed(listed));
         Ok(())
     })
 }

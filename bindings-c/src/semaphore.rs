@@ -4,9 +4,9 @@
 use std::ffi::c_char;
 use std::mem::size_of;
 
-use crate::client::{check_size, zklock_client};
+use crate::client::{check_size, client_ref, zklock_client};
 use crate::error::{guard, guard_value, zklock_status, Failure};
-use crate::lock::{boxed, client_ref, zklock_lock, Shape};
+use crate::lock::{boxed, zklock_lock, Shape};
 use crate::str_arg;
 
 /// Options of `zklock_semaphore_new` and `zklock_semaphore_mutex_new`. Set `size` to

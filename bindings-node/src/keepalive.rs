@@ -17,12 +17,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{Function, JsValue};
 use napi::sys;
-use napi::Env;
-use napi_derive::napi;
 
-use crate::{post_to_queue, settle_queue, NativeLease, QueueItem, QUEUE};
+use crate::queue::{post_to_queue, settle_queue, QueueItem, QUEUE};
 
 /// One lease's share in keeping the event loop alive.
 #[derive(Default)]
@@ -155,36 +152,7 @@ impl KeepAlive {
         self.end(env);
     }
 
-    fn counted(&self) -> bool {
+    pub(crate) fn counted(&self) -> bool {
         self.share().counted
-    }
-}
-
-#[napi]
-impl NativeLease {
-    /// `true`: the lease keeps the event loop alive until released or lost (the default, set
-    /// by index.js when it wraps the lease, with `onLost` to run first when the core reports a
-    /// loss); `false`: it does not (`lease.unref()`).
-    #[napi(catch_unwind)]
-    pub fn keep_alive(
-        &self,
-        env: Env,
-        on: bool,
-        on_lost: Option<Function<'_, (), ()>>,
-    ) -> napi::Result<()> {
-        if on {
-            let on_lost = on_lost.map(|f| f.value().value);
-            let lease = self.lease();
-            self.keep.keep(env.raw(), lease.as_ref(), on_lost)
-        } else {
-            self.keep.uncount(env.raw());
-            Ok(())
-        }
-    }
-
-    /// Whether the lease keeps the event loop alive now (`lease.hasRef()`).
-    #[napi(getter)]
-    pub fn kept_alive(&self) -> bool {
-        self.keep.counted()
     }
 }

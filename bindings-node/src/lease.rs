@@ -1,15 +1,15 @@
-//! `NativeLease`: a held lock for `index.js` (apart from lib.rs, which is past the 700-line
-//! rule). Once released it keeps the core's `Ended`: lost stays lost, with its reason.
+//! `NativeLease`: a held lock for `index.js`, its guarded writes and its keep-alive switch.
+//! Once released it keeps the core's `Ended`: lost stays lost, with its reason.
 
 use std::sync::Mutex;
 
-use napi::bindgen_prelude::{BigInt, Object};
+use napi::bindgen_prelude::{BigInt, Function, JsValue, Object};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 use zklock::{ErrorKind, LeaseState, Wait};
 
-use crate::{epoch_ms_of, settle_from_core, NativeWrite, NativeWritten};
+use crate::queue::settle_from_core;
 
 /// A held lock (`zklock::Lease`).
 #[napi]
@@ -190,9 +190,9 @@ impl NativeLease {
     /// core's rule ([`zklock::Ended::leave_scope`]), `ZKLOCK_LOST` when it was lost before the
     /// release; nothing before a release.
     #[napi(catch_unwind)]
-    pub fn leave_scope(&self, scope: String) -> napi::Result<(), crate::Code> {
+    pub fn leave_scope(&self, scope: String) -> napi::Result<(), crate::error::Code> {
         match self.ended() {
-            Some(ended) => ended.leave_scope(&scope).map_err(crate::js_err),
+            Some(ended) => ended.leave_scope(&scope).map_err(crate::error::js_err),
             None => Ok(()),
         }
     }
@@ -261,5 +261,63 @@ impl NativeLease {
                 }
             }
         })
+    }
+}
+
+/// One guarded write from JS: `op` is the core's name (`create`, `set_data`, `delete`).
+#[napi(object)]
+pub struct NativeWrite {
+    pub op: String,
+    pub path: String,
+    pub data: Option<napi::bindgen_prelude::Buffer>,
+}
+
+/// What one guarded write did: `op`, and the created `path` or the new data `version`.
+#[napi(object)]
+pub struct NativeWritten {
+    pub op: String,
+    pub path: Option<String>,
+    pub version: Option<i32>,
+}
+
+/// An [`std::time::Instant`] on `Date.now()`'s clock: milliseconds since the Unix epoch.
+fn epoch_ms_of(instant: std::time::Instant) -> f64 {
+    let now = std::time::Instant::now();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3);
+    if instant >= now {
+        wall + (instant - now).as_secs_f64() * 1e3
+    } else {
+        wall - (now - instant).as_secs_f64() * 1e3
+    }
+}
+
+#[napi]
+impl NativeLease {
+    /// `true`: the lease keeps the event loop alive until released or lost (the default, set
+    /// by index.js when it wraps the lease, with `onLost` to run first when the core reports a
+    /// loss); `false`: it does not (`lease.unref()`).
+    #[napi(catch_unwind)]
+    pub fn keep_alive(
+        &self,
+        env: Env,
+        on: bool,
+        on_lost: Option<Function<'_, (), ()>>,
+    ) -> napi::Result<()> {
+        if on {
+            let on_lost = on_lost.map(|f| f.value().value);
+            let lease = self.lease();
+            self.keep.keep(env.raw(), lease.as_ref(), on_lost)
+        } else {
+            self.keep.uncount(env.raw());
+            Ok(())
+        }
+    }
+
+    /// Whether the lease keeps the event loop alive now (`lease.hasRef()`).
+    #[napi(getter)]
+    pub fn kept_alive(&self) -> bool {
+        self.keep.counted()
     }
 }

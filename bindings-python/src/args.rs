@@ -1,13 +1,13 @@
-//! Python arguments for the core: timeouts as `Wait`, seconds, a semaphore's N, and who is
-//! calling (the owner of a re-entrant hold).
+//! Python arguments for the core: timeouts as `Wait`, seconds, a semaphore's N, who is
+//! calling (the owner of a re-entrant hold), and a lease's guarded writes.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyFloat, PyInt};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyMemoryView, PyString, PyTuple};
 
 use zklock::{ErrorKind, Wait};
 
-use crate::errors::{to_py_err, wrong_type, IntoPy};
+use crate::errors::{py_error, to_py_err, wrong_type, IntoPy};
 
 /// The `with` statement's way out: `__exit__(exc_type, exc, tb)`.
 pub(crate) type ExitArgs<'py> = (
@@ -142,4 +142,69 @@ pub(crate) fn acquire_timeout(
 #[pyo3(signature = (timeout=None))]
 pub(crate) fn check_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
     wait_of(py, timeout).map(drop)
+}
+
+pub(crate) type GuardedWriteArgs = Vec<(String, String, Option<Vec<u8>>)>;
+
+/// A list of guarded writes from Python: `(op, path)` or `(op, path, data)` tuples, with the
+/// types checked here (the core judges the values).
+pub(crate) fn writes_of(py: Python<'_>, writes: &Bound<'_, PyAny>) -> PyResult<GuardedWriteArgs> {
+    let iterable = !(writes.is_instance_of::<PyString>() || writes.is_instance_of::<PyBytes>())
+        && writes.try_iter().is_ok();
+    if !iterable {
+        let name = writes
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        return Err(py_error(
+            py,
+            "InvalidArgumentType",
+            format!("guarded_write() needs a list of writes, got {name}"),
+        ));
+    }
+    let mut out = Vec::new();
+    for w in writes.try_iter()? {
+        let w = w?;
+        let tuple = w
+            .cast::<PyTuple>()
+            .ok()
+            .filter(|t| matches!(t.len(), 2 | 3));
+        let Some(tuple) = tuple else {
+            let name = w
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            return Err(py_error(
+                py,
+                "InvalidArgumentType",
+                format!("a guarded write is (op, path) or (op, path, data), got {name}"),
+            ));
+        };
+        let text = |i: usize, what: &str| -> PyResult<String> {
+            let item = tuple.get_item(i)?;
+            if !item.is_instance_of::<PyString>() {
+                return Err(wrong_type(py, what, "a str", &item));
+            }
+            item.extract()
+        };
+        let op = text(0, "the write's op")?;
+        let path = text(1, "the write's path")?;
+        let data = if tuple.len() == 3 {
+            let item = tuple.get_item(2)?;
+            let bytes_like = item.is_instance_of::<PyBytes>()
+                || item.is_instance_of::<PyByteArray>()
+                || item.is_instance_of::<PyMemoryView>();
+            if !bytes_like {
+                return Err(wrong_type(py, "the write's data", "bytes", &item));
+            }
+            let made = py.get_type::<PyBytes>().call1((item,))?;
+            Some(made.cast::<PyBytes>()?.as_bytes().to_vec())
+        } else {
+            None
+        };
+        out.push((op, path, data));
+    }
+    Ok(out)
 }

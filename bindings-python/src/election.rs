@@ -186,15 +186,17 @@ impl NativeElection {
     }
 
     /// The asyncio run for leader: an awaitable future of the running loop; cancelling it
-    /// removes the node (a leadership granted meanwhile is released).
-    #[pyo3(signature = (timeout=None))]
+    /// removes the node (a leadership granted meanwhile is released). `settled` (a future of
+    /// the same loop) gets None once the run has ended, its node removed if it was cancelled.
+    #[pyo3(signature = (timeout=None, settled=None))]
     fn _lead_async<'py>(
         &self,
         py: Python<'py>,
         timeout: Option<f64>,
+        settled: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = wait_of(py, timeout)?;
-        acquire_into_py(py, self.election.start_lead(wait))
+        acquire_into_py(py, self.election.start_lead(wait), settled)
     }
 
     /// Gives the leadership up (its node is deleted, the next participant leads); with
@@ -306,7 +308,7 @@ impl NativeElection {
 fn requeued_into_py(py: Python<'_>, again: Option<Acquire>) -> PyResult<Py<PyAny>> {
     match again {
         None => Ok(py.None()),
-        Some(acquire) => Ok(acquire_into_py(py, acquire)?.unbind()),
+        Some(acquire) => Ok(acquire_into_py(py, acquire, None)?.unbind()),
     }
 }
 

@@ -8,23 +8,37 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString, PyTuple};
+use pyo3::types::PyString;
 
 use zklock::{Acquire, ErrorKind, LeaseState, Wait};
 
-use crate::args::ExitArgs;
-use crate::errors::{py_error, to_py_err, wrong_type, IntoPy};
+use crate::args::{writes_of, ExitArgs};
+use crate::errors::{py_error, to_py_err, IntoPy};
 use crate::runtime::{
     call_unraisable, delivery, future_into_py, lock, outcome_of, Canceller, LoopFuture,
 };
 pub(crate) use book::{Book, Held, Slot};
 
-/// An asyncio future of the running loop that gets the started acquire's lease.
-pub(crate) fn acquire_into_py(py: Python<'_>, acquire: Acquire) -> PyResult<Bound<'_, PyAny>> {
+/// An asyncio future of the running loop that gets the started acquire's lease. `settled`, a
+/// future of the same loop, gets None once the acquire has ended, after the lease's future
+/// (issue 33): a cancelled future says nothing of the node, and the package's awaiting task
+/// waits on `settled` before its CancelledError goes on, so the node is gone by then.
+pub(crate) fn acquire_into_py<'py>(
+    py: Python<'py>,
+    acquire: Acquire,
+    settled: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let (future, target) = LoopFuture::new(py)?;
+    let settled = settled.map(|settled| LoopFuture {
+        event_loop: target.event_loop.clone_ref(py),
+        future: settled.unbind(),
+    });
     future.call_method1("add_done_callback", (Canceller(acquire.canceller()),))?;
     acquire.on_complete_in(delivery(), move |result| {
-        target.complete(outcome_of(result, lease_into_py))
+        target.complete(outcome_of(result, lease_into_py));
+        if let Some(settled) = settled {
+            settled.complete(Box::new(|py| Ok(py.None())));
+        }
     });
     Ok(future)
 }
@@ -334,71 +348,6 @@ pub(crate) fn released_into_py(py: Python<'_>, r: zklock::Released) -> PyResult<
     Ok(pyo3::types::PyString::new(py, r.as_str())
         .into_any()
         .unbind())
-}
-
-pub(crate) type GuardedWriteArgs = Vec<(String, String, Option<Vec<u8>>)>;
-
-/// A list of guarded writes from Python: `(op, path)` or `(op, path, data)` tuples, with the
-/// types checked here (the core judges the values).
-pub(crate) fn writes_of(py: Python<'_>, writes: &Bound<'_, PyAny>) -> PyResult<GuardedWriteArgs> {
-    let iterable = !(writes.is_instance_of::<PyString>() || writes.is_instance_of::<PyBytes>())
-        && writes.try_iter().is_ok();
-    if !iterable {
-        let name = writes
-            .get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default();
-        return Err(py_error(
-            py,
-            "InvalidArgumentType",
-            format!("guarded_write() needs a list of writes, got {name}"),
-        ));
-    }
-    let mut out = Vec::new();
-    for w in writes.try_iter()? {
-        let w = w?;
-        let tuple = w
-            .cast::<PyTuple>()
-            .ok()
-            .filter(|t| matches!(t.len(), 2 | 3));
-        let Some(tuple) = tuple else {
-            let name = w
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default();
-            return Err(py_error(
-                py,
-                "InvalidArgumentType",
-                format!("a guarded write is (op, path) or (op, path, data), got {name}"),
-            ));
-        };
-        let text = |i: usize, what: &str| -> PyResult<String> {
-            let item = tuple.get_item(i)?;
-            if !item.is_instance_of::<PyString>() {
-                return Err(wrong_type(py, what, "a str", &item));
-            }
-            item.extract()
-        };
-        let op = text(0, "the write's op")?;
-        let path = text(1, "the write's path")?;
-        let data = if tuple.len() == 3 {
-            let item = tuple.get_item(2)?;
-            let bytes_like = item.is_instance_of::<PyBytes>()
-                || item.is_instance_of::<PyByteArray>()
-                || item.is_instance_of::<PyMemoryView>();
-            if !bytes_like {
-                return Err(wrong_type(py, "the write's data", "bytes", &item));
-            }
-            let made = py.get_type::<PyBytes>().call1((item,))?;
-            Some(made.cast::<PyBytes>()?.as_bytes().to_vec())
-        } else {
-            None
-        };
-        out.push((op, path, data));
-    }
-    Ok(out)
 }
 
 #[pymethods]

@@ -443,16 +443,18 @@ impl NativeLock {
     }
 
     /// The asyncio acquire: an awaitable future of the running loop for `owner` (from
-    /// `_key()`); the package keeps the lease it gets with `_keep`.
-    #[pyo3(signature = (owner, timeout=None))]
+    /// `_key()`); the package keeps the lease it gets with `_keep`. `settled` (a future of the
+    /// same loop) gets None once the acquire has ended, its node removed if it was cancelled.
+    #[pyo3(signature = (owner, timeout=None, settled=None))]
     fn _acquire_async<'py>(
         &self,
         py: Python<'py>,
         owner: u64,
         timeout: Option<f64>,
+        settled: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = wait_of(py, timeout)?;
-        acquire_into_py(py, self.start(Owner(owner), wait))
+        acquire_into_py(py, self.start(Owner(owner), wait), settled)
     }
 
     /// Keeps a lease taken by `_acquire_async` as `owner`'s.

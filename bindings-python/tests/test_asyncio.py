@@ -135,6 +135,48 @@ def test_cancelling_a_waiting_task_removes_its_node(client, other, path):
     assert_empty_eventually(client, path)
 
 
+def test_a_cancelled_waiting_task_sees_cancelled_error_only_after_its_node_is_gone(
+    harness, other, path
+):
+    """Issue 33: the CancelledError of a waiting ``acquire_async()`` comes once the core has
+    settled the cancel (the waiting node deleted), as the blocking acquire's cancel does; it
+    used to come 1-3.5 ms before the delete. The waiter talks through the fault proxy, slowed
+    to 100 ms a hop, so an early CancelledError would find the node still there when another
+    session looks at once."""
+
+    async def main() -> None:
+        with zklock.Client(harness.proxy, session_timeout=10.0) as waiter:
+            with other.lock(path) as holder:
+                for round_ in range(3):
+                    task = asyncio.create_task(waiter.lock(path).acquire_async())
+                    queued = await asyncio.to_thread(
+                        wait_until, lambda: len(nodes(other, path)) == 2, 5
+                    )
+                    assert queued, "the waiter never queued"
+                    harness.command("delay 100")
+                    try:
+                        started = time.monotonic()
+                        task.cancel()
+                        try:
+                            await task
+                        except asyncio.CancelledError:
+                            # No await between the error and the look: nothing else settles it.
+                            left = [p.node for p in nodes(other, path)]
+                            took = time.monotonic() - started
+                        else:
+                            raise AssertionError("the cancelled acquire did not raise CancelledError")
+                    finally:
+                        harness.command("heal")
+                    assert left == [holder.path], (
+                        f"round {round_}: CancelledError came {took * 1000:.1f} ms after the "
+                        f"cancel, with the waiting node still there: {left}"
+                    )
+                    assert took < 5.5, f"the cancel took {took:.1f} s to settle"
+
+    asyncio.run(main())
+    assert_empty_eventually(other, path)
+
+
 def test_a_task_cancelled_just_after_its_lock_was_granted_releases_it(client, other, path):
     """The grant reaches the task's future, then the task is cancelled before it resumes: the
     lease nobody will hold is released (garbage collection would keep it held)."""

@@ -10,8 +10,8 @@ use serde_json::json;
 use zklock::{ElectionStyle, Participant, Released, Wait};
 
 use crate::exec::{self, Ended, Signals};
+use crate::settings::Settings;
 use crate::status::{self, Failure};
-use crate::Settings;
 
 pub struct Args<'a> {
     pub path: &'a str,
@@ -38,7 +38,9 @@ fn lead_failure(e: zklock::Error, path: &str, timeout: Option<Duration>) -> Fail
             ),
             _ => Failure::new(status::BUSY, format!("{path} has another leader")),
         },
-        zklock::ErrorKind::Conflict => Failure::new(status::CONFLICT, crate::one_line(e.message())),
+        zklock::ErrorKind::Conflict => {
+            Failure::new(status::CONFLICT, status::one_line(e.message()))
+        }
         _ => Failure::from(e),
     }
 }
@@ -127,7 +129,7 @@ async fn lead_and_run(
                     Err(e) => {
                         eprintln!(
                             "zklock: warning: resigning the leadership of {path}: {} (the node goes with the session)",
-                            crate::one_line(e.message())
+                            status::one_line(e.message())
                         );
                         Ok(status)
                     }
@@ -173,7 +175,7 @@ async fn requeue(election: &zklock::Election, lease: zklock::Lease) -> zklock::A
             eprintln!(
                 "zklock: warning: resigning the leadership of {}: {} (the node goes with the session)",
                 election.path(),
-                crate::one_line(e.message())
+                status::one_line(e.message())
             );
             election.start_lead(Wait::Forever)
         }
@@ -198,14 +200,14 @@ fn shown_id(p: &Participant) -> String {
     if p.identity.is_empty() {
         "an unnamed leader".to_owned()
     } else {
-        format!("led by {}", crate::one_line(&p.identity))
+        format!("led by {}", status::one_line(&p.identity))
     }
 }
 
 /// One line of `elect --listen`: the leader's id (on one line), or `none`.
 pub fn listen_line(leader: Option<&Participant>) -> String {
     match leader {
-        Some(p) => crate::one_line(&p.identity),
+        Some(p) => status::one_line(&p.identity),
         None => "none".to_owned(),
     }
 }
@@ -244,7 +246,7 @@ pub async fn listen(
     json: bool,
     count: Option<u64>,
 ) -> Result<i32, Failure> {
-    let client = crate::connect(cli, path).await?;
+    let client = crate::settings::connect(cli, path).await?;
     let watch = client.observe_leader(path)?;
     let mut printed = 0u64;
     while count.is_none_or(|n| printed < n) {
@@ -280,7 +282,7 @@ pub async fn check(
     max_leases: Option<u32>,
     quiet: bool,
 ) -> Result<i32, Failure> {
-    let client = crate::connect(cli, path).await?;
+    let client = crate::settings::connect(cli, path).await?;
     let current = client.check(path, token, max_leases).await;
     client.close().await;
     let current = current?;

@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use zklock::{Lease, LeaseState, Lock, Released};
 
+use crate::settings::Settings;
 use crate::status::{self, Failure};
-use crate::Settings;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -264,7 +264,7 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
             Err(e) => {
                 eprintln!(
                     "zklock: warning: releasing {path}: {} (the node goes with the session)",
-                    crate::one_line(e.message())
+                    status::one_line(e.message())
                 );
                 Ok(status)
             }
@@ -289,7 +289,7 @@ pub async fn connect(
         _ => cli.connect_timeout,
     };
     tokio::select! {
-        c = crate::connect_within(cli, path, connect_within) => Ok(Ok(c?)),
+        c = crate::settings::connect_within(cli, path, connect_within) => Ok(Ok(c?)),
         sig = signals.recv() => Ok(Err(sig)),
     }
 }
@@ -456,7 +456,7 @@ pub fn lost_reason(lease: &Lease) -> String {
     let reason = reason
         .split_once(" lost: ")
         .map_or(reason.as_str(), |(_, why)| why);
-    crate::one_line(reason)
+    status::one_line(reason)
 }
 
 /// The busy failure, naming the holder when we can see it.
@@ -479,7 +479,7 @@ async fn busy(lock: &Lock, path: &str) -> Failure {
             if p.identity.is_empty() {
                 "an unnamed holder".to_owned()
             } else {
-                crate::one_line(&p.identity)
+                status::one_line(&p.identity)
             },
             p.token,
             p.library.as_str()

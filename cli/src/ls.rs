@@ -3,8 +3,8 @@
 use serde_json::json;
 use zklock::{NodeKind, Participant};
 
+use crate::settings::Settings;
 use crate::status::Failure;
-use crate::Settings;
 
 /// The election family a node belongs to (selector, latch, kazoo; `-` for a read, write or
 /// lease node): the core's `Participant::election_style`. A plain mutex node is what a
@@ -135,7 +135,7 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
             style_str(p).to_owned(),
             p.token.to_string(),
             format!("0x{:x}", p.session_id),
-            crate::one_line(&p.identity),
+            crate::status::one_line(&p.identity),
         ]);
     }
     let title = format!(
@@ -258,7 +258,7 @@ pub fn to_watch_frame(
             } else {
                 age(now_ms, p.created_ms)
             },
-            crate::one_line(&p.identity),
+            crate::status::one_line(&p.identity),
             p.library.as_str().to_owned(),
             p.kind.as_str().to_owned(),
             style_str(p).to_owned(),
@@ -283,7 +283,7 @@ const WATCH_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 /// only when the queue changed.
 pub async fn watch(cli: &Settings, path: &str) -> Result<i32, Failure> {
     use std::io::{IsTerminal, Write};
-    let client = crate::connect(cli, path).await?;
+    let client = crate::settings::connect(cli, path).await?;
     let lock = client.mutex(path)?;
     let tty = std::io::stdout().is_terminal();
     let (mut last_queue, mut last_second) = (None::<String>, -1i64);
@@ -302,7 +302,7 @@ pub async fn watch(cli: &Settings, path: &str) -> Result<i32, Failure> {
                     .join(","),
             ),
             Err(e) => {
-                let why = crate::one_line(e.message());
+                let why = crate::status::one_line(e.message());
                 (
                     format!("{path}: cannot read the queue: {why}\n"),
                     format!("error {why}"),
@@ -343,7 +343,7 @@ pub async fn watch(cli: &Settings, path: &str) -> Result<i32, Failure> {
 
 /// `zklock revoke PATH [NODE]`: asks the holder(s) to let go; prints the nodes asked.
 pub async fn revoke(cli: &Settings, path: &str, node: Option<&str>) -> Result<i32, Failure> {
-    let client = crate::connect(cli, path).await?;
+    let client = crate::settings::connect(cli, path).await?;
     let asked = client.revoke(path, node).await;
     client.close().await;
     match asked {
@@ -355,14 +355,14 @@ pub async fn revoke(cli: &Settings, path: &str, node: Option<&str>) -> Result<i3
         }
         Err(e) if e.kind() == zklock::ErrorKind::NotHeld => Err(Failure::new(
             crate::status::NOBODY,
-            crate::one_line(e.message()),
+            crate::status::one_line(e.message()),
         )),
         Err(e) => Err(e.into()),
     }
 }
 
 pub async fn run(cli: &Settings, path: &str, json: bool) -> Result<i32, Failure> {
-    let client = crate::connect(cli, path).await?;
+    let client = crate::settings::connect(cli, path).await?;
     let queue = client.mutex(path)?.participants().await?;
     if json {
         println!("{}", to_json(path, &queue));

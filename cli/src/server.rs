@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::args::ServerAction;
 use crate::status::{self, Failure};
-use crate::ServerAction;
 
 const DEFAULT_PORT: u16 = 2181;
 

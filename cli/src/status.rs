@@ -101,7 +101,7 @@ impl From<zklock::Error> for Failure {
             _ => SOFTWARE,
         };
         let e = cli_spelling(e);
-        Failure::new(status, crate::one_line(e.message()))
+        Failure::new(status, one_line(e.message()))
     }
 }
 
@@ -121,4 +121,9 @@ fn cli_spelling(e: zklock::Error) -> zklock::Error {
         }
         .to_owned()
     })
+}
+
+/// A message on one line: runs of whitespace (newlines included) become one space.
+pub fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use tokio::sync::oneshot;
 
-use super::{EventType, SessionState, WatchedEvent};
+use super::state::{EventType, SessionState, WatchedEvent};
 use crate::jute::*;
 
 /// The watches of a session, by the path the server knows (with the chroot).

@@ -1,0 +1,357 @@
+// The client: one ZooKeeper session and the locks and elections made on it, closed at exit
+// (and on Ctrl-C and SIGTERM with closeOnSignals).
+'use strict'
+
+const { EventEmitter } = require('node:events')
+
+const { native } = require('./native')
+const { call, invalid, translate } = require('./errors')
+const { checkMillis, checkOptions, checkString, describe, internalOnly, kInternal, tokenArgument } = require('./args')
+const { installLogSink } = require('./logs')
+const { Lock, MultiLock, Mutex, RwLock, Semaphore } = require('./lock')
+const { Election, LeaderWatch } = require('./election')
+
+// Native clients not closed yet. A process that exits with one open (process.exit(), an
+// uncaught exception, the end of the script) closes it synchronously in its 'exit' event, so
+// its lock nodes go at once instead of after the session timeout. Kept until closed: an open
+// session (and the locks it holds) does not end because a Client object became unreachable.
+// A worker thread gets no 'exit' event when terminate()d or stopped with its process: there
+// the native side closes them as the worker's environment goes (closeWithEnvironment).
+const openClients = new Set()
+let exitHookInstalled = false
+
+function closeOpenClients() {
+  for (const nativeClient of openClients) {
+    try {
+      nativeClient.closeSync()
+    } catch {
+      // Exiting anyway: the session ends with its timeout.
+    }
+  }
+  openClients.clear()
+}
+
+// Ctrl-C and SIGTERM -----------------------------------------------------------------------
+
+/** The handlers closeOnSignals() installed, by signal, while installed. */
+const signalHandlers = new Map()
+
+function uninstallSignalHandlers() {
+  for (const [signal, handler] of signalHandlers) process.removeListener(signal, handler)
+  signalHandlers.clear()
+}
+
+/**
+ * Opt-in: on SIGINT (Ctrl-C) or SIGTERM, close every open client of this thread at once, so
+ * that its locks go now instead of after the session timeout, then let the signal do what it
+ * would have done. Node's default for these signals kills the process without an 'exit' event,
+ * so without this a lock outlives a Ctrl-C by a session timeout.
+ *
+ * A function of the module, not a connect option: a signal is the process's, not a
+ * connection's, and a listener on SIGINT turns off Node's own exit on Ctrl-C, so whether to
+ * install one is the application's call, made once where it starts (as with process.on), and
+ * it covers every client, connected before or after.
+ *
+ * When the signal comes, the handlers are removed first (a second Ctrl-C kills at once), the
+ * clients are closed synchronously (as at 'exit'), and then, if nothing else listens for that
+ * signal, it is raised again, so the process ends by it with Node's default outcome (a shell
+ * sees 130 or 143). If the application listens for it too, its listener decides what happens
+ * next, as Node would let it. `options.signals` (default ['SIGINT', 'SIGTERM']) picks others.
+ * Returns a function that removes the handlers. Signals reach the main thread only: call it
+ * there (a worker's clients close when the worker's environment goes, not on a signal).
+ */
+function closeOnSignals(options) {
+  const o = checkOptions(options, 'closeOnSignals options')
+  const signals = o.signals === undefined || o.signals === null ? ['SIGINT', 'SIGTERM'] : o.signals
+  if (!Array.isArray(signals) || signals.length === 0 || !signals.every((x) => typeof x === 'string' && /^SIG[A-Z0-9]+$/.test(x))) {
+    throw invalid(`signals must be a non-empty array of signal names such as 'SIGTERM', got ${describe(signals)}`)
+  }
+  if (signals.includes('SIGKILL') || signals.includes('SIGSTOP')) {
+    throw invalid('SIGKILL and SIGSTOP cannot be caught')
+  }
+  for (const signal of signals) {
+    if (signalHandlers.has(signal)) continue
+    const handler = () => {
+      uninstallSignalHandlers()
+      closeOpenClients()
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal)
+    }
+    signalHandlers.set(signal, handler)
+    process.on(signal, handler)
+  }
+  return uninstallSignalHandlers
+}
+
+/**
+ * One ZooKeeper session. Make it with `Client.connect`. Emits 'state' with 'connected',
+ * 'suspended' or 'lost' at every change of the connection (kazoo's add_listener).
+ */
+class Client extends EventEmitter {
+  #native
+  /** LeaseCores of this client's leases that are not lost or released yet. */
+  #leases = new Set()
+  /** The core's id of our connection listener while 'state' has listeners, and what it said. */
+  #stateListener = null
+  #lastState = null
+
+  /** @private */
+  constructor(token, nativeClient) {
+    super()
+    internalOnly(token, 'Client')
+    this.#native = nativeClient
+    // The core is asked for states only while someone listens; its callback holds the client
+    // weakly, so listening does not keep an unreachable client's objects alive.
+    super.on('newListener', (event) => {
+      if (event === 'state' && this.#stateListener === null) this.#listenToConnection()
+    })
+    super.on('removeListener', (event) => {
+      if (event === 'state' && this.listenerCount('state') === 0 && this.#stateListener !== null) {
+        this.#native.removeConnectionListener(this.#stateListener)
+        this.#stateListener = null
+      }
+    })
+    nativeClient.closeWithEnvironment()
+    openClients.add(nativeClient)
+    if (!exitHookInstalled) {
+      exitHookInstalled = true
+      process.on('exit', closeOpenClients)
+    }
+  }
+
+  #listenToConnection() {
+    const self = new WeakRef(this)
+    this.#lastState = this.#native.connectionState
+    this.#stateListener = this.#native.onConnection((state) => {
+      const client = self.deref()
+      // The core tells the current state first: an event is a change only.
+      if (client === undefined || state === client.#lastState) return
+      client.#lastState = state
+      client.emit('state', state)
+    })
+  }
+
+  /**
+   * The connection now: 'connected', 'suspended' (broken; the session may live, its leases are
+   * suspended) or 'lost' (the session ended, or the client was closed).
+   */
+  get state() {
+    return this.#native.connectionState
+  }
+
+  /**
+   * Connects to `hosts` (`host:port,host:port/optional/chroot`).
+   * Options: sessionTimeoutMs, connectTimeoutMs, serverTickMs, auth ('user:password'),
+   * identity, acl;
+   * secure ZooKeeper: tlsCa, tlsCert, tlsKey (PEM file paths, or PEM content as a Buffer or a
+   * string holding '-----BEGIN ', as tls.connect takes them), tlsVerifyHostname, saslUser,
+   * saslPassword.
+   */
+  static async connect(hosts, options) {
+    checkString(hosts, 'hosts')
+    const o = checkOptions(options, 'connect options')
+    const nativeOptions = {
+      sessionTimeoutMs: checkMillis(o.sessionTimeoutMs, 'sessionTimeoutMs'),
+      connectTimeoutMs: checkMillis(o.connectTimeoutMs, 'connectTimeoutMs'),
+      serverTickMs: checkMillis(o.serverTickMs, 'serverTickMs'),
+      auth: o.auth === undefined || o.auth === null ? undefined : checkString(o.auth, 'auth'),
+      identity:
+        o.identity === undefined || o.identity === null
+          ? undefined
+          : checkString(o.identity, 'identity'),
+      acl: o.acl === undefined || o.acl === null ? undefined : checkString(o.acl, 'acl'),
+    }
+    for (const key of ['tlsCa', 'tlsCert', 'tlsKey']) {
+      if (o[key] === undefined || o[key] === null) continue
+      // PEM content as a Buffer, as tls.connect takes it; the core tells text from a path.
+      nativeOptions[key] = Buffer.isBuffer(o[key]) ? o[key].toString('utf8') : checkString(o[key], key)
+    }
+    for (const key of ['saslUser', 'saslPassword']) {
+      if (o[key] !== undefined && o[key] !== null) nativeOptions[key] = checkString(o[key], key)
+    }
+    if (o.tlsVerifyHostname !== undefined && o.tlsVerifyHostname !== null) {
+      if (typeof o.tlsVerifyHostname !== 'boolean') {
+        throw invalid(`tlsVerifyHostname must be a boolean, got ${describe(o.tlsVerifyHostname)}`)
+      }
+      nativeOptions.tlsVerifyHostname = o.tlsVerifyHostname
+    }
+    let nativeClient
+    installLogSink()
+    try {
+      nativeClient = await native.connect(hosts, nativeOptions)
+    } catch (e) {
+      throw translate(e)
+    }
+    return new Client(kInternal, nativeClient)
+  }
+
+  /** The connect string. */
+  get hosts() {
+    return this.#native.hosts
+  }
+
+  /** The current ZooKeeper session id. */
+  get sessionId() {
+    return this.#native.sessionId
+  }
+
+  get closed() {
+    return this.#native.closed
+  }
+
+  /**
+   * This client's lock statistics, counted by the core since it connected: acquires by outcome
+   * (`acquired`, `timedOut`, `cancelled`, `failed`), `wait` and `hold` times (`{ count, p50,
+   * p90, p99, max }` in milliseconds), leases `held` and acquires `waiting` now, `suspended`
+   * and `lost` events, `reconnects` and `sessionExpiries`. Works after close too.
+   */
+  stats() {
+    return call(() => this.#native.stats())
+  }
+
+  /**
+   * An exclusive lock on `path`; re-entrant per Mutex object unless `{ reentrant: false }`.
+   * `maxHoldMs`: every lease ends (lost, reason 'max-hold', node deleted) after that long.
+   */
+  mutex(path, options) {
+    checkString(path, 'path')
+    const o = checkOptions(options, 'mutex options')
+    if (o.reentrant !== undefined && typeof o.reentrant !== 'boolean') {
+      throw invalid(`reentrant must be a boolean, got ${describe(o.reentrant)}`)
+    }
+    const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
+    const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false, maxHoldMs))
+    return new Mutex(kInternal, nativeLock, this.#leases)
+  }
+
+  /**
+   * A counting semaphore of `maxLeases` leases on `path` (Curator's InterProcessSemaphoreV2:
+   * every user of the path passes the same N). Never re-entrant: each acquire is a lease.
+   */
+  semaphore(path, maxLeases, options) {
+    checkString(path, 'path')
+    if (typeof maxLeases !== 'number') {
+      throw invalid(`maxLeases must be a number, got ${describe(maxLeases)}`)
+    }
+    const maxHoldMs = checkMillis(checkOptions(options, 'semaphore options').maxHoldMs, 'maxHoldMs')
+    const nativeLock = call(() => this.#native.semaphore(path, maxLeases, maxHoldMs))
+    return new Semaphore(kInternal, nativeLock, this.#leases, maxLeases)
+  }
+
+  /** The semaphore of one lease on `path`: excludes Curator's InterProcessSemaphoreMutex. */
+  semaphoreMutex(path, options) {
+    checkString(path, 'path')
+    const maxHoldMs = checkMillis(checkOptions(options, 'semaphoreMutex options').maxHoldMs, 'maxHoldMs')
+    const nativeLock = call(() => this.#native.semaphoreMutex(path, maxHoldMs))
+    return new Semaphore(kInternal, nativeLock, this.#leases, 1)
+  }
+
+  /**
+   * Asks the holder of `path` to let go, as Curator's Revoker.attemptRevoke does: sets its
+   * node's data to `__REVOKE__` (every lease of a semaphore; `{ node }`, a node's name or full
+   * path, asks that one). Resolves with the nodes asked; rejects with ZKLOCK_NOT_HELD when
+   * nobody holds `path` or the node is gone. A request: the holder decides.
+   */
+  async revoke(path, options) {
+    checkString(path, 'path')
+    const o = checkOptions(options, 'revoke options')
+    const node = o.node === undefined || o.node === null ? undefined : checkString(o.node, 'node')
+    try {
+      return await this.#native.revoke(path, node)
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+
+  /**
+   * A participant in the leader election on `path`. Options: `style` ('latch', the default:
+   * Curator's LeaderLatch; 'selector': Curator's LeaderSelector; 'kazoo': kazoo's Election),
+   * `id` (the participant id, its node's data; default: the client's identity), `maxHoldMs`
+   * (a leadership ends, lost with reason 'max-hold', after that long; default: no limit).
+   */
+  election(path, options) {
+    checkString(path, 'path')
+    const o = checkOptions(options, 'election options')
+    const style = o.style === undefined || o.style === null ? undefined : checkString(o.style, 'style')
+    const id = o.id === undefined || o.id === null ? undefined : checkString(o.id, 'id')
+    const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
+    const nativeElection = call(() => this.#native.election(path, style, id, maxHoldMs))
+    return new Election(kInternal, nativeElection, this.#leases)
+  }
+
+  /**
+   * Watches who leads the election on `path` without taking part: an async iterator of the
+   * leader (an ElectionParticipant, or null when nobody leads), the leader now first, then
+   * every change. `next({ timeoutMs })` rejects with ZKLOCK_TIMEOUT when nothing changed in
+   * time; `return()` (a `break` out of `for await`) stops it.
+   */
+  observeLeader(path) {
+    checkString(path, 'path')
+    const nativeWatch = call(() => this.#native.observeLeader(path))
+    return new LeaderWatch(kInternal, nativeWatch, path)
+  }
+
+  /**
+   * Whether `token` (a bigint, or an integer number) is the fencing token of a current holder
+   * of the lock, or the leader of the election, on `path` (Chubby's CheckSequencer), so that a
+   * resource handed a token can verify it. `maxLeases`: a semaphore's N (only its first N
+   * lease nodes hold). True at the moment ZooKeeper answered.
+   */
+  async check(path, token, options) {
+    checkString(path, 'path')
+    const o = checkOptions(options, 'check options')
+    let maxLeases
+    if (o.maxLeases !== undefined && o.maxLeases !== null) {
+      if (typeof o.maxLeases !== 'number') {
+        throw invalid(`maxLeases must be a number, got ${describe(o.maxLeases)}`)
+      }
+      maxLeases = o.maxLeases
+    }
+    try {
+      return await this.#native.check(path, tokenArgument(token), maxLeases)
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+
+  /** A read/write lock on `path`: `.read` and `.write` are its two sides. */
+  rwLock(path) {
+    checkString(path, 'path')
+    const [read, write] = call(() => this.#native.rwLock(path))
+    return new RwLock(
+      kInternal,
+      path,
+      new Lock(kInternal, read, this.#leases),
+      new Lock(kInternal, write, this.#leases),
+    )
+  }
+
+  /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
+  multiLock(paths) {
+    if (!Array.isArray(paths)) {
+      throw invalid(`paths must be an array of strings, got ${describe(paths)}`)
+    }
+    paths.forEach((p, i) => checkString(p, `paths[${i}]`))
+    const nativeLock = call(() => this.#native.multiLock(paths))
+    return new MultiLock(kInternal, nativeLock, this.#leases, [...paths])
+  }
+
+  /**
+   * Closes the session: every lease taken through it is lost, later calls reject. When it
+   * resolves, each lease's state is 'lost', its signal aborted and its 'lost' event emitted.
+   */
+  async close() {
+    try {
+      await this.#native.close()
+    } catch (e) {
+      throw translate(e)
+    }
+    openClients.delete(this.#native)
+    for (const core of [...this.#leases]) core.state()
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.close()
+  }
+}
+
+module.exports = { Client, closeOnSignals }

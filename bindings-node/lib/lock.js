@@ -1,0 +1,253 @@
+// Locks: Lock (a mutex or one side of a RwLock), Mutex, Semaphore, MultiLock, RwLock, and how an
+// AbortSignal cancels a waiting acquire.
+'use strict'
+
+
+const { ErrorCode, call, invalid, isZkLockError, translate, zkError } = require('./errors')
+const { acquireOptions, checkMillis, checkOptions, describe, internalOnly, kInternal, signalMethodFailed } = require('./args')
+const { Lease, LeaseCore, releaseAtScopeEnd } = require('./lease')
+
+/** A lock on one path (a mutex or one side of a RwLock), or a multi-lock. */
+class Lock {
+  #native
+  #leases
+
+  /** @private */
+  constructor(token, nativeLock, leases) {
+    internalOnly(token, 'Lock')
+    this.#native = nativeLock
+    this.#leases = leases
+  }
+
+  /** The lock's path (for a multi-lock, its paths joined with commas). */
+  get path() {
+    return this.#native.path
+  }
+
+  /** How many holds this object has now (0 when not held). */
+  get holdCount() {
+    return this.#native.holdCount
+  }
+
+  /**
+   * Waits until the lock is ours. `timeoutMs` (0 = one attempt) or `deadline` (a Date or
+   * epoch milliseconds; one attempt once passed) rejects with ZKLOCK_TIMEOUT, an aborted
+   * `signal` with ZKLOCK_ABORTED; neither leaves a node behind.
+   */
+  async acquire(options) {
+    const { timeoutMs, deadline, signal } = acquireOptions(options)
+    if (signal && signal.aborted) throw abortError(this.path, signal)
+    /** @type {any} */
+    let pending = null
+    // Listen before starting, so that a signal that cannot be listened to costs nothing.
+    const unlisten = signal
+      ? onAbort(signal, () => {
+          if (pending) pending.cancel()
+        })
+      : () => {}
+    let nativeLease
+    try {
+      // A re-entrant hold is taken at once (no I/O): no trip to the core and back.
+      nativeLease = call(() => this.#native.tryReenter(timeoutMs, deadline))
+      if (nativeLease == null) {
+        pending = call(() => this.#native.startAcquire(timeoutMs, deadline))
+        nativeLease = await pending.wait()
+      }
+    } catch (e) {
+      try {
+        unlisten()
+      } catch {
+        // The acquire failed: that is the error to report.
+      }
+      if (signal && signal.aborted && isZkLockError(e) && e.code === ErrorCode.ABORTED) {
+        throw abortError(this.path, signal)
+      }
+      throw translate(e)
+    }
+    // The lock is ours: from here every way out but returning the lease gives it back.
+    return this.#adopt(nativeLease, () => {
+      try {
+        unlisten()
+      } catch (e) {
+        throw signalMethodFailed('removeEventListener', e)
+      }
+      // Aborted just as the lock came: give it back, the caller asked not to have it.
+      if (signal && signal.aborted) throw abortError(this.path, signal)
+    })
+  }
+
+  /** One attempt: a Lease, or null when someone else holds the lock. */
+  async tryAcquire() {
+    let nativeLease
+    try {
+      nativeLease =
+        call(() => this.#native.tryReenter(0, undefined)) ??
+        (await call(() => this.#native.startAcquire(0, undefined)).wait())
+    } catch (e) {
+      if (isZkLockError(e) && e.code === ErrorCode.TIMEOUT) return null
+      throw translate(e)
+    }
+    return this.#adopt(nativeLease, () => {})
+  }
+
+  /** Wraps an acquired native lease; if `check` (or anything) throws, releases it first. */
+  async #adopt(nativeLease, check) {
+    let lease = null
+    try {
+      lease = new Lease(kInternal, new LeaseCore(nativeLease, this.path, this.#leases))
+      check()
+      return lease
+    } catch (e) {
+      await (lease ? lease.release() : nativeLease.release()).catch(() => {})
+      throw e
+    }
+  }
+
+  /**
+   * Runs `fn(lease)` under the lock and releases it afterwards, also when `fn` throws.
+   * Resolves with what `fn` returns; rejects with `fn`'s error, or with ZKLOCK_LOST when the
+   * lease was lost before `fn` finished (its result was made without the lock). `options` are
+   * `acquire`'s.
+   */
+  async using(fn, options) {
+    if (typeof fn !== 'function') throw invalid(`fn must be a function, got ${describe(fn)}`)
+    const lease = await this.acquire(options)
+    let result
+    try {
+      result = await fn(lease)
+    } catch (e) {
+      await lease.release().catch(() => {})
+      throw e
+    }
+    await releaseAtScopeEnd(lease, 'the using() callback finished')
+    return result
+  }
+
+  /**
+   * The queue: holder(s) first, then waiters in order. `{ timeoutMs }` (absent: no bound)
+   * rejects with ZKLOCK_TIMEOUT when the listing takes longer (waiting for a reconnect included).
+   */
+  async participants(options) {
+    const timeoutMs = checkMillis(checkOptions(options, 'participants options').timeoutMs, 'timeoutMs')
+    try {
+      // napi-rs leaves an Option field out of the object when it is None; index.d.ts promises
+      // `maxLeases: number | null` on every participant, so the key is always present and
+      // null says "not a semaphore lease, or its N unknown" (issue 27, item 11).
+      const parts = await this.#native.participants(timeoutMs)
+      for (const p of parts) p.maxLeases ??= null
+      return parts
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+}
+
+/** An exclusive lock (Curator's InterProcessMutex). */
+class Mutex extends Lock {}
+
+/**
+ * A counting semaphore (Curator's InterProcessSemaphoreV2 layout): at most `maxLeases` leases
+ * at once across every process using the path. Never re-entrant: every acquire takes a lease
+ * of its own (`holdCount` stays 0); each lease has its token, state, signal and events.
+ */
+class Semaphore extends Lock {
+  #maxLeases
+
+  /** @private */
+  constructor(token, nativeLock, leases, maxLeases) {
+    super(token, nativeLock, leases)
+    this.#maxLeases = maxLeases
+  }
+
+  /** N: how many leases may exist at once. */
+  get maxLeases() {
+    return this.#maxLeases
+  }
+}
+
+/** Several exclusive locks taken as one. */
+class MultiLock extends Lock {
+  #paths
+
+  /** @private */
+  constructor(token, nativeLock, leases, paths) {
+    super(token, nativeLock, leases)
+    this.#paths = paths
+  }
+
+  get paths() {
+    return [...this.#paths]
+  }
+}
+
+/** A read/write lock: any number of readers or one writer. */
+class RwLock {
+  #path
+
+  /** @private */
+  constructor(token, path, read, write) {
+    internalOnly(token, 'RwLock')
+    this.#path = path
+    /** @readonly */
+    this.read = read
+    /** @readonly */
+    this.write = write
+    Object.freeze(this)
+  }
+
+  get path() {
+    return this.#path
+  }
+
+  participants(options) {
+    return this.read.participants(options)
+  }
+}
+
+/**
+ * The acquires waiting on each signal, and the one 'abort' listener they share: a signal passed
+ * to many acquires at once (one per job of a batch) gets a single listener of ours, not one per
+ * acquire (Node warns past 10 listeners, MaxListenersExceededWarning). The listener is removed
+ * with the last acquire, so a long-lived signal keeps nothing of ours once its acquires settled.
+ * @type {WeakMap<object, { waiters: Set<() => void>, listener: () => void }>}
+ */
+const signalWaiters = new WeakMap()
+
+/**
+ * Runs `cancel` (a function of one acquire's own) when `signal` aborts. Returns the function
+ * that stops that (and takes our listener off the signal when no acquire waits on it any
+ * more); it throws what a look-alike signal's removeEventListener throws.
+ */
+function onAbort(signal, cancel) {
+  let entry = signalWaiters.get(signal)
+  if (entry === undefined) {
+    const waiters = new Set()
+    const listener = () => {
+      // Once: the signal drops this listener itself (`once`), and later acquires see `aborted`.
+      signalWaiters.delete(signal)
+      for (const waiter of waiters) waiter()
+      waiters.clear()
+    }
+    try {
+      signal.addEventListener('abort', listener, { once: true })
+    } catch (e) {
+      throw signalMethodFailed('addEventListener', e)
+    }
+    entry = { waiters, listener }
+    signalWaiters.set(signal, entry)
+  }
+  const mine = entry
+  mine.waiters.add(cancel)
+  return () => {
+    if (!mine.waiters.delete(cancel) || mine.waiters.size > 0) return
+    if (signalWaiters.get(signal) !== mine) return
+    signalWaiters.delete(signal)
+    signal.removeEventListener('abort', mine.listener)
+  }
+}
+
+function abortError(lockPath, signal) {
+  return zkError(ErrorCode.ABORTED, `the acquire of ${lockPath} was aborted`, signal.reason)
+}
+
+module.exports = { Lock, MultiLock, Mutex, RwLock, Semaphore, onAbort }

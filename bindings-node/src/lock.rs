@@ -1,0 +1,154 @@
+//! The locks from JS: [`NativeLock`] (a mutex, a side of a read/write lock, a semaphore or a
+//! multi-lock) and the participants it lists. The client makes them; index.js wraps them.
+
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::BigInt;
+use napi_derive::napi;
+use zklock::{ErrorKind, Owner, Wait};
+
+use crate::acquire::NativeAcquire;
+use crate::error::{js_err, Code, Settled};
+use crate::lease::NativeLease;
+
+#[derive(Clone, Copy)]
+pub(crate) enum Side {
+    Read,
+    Write,
+}
+
+pub(crate) enum Target {
+    Lock(Arc<zklock::Lock>),
+    Rw(Arc<zklock::RwLock>, Side),
+    Multi(Arc<zklock::MultiLock>),
+}
+
+impl Target {
+    fn lock(&self) -> Option<&zklock::Lock> {
+        match self {
+            Target::Lock(l) => Some(l),
+            Target::Rw(rw, Side::Read) => Some(rw.read()),
+            Target::Rw(rw, Side::Write) => Some(rw.write()),
+            Target::Multi(_) => None,
+        }
+    }
+}
+
+/// A mutex, one side of a read/write lock, or a multi-lock, with its owner id.
+#[napi]
+pub struct NativeLock {
+    pub(crate) client: zklock::Client,
+    pub(crate) target: Target,
+    pub(crate) path: String,
+    pub(crate) owner: Owner,
+}
+
+/// One contender in a lock's queue.
+#[napi(object)]
+pub struct NativeParticipant {
+    pub node: String,
+    pub identity: String,
+    pub token: BigInt,
+    pub library: String,
+    pub kind: String,
+    pub session_id: BigInt,
+    /// A semaphore's N on its lease participants, when known.
+    pub max_leases: Option<u32>,
+}
+
+#[napi]
+impl NativeLock {
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.path.clone()
+    }
+
+    /// How many holds this object's owner has (0 when not held); always 0 for a multi-lock.
+    #[napi(getter)]
+    pub fn hold_count(&self) -> u32 {
+        let count = self
+            .target
+            .lock()
+            .map_or(0, |l| l.hold_count_as(self.owner));
+        u32::try_from(count).unwrap_or(u32::MAX)
+    }
+
+    /// The lease of a re-entrant hold, taken here and now when this object's owner already
+    /// holds the lock ([`zklock::Lock::reenter_as`]: no I/O, so no trip to the core's runtime
+    /// and back to the JS thread); `null` when it does not (then `start_acquire`). `timeoutMs`
+    /// is judged first, as `start_acquire` would.
+    #[napi(catch_unwind)]
+    pub fn try_reenter(
+        &self,
+        timeout_ms: Option<f64>,
+        deadline_ms: Option<f64>,
+    ) -> napi::Result<Option<NativeLease>, Code> {
+        Wait::from_millis_or_deadline(timeout_ms, deadline_ms).map_err(js_err)?;
+        Ok(self
+            .target
+            .lock()
+            .and_then(|l| l.reenter_as(self.owner))
+            .map(NativeLease::new))
+    }
+
+    /// Starts an acquire on the core's runtime (`timeoutMs` by the core's rule: absent, -1 or
+    /// Infinity wait forever, 0 is one attempt; or a `deadline` in milliseconds since the epoch,
+    /// one attempt once it passed). Awaited with `wait()`, aborted with `cancel()`.
+    #[napi(catch_unwind)]
+    pub fn start_acquire(
+        &self,
+        timeout_ms: Option<f64>,
+        deadline_ms: Option<f64>,
+    ) -> napi::Result<NativeAcquire, Code> {
+        let wait = Wait::from_millis_or_deadline(timeout_ms, deadline_ms).map_err(js_err)?;
+        let acquire = match (&self.target, self.target.lock()) {
+            (Target::Multi(m), _) => m.start_acquire(self.owner, wait),
+            (_, Some(l)) => l.start_acquire(self.owner, wait),
+            (_, None) => return Err(js_err(zklock::Error::new(ErrorKind::Internal, "no lock"))),
+        };
+        Ok(NativeAcquire {
+            acquire: Arc::new(Mutex::new(Some(acquire))),
+        })
+    }
+
+    /// The queue: holder first, then waiters in order (for a multi-lock, each path's in turn).
+    /// `timeoutMs` (by the acquire's rule) rejects with `ZKLOCK_TIMEOUT` when listing takes longer.
+    #[napi]
+    pub async fn participants(
+        &self,
+        timeout_ms: Option<f64>,
+    ) -> napi::Result<Settled<Vec<NativeParticipant>>> {
+        let result = async {
+            let timeout = Wait::from_millis(timeout_ms)?.time_left();
+            let participants = match &self.target {
+                Target::Multi(m) => {
+                    // One deadline for all the member paths.
+                    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+                    let mut all = Vec::new();
+                    for p in m.paths() {
+                        let left = deadline
+                            .map(|d| d.saturating_duration_since(std::time::Instant::now()));
+                        all.extend(self.client.mutex(p)?.participants_timeout(left).await?);
+                    }
+                    all
+                }
+                Target::Rw(rw, _) => rw.participants_timeout(timeout).await?,
+                Target::Lock(l) => l.participants_timeout(timeout).await?,
+            };
+            Ok(participants
+                .into_iter()
+                .map(|p| NativeParticipant {
+                    node: p.node,
+                    identity: p.identity,
+                    token: BigInt::from(p.token),
+                    library: p.library.as_str().to_owned(),
+                    kind: p.kind.as_str().to_owned(),
+                    session_id: BigInt::from(p.session_id),
+                    max_leases: p.max_leases,
+                })
+                .collect())
+        }
+        .await;
+        Ok(Settled(result))
+    }
+}

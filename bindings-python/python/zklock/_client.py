@@ -1,0 +1,324 @@
+"""The :class:`Client`: one ZooKeeper session, and the locks, semaphores and elections made
+on it. The top of the package below ``__init__``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import weakref
+from types import TracebackType
+from typing import Any, Callable, Dict, Iterable, List, Optional, Type, Union
+
+from . import _zklock
+from ._args import (
+    _check_number,
+    _check_optional_path,
+    _check_optional_seconds,
+    _check_optional_str,
+    _check_str,
+    _type_name,
+)
+from ._election import Election, LeaderWatch
+from ._errors import InvalidArgument, InvalidArgumentType
+from ._lock import Lock, MultiLock, RwLock, Semaphore
+from ._logs import install_log_sink as _install_log_sink
+from ._stats import Stats
+
+
+class Client:
+    """One ZooKeeper session over ``hosts`` (``host:port,host:port/optional/chroot``).
+
+    Connecting blocks (with the GIL released) until the session is established or
+    ``connect_timeout`` passes (:class:`ConnectionFailed`): the client connects here, eagerly,
+    so an acquire's ``timeout`` starts after that. When a session ends later (expired, given up),
+    the next acquire opens a new one within its own ``timeout``. Also a context manager that closes
+    the session on exit; a client still open at interpreter exit is closed then, so that its
+    lock nodes go at once instead of after the session timeout.
+
+    Secure ZooKeeper: ``tls_ca`` (PEM file of the CA) turns TLS on for every server;
+    ``tls_cert`` and ``tls_key`` give a client certificate. Each takes a path or PEM text itself
+    (a ``str`` holding ``-----BEGIN ``), which no exception ever shows; ``tls_verify_hostname=False`` turns
+    host name checking off. ``sasl_user`` and ``sasl_password`` authenticate with SASL
+    DIGEST-MD5 (a wrong password raises :class:`PermissionDenied`).
+
+    ``server_tick`` (seconds) is the ensemble's ``tickTime``; the lost signal's deadline depends on
+    it (docs/safety.md). Default: ZooKeeper's sample 2 s, or a fifth of the session timeout when
+    that is shorter. A session shorter than four ticks raises :class:`InvalidArgument`.
+    """
+
+    def __init__(
+        self,
+        hosts: str,
+        session_timeout: float = 10.0,
+        connect_timeout: float = 15.0,
+        auth: Optional[str] = None,
+        identity: Optional[str] = None,
+        acl: str = "open",
+        *,
+        tls_ca: Optional[Union[str, os.PathLike[str]]] = None,
+        tls_cert: Optional[Union[str, os.PathLike[str]]] = None,
+        tls_key: Optional[Union[str, os.PathLike[str]]] = None,
+        tls_verify_hostname: Optional[bool] = None,
+        sasl_user: Optional[str] = None,
+        sasl_password: Optional[str] = None,
+        server_tick: Optional[float] = None,
+    ) -> None:
+        hosts = _check_str(hosts, "hosts")
+        session = _check_number(session_timeout, "session_timeout")
+        connect = _check_number(connect_timeout, "connect_timeout")
+        auth = _check_optional_str(auth, "auth")
+        identity = _check_optional_str(identity, "identity")
+        acl = _check_str(acl, "acl")
+        if tls_verify_hostname is not None and not isinstance(tls_verify_hostname, bool):
+            raise InvalidArgumentType(
+                f"tls_verify_hostname must be a bool, got {_type_name(tls_verify_hostname)}"
+            )
+        _install_log_sink()
+        self._native = _zklock.Client(
+            hosts,
+            session,
+            connect,
+            auth,
+            identity,
+            acl,
+            _check_optional_path(tls_ca, "tls_ca"),
+            _check_optional_path(tls_cert, "tls_cert"),
+            _check_optional_path(tls_key, "tls_key"),
+            tls_verify_hostname,
+            _check_optional_str(sasl_user, "sasl_user"),
+            _check_optional_str(sasl_password, "sasl_password"),
+            None if server_tick is None else _check_number(server_tick, "server_tick"),
+        )
+        self._finalizer = weakref.finalize(self, self._native.close)
+        # add_listener's callables and their ids in the core.
+        self._listeners: Dict[Callable[[str], object], int] = {}
+        self._listeners_lock = threading.Lock()
+
+    @classmethod
+    async def connect_async(
+        cls,
+        hosts: str,
+        session_timeout: float = 10.0,
+        connect_timeout: float = 15.0,
+        auth: Optional[str] = None,
+        identity: Optional[str] = None,
+        acl: str = "open",
+        **secure: Any,
+    ) -> "Client":
+        """Connects without blocking the event loop (the connect runs in the loop's default
+        executor). Takes the same keyword arguments as the constructor (``tls_ca``, ...)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None,
+            lambda: cls(hosts, session_timeout, connect_timeout, auth, identity, acl, **secure),
+        )
+
+    @property
+    def hosts(self) -> str:
+        return self._native.hosts
+
+    @property
+    def id(self) -> int:
+        """This client's id in the process (never reused): ``record.zklock["client"]`` of its
+        log records."""
+        return self._native.id
+
+    @property
+    def session_id(self) -> int:
+        """The current ZooKeeper session's id."""
+        return self._native.session_id
+
+    @property
+    def session_timeout(self) -> float:
+        """The session timeout the server granted, in seconds."""
+        return self._native.session_timeout
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    # -- connection state (kazoo's add_listener) ----------------------------------------------
+
+    @property
+    def state(self) -> str:
+        """The connection now: ``'connected'``, ``'suspended'`` (broken; the session may live,
+        its leases are suspended) or ``'lost'`` (the session ended, or the client was closed)."""
+        return self._native.connection_state
+
+    def add_listener(self, listener: Callable[[str], object]) -> None:
+        """Calls ``listener(state)`` with the current state and at every change, on zklock's
+        callback thread (kazoo's ``add_listener``): ``'lost'`` once per session, then
+        ``'connected'`` when a later acquire opens a new session; nothing after the ``'lost'``
+        of a closed client. An exception it raises goes to ``sys.unraisablehook``. Adding the
+        same callable twice adds it once."""
+        with self._listeners_lock:
+            if listener not in self._listeners:
+                self._listeners[listener] = self._native._on_connection(listener)
+
+    def remove_listener(self, listener: Callable[[str], object]) -> None:
+        """Stops calling ``listener`` (a call already on its way may still run); a listener
+        that was never added is ignored, as in kazoo."""
+        with self._listeners_lock:
+            id = self._listeners.pop(listener, None)
+        if id is not None:
+            self._native._remove_connection_listener(id)
+
+    def stats(self) -> Stats:
+        """This client's lock statistics (a frozen :class:`Stats`): acquires by outcome
+        (``acquired``, ``timed_out``, ``cancelled``, ``failed``), ``wait`` and ``hold`` times
+        (:class:`Percentiles`, seconds), leases ``held`` and acquires ``waiting`` now,
+        ``suspended`` and ``lost`` events, ``reconnects`` and ``session_expiries``. Works after
+        close too."""
+        return Stats._of(self._native.stats())
+
+    def close(self) -> None:
+        """Closes the session: its leases become lost and the server deletes their nodes.
+        Later calls raise :class:`ClientClosed`. Closing twice is fine."""
+        self._finalizer.detach()
+        self._native.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def lock(
+        self, path: str, reentrant: bool = True, *, max_hold: Optional[float] = None
+    ) -> Lock:
+        """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, which it excludes,
+        also with ``reentrant=False``; for Curator's ``InterProcessSemaphoreMutex`` use
+        :meth:`semaphore_mutex`). ``max_hold`` (seconds, None: no limit) ends every lease of
+        it after that long: lost, ``lost_reason`` containing ``max-hold``, node deleted."""
+        path = _check_str(path, "path")
+        if not isinstance(reentrant, (bool, int)):
+            raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
+        native = self._native.mutex(
+            path, bool(reentrant), _check_optional_seconds(max_hold, "max_hold")
+        )
+        return Lock(self, native, "mutex", bool(reentrant))
+
+    mutex = lock
+
+    def semaphore(
+        self, path: str, max_leases: int, *, max_hold: Optional[float] = None
+    ) -> Semaphore:
+        """A counting semaphore of ``max_leases`` leases on ``path`` (Curator's
+        ``InterProcessSemaphoreV2``; every user of the path must pass the same N).
+        ``max_hold``: as for :meth:`lock`, per lease."""
+        path = _check_str(path, "path")
+        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
+            raise InvalidArgumentType(
+                f"max_leases must be an int, got {_type_name(max_leases)}"
+            )
+        native = self._native.semaphore(
+            path, max_leases, _check_optional_seconds(max_hold, "max_hold")
+        )
+        return Semaphore(self, native, max_leases)
+
+    def semaphore_mutex(self, path: str, *, max_hold: Optional[float] = None) -> Semaphore:
+        """The semaphore of one lease on ``path``: excludes Curator's
+        ``InterProcessSemaphoreMutex`` (and zklock's semaphore mutexes). Not re-entrant: a
+        second acquire by the holder waits for itself; any thread may release. ``max_hold``:
+        as for :meth:`lock`."""
+        native = self._native.semaphore_mutex(
+            _check_str(path, "path"), _check_optional_seconds(max_hold, "max_hold")
+        )
+        return Semaphore(self, native, 1)
+
+    def election(
+        self,
+        path: str,
+        *,
+        style: Optional[str] = None,
+        id: Optional[str] = None,
+        max_hold: Optional[float] = None,
+    ) -> Election:
+        """A participant in the leader election on ``path`` (see :class:`Election`): ``style``
+        ``'latch'`` (None: the core's default, Curator's ``LeaderLatch``), ``'selector'`` (Curator's
+        ``LeaderSelector``) or ``'kazoo'`` (kazoo's ``Election``); ``id`` the participant id
+        (default: the client's identity; at most 1024 bytes, no NUL); ``max_hold`` seconds
+        (None: no limit) ends every leadership after that long (lost, reason ``max-hold``)."""
+        native = self._native.election(
+            _check_str(path, "path"),
+            _check_optional_str(style, "style"),
+            _check_optional_str(id, "id"),
+            _check_optional_seconds(max_hold, "max_hold"),
+        )
+        return Election(self, native)
+
+    def observe_leader(self, path: str) -> LeaderWatch:
+        """Watches who leads the election on ``path`` without running (etcd's ``Observe``,
+        which cannot report that nobody leads; this can): a :class:`LeaderWatch` iterator of
+        the leader now, then every change (None: no leader)."""
+        return LeaderWatch(self._native.observe_leader(_check_str(path, "path")))
+
+    def check(self, path: str, token: int, max_leases: Optional[int] = None) -> bool:
+        """Whether ``token`` is the fencing token of a current holder of the lock on ``path``
+        (or of its election's leader): Chubby's ``CheckSequencer``, for a resource that gets a
+        token from a client. ``max_leases``: a semaphore's N (leases beyond it do not count).
+        The GIL is released meanwhile."""
+        path = _check_str(path, "path")
+        if isinstance(token, bool) or not isinstance(token, int):
+            raise InvalidArgumentType(f"token must be an int, got {_type_name(token)}")
+        if max_leases is not None and (
+            isinstance(max_leases, bool) or not isinstance(max_leases, int)
+        ):
+            raise InvalidArgumentType(
+                f"max_leases must be an int, got {_type_name(max_leases)}"
+            )
+        return self._native.check(path, token, max_leases)
+
+    def revoke(self, path: str, node: Optional[str] = None) -> List[str]:
+        """Asks the holder of ``path`` to let go, as Curator's ``Revoker.attemptRevoke`` does:
+        sets the data of its node to ``__REVOKE__`` (every lease of a semaphore; ``node``, a
+        node's name or full path, asks that one). Returns the nodes asked; raises
+        :class:`NotHeld` when nobody holds ``path`` or the node is gone. Holders hear it through
+        :attr:`Lease.revoke_requested` / :meth:`Lease.on_revoke` (zklock) or a
+        ``RevocationListener`` (Curator); it is a request, the holder decides."""
+        return self._native.revoke(_check_str(path, "path"), _check_optional_str(node, "node"))
+
+    def rw_lock(self, path: str) -> RwLock:
+        """A read/write lock on ``path``: ``.read`` and ``.write`` are :class:`Lock` objects."""
+        return RwLock(self, _check_str(path, "path"))
+
+    def multi_lock(self, locks: Iterable[Union[str, Lock]]) -> MultiLock:
+        """Several locks taken as one; give paths (new mutexes) or :class:`Lock` objects."""
+        if isinstance(locks, (str, bytes)) or not isinstance(locks, Iterable):
+            raise InvalidArgumentType(
+                f"multi_lock() needs a list of paths or locks, got {_type_name(locks)}"
+            )
+        members: List[Lock] = []
+        for item in locks:
+            if isinstance(item, str):
+                members.append(self.lock(item))
+            elif isinstance(item, Lock) and not isinstance(item, MultiLock):
+                if item.client is not self:
+                    raise InvalidArgument(f"the lock on {item.path} belongs to another client")
+                members.append(item)
+            else:
+                raise InvalidArgumentType(
+                    f"multi_lock() members must be paths or locks, got {_type_name(item)}"
+                )
+        return MultiLock(self, members)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"session=0x{self.session_id:x}"
+        return f"<zklock.Client {self.hosts!r} {state}>"

@@ -1,0 +1,70 @@
+"""What an acquire hands out and what a queue lists: the lease (a leadership is one), a guarded
+write, a run for leader requeued, a :class:`Participant`; and how an asyncio acquire that was
+cancelled waits for the core to settle it. Used by the locks and the elections alike."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import NamedTuple, Optional, Tuple, Union
+
+from . import _zklock
+
+
+#: A guarded write: ``("create", path, data)``, ``("set_data", path, data)`` or
+#: ``("delete", path)``.
+GuardedWrite = Union[Tuple[str, str], Tuple[str, str, bytes]]
+
+
+#: A held lock (the native class, see its docstring): fencing token, node, state, lost signal.
+Lease = _zklock.Lease
+
+
+#: A leadership is a lease (token, state, ``lost``, ``lost_reason``, guarded writes,
+#: ``valid_until``): the same class, named for election code.
+Leadership = _zklock.Lease
+
+#: A run for leader that ``Election.resign(lead, requeue=True)`` started at the tail of the queue:
+#: ``result(timeout=None)`` (the next leadership; :class:`LockTimeout` leaves it running),
+#: ``cancel()``, ``done()`` - the shape of ``concurrent.futures.Future``.
+LeadAttempt = _zklock.LeadAttempt
+
+
+class Participant(NamedTuple):
+    """One contender in a lock's queue (holder first), or in an election (leader first)."""
+
+    node: str
+    identity: str
+    token: int
+    library: str
+    kind: str
+    session_id: int
+    max_leases: Optional[int] = None
+    """A semaphore's N on its ``'lease'`` participants, when known (ZooKeeper does not store
+    it: it is the N of the semaphore asked)."""
+    style: Optional[str] = None
+    """An election participant's layout (its family): ``'selector'``, ``'latch'`` or
+    ``'kazoo'``; None for a lock's participants and for read, write and lease nodes."""
+
+    @property
+    def id(self) -> str:
+        """The participant id of an election (its node's data): ``identity``."""
+        return self.identity
+
+    @property
+    def family(self) -> Optional[str]:
+        """The election layout: ``style``."""
+        return self.style
+
+
+# How long a cancelled asyncio acquire waits for the core to settle the cancel. The core ends a
+# cancelled acquire once its node is removed (or the removal was given up on, within a session
+# timeout); this only bounds a wait that something broke.
+_CANCEL_SETTLE = 5.0
+
+
+async def _cancel_settled(settled: "asyncio.Future[None]") -> None:
+    """Called with the CancelledError of a cancelled acquire in hand: waits until the core has
+    ended the acquire (its waiting node deleted), as the blocking acquire's cancel does before
+    it returns, so that whoever catches the error finds the node gone (issue 33). At most
+    ``_CANCEL_SETTLE`` seconds; a second cancel of the task ends the wait at once."""
+    await asyncio.wait({settled}, timeout=_CANCEL_SETTLE)

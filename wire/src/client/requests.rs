@@ -1,0 +1,434 @@
+//! The requests a client sends (create, delete, reads with and without watches, setData, sync,
+//! multi) and what they are built from ([`CreateMode`], [`Op`], [`OpResult`]): each puts the
+//! chroot before its paths, submits at once on the current connection and waits only for the
+//! reply. Methods of [`Client`], kept apart from its session handling in `client.rs`.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+
+use tokio::sync::oneshot;
+
+use super::error::{connection_error, shape, Error, MultiError};
+use super::options::validate_path;
+use super::state::{OneshotWatcher, WatchedEvent};
+use super::watches::{strip_chroot, WatchKind};
+use super::Client;
+use crate::conn::{Reply, Request, Response};
+use crate::jute::*;
+
+/// How a node is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateMode {
+    Persistent,
+    PersistentSequential,
+    Ephemeral,
+    EphemeralSequential,
+    /// Deleted by the server once its last child is (`ContainerManager`).
+    Container,
+}
+
+impl CreateMode {
+    fn flags(self) -> i32 {
+        match self {
+            CreateMode::Persistent => create_mode::PERSISTENT,
+            CreateMode::PersistentSequential => create_mode::PERSISTENT_SEQUENTIAL,
+            CreateMode::Ephemeral => create_mode::EPHEMERAL,
+            CreateMode::EphemeralSequential => create_mode::EPHEMERAL_SEQUENTIAL,
+            CreateMode::Container => create_mode::CONTAINER,
+        }
+    }
+}
+
+/// One operation of a multi.
+#[derive(Debug, Clone)]
+pub enum Op<'a> {
+    /// The node's version must be this (-1: the node must exist).
+    Check {
+        path: &'a str,
+        version: i32,
+    },
+    Create {
+        path: &'a str,
+        data: &'a [u8],
+        mode: CreateMode,
+        acl: &'a [Acl],
+    },
+    SetData {
+        path: &'a str,
+        data: &'a [u8],
+        version: i32,
+    },
+    Delete {
+        path: &'a str,
+        version: i32,
+    },
+}
+
+/// One result of a successful multi.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpResult {
+    Check,
+    /// The created node's path (without the chroot).
+    Create {
+        path: String,
+    },
+    SetData {
+        stat: Stat,
+    },
+    Delete,
+}
+
+impl Client {
+    fn path(&self, path: &str) -> Result<String, Error> {
+        validate_path(path)?;
+        let chroot = &self.shared().chroot;
+        Ok(if chroot.is_empty() {
+            path.to_owned()
+        } else if path == "/" {
+            chroot.clone()
+        } else {
+            format!("{chroot}{path}")
+        })
+    }
+
+    /// Submits now; the returned future only waits for the reply.
+    fn call(
+        &self,
+        req: Result<Request, Error>,
+        watch: Option<(WatchKind, String, oneshot::Sender<WatchedEvent>)>,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send + 'static {
+        let submitted = req.and_then(|req| {
+            let shared = self.shared();
+            let tag = match watch {
+                None => 0,
+                Some(w) => {
+                    let tag = shared.next_tag.fetch_add(1, Ordering::Relaxed);
+                    shared.watches.lock().unwrap().pending.insert(tag, w);
+                    tag
+                }
+            };
+            let submitted = shared.submit(&req, tag);
+            if submitted.is_err() && tag != 0 {
+                shared.watches.lock().unwrap().pending.remove(&tag);
+            }
+            submitted
+        });
+        async move { submitted?.await.map_err(connection_error) }
+    }
+
+    fn expect(
+        &self,
+        req: Result<Request, Error>,
+        watch: Option<(WatchKind, String, oneshot::Sender<WatchedEvent>)>,
+    ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
+        let reply = self.call(req, watch);
+        async move { reply.await?.result.map_err(Error::from_code) }
+    }
+
+    /// Create (create2, or createContainer for a container): the node's stat and path
+    /// (without the chroot).
+    pub fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        acl: &[Acl],
+    ) -> impl Future<Output = Result<(Stat, String), Error>> + Send + 'static {
+        let chroot = self.shared().chroot.clone();
+        let req = self.path(path).map(|path| {
+            let r = CreateRequest {
+                path,
+                data: data.to_vec(),
+                acl: acl.to_vec(),
+                flags: mode.flags(),
+            };
+            match mode {
+                CreateMode::Container => Request::CreateContainer(r),
+                _ => Request::Create2(r),
+            }
+        });
+        let reply = self.expect(req, None);
+        async move {
+            match reply.await? {
+                Response::Create2(r) => Ok((r.stat, strip_chroot(&r.path, &chroot))),
+                _ => Err(shape()),
+            }
+        }
+    }
+
+    /// Creates `path` and every missing ancestor with `mode` and `acl`; an existing node is
+    /// fine.
+    pub async fn mkdir(&self, path: &str, mode: CreateMode, acl: &[Acl]) -> Result<(), Error> {
+        validate_path(path)?;
+        if path == "/" {
+            return Ok(());
+        }
+        match self.create(path, b"", mode, acl).await {
+            Ok(_) | Err(Error::NodeExists) => return Ok(()),
+            Err(Error::NoNode) => {}
+            Err(e) => return Err(e),
+        }
+        let mut end = 0;
+        while let Some(i) = path[end + 1..].find('/') {
+            end += 1 + i;
+            match self.create(&path[..end], b"", mode, acl).await {
+                Ok(_) | Err(Error::NodeExists) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        match self.create(path, b"", mode, acl).await {
+            Ok(_) | Err(Error::NodeExists) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Delete; `None` for any version.
+    pub fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
+        let req = self.path(path).map(|path| {
+            Request::Delete(DeleteRequest {
+                path,
+                version: version.unwrap_or(-1),
+            })
+        });
+        let reply = self.expect(req, None);
+        async move { reply.await.map(|_| ()) }
+    }
+
+    pub fn get_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat), Error>> + Send + 'static {
+        let req = self
+            .path(path)
+            .map(|path| Request::GetData(GetDataRequest { path, watch: false }));
+        let reply = self.expect(req, None);
+        async move {
+            match reply.await? {
+                Response::GetData(r) => Ok((r.data, r.stat)),
+                _ => Err(shape()),
+            }
+        }
+    }
+
+    /// getData with a watch on the node (armed only if the node exists).
+    pub fn get_and_watch_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher), Error>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let req = self.path(path);
+        let watch = req.as_ref().ok().map(|p| (WatchKind::Data, p.clone(), tx));
+        let req = req.map(|path| Request::GetData(GetDataRequest { path, watch: true }));
+        let reply = self.expect(req, watch);
+        async move {
+            match reply.await? {
+                Response::GetData(r) => Ok((r.data, r.stat, OneshotWatcher(rx))),
+                _ => Err(shape()),
+            }
+        }
+    }
+
+    /// exists: the node's stat, or `None`.
+    pub fn check_stat(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Option<Stat>, Error>> + Send + 'static {
+        let req = self
+            .path(path)
+            .map(|path| Request::Exists(ExistsRequest { path, watch: false }));
+        let reply = self.expect(req, None);
+        async move {
+            match reply.await {
+                Ok(Response::Exists(r)) => Ok(Some(r.stat)),
+                Err(Error::NoNode) => Ok(None),
+                Err(e) => Err(e),
+                Ok(_) => Err(shape()),
+            }
+        }
+    }
+
+    /// exists with a watch: fires when the node is created, changed or deleted.
+    pub fn check_and_watch_stat(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher), Error>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let req = self.path(path);
+        let watch = req.as_ref().ok().map(|p| (WatchKind::Exist, p.clone(), tx));
+        let req = req.map(|path| Request::Exists(ExistsRequest { path, watch: true }));
+        let reply = self.expect(req, watch);
+        async move {
+            match reply.await {
+                Ok(Response::Exists(r)) => Ok((Some(r.stat), OneshotWatcher(rx))),
+                Err(Error::NoNode) => Ok((None, OneshotWatcher(rx))),
+                Err(e) => Err(e),
+                Ok(_) => Err(shape()),
+            }
+        }
+    }
+
+    pub fn list_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<String>, Error>> + Send + 'static {
+        let req = self
+            .path(path)
+            .map(|path| Request::GetChildren2(GetChildren2Request { path, watch: false }));
+        let reply = self.expect(req, None);
+        async move {
+            match reply.await? {
+                Response::GetChildren2(r) => Ok(r.children),
+                _ => Err(shape()),
+            }
+        }
+    }
+
+    /// getChildren2 with a watch on the children.
+    pub fn list_and_watch_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, OneshotWatcher), Error>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let req = self.path(path);
+        let watch = req.as_ref().ok().map(|p| (WatchKind::Child, p.clone(), tx));
+        let req = req.map(|path| Request::GetChildren2(GetChildren2Request { path, watch: true }));
+        let reply = self.expect(req, watch);
+        async move {
+            match reply.await? {
+                Response::GetChildren2(r) => Ok((r.children, OneshotWatcher(rx))),
+                _ => Err(shape()),
+            }
+        }
+    }
+
+    /// setData; `None` for any version.
+    pub fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat, Error>> + Send + 'static {
+        let req = self.path(path).map(|path| {
+            Request::SetData(SetDataRequest {
+                path,
+                data: data.to_vec(),
+                version: version.unwrap_or(-1),
+            })
+        });
+        let reply = self.expect(req, None);
+        async move {
+            match reply.await? {
+                Response::SetData(r) => Ok(r.stat),
+                _ => Err(shape()),
+            }
+        }
+    }
+
+    /// sync: the server catches up with the leader. The reply's send and receive times are
+    /// the lifeline's evidence.
+    pub fn sync(&self, path: &str) -> impl Future<Output = Result<Reply, Error>> + Send + 'static {
+        let req = self
+            .path(path)
+            .map(|path| Request::Sync(SyncRequest { path }));
+        let reply = self.call(req, None);
+        async move {
+            let reply = reply.await?;
+            match &reply.result {
+                Ok(_) => Ok(reply),
+                Err(c) => Err(Error::from_code(*c)),
+            }
+        }
+    }
+
+    /// A multi: all of `ops` or none.
+    pub fn multi(
+        &self,
+        ops: &[Op<'_>],
+    ) -> impl Future<Output = Result<Vec<OpResult>, MultiError>> + Send + 'static {
+        let chroot = self.shared().chroot.clone();
+        let built: Result<Vec<MultiOp>, Error> = ops
+            .iter()
+            .map(|op| {
+                Ok(match *op {
+                    Op::Check { path, version } => MultiOp::Check(CheckVersionRequest {
+                        path: self.path(path)?,
+                        version,
+                    }),
+                    Op::Create {
+                        path,
+                        data,
+                        mode,
+                        acl,
+                    } => MultiOp::Create(CreateRequest {
+                        path: self.path(path)?,
+                        data: data.to_vec(),
+                        acl: acl.to_vec(),
+                        flags: mode.flags(),
+                    }),
+                    Op::SetData {
+                        path,
+                        data,
+                        version,
+                    } => MultiOp::SetData(SetDataRequest {
+                        path: self.path(path)?,
+                        data: data.to_vec(),
+                        version,
+                    }),
+                    Op::Delete { path, version } => MultiOp::Delete(DeleteRequest {
+                        path: self.path(path)?,
+                        version,
+                    }),
+                })
+            })
+            .collect();
+        let reply = self.expect(built.map(|ops| Request::Multi(MultiRequest { ops })), None);
+        async move {
+            let response = match reply.await {
+                Ok(Response::Multi(r)) => r,
+                Ok(_) => return Err(MultiError::RequestFailed { source: shape() }),
+                Err(source) => return Err(MultiError::RequestFailed { source }),
+            };
+            // The op that failed; the others of a failed multi say RUNTIMEINCONSISTENCY (or OK).
+            let failed = response
+                .results
+                .iter()
+                .enumerate()
+                .find_map(|(i, r)| match r {
+                    MultiResult::Error(c)
+                        if *c != code::OK && *c != code::RUNTIME_INCONSISTENCY =>
+                    {
+                        Some((i, *c))
+                    }
+                    _ => None,
+                });
+            if let Some((index, c)) = failed {
+                return Err(MultiError::OperationFailed {
+                    index,
+                    source: Error::from_code(c),
+                });
+            }
+            response
+                .results
+                .into_iter()
+                .map(|r| match r {
+                    MultiResult::Check => Ok(OpResult::Check),
+                    MultiResult::Create(c) => Ok(OpResult::Create {
+                        path: strip_chroot(&c.path, &chroot),
+                    }),
+                    MultiResult::Create2(c) => Ok(OpResult::Create {
+                        path: strip_chroot(&c.path, &chroot),
+                    }),
+                    MultiResult::SetData(s) => Ok(OpResult::SetData { stat: s.stat }),
+                    MultiResult::Delete => Ok(OpResult::Delete),
+                    MultiResult::Error(c) => Err(MultiError::RequestFailed {
+                        source: Error::from_code(c),
+                    }),
+                })
+                .collect()
+        }
+    }
+}

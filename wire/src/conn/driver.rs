@@ -1,0 +1,457 @@
+//! The connection's task: owns the stream and polls it by hand (read, then the commands the
+//! handles queued, then one write of all of them and a flush), numbers requests, matches replies
+//! to them in order, sends pings and gives up on a silent link. Kept apart from the handle
+//! ([`super::Connection`]) that feeds it commands: this file is the only one that touches the
+//! stream after the handshake.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Sleep;
+
+use super::error::{is_eof, Error};
+use super::events::{Event, Events, Stats, EVENT_QUEUE};
+use super::message::{decode_reply_body, Reply};
+use crate::frame::{self, FrameDecoder};
+use crate::jute::*;
+
+/// The smallest and largest single read (see `Driver::read`).
+const MIN_READ: usize = 2 * 1024;
+const MAX_READ: usize = 64 * 1024;
+
+/// What the task and the handles share: the link's statistics and, once closed, why.
+pub(super) struct Shared {
+    pub(super) stats: Stats,
+    pub(super) closed: Option<Error>,
+}
+
+/// What a handle asks of the task.
+pub(super) enum Cmd {
+    Request {
+        op: i32,
+        frame: Vec<u8>,
+        tx: oneshot::Sender<Result<Reply, Error>>,
+        tag: u64,
+    },
+    /// A frame with a reserved xid (auth, SetWatches) whose reply is not queued.
+    Fixed { frame: Vec<u8> },
+    /// Close the connection now, with this reason (see [`Connection::abort`]).
+    Abort(Error),
+}
+
+/// Starts the task for a connection whose handshake is done (`decoder` may already hold
+/// frames that followed the handshake's reply): the handle's command channel, the state the
+/// handles read, and the events.
+pub(super) fn start<S>(
+    stream: S,
+    decoder: FrameDecoder,
+    read_timeout: Duration,
+    last_zxid_seen: i64,
+) -> (mpsc::UnboundedSender<Cmd>, Arc<Mutex<Shared>>, Events)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let now = Instant::now();
+    let shared = Arc::new(Mutex::new(Shared {
+        stats: Stats {
+            last_recv: now,
+            last_send: now,
+            last_ping_sent: None,
+            last_ping_reply: None,
+            last_zxid: last_zxid_seen,
+            writes: 0,
+            frames_sent: 0,
+            outstanding: 0,
+        },
+        closed: None,
+    }));
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (etx, erx) = mpsc::channel(EVENT_QUEUE + 1);
+    let driver = Driver {
+        stream,
+        rx,
+        events: etx,
+        shared: shared.clone(),
+        decoder,
+        pending: VecDeque::new(),
+        wbuf: Vec::new(),
+        wpos: 0,
+        queued: 0,
+        written: 0,
+        next_xid: 1,
+        ping_interval: read_timeout / 2,
+        read_timeout,
+        read_chunk: MIN_READ,
+        last_send: now,
+        last_recv: now,
+        closing: false,
+        unflushed: false,
+    };
+    tokio::spawn(driver.run());
+    (tx, shared, Events(erx))
+}
+
+struct Pending {
+    xid: i32,
+    op: i32,
+    /// Stream offset just past this request's frame.
+    end: u64,
+    sent_at: Option<Instant>,
+    tx: oneshot::Sender<Result<Reply, Error>>,
+    /// Non-zero: announce the answer on `Events` (see `Event::Answered`).
+    tag: u64,
+}
+
+/// The connection's task: owns the stream (plain TCP, TLS, or any other) and is polled by hand
+/// so that a TLS stream, which has no readiness of its own, is driven like a socket.
+struct Driver<S> {
+    stream: S,
+    rx: mpsc::UnboundedReceiver<Cmd>,
+    /// Bounded: one place more than [`EVENT_QUEUE`], kept for [`Event::Closed`].
+    events: mpsc::Sender<Event>,
+    shared: Arc<Mutex<Shared>>,
+    decoder: FrameDecoder,
+    pending: VecDeque<Pending>,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Bytes queued / written since the handshake.
+    queued: u64,
+    written: u64,
+    next_xid: i32,
+    ping_interval: Duration,
+    read_timeout: Duration,
+    /// The size of the next read (see `read`).
+    read_chunk: usize,
+    last_send: Instant,
+    last_recv: Instant,
+    closing: bool,
+    /// Bytes were handed to the stream and it has not yet been flushed: a TLS stream holds
+    /// records until flushed (a `TcpStream`'s flush does nothing).
+    unflushed: bool,
+}
+
+impl<S> Driver<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    async fn run(mut self) {
+        let err = self.drive().await;
+        {
+            let mut s = self.shared.lock().unwrap();
+            s.closed = Some(err.clone());
+            s.stats.outstanding = 0;
+        }
+        self.rx.close();
+        for p in self.pending.drain(..) {
+            let _ = p.tx.send(Err(err.clone()));
+        }
+        while let Ok(cmd) = self.rx.try_recv() {
+            if let Cmd::Request { tx, .. } = cmd {
+                let _ = tx.send(Err(err.clone()));
+            }
+        }
+        // The place kept free by `event` (this task is the only sender).
+        let _ = self.events.try_send(Event::Closed(err));
+    }
+
+    /// Queues an event for the session layer, or fails the connection when the queue is full:
+    /// the server outran the client, and reading on would only pile events up (or stall the
+    /// replies behind them). One place is always left for the final `Event::Closed`.
+    fn event(&mut self, event: Event) -> Result<(), Error> {
+        if self.events.is_closed() {
+            return Ok(());
+        }
+        if self.events.capacity() <= 1 {
+            return Err(Error::EventFlood(EVENT_QUEUE));
+        }
+        let _ = self.events.try_send(event);
+        Ok(())
+    }
+
+    async fn drive(&mut self) -> Error {
+        // Frames that arrived with the handshake's reply.
+        if let Err(e) = self.on_frames() {
+            return e;
+        }
+        let ping = tokio::time::sleep_until((self.last_send + self.ping_interval).into());
+        let dead = tokio::time::sleep_until((self.last_recv + self.read_timeout).into());
+        tokio::pin!(ping, dead);
+        std::future::poll_fn(|cx| self.poll_drive(cx, ping.as_mut(), dead.as_mut())).await
+    }
+
+    /// Runs the connection until it ends, with the reason. Each turn reads what arrived, takes
+    /// every request submitted since the last turn, adds a ping if one is due, and hands all
+    /// of it to the stream in one write; it returns `Pending` only when nothing could progress
+    /// (every source polled has registered the task's waker).
+    fn poll_drive(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut ping: Pin<&mut Sleep>,
+        mut dead: Pin<&mut Sleep>,
+    ) -> Poll<Error> {
+        loop {
+            let mut progress = false;
+            match self.read(cx) {
+                Poll::Ready(Ok(())) => progress = true,
+                Poll::Ready(Err(e)) => return Poll::Ready(e),
+                Poll::Pending => {}
+            }
+            // Nothing after CloseSession: what is submitted later is failed when the task ends.
+            while !self.closing {
+                match self.rx.poll_recv(cx) {
+                    Poll::Ready(Some(Cmd::Abort(e))) => return Poll::Ready(e),
+                    Poll::Ready(Some(cmd)) => self.enqueue(cmd),
+                    Poll::Ready(None) => return Poll::Ready(Error::Closed),
+                    Poll::Pending => break,
+                }
+            }
+            // Not while a write is stuck: the ping would only pile up behind it.
+            let want_write = self.wpos < self.wbuf.len() || self.unflushed;
+            if !self.closing && !want_write {
+                let at = tokio::time::Instant::from_std(self.last_send + self.ping_interval);
+                if ping.deadline() != at {
+                    ping.as_mut().reset(at);
+                }
+                if ping.as_mut().poll(cx).is_ready() {
+                    self.ping();
+                }
+            }
+            match self.flush(cx) {
+                Ok(wrote) => progress |= wrote,
+                Err(e) => return Poll::Ready(e),
+            }
+            let at = tokio::time::Instant::from_std(self.last_recv + self.read_timeout);
+            if dead.deadline() != at {
+                dead.as_mut().reset(at);
+            }
+            if dead.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Error::ReadTimeout(self.read_timeout));
+            }
+            if !progress {
+                return Poll::Pending;
+            }
+        }
+    }
+
+    /// One read straight into the decoder's buffer, and the frames it completed. The read's
+    /// size follows the traffic: it doubles after a read that filled it (up to 64 KiB) and the
+    /// buffer is given back when idle, so an idle session holds a few KiB, not 64.
+    fn read(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        let want = self.read_chunk;
+        let mut rb = ReadBuf::new(self.decoder.read_space(want));
+        let polled = Pin::new(&mut self.stream).poll_read(cx, &mut rb);
+        let filled = rb.filled().len();
+        self.decoder.commit(want, filled);
+        let n = match ready!(polled) {
+            Ok(()) => filled,
+            Err(e) if is_eof(&e) => 0,
+            Err(e) => return Poll::Ready(Err(e.into())),
+        };
+        if n == 0 {
+            if let Err(e) = self.decoder.finish() {
+                return Poll::Ready(Err(e.into()));
+            }
+            return Poll::Ready(Err(if self.closing {
+                Error::Closed
+            } else {
+                Error::ServerClosed
+            }));
+        }
+        if n == want {
+            self.read_chunk = (want * 2).min(MAX_READ);
+        } else if n < want / 4 {
+            self.read_chunk = (want / 2).max(MIN_READ);
+        }
+        let decoded = self.on_frames();
+        // Idle again: back to small reads, and a buffer grown for a large reply is freed (a
+        // thousand sessions that each read a long listing once must not keep it).
+        if self.decoder.buffered() == 0 && self.read_chunk > MIN_READ {
+            self.read_chunk = MIN_READ;
+        }
+        self.decoder.shrink_when_idle(2 * MIN_READ);
+        Poll::Ready(decoded)
+    }
+
+    fn enqueue(&mut self, cmd: Cmd) {
+        let (op, mut frame, tx, tag) = match cmd {
+            Cmd::Request { op, frame, tx, tag } => (op, frame, tx, tag),
+            Cmd::Fixed { frame } => {
+                self.queued += frame.len() as u64;
+                self.wbuf.extend_from_slice(&frame);
+                return;
+            }
+            // Taken by `poll_drive` before it gets here.
+            Cmd::Abort(_) => return,
+        };
+        let xid = self.next_xid;
+        self.next_xid = if xid == i32::MAX { 1 } else { xid + 1 };
+        frame[4..8].copy_from_slice(&xid.to_be_bytes());
+        self.queued += frame.len() as u64;
+        self.wbuf.extend_from_slice(&frame);
+        self.pending.push_back(Pending {
+            xid,
+            op,
+            end: self.queued,
+            sent_at: None,
+            tx,
+            tag,
+        });
+        if op == op::CLOSE_SESSION {
+            // Nothing after CloseSession: the server closes the connection.
+            self.closing = true;
+        }
+    }
+
+    fn ping(&mut self) {
+        let mut frame = Vec::with_capacity(12);
+        // Cannot fail: 8 bytes.
+        let _ = frame::write_frame(&mut frame, usize::MAX, |o| {
+            RequestHeader {
+                xid: xid::PING,
+                op: op::PING,
+            }
+            .encode(o)
+        });
+        self.queued += frame.len() as u64;
+        self.wbuf.extend_from_slice(&frame);
+        self.shared.lock().unwrap().stats.last_ping_sent = Some(Instant::now());
+    }
+
+    /// Hands the queued bytes to the stream (one `poll_write` for all of them when it takes
+    /// them, as a socket with room does) and flushes it; a request's `sent_at` is when the
+    /// flush that carried its last byte completed. Returns whether anything moved.
+    fn flush(&mut self, cx: &mut Context<'_>) -> Result<bool, Error> {
+        let mut writes = 0;
+        while self.wpos < self.wbuf.len() {
+            match Pin::new(&mut self.stream).poll_write(cx, &self.wbuf[self.wpos..]) {
+                Poll::Ready(Ok(0)) => {
+                    return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into())
+                }
+                Poll::Ready(Ok(n)) => {
+                    writes += 1;
+                    self.wpos += n;
+                    self.written += n as u64;
+                    self.unflushed = true;
+                }
+                Poll::Ready(Err(e)) => return Err(e.into()),
+                Poll::Pending => break,
+            }
+        }
+        if self.wpos == self.wbuf.len() {
+            self.wbuf.clear();
+            self.wpos = 0;
+        }
+        let mut flushed = false;
+        if self.unflushed {
+            match Pin::new(&mut self.stream).poll_flush(cx) {
+                Poll::Ready(Ok(())) => {
+                    self.unflushed = false;
+                    flushed = true;
+                }
+                Poll::Ready(Err(e)) => return Err(e.into()),
+                Poll::Pending => {}
+            }
+        }
+        if writes == 0 && !flushed {
+            return Ok(false);
+        }
+        let now = Instant::now();
+        self.last_send = now;
+        let mut sent_frames = 0;
+        if !self.unflushed {
+            for p in self.pending.iter_mut().rev() {
+                if p.sent_at.is_some() {
+                    break;
+                }
+                if p.end <= self.written {
+                    p.sent_at = Some(now);
+                    sent_frames += 1;
+                }
+            }
+        }
+        let mut s = self.shared.lock().unwrap();
+        s.stats.last_send = now;
+        s.stats.writes += writes;
+        s.stats.frames_sent += sent_frames;
+        s.stats.outstanding = self.pending.len();
+        Ok(true)
+    }
+
+    fn on_frames(&mut self) -> Result<(), Error> {
+        let now = Instant::now();
+        let mut any = false;
+        while let Some(payload) = self.decoder.next_frame()? {
+            any = true;
+            let mut r = Reader::new(payload);
+            let h = ReplyHeader::decode(&mut r)?;
+            let body = &payload[payload.len() - r.remaining()..];
+            match h.xid {
+                xid::NOTIFICATION => {
+                    let event = WatcherEvent::decode_all(body)?;
+                    self.event(Event::Watch {
+                        event,
+                        zxid: h.zxid,
+                    })?;
+                }
+                xid::PING => {
+                    Reader::new(body).finish()?;
+                    self.shared.lock().unwrap().stats.last_ping_reply = Some(now);
+                }
+                xid::AUTH => {
+                    self.event(Event::Auth { err: h.err })?;
+                }
+                // Nothing to do with the answer: the server re-armed what it could.
+                xid::SET_WATCHES => {}
+                got => {
+                    let Some(p) = self.pending.front() else {
+                        return Err(Error::UnexpectedXid {
+                            got,
+                            expected: None,
+                        });
+                    };
+                    if p.xid != got {
+                        return Err(Error::UnexpectedXid {
+                            got,
+                            expected: Some(p.xid),
+                        });
+                    }
+                    let result = decode_reply_body(p.op, h.err, body)?;
+                    let tag = p.tag;
+                    if tag != 0 {
+                        let err = match &result {
+                            Ok(_) => 0,
+                            Err(e) => *e,
+                        };
+                        // Before the request leaves `pending`, so a flood fails it too.
+                        self.event(Event::Answered { tag, err })?;
+                    }
+                    let p = self.pending.pop_front().expect("front checked above");
+                    if h.zxid > 0 {
+                        let mut s = self.shared.lock().unwrap();
+                        s.stats.last_zxid = s.stats.last_zxid.max(h.zxid);
+                    }
+                    let _ = p.tx.send(Ok(Reply {
+                        xid: got,
+                        zxid: h.zxid,
+                        result,
+                        sent_at: p.sent_at.unwrap_or(now),
+                        received_at: now,
+                    }));
+                }
+            }
+        }
+        if any {
+            self.last_recv = now;
+            let mut s = self.shared.lock().unwrap();
+            s.stats.last_recv = now;
+            s.stats.outstanding = self.pending.len();
+        }
+        Ok(())
+    }
+}

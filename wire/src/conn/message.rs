@@ -1,0 +1,126 @@
+//! What goes over a connection: the requests this crate sends, the replies' records and how a
+//! reply's body is decoded by its request's op. Plain values; the task ([`super::driver`]) and
+//! the handle ([`super::Connection`]) exchange them.
+
+use std::time::Instant;
+
+use crate::jute::*;
+
+/// A request this crate can send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    Create(CreateRequest),
+    Create2(CreateRequest),
+    /// A container node (`CreateMode.CONTAINER`): op 19, answered like create2
+    /// (`ZooKeeper.create` picks `OpCode.createContainer` for it).
+    CreateContainer(CreateRequest),
+    Delete(DeleteRequest),
+    Exists(ExistsRequest),
+    GetData(GetDataRequest),
+    SetData(SetDataRequest),
+    GetChildren2(GetChildren2Request),
+    Multi(MultiRequest),
+    Sync(SyncRequest),
+    /// A SASL token (op 102); see [`crate::sasl`].
+    Sasl(GetSASLRequest),
+    /// WhoAmI (op 107), no record.
+    WhoAmI,
+    CloseSession,
+}
+
+impl Request {
+    pub fn op_code(&self) -> i32 {
+        match self {
+            Request::Create(_) => op::CREATE,
+            Request::Create2(_) => op::CREATE2,
+            Request::CreateContainer(_) => op::CREATE_CONTAINER,
+            Request::Delete(_) => op::DELETE,
+            Request::Exists(_) => op::EXISTS,
+            Request::GetData(_) => op::GET_DATA,
+            Request::SetData(_) => op::SET_DATA,
+            Request::GetChildren2(_) => op::GET_CHILDREN2,
+            Request::Multi(_) => op::MULTI,
+            Request::Sync(_) => op::SYNC,
+            Request::Sasl(_) => op::SASL,
+            Request::WhoAmI => op::WHO_AM_I,
+            Request::CloseSession => op::CLOSE_SESSION,
+        }
+    }
+
+    /// The record after the header (none for CloseSession and WhoAmI).
+    pub fn encode_body(&self, out: &mut Vec<u8>) {
+        match self {
+            Request::Create(r) | Request::Create2(r) | Request::CreateContainer(r) => r.encode(out),
+            Request::Delete(r) => r.encode(out),
+            Request::Exists(r) => r.encode(out),
+            Request::GetData(r) => r.encode(out),
+            Request::SetData(r) => r.encode(out),
+            Request::GetChildren2(r) => r.encode(out),
+            Request::Multi(r) => r.encode(out),
+            Request::Sync(r) => r.encode(out),
+            Request::Sasl(r) => r.encode(out),
+            Request::CloseSession | Request::WhoAmI => {}
+        }
+    }
+}
+
+/// A reply's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    Create(CreateResponse),
+    Create2(Create2Response),
+    Delete,
+    Exists(ExistsResponse),
+    GetData(GetDataResponse),
+    SetData(SetDataResponse),
+    GetChildren2(GetChildren2Response),
+    Multi(MultiResponse),
+    Sync(SyncResponse),
+    Sasl(SetSASLResponse),
+    WhoAmI(WhoAmIResponse),
+    CloseSession,
+}
+
+/// Decodes the body of a reply to a request of type `op` whose header carried `err`.
+///
+/// A non-zero `err` has no record (the server sends the header alone; like `ClientCnxn` any
+/// bytes after it are not read), except a multi, which answers with its per-op results. A
+/// record of the wrong shape — short, malformed or with bytes left over — is an error.
+pub fn decode_reply_body(
+    op: i32,
+    err: i32,
+    body: &[u8],
+) -> Result<Result<Response, i32>, JuteError> {
+    if err != 0 && (op != op::MULTI || body.is_empty()) {
+        return Ok(Err(err));
+    }
+    let r = match op {
+        op::CREATE => Response::Create(CreateResponse::decode_all(body)?),
+        op::CREATE2 | op::CREATE_CONTAINER => Response::Create2(Create2Response::decode_all(body)?),
+        op::DELETE => Reader::new(body).finish().map(|_| Response::Delete)?,
+        op::EXISTS => Response::Exists(ExistsResponse::decode_all(body)?),
+        op::GET_DATA => Response::GetData(GetDataResponse::decode_all(body)?),
+        op::SET_DATA => Response::SetData(SetDataResponse::decode_all(body)?),
+        op::GET_CHILDREN2 => Response::GetChildren2(GetChildren2Response::decode_all(body)?),
+        op::MULTI => Response::Multi(MultiResponse::decode_all(body)?),
+        op::SYNC => Response::Sync(SyncResponse::decode_all(body)?),
+        op::SASL => Response::Sasl(SetSASLResponse::decode_all(body)?),
+        op::WHO_AM_I => Response::WhoAmI(WhoAmIResponse::decode_all(body)?),
+        op::CLOSE_SESSION => Reader::new(body).finish().map(|_| Response::CloseSession)?,
+        other => return Err(JuteError::UnknownOp(other)),
+    };
+    Ok(Ok(r))
+}
+
+/// A reply, with the times the lifeline needs.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub xid: i32,
+    pub zxid: i64,
+    /// The record, or the server's error code.
+    pub result: Result<Response, i32>,
+    /// When the request's last byte was handed to the kernel.
+    pub sent_at: Instant,
+    /// When the reply was read.
+    pub received_at: Instant,
+}
