@@ -15,7 +15,7 @@ pub fn style_str(p: &Participant) -> &'static str {
 
 /// Which contenders hold the lock: an exclusive node when it is first; a read node when no
 /// exclusive node is ahead of it, or when the first node is a write node of its own session:
-/// that is a write holder's downgrade (core/src/protocol.rs and lock.rs: a read taken while our
+/// that is a write holder's downgrade (core/src/base/protocol.rs and recipes/mutex_holds.rs: a read taken while our
 /// own write is held is granted at once, even behind a writer that queued after our write,
 /// and our write node stays until the read is released). From the outside a read of the same
 /// session that is not a downgrade cannot be told apart; zklock takes such reads only as
