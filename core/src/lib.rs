@@ -83,4 +83,5 @@ pub mod support {
         block_on, current_pid, handle, on_runtime_thread, refuse_on_runtime_thread, run_callback,
         spawn, CallbackQueue,
     };
+    pub use crate::sessions::session::heartbeats;
 }

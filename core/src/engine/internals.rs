@@ -63,7 +63,10 @@ struct Cleanup {
 }
 
 impl Cleanup {
+    /// Counts the attempt as demand for the session's proof of life until it is dropped (by
+    /// then its node is ours as a lease, which counts on its own, or it is being removed).
     fn new(session: Arc<Session>, dir: &str, style: Option<ElectionStyle>) -> Cleanup {
+        session.demand_began();
         Cleanup {
             session,
             path: format!("{dir}/{}", protocol::attempt_prefix(style)),
@@ -100,6 +103,7 @@ impl Cleanup {
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
+        self.session.demand_ended();
         if !self.armed {
             return;
         }
@@ -140,6 +144,8 @@ struct Blocker {
 
 /// Step 1, on the runtime: creates our node and finds our place in the queue (one round trip),
 /// watching the node before us if there is one. A failure removes our node before it returns.
+/// Beside it, the session's proof of life is made fresh if it is not (`Session::proven`: an
+/// idle session proves nothing), so the lock is never ours on a stale deadline.
 pub(crate) async fn enqueue(session: &Arc<Session>, req: &Request<'_>) -> Result<Queued> {
     let mut cleanup = Cleanup::new(session.clone(), req.dir, req.style);
     let placed = async {
@@ -149,8 +155,9 @@ pub(crate) async fn enqueue(session: &Arc<Session>, req: &Request<'_>) -> Result
         }
         let blocker = Box::pin(watch_blocker(session, req, &cleanup, Some(children))).await?;
         Ok((token, blocker))
-    }
-    .await;
+    };
+    let proven = session.proven(req.deadline, req.dir);
+    let placed = tokio::try_join!(placed, proven).map(|(placed, ())| placed);
     match placed {
         Ok((token, blocker)) => Ok(Queued {
             cleanup,
@@ -176,7 +183,9 @@ pub(crate) async fn create_listed(
     req: &Request<'_>,
 ) -> Result<(Queued, Vec<String>)> {
     let mut cleanup = Cleanup::new(session.clone(), req.dir, req.style);
-    match Box::pin(create_node(session, req, &mut cleanup)).await {
+    let created = Box::pin(create_node(session, req, &mut cleanup));
+    let proven = session.proven(req.deadline, req.dir);
+    match tokio::try_join!(created, proven).map(|(created, ())| created) {
         Ok((token, children)) => Ok((
             Queued {
                 cleanup,

@@ -293,6 +293,14 @@ impl LeaseShared {
     }
 }
 
+/// A lease dropped without a release (its holder's `Lease` releases on drop, so this is rare)
+/// stops counting as demand for the session's proof of life.
+impl Drop for LeaseShared {
+    fn drop(&mut self) {
+        self.session.deregister(self.registration);
+    }
+}
+
 /// The reason word of a lease ended by its maximum hold (`LeaseShared::limit_hold`).
 pub const MAX_HOLD: &str = "max-hold";
 

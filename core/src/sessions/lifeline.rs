@@ -9,12 +9,17 @@
 //! (`Leader.lead`). So an answer from our server proves nothing about the leader: a follower
 //! answers reads from its own copy, also after it lost the leader. Our heartbeat is therefore a
 //! `sync`, which a follower forwards to the leader on the same stream as its ping replies
-//! (`FollowerRequestProcessor`, `ObserverRequestProcessor`), and the proof takes three
-//! answered heartbeats j, k, m:
+//! (`FollowerRequestProcessor`, `ObserverRequestProcessor`), and the proof takes three answered
+//! requests j, k, m, of which k and m are such heartbeats and j is **any request our server
+//! answered** (a heartbeat, or the transport's own ping):
 //!
-//! - k was sent at least [`gap`] (half a tick and some) after j was answered: the leader sent
-//!   at least one PING between its answers to j and k, which the follower handled after touching
-//!   our session for j and before answering k, and its reply carried the touch of j;
+//! - our server touched the session for j after j was sent and before it answered it: every
+//!   request, pings included, goes `ZooKeeperServer.processPacket` → `submitRequest` →
+//!   `submitRequestNow`, which calls `touch` before handing it on (ZooKeeper 3.8);
+//! - k was sent at least [`gap`] (half a tick and some) after j was answered, so the leader
+//!   answered k at least that long after j's touch: in between it queued at least one PING to
+//!   the follower, ahead of k's answer on the same stream. The follower handled that PING after
+//!   touching our session for j and before it answered k; its reply carried the touch of j;
 //! - m was sent after k was answered: the follower forwarded m after that ping reply, on the
 //!   same stream, and the leader answered m, so it had read the touch of j first.
 //!
@@ -26,6 +31,15 @@
 //! tick because a leader cut off from its quorum answers (and touches) for up to one and a half
 //! ticks after its followers stopped hearing it, while a new leader starts every session's clock
 //! afresh.
+//!
+//! The proof is made on demand only (the session's `keep_alive`): while the session holds a
+//! lease or an acquire is under way (an election's included), and for one session timeout after
+//! the last of them ended ([`warm`]). An idle session sends no heartbeat (its transport's pings
+//! keep it alive, as a peer's do), and its deadline binds nothing: it is *armed* only when an
+//! acquire finds it at least [`floor`] ahead. From idle, the first heartbeat goes at once (k,
+//! with j the transport's latest ping answered a gap before) and the next as soon as k is
+//! answered (m), so an acquire from idle has its proof in about two round trips, beside its own
+//! create and listing. While the proof is needed, heartbeats go every [`beat_interval`].
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,10 +97,37 @@ pub(crate) fn gap(tick: Duration) -> Duration {
     tick / 2 + Duration::from_millis(50)
 }
 
-/// How often the session sends a heartbeat: every gap, and at least ten times per session
-/// timeout (one request per session every 200 ms to 1 s at common timings, all to the leader).
+/// What a proof keeps: leases turn lost this long after the proven touch.
+pub(crate) fn keep(timeout: Duration, tick: Duration) -> Duration {
+    timeout.saturating_sub(margin(timeout)).saturating_sub(tick)
+}
+
+/// How often a session that needs the proof sends a heartbeat. Every heartbeat is m of one
+/// proof, k of the next and j of the one after, so on a healthy link the proof made when beat
+/// n is answered is beat n-2's send time; just before beat n+1's answer the deadline is
+/// `keep - 3 × interval - rtt` ahead. Two ninths of `keep` leave it a third of `keep` ahead
+/// (2.5 s at T = 10 s and tick 2 s: a beat every 1.7 s; 1.1 s at T = 4 s and tick 500 ms: one
+/// every 0.7 s), and never less than a gap and 50 ms, so that beat n-2 was answered a gap before
+/// beat n-1 went out. (Pairs sent back to back, k then m, would need three syncs where this
+/// needs two for the same lead; they are used only to catch up, see `catch_up_at`.)
 pub(crate) fn beat_interval(timeout: Duration, tick: Duration) -> Duration {
-    gap(tick).max(timeout / 10)
+    (gap(tick) + Duration::from_millis(50)).max(keep(timeout, tick) * 2 / 9)
+}
+
+/// How far ahead the deadline must be for an acquire to be granted on it (the session is armed
+/// then), and below which the session catches up (a heartbeat as soon as one can move the
+/// proof): a quarter of `keep`, and at least a gap and 100 ms, the time the next proof needs
+/// (k a gap after the last answer, then m).
+pub(crate) fn floor(timeout: Duration, tick: Duration) -> Duration {
+    (keep(timeout, tick) / 4).max(gap(tick) + Duration::from_millis(100))
+}
+
+/// How long a session keeps proving after its last lease or acquire ended: one session
+/// timeout. A session that locks at least that often (lock cycles, a worker loop) never waits
+/// for a proof; one that locks less often pays at most `timeout / beat_interval` heartbeats
+/// (about six) after each use, then costs what a peer's idle session costs.
+pub(crate) fn warm(timeout: Duration) -> Duration {
+    timeout
 }
 
 /// The proof of one session: the answered heartbeats and what they prove.
@@ -104,8 +145,34 @@ struct Chain {
     proven: Instant,
     /// The latest send time of an answered heartbeat.
     latest: Instant,
-    /// Answered heartbeats as (sent, answered), oldest first.
-    answered: VecDeque<(Instant, Instant)>,
+    /// Answered requests, oldest sent first.
+    answered: VecDeque<Answer>,
+}
+
+#[derive(Clone, Copy)]
+struct Answer {
+    sent: Instant,
+    answered: Instant,
+    /// A heartbeat (`sync`), which reached the leader: it can be k or m, not only j.
+    leader: bool,
+}
+
+impl Chain {
+    /// The touch a heartbeat m sent at `t_m` proves once answered: the newest heartbeat k
+    /// answered before m was sent, then the newest answered request j answered a gap before k
+    /// was sent.
+    fn proves(&self, t_m: Instant, gap: Duration) -> Option<Instant> {
+        let k = self
+            .answered
+            .iter()
+            .rev()
+            .find(|a| a.leader && a.sent < t_m && a.answered <= t_m)?;
+        self.answered
+            .iter()
+            .rev()
+            .find(|a| a.answered + gap <= k.sent)
+            .map(|j| j.sent)
+    }
 }
 
 impl Lifeline {
@@ -130,39 +197,76 @@ impl Lifeline {
         self.tick
     }
 
-    /// A heartbeat sent at `sent` was answered at `answered`.
+    /// A heartbeat (`sync`) sent at `sent` was answered at `answered`.
     pub(crate) fn answered(&self, sent: Instant, answered: Instant) {
+        self.record(sent, answered, true);
+    }
+
+    /// A request our server answered that did not reach the leader (the transport's ping): it
+    /// can be j of a proof (see the module's header). Recording the same one twice is harmless.
+    pub(crate) fn server_answered(&self, sent: Instant, answered: Instant) {
+        self.record(sent, answered, false);
+    }
+
+    fn record(&self, sent: Instant, answered: Instant, leader: bool) {
         let mut chain = self.chain.lock().unwrap();
+        if sent <= chain.proven
+            || chain
+                .answered
+                .iter()
+                .any(|a| a.sent == sent && a.leader == leader)
+        {
+            // Proves nothing newer, or known already.
+            return;
+        }
         chain.latest = chain.latest.max(sent);
-        let at = chain.answered.partition_point(|(s, _)| *s <= sent);
-        chain.answered.insert(at, (sent, answered));
+        let at = chain.answered.partition_point(|a| a.sent <= sent);
+        chain.answered.insert(
+            at,
+            Answer {
+                sent,
+                answered,
+                leader,
+            },
+        );
         if chain.answered.len() > HISTORY {
             chain.answered.pop_front();
         }
-        let gap = gap(self.tick);
-        // The newest k answered before m was sent, then the newest j answered a gap before k.
-        let k = chain
-            .answered
-            .iter()
-            .rev()
-            .find(|(_, r)| *r <= sent)
-            .copied();
-        let j = k.and_then(|(t_k, _)| {
-            chain
-                .answered
-                .iter()
-                .rev()
-                .find(|(_, r)| *r + gap <= t_k)
-                .copied()
-        });
-        if let Some((t_j, _)) = j {
+        if !leader {
+            return;
+        }
+        if let Some(t_j) = chain.proves(sent, gap(self.tick)) {
             if t_j > chain.proven {
                 chain.proven = t_j;
-                // Older heartbeats can prove nothing newer.
-                chain.answered.retain(|(s, _)| *s >= t_j);
+                // Older answers can prove nothing newer.
+                chain.answered.retain(|a| a.sent >= t_j);
                 self.publish(t_j);
             }
         }
+    }
+
+    /// When a heartbeat sent now or later can move the proof: now when a heartbeat sent now
+    /// would be m of a newer proof, or k of one (a request answered a gap ago is newer than the
+    /// proof); else a gap after the latest answer (k then has it for j).
+    pub(crate) fn catch_up_at(&self, now: Instant) -> Instant {
+        let chain = self.chain.lock().unwrap();
+        let gap = gap(self.tick);
+        let as_m = chain.proves(now, gap).is_some_and(|t| t > chain.proven);
+        let as_k = chain
+            .answered
+            .iter()
+            .rev()
+            .find(|a| a.answered + gap <= now)
+            .is_some_and(|a| a.sent > chain.proven);
+        if as_m || as_k {
+            return now;
+        }
+        chain
+            .answered
+            .iter()
+            .map(|a| a.answered + gap)
+            .max()
+            .map_or(now, |at| at.max(now))
     }
 
     /// The latest send time of an answered heartbeat: read when the transport is seen
@@ -191,11 +295,7 @@ impl Lifeline {
     }
 
     fn deadline(&self, proven: Instant) -> Instant {
-        let keep = self
-            .timeout
-            .saturating_sub(margin(self.timeout))
-            .saturating_sub(self.tick);
-        proven + keep
+        proven + keep(self.timeout, self.tick)
     }
 
     /// The latest moment the leader is known to have touched the session.
@@ -332,5 +432,75 @@ mod tests {
         assert_eq!(proven, start + ms(800));
         line.answered(start + ms(50), start + ms(1700));
         assert_eq!(line.proven(), proven);
+    }
+
+    #[test]
+    fn a_ping_answered_a_gap_before_k_is_j_but_pings_are_never_k_or_m() {
+        let start = Instant::now();
+        let line = Lifeline::new(TIMEOUT, TICK, start);
+        line.server_answered(start + ms(100), start + ms(110)); // j: a ping
+        line.server_answered(start + ms(500), start + ms(510)); // a ping cannot be k
+        line.server_answered(start + ms(900), start + ms(910)); // nor m
+        assert_eq!(line.proven(), start);
+        line.answered(start + ms(1000), start + ms(1010)); // k: sync, 890 ms after j's answer
+        assert_eq!(line.proven(), start, "k alone proves nothing");
+        line.answered(start + ms(1010), start + ms(1020)); // m: sent when k was answered
+                                                           // The ping at 900 was answered 90 ms before k, less than a gap (300 ms): the one at
+                                                           // 500 is the newest j.
+        assert_eq!(
+            line.proven(),
+            start + ms(500),
+            "the newest ping answered a gap before k"
+        );
+        // The same ping told again (the transport's stats are read often) changes nothing.
+        line.server_answered(start + ms(900), start + ms(910));
+        assert_eq!(line.proven(), start + ms(500));
+    }
+
+    #[test]
+    fn from_idle_k_goes_at_once_on_an_older_ping_and_m_on_k_s_answer() {
+        let start = Instant::now();
+        let line = Lifeline::new(TIMEOUT, TICK, start);
+        // Idle: two pings a third of the timeout apart; the newest was answered 100 ms ago,
+        // less than a gap, so k sent now has the one before for j.
+        line.server_answered(start + ms(5000), start + ms(5010));
+        line.server_answered(start + ms(6333), start + ms(6343));
+        let now = start + ms(6443);
+        assert_eq!(line.catch_up_at(now), now, "k at once");
+        line.answered(now, now + ms(5));
+        assert_eq!(
+            line.catch_up_at(now + ms(5)),
+            now + ms(5),
+            "m once k is answered"
+        );
+        line.answered(now + ms(5), now + ms(10));
+        assert_eq!(line.proven(), start + ms(5000));
+        assert!(line.lost_at() > now + floor(TIMEOUT, TICK));
+        // Nothing newer can be proven until a gap after the latest answer.
+        assert_eq!(line.catch_up_at(now + ms(10)), now + ms(10) + gap(TICK));
+    }
+
+    #[test]
+    fn the_beat_interval_keeps_a_third_of_what_a_proof_keeps_ahead() {
+        for (timeout, tick) in [
+            (Duration::from_secs(10), SAMPLE_TICK),
+            (TIMEOUT, TICK),
+            (TIMEOUT, ms(1000)),
+            (Duration::from_secs(2), ms(400)),
+        ] {
+            let keep = keep(timeout, tick);
+            let interval = beat_interval(timeout, tick);
+            assert!(interval >= gap(tick) + ms(50));
+            // Healthy link (1 ms round trips): ahead before the next proof lands.
+            let lead = keep.saturating_sub(interval * 3 + ms(1));
+            assert!(
+                lead >= floor(timeout, tick),
+                "{timeout:?}/{tick:?}: lead {lead:?}"
+            );
+        }
+        assert_eq!(
+            beat_interval(Duration::from_secs(10), SAMPLE_TICK),
+            ms(7600) * 2 / 9
+        );
     }
 }

@@ -3,10 +3,12 @@
 //! states (held / suspended / lost); a lifeline task proves to itself, with `sync` heartbeats,
 //! that the ZooKeeper leader keeps hearing of the session, and declares it lost before the
 //! leader could have expired it (see `lifeline`). Reading a lease's state checks that deadline
-//! too, so no state read says `held` after it passed.
+//! too, so no state read says `held` after it passed. The proof is made on demand: the session
+//! counts its leases and its acquires under way (`Demand`), and its deadline binds only once an
+//! acquire found it fresh (`armed`), until the session has been idle for `lifeline::warm`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -57,8 +59,16 @@ pub(crate) struct Session {
     pub(crate) own_watches: Arc<own_watch::Queue>,
     /// When the server answered us last (by send time), hence when our leases must be lost.
     lifeline: Lifeline,
-    /// Asks the lifeline task for a heartbeat now (after a reconnect).
+    /// Wakes the lifeline task to look again (an answer, a reconnect, demand from idle).
     beat_now: Arc<tokio::sync::Notify>,
+    /// What needs the proof: leases registered and acquires under way.
+    demand: Mutex<Demand>,
+    /// Whether the lifeline's deadline binds (leases turn lost and the session is given up at
+    /// it). Set by an acquire that found the deadline at least `lifeline::floor` ahead, cleared
+    /// once the session was idle for `lifeline::warm`; written under `demand`'s lock.
+    armed: AtomicBool,
+    /// Told when a heartbeat's answer came (acquires waiting for a fresh proof look again).
+    proof_moved: tokio::sync::Notify,
     /// The client's statistics (reconnects, expiries, and its leases' events).
     pub(crate) counters: Arc<Counters>,
     /// The client's connection-state listeners, told of this session's changes.
@@ -295,6 +305,12 @@ impl Session {
             next_lease: AtomicU64::new(1),
             own_watches: Arc::default(),
             beat_now: Arc::default(),
+            demand: Mutex::new(Demand {
+                count: 0,
+                warm_until: None,
+            }),
+            armed: AtomicBool::new(false),
+            proof_moved: tokio::sync::Notify::new(),
             counters: counters.clone(),
             listeners: listeners.clone(),
             acl: options.acl,
@@ -365,12 +381,13 @@ impl Session {
     }
 
     /// Whether the session can still hold locks at this instant: dead, or past the lifeline's
-    /// deadline (then it is given up here and now, before the lifeline task wakes up).
+    /// deadline while it binds (then it is given up here and now, before the lifeline task
+    /// wakes up). An idle session's deadline binds nothing: it holds nothing.
     pub(crate) fn is_lost_now(&self) -> bool {
         if self.is_dead() {
             return true;
         }
-        if self.lifeline.is_past() {
+        if self.is_armed() && self.lifeline.is_past() {
             self.give_up();
             return true;
         }
@@ -378,9 +395,10 @@ impl Session {
     }
 
     /// Until when no one else can hold what this session holds (the lifeline's deadline, see
-    /// `Lease::valid_until`); `None` once the session is lost.
+    /// `Lease::valid_until`); `None` once the session is lost, or while its deadline does not
+    /// bind (no lease exists then: an acquire arms it first, `proven`).
     pub(crate) fn valid_until(&self) -> Option<Instant> {
-        (!self.is_lost_now()).then(|| self.lifeline.lost_at())
+        (self.is_armed() && !self.is_lost_now()).then(|| self.lifeline.lost_at())
     }
 
     /// The lifeline's deadline passed: every lease is lost and the session closed, also on the
@@ -530,6 +548,7 @@ impl Session {
             .drain()
             .map(|(_, w)| w)
             .collect();
+        self.drop_demand(leases.len());
         for lease in leases.iter().filter_map(Weak::upgrade) {
             lease.lose(reason.message());
         }
@@ -564,14 +583,19 @@ impl Session {
         let _ = tokio::time::timeout(CLOSE_WAIT, closed).await;
     }
 
+    /// A lease of this session: it counts as demand for the proof until `deregister`.
     pub(crate) fn register(&self, lease: Weak<dyn Member>) -> u64 {
         let id = self.next_lease.fetch_add(1, Ordering::Relaxed);
         self.leases.lock().unwrap().insert(id, lease);
+        self.demand.lock().unwrap().count += 1;
         id
     }
 
+    /// The lease is released or gone (twice is harmless).
     pub(crate) fn deregister(&self, id: u64) {
-        self.leases.lock().unwrap().remove(&id);
+        if self.leases.lock().unwrap().remove(&id).is_some() {
+            self.drop_demand(1);
+        }
     }
 
     fn live_leases(&self) -> Vec<Arc<dyn Member>> {
@@ -610,4 +634,8 @@ impl Session {
 // The session's tasks (its connection monitor and its lifeline's heartbeat), in a file of their
 // own to keep this one under the size limit; a child module, so they reach the session's fields.
 mod tasks;
+pub use tasks::heartbeats;
+// What needs the proof, and when its deadline binds; a child module for the same reasons.
+mod demand;
+use demand::Demand;
 use tasks::{keep_alive, monitor};

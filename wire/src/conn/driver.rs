@@ -64,6 +64,7 @@ where
             last_send: now,
             last_ping_sent: None,
             last_ping_reply: None,
+            pings_answered: [None; 2],
             last_zxid: last_zxid_seen,
             writes: 0,
             frames_sent: 0,
@@ -86,6 +87,7 @@ where
         written: 0,
         next_xid: 1,
         ping_interval: read_timeout / 2,
+        pings_sent: VecDeque::new(),
         read_timeout,
         read_chunk: MIN_READ,
         last_send: now,
@@ -125,6 +127,8 @@ struct Driver<S> {
     written: u64,
     next_xid: i32,
     ping_interval: Duration,
+    /// When each ping in flight was queued, oldest first.
+    pings_sent: VecDeque<Instant>,
     read_timeout: Duration,
     /// The size of the next read (see `read`).
     read_chunk: usize,
@@ -320,7 +324,9 @@ where
         });
         self.queued += frame.len() as u64;
         self.wbuf.extend_from_slice(&frame);
-        self.shared.lock().unwrap().stats.last_ping_sent = Some(Instant::now());
+        let now = Instant::now();
+        self.pings_sent.push_back(now);
+        self.shared.lock().unwrap().stats.last_ping_sent = Some(now);
     }
 
     /// Hands the queued bytes to the stream (one `poll_write` for all of them when it takes
@@ -401,7 +407,13 @@ where
                 }
                 xid::PING => {
                     Reader::new(body).finish()?;
-                    self.shared.lock().unwrap().stats.last_ping_reply = Some(now);
+                    let sent = self.pings_sent.pop_front();
+                    let mut shared = self.shared.lock().unwrap();
+                    shared.stats.last_ping_reply = Some(now);
+                    if let Some(sent) = sent {
+                        let answered = &mut shared.stats.pings_answered;
+                        *answered = [Some((sent, now)), answered[0]];
+                    }
                 }
                 xid::AUTH => {
                     self.event(Event::Auth { err: h.err })?;

@@ -64,6 +64,9 @@ pub struct Stats {
     /// When the last ping left, and when its reply came (if it has).
     pub last_ping_sent: Option<Instant>,
     pub last_ping_reply: Option<Instant>,
+    /// The two latest answered pings as (sent, answered), newest first, each reply matched to
+    /// the oldest ping in flight (the server answers in order).
+    pub pings_answered: [Option<(Instant, Instant)>; 2],
     /// The largest zxid seen in a reply.
     pub last_zxid: i64,
     /// Write calls made and frames sent, pings included.

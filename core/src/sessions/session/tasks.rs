@@ -72,61 +72,115 @@ pub(super) async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher
     }
 }
 
-/// The lifeline of one session: a `sync` heartbeat every `beat_interval` (pipelined: a slow
-/// answer does not hold up the next), each answer feeding the proof of `Lifeline::answered`; at
-/// its deadline every lease of the session is lost and the session is closed (`give_up`). Runs
-/// until the session dies or is dropped.
+/// The lifeline of one session, while something needs it (`Session::is_active`): `sync`
+/// heartbeats every `beat_interval` (pipelined: a slow answer does not hold up the next), each
+/// answer feeding the proof of `Lifeline::answered`, and, whenever the deadline is less than
+/// `lifeline::floor` ahead (from idle, after a slow spell), one more as soon as it can move the
+/// proof (`Lifeline::catch_up_at`: k at once, m when k is answered). While its deadline binds
+/// (`armed`) every lease of the session is lost at it and the session closed (`give_up`). An
+/// idle session sends nothing and sleeps until an acquire wakes it. Runs until the session dies
+/// or is dropped.
 pub(super) async fn keep_alive(session: Weak<Session>) {
     let in_flight = Arc::new(AtomicU64::new(0));
-    let mut next_beat = Instant::now();
+    let mut last_beat: Option<Instant> = None;
     loop {
         let Some(s) = session.upgrade() else { return };
         if s.is_dead() {
             return;
         }
         let now = Instant::now();
+        let armed = s.rearm(now);
         let lost_at = s.lifeline.lost_at();
-        if now >= lost_at {
+        if armed && now >= lost_at {
             s.give_up();
             return;
         }
-        if now >= next_beat {
-            heartbeat(&s, &in_flight);
-            next_beat = now + lifeline::beat_interval(s.timeout, s.lifeline.tick());
+        let mut wake = armed.then_some(lost_at);
+        if s.is_active(now) {
+            note_pings(&s);
+            let tick = s.lifeline.tick();
+            let interval = lifeline::beat_interval(s.timeout, tick);
+            let mut beat = last_beat.is_none_or(|b| now >= b + interval);
+            if !beat
+                && in_flight.load(Ordering::Relaxed) == 0
+                && lost_at < now + lifeline::floor(s.timeout, tick)
+            {
+                let at = s.lifeline.catch_up_at(now);
+                beat = at <= now;
+                wake = Some(wake.map_or(at, |w| w.min(at)));
+            }
+            if beat {
+                heartbeat(&s, &in_flight);
+                last_beat = Some(now);
+            }
+            if let Some(b) = last_beat {
+                let next = b + interval;
+                wake = Some(wake.map_or(next, |w| w.min(next)));
+            }
         }
-        let wake = lost_at.min(next_beat);
         let beat_now = s.beat_now.clone();
         // Not holding the session while asleep: its last user may drop it meanwhile. A killed
         // session ends this loop at the next wake-up.
         drop(s);
+        let sleep = async {
+            match wake {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            _ = tokio::time::sleep_until(wake) => {}
-            _ = beat_now.notified() => next_beat = Instant::now(),
+            _ = sleep => {}
+            _ = beat_now.notified() => {}
         }
+    }
+}
+
+/// Gives the lifeline the transport's latest answered pings: each can be j of a proof.
+fn note_pings(session: &Session) {
+    let Ok(zk) = session.zk() else { return };
+    let Some(stats) = zk.link_stats() else { return };
+    for (sent, answered) in stats.pings_answered.into_iter().flatten() {
+        session
+            .lifeline
+            .server_answered(Instant::from_std(sent), Instant::from_std(answered));
     }
 }
 
 /// At most this many heartbeats wait for their answers at once (a black hole holds them all).
 const MAX_BEATS_IN_FLIGHT: u64 = 16;
 
+/// Heartbeats sent by every session of this process (`zklock::support::heartbeats`: tests
+/// count them).
+static HEARTBEATS: AtomicU64 = AtomicU64::new(0);
+
+/// How many lifeline heartbeats (`sync`s) this process's sessions have sent.
+pub fn heartbeats() -> u64 {
+    HEARTBEATS.load(Ordering::Relaxed)
+}
+
 /// Sends one `sync` (forwarded by a follower to the leader; see `lifeline`) and records its send
-/// and answer times. Bounded by the session timeout and by `MAX_BEATS_IN_FLIGHT`.
+/// and answer times, then wakes the lifeline task (an answer may call for the next heartbeat at
+/// once, and arms a waiting acquire's proof). Bounded by the session timeout and by
+/// `MAX_BEATS_IN_FLIGHT`.
 fn heartbeat(session: &Arc<Session>, in_flight: &Arc<AtomicU64>) {
     let Ok(zk) = session.zk() else { return };
     if in_flight.load(Ordering::Relaxed) >= MAX_BEATS_IN_FLIGHT {
         return;
     }
     in_flight.fetch_add(1, Ordering::Relaxed);
+    HEARTBEATS.fetch_add(1, Ordering::Relaxed);
     let (weak, timeout, in_flight) = (Arc::downgrade(session), session.timeout, in_flight.clone());
     let sent = Instant::now();
     tokio::spawn(async move {
         let reply = zk.sync("/");
         let answered = tokio::time::timeout(timeout, reply).await;
         in_flight.fetch_sub(1, Ordering::Relaxed);
+        let Some(s) = weak.upgrade() else { return };
         if let Ok(Ok(_)) = answered {
-            if let Some(s) = weak.upgrade() {
-                s.lifeline.answered(sent, Instant::now());
-            }
+            s.lifeline.answered(sent, Instant::now());
+            s.rearm(Instant::now());
+            s.proof_moved.notify_waiters();
         }
+        s.beat_now.notify_one();
     });
 }
