@@ -1,8 +1,6 @@
-//! `zklock server start|stop|status`: a local single-node ZooKeeper for development and the
-//! demo, run from Debian's `zookeeper` package (installed with apt-get when missing) with its
-//! data, log and state under a user directory. It is daemonized (its own session, output to a
-//! log file), so it outlives the command that started it; the state file remembers its port and
-//! pid, and the other commands use it when no servers are configured.
+//! The local server on Linux: Debian's `zookeeper` package, installed with apt-get when missing,
+//! daemonized (its own session, output to a log file) so that it outlives the command that
+//! started it, and recognised by its command line in /proc.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -19,7 +17,7 @@ const DEFAULT_PORT: u16 = 2181;
 
 /// Where the local server lives: $ZKLOCK_SERVER_DIR, else $XDG_DATA_HOME/zklock/server, else
 /// ~/.local/share/zklock/server.
-pub fn dir() -> PathBuf {
+fn dir() -> PathBuf {
     let env = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
