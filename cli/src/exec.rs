@@ -232,6 +232,9 @@ pub enum Ended {
 /// suspended / back states are reported on stderr (`what` names the lease: "the lock /x"),
 /// and when the lease is lost the command gets SIGTERM, then SIGKILL after `kill_after`.
 /// Does not release the lease. A command that cannot start is a failure (126 or 127).
+// Windows runs no command yet (child::supported), and child's types have no values there:
+// everything after the spawn is unreachable, so its variables go unused.
+#[cfg_attr(windows, allow(unused_variables, unused_mut, unreachable_code))]
 pub async fn supervise(
     lease: &Lease,
     signals: &mut Signals,
