@@ -226,7 +226,18 @@ mod unix {
                 }
                 Some(ours)
             };
-            let child = command.spawn()?;
+            let child = match command.spawn() {
+                Ok(child) => child,
+                Err(e) => {
+                    // It never ran (its exec failed): its watcher, if one started, must end
+                    // quietly, not read end-of-file and signal a pid that is no longer ours.
+                    #[cfg(not(target_os = "linux"))]
+                    if let Some(ours) = lifeline {
+                        super::lifeline::release(ours);
+                    }
+                    return Err(e);
+                }
+            };
             let pid = child.id().map(|p| p as i32).unwrap_or(0);
             if let Group::Own = group {
                 // Also from this side (the shell's way), so that a signal passed on right after
