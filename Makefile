@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist dist demo bench soak trust-long test-faults install fuzz-wire
+.PHONY: test deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist dist check-reach demo bench soak trust-long test-faults install fuzz-wire
 
 test: deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
@@ -52,6 +52,12 @@ test-dist: dist
 # (docs/packaging.md, Targets).
 dist:
 	scripts/dist.sh
+
+# Opt-in, not part of `make test`: the shipped crates type-check (cargo check, nothing linked)
+# for Windows and macOS, each with a standard library built from Debian's rust-web-src
+# (issue 36's first step; REACH_TARGETS='windows-x64-gnu macos-arm64 macos-x64' by default).
+check-reach:
+	scripts/check-reach.sh
 
 # Starts (or reuses) a local ZooKeeper when ZKLOCK_SERVERS is unset, then workers of every
 # face contend for one lock and a checker gives its verdict.

@@ -33,9 +33,10 @@ fi
 # in /usr/bin they would shadow nothing (rustup's ~/.cargo/bin comes first) but would take
 # /usr/bin out of test-dist's clean room, which drops every PATH entry holding a rustc.
 # A musl target has no std in Debian: it is built from rust-web-src (the standard library's
-# source for the same rustc) with cargo's -Zbuild-std, zig linking musl.
+# source for the same rustc) with cargo's -Zbuild-std, zig linking musl. So are the Windows and
+# macOS ones (issue 36; `make check-reach` type-checks them, scripts/check-reach.sh).
 case " ${DIST_TARGETS:-} " in
-  *" linux-arm64-"* | *"-musl "*)
+  *" linux-arm64-"* | *"-musl "* | *" windows-"* | *" macos-"*)
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
     for b in rustc rustdoc; do
       if ! dpkg-divert --list "/usr/bin/$b" | grep -q rust-web; then
@@ -52,7 +53,7 @@ case " ${DIST_TARGETS:-} " in
       # strip --strip-debug of libzklock.a: the host's binutils read no aarch64 objects.
       command -v aarch64-linux-gnu-strip >/dev/null || cross+=(binutils-aarch64-linux-gnu) ;;
     esac
-    case " $DIST_TARGETS " in *"-musl "*)
+    case " $DIST_TARGETS " in *"-musl "* | *" windows-"* | *" macos-"*)
       [ -d /usr/lib/rustlib/src/rust/library ] || cross+=(rust-web-src) ;;
     esac
     # test-dist runs the musl C tours with musl's dynamic loader, /lib/ld-musl-<arch>.so.1
@@ -65,7 +66,9 @@ case " ${DIST_TARGETS:-} " in
     esac
     if [ ${#cross[@]} -gt 0 ]; then
       echo "install-deps: installing ${cross[*]} (DIST_TARGETS: $DIST_TARGETS)"
-      if ! dpkg --print-foreign-architectures | grep -qx arm64; then $SUDO dpkg --add-architecture arm64; fi
+      case " $DIST_TARGETS " in *" linux-arm64-"*)
+        if ! dpkg --print-foreign-architectures | grep -qx arm64; then $SUDO dpkg --add-architecture arm64; fi ;;
+      esac
       $SUDO apt-get update -q
       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${cross[@]}"
     fi

@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 use zklock::{ElectionStyle, Participant, Released, Wait};
 
-use crate::exec::{self, Ended, Signals};
+use crate::child::{self, Signals};
+use crate::exec::{self, Ended};
 use crate::settings::Settings;
 use crate::status::{self, Failure};
 
@@ -46,6 +47,7 @@ fn lead_failure(e: zklock::Error, path: &str, timeout: Option<Duration>) -> Fail
 }
 
 pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
+    child::supported()?;
     let path = args.path;
     let mut signals = Signals::new()?;
     let started = std::time::Instant::now();

@@ -1,12 +1,11 @@
 //! `zklock exec PATH -- CMD...`: run a command while holding a lock, stop it if the lock is lost.
 
 use std::ffi::OsString;
-use std::process::ExitStatus;
 use std::time::Duration;
 
-use tokio::signal::unix::{signal, Signal, SignalKind};
 use zklock::{Lease, LeaseState, Lock, Released};
 
+use crate::child::{self, Signals};
 use crate::settings::Settings;
 use crate::status::{self, Failure};
 
@@ -49,106 +48,8 @@ fn print_stats(client: &zklock::Client, path: &str) {
     );
 }
 
-/// SIGINT, SIGTERM and SIGHUP, caught from the start so none kills us with a node behind.
-pub struct Signals {
-    int: Signal,
-    term: Signal,
-    hup: Signal,
-}
-
-impl Signals {
-    pub fn new() -> Result<Signals, Failure> {
-        let make = |kind| {
-            signal(kind).map_err(|e| Failure::software(format!("cannot catch signals: {e}")))
-        };
-        Ok(Signals {
-            int: make(SignalKind::interrupt())?,
-            term: make(SignalKind::terminate())?,
-            hup: make(SignalKind::hangup())?,
-        })
-    }
-
-    pub async fn recv(&mut self) -> i32 {
-        tokio::select! {
-            _ = self.int.recv() => libc::SIGINT,
-            _ = self.term.recv() => libc::SIGTERM,
-            _ = self.hup.recv() => libc::SIGHUP,
-        }
-    }
-}
-
-/// Where the command runs, which decides who passes signals on to it (issue 33: a signal sent
-/// to zklock's whole process group, `kill -TERM -PGID` after `setsid zklock exec`, reached the
-/// command twice: once from the group, once passed on by zklock).
-#[derive(Clone, Copy)]
-enum Group {
-    /// zklock is its terminal's foreground group: the command stays in it, so that it may read
-    /// the terminal and Ctrl-C reaches it. SIGINT and SIGHUP from the terminal reach the whole
-    /// group, so zklock does not pass those on; SIGTERM (never from the terminal) it does.
-    Terminal,
-    /// Anywhere else (no terminal, a background job, a service): the command gets a process
-    /// group of its own, so a signal to zklock's group reaches zklock alone, and zklock passes
-    /// each one on exactly once, to the command's group (its own children included, as the
-    /// group-wide signal would have reached them).
-    Own,
-}
-
-impl Group {
-    fn now() -> Group {
-        // SAFETY: plain syscalls on a descriptor we own.
-        let foreground = unsafe {
-            let fd = libc::open(
-                c"/dev/tty".as_ptr(),
-                libc::O_RDONLY | libc::O_NOCTTY | libc::O_CLOEXEC,
-            );
-            if fd < 0 {
-                false
-            } else {
-                let foreground = libc::tcgetpgrp(fd);
-                libc::close(fd);
-                foreground == libc::getpgrp()
-            }
-        };
-        if foreground {
-            Group::Terminal
-        } else {
-            Group::Own
-        }
-    }
-
-    /// Whether a signal zklock got is passed on to the command.
-    fn forwards(self, sig: i32) -> bool {
-        match self {
-            Group::Terminal => sig == libc::SIGTERM,
-            Group::Own => true,
-        }
-    }
-
-    /// Sends `sig` to the command (`pid`): to its own group when it has one.
-    fn send(self, pid: i32, sig: i32) {
-        let target = match self {
-            Group::Terminal => pid,
-            Group::Own => -pid,
-        };
-        if pid > 0 {
-            // SAFETY: kill(2) on our own child, or the process group it leads.
-            unsafe {
-                libc::kill(target, sig);
-            }
-        }
-    }
-}
-
-fn exit_code(status: ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => code,
-        (None, Some(sig)) => 128 + sig,
-        _ => status::SOFTWARE,
-    }
-}
-
 pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
+    child::supported()?;
     let path = args.path;
     let mut signals = Signals::new()?;
     // --timeout bounds the whole wait, connecting included: an unreachable ensemble fails
@@ -331,6 +232,9 @@ pub enum Ended {
 /// suspended / back states are reported on stderr (`what` names the lease: "the lock /x"),
 /// and when the lease is lost the command gets SIGTERM, then SIGKILL after `kill_after`.
 /// Does not release the lease. A command that cannot start is a failure (126 or 127).
+// Windows runs no command yet (child::supported), and child's types have no values there:
+// everything after the spawn is unreachable, so its variables go unused.
+#[cfg_attr(windows, allow(unused_variables, unused_mut, unreachable_code))]
 pub async fn supervise(
     lease: &Lease,
     signals: &mut Signals,
@@ -339,50 +243,8 @@ pub async fn supervise(
     kill_after: Duration,
     what: &str,
 ) -> Result<Ended, Failure> {
-    let program = &argv[0];
-    let mut command = tokio::process::Command::new(program);
-    command.args(&argv[1..]);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    // If zklock itself dies (SIGKILL, OOM), its session and so the lock go soon after: the
-    // command then gets SIGTERM instead of running on unprotected.
-    let parent = std::process::id() as i32;
-    let group = Group::now();
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        command.pre_exec(move || {
-            if let Group::Own = group {
-                libc::setpgid(0, 0);
-            }
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            if libc::getppid() != parent {
-                libc::raise(libc::SIGTERM);
-            }
-            Ok(())
-        });
-    }
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            let status = if e.kind() == std::io::ErrorKind::NotFound {
-                status::NOT_FOUND
-            } else {
-                status::CANNOT_EXECUTE
-            };
-            return Err(Failure::new(
-                status,
-                format!("cannot run {}: {e}", program.to_string_lossy()),
-            ));
-        }
-    };
-    let pid = child.id().map(|p| p as i32).unwrap_or(0);
-    if let Group::Own = group {
-        // Also from this side (the shell's way), so that a signal passed on right after the
-        // spawn finds the group even if the command has not run its own setpgid yet.
-        // SAFETY: setpgid(2) on our own child; after its exec it fails harmlessly (EACCES).
-        unsafe { libc::setpgid(pid, pid) };
-    }
+    let mut child = child::spawn(argv, env)?;
+    let command = child.signaller();
     let (state_tx, mut states) = tokio::sync::mpsc::unbounded_channel();
     lease.on_state(move |s| {
         let _ = state_tx.send(s);
@@ -396,9 +258,7 @@ pub async fn supervise(
             _ = &mut lost => break None,
             sig = signals.recv() => {
                 signalled = true;
-                if group.forwards(sig) {
-                    group.send(pid, sig);
-                }
+                command.pass_on(sig);
             }
             Some(state) = states.recv() => match state {
                 LeaseState::Suspended => eprintln!(
@@ -411,9 +271,8 @@ pub async fn supervise(
     };
     match outcome {
         Some(waited) => {
-            let status = waited
-                .map(exit_code)
-                .map_err(|e| Failure::software(format!("waiting for the command: {e}")))?;
+            let status =
+                waited.map_err(|e| Failure::software(format!("waiting for the command: {e}")))?;
             Ok(Ended::Exited { status, signalled })
         }
         None => {
@@ -422,14 +281,12 @@ pub async fn supervise(
                 "zklock: lost {what} (token {}): {reason}; sending SIGTERM to the command",
                 lease.token()
             );
-            group.send(pid, libc::SIGTERM);
+            command.send(child::SIGTERM);
             let stopped = tokio::time::timeout(kill_after, async {
                 loop {
                     tokio::select! {
                         st = child.wait() => return st,
-                        sig = signals.recv() => if group.forwards(sig) {
-                            group.send(pid, sig);
-                        },
+                        sig = signals.recv() => command.pass_on(sig),
                     }
                 }
             })
@@ -439,7 +296,7 @@ pub async fn supervise(
                     "zklock: the command did not stop within {}; sending SIGKILL",
                     zklock::support::duration_text(kill_after)
                 );
-                group.send(pid, libc::SIGKILL);
+                command.send(child::SIGKILL);
                 let _ = child.wait().await;
             }
             Ok(Ended::Lost { reason })

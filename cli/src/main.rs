@@ -3,8 +3,8 @@
 //! This file parses the command line and dispatches to one module per command. The rooms, from
 //! the bottom up (cli/layers.txt): `status` (what every command prints and exits with), `args`
 //! (the command line as clap parses it), `server` (the local ZooKeeper, also where the other
-//! commands find one by default), `settings` (the options in force, and the connect), then the
-//! commands.
+//! commands find one by default), `settings` (the options in force, and the connect), `child`
+//! (the command that exec and elect run, as a process, per platform), then the commands.
 
 use std::ffi::OsString;
 
@@ -12,6 +12,7 @@ use clap::Parser;
 
 mod args;
 mod check;
+mod child;
 mod elect;
 mod exec;
 mod ls;

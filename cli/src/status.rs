@@ -22,7 +22,8 @@ pub const CONFLICT: i32 = 78;
 pub const CANNOT_EXECUTE: i32 = 126;
 /// The command was not found.
 pub const NOT_FOUND: i32 = 127;
-/// `zklock server status`: no local server runs.
+/// `zklock server status`: no local server runs (Linux only, server.rs).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub const NOT_RUNNING: i32 = 3;
 /// `zklock revoke`: nobody holds the path, or the named node is gone.
 pub const NOBODY: i32 = 3;

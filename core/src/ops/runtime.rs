@@ -162,6 +162,10 @@ fn start() -> Handle {
 /// action would die of it (Rust programs, Python and Node ignore it). Blocked on this thread,
 /// the signal stays pending and the write fails with EPIPE, which the transport handles as a
 /// lost connection. The host's own disposition of SIGPIPE is left alone.
+///
+/// Unix only (Linux and macOS alike: macOS's write(2) raises SIGPIPE too). Windows has no
+/// SIGPIPE: a send on a reset socket fails with WSAECONNRESET, so there is nothing to block.
+#[cfg(unix)]
 fn block_sigpipe() {
     // SAFETY: plain libc calls on a local, zero-initialised signal set.
     unsafe {
@@ -172,6 +176,9 @@ fn block_sigpipe() {
     }
 }
 
+#[cfg(not(unix))]
+fn block_sigpipe() {}
+
 /// This process's pid (for fork detection by clients), without a system call per check: every
 /// re-entrant acquire checks it, and getpid costs 100-300 ns where system calls are dear (about
 /// 300 ns in the bench's sandbox, more than the rest of a re-entrant acquire+release). Cached,
@@ -179,18 +186,23 @@ fn block_sigpipe() {
 /// os.fork and multiprocessing run; posix_spawn and vfork children exec at once).
 pub fn current_pid() -> u32 {
     static PID: AtomicU32 = AtomicU32::new(0);
-    static HANDLER: std::sync::Once = std::sync::Once::new();
-    extern "C" fn forget_pid() {
-        PID.store(0, Ordering::Relaxed); // async-signal-safe: one atomic store
-    }
     let pid = PID.load(Ordering::Relaxed);
     if pid != 0 {
         return pid;
     }
     // The handler first: a fork after the pid is cached always clears it in the child.
-    HANDLER.call_once(|| unsafe {
-        libc::pthread_atfork(None, None, Some(forget_pid));
-    });
+    // Unix only: Windows has no fork (a new process starts from main with an empty cache), so
+    // there is nothing to forget and no pthread_atfork to call.
+    #[cfg(unix)]
+    {
+        static HANDLER: std::sync::Once = std::sync::Once::new();
+        extern "C" fn forget_pid() {
+            PID.store(0, Ordering::Relaxed); // async-signal-safe: one atomic store
+        }
+        HANDLER.call_once(|| unsafe {
+            libc::pthread_atfork(None, None, Some(forget_pid));
+        });
+    }
     let pid = std::process::id();
     PID.store(pid, Ordering::Relaxed);
     pid
