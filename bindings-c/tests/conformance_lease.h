@@ -5,6 +5,11 @@
 
 #define LEASE_MAX_HOLD_MS 1000
 #define LEASE_ROUNDING_MS 10
+/* valid-until-max-hold-from-idle: a short session, the harness's tick, and an idle spell past the
+ * warm time (one session timeout) so that the acquire has to earn a fresh proof. */
+#define LEASE_IDLE_SESSION_MS 2000
+#define LEASE_IDLE_TICK_MS 200
+#define LEASE_IDLE_SPELL_MS 2500
 
 /* Where the milliseconds left stand against the maximum hold, right after the acquire. */
 static const char *against_max_hold(struct outcome *o, zklock_lease *lease) {
@@ -22,6 +27,7 @@ static int lease_scenario(struct outcome *o, const char *name) {
     zklock_election *e = NULL, *other = NULL;
     zklock_lease *a = NULL, *b = NULL;
     zklock_participants *leader = NULL;
+    zklock_client *own = NULL;
     zklock_status st;
     static char word[96];
     if (strcmp(name, "valid-until-max-hold") == 0) {
@@ -32,6 +38,19 @@ static int lease_scenario(struct outcome *o, const char *name) {
     } else if (strcmp(name, "valid-until-max-hold-election") == 0) {
         st = seen(o, zklock_election_new(main_client, case_path, "latch", "a", LEASE_MAX_HOLD_MS, &e));
         if (st == ZKLOCK_OK) st = seen(o, zklock_election_lead(e, 10000, &a));
+        o->word = st == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(st);
+    } else if (strcmp(name, "valid-until-max-hold-from-idle") == 0) {
+        zklock_client_options opts;
+        zklock_client_options_init(&opts);
+        opts.session_timeout_ms = LEASE_IDLE_SESSION_MS;
+        opts.server_tick_ms = LEASE_IDLE_TICK_MS;
+        st = connect_with(o, servers, &opts, &own);
+        if (st == ZKLOCK_OK) {
+            sleep_ms(LEASE_IDLE_SPELL_MS);
+            st = seen(o, zklock_mutex_new(own, case_path, NULL, &l));
+        }
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, LEASE_MAX_HOLD_MS));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
         o->word = st == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(st);
     } else if (strcmp(name, "lost-stays-lost") == 0) {
         o->na = "zklock_lease_release frees the lease handle, so nothing is left to read after it; "
@@ -76,5 +95,6 @@ static int lease_scenario(struct outcome *o, const char *name) {
     zklock_election_free(other);
     zklock_election_free(e);
     zklock_lock_free(l);
+    zklock_client_free(own);
     return 1;
 }

@@ -6,6 +6,10 @@
 
 const MAX_HOLD_MS = 1000
 const ROUNDING_MS = 10
+// valid-until-max-hold-from-idle: a short session, the harness's tick, and an idle spell past
+// the warm time (one session timeout) so that the acquire has to earn a fresh proof.
+const IDLE_OPTIONS = { sessionTimeoutMs: 2000, serverTickMs: 200 }
+const IDLE_SPELL_MS = 2500
 
 /** Where `validUntil()` stands against the maximum hold counted from `acquired`. */
 function againstMaxHold(lease, acquired) {
@@ -19,7 +23,7 @@ function againstMaxHold(lease, acquired) {
 
 /**
  * The scenarios, given the runner's helpers: `client()` the runner's connected client,
- * `outcome(fn)` (a zklock error as its kind), `ownClient(fn)` (a client of the case's own),
+ * `outcome(fn)` (a zklock error as its kind), `ownClient(fn, options)` (a client of the case's own),
  * `kindOf(err)`.
  */
 function leaseScenarios({ client, outcome, ownClient, kindOf }) {
@@ -44,6 +48,21 @@ function leaseScenarios({ client, outcome, ownClient, kindOf }) {
           await e.resign(lead)
         }
       }),
+
+    'valid-until-max-hold-from-idle': (p) =>
+      ownClient(
+        async (c) =>
+          outcome(async () => {
+            await new Promise((resolve) => setTimeout(resolve, IDLE_SPELL_MS))
+            const lease = await c.mutex(p, { maxHoldMs: MAX_HOLD_MS }).acquire()
+            try {
+              return againstMaxHold(lease, Date.now())
+            } finally {
+              await lease.release()
+            }
+          }),
+        IDLE_OPTIONS,
+      ),
 
     'lost-stays-lost': (p) =>
       ownClient(async (c) =>

@@ -479,8 +479,8 @@ const ops = {
 const lease = leaseScenarios({ client: () => a, outcome, ownClient, kindOf })
 
 /** A client of its own, for the scenarios that close it. */
-async function ownClient(fn) {
-  const c = await Client.connect(zk.servers)
+async function ownClient(fn, options) {
+  const c = await Client.connect(zk.servers, options)
   try {
     return await fn(c)
   } finally {

@@ -13,6 +13,11 @@ import zklock
 MAX_HOLD = 1.0  # seconds: the maximum hold of the valid-until-max-hold scenarios
 ROUNDING = 0.010  # what converting between clocks may add
 WAIT = 10.0
+# valid-until-max-hold-from-idle: a short session, the harness's tick, and an idle spell past the
+# warm time (one session timeout) so that the acquire has to earn a fresh proof.
+IDLE_SESSION = 2.0
+IDLE_TICK = 0.2
+IDLE_SPELL = 2.5
 
 
 class Ctx(Protocol):
@@ -45,6 +50,16 @@ def sc_valid_until_max_hold_election(ctx: Ctx) -> str:
     election = ctx.shared.election(ctx.path, style="latch", id="a", max_hold=MAX_HOLD)
     with election.lead(WAIT) as lead:
         return against_max_hold(lead, time.monotonic())
+
+
+def sc_valid_until_max_hold_from_idle(ctx: Ctx) -> str:
+    own = zklock.Client(ctx.servers, session_timeout=IDLE_SESSION, server_tick=IDLE_TICK)
+    try:
+        time.sleep(IDLE_SPELL)
+        with own.lock(ctx.path, max_hold=MAX_HOLD).hold(WAIT) as lease:
+            return against_max_hold(lease, time.monotonic())
+    finally:
+        own.close()
 
 
 def sc_lost_stays_lost(ctx: Ctx) -> str:
@@ -98,6 +113,7 @@ def sc_lead_while_leading(ctx: Ctx) -> str:
 LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "valid-until-max-hold": sc_valid_until_max_hold,
     "valid-until-max-hold-election": sc_valid_until_max_hold_election,
+    "valid-until-max-hold-from-idle": sc_valid_until_max_hold_from_idle,
     "lost-stays-lost": sc_lost_stays_lost,
     "scope-end-after-loss": sc_scope_end_after_loss,
     "resign-foreign-leadership": sc_resign_foreign_leadership,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Literal, Optional, Type, 
 from . import _zklock
 from ._args import _check_timeout, _type_name
 from ._errors import Cancelled, ClientClosed, InvalidArgumentType
-from ._lease import Lease, Participant, _cancel_settled
+from ._lease import Lease, Participant, _granted, _leave_async
 
 if TYPE_CHECKING:  # for annotations only: the client module imports this one at run time
     from ._client import Client
@@ -58,17 +58,8 @@ class Election(_zklock.NativeElection):
 
     async def _lead_async_as(self, timeout: Optional[float]) -> Lease:
         settled: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
-        pending = self._lead_async(timeout, settled)
-        try:
-            return await pending
-        except BaseException:
-            if pending.done() and not pending.cancelled() and pending.exception() is None:
-                # Led, but this task was cancelled before it resumed: nobody will hold the
-                # leadership, so it is resigned now.
-                pending.result().release_async()
-            elif pending.cancelled():
-                await _cancel_settled(settled)
-            raise
+        lease: Lease = await _granted(self._lead_async(timeout, settled), settled)
+        return lease
 
     def lead_async(self, timeout: Optional[float] = None) -> "_LeadingAsync":
         """The asyncio run for leader: ``lead = await election.lead_async(timeout)``, or
@@ -177,9 +168,7 @@ class _LeadingAsync:
         tb: Optional[TracebackType],
     ) -> None:
         lease, self._lease = self._lease, None
-        if lease is not None and not lease._done:
-            await lease.release_async()
-            lease._leave_scope(exc_type is not None)
+        await _leave_async(lease, exc_type is not None)
 
 
 class LeaderWatch(_zklock.NativeLeaderWatch):

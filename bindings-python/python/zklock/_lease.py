@@ -5,7 +5,7 @@ cancelled waits for the core to settle it. Used by the locks and the elections a
 from __future__ import annotations
 
 import asyncio
-from typing import NamedTuple, Optional, Tuple, Union
+from typing import Any, Awaitable, NamedTuple, Optional, Tuple, Union
 
 from . import _zklock
 
@@ -68,3 +68,33 @@ async def _cancel_settled(settled: "asyncio.Future[None]") -> None:
     it returns, so that whoever catches the error finds the node gone (issue 33). At most
     ``_CANCEL_SETTLE`` seconds; a second cancel of the task ends the wait at once."""
     await asyncio.wait({settled}, timeout=_CANCEL_SETTLE)
+
+
+async def _granted(pending: "asyncio.Future[Any]", settled: "asyncio.Future[None]") -> Any:
+    """Awaits a native acquire (or run for leader) and undoes it when the awaiting task is
+    cancelled: a grant that came in just before the cancel is released at once (nobody will
+    hold it, and garbage collection never releases a lock); a cancel of the wait itself waits
+    for the core to settle it (:func:`_cancel_settled`). The error goes on either way."""
+    try:
+        return await pending
+    except BaseException:
+        if pending.done() and not pending.cancelled() and pending.exception() is None:
+            pending.result().release_async()
+        elif pending.cancelled():
+            await _cancel_settled(settled)
+        raise
+
+
+def _leave(lease: Optional[Lease], failed: bool) -> None:
+    """The end of a ``with`` block that holds ``lease``: released, then the scope's rule
+    (a loss while in the block is loud unless the block already raised)."""
+    if lease is not None and not lease._done:
+        lease.release()
+        lease._leave_scope(failed)
+
+
+async def _leave_async(lease: Optional[Lease], failed: bool) -> None:
+    """:func:`_leave` for ``async with``."""
+    if lease is not None and not lease._done:
+        await lease.release_async()
+        lease._leave_scope(failed)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Type
 
 from . import _zklock
 from ._args import _check_timeout
-from ._lease import Lease, Participant, _cancel_settled
+from ._lease import Lease, Participant, _granted, _leave, _leave_async
 
 if TYPE_CHECKING:  # for annotations only: the client module imports this one at run time
     from ._client import Client
@@ -52,17 +52,7 @@ class Lock(_zklock.NativeLock):
     async def _acquire_async_as(self, timeout: Optional[float], entered: bool = False) -> Lease:
         owner = self._key()
         settled: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
-        pending = self._acquire_async(owner, timeout, settled)
-        try:
-            native = await pending
-        except BaseException:
-            if pending.done() and not pending.cancelled() and pending.exception() is None:
-                # Granted, but this task was cancelled before it resumed: nobody will hold the
-                # lease, so it is released now (garbage collection never releases a lock).
-                pending.result().release_async()
-            elif pending.cancelled():
-                await _cancel_settled(settled)
-            raise
+        native = await _granted(self._acquire_async(owner, timeout, settled), settled)
         return self._keep(native, owner, entered)
 
     async def acquire_async(self, timeout: Optional[float] = None) -> Lease:
@@ -118,9 +108,7 @@ class _Holding:
         tb: Optional[TracebackType],
     ) -> None:
         lease, self._lease = self._lease, None
-        if lease is not None and not lease._done:
-            lease.release()
-            lease._leave_scope(exc_type is not None)
+        _leave(lease, exc_type is not None)
 
     async def __aenter__(self) -> Lease:
         self._lease = await self._lock._acquire_async_as(self._timeout)
@@ -133,9 +121,7 @@ class _Holding:
         tb: Optional[TracebackType],
     ) -> None:
         lease, self._lease = self._lease, None
-        if lease is not None and not lease._done:
-            await lease.release_async()
-            lease._leave_scope(exc_type is not None)
+        await _leave_async(lease, exc_type is not None)
 
 
 class Semaphore(Lock):

@@ -10,6 +10,11 @@ use super::{error_word, word, Outcome, Runner};
 /// The maximum hold the `valid-until-max-hold` scenarios use, and the rounding they allow.
 const MAX_HOLD: Duration = Duration::from_secs(1);
 const ROUNDING: Duration = Duration::from_millis(10);
+/// `valid-until-max-hold-from-idle`: a short session, the harness's tick, and an idle spell past
+/// the warm time (one session timeout) so that the acquire has to earn a fresh proof.
+const IDLE_SESSION: Duration = Duration::from_secs(2);
+const IDLE_TICK: Duration = Duration::from_millis(200);
+const IDLE_SPELL: Duration = Duration::from_millis(2_500);
 
 /// Where `valid_until` stands against the maximum hold counted from `acquired`.
 fn against_max_hold(lease: &Lease, acquired: Instant) -> &'static str {
@@ -43,6 +48,19 @@ pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
             let lease = election.lead().await.unwrap();
             let outcome = against_max_hold(&lease, Instant::now());
             election.resign(lease, false).await.unwrap();
+            word(outcome)
+        }
+        "valid-until-max-hold-from-idle" => {
+            let options = Options::default()
+                .session_timeout(IDLE_SESSION)
+                .server_tick(IDLE_TICK);
+            let own = runner.connect(options).await.unwrap();
+            tokio::time::sleep(IDLE_SPELL).await;
+            let lock = own.mutex(path).unwrap().max_hold(Some(MAX_HOLD));
+            let lease = lock.unwrap().acquire().await.unwrap();
+            let outcome = against_max_hold(&lease, Instant::now());
+            lease.release().await.unwrap();
+            own.close().await;
             word(outcome)
         }
         "lost-stays-lost" => {
