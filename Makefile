@@ -17,9 +17,11 @@ old-userland: deps
 
 # One way down: each crate's `crate::` imports against its layers.txt (the core's layers are
 # folders of core/src), and no import circle between files. Small rooms: no source file of the
-# core, wire, the CLI or a face over 700 lines, tests and generated files aside.
+# core, wire, the CLI or a face over 700 lines, tests and generated files aside. The checker's
+# own cases (scripts/test_check_layers.py: each finding made in a scratch crate) run first.
 LAYERED := core wire cli bindings-python bindings-c
 lint:
+	scripts/test_check_layers.py
 	scripts/check-layers.py $(LAYERED)
 	scripts/check-sizes.py
 	$(CARGO) fmt --all --check
