@@ -66,7 +66,7 @@ fn main() {
         if state == LeaseState::Lost && lost_at.is_none() {
             lost_at = Some(Instant::now());
         }
-        if n % 5 == 0 {
+        if n.is_multiple_of(5) {
             let t = wall_ms();
             let write = Write::set_data(data_path.as_str(), token.to_string());
             let outcome = match lease
