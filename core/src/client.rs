@@ -9,6 +9,7 @@ use crate::base::protocol::{ElectionStyle, NodeKind};
 use crate::base::state::ConnectionState;
 use crate::ops::runtime::{self, on_runtime};
 use crate::ops::stats::Stats;
+use crate::recipes::counter::{Counter, CounterWidth};
 use crate::recipes::election::{Election, LeaderWatch};
 use crate::recipes::multi::MultiLock;
 use crate::recipes::mutex::Lock;
@@ -120,6 +121,14 @@ impl Client {
     ) -> Result<MultiLock> {
         self.inner.check_usable()?;
         MultiLock::from_paths(&self.inner, paths)
+    }
+
+    /// A shared counter on `path`, on Curator's `SharedCount` layout (`CounterWidth::Int32`, a
+    /// 4-byte big-endian int) or `DistributedAtomicLong`'s (`Int64`): `get`, `compare_and_set`,
+    /// and [`crate::Lease::guarded_increment`], which moves it only while a lock is held.
+    pub fn counter(&self, path: &str, width: CounterWidth) -> Result<Counter> {
+        self.inner.check_usable()?;
+        Counter::new(self.inner.clone(), path, width)
     }
 
     /// Asks the holder of `path` to let go, as Curator's `Revoker.attemptRevoke` does: sets the

@@ -56,6 +56,7 @@ pub use leases::node::MAX_HOLD;
 pub use ops::runtime::CallbackQueue;
 pub use ops::stats::{Percentiles, Stats};
 pub use recipes::conflict::CONFLICT;
+pub use recipes::counter::{Count, Counter, CounterWidth};
 pub use recipes::election::{Election, LeaderWatch, MAX_ID_BYTES};
 pub use recipes::ended::Ended;
 pub use recipes::multi::MultiLock;

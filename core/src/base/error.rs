@@ -256,6 +256,12 @@ impl Error {
         }
     }
 
+    /// The ZooKeeper error this one reports, when there is one (a recipe that retries on
+    /// `BadVersion` looks here).
+    pub(crate) fn zk_error(&self) -> Option<&zk::Error> {
+        self.source.as_deref()
+    }
+
     /// A write whose answer was lost with the connection (`what` names it).
     pub(crate) fn outcome_unknown(err: zk::Error, what: &str) -> Error {
         Error {

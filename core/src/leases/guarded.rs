@@ -31,6 +31,14 @@ pub enum Write {
     SetData { path: String, data: Vec<u8> },
     /// Deletes a node that has no children, whatever its version.
     Delete { path: String },
+    /// Replaces the data of a node whose data version is `version` (a compare-and-set: a node
+    /// changed meanwhile fails the batch with ZooKeeper's `BadVersion`). The fenced counter's
+    /// write; the faces build their batches from the three ops above.
+    SetDataAt {
+        path: String,
+        data: Vec<u8>,
+        version: i32,
+    },
 }
 
 impl Write {
@@ -77,9 +85,10 @@ impl Write {
     /// The node written.
     pub fn path(&self) -> &str {
         match self {
-            Write::Create { path, .. } | Write::SetData { path, .. } | Write::Delete { path } => {
-                path
-            }
+            Write::Create { path, .. }
+            | Write::SetData { path, .. }
+            | Write::SetDataAt { path, .. }
+            | Write::Delete { path } => path,
         }
     }
 
@@ -87,7 +96,7 @@ impl Write {
     pub fn op(&self) -> &'static str {
         match self {
             Write::Create { .. } => "create",
-            Write::SetData { .. } => "set_data",
+            Write::SetData { .. } | Write::SetDataAt { .. } => "set_data",
             Write::Delete { .. } => "delete",
         }
     }
@@ -237,7 +246,9 @@ impl Guarded {
             return Ok(());
         }
         let data_len = |w: &Write| match w {
-            Write::Create { data, .. } | Write::SetData { data, .. } => data.len(),
+            Write::Create { data, .. }
+            | Write::SetData { data, .. }
+            | Write::SetDataAt { data, .. } => data.len(),
             Write::Delete { .. } => 0,
         };
         let largest = writes.iter().max_by_key(|w| data_len(w));
@@ -281,7 +292,9 @@ fn request_bytes(nodes: &[&str], writes: &[Write], chroot: usize, acls: &[Acl]) 
                         path(p) + jute_bytes(data.len()) + acl_bytes + INT
                     }
                     // SetDataRequest: path, data, version
-                    Write::SetData { path: p, data } => path(p) + jute_bytes(data.len()) + INT,
+                    Write::SetData { path: p, data } | Write::SetDataAt { path: p, data, .. } => {
+                        path(p) + jute_bytes(data.len()) + INT
+                    }
                     // DeleteRequest: path, version
                     Write::Delete { path: p } => path(p) + INT,
                 }
@@ -364,6 +377,15 @@ async fn commit(
                 path,
                 data,
                 version: -1,
+            },
+            Write::SetDataAt {
+                path,
+                data,
+                version,
+            } => zk::Op::SetData {
+                path,
+                data,
+                version: *version,
             },
             Write::Delete { path } => zk::Op::Delete { path, version: -1 },
         }))

@@ -2,6 +2,7 @@
 //! multi-lock, election, revocation, what an ended lease reads. May use: leases and below.
 
 pub(crate) mod conflict;
+pub(crate) mod counter;
 pub(crate) mod election;
 pub(crate) mod ended;
 pub(crate) mod leadership;

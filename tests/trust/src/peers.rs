@@ -64,6 +64,7 @@ const JAVA_SOURCES: &[(&str, &str)] = &[
         "CuratorElection.java",
         "org/apache/curator/framework/recipes/leader/CuratorElection.class",
     ),
+    ("CuratorCounter.java", "CuratorCounter.class"),
 ];
 
 /// Compiles the Java peers once (javac against Debian's jars) and returns their class path.
@@ -119,6 +120,37 @@ pub fn spawn_curator(
         .stdin(Stdio::null())
         .spawn()
         .map_err(|e| format!("java: {e}"))
+}
+
+/// Curator's shared counters (tests/trust/peers/CuratorCounter.java): `kind` is `shared`
+/// (SharedCount) or `long` (DistributedAtomicLong), `op` is `get` or `add N`; returns the count
+/// it printed.
+pub fn curator_counter(servers: &str, path: &str, kind: &str, op: &[&str]) -> Result<i64, String> {
+    let out = Command::new("java")
+        .args([
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+        ])
+        .arg(curator_worker_classpath()?)
+        .arg("CuratorCounter")
+        .args([servers, path, kind])
+        .args(op)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("java: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "CuratorCounter {kind} {op:?} failed ({}): {text}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    text.trim()
+        .parse()
+        .map_err(|e| format!("CuratorCounter printed {text:?}: {e}"))
 }
 
 /// Curator's revocation peer (tests/trust/peers/CuratorRevocation.java): `hold SERVERS PATH`,
