@@ -240,6 +240,10 @@ impl Lease {
     /// and retried when the count moved meanwhile). The new count; `LockLost` when the lease is
     /// lost (nothing written), `InvalidArgument` when the sum does not fit the counter.
     pub async fn guarded_increment(&self, counter: &Counter, by: i64) -> Result<Count> {
+        if self.state().is_final() {
+            // The lease's own error (LockLost, NotHeld), before anything of the counter's.
+            self.guarded_write(Vec::new()).await?;
+        }
         for _ in 0..INCREMENT_ATTEMPTS {
             let seen = counter.get().await?;
             let (value, write) = increment(counter, seen, by)?;
@@ -256,6 +260,9 @@ impl Lease {
 
     /// Blocking twin of [`Lease::guarded_increment`].
     pub fn blocking_guarded_increment(&self, counter: &Counter, by: i64) -> Result<Count> {
+        if self.state().is_final() {
+            self.blocking_guarded_write(Vec::new())?;
+        }
         for _ in 0..INCREMENT_ATTEMPTS {
             let seen = counter.blocking_get()?;
             let (value, write) = increment(counter, seen, by)?;

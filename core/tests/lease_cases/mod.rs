@@ -7,6 +7,8 @@ use zklock::{ElectionStyle, Lease, LeaseState, Options, Wait};
 
 use super::{error_word, word, Outcome, Runner};
 
+mod counter;
+
 /// The maximum hold the `valid-until-max-hold` scenarios use, and the rounding they allow.
 const MAX_HOLD: Duration = Duration::from_secs(1);
 const ROUNDING: Duration = Duration::from_millis(10);
@@ -125,6 +127,6 @@ pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
             election.resign(lease, false).await.unwrap();
             outcome
         }
-        _ => return None,
+        other => return counter::scenario(runner, other).await,
     })
 }
