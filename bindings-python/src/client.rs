@@ -9,6 +9,7 @@ use pyo3::types::PyDict;
 use zklock::ErrorKind;
 
 use crate::args::max_leases_of;
+use crate::counter::{counter_of, PyCounter};
 use crate::election::{style_of, NativeElection, NativeLeaderWatch};
 use crate::errors::{to_py_err, IntoPy};
 use crate::lease::check_callable;
@@ -237,6 +238,13 @@ impl PyClient {
             py,
             async move { client.revoke(&path, node.as_deref()).await },
         )
+    }
+
+    /// A shared counter on `path`: `width` `'int32'` (Curator's SharedCount) or `'int64'`
+    /// (DistributedAtomicLong).
+    #[pyo3(signature = (path, width="int32"))]
+    fn counter(&self, py: Python<'_>, path: &str, width: &str) -> PyResult<PyCounter> {
+        counter_of(py, &self.client, path, width)
     }
 
     /// Both sides of a read/write lock on `path`: `(read, write)`.

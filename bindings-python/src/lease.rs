@@ -13,6 +13,7 @@ use pyo3::types::PyString;
 use zklock::{Acquire, ErrorKind, LeaseState, Wait};
 
 use crate::args::{writes_of, ExitArgs};
+use crate::counter::{PyCount, PyCounter};
 use crate::errors::{py_error, to_py_err, IntoPy};
 use crate::runtime::{
     call_unraisable, delivery, future_into_py, lock, outcome_of, Canceller, LoopFuture,
@@ -632,6 +633,37 @@ impl PyLease {
                 })
             })
             .collect()
+    }
+
+    /// Adds `by` to `counter` only while this lease holds the lock (one multi with the lock
+    /// node's check, at the version just read, read again when the count moved): the new
+    /// `Count`. `LockLost` after a loss (nothing written); `InvalidArgument` when the sum does
+    /// not fit the counter's width. The GIL is released meanwhile.
+    #[pyo3(signature = (counter, by=1))]
+    fn guarded_increment(
+        &self,
+        py: Python<'_>,
+        counter: PyRef<'_, PyCounter>,
+        by: i64,
+    ) -> PyResult<PyCount> {
+        self.check_process(py)?;
+        let guarded = lock(&self.lease).as_ref().map(zklock::Lease::guarded);
+        let Some(guarded) = guarded else {
+            return Err(to_py_err(
+                py,
+                zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!(
+                        "the lease on {} was released; a guarded increment needs a held lease",
+                        self.path
+                    ),
+                ),
+            ));
+        };
+        let counter = counter.counter.clone();
+        py.detach(move || guarded.blocking_increment(&counter, by))
+            .py(py)
+            .map(PyCount::from)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -25,6 +25,7 @@
 //! Modules, in reading order (each reads only the ones below it):
 //!
 //! * `client`: `zklock.Client`'s native object, one session and the locks made on it;
+//! * `counter`: `zklock.Counter` and `zklock.Count`, a shared counter on Curator's layouts;
 //! * `election`: `NativeElection` (the base of `zklock.Election`), `LeadAttempt` (a requeued run
 //!   for leader) and `NativeLeaderWatch` (an observer of who leads);
 //! * `lock`: `NativeLock` (the base of `zklock.Lock`), one core lock value;
@@ -37,6 +38,7 @@
 
 mod args;
 mod client;
+mod counter;
 mod election;
 mod errors;
 mod lease;
@@ -47,6 +49,7 @@ use pyo3::prelude::*;
 
 use crate::args::check_timeout;
 use crate::client::PyClient;
+use crate::counter::{PyCount, PyCounter};
 use crate::election::{LeadAttempt, NativeElection, NativeLeaderWatch};
 use crate::lease::PyLease;
 use crate::lock::NativeLock;
@@ -60,6 +63,8 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeElection>()?;
     m.add_class::<NativeLeaderWatch>()?;
     m.add_class::<LeadAttempt>()?;
+    m.add_class::<PyCounter>()?;
+    m.add_class::<PyCount>()?;
     m.add_function(wrap_pyfunction!(check_timeout, m)?)?;
     m.add_function(wrap_pyfunction!(set_log_sink, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -110,6 +110,56 @@ def sc_lead_while_leading(ctx: Ctx) -> str:
             return e.kind
 
 
+def _kind(call: Callable[[], object]) -> str:
+    try:
+        call()
+    except zklock.ZkLockError as e:
+        return e.kind
+    return "ok"
+
+
+def sc_counter_width_unknown(ctx: Ctx) -> str:
+    return _kind(lambda: ctx.shared.counter(ctx.path + "/n", width="int16"))
+
+
+def sc_counter_guarded(ctx: Ctx) -> str:
+    counter = ctx.shared.counter(ctx.path + "-counter", width="int64")
+    with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+        a = lease.guarded_increment(counter, 1).value
+        b = lease.guarded_increment(counter, 41).value
+    return f"{a},{b}"
+
+
+def sc_counter_after_loss(ctx: Ctx) -> str:
+    own = zklock.Client(ctx.servers)
+    counter = own.counter(ctx.path + "-counter")
+    lock = own.lock(ctx.path)
+    assert lock.acquire(timeout=WAIT), "acquired"
+    lease = lock.lease
+    assert lease is not None, "a held lock has a lease"
+    own.close()
+    kind = _kind(lambda: lease.guarded_increment(counter))
+    value = ctx.shared.counter(ctx.path + "-counter").get().value
+    return f"{kind},{value}"
+
+
+def sc_counter_int32_overflow(ctx: Ctx) -> str:
+    counter = ctx.shared.counter(ctx.path + "-counter", width="int32")
+    with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+        lease.guarded_increment(counter, 2**31 - 1)
+        kind = _kind(lambda: lease.guarded_increment(counter, 1))
+    return f"{kind},{counter.get().value}"
+
+
+def sc_counter_cas_stale(ctx: Ctx) -> str:
+    counter = ctx.shared.counter(ctx.path + "-counter")
+    seen = counter.get()
+    first = counter.compare_and_set(seen, 7)
+    second = counter.compare_and_set(seen, 9)
+    words = ["stale" if c is None else str(c.value) for c in (first, second)]
+    return ",".join(words)
+
+
 LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "valid-until-max-hold": sc_valid_until_max_hold,
     "valid-until-max-hold-election": sc_valid_until_max_hold_election,
@@ -118,4 +168,9 @@ LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "scope-end-after-loss": sc_scope_end_after_loss,
     "resign-foreign-leadership": sc_resign_foreign_leadership,
     "lead-while-leading": sc_lead_while_leading,
+    "counter-width-unknown": sc_counter_width_unknown,
+    "counter-guarded": sc_counter_guarded,
+    "counter-after-loss": sc_counter_after_loss,
+    "counter-int32-overflow": sc_counter_int32_overflow,
+    "counter-cas-stale": sc_counter_cas_stale,
 }

@@ -50,7 +50,7 @@ from ._errors import (
     InternalError,
     OutcomeUnknown,
 )
-from ._lease import GuardedWrite, LeadAttempt, Leadership, Lease, Participant
+from ._lease import Count, Counter, GuardedWrite, LeadAttempt, Leadership, Lease, Participant
 from ._lock import Lock, MultiLock, RwLock, Semaphore
 from ._logs import logger
 from ._stats import Percentiles, Stats
@@ -72,6 +72,8 @@ __all__ = [
     "Stats",
     "Percentiles",
     "GuardedWrite",
+    "Counter",
+    "Count",
     "ZkLockError",
     "LockTimeout",
     "Cancelled",

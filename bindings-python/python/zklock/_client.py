@@ -21,6 +21,7 @@ from ._args import (
 )
 from ._election import Election, LeaderWatch
 from ._errors import InvalidArgument, InvalidArgumentType
+from ._lease import Counter
 from ._lock import Lock, MultiLock, RwLock, Semaphore
 from ._logs import install_log_sink as _install_log_sink
 from ._stats import Stats
@@ -285,6 +286,14 @@ class Client:
                 f"max_leases must be an int, got {_type_name(max_leases)}"
             )
         return self._native.check(path, token, max_leases)
+
+    def counter(self, path: str, width: str = "int32") -> Counter:
+        """A shared counter on ``path``: ``width`` ``'int32'`` is Curator's ``SharedCount``
+        layout (a 4-byte big-endian int), ``'int64'`` ``DistributedAtomicLong``'s (8 bytes), so a
+        Curator process shares the node. ``get()`` returns a :class:`Count` (value, version);
+        ``compare_and_set(seen, value)`` the new :class:`Count` or None when it moved;
+        ``lease.guarded_increment(counter, by=1)`` moves it only while the lease holds its lock."""
+        return self._native.counter(_check_str(path, "path"), _check_str(width, "width"))
 
     def revoke(self, path: str, node: Optional[str] = None) -> List[str]:
         """Asks the holder of ``path`` to let go, as Curator's ``Revoker.attemptRevoke`` does:

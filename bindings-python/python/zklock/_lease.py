@@ -23,6 +23,14 @@ Lease = _zklock.Lease
 #: ``valid_until``): the same class, named for election code.
 Leadership = _zklock.Lease
 
+#: A shared counter on Curator's layouts (``Client.counter``): ``path``, ``width``, ``get()``,
+#: ``compare_and_set(seen, value)``; ``Lease.guarded_increment(counter, by)`` moves it only while
+#: a lock is held.
+Counter = _zklock.Counter
+
+#: A count and the data version it was read at (``version == -1``: the node does not exist yet).
+Count = _zklock.Count
+
 #: A run for leader that ``Election.resign(lead, requeue=True)`` started at the tail of the queue:
 #: ``result(timeout=None)`` (the next leadership; :class:`LockTimeout` leaves it running),
 #: ``cancel()``, ``done()`` - the shape of ``concurrent.futures.Future``.

@@ -207,6 +207,11 @@ impl Guarded {
         runtime::block_on(commit(self.parts.clone(), writes, deadline))
     }
 
+    /// Whether the lease is released or lost (a guarded write would be refused before any I/O).
+    pub(crate) fn is_final(&self) -> bool {
+        LeaseState::combine(self.parts.iter().map(|p| p.state())).is_final()
+    }
+
     /// The checks before any I/O: the paths, a request the server will read, and a lease still
     /// held (or suspended: the request waits for the reconnect, and the check decides).
     fn check(&self, writes: &[Write]) -> Result<()> {

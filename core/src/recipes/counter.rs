@@ -20,7 +20,7 @@ use zklock_wire::client as zk;
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
 use crate::base::protocol;
 use crate::engine::nodes::make_parents;
-use crate::leases::guarded::{Write, Written};
+use crate::leases::guarded::{Guarded, Write, Written};
 use crate::leases::lease::Lease;
 use crate::ops::runtime::{self, on_runtime};
 use crate::sessions::connection::Connection;
@@ -240,9 +240,21 @@ impl Lease {
     /// and retried when the count moved meanwhile). The new count; `LockLost` when the lease is
     /// lost (nothing written), `InvalidArgument` when the sum does not fit the counter.
     pub async fn guarded_increment(&self, counter: &Counter, by: i64) -> Result<Count> {
-        if self.state().is_final() {
+        self.guarded().increment(counter, by).await
+    }
+
+    /// Blocking twin of [`Lease::guarded_increment`].
+    pub fn blocking_guarded_increment(&self, counter: &Counter, by: i64) -> Result<Count> {
+        self.guarded().blocking_increment(counter, by)
+    }
+}
+
+impl Guarded {
+    /// [`Lease::guarded_increment`], from a handle that lives apart from the lease.
+    pub async fn increment(&self, counter: &Counter, by: i64) -> Result<Count> {
+        if self.is_final() {
             // The lease's own error (LockLost, NotHeld), before anything of the counter's.
-            self.guarded_write(Vec::new()).await?;
+            self.write(Vec::new()).await?;
         }
         for _ in 0..INCREMENT_ATTEMPTS {
             let seen = counter.get().await?;
@@ -251,17 +263,17 @@ impl Lease {
                 let c = counter.clone();
                 on_runtime(async move { c.parent().await }).await?;
             }
-            if let Some(count) = settled(value, self.guarded_write(vec![write]).await)? {
+            if let Some(count) = settled(value, self.write(vec![write]).await)? {
                 return Ok(count);
             }
         }
         Err(too_busy(counter))
     }
 
-    /// Blocking twin of [`Lease::guarded_increment`].
-    pub fn blocking_guarded_increment(&self, counter: &Counter, by: i64) -> Result<Count> {
-        if self.state().is_final() {
-            self.blocking_guarded_write(Vec::new())?;
+    /// Blocking twin of [`Guarded::increment`].
+    pub fn blocking_increment(&self, counter: &Counter, by: i64) -> Result<Count> {
+        if self.is_final() {
+            self.blocking_write(Vec::new())?;
         }
         for _ in 0..INCREMENT_ATTEMPTS {
             let seen = counter.blocking_get()?;
@@ -270,7 +282,7 @@ impl Lease {
                 let c = counter.clone();
                 runtime::block_on(async move { c.parent().await })?;
             }
-            if let Some(count) = settled(value, self.blocking_guarded_write(vec![write]))? {
+            if let Some(count) = settled(value, self.blocking_write(vec![write]))? {
                 return Ok(count);
             }
         }
