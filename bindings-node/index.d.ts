@@ -288,6 +288,11 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
    * nodes asked; rejects with ZKLOCK_NOT_HELD when nobody holds `path` or the node is gone.
    */
   revoke(path: string, options?: RevokeOptions): Promise<string[]>
+  /**
+   * A shared counter on `path`: `width` 'int32' (the default: Curator's SharedCount) or
+   * 'int64' (DistributedAtomicLong), so a Curator process shares the node.
+   */
+  counter(path: string, options?: CounterOptions): Counter
   /** A read/write lock on `path`. */
   rwLock(path: string): RwLock
   /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
@@ -371,6 +376,28 @@ export interface LeaseEvents {
  * garbage collection never releases it (a held lease no longer referenced emits a
  * 'ZklockWarning' process warning).
  */
+export interface CounterOptions {
+  /** 'int32' (Curator's SharedCount, the default) or 'int64' (DistributedAtomicLong). */
+  width?: 'int32' | 'int64'
+}
+
+/** A count and the data version it was read at (version -1: the node does not exist yet). */
+export interface Count {
+  value: number
+  version: number
+}
+
+/** A shared counter on Curator's layouts (`client.counter(path)`). Counts are exact up to 2^53 - 1. */
+export declare class Counter {
+  private constructor()
+  readonly path: string
+  readonly width: 'int32' | 'int64'
+  /** The count and its version (`{ value: 0, version: -1 }` while the node does not exist). */
+  get(): Promise<Count>
+  /** Sets `value` if the count is still at `seen.version`: the new count, or null when it moved. */
+  compareAndSet(seen: Count, value: number): Promise<Count | null>
+}
+
 export declare class Lease extends EventEmitter implements AsyncDisposable {
   protected constructor()
   /** The fencing token: strictly increases from one holder of the lock to the next. */
@@ -403,6 +430,12 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
    * the batch waits for the reconnect, within `timeoutMs` (ZKLOCK_TIMEOUT, nothing sent).
    */
   guardedWrite(writes: readonly GuardedWrite[], options?: TimeoutOptions): Promise<GuardedWritten[]>
+  /**
+   * Adds `by` (default 1) to `counter` only while this lease holds its lock (one multi with the
+   * lock node's check, at the version just read). Rejects with ZKLOCK_LOST after a loss
+   * (nothing written), ZKLOCK_INVALID_ARGUMENT past the counter's width.
+   */
+  guardedIncrement(counter: Counter, by?: number): Promise<Count>
   /**
    * Until when no one else can hold this lock (Chubby's local lease): milliseconds on
    * `Date.now()`'s clock, computed at the call; null once released or lost. Check the time left

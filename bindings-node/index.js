@@ -6,12 +6,13 @@
 // cancelling an acquire and for a lost lease, `await using`, `using(fn)`, and lease events.
 //
 // The package's files, from the bottom up (lib/): native.js (loads the addon), errors.js,
-// args.js (argument checks), logs.js, lease.js, lock.js, election.js, client.js. Each requires
+// args.js (argument checks), logs.js, counter.js, lease.js, lock.js, election.js, client.js. Each requires
 // only the ones before it; this file only gathers the public names.
 'use strict'
 
 const { ErrorCode, isZkLockError } = require('./lib/errors')
 const { logChannel } = require('./lib/logs')
+const { Counter } = require('./lib/counter')
 const { Lease } = require('./lib/lease')
 const { Lock, Mutex, MultiLock, RwLock, Semaphore } = require('./lib/lock')
 const { Election, Leadership, LeaderWatch } = require('./lib/election')
@@ -24,6 +25,7 @@ exports.RwLock = RwLock
 exports.MultiLock = MultiLock
 exports.Semaphore = Semaphore
 exports.Lease = Lease
+exports.Counter = Counter
 exports.Leadership = Leadership
 exports.Election = Election
 exports.LeaderWatch = LeaderWatch

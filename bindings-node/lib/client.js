@@ -8,6 +8,7 @@ const { native } = require('./native')
 const { call, invalid, translate } = require('./errors')
 const { checkMillis, checkOptions, checkString, describe, internalOnly, kInternal, tokenArgument } = require('./args')
 const { installLogSink } = require('./logs')
+const { Counter } = require('./counter')
 const { Lock, MultiLock, Mutex, RwLock, Semaphore } = require('./lock')
 const { Election, LeaderWatch } = require('./election')
 
@@ -243,6 +244,20 @@ class Client extends EventEmitter {
     const maxHoldMs = checkMillis(checkOptions(options, 'semaphoreMutex options').maxHoldMs, 'maxHoldMs')
     const nativeLock = call(() => this.#native.semaphoreMutex(path, maxHoldMs))
     return new Semaphore(kInternal, nativeLock, this.#leases, 1)
+  }
+
+  /**
+   * A shared counter on `path`: `{ width: 'int32' }` (the default, Curator's SharedCount: a
+   * 4-byte big-endian int) or `'int64'` (DistributedAtomicLong: 8 bytes), so a Curator process
+   * shares the node. `get()`, `compareAndSet(seen, value)`, and `lease.guardedIncrement(counter,
+   * by)`, which moves it only while the lease holds its lock. Counts are numbers: exact up to
+   * 2^53 - 1.
+   */
+  counter(path, options) {
+    checkString(path, 'path')
+    const o = checkOptions(options, 'counter options')
+    const width = o.width === undefined || o.width === null ? undefined : checkString(o.width, 'width')
+    return new Counter(kInternal, call(() => this.#native.counter(path, width)))
   }
 
   /**

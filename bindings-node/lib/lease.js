@@ -6,6 +6,7 @@ const { EventEmitter } = require('node:events')
 
 const { ErrorCode, invalid, translate, zkError } = require('./errors')
 const { checkMillis, checkOptions, checkWrites, describe, internalOnly, kNativeLease } = require('./args')
+const { Counter, checkCount, countOf, kNativeCounter } = require('./counter')
 
 /**
  * What a lease needs to stay correct after its `Lease` object is garbage-collected: the native
@@ -315,6 +316,24 @@ class Lease extends EventEmitter {
       if (w.version !== undefined && w.version !== null) out.version = w.version
       return out
     })
+  }
+
+  /**
+   * Adds `by` (default 1) to `counter` only while this lease holds its lock: one multi with the
+   * lock node's check, at the version just read (read again when the count moved). Resolves
+   * with the new `{ value, version }`; rejects with ZKLOCK_LOST after a loss (nothing written),
+   * ZKLOCK_INVALID_ARGUMENT past the counter's width.
+   */
+  async guardedIncrement(counter, by = 1) {
+    if (!(counter instanceof Counter)) {
+      throw invalid(`counter must be a Counter (client.counter(path)), got ${describe(counter)}`)
+    }
+    checkCount(by, 'by')
+    try {
+      return countOf(await this.#core.native.guardedIncrement(counter[kNativeCounter](), by))
+    } catch (e) {
+      throw translate(e)
+    }
   }
 
   /**

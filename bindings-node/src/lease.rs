@@ -9,6 +9,7 @@ use napi::{Env, Status};
 use napi_derive::napi;
 use zklock::{ErrorKind, LeaseState, Wait};
 
+use crate::counter::{NativeCount, NativeCounter};
 use crate::queue::settle_from_core;
 
 /// A held lock (`zklock::Lease`).
@@ -173,6 +174,31 @@ impl NativeLease {
                     },
                 })
                 .collect::<Vec<_>>())
+        })
+    }
+
+    /// Adds `by` to `counter` only while this lease holds its lock
+    /// ([`zklock::Guarded::increment`]); rejects with `ZKLOCK_LOST` after loss (nothing
+    /// written).
+    #[napi(ts_return_type = "Promise<NativeCount>")]
+    pub fn guarded_increment<'env>(
+        &self,
+        env: &'env Env,
+        counter: &NativeCounter,
+        by: i64,
+    ) -> napi::Result<Object<'env>> {
+        let guarded = self.lease().as_ref().map(zklock::Lease::guarded);
+        let (path, counter) = (self.path.clone(), counter.counter.clone());
+        settle_from_core(env, async move {
+            let Some(guarded) = guarded else {
+                return Err(zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!(
+                        "the lease on {path} was released; a guarded increment needs a held lease"
+                    ),
+                ));
+            };
+            guarded.increment(&counter, by).await.map(NativeCount::from)
         })
     }
 

@@ -14,11 +14,12 @@
 //! whose conversion (on the JS thread) builds the JS error and rejects the promise with it.
 //!
 //! The rooms, from the bottom up: `error` (codes and settled outcomes), `queue` (the settle
-//! queue), `keepalive` (held leases keep the event loop alive), `lease`, `acquire`, `lock`,
+//! queue), `keepalive` (held leases keep the event loop alive), `counter`, `lease`, `acquire`, `lock`,
 //! `election`, `environment` (each JS environment's clients and log), `client`.
 
 mod acquire;
 mod client;
+mod counter;
 mod election;
 mod environment;
 mod error;
@@ -31,6 +32,7 @@ mod queue;
 // wherever they live; the crate's own surface stays the same).
 pub use acquire::*;
 pub use client::*;
+pub use counter::*;
 pub use election::*;
 pub use environment::*;
 pub use error::*;

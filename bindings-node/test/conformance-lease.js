@@ -64,6 +64,55 @@ function leaseScenarios({ client, outcome, ownClient, kindOf }) {
         IDLE_OPTIONS,
       ),
 
+    'counter-width-unknown': (p) => outcome(async () => (client().counter(`${p}/n`, { width: 'int16' }), 'ok')),
+
+    'counter-guarded': (p) =>
+      outcome(async () => {
+        const counter = client().counter(`${p}-counter`, { width: 'int64' })
+        const lease = await client().mutex(p).acquire()
+        try {
+          const a = await lease.guardedIncrement(counter, 1)
+          const b = await lease.guardedIncrement(counter, 41)
+          return `${a.value},${b.value}`
+        } finally {
+          await lease.release()
+        }
+      }),
+
+    'counter-after-loss': (p) =>
+      ownClient(async (c) =>
+        outcome(async () => {
+          const counter = c.counter(`${p}-counter`)
+          const lease = await c.mutex(p).acquire()
+          await c.close()
+          const kind = await lease.guardedIncrement(counter).then(() => 'ok', kindOf)
+          const read = await client().counter(`${p}-counter`).get()
+          return `${kind},${read.value}`
+        }),
+      ),
+
+    'counter-int32-overflow': (p) =>
+      outcome(async () => {
+        const counter = client().counter(`${p}-counter`, { width: 'int32' })
+        const lease = await client().mutex(p).acquire()
+        try {
+          await lease.guardedIncrement(counter, 2 ** 31 - 1)
+          const kind = await lease.guardedIncrement(counter, 1).then(() => 'ok', kindOf)
+          return `${kind},${(await counter.get()).value}`
+        } finally {
+          await lease.release()
+        }
+      }),
+
+    'counter-cas-stale': (p) =>
+      outcome(async () => {
+        const counter = client().counter(`${p}-counter`)
+        const seen = await counter.get()
+        const first = await counter.compareAndSet(seen, 7)
+        const second = await counter.compareAndSet(seen, 9)
+        return [first, second].map((c) => (c === null ? 'stale' : String(c.value))).join(',')
+      }),
+
     'lost-stays-lost': (p) =>
       ownClient(async (c) =>
         outcome(async () => {
