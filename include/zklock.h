@@ -221,6 +221,11 @@ typedef enum zklock_lease_state {
 typedef struct zklock_client zklock_client;
 
 /**
+ * A shared counter. Opaque; free it with `zklock_counter_free`.
+ */
+typedef struct zklock_counter zklock_counter;
+
+/**
  * One participant's side of the leader election on a path. Opaque and thread-safe; free it
  * with `zklock_election_free` (leaderships taken through it stay valid). A leadership is a
  * `zklock_lease`: token, state, state callback, guarded writes, `zklock_lease_valid_for_ms`.
@@ -326,6 +331,14 @@ typedef struct zklock_client_options {
      */
     int64_t server_tick_ms;
 } zklock_client_options;
+
+/**
+ * A count and the data version it was read at (`version` -1: the node does not exist yet).
+ */
+typedef struct zklock_count {
+    int64_t value;
+    int32_t version;
+} zklock_count;
 
 /**
  * Called once when an asynchronous acquire ends, on its client's callback thread. `status` is
@@ -596,6 +609,51 @@ enum zklock_status zklock_client_connect(const char *hosts,
  * `zklock_last_error()` says so).
  */
 void zklock_client_free(struct zklock_client *client);
+
+/**
+ * A shared counter on `path`: `width` "int32" (Curator's SharedCount, also for NULL) or
+ * "int64" (DistributedAtomicLong), so a Curator process shares the node. On success `*out`
+ * gets the handle; `ZKLOCK_INVALID_ARGUMENT` for a bad path or width.
+ */
+enum zklock_status zklock_counter_new(struct zklock_client *client,
+                                      const char *path,
+                                      const char *width,
+                                      struct zklock_counter **out);
+
+/**
+ * Frees a counter handle. NULL is a no-op.
+ */
+void zklock_counter_free(struct zklock_counter *counter);
+
+/**
+ * Reads the count and its version into `*out` (count 0 at version -1 while the node does not
+ * exist). Blocks until ZooKeeper answered.
+ */
+enum zklock_status zklock_counter_get(const struct zklock_counter *counter,
+                                      struct zklock_count *out);
+
+/**
+ * Sets the count to `value` if it is still at `seen->version` (creating the node when `seen`
+ * is the missing node's). On success `*applied` says whether it was set, and when it was,
+ * `*out` (may be NULL) gets the new count; when the count moved meanwhile `*applied` is false
+ * and `*out` is untouched (read it again).
+ */
+enum zklock_status zklock_counter_compare_and_set(const struct zklock_counter *counter,
+                                                  const struct zklock_count *seen,
+                                                  int64_t value,
+                                                  bool *applied,
+                                                  struct zklock_count *out);
+
+/**
+ * Adds `by` to `counter` only while `lease` holds its lock: one multi with the lock node's
+ * check, at the version just read (read again when the count moved). On success `*out` (may
+ * be NULL) gets the new count. `ZKLOCK_LOST` after a loss (nothing written),
+ * `ZKLOCK_INVALID_ARGUMENT` when the sum does not fit the counter's width.
+ */
+enum zklock_status zklock_lease_guarded_increment(const struct zklock_lease *lease,
+                                                  const struct zklock_counter *counter,
+                                                  int64_t by,
+                                                  struct zklock_count *out);
 
 /**
  * Joins the election on `path` as a participant: `style` names the layout, "latch" (Curator's

@@ -19,6 +19,7 @@ pub(crate) enum Kind {
     Election,
     LeaderWatch,
     Participants,
+    Counter,
 }
 
 impl Kind {
@@ -31,6 +32,7 @@ impl Kind {
             Kind::Election => "zklock_election",
             Kind::LeaderWatch => "zklock_leader_watch",
             Kind::Participants => "zklock_participants",
+            Kind::Counter => "zklock_counter",
         }
     }
 
@@ -43,6 +45,7 @@ impl Kind {
             Kind::Election => "zklock_election_free",
             Kind::LeaderWatch => "zklock_leader_watch_free",
             Kind::Participants => "zklock_participants_free",
+            Kind::Counter => "zklock_counter_free",
         }
     }
 }

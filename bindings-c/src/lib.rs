@@ -17,6 +17,7 @@
 // listing and the leader's observers (once part of election.rs) stay right after the election
 // in the header: the blank lines keep rustfmt from sorting them away.
 mod client;
+mod counter;
 mod election;
 
 mod participants;
@@ -33,6 +34,7 @@ mod op;
 mod semaphore;
 
 pub use client::*;
+pub use counter::*;
 pub use election::*;
 pub use error::*;
 pub use leader::*;

@@ -21,6 +21,96 @@ static const char *against_max_hold(struct outcome *o, zklock_lease *lease) {
     return "within-max-hold";
 }
 
+/* The counter block (issue 37, point 5): `<case path>-counter`, made on `client`. */
+static zklock_status counter_at(struct outcome *o, zklock_client *client, const char *width, zklock_counter **out) {
+    char path[512];
+    snprintf(path, sizeof path, "%s-counter", case_path);
+    return seen(o, zklock_counter_new(client, path, width, out));
+}
+
+/* True when `name` is one of the counter scenarios (its outcome in `o`). */
+static int counter_scenario(struct outcome *o, const char *name) {
+    static char word[96];
+    zklock_counter *counter = NULL, *reader = NULL;
+    zklock_lock *l = NULL;
+    zklock_lease *a = NULL;
+    zklock_client *own = NULL;
+    zklock_count count = {0, 0};
+    zklock_status st;
+    if (strcmp(name, "counter-width-unknown") == 0) {
+        st = seen(o, zklock_counter_new(main_client, case_path, "int16", &counter));
+        o->word = kind_of(st);
+    } else if (strcmp(name, "counter-guarded") == 0) {
+        st = counter_at(o, main_client, "int64", &counter);
+        if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        int64_t first = 0;
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lease_guarded_increment(a, counter, 1, &count));
+        first = count.value;
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lease_guarded_increment(a, counter, 41, &count));
+        if (st == ZKLOCK_OK) {
+            snprintf(word, sizeof word, "%lld,%lld", (long long)first, (long long)count.value);
+            o->word = word;
+        } else {
+            o->word = kind_of(st);
+        }
+    } else if (strcmp(name, "counter-after-loss") == 0) {
+        zklock_client_options opts;
+        zklock_client_options_init(&opts);
+        st = connect_with(o, servers, &opts, &own);
+        if (st == ZKLOCK_OK) st = counter_at(o, own, NULL, &counter);
+        if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(own, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) {
+            zklock_client_close(own);
+            zklock_status inc = seen(o, zklock_lease_guarded_increment(a, counter, 1, NULL));
+            st = counter_at(o, main_client, NULL, &reader);
+            if (st == ZKLOCK_OK) st = seen(o, zklock_counter_get(reader, &count));
+            snprintf(word, sizeof word, "%s,%lld", inc == ZKLOCK_OK ? "ok" : kind_of(inc), (long long)count.value);
+            o->word = st == ZKLOCK_OK ? word : kind_of(st);
+        } else {
+            o->word = kind_of(st);
+        }
+    } else if (strcmp(name, "counter-int32-overflow") == 0) {
+        st = counter_at(o, main_client, "int32", &counter);
+        if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lease_guarded_increment(a, counter, 2147483647, NULL));
+        if (st == ZKLOCK_OK) {
+            zklock_status inc = seen(o, zklock_lease_guarded_increment(a, counter, 1, NULL));
+            st = seen(o, zklock_counter_get(counter, &count));
+            snprintf(word, sizeof word, "%s,%lld", inc == ZKLOCK_OK ? "ok" : kind_of(inc), (long long)count.value);
+            o->word = st == ZKLOCK_OK ? word : kind_of(st);
+        } else {
+            o->word = kind_of(st);
+        }
+    } else if (strcmp(name, "counter-cas-stale") == 0) {
+        zklock_count at = {0, 0};
+        bool first = false, second = false;
+        st = counter_at(o, main_client, NULL, &counter);
+        if (st == ZKLOCK_OK) st = seen(o, zklock_counter_get(counter, &at));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_counter_compare_and_set(counter, &at, 7, &first, &count));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_counter_compare_and_set(counter, &at, 9, &second, NULL));
+        if (st == ZKLOCK_OK) {
+            char one[32];
+            if (first) snprintf(one, sizeof one, "%lld", (long long)count.value);
+            else snprintf(one, sizeof one, "stale");
+            snprintf(word, sizeof word, "%s,%s", one, second ? "9" : "stale");
+            o->word = word;
+        } else {
+            o->word = kind_of(st);
+        }
+    } else {
+        return 0;
+    }
+    if (a) zklock_lease_release(a);
+    zklock_lock_free(l);
+    zklock_counter_free(counter);
+    zklock_counter_free(reader);
+    zklock_client_free(own);
+    return 1;
+}
+
 /* True when `name` is one of this block's scenarios (its outcome in `o`). */
 static int lease_scenario(struct outcome *o, const char *name) {
     zklock_lock *l = NULL;
@@ -84,7 +174,7 @@ static int lease_scenario(struct outcome *o, const char *name) {
             o->word = st == ZKLOCK_OK ? "acquired" : kind_of(st);
         }
     } else {
-        return 0;
+        return counter_scenario(o, name);
     }
     zklock_participants_free(leader);
     if (b) zklock_election_resign(e, b, false, NULL, NULL, NULL);
