@@ -2,6 +2,7 @@
 //! guarded writes, and the acquire handle the faces poll. May use: engine and below.
 
 pub(crate) mod acquire;
+pub(crate) mod expiry;
 pub(crate) mod guarded;
 pub(crate) mod lease;
 pub(crate) mod node;

@@ -49,7 +49,10 @@ struct Rare {
     /// Set on a read lease taken while our own write lease was held (a downgrade).
     downgrade_of: Option<String>,
     /// When a maximum hold ends the lease (`limit_hold`): `valid_until` is never later.
+    /// `Lease::extend` moves it, up to `hold_ceiling`.
     hold_end: Option<std::time::Instant>,
+    /// The latest `hold_end` an extension may reach (the lock's `hold_ceiling`), if any.
+    hold_ceiling: Option<std::time::Instant>,
 }
 
 /// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
@@ -190,6 +193,41 @@ impl LeaseShared {
         self.rare.lock().unwrap().as_ref().and_then(|r| r.hold_end)
     }
 
+    /// Moves the end of the maximum hold to `to` (never earlier than it is), within the
+    /// ceiling: the new end, or what refused it (no maximum hold, past the ceiling).
+    pub(crate) fn extend_hold(&self, to: std::time::Instant) -> Result<std::time::Instant, String> {
+        self.move_hold(to, true)
+    }
+
+    /// What [`LeaseShared::extend_hold`] would do, without doing it.
+    pub(crate) fn extend_hold_checked(
+        &self,
+        to: std::time::Instant,
+    ) -> Result<std::time::Instant, String> {
+        self.move_hold(to, false)
+    }
+
+    fn move_hold(&self, to: std::time::Instant, apply: bool) -> Result<std::time::Instant, String> {
+        let mut rare = self.rare.lock().unwrap();
+        let Some(rare) = rare.as_mut().filter(|r| r.hold_end.is_some()) else {
+            return Err(
+                "this lease has no maximum hold to extend (set max_hold on the lock)".into(),
+            );
+        };
+        let end = rare.hold_end.expect("filtered").max(to);
+        if let Some(ceiling) = rare.hold_ceiling.filter(|c| end > *c) {
+            return Err(format!(
+                "an extension to {} after the acquire is past the lock's hold ceiling of {}",
+                crate::base::text::duration(end - self.since),
+                crate::base::text::duration(ceiling - self.since)
+            ));
+        }
+        if apply {
+            rare.hold_end = Some(end);
+        }
+        Ok(end)
+    }
+
     /// Until when no one else can hold this node: the session's proof of life, cut at the end
     /// of the maximum hold (after which the node is deleted and the next holder may proceed).
     pub(crate) fn valid_until(&self) -> Option<std::time::Instant> {
@@ -264,27 +302,40 @@ impl LeaseShared {
     /// a holder that hangs while its process stays connected cannot keep the lock. Lost comes
     /// first: the next holder can only get the lock after the deletion, by which time the
     /// signal was given.
-    pub(crate) fn limit_hold(self: &Arc<Self>, limit: std::time::Duration) {
+    pub(crate) fn limit_hold(
+        self: &Arc<Self>,
+        limit: std::time::Duration,
+        ceiling: Option<std::time::Duration>,
+    ) {
         // One end for the timer and for `valid_until`, counted from when the node became ours:
         // the lease reads valid no later than the moment the timer takes it away.
         let end = self.since + limit;
-        self.rare
-            .lock()
-            .unwrap()
-            .get_or_insert_with(Box::default)
-            .hold_end = Some(end);
+        {
+            let mut rare = self.rare.lock().unwrap();
+            let rare = rare.get_or_insert_with(Box::default);
+            rare.hold_end = Some(end);
+            rare.hold_ceiling = ceiling.map(|c| self.since + c.max(limit));
+        }
         let lease = Arc::downgrade(self);
         runtime::spawn(async move {
-            tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
-            let Some(lease) = lease.upgrade() else {
-                return;
+            let mut end = end;
+            let lease = loop {
+                tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
+                let Some(lease) = lease.upgrade() else {
+                    return;
+                };
+                if lease.is_finished() {
+                    return;
+                }
+                // An extension moved the end while we slept: sleep again until the new one.
+                match lease.hold_end() {
+                    Some(moved) if moved > end => end = moved,
+                    _ => break lease,
+                }
             };
-            if lease.is_finished() {
-                return;
-            }
             lease.lose(&format!(
                 "{MAX_HOLD}: held for its maximum of {}",
-                crate::base::text::duration(limit)
+                crate::base::text::duration(end - lease.since)
             ));
             // Lost was logged with its reason; a failed delete leaves an ephemeral node that
             // goes with the session, as after any loss.

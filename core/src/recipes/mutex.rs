@@ -155,6 +155,25 @@ impl Lock {
         self.inner.max_hold
     }
 
+    /// The longest a lease of this value may be held counting its extensions
+    /// ([`crate::Lease::extend`]); `None` (the default): no ceiling. An extension past it is
+    /// refused with `InvalidArgument`. `InvalidArgument` for zero.
+    pub fn hold_ceiling(mut self, ceiling: Option<Duration>) -> Result<Lock> {
+        self.set_hold_ceiling(ceiling)?;
+        Ok(self)
+    }
+
+    /// [`Lock::hold_ceiling`] in place (refused, it leaves the value as it was).
+    pub fn set_hold_ceiling(&mut self, ceiling: Option<Duration>) -> Result<()> {
+        if ceiling.is_some_and(|c| c.is_zero()) {
+            return Err(Error::invalid(
+                "hold_ceiling must be longer than zero (leave it unset for no ceiling)",
+            ));
+        }
+        self.change(|inner| inner.hold_ceiling = ceiling);
+        Ok(())
+    }
+
     /// This value with its settings changed; a value shared with clones (or holding) is
     /// copied with no holds, like a new value on the same path.
     pub(crate) fn rebuilt(mut self, change: impl FnOnce(&mut LockInner)) -> Lock {

@@ -44,6 +44,8 @@ pub(crate) struct LockInner {
     pub(crate) election: Option<(ElectionStyle, Vec<u8>)>,
     /// The longest a lease of this value is held before the runtime ends it (`max_hold`).
     pub(crate) max_hold: Option<Duration>,
+    /// The longest a lease may be held counting its extensions (`hold_ceiling`).
+    pub(crate) hold_ceiling: Option<Duration>,
 }
 
 struct Hold {
@@ -205,6 +207,7 @@ impl LockInner {
             max_leases: None,
             election: None,
             max_hold: None,
+            hold_ceiling: None,
         }
     }
 
@@ -223,6 +226,7 @@ impl LockInner {
             max_leases: shared.max_leases,
             election: shared.election.clone(),
             max_hold: shared.max_hold,
+            hold_ceiling: shared.hold_ceiling,
         }
     }
 

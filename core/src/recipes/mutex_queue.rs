@@ -105,7 +105,7 @@ impl Waiting {
         let (session, node, token) = queued.into_node();
         let shared = LeaseShared::new(session, node, token, downgrade_of);
         if let Some(limit) = lock.max_hold {
-            shared.limit_hold(limit);
+            shared.limit_hold(limit, lock.hold_ceiling);
         }
         if let Some((style, _)) = &lock.election {
             crate::recipes::conflict::guard(&shared, *style, &lock.path);
@@ -353,7 +353,7 @@ impl LockInner {
                 lease
                     .shared_parts()
                     .iter()
-                    .for_each(|p| p.limit_hold(limit));
+                    .for_each(|p| p.limit_hold(limit, self.hold_ceiling));
             }
             return Ok(Step::Done(lease));
         }

@@ -8,6 +8,7 @@ use zklock::{ElectionStyle, Lease, LeaseState, Options, Wait};
 use super::{error_word, word, Outcome, Runner};
 
 mod counter;
+mod extend;
 
 /// The maximum hold the `valid-until-max-hold` scenarios use, and the rounding they allow.
 const MAX_HOLD: Duration = Duration::from_secs(1);
@@ -19,7 +20,7 @@ const IDLE_TICK: Duration = Duration::from_millis(200);
 const IDLE_SPELL: Duration = Duration::from_millis(2_500);
 
 /// Where `valid_until` stands against the maximum hold counted from `acquired`.
-fn against_max_hold(lease: &Lease, acquired: Instant) -> &'static str {
+pub(crate) fn against_max_hold(lease: &Lease, acquired: Instant) -> &'static str {
     let now = Instant::now();
     match lease.valid_until() {
         None => "none",
@@ -127,6 +128,9 @@ pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
             election.resign(lease, false).await.unwrap();
             outcome
         }
-        other => return counter::scenario(runner, other).await,
+        other => match counter::scenario(runner, other).await {
+            Some(outcome) => outcome,
+            None => return extend::scenario(runner, other).await,
+        },
     })
 }

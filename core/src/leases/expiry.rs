@@ -1,0 +1,116 @@
+//! The end of a maximum hold, moved and announced (issue 37, point 3; CURATOR-28, Redisson
+//! #1395): [`Lease::extend`] moves it, up to the lock's `hold_ceiling`, and
+//! [`Lease::on_expiring`] warns ahead of it. The token stays the same: an extension is the same
+//! hold, not a new one. `valid_until` follows the moved end at once.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::base::error::{Error, ErrorKind, Result};
+use crate::base::state::LeaseState;
+use crate::leases::lease::Lease;
+use crate::leases::node::LeaseShared;
+use crate::ops::runtime;
+
+impl Lease {
+    /// Moves the end of this lease's maximum hold to `by` from now (never earlier than it is),
+    /// every member of a multi-lock alike. `LockLost` after a loss, `NotHeld` after a release,
+    /// `InvalidArgument` for a lease without a maximum hold or an end past the lock's
+    /// `hold_ceiling` (nothing moves then). Returns the new end.
+    pub fn extend(&self, by: Duration) -> Result<Instant> {
+        let parts = self.shared_parts();
+        match LeaseState::combine(parts.iter().map(|p| p.state())) {
+            LeaseState::Lost => {
+                let reason = self
+                    .lost_reason()
+                    .unwrap_or_else(|| "the lease was lost".into());
+                return Err(Error::new(
+                    ErrorKind::LockLost,
+                    format!("not extended: {reason}"),
+                ));
+            }
+            LeaseState::Released => {
+                return Err(Error::new(
+                    ErrorKind::NotHeld,
+                    "not extended: the lease was released",
+                ))
+            }
+            _ => {}
+        }
+        let to = Instant::now()
+            .checked_add(by)
+            .ok_or_else(|| Error::invalid("an extension beyond what the clock holds"))?;
+        // All members or none: check each against its ceiling first.
+        let mut ends = Vec::with_capacity(parts.len());
+        for p in &parts {
+            ends.push(p.extend_hold_checked(to).map_err(Error::invalid)?);
+        }
+        for p in &parts {
+            p.extend_hold(to).map_err(Error::invalid)?;
+        }
+        Ok(ends.into_iter().min().unwrap_or(to))
+    }
+
+    /// Calls `callback` with the time left once the maximum hold is `before` from its end (at
+    /// once when less is left), on the process-wide callback thread; again before the new end
+    /// after each [`Lease::extend`]. Never for a lease without a maximum hold, nor after it
+    /// ended (released or lost).
+    pub fn on_expiring(
+        &self,
+        before: Duration,
+        callback: impl Fn(Duration) + Send + Sync + 'static,
+    ) {
+        self.on_expiring_in(runtime::CallbackQueue::process(), before, callback)
+    }
+
+    /// [`Lease::on_expiring`] with the callbacks run on `queue` (a client's own callback thread).
+    pub fn on_expiring_in(
+        &self,
+        queue: runtime::CallbackQueue,
+        before: Duration,
+        callback: impl Fn(Duration) + Send + Sync + 'static,
+    ) {
+        let parts: Vec<std::sync::Weak<LeaseShared>> =
+            self.shared_parts().iter().map(Arc::downgrade).collect();
+        let callback = Arc::new(callback);
+        runtime::spawn(async move {
+            let mut warned_for: Option<Instant> = None;
+            loop {
+                let Some(end) = hold_end(&parts) else {
+                    return;
+                };
+                if warned_for == Some(end) {
+                    // Warned for this end: wait for it to pass or move.
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
+                    if hold_end(&parts) == Some(end) {
+                        return;
+                    }
+                    continue;
+                }
+                let warn_at = end.checked_sub(before).unwrap_or(end);
+                tokio::time::sleep_until(tokio::time::Instant::from_std(warn_at)).await;
+                if hold_end(&parts) != Some(end) {
+                    continue; // moved while we slept
+                }
+                let left = end.saturating_duration_since(Instant::now());
+                let cb = callback.clone();
+                queue.run(move || cb(left));
+                warned_for = Some(end);
+            }
+        });
+    }
+}
+
+/// The earliest end of the members' maximum holds, while every member is held or suspended.
+fn hold_end(parts: &[std::sync::Weak<LeaseShared>]) -> Option<Instant> {
+    let mut end: Option<Instant> = None;
+    for p in parts {
+        let p = p.upgrade()?;
+        if p.state().is_final() {
+            return None;
+        }
+        let e = p.hold_end()?;
+        end = Some(end.map_or(e, |m| m.min(e)));
+    }
+    end
+}

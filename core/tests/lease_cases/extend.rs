@@ -1,0 +1,84 @@
+//! The Rust runner's scenarios of extending a maximum hold (issue 37, point 3: cases.txt's
+//! extend block).
+
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use zklock::{LeaseState, Options};
+
+use super::super::{error_word, word, Outcome, Runner};
+use super::against_max_hold;
+
+fn kind_or_ok<T>(r: zklock::Result<T>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => e.kind().as_str().into(),
+    }
+}
+
+/// One of this block's scenarios, `None` for a name that is not one of them.
+pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
+    let path = runner.case_path.as_str();
+    let client = &runner.client;
+    let secs = Duration::from_secs;
+    Some(match name {
+        "extend-no-max-hold" => {
+            let lease = client.mutex(path).unwrap().acquire().await.unwrap();
+            let outcome = kind_or_ok(lease.extend(secs(1)));
+            lease.release().await.unwrap();
+            word(&outcome)
+        }
+        "extend-past-ceiling" => {
+            let lock = client.mutex(path).unwrap().max_hold(Some(secs(5))).unwrap();
+            let lease = lock
+                .hold_ceiling(Some(secs(8)))
+                .unwrap()
+                .acquire()
+                .await
+                .unwrap();
+            let first = kind_or_ok(lease.extend(secs(60)));
+            let second = kind_or_ok(lease.extend(secs(6)));
+            lease.release().await.unwrap();
+            word(&format!("{first},{second}"))
+        }
+        "extend-after-loss" => {
+            let own = runner.connect(Options::default()).await.unwrap();
+            let lock = own.mutex(path).unwrap().max_hold(Some(secs(30))).unwrap();
+            let lease = lock.acquire().await.unwrap();
+            own.close().await;
+            match lease.extend(secs(1)) {
+                Ok(_) => word("ok"),
+                Err(e) => error_word(&e),
+            }
+        }
+        "extend-moves-valid-until" => {
+            let lock = client.mutex(path).unwrap().max_hold(Some(secs(1))).unwrap();
+            let lease = lock.acquire().await.unwrap();
+            let acquired = Instant::now();
+            lease.extend(secs(20)).unwrap();
+            let outcome = against_max_hold(&lease, acquired);
+            lease.release().await.unwrap();
+            word(outcome)
+        }
+        "expiring-warns-first" => {
+            let lock = client.mutex(path).unwrap();
+            let lock = lock.max_hold(Some(Duration::from_millis(800))).unwrap();
+            let lease = lock.acquire().await.unwrap();
+            let events = Arc::new(StdMutex::new(Vec::<&'static str>::new()));
+            let seen = events.clone();
+            lease.on_expiring(Duration::from_millis(400), move |_| {
+                seen.lock().unwrap().push("expiring")
+            });
+            let seen = events.clone();
+            lease.on_lost(move || seen.lock().unwrap().push("lost"));
+            let deadline = Instant::now() + secs(10);
+            while Instant::now() < deadline && !events.lock().unwrap().contains(&"lost") {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert_eq!(lease.state(), LeaseState::Lost);
+            let got = events.lock().unwrap().join(",");
+            word(&got)
+        }
+        _ => return None,
+    })
+}
