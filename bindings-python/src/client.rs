@@ -140,16 +140,22 @@ impl PyClient {
 
     /// A mutex on `path`; `max_hold` (seconds, None: no limit) ends every lease of it after
     /// that long (lost, reason `max-hold`).
-    #[pyo3(signature = (path, reentrant=true, max_hold=None))]
+    #[pyo3(signature = (path, reentrant=true, max_hold=None, hold_ceiling=None))]
     fn mutex(
         &self,
         py: Python<'_>,
         path: &str,
         reentrant: bool,
         max_hold: Option<f64>,
+        hold_ceiling: Option<f64>,
     ) -> PyResult<NativeLock> {
         let lock = self.client.mutex(path).py(py)?;
         let lock = with_max_hold(py, lock.reentrant(reentrant), max_hold)?;
+        let ceiling = hold_ceiling
+            .map(|s| zklock::support::duration_from_secs_f64(s, "hold_ceiling"))
+            .transpose()
+            .py(py)?;
+        let lock = lock.hold_ceiling(ceiling).py(py)?;
         Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
     }
 

@@ -2,6 +2,7 @@
 //! happens to a lease nobody releases; in `book`, the leases one lock object handed out.
 
 mod book;
+mod unreleased;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,7 @@ use crate::runtime::{
     call_unraisable, delivery, future_into_py, lock, outcome_of, Canceller, LoopFuture,
 };
 pub(crate) use book::{Book, Held, Slot};
+pub(crate) use unreleased::drop_unreleased;
 
 /// An asyncio future of the running loop that gets the started acquire's lease. `settled`, a
 /// future of the same loop, gets None once the acquire has ended, after the lease's future
@@ -78,30 +80,6 @@ pub(crate) fn forked(py: Python<'_>, path: &str) -> PyErr {
             ),
         ),
     )
-}
-
-/// A lease nobody will release (its lock object or `Lease` was collected): a lease that is
-/// still held (or suspended) is detached, not released, with a `ResourceWarning` naming the
-/// path; its node stays until the client closes, its session ends or the process exits (as
-/// with kazoo and Curator). A released or lost lease has nothing to keep and is dropped as
-/// usual; a lease inherited through fork() belongs to the parent and is left alone.
-pub(crate) fn drop_unreleased(lease: zklock::Lease, pid: u32) {
-    if pid != zklock::support::current_pid() {
-        lease.detach();
-        return;
-    }
-    if !matches!(lease.state(), LeaseState::Held | LeaseState::Suspended) {
-        return;
-    }
-    let message = format!(
-        "a zklock lease on {} was garbage-collected while held; the lock stays held until \
-         its client is closed or the process exits (release the lease, or use `with`)",
-        lease.path()
-    );
-    lease.detach();
-    // Dropped by the garbage collector, with the GIL held; after the interpreter is gone
-    // there is nobody left to warn.
-    let _ = Python::try_attach(|py| warn_resource(py, &message));
 }
 
 /// What a `Lease` object keeps of its lease for after the release.
@@ -228,6 +206,25 @@ impl PyLease {
         Err(forked(py, &self.path))
     }
 
+    /// `f` with the core lease; `NotHeld` (or `LockLost` when it was lost) once released.
+    fn with_held<T>(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        f: impl FnOnce(&zklock::Lease) -> PyResult<T>,
+    ) -> PyResult<T> {
+        match &*lock(&self.lease) {
+            Some(lease) => f(lease),
+            None => Err(to_py_err(
+                py,
+                zklock::Error::new(
+                    ErrorKind::NotHeld,
+                    format!("the lease on {} was released: not {what}", self.path),
+                ),
+            )),
+        }
+    }
+
     pub(crate) fn take(&self, py: Python<'_>) -> PyResult<zklock::Lease> {
         self.check_process(py)?;
         let Some(lease) = lock(&self.lease).take() else {
@@ -313,35 +310,6 @@ impl PyLease {
             listen(event.bind(py))?;
         }
         Ok(cell.get(py).map_or(event, |e| e.clone_ref(py)))
-    }
-}
-
-/// Garbage collection never releases a lock (see `drop_unreleased`).
-impl Drop for PyLease {
-    fn drop(&mut self) {
-        if let Some(lease) = self
-            .lease
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            drop_unreleased(lease, self.pid);
-        }
-    }
-}
-
-/// Issues a `ResourceWarning` from a destructor: an exception being raised meanwhile is kept,
-/// and a warning turned into an error (`-W error`) goes to `sys.unraisablehook`.
-pub(crate) fn warn_resource(py: Python<'_>, message: &str) {
-    let pending = PyErr::take(py);
-    let text = std::ffi::CString::new(message.replace('\0', ""))
-        .unwrap_or_else(|_| c"a zklock lease was garbage-collected while held".to_owned());
-    let category = py.get_type::<pyo3::exceptions::PyResourceWarning>();
-    if let Err(err) = PyErr::warn(py, category.as_any(), &text, 1) {
-        err.write_unraisable(py, None);
-    }
-    if let Some(pending) = pending {
-        pending.restore(py);
     }
 }
 
@@ -519,6 +487,22 @@ impl PyLease {
             None => {}
         }
         Ok(())
+    }
+
+    /// Moves the end of the maximum hold to `by` seconds from now (same token).
+    fn extend(&self, py: Python<'_>, by: f64) -> PyResult<()> {
+        self.check_process(py)?;
+        self.with_held(py, "extended", |lease| crate::expiry::extend(py, lease, by))
+    }
+
+    /// `callback(seconds_left)` once the maximum hold is `before` seconds from its end.
+    fn on_expiring(&self, py: Python<'_>, before: f64, callback: Bound<'_, PyAny>) -> PyResult<()> {
+        check_callable(py, &callback, "on_expiring")?;
+        self.check_process(py)?;
+        let callback = callback.unbind();
+        self.with_held(py, "watched", |l| {
+            crate::expiry::on_expiring(py, l, before, callback)
+        })
     }
 
     /// True once someone asked the holder to let go (`__REVOKE__` on its node).

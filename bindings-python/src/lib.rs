@@ -41,6 +41,7 @@ mod client;
 mod counter;
 mod election;
 mod errors;
+mod expiry;
 mod lease;
 mod lock;
 mod runtime;

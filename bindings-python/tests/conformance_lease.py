@@ -6,7 +6,7 @@ from test_conformance.py, which is past the 700-line rule. ``valid_until()`` is 
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, Optional, Protocol
+from typing import Callable, Dict, List, Optional, Protocol
 
 import zklock
 
@@ -160,6 +160,48 @@ def sc_counter_cas_stale(ctx: Ctx) -> str:
     return ",".join(words)
 
 
+def sc_extend_no_max_hold(ctx: Ctx) -> str:
+    with ctx.shared.lock(ctx.path).hold(WAIT) as lease:
+        return _kind(lambda: lease.extend(1.0))
+
+
+def sc_extend_past_ceiling(ctx: Ctx) -> str:
+    with ctx.shared.lock(ctx.path, max_hold=5.0, hold_ceiling=8.0).hold(WAIT) as lease:
+        return f"{_kind(lambda: lease.extend(60.0))},{_kind(lambda: lease.extend(6.0))}"
+
+
+def sc_extend_after_loss(ctx: Ctx) -> str:
+    own = zklock.Client(ctx.servers)
+    lock = own.lock(ctx.path, max_hold=30.0)
+    assert lock.acquire(timeout=WAIT), "acquired"
+    lease = lock.lease
+    assert lease is not None, "a held lock has a lease"
+    own.close()
+    return _kind(lambda: lease.extend(1.0))
+
+
+def sc_extend_moves_valid_until(ctx: Ctx) -> str:
+    with ctx.shared.lock(ctx.path, max_hold=MAX_HOLD).hold(WAIT) as lease:
+        acquired = time.monotonic()
+        lease.extend(20.0)
+        return against_max_hold(lease, acquired)
+
+
+def sc_expiring_warns_first(ctx: Ctx) -> str:
+    events: List[str] = []
+    lock = ctx.shared.lock(ctx.path, max_hold=0.8)
+    assert lock.acquire(timeout=WAIT), "acquired"
+    lease = lock.lease
+    assert lease is not None, "a held lock has a lease"
+    lease.on_expiring(0.4, lambda left: events.append("expiring"))
+    lease.on_lost(lambda: events.append("lost"))
+    deadline = time.monotonic() + 10.0
+    while "lost" not in events and time.monotonic() < deadline:
+        time.sleep(0.02)
+    lock.release()
+    return ",".join(events)
+
+
 LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "valid-until-max-hold": sc_valid_until_max_hold,
     "valid-until-max-hold-election": sc_valid_until_max_hold_election,
@@ -173,4 +215,9 @@ LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "counter-after-loss": sc_counter_after_loss,
     "counter-int32-overflow": sc_counter_int32_overflow,
     "counter-cas-stale": sc_counter_cas_stale,
+    "extend-no-max-hold": sc_extend_no_max_hold,
+    "extend-past-ceiling": sc_extend_past_ceiling,
+    "extend-after-loss": sc_extend_after_loss,
+    "extend-moves-valid-until": sc_extend_moves_valid_until,
+    "expiring-warns-first": sc_expiring_warns_first,
 }

@@ -202,17 +202,27 @@ class Client:
         self.close()
 
     def lock(
-        self, path: str, reentrant: bool = True, *, max_hold: Optional[float] = None
+        self,
+        path: str,
+        reentrant: bool = True,
+        *,
+        max_hold: Optional[float] = None,
+        hold_ceiling: Optional[float] = None,
     ) -> Lock:
         """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, which it excludes,
         also with ``reentrant=False``; for Curator's ``InterProcessSemaphoreMutex`` use
         :meth:`semaphore_mutex`). ``max_hold`` (seconds, None: no limit) ends every lease of
-        it after that long: lost, ``lost_reason`` containing ``max-hold``, node deleted."""
+        it after that long: lost, ``lost_reason`` containing ``max-hold``, node deleted.
+        ``lease.extend(seconds)`` moves that end, up to ``hold_ceiling`` seconds after the
+        acquire (None: no ceiling); ``lease.on_expiring(before, callback)`` warns ahead of it."""
         path = _check_str(path, "path")
         if not isinstance(reentrant, (bool, int)):
             raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
         native = self._native.mutex(
-            path, bool(reentrant), _check_optional_seconds(max_hold, "max_hold")
+            path,
+            bool(reentrant),
+            _check_optional_seconds(max_hold, "max_hold"),
+            _check_optional_seconds(hold_ceiling, "hold_ceiling"),
         )
         return Lock(self, native, "mutex", bool(reentrant))
 
