@@ -86,6 +86,11 @@ export interface MutexOptions {
    * throw ZKLOCK_INVALID_ARGUMENT.
    */
   maxHoldMs?: number
+  /**
+   * The longest a lease may be held counting its extensions (`lease.extend`), in milliseconds
+   * from the acquire. Absent: no ceiling.
+   */
+  holdCeilingMs?: number
 }
 
 /** Options of `client.semaphore()` and `client.semaphoreMutex()`. */
@@ -436,6 +441,14 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
    * (nothing written), ZKLOCK_INVALID_ARGUMENT past the counter's width.
    */
   guardedIncrement(counter: Counter, by?: number): Promise<Count>
+  /**
+   * Moves the end of the maximum hold (`maxHoldMs`) to `byMs` from now, same token; returns the
+   * new end on Date.now()'s clock. Throws ZKLOCK_LOST after a loss, ZKLOCK_INVALID_ARGUMENT
+   * without a maximum hold or past the mutex's `holdCeilingMs`.
+   */
+  extend(byMs: number): number
+  /** Calls `callback(msLeft)` once the maximum hold is `beforeMs` from its end (again after each extension). */
+  onExpiring(beforeMs: number, callback: (msLeft: number) => void): void
   /**
    * Until when no one else can hold this lock (Chubby's local lease): milliseconds on
    * `Date.now()`'s clock, computed at the call; null once released or lost. Check the time left

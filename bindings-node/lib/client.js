@@ -220,7 +220,8 @@ class Client extends EventEmitter {
       throw invalid(`reentrant must be a boolean, got ${describe(o.reentrant)}`)
     }
     const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
-    const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false, maxHoldMs))
+    const holdCeilingMs = checkMillis(o.holdCeilingMs, 'holdCeilingMs')
+    const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false, maxHoldMs, holdCeilingMs))
     return new Mutex(kInternal, nativeLock, this.#leases)
   }
 

@@ -4,7 +4,7 @@
 
 const { EventEmitter } = require('node:events')
 
-const { ErrorCode, invalid, translate, zkError } = require('./errors')
+const { ErrorCode, call, invalid, translate, zkError } = require('./errors')
 const { checkMillis, checkOptions, checkWrites, describe, internalOnly, kNativeLease } = require('./args')
 const { Counter, checkCount, countOf, kNativeCounter } = require('./counter')
 
@@ -316,6 +316,38 @@ class Lease extends EventEmitter {
       if (w.version !== undefined && w.version !== null) out.version = w.version
       return out
     })
+  }
+
+  /**
+   * Moves the end of the maximum hold (`maxHoldMs`) to `byMs` from now, same token; returns the
+   * new end (Date.now()'s clock). Throws ZKLOCK_LOST after a loss, ZKLOCK_INVALID_ARGUMENT
+   * without a maximum hold or past the mutex's `holdCeilingMs`. validUntil() follows it.
+   */
+  extend(byMs) {
+    const ms = checkMillis(byMs, 'byMs')
+    if (ms === undefined) throw invalid(`byMs must be a number of milliseconds, got ${describe(byMs)}`)
+    return call(() => this.#core.native.extend(ms))
+  }
+
+  /**
+   * Calls `callback(msLeft)` once the maximum hold is `beforeMs` from its end, and again before
+   * each new end after an extension. Never without a maximum hold, nor after the lease ended.
+   */
+  onExpiring(beforeMs, callback) {
+    const ms = checkMillis(beforeMs, 'beforeMs')
+    if (ms === undefined) throw invalid(`beforeMs must be a number of milliseconds, got ${describe(beforeMs)}`)
+    if (typeof callback !== 'function') throw invalid(`callback must be a function, got ${describe(callback)}`)
+    call(() =>
+      this.#core.native.onExpiring(ms, (left) => {
+        try {
+          callback(Number(left))
+        } catch (e) {
+          process.nextTick(() => {
+            throw e
+          })
+        }
+      }),
+    )
   }
 
   /**

@@ -162,6 +162,7 @@ impl NativeClient {
         path: String,
         reentrant: bool,
         max_hold_ms: Option<f64>,
+        hold_ceiling_ms: Option<f64>,
     ) -> napi::Result<NativeLock, Code> {
         let lock = self
             .inner
@@ -169,6 +170,11 @@ impl NativeClient {
             .map_err(js_err)?
             .reentrant(reentrant);
         let lock = with_max_hold(lock, max_hold_ms).map_err(js_err)?;
+        let ceiling = hold_ceiling_ms
+            .map(|ms| zklock::support::duration_from_millis_f64(ms, "holdCeilingMs"))
+            .transpose()
+            .map_err(js_err)?;
+        let lock = lock.hold_ceiling(ceiling).map_err(js_err)?;
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 

@@ -202,6 +202,42 @@ impl NativeLease {
         })
     }
 
+    /// Moves the end of the maximum hold to `by_ms` from now ([`zklock::Lease::extend`]): the
+    /// new end in milliseconds on `Date.now()`'s clock.
+    #[napi(catch_unwind)]
+    pub fn extend(&self, by_ms: f64) -> napi::Result<f64, crate::error::Code> {
+        let by = zklock::support::duration_from_millis_f64(by_ms, "byMs")
+            .map_err(crate::error::js_err)?;
+        match self.lease().as_ref() {
+            Some(lease) => lease.extend(by).map(epoch_ms_of).map_err(crate::error::js_err),
+            None => Err(crate::error::js_err(zklock::Error::new(
+                ErrorKind::NotHeld,
+                format!("the lease on {} was released: not extended", self.path),
+            ))),
+        }
+    }
+
+    /// `callback(msLeft)` (as a decimal string) once the maximum hold is `before_ms` from its
+    /// end, again after each extension ([`zklock::Lease::on_expiring`]).
+    #[napi(catch_unwind)]
+    pub fn on_expiring(
+        &self,
+        before_ms: f64,
+        callback: StateCallback,
+    ) -> napi::Result<(), crate::error::Code> {
+        let before = zklock::support::duration_from_millis_f64(before_ms, "beforeMs")
+            .map_err(crate::error::js_err)?;
+        if let Some(lease) = self.lease().as_ref() {
+            lease.on_expiring(before, move |left| {
+                callback.call(
+                    left.as_millis().to_string(),
+                    ThreadsafeFunctionCallMode::NonBlocking,
+                );
+            });
+        }
+        Ok(())
+    }
+
     /// Until when no one else can hold this lease's lock ([`zklock::Lease::valid_until`]), in
     /// milliseconds on `Date.now()`'s clock, computed now; `null` once released or lost.
     #[napi(catch_unwind)]

@@ -113,6 +113,80 @@ function leaseScenarios({ client, outcome, ownClient, kindOf }) {
         return [first, second].map((c) => (c === null ? 'stale' : String(c.value))).join(',')
       }),
 
+    'extend-no-max-hold': (p) =>
+      outcome(async () => {
+        const lease = await client().mutex(p).acquire()
+        try {
+          lease.extend(1000)
+          return 'ok'
+        } catch (e) {
+          return kindOf(e)
+        } finally {
+          await lease.release()
+        }
+      }),
+
+    'extend-past-ceiling': (p) =>
+      outcome(async () => {
+        const lease = await client().mutex(p, { maxHoldMs: 5000, holdCeilingMs: 8000 }).acquire()
+        const attempt = (ms) => {
+          try {
+            lease.extend(ms)
+            return 'ok'
+          } catch (e) {
+            return kindOf(e)
+          }
+        }
+        try {
+          return `${attempt(60000)},${attempt(6000)}`
+        } finally {
+          await lease.release()
+        }
+      }),
+
+    'extend-after-loss': (p) =>
+      ownClient(async (c) =>
+        outcome(async () => {
+          const lease = await c.mutex(p, { maxHoldMs: 30000 }).acquire()
+          await c.close()
+          try {
+            lease.extend(1000)
+            return 'ok'
+          } catch (e) {
+            return kindOf(e)
+          }
+        }),
+      ),
+
+    'extend-moves-valid-until': (p) =>
+      outcome(async () => {
+        const lease = await client().mutex(p, { maxHoldMs: MAX_HOLD_MS }).acquire()
+        const acquired = Date.now()
+        try {
+          lease.extend(20000)
+          return againstMaxHold(lease, acquired)
+        } finally {
+          await lease.release()
+        }
+      }),
+
+    'expiring-warns-first': (p) =>
+      outcome(async () => {
+        const events = []
+        const lease = await client().mutex(p, { maxHoldMs: 800 }).acquire()
+        lease.onExpiring(400, () => events.push('expiring'))
+        await new Promise((resolve) => {
+          const timer = setTimeout(resolve, 10000)
+          lease.once('lost', () => {
+            events.push('lost')
+            clearTimeout(timer)
+            resolve()
+          })
+        })
+        await lease.release()
+        return events.join(',')
+      }),
+
     'lost-stays-lost': (p) =>
       ownClient(async (c) =>
         outcome(async () => {
