@@ -209,7 +209,10 @@ impl NativeLease {
         let by = zklock::support::duration_from_millis_f64(by_ms, "byMs")
             .map_err(crate::error::js_err)?;
         match self.lease().as_ref() {
-            Some(lease) => lease.extend(by).map(epoch_ms_of).map_err(crate::error::js_err),
+            Some(lease) => lease
+                .extend(by)
+                .map(epoch_ms_of)
+                .map_err(crate::error::js_err),
             None => Err(crate::error::js_err(zklock::Error::new(
                 ErrorKind::NotHeld,
                 format!("the lease on {} was released: not extended", self.path),
