@@ -411,6 +411,13 @@ typedef void (*zklock_state_cb)(void *user,
 typedef void (*zklock_revoke_cb)(void *user, struct zklock_lease *lease);
 
 /**
+ * Called on the client's callback thread with the milliseconds left once a lease's maximum
+ * hold is near its end (`zklock_lease_on_expiring`). It may call any zklock function,
+ * including `zklock_lease_extend(lease, ...)` and `zklock_lease_release(lease)`.
+ */
+typedef void (*zklock_expiring_cb)(void *user, struct zklock_lease *lease, int64_t ms_left);
+
+/**
  * Options of `zklock_mutex_new`. Set `size` to `sizeof(zklock_mutex_options)` (or call
  * `zklock_mutex_options_init`). Zero in a field means its default, as in
  * `zklock_client_options`: a zeroed struct with only `size` set is a re-entrant mutex.
@@ -879,6 +886,25 @@ enum zklock_status zklock_lease_on_revoke(struct zklock_lease *lease,
                                           void *user);
 
 /**
+ * Moves the end of `lease`'s maximum hold to `by_ms` milliseconds from now (never earlier),
+ * same token. `ZKLOCK_LOST` after a loss; `ZKLOCK_INVALID_ARGUMENT` for a lease without a
+ * maximum hold, a negative `by_ms`, or an end past the lock's hold ceiling
+ * (`zklock_lock_set_hold_ceiling`): nothing moves then. `zklock_lease_valid_for_ms` follows.
+ */
+enum zklock_status zklock_lease_extend(const struct zklock_lease *lease, int64_t by_ms);
+
+/**
+ * Calls `cb(user, lease, ms_left)` on the client's callback thread once `lease`'s maximum hold
+ * is `before_ms` from its end (at once when less is left), and again before each new end after
+ * `zklock_lease_extend`. Never for a lease without a maximum hold, nor once it is released or
+ * lost. A later call replaces the callback; `cb` NULL removes it.
+ */
+enum zklock_status zklock_lease_on_expiring(struct zklock_lease *lease,
+                                            int64_t before_ms,
+                                            zklock_expiring_cb cb,
+                                            void *user);
+
+/**
  * True once someone asked the holder of `lease` to let go (see `zklock_lease_on_revoke`); the
  * request is noticed by a watch set shortly after the lease was granted. false when `lease` is
  * NULL or not a live lease (with the last error set).
@@ -984,6 +1010,14 @@ enum zklock_status zklock_acquire(struct zklock_lock *lock,
  * those holds afterwards. `ZKLOCK_INVALID_ARGUMENT` while an acquire through the handle runs.
  */
 enum zklock_status zklock_lock_set_max_hold(struct zklock_lock *lock, int64_t max_hold_ms);
+
+/**
+ * The longest a lease of `lock` may be held counting its extensions (`zklock_lease_extend`),
+ * in milliseconds from the acquire; -1 (the default): no ceiling; 0 or another negative is
+ * `ZKLOCK_INVALID_ARGUMENT`. Like `zklock_lock_set_max_hold`: for mutexes and semaphores, set
+ * before acquiring.
+ */
+enum zklock_status zklock_lock_set_hold_ceiling(struct zklock_lock *lock, int64_t ceiling_ms);
 
 /**
  * Lists the participants of `lock`'s path (holder first, then the waiters in order; for a

@@ -50,6 +50,12 @@ pub type zklock_state_cb = Option<
 pub type zklock_revoke_cb =
     Option<unsafe extern "C" fn(user: *mut c_void, lease: *mut zklock_lease)>;
 
+/// Called on the client's callback thread with the milliseconds left once a lease's maximum
+/// hold is near its end (`zklock_lease_on_expiring`). It may call any zklock function,
+/// including `zklock_lease_extend(lease, ...)` and `zklock_lease_release(lease)`.
+pub type zklock_expiring_cb =
+    Option<unsafe extern "C" fn(user: *mut c_void, lease: *mut zklock_lease, ms_left: i64)>;
+
 /// A held lock. Opaque; give it back with `zklock_lease_release`, which also frees it.
 pub struct zklock_lease {
     lease: Mutex<Option<zklock::Lease>>,
@@ -58,6 +64,8 @@ pub struct zklock_lease {
     watcher: Slot<StateCb>,
     /// The revocation callback (`zklock_lease_on_revoke`), gated like the state callback.
     revoke_watcher: Slot<RevokeCb>,
+    /// The expiring warning's callback (`zklock_lease_on_expiring`), gated the same way.
+    expiring_watcher: Slot<ExpiringCb>,
     /// The client's callback thread, where the state callback runs.
     callbacks: zklock::CallbackQueue,
     /// Why the lease was lost, kept once read (`zklock_lease_lost_reason` hands out a pointer
@@ -67,6 +75,7 @@ pub struct zklock_lease {
 
 type StateCb = unsafe extern "C" fn(*mut c_void, *mut zklock_lease, zklock_lease_state);
 type RevokeCb = unsafe extern "C" fn(*mut c_void, *mut zklock_lease);
+type ExpiringCb = unsafe extern "C" fn(*mut c_void, *mut zklock_lease, i64);
 
 /// Where a lease keeps one kind of registered callback (state or revocation).
 type Slot<Cb> = Mutex<Option<Arc<Watcher<Cb>>>>;
@@ -86,6 +95,14 @@ impl Watcher<StateCb> {
     fn fire(&self, state: LeaseState) {
         self.gate
             .call(|| unsafe { (self.cb)(self.user.0, self.lease.0.cast(), state.into()) });
+    }
+}
+
+impl Watcher<ExpiringCb> {
+    fn fire(&self, left: std::time::Duration) {
+        let ms = i64::try_from(left.as_millis()).unwrap_or(i64::MAX);
+        self.gate
+            .call(|| unsafe { (self.cb)(self.user.0, self.lease.0.cast(), ms) });
     }
 }
 
@@ -127,6 +144,7 @@ impl zklock_lease {
             lease: Mutex::new(Some(lease)),
             watcher: Mutex::new(None),
             revoke_watcher: Mutex::new(None),
+            expiring_watcher: Mutex::new(None),
             callbacks,
             lost_reason: OnceLock::new(),
         }));
@@ -157,6 +175,7 @@ impl zklock_lease {
         let lease = Box::from_raw(lease);
         stop(&lease.watcher);
         stop(&lease.revoke_watcher);
+        stop(&lease.expiring_watcher);
         let core = lease.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
         Ok((core, lease.path_str()))
     }
@@ -280,6 +299,47 @@ pub unsafe extern "C" fn zklock_lease_on_revoke(
         let this = handles::get(lease, Kind::Lease, "lease")?;
         this.replace_callback(lease, &this.revoke_watcher, cb, user, |core, queue, w| {
             core.on_revoke_in(queue, move || w.fire())
+        })
+    })
+}
+
+/// Moves the end of `lease`'s maximum hold to `by_ms` milliseconds from now (never earlier),
+/// same token. `ZKLOCK_LOST` after a loss; `ZKLOCK_INVALID_ARGUMENT` for a lease without a
+/// maximum hold, a negative `by_ms`, or an end past the lock's hold ceiling
+/// (`zklock_lock_set_hold_ceiling`): nothing moves then. `zklock_lease_valid_for_ms` follows.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_extend(
+    lease: *const zklock_lease,
+    by_ms: i64,
+) -> zklock_status {
+    guard(|| {
+        let lease = handles::get(lease, Kind::Lease, "lease")?;
+        let by = zklock::support::duration_from_millis_i64(by_ms, "by_ms")?;
+        let core = lease.lease.lock().unwrap_or_else(|e| e.into_inner());
+        let core = core.as_ref().ok_or_else(|| {
+            Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
+        })?;
+        core.extend(by)?;
+        Ok(())
+    })
+}
+
+/// Calls `cb(user, lease, ms_left)` on the client's callback thread once `lease`'s maximum hold
+/// is `before_ms` from its end (at once when less is left), and again before each new end after
+/// `zklock_lease_extend`. Never for a lease without a maximum hold, nor once it is released or
+/// lost. A later call replaces the callback; `cb` NULL removes it.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lease_on_expiring(
+    lease: *mut zklock_lease,
+    before_ms: i64,
+    cb: zklock_expiring_cb,
+    user: *mut c_void,
+) -> zklock_status {
+    guard(|| {
+        let this = handles::get(lease, Kind::Lease, "lease")?;
+        let before = zklock::support::duration_from_millis_i64(before_ms, "before_ms")?;
+        this.replace_callback(lease, &this.expiring_watcher, cb, user, |core, queue, w| {
+            core.on_expiring_in(queue, before, move |left| w.fire(left))
         })
     })
 }

@@ -303,6 +303,36 @@ pub unsafe extern "C" fn zklock_lock_set_max_hold(
     })
 }
 
+/// The longest a lease of `lock` may be held counting its extensions (`zklock_lease_extend`),
+/// in milliseconds from the acquire; -1 (the default): no ceiling; 0 or another negative is
+/// `ZKLOCK_INVALID_ARGUMENT`. Like `zklock_lock_set_max_hold`: for mutexes and semaphores, set
+/// before acquiring.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_set_hold_ceiling(
+    lock: *mut zklock_lock,
+    ceiling_ms: i64,
+) -> zklock_status {
+    guard(|| {
+        let this = lock_ref(lock)?;
+        let ceiling = if ceiling_ms == -1 {
+            None
+        } else {
+            Some(zklock::support::duration_from_millis_i64(
+                ceiling_ms,
+                "ceiling_ms",
+            )?)
+        };
+        let mut slot = this.shape.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(Shape::Lock(l)) = Arc::get_mut(&mut slot) else {
+            return Err(Failure::invalid(
+                "a hold ceiling is set on a mutex or a semaphore, before acquiring",
+            ));
+        };
+        l.set_hold_ceiling(ceiling)?;
+        Ok(())
+    })
+}
+
 /// Lists the participants of `lock`'s path (holder first, then the waiters in order; for a
 /// semaphore its lease nodes, kind "lease"), each with its node, id, token, library, kind and
 /// election style (`zklock_participant`), within `timeout_ms` (`zklock_acquire`'s rule: -1 no

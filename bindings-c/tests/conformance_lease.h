@@ -111,6 +111,98 @@ static int counter_scenario(struct outcome *o, const char *name) {
     return 1;
 }
 
+/* The extend block (issue 37, point 3). The expiring scenario's events, in order. */
+static char expiring_events[64];
+static pthread_mutex_t expiring_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_event(const char *event) {
+    pthread_mutex_lock(&expiring_mu);
+    if (expiring_events[0]) strncat(expiring_events, ",", sizeof expiring_events - strlen(expiring_events) - 1);
+    strncat(expiring_events, event, sizeof expiring_events - strlen(expiring_events) - 1);
+    pthread_mutex_unlock(&expiring_mu);
+}
+
+static void on_expiring_event(void *user, zklock_lease *lease, int64_t ms_left) {
+    (void)user, (void)lease, (void)ms_left;
+    note_event("expiring");
+}
+
+static void on_state_event(void *user, zklock_lease *lease, zklock_lease_state state) {
+    (void)user, (void)lease;
+    if (state == ZKLOCK_LEASE_LOST) note_event("lost");
+}
+
+/* True when `name` is one of the extend scenarios (its outcome in `o`). */
+static int extend_scenario(struct outcome *o, const char *name) {
+    static char word[96];
+    zklock_lock *l = NULL;
+    zklock_lease *a = NULL;
+    zklock_client *own = NULL;
+    zklock_status st;
+    if (strcmp(name, "extend-no-max-hold") == 0) {
+        st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lease_extend(a, 1000));
+        o->word = st == ZKLOCK_OK ? "ok" : kind_of(st);
+    } else if (strcmp(name, "extend-past-ceiling") == 0) {
+        st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, 5000));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_hold_ceiling(l, 8000));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) {
+            zklock_status first = seen(o, zklock_lease_extend(a, 60000));
+            zklock_status second = seen(o, zklock_lease_extend(a, 6000));
+            snprintf(word, sizeof word, "%s,%s", first == ZKLOCK_OK ? "ok" : kind_of(first),
+                     second == ZKLOCK_OK ? "ok" : kind_of(second));
+            o->word = word;
+        } else {
+            o->word = kind_of(st);
+        }
+    } else if (strcmp(name, "extend-after-loss") == 0) {
+        zklock_client_options opts;
+        zklock_client_options_init(&opts);
+        st = connect_with(o, servers, &opts, &own);
+        if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(own, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, 30000));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) {
+            zklock_client_close(own);
+            st = seen(o, zklock_lease_extend(a, 1000));
+        }
+        o->word = st == ZKLOCK_OK ? "ok" : kind_of(st);
+    } else if (strcmp(name, "extend-moves-valid-until") == 0) {
+        st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, LEASE_MAX_HOLD_MS));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lease_extend(a, 20000));
+        o->word = st == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(st);
+    } else if (strcmp(name, "expiring-warns-first") == 0) {
+        expiring_events[0] = 0;
+        st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, 800));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lease_on_expiring(a, 400, on_expiring_event, NULL));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lease_on_state(a, on_state_event, NULL));
+        for (int i = 0; st == ZKLOCK_OK && i < 500; i++) {
+            pthread_mutex_lock(&expiring_mu);
+            int lost = strstr(expiring_events, "lost") != NULL;
+            pthread_mutex_unlock(&expiring_mu);
+            if (lost) break;
+            sleep_ms(20);
+        }
+        pthread_mutex_lock(&expiring_mu);
+        snprintf(word, sizeof word, "%s", expiring_events);
+        pthread_mutex_unlock(&expiring_mu);
+        o->word = st == ZKLOCK_OK ? word : kind_of(st);
+    } else {
+        return 0;
+    }
+    if (a) zklock_lease_release(a);
+    zklock_lock_free(l);
+    zklock_client_free(own);
+    return 1;
+}
+
 /* True when `name` is one of this block's scenarios (its outcome in `o`). */
 static int lease_scenario(struct outcome *o, const char *name) {
     zklock_lock *l = NULL;
@@ -174,7 +266,7 @@ static int lease_scenario(struct outcome *o, const char *name) {
             o->word = st == ZKLOCK_OK ? "acquired" : kind_of(st);
         }
     } else {
-        return counter_scenario(o, name);
+        return counter_scenario(o, name) || extend_scenario(o, name);
     }
     zklock_participants_free(leader);
     if (b) zklock_election_resign(e, b, false, NULL, NULL, NULL);
