@@ -299,7 +299,7 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
    */
   counter(path: string, options?: CounterOptions): Counter
   /** A read/write lock on `path`. */
-  rwLock(path: string): RwLock
+  rwLock(path: string, options?: { maxHoldMs?: number }): RwLock
   /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
   multiLock(paths: readonly string[]): MultiLock
   /**

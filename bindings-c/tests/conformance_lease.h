@@ -176,6 +176,10 @@ static int extend_scenario(struct outcome *o, const char *name) {
         if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
         if (st == ZKLOCK_OK) st = seen(o, zklock_lease_extend(a, 20000));
         o->word = st == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(st);
+    } else if (strcmp(name, "rw-max-hold") == 0) {
+        o->na = "C sets a maximum hold on a mutex or a semaphore handle (zklock_lock_set_max_hold); "
+                "a read/write side refuses it for now";
+        return 1;
     } else if (strcmp(name, "expiring-warns-first") == 0) {
         expiring_events[0] = 0;
         st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));

@@ -329,10 +329,14 @@ class Client extends EventEmitter {
     }
   }
 
-  /** A read/write lock on `path`: `.read` and `.write` are its two sides. */
-  rwLock(path) {
+  /**
+   * A read/write lock on `path`: `.read` and `.write` are its two sides. `{ maxHoldMs }` ends
+   * every lease of either side after that long, as for `mutex()`.
+   */
+  rwLock(path, options) {
     checkString(path, 'path')
-    const [read, write] = call(() => this.#native.rwLock(path))
+    const maxHoldMs = checkMillis(checkOptions(options, 'rwLock options').maxHoldMs, 'maxHoldMs')
+    const [read, write] = call(() => this.#native.rwLock(path, maxHoldMs))
     return new RwLock(
       kInternal,
       path,

@@ -288,8 +288,14 @@ impl NativeClient {
     /// Both sides of a read/write lock on `path`: `[read, write]`, one owner (so that holding
     /// the read side and asking for the write side is the core's refused upgrade).
     #[napi(catch_unwind)]
-    pub fn rw_lock(&self, path: String) -> napi::Result<Vec<NativeLock>, Code> {
-        let rw = Arc::new(self.inner.rw_lock(&path).map_err(js_err)?);
+    pub fn rw_lock(
+        &self,
+        path: String,
+        max_hold_ms: Option<f64>,
+    ) -> napi::Result<Vec<NativeLock>, Code> {
+        let limit = zklock::support::max_hold_from_millis(max_hold_ms).map_err(js_err)?;
+        let rw = self.inner.rw_lock(&path).and_then(|rw| rw.max_hold(limit));
+        let rw = Arc::new(rw.map_err(js_err)?);
         let owner = new_owner();
         let side = |side| NativeLock {
             client: self.inner.clone(),

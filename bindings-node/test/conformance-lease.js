@@ -187,6 +187,30 @@ function leaseScenarios({ client, outcome, ownClient, kindOf }) {
         return events.join(',')
       }),
 
+    'rw-max-hold': (p) =>
+      outcome(async () => {
+        const rw = client().rwLock(p, { maxHoldMs: 500 })
+        const words = []
+        for (const side of [rw.read, rw.write]) {
+          const lease = await side.acquire()
+          const signal = lease.signal
+          const lost = signal.aborted
+            ? signal.reason
+            : await new Promise((resolve) => {
+              const timer = setTimeout(() => resolve(null), 10000)
+              signal.addEventListener('abort', () => {
+                clearTimeout(timer)
+                resolve(signal.reason)
+              }, { once: true })
+            })
+          // The core's reason ends the message: "... was lost: <...> lost: max-hold ...".
+          const why = lost === null ? '' : lost.message.split(' lost: ').pop() || ''
+          words.push(why.split(/[: ]/)[0])
+          await lease.release().catch(() => {})
+        }
+        return words.join(',')
+      }),
+
     'lost-stays-lost': (p) =>
       ownClient(async (c) =>
         outcome(async () => {

@@ -253,9 +253,22 @@ impl PyClient {
         counter_of(py, &self.client, path, width)
     }
 
-    /// Both sides of a read/write lock on `path`: `(read, write)`.
-    fn rw_lock(&self, py: Python<'_>, path: &str) -> PyResult<(NativeLock, NativeLock)> {
-        let rw = Arc::new(self.client.rw_lock(path).py(py)?);
+    /// Both sides of a read/write lock on `path`: `(read, write)`; `max_hold` (seconds, None: no
+    /// limit) on both sides.
+    #[pyo3(signature = (path, max_hold=None))]
+    fn rw_lock(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        max_hold: Option<f64>,
+    ) -> PyResult<(NativeLock, NativeLock)> {
+        let limit = zklock::support::max_hold_from_secs(max_hold).py(py)?;
+        let rw = Arc::new(
+            self.client
+                .rw_lock(path)
+                .and_then(|rw| rw.max_hold(limit))
+                .py(py)?,
+        );
         Ok((
             NativeLock::new(Inner::Read(rw.clone())),
             NativeLock::new(Inner::Write(rw)),

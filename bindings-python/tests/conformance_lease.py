@@ -202,6 +202,26 @@ def sc_expiring_warns_first(ctx: Ctx) -> str:
     return ",".join(events)
 
 
+def sc_rw_max_hold(ctx: Ctx) -> str:
+    rw = ctx.shared.rw_lock(ctx.path, max_hold=0.5)
+    words = []
+    for side in (rw.read, rw.write):
+        assert side.acquire(timeout=WAIT), "acquired"
+        lease = side.lease
+        assert lease is not None, "a held lock has a lease"
+        deadline = time.monotonic() + 10.0
+        while lease.state != "lost" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        reason = lease.lost_reason or ""
+        why = reason.split(" lost: ", 1)[1] if " lost: " in reason else ""
+        words.append(why.split(":", 1)[0].strip())
+        try:
+            side.release()
+        except zklock.ZkLockError:
+            pass
+    return ",".join(words)
+
+
 LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "valid-until-max-hold": sc_valid_until_max_hold,
     "valid-until-max-hold-election": sc_valid_until_max_hold_election,
@@ -220,4 +240,5 @@ LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "extend-after-loss": sc_extend_after_loss,
     "extend-moves-valid-until": sc_extend_moves_valid_until,
     "expiring-warns-first": sc_expiring_warns_first,
+    "rw-max-hold": sc_rw_max_hold,
 }

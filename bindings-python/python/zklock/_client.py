@@ -314,9 +314,13 @@ class Client:
         ``RevocationListener`` (Curator); it is a request, the holder decides."""
         return self._native.revoke(_check_str(path, "path"), _check_optional_str(node, "node"))
 
-    def rw_lock(self, path: str) -> RwLock:
-        """A read/write lock on ``path``: ``.read`` and ``.write`` are :class:`Lock` objects."""
-        return RwLock(self, _check_str(path, "path"))
+    def rw_lock(self, path: str, *, max_hold: Optional[float] = None) -> RwLock:
+        """A read/write lock on ``path``: ``.read`` and ``.write`` are :class:`Lock` objects.
+        ``max_hold`` (seconds, None: no limit) ends every lease of either side after that long,
+        as for :meth:`lock`."""
+        return RwLock(
+            self, _check_str(path, "path"), _check_optional_seconds(max_hold, "max_hold")
+        )
 
     def multi_lock(self, locks: Iterable[Union[str, Lock]]) -> MultiLock:
         """Several locks taken as one; give paths (new mutexes) or :class:`Lock` objects."""

@@ -165,8 +165,8 @@ class RwLock:
     one writer. A write holder may take the read side (downgrade); a read holder asking for the
     write side gets :class:`UpgradeNotAllowed` at once. Both sides are re-entrant per thread."""
 
-    def __init__(self, client: "Client", path: str) -> None:
-        read, write = client._native.rw_lock(path)
+    def __init__(self, client: "Client", path: str, max_hold: Optional[float] = None) -> None:
+        read, write = client._native.rw_lock(path, max_hold)
         self._path = path
         self.read: Lock = Lock(client, read, "read", True)
         self.write: Lock = Lock(client, write, "write", True)

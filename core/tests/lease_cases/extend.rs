@@ -79,6 +79,23 @@ pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
             let got = events.lock().unwrap().join(",");
             word(&got)
         }
+        "rw-max-hold" => {
+            let rw = client.rw_lock(path).unwrap();
+            let rw = rw.max_hold(Some(Duration::from_millis(500))).unwrap();
+            let mut words = Vec::new();
+            for side in [rw.read(), rw.write()] {
+                let lease = side.acquire().await.unwrap();
+                let deadline = Instant::now() + secs(10);
+                while lease.state() != LeaseState::Lost && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                let reason = lease.lost_reason().unwrap_or_default();
+                let why = reason.split(" lost: ").nth(1).unwrap_or("");
+                words.push(why.split(':').next().unwrap_or("").trim().to_owned());
+                let _ = lease.release().await;
+            }
+            word(&words.join(","))
+        }
         _ => return None,
     })
 }
