@@ -25,7 +25,7 @@
 // sessions/   one ZooKeeper session, the connection that replaces it, lifeline, farewell
 // engine/     node operations and the acquire engine (Curator's LockInternals)
 // leases/     what an acquire returns: lease, node, parts, guarded writes, the acquire handle
-// recipes/    mutex, semaphore, rwlock, multi, election, revoke
+// recipes/    mutex, semaphore, rwlock, multi, election, revoke, breaking
 // client.rs   the entry point; this file re-exports the public API
 mod base;
 
@@ -52,7 +52,7 @@ pub use client::Client;
 pub use leases::acquire::Acquire;
 pub use leases::guarded::{Guarded, Write, Written};
 pub use leases::lease::Lease;
-pub use leases::node::MAX_HOLD;
+pub use leases::node::{BROKEN, MAX_HOLD};
 pub use ops::runtime::CallbackQueue;
 pub use ops::stats::{Percentiles, Stats};
 pub use recipes::conflict::CONFLICT;

@@ -301,6 +301,10 @@ impl Drop for LeaseShared {
     }
 }
 
+/// The reason word of a lease whose node someone else deleted (`Client::break_lock`,
+/// `zklock break`, an operator's `deleteall`).
+pub const BROKEN: &str = "broken";
+
 /// The reason word of a lease ended by its maximum hold (`LeaseShared::limit_hold`).
 pub const MAX_HOLD: &str = "max-hold";
 
@@ -341,7 +345,7 @@ impl Watched for LeaseShared {
     }
     fn deleted_by_someone_else(&self) {
         self.stop_watching();
-        self.lose_unless_released("our lock node was deleted by someone else");
+        self.lose_unless_released(&format!("{BROKEN}: our lock node was deleted by someone else"));
     }
     fn data_seen(&self, data: &[u8]) {
         if data == REVOKE_MESSAGE && !self.revoke.swap(true, Ordering::AcqRel) {

@@ -197,6 +197,25 @@ pub(crate) fn lease_state(
     }
 }
 
+/// A lock node was broken by this client (`Client::break_lock`): its node, token, holder's
+/// identity and the reason given, at warning level.
+pub(crate) fn broken(counters: &Counters, node: &str, token: i64, identity: &str, reason: &str) {
+    tracing::warn!(node, token, identity, reason, "lock broken");
+    if logs::wanted(Level::Warn) {
+        let mut message = format!("broke {node} (token {token}, holder {identity:?})");
+        if !reason.is_empty() {
+            message.push_str(&format!(": {reason}"));
+        }
+        let fields = vec![
+            ("node", node.to_owned()),
+            ("token", token.to_string()),
+            ("identity", identity.to_owned()),
+            ("reason", reason.to_owned()),
+        ];
+        logs::emit(Level::Warn, counters.client(), "break", message, fields);
+    }
+}
+
 /// An acquire timed out while the connection kept failing (`message` names the failure).
 pub(crate) fn explained_timeout(counters: &Counters, message: &str) {
     tracing::warn!(message, "acquire timed out");
