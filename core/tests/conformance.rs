@@ -8,6 +8,7 @@
 //! failure.
 
 mod common;
+mod break_cases;
 mod lease_cases;
 
 use std::time::Duration;
@@ -953,7 +954,10 @@ impl Runner {
             }
             other => match lease_cases::scenario(self, other).await {
                 Some(outcome) => outcome,
-                None => panic!("unknown scenario {other:?}"),
+                None => match break_cases::scenario(self, other).await {
+                    Some(outcome) => outcome,
+                    None => panic!("unknown scenario {other:?}"),
+                },
             },
         }
     }
