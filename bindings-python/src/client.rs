@@ -239,6 +239,24 @@ impl PyClient {
         )
     }
 
+    /// Breaks a stuck lock: deletes `node` (one of `path`'s contenders), checked against the
+    /// version just read; returns the contender broken as a `Participant` tuple. `reason` goes
+    /// to the logs.
+    #[pyo3(signature = (path, node, reason=None))]
+    fn break_lock(
+        &self,
+        py: Python<'_>,
+        path: String,
+        node: String,
+        reason: Option<String>,
+    ) -> PyResult<crate::lock::ParticipantTuple> {
+        let client = self.client.clone();
+        let broken = wait(py, async move {
+            client.break_lock(&path, &node, reason.as_deref()).await
+        })?;
+        Ok(crate::lock::participant_tuple(broken))
+    }
+
     /// Both sides of a read/write lock on `path`: `(read, write)`.
     fn rw_lock(&self, py: Python<'_>, path: &str) -> PyResult<(NativeLock, NativeLock)> {
         let rw = Arc::new(self.client.rw_lock(path).py(py)?);

@@ -60,6 +60,7 @@ import pytest
 
 import zklock
 from conftest import CONFORMANCE
+from conformance_break import BREAK_SCENARIOS
 from conformance_lease import LEASE_SCENARIOS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -915,6 +916,7 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "check-token": sc_check_token,
     "valid-until": sc_valid_until,
     **LEASE_SCENARIOS,
+    **BREAK_SCENARIOS,
 }
 
 

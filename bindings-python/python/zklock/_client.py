@@ -21,6 +21,7 @@ from ._args import (
 )
 from ._election import Election, LeaderWatch
 from ._errors import InvalidArgument, InvalidArgumentType
+from ._lease import Participant
 from ._lock import Lock, MultiLock, RwLock, Semaphore
 from ._logs import install_log_sink as _install_log_sink
 from ._stats import Stats
@@ -294,6 +295,22 @@ class Client:
         :attr:`Lease.revoke_requested` / :meth:`Lease.on_revoke` (zklock) or a
         ``RevocationListener`` (Curator); it is a request, the holder decides."""
         return self._native.revoke(_check_str(path, "path"), _check_optional_str(node, "node"))
+
+    def break_lock(self, path: str, node: str, reason: Optional[str] = None) -> Participant:
+        """Breaks a stuck lock: deletes ``node`` (a node's name, as :meth:`Lock.participants`
+        shows it, or its full path), checked against the version read just before, so a node
+        changed or re-created meanwhile is not touched. Returns the :class:`Participant` broken
+        (identity, token). Raises :class:`NotHeld` when the node is not among the contenders
+        (or went away first), :class:`PermissionDenied` when the ACL refuses, and
+        :class:`InvalidArgument` for an empty node. ``reason`` goes to the logs. A zklock
+        holder's lease turns lost with the reason ``broken``; the next waiter acquires with a
+        larger token."""
+        broken = self._native.break_lock(
+            _check_str(path, "path"),
+            _check_str(node, "node"),
+            _check_optional_str(reason, "reason"),
+        )
+        return Participant(*broken)
 
     def rw_lock(self, path: str) -> RwLock:
         """A read/write lock on ``path``: ``.read`` and ``.write`` are :class:`Lock` objects."""
