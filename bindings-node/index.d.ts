@@ -144,6 +144,11 @@ export interface RevokeOptions {
   node?: string
 }
 
+export interface BreakOptions {
+  /** Why: goes to the core's logs with the node, its token and holder. */
+  reason?: string
+}
+
 export interface Participant {
   /** Full path of the node. */
   node: string
@@ -288,6 +293,13 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
    * nodes asked; rejects with ZKLOCK_NOT_HELD when nobody holds `path` or the node is gone.
    */
   revoke(path: string, options?: RevokeOptions): Promise<string[]>
+  /**
+   * Breaks a stuck lock: deletes `node` (its name or full path), checked against the version
+   * read just before. Resolves with the contender broken; rejects with ZKLOCK_NOT_HELD when the
+   * node is not there, ZKLOCK_PERMISSION when the ACL refuses. A zklock holder's lease turns
+   * lost with the reason 'broken'.
+   */
+  breakLock(path: string, node: string, options?: BreakOptions): Promise<Participant>
   /** A read/write lock on `path`. */
   rwLock(path: string): RwLock
   /** Exclusive locks on several paths taken as one (all or nothing, in path order). */

@@ -263,6 +263,28 @@ class Client extends EventEmitter {
   }
 
   /**
+   * Breaks a stuck lock: deletes `node` (a node's name, as `participants()` shows it, or its
+   * full path), checked against the version read just before, so a node changed or re-created
+   * meanwhile is not touched. Resolves with the Participant broken (identity, token). Rejects
+   * with ZKLOCK_NOT_HELD when the node is not among the contenders (or went away first),
+   * ZKLOCK_PERMISSION when the ACL refuses, ZKLOCK_INVALID_ARGUMENT for an empty node.
+   * `options.reason` goes to the logs. A zklock holder's lease turns lost (reason 'broken').
+   */
+  async breakLock(path, node, options) {
+    checkString(path, 'path')
+    checkString(node, 'node')
+    const o = checkOptions(options, 'breakLock options')
+    const reason = o.reason === undefined || o.reason === null ? undefined : checkString(o.reason, 'reason')
+    try {
+      const p = await this.#native.breakLock(path, node, reason)
+      p.maxLeases ??= null
+      return p
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+
+  /**
    * A participant in the leader election on `path`. Options: `style` ('latch', the default:
    * Curator's LeaderLatch; 'selector': Curator's LeaderSelector; 'kazoo': kazoo's Election),
    * `id` (the participant id, its node's data; default: the client's identity), `maxHoldMs`

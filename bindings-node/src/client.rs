@@ -209,6 +209,23 @@ impl NativeClient {
         Ok(Settled(self.inner.revoke(&path, node.as_deref()).await))
     }
 
+    /// Breaks a stuck lock: deletes `node` (one of `path`'s contenders), checked against the
+    /// version just read ([`zklock::Client::break_lock`]). Resolves with the contender broken.
+    #[napi]
+    pub async fn break_lock(
+        &self,
+        path: String,
+        node: String,
+        reason: Option<String>,
+    ) -> napi::Result<Settled<crate::lock::NativeParticipant>> {
+        let broken = self
+            .inner
+            .break_lock(&path, &node, reason.as_deref())
+            .await
+            .map(crate::lock::NativeParticipant::from);
+        Ok(Settled(broken))
+    }
+
     /// A participant in the leader election on `path`: `style` is the core's
     /// [`zklock::ElectionStyle`] name (absent: the core's default, `latch`), `id` the
     /// participant id (absent: the client's identity), `maxHoldMs` the longest a leadership
