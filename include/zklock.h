@@ -1043,6 +1043,22 @@ enum zklock_status zklock_semaphore_mutex_new(struct zklock_client *client,
  */
 enum zklock_status zklock_revoke(struct zklock_client *client, const char *path, const char *node);
 
+/**
+ * Breaks a stuck lock: deletes `node` (one of `path`'s contenders, its name or full path),
+ * checked against the version read just before, so a node changed or re-created meanwhile is
+ * not touched. Blocks until ZooKeeper answered. `reason` (may be NULL) goes to the logs. When
+ * `out` is not NULL, `*out` gets the contender broken as a list of one participant (free it
+ * with `zklock_participants_free`). `ZKLOCK_NOT_HELD` when the node is not among the
+ * contenders (or went away first), `ZKLOCK_PERMISSION` when the ACL refuses,
+ * `ZKLOCK_INVALID_ARGUMENT` for an empty node. A zklock holder's lease turns lost with the
+ * reason `broken`.
+ */
+enum zklock_status zklock_break_lock(struct zklock_client *client,
+                                     const char *path,
+                                     const char *node,
+                                     const char *reason,
+                                     struct zklock_participants **out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
