@@ -216,6 +216,22 @@ pub(crate) fn broken(counters: &Counters, node: &str, token: i64, identity: &str
     }
 }
 
+/// An acquire got its node after a holder went without a clean release, and waits out its
+/// lock-delay before its lease is held (`Lock::lock_delay`), at info level.
+pub(crate) fn lock_delayed(counters: &Counters, path: &str, delay: Duration) {
+    let shown = crate::base::text::duration(delay);
+    tracing::info!(path, delay = shown.as_str(), "lock-delay");
+    if logs::wanted(Level::Info) {
+        logs::emit(
+            Level::Info,
+            counters.client(),
+            "lock-delay",
+            format!("{path}: the holder before us went without a clean release; waiting out the lock-delay of {shown}"),
+            vec![("path", path.to_owned()), ("delay", shown)],
+        );
+    }
+}
+
 /// An acquire timed out while the connection kept failing (`message` names the failure).
 pub(crate) fn explained_timeout(counters: &Counters, message: &str) {
     tracing::warn!(message, "acquire timed out");

@@ -44,6 +44,9 @@ pub(crate) struct LockInner {
     pub(crate) election: Option<(ElectionStyle, Vec<u8>)>,
     /// The longest a lease of this value is held before the runtime ends it (`max_hold`).
     pub(crate) max_hold: Option<Duration>,
+    /// How long a successor waits after a holder's node vanished without a clean release
+    /// (`lock_delay`, Chubby's lock-delay); `None`: no wait, and releases write no marker.
+    pub(crate) lock_delay: Option<Duration>,
 }
 
 struct Hold {
@@ -205,6 +208,7 @@ impl LockInner {
             max_leases: None,
             election: None,
             max_hold: None,
+            lock_delay: None,
         }
     }
 
@@ -223,6 +227,7 @@ impl LockInner {
             max_leases: shared.max_leases,
             election: shared.election.clone(),
             max_hold: shared.max_hold,
+            lock_delay: shared.lock_delay,
         }
     }
 

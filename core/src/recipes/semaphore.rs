@@ -84,6 +84,7 @@ impl SemaphoreRequest<'_> {
             downgrade_of: None,
             cancel: self.cancel,
             style: None,
+            lock_delay: false,
         }
     }
 
