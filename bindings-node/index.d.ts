@@ -86,6 +86,13 @@ export interface MutexOptions {
    * throw ZKLOCK_INVALID_ARGUMENT.
    */
   maxHoldMs?: number
+  /**
+   * Chubby's lock-delay, in milliseconds: after a holder's node went without a clean release
+   * (its session expired, it was broken), the next holder's lease is held only this long
+   * after; a clean release hands over at once. Absent: none. 0, negative or NaN throw
+   * ZKLOCK_INVALID_ARGUMENT. Every zklock user of the path sets the same delay.
+   */
+  lockDelayMs?: number
 }
 
 /** Options of `client.semaphore()` and `client.semaphoreMutex()`. */

@@ -928,6 +928,16 @@ enum zklock_status zklock_acquire(struct zklock_lock *lock,
 enum zklock_status zklock_lock_set_max_hold(struct zklock_lock *lock, int64_t max_hold_ms);
 
 /**
+ * Chubby's lock-delay on `lock` (`zklock::Lock::lock_delay`): after a holder's node went
+ * without a clean release (its session expired, it was broken), the next acquire through this
+ * handle that waited behind it returns its lease only `lock_delay_ms` later; a clean release
+ * (of a holder that set the same delay) hands over at once. -1 removes it (the default: none);
+ * 0 and any other negative are `ZKLOCK_INVALID_ARGUMENT`, as is a semaphore, a read/write
+ * side or a multi-lock. Set it before acquiring, as `zklock_lock_set_max_hold`.
+ */
+enum zklock_status zklock_lock_set_lock_delay(struct zklock_lock *lock, int64_t lock_delay_ms);
+
+/**
  * Lists the participants of `lock`'s path (holder first, then the waiters in order; for a
  * semaphore its lease nodes, kind "lease"), each with its node, id, token, library, kind and
  * election style (`zklock_participant`), within `timeout_ms` (`zklock_acquire`'s rule: -1 no

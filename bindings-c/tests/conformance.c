@@ -1514,6 +1514,7 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "election_style") == 0) op_election_style(&o, &in);
         else if (strcmp(op, "election_id") == 0) op_election_id(&o, &in);
         else if (strcmp(op, "max_hold") == 0) op_max_hold(&o, &in);
+        else if (strcmp(op, "lock_delay") == 0) op_lock_delay(&o, &in);
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
         else if (strcmp(op, "secret_pem") == 0) op_secret_pem(&o, &in);
         else if (strcmp(op, "sasl") == 0) op_sasl(&o, &in);

@@ -19,6 +19,30 @@ static void *break_waiter_run(void *arg) {
     return NULL;
 }
 
+/* op lock_delay: the case's mutex with the input (seconds) as lock-delay in milliseconds;
+ * when accepted, one try and its release. */
+static void op_lock_delay(struct outcome *o, const struct bytes *in) {
+    double secs;
+    int64_t ms;
+    if (!parse_seconds(in->p, &secs)) {
+        snprintf(o->problem, sizeof o->problem, "the input %.40s is not a number of seconds", in->p);
+        return;
+    }
+    if (isnan(secs)) {
+        o->na = "a NaN has no int64_t milliseconds form in C";
+        return;
+    }
+    if (!to_millis(secs, &ms, &o->na)) return;
+    zklock_lock *l = NULL;
+    zklock_lease *lease = NULL;
+    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_lock_delay(l, ms));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 0, &lease));
+    o->word = st == ZKLOCK_OK ? "ok" : st == ZKLOCK_TIMEOUT ? "not-acquired" : kind_of(st);
+    if (lease) zklock_lease_release(lease);
+    zklock_lock_free(l);
+}
+
 /* True when `name` is one of this block's scenarios (its outcome in `o`). */
 static int break_scenario(struct outcome *o, const char *name) {
     zklock_lock *l = NULL;

@@ -211,6 +211,8 @@ class Client extends EventEmitter {
   /**
    * An exclusive lock on `path`; re-entrant per Mutex object unless `{ reentrant: false }`.
    * `maxHoldMs`: every lease ends (lost, reason 'max-hold', node deleted) after that long.
+   * `lockDelayMs` (Chubby's lock-delay): after a holder's node went without a clean release
+   * (session expiry, a break), the next holder's lease is held only that long after.
    */
   mutex(path, options) {
     checkString(path, 'path')
@@ -219,7 +221,8 @@ class Client extends EventEmitter {
       throw invalid(`reentrant must be a boolean, got ${describe(o.reentrant)}`)
     }
     const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
-    const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false, maxHoldMs))
+    const lockDelayMs = checkMillis(o.lockDelayMs, 'lockDelayMs')
+    const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false, maxHoldMs, lockDelayMs))
     return new Mutex(kInternal, nativeLock, this.#leases)
   }
 

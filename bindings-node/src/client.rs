@@ -161,6 +161,7 @@ impl NativeClient {
         path: String,
         reentrant: bool,
         max_hold_ms: Option<f64>,
+        lock_delay_ms: Option<f64>,
     ) -> napi::Result<NativeLock, Code> {
         let lock = self
             .inner
@@ -168,6 +169,9 @@ impl NativeClient {
             .map_err(js_err)?
             .reentrant(reentrant);
         let lock = with_max_hold(lock, max_hold_ms).map_err(js_err)?;
+        let lock = zklock::support::lock_delay_from_millis(lock_delay_ms)
+            .and_then(|delay| lock.lock_delay(delay))
+            .map_err(js_err)?;
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 

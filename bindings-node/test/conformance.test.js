@@ -445,6 +445,16 @@ const ops = {
     })
   },
 
+  async lock_delay(input, c) {
+    return outcome(async () => {
+      const lock = a.mutex(lockPath(c), { lockDelayMs: seconds(input) * 1000 })
+      const lease = await lock.tryAcquire()
+      if (lease === null) return 'not-acquired'
+      await lease.release()
+      return 'ok'
+    })
+  },
+
   async max_hold(input, c) {
     return outcome(async () => {
       const lock = a.mutex(lockPath(c), { maxHoldMs: seconds(input) * 1000 })

@@ -138,23 +138,28 @@ impl PyClient {
     }
 
     /// A mutex on `path`; `max_hold` (seconds, None: no limit) ends every lease of it after
-    /// that long (lost, reason `max-hold`).
-    #[pyo3(signature = (path, reentrant=true, max_hold=None))]
+    /// that long (lost, reason `max-hold`); `lock_delay` (seconds, None: none) is Chubby's
+    /// lock-delay ([`zklock::Lock::lock_delay`]).
+    #[pyo3(signature = (path, reentrant=true, max_hold=None, lock_delay=None))]
     fn mutex(
         &self,
         py: Python<'_>,
         path: &str,
         reentrant: bool,
         max_hold: Option<f64>,
+        lock_delay: Option<f64>,
     ) -> PyResult<NativeLock> {
         let lock = self.client.mutex(path).py(py)?;
         let lock = with_max_hold(py, lock.reentrant(reentrant), max_hold)?;
+        let lock = zklock::support::lock_delay_from_secs(lock_delay)
+            .and_then(|delay| lock.lock_delay(delay))
+            .py(py)?;
         Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
     }
 
     /// An election on `path`: `style` by the core's names ('selector', 'latch', 'kazoo'), `id`
     /// the participant id (None: the client's identity), `max_hold` seconds (None: no limit).
-    #[pyo3(signature = (path, style=None, id=None, max_hold=None))]
+    #[pyo3(signature = (path, style=None, id=None, max_hold=None, lock_delay=None))]
     fn election(
         &self,
         py: Python<'_>,
@@ -162,11 +167,15 @@ impl PyClient {
         style: Option<&str>,
         id: Option<&str>,
         max_hold: Option<f64>,
+        lock_delay: Option<f64>,
     ) -> PyResult<NativeElection> {
         let style = style_of(py, style)?;
         let election = self.client.election(path, style, id).py(py)?;
         let election = zklock::support::max_hold_from_secs(max_hold)
             .and_then(|limit| election.max_hold(limit))
+            .py(py)?;
+        let election = zklock::support::lock_delay_from_secs(lock_delay)
+            .and_then(|delay| election.lock_delay(delay))
             .py(py)?;
         Ok(NativeElection::new(election))
     }

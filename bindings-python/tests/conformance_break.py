@@ -73,6 +73,14 @@ def sc_break_holder(ctx: Ctx) -> str:
             c.close()
 
 
+def op_lock_delay(ctx: Ctx, text: str) -> str:
+    lock = ctx.shared.lock(ctx.path, lock_delay=float(text))
+    if not lock.acquire(blocking=False):
+        return "not-acquired"
+    lock.release()
+    return "ok"
+
+
 BREAK_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "break-without-node": sc_break_without_node,
     "break-missing-node": sc_break_missing_node,

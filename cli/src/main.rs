@@ -142,6 +142,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         try_lock,
                         kill_after,
                         max_hold,
+                        lock_delay,
                         stats,
                         connection,
                         holding,
@@ -164,6 +165,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                                 kill_after: *kill_after,
                                 stats: *stats,
                                 max_hold: *max_hold,
+                                lock_delay: *lock_delay,
                                 command,
                             },
                         )

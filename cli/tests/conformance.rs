@@ -214,6 +214,19 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             }
         }
         "max_hold" => max_hold(&input, lock_path),
+        "lock_delay" => {
+            let delay = format!("{input}s");
+            let out = run(zk(&[
+                "exec",
+                "--lock-delay",
+                &delay,
+                "--try",
+                lock_path,
+                "--",
+                "true",
+            ]));
+            outcome_of(&out, "ok", "not-acquired")
+        }
         "scenario" if input.starts_with("election-") => election(&input, servers, lock_path),
         "scenario" if input == "kind-latch" || input == "library-kazoo-style" => {
             let (style, field) = if input == "kind-latch" {

@@ -72,7 +72,8 @@ pub use recipes::semaphore::{invalid_max_leases, MAX_LEASES};
 pub mod support {
     pub use crate::base::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
-        duration_from_secs_f64, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
+        duration_from_secs_f64, lock_delay_from_millis, lock_delay_from_millis_i64,
+        lock_delay_from_secs, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
     };
     pub use crate::base::protocol::validate_path;
     pub use crate::base::secure::looks_like_key_material;

@@ -231,6 +231,29 @@ impl Runner {
                     }
                 }
             }
+            "lock_delay" => {
+                let delay =
+                    match zklock::support::duration_from_secs_f64(seconds(input), "lock_delay") {
+                        Ok(delay) => delay,
+                        Err(e) => return error_word(&e),
+                    };
+                match self
+                    .client
+                    .mutex(&self.case_path)
+                    .unwrap()
+                    .lock_delay(Some(delay))
+                {
+                    Err(e) => error_word(&e),
+                    Ok(lock) => match lock.try_acquire().await {
+                        Ok(Some(lease)) => {
+                            lease.release().await.unwrap();
+                            word("ok")
+                        }
+                        Ok(None) => word("not-acquired"),
+                        Err(e) => error_word(&e),
+                    },
+                }
+            }
             "scenario" => self.scenario(input).await,
             other => panic!("unknown op {other:?}"),
         }

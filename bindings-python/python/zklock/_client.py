@@ -202,17 +202,28 @@ class Client:
         self.close()
 
     def lock(
-        self, path: str, reentrant: bool = True, *, max_hold: Optional[float] = None
+        self,
+        path: str,
+        reentrant: bool = True,
+        *,
+        max_hold: Optional[float] = None,
+        lock_delay: Optional[float] = None,
     ) -> Lock:
         """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, which it excludes,
         also with ``reentrant=False``; for Curator's ``InterProcessSemaphoreMutex`` use
         :meth:`semaphore_mutex`). ``max_hold`` (seconds, None: no limit) ends every lease of
-        it after that long: lost, ``lost_reason`` containing ``max-hold``, node deleted."""
+        it after that long: lost, ``lost_reason`` containing ``max-hold``, node deleted.
+        ``lock_delay`` (seconds, None: none; Chubby's lock-delay): after a holder's node went
+        without a clean release (session expiry, a break), the next holder's lease is held
+        only that long after; a clean release hands over at once."""
         path = _check_str(path, "path")
         if not isinstance(reentrant, (bool, int)):
             raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
         native = self._native.mutex(
-            path, bool(reentrant), _check_optional_seconds(max_hold, "max_hold")
+            path,
+            bool(reentrant),
+            _check_optional_seconds(max_hold, "max_hold"),
+            _check_optional_seconds(lock_delay, "lock_delay"),
         )
         return Lock(self, native, "mutex", bool(reentrant))
 
@@ -251,17 +262,21 @@ class Client:
         style: Optional[str] = None,
         id: Optional[str] = None,
         max_hold: Optional[float] = None,
+        lock_delay: Optional[float] = None,
     ) -> Election:
         """A participant in the leader election on ``path`` (see :class:`Election`): ``style``
         ``'latch'`` (None: the core's default, Curator's ``LeaderLatch``), ``'selector'`` (Curator's
         ``LeaderSelector``) or ``'kazoo'`` (kazoo's ``Election``); ``id`` the participant id
         (default: the client's identity; at most 1024 bytes, no NUL); ``max_hold`` seconds
-        (None: no limit) ends every leadership after that long (lost, reason ``max-hold``)."""
+        (None: no limit) ends every leadership after that long (lost, reason ``max-hold``);
+        ``lock_delay`` seconds (None: none): as for :meth:`lock`, after a leader went without
+        a clean resign."""
         native = self._native.election(
             _check_str(path, "path"),
             _check_optional_str(style, "style"),
             _check_optional_str(id, "id"),
             _check_optional_seconds(max_hold, "max_hold"),
+            _check_optional_seconds(lock_delay, "lock_delay"),
         )
         return Election(self, native)
 
