@@ -25,7 +25,10 @@ async fn a_broken_holder_turns_lost_as_broken_writes_nothing_and_the_waiter_gets
         .unwrap();
     assert_eq!(broken.node, held.path());
     assert_eq!(broken.token, held.token());
-    assert!(!broken.identity.is_empty(), "the holder's identity is shown");
+    assert!(
+        !broken.identity.is_empty(),
+        "the holder's identity is shown"
+    );
 
     tokio::time::timeout(Duration::from_secs(10), held.lost())
         .await
@@ -33,7 +36,11 @@ async fn a_broken_holder_turns_lost_as_broken_writes_nothing_and_the_waiter_gets
     assert_eq!(held.state(), LeaseState::Lost);
     let reason = held.lost_reason().unwrap();
     assert!(
-        reason.split_once(" lost: ").unwrap().1.starts_with("broken"),
+        reason
+            .split_once(" lost: ")
+            .unwrap()
+            .1
+            .starts_with("broken"),
         "{reason}"
     );
     let data = format!("{path}-data");
@@ -52,7 +59,9 @@ async fn a_broken_holder_turns_lost_as_broken_writes_nothing_and_the_waiter_gets
     next.guarded_write(vec![Write::create(&data, "y")])
         .await
         .expect("nothing was written by the broken holder");
-    next.guarded_write(vec![Write::delete(&data)]).await.unwrap();
+    next.guarded_write(vec![Write::delete(&data)])
+        .await
+        .unwrap();
     next.release().await.unwrap();
     drop(held);
 }
@@ -65,7 +74,11 @@ async fn breaking_a_node_that_is_not_there_is_not_held_and_an_empty_node_is_refu
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     let held = a.mutex(&path).unwrap().acquire().await.unwrap();
     let err = c
-        .break_lock(&path, "_c_00000000-0000-0000-0000-000000000000-lock-0000000099", None)
+        .break_lock(
+            &path,
+            "_c_00000000-0000-0000-0000-000000000000-lock-0000000099",
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotHeld);
@@ -74,7 +87,11 @@ async fn breaking_a_node_that_is_not_there_is_not_held_and_an_empty_node_is_refu
     held.release().await.unwrap();
     let name = held_name(&a, &path).await;
     let err = c.break_lock(&path, &name, None).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotHeld, "released, then broken: gone");
+    assert_eq!(
+        err.kind(),
+        ErrorKind::NotHeld,
+        "released, then broken: gone"
+    );
 }
 
 /// Takes and releases the lock once, returning its node's name (no longer there).

@@ -7,8 +7,8 @@
 //! `conformance rust: N passed, N failed` (and `n/a` cases named apart); non-zero exit on any
 //! failure.
 
-mod common;
 mod break_cases;
+mod common;
 mod lease_cases;
 
 use std::time::Duration;

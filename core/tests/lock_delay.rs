@@ -45,7 +45,11 @@ async fn a_waiter_behind_an_expired_holder_gets_the_lease_only_after_the_lock_de
         .await
         .unwrap();
     let deleted = deletion_of(held.path()).await;
-    let lock = waiter.mutex(&path).unwrap().lock_delay(Some(DELAY)).unwrap();
+    let lock = waiter
+        .mutex(&path)
+        .unwrap()
+        .lock_delay(Some(DELAY))
+        .unwrap();
     let waiting = tokio::spawn(async move {
         let lease = lock.acquire_timeout(Duration::from_secs(60)).await;
         (lease, Instant::now())
@@ -62,7 +66,10 @@ async fn a_waiter_behind_an_expired_holder_gets_the_lease_only_after_the_lock_de
     let lease = lease.expect("the waiter acquires after the delay");
     let after = acquired - gone;
     eprintln!("lock-delay {DELAY:?}: held {after:?} after the holder's node went");
-    assert!(after >= DELAY, "held {after:?} after the expiry, before {DELAY:?}");
+    assert!(
+        after >= DELAY,
+        "held {after:?} after the expiry, before {DELAY:?}"
+    );
     assert!(lease.token() > held.token());
     lease.release().await.unwrap();
     proxy.heal();
@@ -102,7 +109,10 @@ async fn a_clean_release_hands_over_at_once_and_a_broken_holder_costs_the_delay(
     let (next, acquired) = waiting.await.unwrap();
     let after = acquired - gone;
     eprintln!("broken holder: held {after:?} after its node went");
-    assert!(after >= DELAY, "held {after:?} after the break, before {DELAY:?}");
+    assert!(
+        after >= DELAY,
+        "held {after:?} after the break, before {DELAY:?}"
+    );
     next.unwrap().release().await.unwrap();
     drop(lease);
 }

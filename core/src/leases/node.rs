@@ -364,7 +364,9 @@ impl Watched for LeaseShared {
     }
     fn deleted_by_someone_else(&self) {
         self.stop_watching();
-        self.lose_unless_released(&format!("{BROKEN}: our lock node was deleted by someone else"));
+        self.lose_unless_released(&format!(
+            "{BROKEN}: our lock node was deleted by someone else"
+        ));
     }
     fn data_seen(&self, data: &[u8]) {
         if data == REVOKE_MESSAGE && !self.revoke.swap(true, Ordering::AcqRel) {

@@ -88,7 +88,11 @@ impl Waiting {
         if let Some(delay) = self.lock.lock_delay {
             if self.queued.released_cleanly(&self.lock.path).await == Some(false) {
                 // The holder before us went without a clean release: Chubby's lock-delay.
-                crate::ops::observe::lock_delayed(self.lock.client.counters(), &self.lock.path, delay);
+                crate::ops::observe::lock_delayed(
+                    self.lock.client.counters(),
+                    &self.lock.path,
+                    delay,
+                );
                 tokio::time::sleep(delay).await;
             }
         }

@@ -35,10 +35,10 @@ pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
             let waiter = runner.connect(Options::default()).await.unwrap();
             let breaker = runner.connect(Options::default()).await.unwrap();
             let held = own.mutex(path).unwrap().acquire().await.unwrap();
-            let waiting = waiter.mutex(path).unwrap().start_acquire(
-                zklock::Owner::SHARED,
-                Wait::Forever,
-            );
+            let waiting = waiter
+                .mutex(path)
+                .unwrap()
+                .start_acquire(zklock::Owner::SHARED, Wait::Forever);
             let name = held.path().rsplit('/').next().unwrap().to_owned();
             let broken = breaker
                 .break_lock(path, &name, Some("conformance"))
