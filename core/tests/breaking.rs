@@ -19,6 +19,7 @@ async fn a_broken_holder_turns_lost_as_broken_writes_nothing_and_the_waiter_gets
     wait_for_nodes(&path, 2).await;
 
     let name = held.path().rsplit('/').next().unwrap().to_owned();
+    let before_break = std::time::Instant::now();
     let broken = c
         .break_lock(&path, &name, Some("stuck since the night"))
         .await
@@ -33,6 +34,10 @@ async fn a_broken_holder_turns_lost_as_broken_writes_nothing_and_the_waiter_gets
     tokio::time::timeout(Duration::from_secs(10), held.lost())
         .await
         .expect("the broken holder hears it");
+    eprintln!(
+        "broken holder lost {:?} after the break was sent",
+        before_break.elapsed()
+    );
     assert_eq!(held.state(), LeaseState::Lost);
     let reason = held.lost_reason().unwrap();
     assert!(

@@ -136,3 +136,33 @@ async fn a_zero_lock_delay_and_one_on_a_semaphore_are_refused() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().contains("semaphore"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_with_a_lock_delay_hands_over_at_once_after_a_resign() {
+    let path = unique_path("lock-delay-election");
+    let (a, b) = (client().await, client().await);
+    let ea = a
+        .election(&path, zklock::ElectionStyle::Latch, Some("a"))
+        .unwrap()
+        .lock_delay(Some(DELAY))
+        .unwrap();
+    let eb = b
+        .election(&path, zklock::ElectionStyle::Latch, Some("b"))
+        .unwrap()
+        .lock_delay(Some(DELAY))
+        .unwrap();
+    let lead = ea.lead().await.unwrap();
+    let deleted = deletion_of(lead.path()).await;
+    let waiting = eb.start_lead(zklock::Wait::Forever);
+    wait_for_nodes(&path, 2).await;
+    ea.resign(lead, false).await.unwrap();
+    let gone = deleted.await.unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("b leads")
+        .unwrap();
+    let after = Instant::now() - gone;
+    eprintln!("election resign: b led {after:?} after a's node went");
+    assert!(after < DELAY / 3, "a clean resign waited {after:?}");
+    eb.resign(next, false).await.unwrap();
+}
