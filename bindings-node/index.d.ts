@@ -466,6 +466,9 @@ export interface ElectionOptions {
   /** A leadership ends (lost, reason 'max-hold', node deleted) after this many milliseconds.
    * Absent: no limit. */
   maxHoldMs?: number
+  /** Chubby's lock-delay (see `MutexOptions.lockDelayMs`): after a leader went without a clean
+   * resign, the next leadership starts this many milliseconds later. Absent: none. */
+  lockDelayMs?: number
 }
 
 export interface CheckOptions {

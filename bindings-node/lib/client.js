@@ -299,7 +299,8 @@ class Client extends EventEmitter {
     const style = o.style === undefined || o.style === null ? undefined : checkString(o.style, 'style')
     const id = o.id === undefined || o.id === null ? undefined : checkString(o.id, 'id')
     const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
-    const nativeElection = call(() => this.#native.election(path, style, id, maxHoldMs))
+    const lockDelayMs = checkMillis(o.lockDelayMs, 'lockDelayMs')
+    const nativeElection = call(() => this.#native.election(path, style, id, maxHoldMs, lockDelayMs))
     return new Election(kInternal, nativeElection, this.#leases)
   }
 

@@ -233,7 +233,8 @@ impl NativeClient {
     /// A participant in the leader election on `path`: `style` is the core's
     /// [`zklock::ElectionStyle`] name (absent: the core's default, `latch`), `id` the
     /// participant id (absent: the client's identity), `maxHoldMs` the longest a leadership
-    /// lasts ([`zklock::Election::max_hold`]).
+    /// lasts ([`zklock::Election::max_hold`]), `lockDelayMs` Chubby's lock-delay
+    /// ([`zklock::Election::lock_delay`]).
     #[napi(catch_unwind)]
     pub fn election(
         &self,
@@ -241,6 +242,7 @@ impl NativeClient {
         style: Option<String>,
         id: Option<String>,
         max_hold_ms: Option<f64>,
+        lock_delay_ms: Option<f64>,
     ) -> napi::Result<NativeElection, Code> {
         let style = match style {
             Some(name) => name.parse::<zklock::ElectionStyle>().map_err(js_err)?,
@@ -252,6 +254,10 @@ impl NativeClient {
             .map_err(js_err)?;
         let election = zklock::support::max_hold_from_millis(max_hold_ms)
             .and_then(|limit| election.max_hold(limit))
+            .and_then(|e| {
+                zklock::support::lock_delay_from_millis(lock_delay_ms)
+                    .and_then(|delay| e.lock_delay(delay))
+            })
             .map_err(js_err)?;
         Ok(NativeElection {
             inner: Arc::new(election),
