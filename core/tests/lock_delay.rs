@@ -166,3 +166,23 @@ async fn an_election_with_a_lock_delay_hands_over_at_once_after_a_resign() {
     assert!(after < DELAY / 3, "a clean resign waited {after:?}");
     eb.resign(next, false).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_whose_deadline_ends_inside_the_delay_times_out_and_leaves_no_node() {
+    let path = unique_path("lock-delay-deadline");
+    let (a, b, c) = (client().await, client().await, client().await);
+    let held = a.mutex(&path).unwrap().acquire().await.unwrap();
+    let lock = b.mutex(&path).unwrap().lock_delay(Some(DELAY)).unwrap();
+    let waiting = tokio::spawn(async move { lock.acquire_timeout(Duration::from_secs(1)).await });
+    wait_for_nodes(&path, 2).await;
+    let name = held.path().rsplit('/').next().unwrap().to_owned();
+    c.break_lock(&path, &name, Some("test")).await.unwrap();
+    let err = waiting
+        .await
+        .unwrap()
+        .err()
+        .expect("not held within its deadline");
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_empty_eventually(&path).await;
+    drop(held);
+}
