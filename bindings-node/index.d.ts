@@ -99,6 +99,8 @@ export interface MutexOptions {
 export interface SemaphoreOptions {
   /** Every lease ends after this many milliseconds (see `MutexOptions.maxHoldMs`). */
   maxHoldMs?: number
+  /** Chubby's lock-delay per lease (see `MutexOptions.lockDelayMs`; `client.semaphore` only). */
+  lockDelayMs?: number
 }
 
 /** A bound on a call that is not an acquire (`participants`, `guardedWrite`). */

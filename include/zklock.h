@@ -932,8 +932,9 @@ enum zklock_status zklock_lock_set_max_hold(struct zklock_lock *lock, int64_t ma
  * without a clean release (its session expired, it was broken), the next acquire through this
  * handle that waited behind it returns its lease only `lock_delay_ms` later; a clean release
  * (of a holder that set the same delay) hands over at once. -1 removes it (the default: none);
- * 0 and any other negative are `ZKLOCK_INVALID_ARGUMENT`, as is a semaphore, a read/write
- * side or a multi-lock. Set it before acquiring, as `zklock_lock_set_max_hold`.
+ * 0 and any other negative are `ZKLOCK_INVALID_ARGUMENT`, as is a read/write side or a
+ * multi-lock (a semaphore takes it per lease). Set it before acquiring, as
+ * `zklock_lock_set_max_hold`.
  */
 enum zklock_status zklock_lock_set_lock_delay(struct zklock_lock *lock, int64_t lock_delay_ms);
 

@@ -307,8 +307,9 @@ pub unsafe extern "C" fn zklock_lock_set_max_hold(
 /// without a clean release (its session expired, it was broken), the next acquire through this
 /// handle that waited behind it returns its lease only `lock_delay_ms` later; a clean release
 /// (of a holder that set the same delay) hands over at once. -1 removes it (the default: none);
-/// 0 and any other negative are `ZKLOCK_INVALID_ARGUMENT`, as is a semaphore, a read/write
-/// side or a multi-lock. Set it before acquiring, as `zklock_lock_set_max_hold`.
+/// 0 and any other negative are `ZKLOCK_INVALID_ARGUMENT`, as is a read/write side or a
+/// multi-lock (a semaphore takes it per lease). Set it before acquiring, as
+/// `zklock_lock_set_max_hold`.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lock_set_lock_delay(
     lock: *mut zklock_lock,
@@ -322,7 +323,7 @@ pub unsafe extern "C" fn zklock_lock_set_lock_delay(
             Shape::Lock(l) => l.path().to_owned(),
             Shape::Side(..) | Shape::Multi(..) => {
                 return Err(Failure::invalid(
-                    "a lock-delay is set on a mutex (not on a read/write side or a multi-lock)",
+                    "a lock-delay is set on a mutex or a semaphore (not on a read/write side or a multi-lock)",
                 ))
             }
         };

@@ -235,8 +235,10 @@ class Client extends EventEmitter {
     if (typeof maxLeases !== 'number') {
       throw invalid(`maxLeases must be a number, got ${describe(maxLeases)}`)
     }
-    const maxHoldMs = checkMillis(checkOptions(options, 'semaphore options').maxHoldMs, 'maxHoldMs')
-    const nativeLock = call(() => this.#native.semaphore(path, maxLeases, maxHoldMs))
+    const o = checkOptions(options, 'semaphore options')
+    const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
+    const lockDelayMs = checkMillis(o.lockDelayMs, 'lockDelayMs')
+    const nativeLock = call(() => this.#native.semaphore(path, maxLeases, maxHoldMs, lockDelayMs))
     return new Semaphore(kInternal, nativeLock, this.#leases, maxLeases)
   }
 

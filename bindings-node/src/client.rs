@@ -183,10 +183,14 @@ impl NativeClient {
         path: String,
         max_leases: f64,
         max_hold_ms: Option<f64>,
+        lock_delay_ms: Option<f64>,
     ) -> napi::Result<NativeLock, Code> {
         let n = max_leases_of(&path, max_leases).map_err(js_err)?;
         let lock = self.inner.semaphore(&path, n).map_err(js_err)?;
         let lock = with_max_hold(lock, max_hold_ms).map_err(js_err)?;
+        let lock = zklock::support::lock_delay_from_millis(lock_delay_ms)
+            .and_then(|delay| lock.lock_delay(delay))
+            .map_err(js_err)?;
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 

@@ -210,17 +210,21 @@ impl PyClient {
 
     /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
     /// layout); never re-entrant. Any Python int is taken: the core judges N.
-    #[pyo3(signature = (path, max_leases, max_hold=None))]
+    #[pyo3(signature = (path, max_leases, max_hold=None, lock_delay=None))]
     fn semaphore(
         &self,
         py: Python<'_>,
         path: &str,
         max_leases: &Bound<'_, PyAny>,
         max_hold: Option<f64>,
+        lock_delay: Option<f64>,
     ) -> PyResult<NativeLock> {
         let n = max_leases_of(path, max_leases).py(py)?;
         let lock = self.client.semaphore(path, n).py(py)?;
         let lock = with_max_hold(py, lock, max_hold)?;
+        let lock = zklock::support::lock_delay_from_secs(lock_delay)
+            .and_then(|delay| lock.lock_delay(delay))
+            .py(py)?;
         Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
     }
 

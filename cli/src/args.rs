@@ -225,7 +225,7 @@ pub enum Command {
         /// With --read or --write it bounds the side taken; with -n, the lease.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         max_hold: Option<Duration>,
-        /// Chubby's lock-delay (a mutex only): when the holder before us went without a clean
+        /// Chubby's lock-delay (a mutex or -n): when the holder before us went without a clean
         /// release (its session expired, it was broken), run the command only this long after.
         /// A clean release by a holder with the same --lock-delay hands over at once.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

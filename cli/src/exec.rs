@@ -73,7 +73,6 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
             &mutex
         }
         Side::Semaphore(n) => {
-            // The core refuses a lock-delay on a semaphore (status 64).
             mutex = client
                 .semaphore(path, n)?
                 .max_hold(args.max_hold)?

@@ -118,7 +118,7 @@ async fn a_clean_release_hands_over_at_once_and_a_broken_holder_costs_the_delay(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_zero_lock_delay_and_one_on_a_semaphore_are_refused() {
+async fn a_zero_lock_delay_is_refused() {
     let c = client().await;
     let err = c
         .mutex(&unique_path("lock-delay-zero"))
@@ -127,14 +127,56 @@ async fn a_zero_lock_delay_and_one_on_a_semaphore_are_refused() {
         .err()
         .expect("refused");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
-    let err = c
-        .semaphore(&unique_path("lock-delay-sem"), 2)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_lease_freed_cleanly_is_taken_at_once_and_one_broken_after_the_delay() {
+    let path = unique_path("lock-delay-sem");
+    let (a, b, c) = (client().await, client().await, client().await);
+    let sem_a = a
+        .semaphore(&path, 1)
         .unwrap()
         .lock_delay(Some(DELAY))
-        .err()
-        .expect("refused");
-    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
-    assert!(err.message().contains("semaphore"), "{err}");
+        .unwrap();
+    let sem_b = b
+        .semaphore(&path, 1)
+        .unwrap()
+        .lock_delay(Some(DELAY))
+        .unwrap();
+    let held = sem_a.acquire().await.unwrap();
+    let deleted = deletion_of(held.path()).await;
+    let waiting = tokio::spawn(async move {
+        let lease = sem_b.acquire_timeout(Duration::from_secs(60)).await;
+        (lease, Instant::now())
+    });
+    // The waiter holds the guard and has its lease node in place.
+    wait_for_nodes(&format!("{path}/leases"), 2).await;
+    held.release().await.unwrap();
+    let gone = deleted.await.unwrap();
+    let (lease, acquired) = waiting.await.unwrap();
+    let lease = lease.unwrap();
+    let after = acquired - gone;
+    eprintln!("semaphore, clean release: held {after:?} after the lease node went");
+    assert!(after < DELAY / 3, "a clean release waited {after:?}");
+
+    let deleted = deletion_of(lease.path()).await;
+    let waiting = tokio::spawn(async move {
+        let lease = sem_a.acquire_timeout(Duration::from_secs(60)).await;
+        (lease, Instant::now())
+    });
+    wait_for_nodes(&format!("{path}/leases"), 2).await;
+    let name = lease.path().rsplit('/').next().unwrap().to_owned();
+    c.break_lock(&path, &name, Some("test")).await.unwrap();
+    let gone = deleted.await.unwrap();
+    let (next, acquired) = waiting.await.unwrap();
+    let after = acquired - gone;
+    eprintln!("semaphore, broken lease: held {after:?} after its node went");
+    assert!(
+        after >= DELAY,
+        "held {after:?} after the break, before {DELAY:?}"
+    );
+    next.unwrap().release().await.unwrap();
+    drop(lease);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

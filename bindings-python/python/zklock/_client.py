@@ -230,18 +230,26 @@ class Client:
     mutex = lock
 
     def semaphore(
-        self, path: str, max_leases: int, *, max_hold: Optional[float] = None
+        self,
+        path: str,
+        max_leases: int,
+        *,
+        max_hold: Optional[float] = None,
+        lock_delay: Optional[float] = None,
     ) -> Semaphore:
         """A counting semaphore of ``max_leases`` leases on ``path`` (Curator's
         ``InterProcessSemaphoreV2``; every user of the path must pass the same N).
-        ``max_hold``: as for :meth:`lock`, per lease."""
+        ``max_hold`` and ``lock_delay``: as for :meth:`lock`, per lease."""
         path = _check_str(path, "path")
         if isinstance(max_leases, bool) or not isinstance(max_leases, int):
             raise InvalidArgumentType(
                 f"max_leases must be an int, got {_type_name(max_leases)}"
             )
         native = self._native.semaphore(
-            path, max_leases, _check_optional_seconds(max_hold, "max_hold")
+            path,
+            max_leases,
+            _check_optional_seconds(max_hold, "max_hold"),
+            _check_optional_seconds(lock_delay, "lock_delay"),
         )
         return Semaphore(self, native, max_leases)
 

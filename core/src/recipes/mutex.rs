@@ -162,8 +162,8 @@ impl Lock {
     /// marker in the same multi as its delete (the lock path's data), so the next holder
     /// proceeds at once; every zklock user of the path sets the same delay (a release without
     /// the marker costs its successor the delay). Curator and kazoo ignore the marker.
-    /// Mutexes and elections; `InvalidArgument` on a semaphore (not offered
-    /// yet) and for a zero delay.
+    /// Mutexes, semaphores (a lease freed without a clean release; the marker on `leases`)
+    /// and elections; `InvalidArgument` for a zero delay.
     pub fn lock_delay(mut self, delay: Option<Duration>) -> Result<Lock> {
         self.set_lock_delay(delay)?;
         Ok(self)
@@ -176,12 +176,6 @@ impl Lock {
             return Err(Error::invalid(
                 "lock_delay must be longer than zero (leave it unset for none)",
             ));
-        }
-        if delay.is_some() && self.inner.max_leases.is_some() {
-            return Err(Error::invalid(format!(
-                "lock_delay is not offered on a semaphore yet ({})",
-                crate::base::protocol::shown(&self.inner.path)
-            )));
         }
         self.change(|inner| inner.lock_delay = delay);
         Ok(())

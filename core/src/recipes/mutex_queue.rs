@@ -365,6 +365,7 @@ impl LockInner {
                 acl: self.client.acl(),
                 deadline,
                 cancel: cancel.as_ref(),
+                lock_delay: self.lock_delay,
             };
             let lease = crate::recipes::semaphore::acquire(&session, &request).await?;
             if let Some(limit) = self.max_hold {
