@@ -222,8 +222,7 @@ async fn an_acquire_whose_deadline_ends_inside_the_delay_times_out_and_leaves_no
     let err = waiting
         .await
         .unwrap()
-        .err()
-        .expect("not held within its deadline");
+        .expect_err("not held within its deadline");
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     assert_empty_eventually(&path).await;
     drop(held);
