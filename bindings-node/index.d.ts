@@ -91,12 +91,21 @@ export interface MutexOptions {
    * from the acquire. Absent: no ceiling.
    */
   holdCeilingMs?: number
+  /**
+   * Chubby's lock-delay, in milliseconds: after a holder's node went without a clean release
+   * (its session expired, it was broken), the next holder's lease is held only this long
+   * after; a clean release hands over at once. Absent: none. 0, negative or NaN throw
+   * ZKLOCK_INVALID_ARGUMENT. Every zklock user of the path sets the same delay.
+   */
+  lockDelayMs?: number
 }
 
 /** Options of `client.semaphore()` and `client.semaphoreMutex()`. */
 export interface SemaphoreOptions {
   /** Every lease ends after this many milliseconds (see `MutexOptions.maxHoldMs`). */
   maxHoldMs?: number
+  /** Chubby's lock-delay per lease (see `MutexOptions.lockDelayMs`; `client.semaphore` only). */
+  lockDelayMs?: number
 }
 
 /** A bound on a call that is not an acquire (`participants`, `guardedWrite`). */
@@ -147,6 +156,11 @@ export type NodeKind = 'mutex' | 'read' | 'write' | 'lease' | 'latch'
 export interface RevokeOptions {
   /** One node to ask (its name or full path) instead of every current holder. */
   node?: string
+}
+
+export interface BreakOptions {
+  /** Why: goes to the core's logs with the node, its token and holder. */
+  reason?: string
 }
 
 export interface Participant {
@@ -298,6 +312,13 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
    * 'int64' (DistributedAtomicLong), so a Curator process shares the node.
    */
   counter(path: string, options?: CounterOptions): Counter
+  /**
+   * Breaks a stuck lock: deletes `node` (its name or full path), checked against the version
+   * read just before. Resolves with the contender broken; rejects with ZKLOCK_NOT_HELD when the
+   * node is not there, ZKLOCK_PERMISSION when the ACL refuses. A zklock holder's lease turns
+   * lost with the reason 'broken'.
+   */
+  breakLock(path: string, node: string, options?: BreakOptions): Promise<Participant>
   /** A read/write lock on `path`. */
   rwLock(path: string, options?: { maxHoldMs?: number }): RwLock
   /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
@@ -493,6 +514,9 @@ export interface ElectionOptions {
   /** A leadership ends (lost, reason 'max-hold', node deleted) after this many milliseconds.
    * Absent: no limit. */
   maxHoldMs?: number
+  /** Chubby's lock-delay (see `MutexOptions.lockDelayMs`): after a leader went without a clean
+   * resign, the next leadership starts this many milliseconds later. Absent: none. */
+  lockDelayMs?: number
 }
 
 export interface CheckOptions {

@@ -1020,6 +1020,17 @@ enum zklock_status zklock_lock_set_max_hold(struct zklock_lock *lock, int64_t ma
 enum zklock_status zklock_lock_set_hold_ceiling(struct zklock_lock *lock, int64_t ceiling_ms);
 
 /**
+ * Chubby's lock-delay on `lock` (`zklock::Lock::lock_delay`): after a holder's node went
+ * without a clean release (its session expired, it was broken), the next acquire through this
+ * handle that waited behind it returns its lease only `lock_delay_ms` later; a clean release
+ * (of a holder that set the same delay) hands over at once. -1 removes it (the default: none);
+ * 0 and any other negative are `ZKLOCK_INVALID_ARGUMENT`, as is a read/write side or a
+ * multi-lock (a semaphore takes it per lease). Set it before acquiring, as
+ * `zklock_lock_set_max_hold`.
+ */
+enum zklock_status zklock_lock_set_lock_delay(struct zklock_lock *lock, int64_t lock_delay_ms);
+
+/**
  * Lists the participants of `lock`'s path (holder first, then the waiters in order; for a
  * semaphore its lease nodes, kind "lease"), each with its node, id, token, library, kind and
  * election style (`zklock_participant`), within `timeout_ms` (`zklock_acquire`'s rule: -1 no
@@ -1134,6 +1145,22 @@ enum zklock_status zklock_semaphore_mutex_new(struct zklock_client *client,
  * `zklock_lease_on_revoke` (zklock) or a `RevocationListener` (Curator); it is a request.
  */
 enum zklock_status zklock_revoke(struct zklock_client *client, const char *path, const char *node);
+
+/**
+ * Breaks a stuck lock: deletes `node` (one of `path`'s contenders, its name or full path),
+ * checked against the version read just before, so a node changed or re-created meanwhile is
+ * not touched. Blocks until ZooKeeper answered. `reason` (may be NULL) goes to the logs. When
+ * `out` is not NULL, `*out` gets the contender broken as a list of one participant (free it
+ * with `zklock_participants_free`). `ZKLOCK_NOT_HELD` when the node is not among the
+ * contenders (or went away first), `ZKLOCK_PERMISSION` when the ACL refuses,
+ * `ZKLOCK_INVALID_ARGUMENT` for an empty node. A zklock holder's lease turns lost with the
+ * reason `broken`.
+ */
+enum zklock_status zklock_break_lock(struct zklock_client *client,
+                                     const char *path,
+                                     const char *node,
+                                     const char *reason,
+                                     struct zklock_participants **out);
 
 #ifdef __cplusplus
 } /* extern "C" */

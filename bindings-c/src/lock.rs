@@ -333,6 +333,41 @@ pub unsafe extern "C" fn zklock_lock_set_hold_ceiling(
     })
 }
 
+/// Chubby's lock-delay on `lock` (`zklock::Lock::lock_delay`): after a holder's node went
+/// without a clean release (its session expired, it was broken), the next acquire through this
+/// handle that waited behind it returns its lease only `lock_delay_ms` later; a clean release
+/// (of a holder that set the same delay) hands over at once. -1 removes it (the default: none);
+/// 0 and any other negative are `ZKLOCK_INVALID_ARGUMENT`, as is a read/write side or a
+/// multi-lock (a semaphore takes it per lease). Set it before acquiring, as
+/// `zklock_lock_set_max_hold`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_set_lock_delay(
+    lock: *mut zklock_lock,
+    lock_delay_ms: i64,
+) -> zklock_status {
+    guard(|| {
+        let this = lock_ref(lock)?;
+        let delay = zklock::support::lock_delay_from_millis_i64(lock_delay_ms)?;
+        let mut slot = this.shape.lock().unwrap_or_else(|e| e.into_inner());
+        let path = match &**slot {
+            Shape::Lock(l) => l.path().to_owned(),
+            Shape::Side(..) | Shape::Multi(..) => {
+                return Err(Failure::invalid(
+                    "a lock-delay is set on a mutex or a semaphore (not on a read/write side or a multi-lock)",
+                ))
+            }
+        };
+        let Some(Shape::Lock(l)) = Arc::get_mut(&mut slot) else {
+            return Err(Failure::invalid(format!(
+                "an acquire of {path} through this handle is running; set the lock-delay before acquiring"
+            )));
+        };
+        // Refused, the core leaves the value as it was.
+        l.set_lock_delay(delay)?;
+        Ok(())
+    })
+}
+
 /// Lists the participants of `lock`'s path (holder first, then the waiters in order; for a
 /// semaphore its lease nodes, kind "lease"), each with its node, id, token, library, kind and
 /// election style (`zklock_participant`), within `timeout_ms` (`zklock_acquire`'s rule: -1 no

@@ -1,5 +1,6 @@
 //! Semaphores (Curator's `InterProcessSemaphoreV2` layout) as `zklock_lock` handles, and
-//! revocation requests. The core decides everything; this only converts C values.
+//! revocation requests, and breaking a stuck lock. The core decides everything; this only
+//! converts C values.
 
 use std::ffi::c_char;
 use std::mem::size_of;
@@ -7,6 +8,7 @@ use std::mem::size_of;
 use crate::client::{check_size, client_ref, zklock_client};
 use crate::error::{guard, guard_value, zklock_status, Failure};
 use crate::lock::{boxed, zklock_lock, Shape};
+use crate::participants::zklock_participants;
 use crate::str_arg;
 
 /// Options of `zklock_semaphore_new` and `zklock_semaphore_mutex_new`. Set `size` to
@@ -123,6 +125,39 @@ pub unsafe extern "C" fn zklock_revoke(
             Some(str_arg(node, "node")?)
         };
         client.client.blocking_revoke(path, node)?;
+        Ok(())
+    })
+}
+
+/// Breaks a stuck lock: deletes `node` (one of `path`'s contenders, its name or full path),
+/// checked against the version read just before, so a node changed or re-created meanwhile is
+/// not touched. Blocks until ZooKeeper answered. `reason` (may be NULL) goes to the logs. When
+/// `out` is not NULL, `*out` gets the contender broken as a list of one participant (free it
+/// with `zklock_participants_free`). `ZKLOCK_NOT_HELD` when the node is not among the
+/// contenders (or went away first), `ZKLOCK_PERMISSION` when the ACL refuses,
+/// `ZKLOCK_INVALID_ARGUMENT` for an empty node. A zklock holder's lease turns lost with the
+/// reason `broken`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_break_lock(
+    client: *mut zklock_client,
+    path: *const c_char,
+    node: *const c_char,
+    reason: *const c_char,
+    out: *mut *mut zklock_participants,
+) -> zklock_status {
+    guard(|| {
+        let client = client_ref(client)?;
+        let path = str_arg(path, "path")?;
+        let node = str_arg(node, "node")?;
+        let reason = if reason.is_null() {
+            None
+        } else {
+            Some(str_arg(reason, "reason")?)
+        };
+        let broken = client.client.blocking_break_lock(path, node, reason)?;
+        if !out.is_null() {
+            out.write(zklock_participants::boxed(vec![broken]));
+        }
         Ok(())
     })
 }

@@ -913,6 +913,7 @@ static void op_semaphore(struct outcome *o, const struct bytes *in) {
 }
 
 #include "conformance_lease.h"
+#include "conformance_break.h"
 
 static void scenario(struct outcome *o, const char *name) {
     zklock_lock *l = NULL, *r = NULL, *w = NULL, *other = NULL;
@@ -1430,7 +1431,7 @@ static void scenario(struct outcome *o, const char *name) {
         static char word[64];
         snprintf(word, sizeof word, "%s,%s", first, second);
         o->word = word;
-    } else if (!lease_scenario(o, name)) {
+    } else if (!lease_scenario(o, name) && !break_scenario(o, name)) {
         snprintf(o->problem, sizeof o->problem, "unknown scenario %.60s", name);
     }
 done:
@@ -1513,6 +1514,7 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "election_style") == 0) op_election_style(&o, &in);
         else if (strcmp(op, "election_id") == 0) op_election_id(&o, &in);
         else if (strcmp(op, "max_hold") == 0) op_max_hold(&o, &in);
+        else if (strcmp(op, "lock_delay") == 0) op_lock_delay(&o, &in);
         else if (strcmp(op, "secret") == 0) op_secret(&o, &in);
         else if (strcmp(op, "secret_pem") == 0) op_secret_pem(&o, &in);
         else if (strcmp(op, "sasl") == 0) op_sasl(&o, &in);

@@ -212,6 +212,8 @@ class Client extends EventEmitter {
   /**
    * An exclusive lock on `path`; re-entrant per Mutex object unless `{ reentrant: false }`.
    * `maxHoldMs`: every lease ends (lost, reason 'max-hold', node deleted) after that long.
+   * `lockDelayMs` (Chubby's lock-delay): after a holder's node went without a clean release
+   * (session expiry, a break), the next holder's lease is held only that long after.
    */
   mutex(path, options) {
     checkString(path, 'path')
@@ -221,7 +223,10 @@ class Client extends EventEmitter {
     }
     const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
     const holdCeilingMs = checkMillis(o.holdCeilingMs, 'holdCeilingMs')
-    const nativeLock = call(() => this.#native.mutex(path, o.reentrant !== false, maxHoldMs, holdCeilingMs))
+    const lockDelayMs = checkMillis(o.lockDelayMs, 'lockDelayMs')
+    const nativeLock = call(() =>
+      this.#native.mutex(path, o.reentrant !== false, maxHoldMs, holdCeilingMs, lockDelayMs),
+    )
     return new Mutex(kInternal, nativeLock, this.#leases)
   }
 
@@ -234,8 +239,10 @@ class Client extends EventEmitter {
     if (typeof maxLeases !== 'number') {
       throw invalid(`maxLeases must be a number, got ${describe(maxLeases)}`)
     }
-    const maxHoldMs = checkMillis(checkOptions(options, 'semaphore options').maxHoldMs, 'maxHoldMs')
-    const nativeLock = call(() => this.#native.semaphore(path, maxLeases, maxHoldMs))
+    const o = checkOptions(options, 'semaphore options')
+    const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
+    const lockDelayMs = checkMillis(o.lockDelayMs, 'lockDelayMs')
+    const nativeLock = call(() => this.#native.semaphore(path, maxLeases, maxHoldMs, lockDelayMs))
     return new Semaphore(kInternal, nativeLock, this.#leases, maxLeases)
   }
 
@@ -279,6 +286,28 @@ class Client extends EventEmitter {
   }
 
   /**
+   * Breaks a stuck lock: deletes `node` (a node's name, as `participants()` shows it, or its
+   * full path), checked against the version read just before, so a node changed or re-created
+   * meanwhile is not touched. Resolves with the Participant broken (identity, token). Rejects
+   * with ZKLOCK_NOT_HELD when the node is not among the contenders (or went away first),
+   * ZKLOCK_PERMISSION when the ACL refuses, ZKLOCK_INVALID_ARGUMENT for an empty node.
+   * `options.reason` goes to the logs. A zklock holder's lease turns lost (reason 'broken').
+   */
+  async breakLock(path, node, options) {
+    checkString(path, 'path')
+    checkString(node, 'node')
+    const o = checkOptions(options, 'breakLock options')
+    const reason = o.reason === undefined || o.reason === null ? undefined : checkString(o.reason, 'reason')
+    try {
+      const p = await this.#native.breakLock(path, node, reason)
+      p.maxLeases ??= null
+      return p
+    } catch (e) {
+      throw translate(e)
+    }
+  }
+
+  /**
    * A participant in the leader election on `path`. Options: `style` ('latch', the default:
    * Curator's LeaderLatch; 'selector': Curator's LeaderSelector; 'kazoo': kazoo's Election),
    * `id` (the participant id, its node's data; default: the client's identity), `maxHoldMs`
@@ -290,7 +319,8 @@ class Client extends EventEmitter {
     const style = o.style === undefined || o.style === null ? undefined : checkString(o.style, 'style')
     const id = o.id === undefined || o.id === null ? undefined : checkString(o.id, 'id')
     const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
-    const nativeElection = call(() => this.#native.election(path, style, id, maxHoldMs))
+    const lockDelayMs = checkMillis(o.lockDelayMs, 'lockDelayMs')
+    const nativeElection = call(() => this.#native.election(path, style, id, maxHoldMs, lockDelayMs))
     return new Election(kInternal, nativeElection, this.#leases)
   }
 

@@ -163,6 +163,7 @@ impl NativeClient {
         reentrant: bool,
         max_hold_ms: Option<f64>,
         hold_ceiling_ms: Option<f64>,
+        lock_delay_ms: Option<f64>,
     ) -> napi::Result<NativeLock, Code> {
         let lock = self
             .inner
@@ -175,6 +176,9 @@ impl NativeClient {
             .transpose()
             .map_err(js_err)?;
         let lock = lock.hold_ceiling(ceiling).map_err(js_err)?;
+        let lock = zklock::support::lock_delay_from_millis(lock_delay_ms)
+            .and_then(|delay| lock.lock_delay(delay))
+            .map_err(js_err)?;
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 
@@ -186,10 +190,14 @@ impl NativeClient {
         path: String,
         max_leases: f64,
         max_hold_ms: Option<f64>,
+        lock_delay_ms: Option<f64>,
     ) -> napi::Result<NativeLock, Code> {
         let n = max_leases_of(&path, max_leases).map_err(js_err)?;
         let lock = self.inner.semaphore(&path, n).map_err(js_err)?;
         let lock = with_max_hold(lock, max_hold_ms).map_err(js_err)?;
+        let lock = zklock::support::lock_delay_from_millis(lock_delay_ms)
+            .and_then(|delay| lock.lock_delay(delay))
+            .map_err(js_err)?;
         Ok(self.lock(Target::Lock(Arc::new(lock)), path))
     }
 
@@ -230,10 +238,28 @@ impl NativeClient {
         Ok(Settled(self.inner.revoke(&path, node.as_deref()).await))
     }
 
+    /// Breaks a stuck lock: deletes `node` (one of `path`'s contenders), checked against the
+    /// version just read ([`zklock::Client::break_lock`]). Resolves with the contender broken.
+    #[napi]
+    pub async fn break_lock(
+        &self,
+        path: String,
+        node: String,
+        reason: Option<String>,
+    ) -> napi::Result<Settled<crate::lock::NativeParticipant>> {
+        let broken = self
+            .inner
+            .break_lock(&path, &node, reason.as_deref())
+            .await
+            .map(crate::lock::NativeParticipant::from);
+        Ok(Settled(broken))
+    }
+
     /// A participant in the leader election on `path`: `style` is the core's
     /// [`zklock::ElectionStyle`] name (absent: the core's default, `latch`), `id` the
     /// participant id (absent: the client's identity), `maxHoldMs` the longest a leadership
-    /// lasts ([`zklock::Election::max_hold`]).
+    /// lasts ([`zklock::Election::max_hold`]), `lockDelayMs` Chubby's lock-delay
+    /// ([`zklock::Election::lock_delay`]).
     #[napi(catch_unwind)]
     pub fn election(
         &self,
@@ -241,6 +267,7 @@ impl NativeClient {
         style: Option<String>,
         id: Option<String>,
         max_hold_ms: Option<f64>,
+        lock_delay_ms: Option<f64>,
     ) -> napi::Result<NativeElection, Code> {
         let style = match style {
             Some(name) => name.parse::<zklock::ElectionStyle>().map_err(js_err)?,
@@ -252,6 +279,10 @@ impl NativeClient {
             .map_err(js_err)?;
         let election = zklock::support::max_hold_from_millis(max_hold_ms)
             .and_then(|limit| election.max_hold(limit))
+            .and_then(|e| {
+                zklock::support::lock_delay_from_millis(lock_delay_ms)
+                    .and_then(|delay| e.lock_delay(delay))
+            })
             .map_err(js_err)?;
         Ok(NativeElection {
             inner: Arc::new(election),

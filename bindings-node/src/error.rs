@@ -56,6 +56,9 @@ fn node_spelling(e: zklock::Error) -> zklock::Error {
         if name == "max_hold" {
             return "maxHoldMs".to_owned();
         }
+        if name == "lock_delay" {
+            return "lockDelayMs".to_owned();
+        }
         let mut out = String::with_capacity(name.len());
         let mut upper = false;
         for c in name.chars() {

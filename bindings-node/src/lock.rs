@@ -56,6 +56,20 @@ pub struct NativeParticipant {
     pub max_leases: Option<u32>,
 }
 
+impl From<zklock::Participant> for NativeParticipant {
+    fn from(p: zklock::Participant) -> Self {
+        NativeParticipant {
+            node: p.node,
+            identity: p.identity,
+            token: BigInt::from(p.token),
+            library: p.library.as_str().to_owned(),
+            kind: p.kind.as_str().to_owned(),
+            session_id: BigInt::from(p.session_id),
+            max_leases: p.max_leases,
+        }
+    }
+}
+
 #[napi]
 impl NativeLock {
     #[napi(getter)]
@@ -137,15 +151,7 @@ impl NativeLock {
             };
             Ok(participants
                 .into_iter()
-                .map(|p| NativeParticipant {
-                    node: p.node,
-                    identity: p.identity,
-                    token: BigInt::from(p.token),
-                    library: p.library.as_str().to_owned(),
-                    kind: p.kind.as_str().to_owned(),
-                    session_id: BigInt::from(p.session_id),
-                    max_leases: p.max_leases,
-                })
+                .map(NativeParticipant::from)
                 .collect())
         }
         .await;

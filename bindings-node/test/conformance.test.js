@@ -43,6 +43,7 @@ const path = require('node:path')
 const { useZooKeeper, repo } = require('./harness.js')
 const { Client, isZkLockError } = require('../index.js')
 const { leaseScenarios } = require('./conformance-lease.js')
+const { breakScenarios } = require('./conformance-break.js')
 
 const CASES_FILE = path.join(repo, 'tests', 'conformance', 'cases.txt')
 const MAX_MESSAGE = 300
@@ -444,6 +445,16 @@ const ops = {
     })
   },
 
+  async lock_delay(input, c) {
+    return outcome(async () => {
+      const lock = a.mutex(lockPath(c), { lockDelayMs: seconds(input) * 1000 })
+      const lease = await lock.tryAcquire()
+      if (lease === null) return 'not-acquired'
+      await lease.release()
+      return 'ok'
+    })
+  },
+
   async max_hold(input, c) {
     return outcome(async () => {
       const lock = a.mutex(lockPath(c), { maxHoldMs: seconds(input) * 1000 })
@@ -469,7 +480,7 @@ const ops = {
   },
 
   async scenario(input, c) {
-    const run = scenarios[input] || lease[input]
+    const run = scenarios[input] || lease[input] || breaks[input]
     if (!run) throw new Error(`unknown scenario ${JSON.stringify(input)} (case ${c.id})`)
     return run(lockPath(c))
   },
@@ -477,6 +488,8 @@ const ops = {
 
 /** Issue 33's scenarios (conformance-lease.js), with this runner's helpers. */
 const lease = leaseScenarios({ client: () => a, outcome, ownClient, kindOf })
+/** Issue 37's scenarios (conformance-break.js). */
+const breaks = breakScenarios({ client: () => a, outcome, ownClient })
 
 /** A client of its own, for the scenarios that close it. */
 async function ownClient(fn, options) {

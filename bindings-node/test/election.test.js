@@ -380,3 +380,19 @@ test('bad input throws ZKLOCK_INVALID_ARGUMENT', async () => {
   await assert.rejects(e.resign(lead, { requeue: /** @type {any} */ ('yes') }), { code: ErrorCode.INVALID_ARGUMENT })
   await e.resign(lead)
 })
+
+test('lockDelayMs: a clean resign hands over at once; zero is refused', async () => {
+  const p = uniquePath('lock-delay')
+  assert.throws(() => a.election(p, { lockDelayMs: 0 }), (e) => e.code === ErrorCode.INVALID_ARGUMENT && /lockDelayMs/.test(e.message))
+  const ea = a.election(p, { id: 'a', lockDelayMs: 5000 })
+  const eb = b.election(p, { id: 'b', lockDelayMs: 5000 })
+  const lead = await ea.lead()
+  const waiting = eb.lead()
+  await participantsOf(ea, 2)
+  const resigned = Date.now()
+  await ea.resign(lead)
+  const next = await waiting
+  const after = Date.now() - resigned
+  assert.ok(after < 2500, `a clean resign hands over at once, not after the 5 s delay (${after} ms)`)
+  await eb.resign(next)
+})

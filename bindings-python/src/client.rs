@@ -139,8 +139,10 @@ impl PyClient {
     }
 
     /// A mutex on `path`; `max_hold` (seconds, None: no limit) ends every lease of it after
-    /// that long (lost, reason `max-hold`).
-    #[pyo3(signature = (path, reentrant=true, max_hold=None, hold_ceiling=None))]
+    /// that long (lost, reason `max-hold`); `hold_ceiling` (seconds, None: none) bounds its
+    /// extensions; `lock_delay` (seconds, None: none) is Chubby's lock-delay
+    /// ([`zklock::Lock::lock_delay`]).
+    #[pyo3(signature = (path, reentrant=true, max_hold=None, hold_ceiling=None, lock_delay=None))]
     fn mutex(
         &self,
         py: Python<'_>,
@@ -148,6 +150,7 @@ impl PyClient {
         reentrant: bool,
         max_hold: Option<f64>,
         hold_ceiling: Option<f64>,
+        lock_delay: Option<f64>,
     ) -> PyResult<NativeLock> {
         let lock = self.client.mutex(path).py(py)?;
         let lock = with_max_hold(py, lock.reentrant(reentrant), max_hold)?;
@@ -156,12 +159,15 @@ impl PyClient {
             .transpose()
             .py(py)?;
         let lock = lock.hold_ceiling(ceiling).py(py)?;
+        let lock = zklock::support::lock_delay_from_secs(lock_delay)
+            .and_then(|delay| lock.lock_delay(delay))
+            .py(py)?;
         Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
     }
 
     /// An election on `path`: `style` by the core's names ('selector', 'latch', 'kazoo'), `id`
     /// the participant id (None: the client's identity), `max_hold` seconds (None: no limit).
-    #[pyo3(signature = (path, style=None, id=None, max_hold=None))]
+    #[pyo3(signature = (path, style=None, id=None, max_hold=None, lock_delay=None))]
     fn election(
         &self,
         py: Python<'_>,
@@ -169,11 +175,15 @@ impl PyClient {
         style: Option<&str>,
         id: Option<&str>,
         max_hold: Option<f64>,
+        lock_delay: Option<f64>,
     ) -> PyResult<NativeElection> {
         let style = style_of(py, style)?;
         let election = self.client.election(path, style, id).py(py)?;
         let election = zklock::support::max_hold_from_secs(max_hold)
             .and_then(|limit| election.max_hold(limit))
+            .py(py)?;
+        let election = zklock::support::lock_delay_from_secs(lock_delay)
+            .and_then(|delay| election.lock_delay(delay))
             .py(py)?;
         Ok(NativeElection::new(election))
     }
@@ -208,17 +218,21 @@ impl PyClient {
 
     /// A semaphore of `max_leases` leases on `path` (Curator's `InterProcessSemaphoreV2`
     /// layout); never re-entrant. Any Python int is taken: the core judges N.
-    #[pyo3(signature = (path, max_leases, max_hold=None))]
+    #[pyo3(signature = (path, max_leases, max_hold=None, lock_delay=None))]
     fn semaphore(
         &self,
         py: Python<'_>,
         path: &str,
         max_leases: &Bound<'_, PyAny>,
         max_hold: Option<f64>,
+        lock_delay: Option<f64>,
     ) -> PyResult<NativeLock> {
         let n = max_leases_of(path, max_leases).py(py)?;
         let lock = self.client.semaphore(path, n).py(py)?;
         let lock = with_max_hold(py, lock, max_hold)?;
+        let lock = zklock::support::lock_delay_from_secs(lock_delay)
+            .and_then(|delay| lock.lock_delay(delay))
+            .py(py)?;
         Ok(NativeLock::new(Inner::Single(Arc::new(lock))))
     }
 
@@ -244,6 +258,24 @@ impl PyClient {
             py,
             async move { client.revoke(&path, node.as_deref()).await },
         )
+    }
+
+    /// Breaks a stuck lock: deletes `node` (one of `path`'s contenders), checked against the
+    /// version just read; returns the contender broken as a `Participant` tuple. `reason` goes
+    /// to the logs.
+    #[pyo3(signature = (path, node, reason=None))]
+    fn break_lock(
+        &self,
+        py: Python<'_>,
+        path: String,
+        node: String,
+        reason: Option<String>,
+    ) -> PyResult<crate::lock::ParticipantTuple> {
+        let client = self.client.clone();
+        let broken = wait(py, async move {
+            client.break_lock(&path, &node, reason.as_deref()).await
+        })?;
+        Ok(crate::lock::participant_tuple(broken))
     }
 
     /// A shared counter on `path`: `width` `'int32'` (Curator's SharedCount) or `'int64'`

@@ -549,22 +549,22 @@ impl NativeLock {
                 ))
             }
         };
-        Ok(list
-            .into_iter()
-            .map(|p| {
-                let library = p.library.as_str().to_owned();
-                (
-                    p.node,
-                    p.identity,
-                    p.token,
-                    library,
-                    p.kind.as_str().to_owned(),
-                    p.session_id,
-                    p.max_leases,
-                )
-            })
-            .collect())
+        Ok(list.into_iter().map(participant_tuple).collect())
     }
 }
 
 pub(crate) type ParticipantTuple = (String, String, i64, String, String, i64, Option<u32>);
+
+/// A lock's participant as the package's `Participant` named tuple takes it.
+pub(crate) fn participant_tuple(p: zklock::Participant) -> ParticipantTuple {
+    let library = p.library.as_str().to_owned();
+    (
+        p.node,
+        p.identity,
+        p.token,
+        library,
+        p.kind.as_str().to_owned(),
+        p.session_id,
+        p.max_leases,
+    )
+}

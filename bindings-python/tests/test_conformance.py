@@ -60,6 +60,7 @@ import pytest
 
 import zklock
 from conftest import CONFORMANCE
+from conformance_break import BREAK_SCENARIOS, op_lock_delay
 from conformance_lease import LEASE_SCENARIOS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -915,6 +916,7 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "check-token": sc_check_token,
     "valid-until": sc_valid_until,
     **LEASE_SCENARIOS,
+    **BREAK_SCENARIOS,
 }
 
 
@@ -947,6 +949,7 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "election_style": op_election_style,
     "election_id": op_election_id,
     "max_hold": op_max_hold,
+    "lock_delay": op_lock_delay,
     "scenario": op_scenario,
 }
 

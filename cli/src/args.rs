@@ -146,6 +146,7 @@ pub fn refuse_unused(cli: &Cli) -> Result<(), Failure> {
         Command::Ls { .. } => ("ls", true, false),
         Command::Check { .. } => ("check", true, false),
         Command::Revoke { .. } => ("revoke", true, false),
+        Command::Break { .. } => ("break", true, false),
         Command::Server { .. } => ("server", false, false),
         Command::CheckLog { .. } => ("check-log", false, false),
     };
@@ -224,6 +225,11 @@ pub enum Command {
         /// With --read or --write it bounds the side taken; with -n, the lease.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         max_hold: Option<Duration>,
+        /// Chubby's lock-delay (a mutex or -n): when the holder before us went without a clean
+        /// release (its session expired, it was broken), run the command only this long after.
+        /// A clean release by a holder with the same --lock-delay hands over at once.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        lock_delay: Option<Duration>,
         #[command(flatten)]
         connection: Connection,
         #[command(flatten)]
@@ -326,6 +332,25 @@ pub enum Command {
         path: String,
         /// One node to ask (its name, as `zklock ls` shows it, or its full path).
         node: Option<String>,
+        #[command(flatten)]
+        connection: Connection,
+    },
+    /// Break a stuck lock: delete one holder's node (checked against the version just read, so
+    /// a node changed meanwhile is not touched). Shows the holder (node, token, identity,
+    /// session, age) and refuses unless NODE is named or --holder confirms the one holder
+    /// shown (status 64). Prints the broken token; a zklock holder's lease turns lost with
+    /// reason `broken` and its `zklock exec` command gets SIGTERM (status 76).
+    Break {
+        /// The lock path, e.g. /locks/nightly
+        path: String,
+        /// The node to delete (its name, as `zklock ls` shows it, or its full path).
+        node: Option<String>,
+        /// Break the current holder without naming its node (one holder only).
+        #[arg(long)]
+        holder: bool,
+        /// Why: logged on stderr and in the core's logs.
+        #[arg(long, value_name = "TEXT", required = true)]
+        reason: String,
         #[command(flatten)]
         connection: Connection,
     },

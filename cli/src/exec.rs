@@ -27,6 +27,8 @@ pub struct Args<'a> {
     pub stats: bool,
     /// `--max-hold`: the core ends the lease after this long (lost, reason max-hold).
     pub max_hold: Option<Duration>,
+    /// `--lock-delay`: Chubby's lock-delay on the mutex (`Lock::lock_delay`).
+    pub lock_delay: Option<Duration>,
     pub command: &'a [OsString],
 }
 
@@ -64,14 +66,26 @@ pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     let (mutex, rw);
     let lock: &Lock = match args.side {
         Side::Mutex => {
-            mutex = client.mutex(path)?.max_hold(args.max_hold)?;
+            mutex = client
+                .mutex(path)?
+                .max_hold(args.max_hold)?
+                .lock_delay(args.lock_delay)?;
             &mutex
         }
         Side::Semaphore(n) => {
-            mutex = client.semaphore(path, n)?.max_hold(args.max_hold)?;
+            mutex = client
+                .semaphore(path, n)?
+                .max_hold(args.max_hold)?
+                .lock_delay(args.lock_delay)?;
             &mutex
         }
         Side::Read | Side::Write => {
+            if args.lock_delay.is_some() {
+                return Err(Failure::new(
+                    crate::status::USAGE,
+                    "--lock-delay applies to a mutex, not to --read or --write",
+                ));
+            }
             rw = client.rw_lock(path)?.max_hold(args.max_hold)?;
             if args.side == Side::Read {
                 rw.read()

@@ -11,6 +11,7 @@ use std::ffi::OsString;
 use clap::Parser;
 
 mod args;
+mod breaking;
 mod check;
 mod child;
 mod elect;
@@ -125,7 +126,8 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         | Command::Elect { .. }
         | Command::Check { .. }
         | Command::Ls { .. }
-        | Command::Revoke { .. } => {
+        | Command::Revoke { .. }
+        | Command::Break { .. } => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -140,6 +142,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         try_lock,
                         kill_after,
                         max_hold,
+                        lock_delay,
                         stats,
                         connection,
                         holding,
@@ -162,6 +165,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                                 kill_after: *kill_after,
                                 stats: *stats,
                                 max_hold: *max_hold,
+                                lock_delay: *lock_delay,
                                 command,
                             },
                         )
@@ -247,6 +251,22 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                             &Settings::new(&cli, connection, None),
                             path,
                             node.as_deref(),
+                        )
+                        .await
+                    }
+                    Command::Break {
+                        path,
+                        node,
+                        holder,
+                        reason,
+                        connection,
+                    } => {
+                        breaking::run(
+                            &Settings::new(&cli, connection, None),
+                            path,
+                            node.as_deref(),
+                            *holder,
+                            reason,
                         )
                         .await
                     }

@@ -25,7 +25,7 @@ pub const NOT_FOUND: i32 = 127;
 /// `zklock server status`: no local server runs (Linux only, server.rs).
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub const NOT_RUNNING: i32 = 3;
-/// `zklock revoke`: nobody holds the path, or the named node is gone.
+/// `zklock revoke` and `zklock break`: nobody holds the path, or the named node is gone.
 pub const NOBODY: i32 = 3;
 /// A mutual-exclusion violation found by check-log.
 pub const VIOLATION: i32 = 1;
@@ -50,7 +50,8 @@ Exit status:
     126  the command could not be executed
     127  the command was not found
     130  (143, 129) SIGINT (SIGTERM, SIGHUP) while waiting for the lock; no node is left behind
-  server status: 0 running, 3 not running. revoke: 3 nobody holds the path (or NODE is gone).
+  server status: 0 running, 3 not running. revoke, break: 3 nobody holds the path (or NODE is
+  gone). break: 64 without NODE or --holder (the holders are shown).
   check: 0 the token is a current holder's or leader's, 1 it is not.
 
 Environment:
@@ -64,6 +65,7 @@ Examples:
   zklock exec /locks/nightly -- ./job.sh
   zklock exec -n 4 /locks/encoders -- ./encode.sh
   zklock revoke /locks/nightly
+  zklock break --holder --reason \"job hung since 02:00\" /locks/nightly
   zklock elect --id \"$(hostname)\" --requeue /elections/scheduler -- ./scheduler
   zklock elect --listen /elections/scheduler
   zklock check /locks/nightly \"$ZKLOCK_TOKEN\"

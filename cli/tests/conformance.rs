@@ -214,6 +214,19 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
             }
         }
         "max_hold" => max_hold(&input, lock_path),
+        "lock_delay" => {
+            let delay = format!("{input}s");
+            let out = run(zk(&[
+                "exec",
+                "--lock-delay",
+                &delay,
+                "--try",
+                lock_path,
+                "--",
+                "true",
+            ]));
+            outcome_of(&out, "ok", "not-acquired")
+        }
         "scenario" if input.starts_with("election-") => election(&input, servers, lock_path),
         "scenario" if input == "kind-latch" || input == "library-kazoo-style" => {
             let (style, field) = if input == "kind-latch" {
@@ -260,6 +273,33 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
                 (Err(out), _) | (_, Err(out)) => outcome_of(out, "ok", "Timeout"),
             }
         }
+        "scenario" if input == "break-without-node" || input == "break-missing-node" => {
+            // The holder is a client of this process; `zklock break` names no node (64) or a
+            // node no contender has (3). Its stderr shows the holder first: the status decides.
+            let client = zklock::Client::blocking_connect(servers, zklock::Options::default())
+                .expect("the holder connects");
+            let lease = client
+                .mutex(lock_path)
+                .and_then(|m| m.blocking_acquire_timeout(Duration::from_secs(10)))
+                .expect("the holder acquires");
+            let mut args = vec!["break", "--reason", "conformance", lock_path];
+            if input == "break-missing-node" {
+                args.push("_c_00000000-0000-0000-0000-000000000000-lock-0000009999");
+            }
+            let out = run(zk(&args));
+            let held = lease.state() == zklock::LeaseState::Held;
+            lease.blocking_release().expect("the holder releases");
+            client.blocking_close();
+            match out.status.code() {
+                _ if !held => Outcome::Is("holder-lost".into()),
+                Some(64) => Outcome::Is("InvalidArgument".into()),
+                Some(3) => Outcome::Is("NotHeld".into()),
+                other => Outcome::Broken(format!("exit status {other:?}: {:.300}", stderr(&out))),
+            }
+        }
+        "scenario" if input == "break-holder" => Outcome::NotApplicable(
+            "the broken holder is a `zklock exec` (cli/tests/breaking.rs: SIGTERM, status 76)",
+        ),
         "scenario" if input == "valid-until" => Outcome::NotApplicable(
             "a lease's valid_until has no command-line form (the command sees its token, not the lease)",
         ),

@@ -156,6 +156,43 @@ impl Client {
         })
     }
 
+    /// Breaks a stuck lock: deletes `node` (its name or full path, one of `path`'s
+    /// contenders, as [`Lock::participants`] lists them), checked against the version read
+    /// just before, so a node changed or re-created meanwhile is not touched. Returns the
+    /// contender broken (identity, token, age). `NotHeld` when the node is not there (or went
+    /// away first), `Permission` when the ACL refuses, `InvalidArgument` for an empty node.
+    /// `reason` goes to the logs. A zklock holder's lease turns lost with reason `broken`; the
+    /// next waiter acquires with a larger token.
+    pub async fn break_lock(
+        &self,
+        path: &str,
+        node: &str,
+        reason: Option<&str>,
+    ) -> Result<crate::Participant> {
+        self.inner.check_usable()?;
+        let inner = self.inner.clone();
+        let (path, node, reason) = (path.to_owned(), node.to_owned(), reason.map(str::to_owned));
+        on_runtime(async move {
+            crate::recipes::breaking::break_lock(&inner, &path, &node, reason.as_deref()).await
+        })
+        .await
+    }
+
+    /// Blocking twin of [`Client::break_lock`].
+    pub fn blocking_break_lock(
+        &self,
+        path: &str,
+        node: &str,
+        reason: Option<&str>,
+    ) -> Result<crate::Participant> {
+        self.inner.check_usable()?;
+        let inner = self.inner.clone();
+        let (path, node, reason) = (path.to_owned(), node.to_owned(), reason.map(str::to_owned));
+        runtime::block_on(async move {
+            crate::recipes::breaking::break_lock(&inner, &path, &node, reason.as_deref()).await
+        })
+    }
+
     /// This client's id: unique in the process and never reused, and carried by every log record
     /// about the client ([`crate::support::LogRecord`]'s `client`), so that a face whose
     /// clients belong to different owners (Node's worker threads) gives each its own records.

@@ -25,7 +25,7 @@
 // sessions/   one ZooKeeper session, the connection that replaces it, lifeline, farewell
 // engine/     node operations and the acquire engine (Curator's LockInternals)
 // leases/     what an acquire returns: lease, node, parts, guarded writes, the acquire handle
-// recipes/    mutex, semaphore, rwlock, multi, election, revoke
+// recipes/    mutex, semaphore, rwlock, multi, election, revoke, breaking
 // client.rs   the entry point; this file re-exports the public API
 mod base;
 
@@ -52,7 +52,7 @@ pub use client::Client;
 pub use leases::acquire::Acquire;
 pub use leases::guarded::{Guarded, Write, Written};
 pub use leases::lease::Lease;
-pub use leases::node::MAX_HOLD;
+pub use leases::node::{BROKEN, MAX_HOLD};
 pub use ops::runtime::CallbackQueue;
 pub use ops::stats::{Percentiles, Stats};
 pub use recipes::conflict::CONFLICT;
@@ -73,7 +73,8 @@ pub use recipes::semaphore::{invalid_max_leases, MAX_LEASES};
 pub mod support {
     pub use crate::base::options::{
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
-        duration_from_secs_f64, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
+        duration_from_secs_f64, lock_delay_from_millis, lock_delay_from_millis_i64,
+        lock_delay_from_secs, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
     };
     pub use crate::base::protocol::validate_path;
     pub use crate::base::secure::looks_like_key_material;

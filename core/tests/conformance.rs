@@ -7,6 +7,7 @@
 //! `conformance rust: N passed, N failed` (and `n/a` cases named apart); non-zero exit on any
 //! failure.
 
+mod break_cases;
 mod common;
 mod lease_cases;
 
@@ -228,6 +229,29 @@ impl Runner {
                         lease.release().await.unwrap();
                         outcome
                     }
+                }
+            }
+            "lock_delay" => {
+                let delay =
+                    match zklock::support::duration_from_secs_f64(seconds(input), "lock_delay") {
+                        Ok(delay) => delay,
+                        Err(e) => return error_word(&e),
+                    };
+                match self
+                    .client
+                    .mutex(&self.case_path)
+                    .unwrap()
+                    .lock_delay(Some(delay))
+                {
+                    Err(e) => error_word(&e),
+                    Ok(lock) => match lock.try_acquire().await {
+                        Ok(Some(lease)) => {
+                            lease.release().await.unwrap();
+                            word("ok")
+                        }
+                        Ok(None) => word("not-acquired"),
+                        Err(e) => error_word(&e),
+                    },
                 }
             }
             "scenario" => self.scenario(input).await,
@@ -953,7 +977,10 @@ impl Runner {
             }
             other => match lease_cases::scenario(self, other).await {
                 Some(outcome) => outcome,
-                None => panic!("unknown scenario {other:?}"),
+                None => match break_cases::scenario(self, other).await {
+                    Some(outcome) => outcome,
+                    None => panic!("unknown scenario {other:?}"),
+                },
             },
         }
     }

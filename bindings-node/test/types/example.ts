@@ -72,6 +72,8 @@ export async function main(servers: string): Promise<void> {
   const leases: Participant[] = await jobs.participants()
   for (const p of leases) console.log(p.kind === 'lease', p.maxLeases ?? slots)
   const asked: string[] = await client.revoke('/locks/jobs-pool', { node: 'some-node' })
+  const broken: Participant = await client.breakLock('/locks/jobs-pool', 'some-node', { reason: 'hung' })
+  console.log(broken.token satisfies bigint, broken.identity)
   console.log(asked, client.semaphoreMutex('/locks/one') instanceof Semaphore)
 
   const rw = client.rwLock('/locks/table')

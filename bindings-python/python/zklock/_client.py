@@ -21,7 +21,7 @@ from ._args import (
 )
 from ._election import Election, LeaderWatch
 from ._errors import InvalidArgument, InvalidArgumentType
-from ._lease import Counter
+from ._lease import Counter, Participant
 from ._lock import Lock, MultiLock, RwLock, Semaphore
 from ._logs import install_log_sink as _install_log_sink
 from ._stats import Stats
@@ -208,13 +208,17 @@ class Client:
         *,
         max_hold: Optional[float] = None,
         hold_ceiling: Optional[float] = None,
+        lock_delay: Optional[float] = None,
     ) -> Lock:
         """An exclusive lock on ``path`` (Curator's ``InterProcessMutex``, which it excludes,
         also with ``reentrant=False``; for Curator's ``InterProcessSemaphoreMutex`` use
         :meth:`semaphore_mutex`). ``max_hold`` (seconds, None: no limit) ends every lease of
         it after that long: lost, ``lost_reason`` containing ``max-hold``, node deleted.
         ``lease.extend(seconds)`` moves that end, up to ``hold_ceiling`` seconds after the
-        acquire (None: no ceiling); ``lease.on_expiring(before, callback)`` warns ahead of it."""
+        acquire (None: no ceiling); ``lease.on_expiring(before, callback)`` warns ahead of it.
+        ``lock_delay`` (seconds, None: none; Chubby's lock-delay): after a holder's node went
+        without a clean release (session expiry, a break), the next holder's lease is held
+        only that long after; a clean release hands over at once."""
         path = _check_str(path, "path")
         if not isinstance(reentrant, (bool, int)):
             raise InvalidArgumentType(f"reentrant must be a bool, got {_type_name(reentrant)}")
@@ -223,24 +227,33 @@ class Client:
             bool(reentrant),
             _check_optional_seconds(max_hold, "max_hold"),
             _check_optional_seconds(hold_ceiling, "hold_ceiling"),
+            _check_optional_seconds(lock_delay, "lock_delay"),
         )
         return Lock(self, native, "mutex", bool(reentrant))
 
     mutex = lock
 
     def semaphore(
-        self, path: str, max_leases: int, *, max_hold: Optional[float] = None
+        self,
+        path: str,
+        max_leases: int,
+        *,
+        max_hold: Optional[float] = None,
+        lock_delay: Optional[float] = None,
     ) -> Semaphore:
         """A counting semaphore of ``max_leases`` leases on ``path`` (Curator's
         ``InterProcessSemaphoreV2``; every user of the path must pass the same N).
-        ``max_hold``: as for :meth:`lock`, per lease."""
+        ``max_hold`` and ``lock_delay``: as for :meth:`lock`, per lease."""
         path = _check_str(path, "path")
         if isinstance(max_leases, bool) or not isinstance(max_leases, int):
             raise InvalidArgumentType(
                 f"max_leases must be an int, got {_type_name(max_leases)}"
             )
         native = self._native.semaphore(
-            path, max_leases, _check_optional_seconds(max_hold, "max_hold")
+            path,
+            max_leases,
+            _check_optional_seconds(max_hold, "max_hold"),
+            _check_optional_seconds(lock_delay, "lock_delay"),
         )
         return Semaphore(self, native, max_leases)
 
@@ -261,17 +274,21 @@ class Client:
         style: Optional[str] = None,
         id: Optional[str] = None,
         max_hold: Optional[float] = None,
+        lock_delay: Optional[float] = None,
     ) -> Election:
         """A participant in the leader election on ``path`` (see :class:`Election`): ``style``
         ``'latch'`` (None: the core's default, Curator's ``LeaderLatch``), ``'selector'`` (Curator's
         ``LeaderSelector``) or ``'kazoo'`` (kazoo's ``Election``); ``id`` the participant id
         (default: the client's identity; at most 1024 bytes, no NUL); ``max_hold`` seconds
-        (None: no limit) ends every leadership after that long (lost, reason ``max-hold``)."""
+        (None: no limit) ends every leadership after that long (lost, reason ``max-hold``);
+        ``lock_delay`` seconds (None: none): as for :meth:`lock`, after a leader went without
+        a clean resign."""
         native = self._native.election(
             _check_str(path, "path"),
             _check_optional_str(style, "style"),
             _check_optional_str(id, "id"),
             _check_optional_seconds(max_hold, "max_hold"),
+            _check_optional_seconds(lock_delay, "lock_delay"),
         )
         return Election(self, native)
 
@@ -313,6 +330,22 @@ class Client:
         :attr:`Lease.revoke_requested` / :meth:`Lease.on_revoke` (zklock) or a
         ``RevocationListener`` (Curator); it is a request, the holder decides."""
         return self._native.revoke(_check_str(path, "path"), _check_optional_str(node, "node"))
+
+    def break_lock(self, path: str, node: str, reason: Optional[str] = None) -> Participant:
+        """Breaks a stuck lock: deletes ``node`` (a node's name, as :meth:`Lock.participants`
+        shows it, or its full path), checked against the version read just before, so a node
+        changed or re-created meanwhile is not touched. Returns the :class:`Participant` broken
+        (identity, token). Raises :class:`NotHeld` when the node is not among the contenders
+        (or went away first), :class:`PermissionDenied` when the ACL refuses, and
+        :class:`InvalidArgument` for an empty node. ``reason`` goes to the logs. A zklock
+        holder's lease turns lost with the reason ``broken``; the next waiter acquires with a
+        larger token."""
+        broken = self._native.break_lock(
+            _check_str(path, "path"),
+            _check_str(node, "node"),
+            _check_optional_str(reason, "reason"),
+        )
+        return Participant(*broken)
 
     def rw_lock(self, path: str, *, max_hold: Optional[float] = None) -> RwLock:
         """A read/write lock on ``path``: ``.read`` and ``.write`` are :class:`Lock` objects.

@@ -111,6 +111,7 @@ pub const OPTION_NAMES: &[&str] = &[
     "sasl_password",
     "timeout_ms",
     "max_hold",
+    "lock_delay",
 ];
 
 /// Every failure zklock reports.

@@ -310,6 +310,27 @@ pub fn max_hold_from_millis_i64(ms: i64) -> Result<Option<Duration>> {
     duration_from_millis_i64(ms, "max_hold").map(Some)
 }
 
+/// A face's lock-delay (`lock_delay`) in seconds (Python): absent is none; negative, NaN and
+/// infinite are `InvalidArgument` here, zero where it is set ([`crate::Lock::lock_delay`]).
+pub fn lock_delay_from_secs(secs: Option<f64>) -> Result<Option<Duration>> {
+    secs.map(|s| duration_from_secs_f64(s, "lock_delay"))
+        .transpose()
+}
+
+/// [`lock_delay_from_secs`] for milliseconds given as a number (Node's `lockDelayMs`).
+pub fn lock_delay_from_millis(ms: Option<f64>) -> Result<Option<Duration>> {
+    ms.map(|m| duration_from_millis_f64(m, "lock_delay"))
+        .transpose()
+}
+
+/// [`lock_delay_from_secs`] for C's `int64_t` milliseconds, where -1 is none.
+pub fn lock_delay_from_millis_i64(ms: i64) -> Result<Option<Duration>> {
+    if ms == -1 {
+        return Ok(None);
+    }
+    duration_from_millis_i64(ms, "lock_delay").map(Some)
+}
+
 /// Milliseconds from a foreign face (Node, C) to a duration; negative is `InvalidArgument`.
 pub fn duration_from_millis_i64(ms: i64, what: &str) -> Result<Duration> {
     if ms < 0 {

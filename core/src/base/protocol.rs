@@ -158,6 +158,13 @@ pub(crate) fn jute_bytes(len: usize) -> usize {
     4 + len
 }
 
+/// The data a clean release of a lock with a lock-delay writes on the lock path, in the same
+/// multi as the delete of its node (`name`, the node's name): its successor reads it to skip
+/// the delay. Curator and kazoo never read the lock path's data.
+pub(crate) fn release_marker(name: &str) -> Vec<u8> {
+    format!("zklock-released {name}").into_bytes()
+}
+
 /// A value as an error message shows it: quoted, and cut after 64 characters (a message must
 /// not carry a megabyte of input back to the user).
 pub(crate) fn shown(value: &str) -> String {

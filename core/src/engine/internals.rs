@@ -40,6 +40,9 @@ pub(crate) struct Request<'a> {
     /// Set for an election: its node layout, and the rule that it never leads beside a node
     /// of another layout (`ElectionStyle::is_foreign`).
     pub style: Option<ElectionStyle>,
+    /// Set when the lock has a lock-delay: remember the node we wait on, to tell whether its
+    /// holder released it cleanly (`Queued::released_cleanly`).
+    pub lock_delay: bool,
 }
 
 impl Request<'_> {
@@ -133,6 +136,9 @@ pub(crate) struct Queued {
     relist: bool,
     /// `None` once the lock is ours.
     blocker: Option<Blocker>,
+    /// With a lock-delay: the node that was the only one before us when it went away (the
+    /// holder we followed), once the lock is ours.
+    predecessor: Option<Box<str>>,
 }
 
 /// The node before us that we watch, and how many other nodes before us would still block us
@@ -140,6 +146,21 @@ pub(crate) struct Queued {
 struct Blocker {
     watcher: Option<zk::OneshotWatcher>,
     others_before: usize,
+    /// Its full path, kept only for a lock with a lock-delay.
+    node: Option<Box<str>>,
+}
+
+/// What `watch_blocker` found: the watch, how many others are before us, and the node.
+type Watched = (zk::OneshotWatcher, usize, Box<str>);
+
+impl Blocker {
+    fn of((watcher, others_before, node): Watched, req: &Request<'_>) -> Blocker {
+        Blocker {
+            watcher: Some(watcher),
+            others_before,
+            node: req.lock_delay.then_some(node),
+        }
+    }
 }
 
 /// Step 1, on the runtime: creates our node and finds our place in the queue (one round trip),
@@ -163,10 +184,8 @@ pub(crate) async fn enqueue(session: &Arc<Session>, req: &Request<'_>) -> Result
             cleanup,
             token,
             relist: req.style.is_some(),
-            blocker: blocker.map(|(watcher, others_before)| Blocker {
-                watcher: Some(watcher),
-                others_before,
-            }),
+            blocker: blocker.map(|w| Blocker::of(w, req)),
+            predecessor: None,
         }),
         Err(e) => {
             Box::pin(cleanup.remove_now()).await;
@@ -192,6 +211,7 @@ pub(crate) async fn create_listed(
                 token,
                 relist: false,
                 blocker: None,
+                predecessor: None,
             },
             children,
         )),
@@ -216,9 +236,25 @@ impl Queued {
         }
         let next = self.blocker.as_ref().is_some_and(|b| b.others_before == 0);
         if next {
-            self.blocker = None;
+            self.predecessor = self.blocker.take().and_then(|b| b.node);
         }
         next
+    }
+
+    /// With a lock-delay, once the lock is ours: whether the holder we followed released its
+    /// node cleanly, i.e. the lock path's data is its release marker (written in the same multi
+    /// as its delete: both applied or neither, ZooKeeper's multi). `None` when we waited for
+    /// nobody (first at once). `Some(false)` when several nodes before us went at once (which
+    /// was the holder is unknown), the marker names another node, or the read failed: the
+    /// safe side.
+    pub(crate) async fn released_cleanly(&self, dir: &str) -> Option<bool> {
+        let predecessor = self.predecessor.as_deref()?;
+        let name = predecessor.rsplit('/').next().unwrap_or_default();
+        let zk = self.cleanup.session.zk().ok()?;
+        match zk.get_data(dir).await {
+            Ok((data, _)) => Some(data == protocol::release_marker(name)),
+            Err(_) => Some(false),
+        }
     }
 
     /// Step 2, anywhere (no I/O): waits for the watched node's event; true if it was deleted.
@@ -250,10 +286,16 @@ impl Queued {
         }
         let session = self.cleanup.session.clone();
         let next = Box::pin(watch_blocker(&session, req, &self.cleanup, None)).await?;
-        self.blocker = next.map(|(watcher, others_before)| Blocker {
-            watcher: Some(watcher),
-            others_before,
-        });
+        let before = std::mem::replace(&mut self.blocker, next.map(|w| Blocker::of(w, req)));
+        if self.blocker.is_none() && deleted {
+            // Ours after a relisting: we followed one holder only if it was alone before us.
+            // Otherwise several went at once: which was the holder is unknown (an empty name,
+            // which no marker names: the safe side).
+            self.predecessor = before.and_then(|b| match b.others_before {
+                0 => b.node,
+                _ => b.node.map(|_| Box::from("")),
+            });
+        }
         Ok(())
     }
 
@@ -263,6 +305,7 @@ impl Queued {
         self.blocker = Some(Blocker {
             watcher: Some(watcher),
             others_before: 1,
+            node: None,
         });
     }
 
@@ -293,7 +336,7 @@ async fn watch_blocker(
     req: &Request<'_>,
     cleanup: &Cleanup,
     mut listed: Option<Vec<String>>,
-) -> Result<Option<(zk::OneshotWatcher, usize)>> {
+) -> Result<Option<Watched>> {
     loop {
         let children = match listed.take() {
             Some(children) => children,
@@ -309,7 +352,7 @@ async fn watch_blocker(
             return Err(timeout_error(req.dir));
         }
         if let Some(watcher) = watch_node(session, req, &blocker).await? {
-            return Ok(Some((watcher, others_before)));
+            return Ok(Some((watcher, others_before, blocker.into_boxed_str())));
         }
     }
 }

@@ -115,6 +115,47 @@ pub(crate) async fn delete_node(session: &Session, node: &str) -> Result<()> {
     }
 }
 
+/// Deletes `node` and writes its release marker on the lock path `dir` in one multi (a clean
+/// release of a lock with a lock-delay: `Lock::lock_delay`). ZooKeeper applies a multi's ops
+/// all or none (its `MultiOperationRecord`, one transaction), so a successor never sees the
+/// node gone without the marker of a clean release. When the marker cannot be written (the
+/// lock path's ACL refuses, the path went away), the plain delete: the successor then waits
+/// its delay, the safe side.
+pub(crate) async fn delete_node_marked(session: &Session, node: &str, dir: &str) -> Result<()> {
+    let name = node.rsplit('/').next().unwrap_or_default();
+    let marker = crate::base::protocol::release_marker(name);
+    loop {
+        let zk = session.zk()?;
+        let ops = [
+            zk::Op::Delete {
+                path: node,
+                version: -1,
+            },
+            zk::Op::SetData {
+                path: dir,
+                data: &marker,
+                version: -1,
+            },
+        ];
+        match zk.multi(&ops).await {
+            Ok(_) => return Ok(()),
+            Err(zk::MultiError::OperationFailed { index: 0, source }) => {
+                return match source {
+                    zk::Error::NoNode => Ok(()),
+                    e => Err(Error::from_zk(e, &format!("delete {node}"))),
+                }
+            }
+            Err(zk::MultiError::OperationFailed { .. }) => return delete_node(session, node).await,
+            Err(zk::MultiError::RequestFailed { source }) if is_transient(&source) => {
+                session.recover(None, "delete").await?
+            }
+            Err(zk::MultiError::RequestFailed { source }) => {
+                return Err(Error::from_zk(source, &format!("delete {node}")))
+            }
+        }
+    }
+}
+
 /// Creates the lock parent and its ancestors as container nodes (the server reaps them empty).
 /// The lock parent (the queue) gets the policy's ACL; ancestors let other users beside it
 /// (`AclPolicy::ancestor_acls`, docs/contract.md "ACLs").

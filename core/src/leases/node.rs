@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, Weak};
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::base::signal::Signal;
 use crate::base::state::{LeaseState, Released};
-use crate::engine::nodes::delete_node;
+use crate::engine::nodes::{delete_node, delete_node_marked};
 use crate::ops::observe;
 use crate::ops::runtime;
 use crate::sessions::own_watch::{OwnWatch, Watched};
@@ -53,6 +53,8 @@ struct Rare {
     hold_end: Option<std::time::Instant>,
     /// The latest `hold_end` an extension may reach (the lock's `hold_ceiling`), if any.
     hold_ceiling: Option<std::time::Instant>,
+    /// The lock path on which a clean release writes its marker (a lock with a lock-delay).
+    release_marker_on: Option<String>,
 }
 
 /// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
@@ -235,6 +237,13 @@ impl LeaseShared {
         Some(self.hold_end().map_or(proof, |end| end.min(proof)))
     }
 
+    /// A clean release of this node writes its marker on the lock path `dir`, in the same
+    /// multi as the delete (a lock with a lock-delay).
+    pub(crate) fn mark_release_on(&self, dir: &str) {
+        let mut rare = self.rare.lock().unwrap();
+        rare.get_or_insert_with(Box::default).release_marker_on = Some(dir.to_owned());
+    }
+
     /// The write node this read lease was taken as a downgrade of, if it was.
     pub(crate) fn downgrade_of(&self) -> Option<String> {
         let rare = self.rare.lock().unwrap();
@@ -281,7 +290,17 @@ impl LeaseShared {
         // Stop watching our node first: dropping the watcher queues its removal on the server
         // ahead of our delete, so the delete notifies only the next waiter.
         self.stop_watching();
-        match delete_node(&self.session, &self.node).await {
+        let marker_on = self
+            .rare
+            .lock()
+            .unwrap()
+            .as_ref()
+            .and_then(|r| r.release_marker_on.clone());
+        let deleted = match marker_on {
+            Some(dir) => delete_node_marked(&self.session, &self.node, &dir).await,
+            None => delete_node(&self.session, &self.node).await,
+        };
+        match deleted {
             Ok(()) => Ok(Released::Released),
             Err(e)
                 if e.kind() == crate::ErrorKind::SessionExpired
@@ -352,6 +371,10 @@ impl Drop for LeaseShared {
     }
 }
 
+/// The reason word of a lease whose node someone else deleted (`Client::break_lock`,
+/// `zklock break`, an operator's `deleteall`).
+pub const BROKEN: &str = "broken";
+
 /// The reason word of a lease ended by its maximum hold (`LeaseShared::limit_hold`).
 pub const MAX_HOLD: &str = "max-hold";
 
@@ -392,7 +415,9 @@ impl Watched for LeaseShared {
     }
     fn deleted_by_someone_else(&self) {
         self.stop_watching();
-        self.lose_unless_released("our lock node was deleted by someone else");
+        self.lose_unless_released(&format!(
+            "{BROKEN}: our lock node was deleted by someone else"
+        ));
     }
     fn data_seen(&self, data: &[u8]) {
         if data == REVOKE_MESSAGE && !self.revoke.swap(true, Ordering::AcqRel) {

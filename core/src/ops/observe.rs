@@ -197,6 +197,41 @@ pub(crate) fn lease_state(
     }
 }
 
+/// A lock node was broken by this client (`Client::break_lock`): its node, token, holder's
+/// identity and the reason given, at warning level.
+pub(crate) fn broken(counters: &Counters, node: &str, token: i64, identity: &str, reason: &str) {
+    tracing::warn!(node, token, identity, reason, "lock broken");
+    if logs::wanted(Level::Warn) {
+        let mut message = format!("broke {node} (token {token}, holder {identity:?})");
+        if !reason.is_empty() {
+            message.push_str(&format!(": {reason}"));
+        }
+        let fields = vec![
+            ("node", node.to_owned()),
+            ("token", token.to_string()),
+            ("identity", identity.to_owned()),
+            ("reason", reason.to_owned()),
+        ];
+        logs::emit(Level::Warn, counters.client(), "break", message, fields);
+    }
+}
+
+/// An acquire got its node after a holder went without a clean release, and waits out its
+/// lock-delay before its lease is held (`Lock::lock_delay`), at info level.
+pub(crate) fn lock_delayed(counters: &Counters, path: &str, delay: Duration) {
+    let shown = crate::base::text::duration(delay);
+    tracing::info!(path, delay = shown.as_str(), "lock-delay");
+    if logs::wanted(Level::Info) {
+        logs::emit(
+            Level::Info,
+            counters.client(),
+            "lock-delay",
+            format!("{path}: the holder before us went without a clean release; waiting out the lock-delay of {shown}"),
+            vec![("path", path.to_owned()), ("delay", shown)],
+        );
+    }
+}
+
 /// An acquire timed out while the connection kept failing (`message` names the failure).
 pub(crate) fn explained_timeout(counters: &Counters, message: &str) {
     tracing::warn!(message, "acquire timed out");

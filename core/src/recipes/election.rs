@@ -113,6 +113,15 @@ impl Election {
         })
     }
 
+    /// A successor's leadership starts `delay` after a leader's node vanished without a clean
+    /// resign (see [`Lock::lock_delay`]).
+    pub fn lock_delay(self, delay: Option<Duration>) -> Result<Election> {
+        Ok(Election {
+            lock: self.lock.lock_delay(delay)?,
+            ..self
+        })
+    }
+
     /// The limit [`Election::max_hold`] set.
     pub fn max_hold_limit(&self) -> Option<Duration> {
         self.lock.max_hold_limit()

@@ -1,6 +1,7 @@
 //! Owns each recipe's layout and rules: the re-entrant mutex, semaphore, read/write lock,
-//! multi-lock, election, revocation, what an ended lease reads. May use: leases and below.
+//! multi-lock, election, revocation, breaking a lock, what an ended lease reads. May use: leases and below.
 
+pub(crate) mod breaking;
 pub(crate) mod conflict;
 pub(crate) mod counter;
 pub(crate) mod election;

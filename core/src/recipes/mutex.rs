@@ -174,6 +174,37 @@ impl Lock {
         Ok(())
     }
 
+    /// Chubby's lock-delay (`None`: off, the default): after a holder's node vanished without
+    /// a clean release (its session expired, it was broken, its maximum hold ended), the
+    /// acquire that waited behind it gets its lease only `delay` later, for resources that
+    /// cannot check a fencing token. A clean release of a value with a lock-delay writes a
+    /// marker in the same multi as its delete (the lock path's data), so the next holder
+    /// proceeds at once; every zklock user of the path sets the same delay (a release without
+    /// the marker costs its successor the delay). Curator and kazoo ignore the marker.
+    /// Mutexes, semaphores (a lease freed without a clean release; the marker on `leases`)
+    /// and elections; `InvalidArgument` for a zero delay.
+    pub fn lock_delay(mut self, delay: Option<Duration>) -> Result<Lock> {
+        self.set_lock_delay(delay)?;
+        Ok(self)
+    }
+
+    /// [`Lock::lock_delay`] in place, for a face that keeps the value behind a handle:
+    /// refused, it leaves the value as it was.
+    pub fn set_lock_delay(&mut self, delay: Option<Duration>) -> Result<()> {
+        if delay.is_some_and(|d| d.is_zero()) {
+            return Err(Error::invalid(
+                "lock_delay must be longer than zero (leave it unset for none)",
+            ));
+        }
+        self.change(|inner| inner.lock_delay = delay);
+        Ok(())
+    }
+
+    /// The delay [`Lock::lock_delay`] set.
+    pub fn lock_delay_limit(&self) -> Option<Duration> {
+        self.inner.lock_delay
+    }
+
     /// This value with its settings changed; a value shared with clones (or holding) is
     /// copied with no holds, like a new value on the same path.
     pub(crate) fn rebuilt(mut self, change: impl FnOnce(&mut LockInner)) -> Lock {

@@ -46,6 +46,9 @@ pub(crate) struct LockInner {
     pub(crate) max_hold: Option<Duration>,
     /// The longest a lease may be held counting its extensions (`hold_ceiling`).
     pub(crate) hold_ceiling: Option<Duration>,
+    /// How long a successor waits after a holder's node vanished without a clean release
+    /// (`lock_delay`, Chubby's lock-delay); `None`: no wait, and releases write no marker.
+    pub(crate) lock_delay: Option<Duration>,
 }
 
 struct Hold {
@@ -208,6 +211,7 @@ impl LockInner {
             election: None,
             max_hold: None,
             hold_ceiling: None,
+            lock_delay: None,
         }
     }
 
@@ -227,6 +231,7 @@ impl LockInner {
             election: shared.election.clone(),
             max_hold: shared.max_hold,
             hold_ceiling: shared.hold_ceiling,
+            lock_delay: shared.lock_delay,
         }
     }
 

@@ -85,6 +85,17 @@ impl Waiting {
         if !self.queued.is_ours() {
             return Ok(Step::Wait(self));
         }
+        if let Some(delay) = self.lock.lock_delay {
+            if self.queued.released_cleanly(&self.lock.path).await == Some(false) {
+                // The holder before us went without a clean release: Chubby's lock-delay.
+                crate::ops::observe::lock_delayed(
+                    self.lock.client.counters(),
+                    &self.lock.path,
+                    delay,
+                );
+                tokio::time::sleep(delay).await;
+            }
+        }
         if self.cancelled() {
             let err = crate::engine::nodes::cancelled_error(&self.lock.path);
             return Err(self.queued.abandon(err).await);
@@ -106,6 +117,9 @@ impl Waiting {
         let shared = LeaseShared::new(session, node, token, downgrade_of);
         if let Some(limit) = lock.max_hold {
             shared.limit_hold(limit, lock.hold_ceiling);
+        }
+        if lock.lock_delay.is_some() {
+            shared.mark_release_on(&lock.path);
         }
         if let Some((style, _)) = &lock.election {
             crate::recipes::conflict::guard(&shared, *style, &lock.path);
@@ -179,8 +193,11 @@ impl LockInner {
                     };
                 loop {
                     let turn = waiting.wait_turn().await;
+                    // With a lock-delay the turn is taken on the runtime (`settle` reads the
+                    // lock path's marker).
                     if matches!(turn, Ok(true))
                         && !waiting.cancelled()
+                        && waiting.lock.lock_delay.is_none()
                         && waiting.queued.take_turn_if_next()
                     {
                         return in_time(waiting.finish(None), &self);
@@ -328,6 +345,7 @@ impl LockInner {
             downgrade_of,
             cancel,
             style: self.election.as_ref().map(|(style, _)| *style),
+            lock_delay: self.lock_delay.is_some(),
         }
     }
 
@@ -347,6 +365,7 @@ impl LockInner {
                 acl: self.client.acl(),
                 deadline,
                 cancel: cancel.as_ref(),
+                lock_delay: self.lock_delay,
             };
             let lease = crate::recipes::semaphore::acquire(&session, &request).await?;
             if let Some(limit) = self.max_hold {

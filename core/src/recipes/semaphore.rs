@@ -71,6 +71,9 @@ pub(crate) struct SemaphoreRequest<'a> {
     /// `None`: wait forever. A deadline already past: try once (the fast path alone).
     pub deadline: Option<Instant>,
     pub cancel: Option<&'a CancelToken>,
+    /// Chubby's lock-delay (`Lock::lock_delay`): a lease freed without a clean release is
+    /// taken only this long after; a clean release writes its marker on `leases`.
+    pub lock_delay: Option<std::time::Duration>,
 }
 
 impl SemaphoreRequest<'_> {
@@ -84,6 +87,7 @@ impl SemaphoreRequest<'_> {
             downgrade_of: None,
             cancel: self.cancel,
             style: None,
+            lock_delay: false,
         }
     }
 
@@ -107,7 +111,7 @@ pub(crate) async fn acquire(session: &Arc<Session>, req: &SemaphoreRequest<'_>) 
     let lease_req = req.node_request(&leases, NodeKind::Lease);
     let (fast, children) = internals::create_listed(session, &lease_req).await?;
     if req.allows(&children) && !req.is_cancelled() {
-        return Ok(lease_of(fast));
+        return Ok(lease_of(fast, req, &leases));
     }
     // Deleted before anything else: never wait for the guard with a lease node.
     let gone = fast.abandon(timeout_error(req.path)).await;
@@ -155,6 +159,8 @@ async fn wait_for_count(
     mut timer: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
 ) -> Result<Lease> {
     let (mut ours, mut children) = internals::create_listed(session, lease_req).await?;
+    // With a lock-delay: the listing that did not allow us, before the change that did.
+    let mut before: Option<Vec<String>> = None;
     loop {
         let name = ours
             .node()
@@ -170,11 +176,17 @@ async fn wait_for_count(
             return Err(ours.abandon(err).await);
         }
         if req.allows(&children) {
+            if let (Some(delay), Some(before)) = (req.lock_delay, before.as_deref()) {
+                if !released_cleanly(session, lease_req.dir, before, &children).await {
+                    crate::ops::observe::lock_delayed(session.counters.as_ref(), req.path, delay);
+                    tokio::time::sleep(delay).await;
+                }
+            }
             if req.is_cancelled() {
                 let err = crate::engine::nodes::cancelled_error(req.path);
                 return Err(ours.abandon(err).await);
             }
-            return Ok(lease_of(ours));
+            return Ok(lease_of(ours, req, lease_req.dir));
         }
         if req.is_past_deadline() {
             return Err(ours.abandon(timeout_error(req.path)).await);
@@ -190,6 +202,9 @@ async fn wait_for_count(
                 .await;
             if let Err(e) = turn {
                 return Err(ours.abandon(e).await);
+            }
+            if req.lock_delay.is_some() {
+                before = Some(listed);
             }
             children = match crate::engine::nodes::list_children(
                 session,
@@ -227,10 +242,31 @@ async fn watch_children(
     }
 }
 
-fn lease_of(node: Queued) -> Lease {
+/// Whether the one lease node that went between `before` and `after` was released cleanly:
+/// `leases`' data is its release marker (written in the same multi as its delete). Several
+/// gone at once, none, or a failed read: false, the safe side.
+async fn released_cleanly(
+    session: &Session,
+    dir: &str,
+    before: &[String],
+    after: &[String],
+) -> bool {
+    let mut gone = before.iter().filter(|n| !after.contains(n));
+    let (Some(gone), None) = (gone.next(), gone.next()) else {
+        return false;
+    };
+    let Ok(zk) = session.zk() else { return false };
+    matches!(zk.get_data(dir).await, Ok((data, _)) if data == crate::base::protocol::release_marker(gone))
+}
+
+fn lease_of(node: Queued, req: &SemaphoreRequest<'_>, leases: &str) -> Lease {
     let (session, node, token) = node.into_node();
+    let shared = LeaseShared::new(session, node, token, None);
+    if req.lock_delay.is_some() {
+        shared.mark_release_on(leases);
+    }
     Lease::one(Part {
-        shared: NodeRef::Owned(LeaseShared::new(session, node, token, None)),
+        shared: NodeRef::Owned(shared),
         owner: None,
     })
 }

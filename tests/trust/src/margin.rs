@@ -138,7 +138,7 @@ impl Holder {
     }
 
     /// The next event within `limit`; `Err` once the holder can send no more.
-    fn next(&self, limit: Duration) -> Result<Option<Event>, String> {
+    pub fn next(&self, limit: Duration) -> Result<Option<Event>, String> {
         match self.events.recv_timeout(limit) {
             Ok(e) => Ok(Some(e)),
             Err(RecvTimeoutError::Timeout) => Ok(None),
