@@ -245,7 +245,7 @@ where
 
     /// One read straight into the decoder's buffer, and the frames it completed. The read's
     /// size follows the traffic: it doubles after a read that filled it (up to 64 KiB) and the
-    /// buffer is given back when idle, so an idle session holds a few KiB, not 64.
+    /// buffer is given back when idle, so an idle session holds none of it.
     fn read(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         let want = self.read_chunk;
         let mut rb = ReadBuf::new(self.decoder.read_space(want));
@@ -278,7 +278,9 @@ where
         if self.decoder.buffered() == 0 && self.read_chunk > MIN_READ {
             self.read_chunk = MIN_READ;
         }
-        self.decoder.shrink_when_idle(2 * MIN_READ);
+        // An idle connection keeps no read buffer at all (issue 34, point 3): the next read
+        // allocates its chunk again, one small allocation beside the reply's own.
+        self.decoder.shrink_when_idle(0);
         Poll::Ready(decoded)
     }
 
