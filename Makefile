@@ -51,7 +51,8 @@ test-dist: dist
 # .deb and SHA256SUMS, all of the workspace's version (cargo profile `dist`, in target/), for
 # x86_64 glibc >= 2.17. DIST_TARGETS='linux-x64-gnu linux-arm64-gnu linux-x64-musl
 # linux-arm64-musl' (for dist and test-dist alike) adds aarch64 glibc and x86_64 and aarch64 musl
-# (docs/packaging.md, Targets).
+# (docs/packaging.md, Targets); windows-x64-gnu adds Windows x86_64, which test-dist runs under
+# Wine (tests/dist/test-dist-reach.sh; alone when no Linux target is named).
 dist:
 	scripts/dist.sh
 

@@ -11,10 +11,13 @@
 //!   than narrow it (ld64 and lld alike); the section bounds libzklock.map hides are ELF's
 //!   (Mach-O's `section$start$…` are resolved at link time, never exported). `make test-dist`
 //!   checks the exports (`nm -gU`: `_zklock_*` only).
-//! - PE (Windows): nothing. rustc writes and passes its own .def of the same `#[no_mangle]`
-//!   items, which is exactly what zklock.dll must export. (cargo-zigbuild drops that .def when
-//!   zig links, so `make dist` will pass a zklock.def of its own, which also makes the MSVC
-//!   import library: the next step of issue 36.)
+//! - PE (Windows, the GNU ABI): a zklock.def written here, listing the functions
+//!   include/zklock.h declares. rustc writes a .def of its own with the same `#[no_mangle]`
+//!   items, but zig (make dist's linker) ignores it and then exports every symbol of the DLL
+//!   (4,000 Rust symbols besides the 57 functions); a .def given as an input file it obeys.
+//!   `make test-dist` checks that zklock.dll exports exactly zklock.h's functions.
+use std::path::{Path, PathBuf};
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=libzklock.map");
@@ -30,5 +33,46 @@ fn main() {
         );
     } else if apple && cfg("OS") == "macos" {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libzklock.0.dylib");
+    } else if cfg("OS") == "windows" && cfg("ENV") == "gnu" {
+        let header = Path::new(env!("CARGO_MANIFEST_DIR")).join("../include/zklock.h");
+        println!("cargo:rerun-if-changed={}", header.display());
+        let text = std::fs::read_to_string(&header).expect("include/zklock.h");
+        let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+        let def = out.join("zklock.def");
+        let mut lines = String::from("EXPORTS\n");
+        for name in declared_functions(&text) {
+            lines.push_str(&format!("  {name}\n"));
+        }
+        std::fs::write(&def, lines).expect("write zklock.def");
+        println!("cargo:rustc-cdylib-link-arg={}", def.display());
     }
+}
+
+/// The names `zklock_…(` in the header, each once, in order: its function declarations (the
+/// header's comments only name functions it declares).
+fn declared_functions(header: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let bytes = header.as_bytes();
+    let mut i = 0;
+    while let Some(at) = header[i..].find("zklock_") {
+        let start = i + at;
+        let mut end = start;
+        while end < bytes.len()
+            && (bytes[end].is_ascii_lowercase()
+                || bytes[end].is_ascii_digit()
+                || bytes[end] == b'_')
+        {
+            end += 1;
+        }
+        let boundary =
+            start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+        if boundary
+            && bytes.get(end) == Some(&b'(')
+            && !names.iter().any(|n| n == &header[start..end])
+        {
+            names.push(header[start..end].to_string());
+        }
+        i = end.max(start + 1);
+    }
+    names
 }

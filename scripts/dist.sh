@@ -34,6 +34,14 @@
 #                     rustc-web (cargo -Zbuild-std, RUSTC_BOOTSTRAP=1).
 #   linux-arm64-musl  aarch64, musl >= 1.2: as linux-x64-musl, for aarch64 (..._musllinux_1_2_aarch64.whl,
 #                     libzklock-<v>-linux-aarch64-musl.tar.gz, prebuilds/linux-arm64-musl/).
+#   windows-x64-gnu   Windows 10+ x86_64, the mingw (UCRT) ABI (issue 36): the wheel
+#                     ..._win_amd64.whl, the C zip libzklock-<v>-windows-x86_64.zip (bin/zklock.dll,
+#                     bin/zklock.exe, lib/libzklock.dll.a and lib/zklock.lib: the DLL's import
+#                     libraries for mingw and MSVC, lib/zklock.def, lib/libzklock.a for mingw only),
+#                     and prebuilds/win32-x64/ (the Node loader's key). Its standard library is
+#                     compiled from Debian's rust-web-src as for musl; zig links against its own
+#                     mingw-w64 UCRT import libraries; rustc asks binutils-mingw-w64's dlltool for
+#                     the raw-dylib imports (windows-link, pyo3's python3.dll).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -56,12 +64,30 @@ target_vars() {
     linux-arm64-gnu) triple=aarch64-unknown-linux-gnu arch=aarch64 deb_arch=arm64 npm_cpu=arm64 strip_tool=aarch64-linux-gnu-strip ;;
     linux-x64-musl) triple=x86_64-unknown-linux-musl arch=x86_64 deb_arch="" npm_cpu=x64 strip_tool=strip ;;
     linux-arm64-musl) triple=aarch64-unknown-linux-musl arch=aarch64 deb_arch="" npm_cpu=arm64 strip_tool=aarch64-linux-gnu-strip ;;
-    *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl)" >&2; return 1 ;;
+    windows-x64-gnu) triple=x86_64-pc-windows-gnu arch=x86_64 deb_arch="" npm_cpu=x64 strip_tool=x86_64-w64-mingw32-strip ;;
+    *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl windows-x64-gnu)" >&2; return 1 ;;
+  esac
+  # npm_key: the prebuilds/ folder the Node loader looks in (lib/native.js: platform-arch, plus
+  # -gnu or -musl on Linux); npm_os: the package.json `os` it adds.
+  case "$1" in
+    linux-*) npm_key="$1" npm_os=linux ;;
+    windows-*) npm_key="win32-$npm_cpu" npm_os=win32 ;;
   esac
   out="$target_dir/$triple/dist"
   # lib_env, cli_env: what the cargo runs for the libraries and the command line need.
   lib_env=(env) cli_env=(env)
   case "$1" in
+    windows-*)
+      # zig brings mingw-w64's start files and import libraries (UCRT), so not rustc's
+      # self-contained ones. The stubs (link_stubs) answer two -l's that would otherwise fail:
+      # -lssp_nonshared -lssp, which the target asks for (gcc's stack protector libraries, which
+      # zig does not have and Rust code does not call: the links resolve without them), and
+      # napi's -lnode (the addon has dyn-symbols: it imports nothing from node.exe). Same flags
+      # for both runs: the standard library is built once.
+      stubs="$target_dir/reach/link-stubs"
+      zig_target="$triple" ctar="libzklock-$version-windows-$arch" compat=""
+      lib_env+=(RUSTFLAGS="-C link-self-contained=no -L native=$stubs" LIBNODE_PATH="$stubs")
+      cli_env+=(RUSTFLAGS="-C link-self-contained=no -L native=$stubs" LIBNODE_PATH="$stubs") ;;
     *-gnu)
       zig_target="$triple.2.17" ctar="libzklock-$version-linux-$arch" compat=manylinux2014 ;;
     *-musl)
@@ -76,8 +102,8 @@ target_vars() {
   rustc=rustc
   if [ -d "$(rustc --print sysroot)/lib/rustlib/$triple/lib" ]; then
     :
-  elif [[ "$1" == *-musl ]]; then
-    # No musl std in Debian: Debian's rustc-web builds it from rust-web-src (its own version's
+  elif [[ "$1" == *-musl || "$1" == windows-* ]]; then
+    # No musl (nor Windows) std in Debian: Debian's rustc-web builds it from rust-web-src (its own version's
     # source) with cargo's -Zbuild-std, which RUSTC_BOOTSTRAP=1 allows on a stable toolchain.
     rustc=/usr/lib/rust-web/bin/rustc
     [ -x "$rustc" ] && [ -d /usr/lib/rustlib/src/rust/library ] || {
@@ -132,8 +158,19 @@ timed "maturin, auditwheel, ziglang and cargo-zigbuild (PyPI) in $venv" tools
 # cargo-zigbuild and maturin --zig find zig as `python3 -m ziglang` of the venv's python3.
 export PATH="$venv/bin:$PATH"
 
+# link_stubs: empty static libraries for the -l's a windows-gnu link asks for but needs nothing
+# from (see target_vars), and the empty libnode.dll that napi's build script insists on finding
+# in LIBNODE_PATH before it asks for -lnode (libnode.a answers that -l, importing nothing).
+link_stubs() {
+  mkdir -p "$stubs"
+  local l
+  for l in ssp ssp_nonshared node; do [ -f "$stubs/lib$l.a" ] || printf '!<arch>\n' >"$stubs/lib$l.a"; done
+  [ -f "$stubs/libnode.dll" ] || : >"$stubs/libnode.dll"
+}
+
 build() { # build PLATFORM: the C library and Node addon, then the command line
   target_vars "$1"
+  [[ "$1" != windows-* ]] || link_stubs
   timed "${lib_env[*]:1} cargo zigbuild --profile dist -p zklock-c -p zklock-node --target $zig_target ${build_std[*]}" \
     "${lib_env[@]}" cargo-zigbuild zigbuild -q --locked --profile dist -p zklock-c -p zklock-node --target "$zig_target" "${build_std[@]}"
   timed "${cli_env[*]:1} cargo zigbuild --profile dist -p zklock-cli --target $zig_target ${build_std[*]}" \
@@ -142,6 +179,7 @@ build() { # build PLATFORM: the C library and Node addon, then the command line
 
 # --- Python -------------------------------------------------------------------------------
 python_wheel() {
+  [[ "$cur" != windows-* ]] || { python_wheel_windows; return; }
   # manylinux2014 (glibc 2.17) by zig; auditwheel (the PyPA's checker) must agree that the
   # wheel's manylinux tag is true of what it contains.
   "${lib_env[@]}" "$venv/bin/maturin" build --quiet --locked --profile dist --zig --compatibility "$compat" \
@@ -184,34 +222,59 @@ print(f"   wheel tag {tag}; auditwheel: the library needs {allowed} or newer: {'
 sys.exit(0 if ok else 1)
 PY
 }
+python_wheel_windows() {
+  # No target Python needed: abi3, and pyo3 links python3.dll by raw-dylib (no import library).
+  # Not `maturin --zig`: for a mixed project it hands zig a .def exporting the module's dotted
+  # name (PyInit_zklock._zklock), which nothing defines. zig links all the same, as cargo's
+  # linker and C compiler (cargo-zigbuild's `zig cc`), and bindings-python/build.rs gives it the
+  # .def that exports PyInit__zklock. No auditwheel for Windows; make test-dist checks the
+  # module's imports and exports (objdump -p).
+  local zigcc="$target_dir/reach/zigcc-$triple.sh"
+  mkdir -p "$(dirname "$zigcc")"
+  printf '#!/bin/sh\nexec "%s" zig cc -- -g -fno-sanitize=all -target %s "$@"\n' \
+    "$venv/bin/cargo-zigbuild" x86_64-windows-gnu >"$zigcc"
+  chmod +x "$zigcc"
+  "${lib_env[@]}" CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="$zigcc" CC_x86_64_pc_windows_gnu="$zigcc" \
+    AR_x86_64_pc_windows_gnu=x86_64-w64-mingw32-ar "$venv/bin/maturin" build --quiet --locked --profile dist \
+    --target "$triple" "${build_std[@]}" -m bindings-python/Cargo.toml -o "$dist"
+  local whl
+  whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-win_amd64.whl)" &&
+    echo "   $(basename "$whl")"
+}
 timed "Python sdist (maturin sdist)" "$venv/bin/maturin" sdist -m bindings-python/Cargo.toml -o "$dist"
 
 # --- Node -----------------------------------------------------------------------------------
 node_package() {
-  local pkg="$stage/npm" t cpus=()
+  local pkg="$stage/npm" t cpus=() oses=()
   mkdir -p "$pkg"
   cp bindings-node/index.js bindings-node/index.d.ts bindings-node/README.md LICENSE "$pkg/"
   cp -r bindings-node/lib "$pkg/"
   for t in "${targets[@]}"; do
     target_vars "$t"
-    mkdir -p "$pkg/prebuilds/$t"
-    cp "$out/libzklock_node.so" "$pkg/prebuilds/$t/zklock.node"
+    mkdir -p "$pkg/prebuilds/$npm_key"
+    if [[ "$t" == windows-* ]]; then
+      cp "$out/zklock_node.dll" "$pkg/prebuilds/$npm_key/zklock.node"
+    else
+      cp "$out/libzklock_node.so" "$pkg/prebuilds/$npm_key/zklock.node"
+    fi
     case " ${cpus[*]} " in *" $npm_cpu "*) ;; *) cpus+=("$npm_cpu") ;; esac
+    case " ${oses[*]} " in *" $npm_os "*) ;; *) oses+=("$npm_os") ;; esac
   done
   # The checkout's package.json builds the addon at install (scripts.install); the packaged one
   # carries it prebuilt: no scripts, no dev dependencies, the workspace's version.
-  node - "$root/bindings-node/package.json" "$pkg/package.json" "$version" "${cpus[@]}" <<'JS'
+  node - "$root/bindings-node/package.json" "$pkg/package.json" "$version" "${oses[*]}" "${cpus[@]}" <<'JS'
 const fs = require('node:fs')
-const [src, dest, version, ...cpus] = process.argv.slice(2)
+const [src, dest, version, oses, ...cpus] = process.argv.slice(2)
 const pkg = JSON.parse(fs.readFileSync(src, 'utf8'))
 pkg.version = version
 delete pkg.scripts
 delete pkg.devDependencies
 pkg.files = ['index.js', 'lib/', 'index.d.ts', 'prebuilds/', 'LICENSE']
-// The addons inside are built for Linux on these CPUs only: npm refuses the package elsewhere
-// (EBADPLATFORM at install) rather than installing it to fail at require(). The checkout's
-// package.json has no such fields: it builds the addon from source, wherever cargo can.
-pkg.os = ['linux']
+// The addons inside are built for these systems (linux, win32) and CPUs only: npm refuses the
+// package elsewhere (EBADPLATFORM at install) rather than installing it to fail at require().
+// The checkout's package.json has no such fields: it builds the addon from source, wherever
+// cargo can.
+pkg.os = oses.split(' ')
 pkg.cpu = cpus
 fs.writeFileSync(dest, JSON.stringify(pkg, null, 2) + '\n')
 JS
@@ -239,7 +302,37 @@ c_tree() { # c_tree DIR PC_PREFIX
   install -m 644 bindings-c/valgrind.supp "$dir/share/zklock/valgrind.supp"
   sed -e "s|@PREFIX@|$pc_prefix|g" -e "s|@VERSION@|$version|g" bindings-c/zklock.pc.in >"$dir/lib/pkgconfig/zklock.pc"
 }
+# Windows: one zip laid out as a prefix as well, the DLL beside the program in bin/ (where
+# Windows looks for it), import libraries in lib/.
+c_zip() {
+  local dir="$stage/$ctar"
+  install -d "$dir/bin" "$dir/lib/pkgconfig" "$dir/include"
+  install -m 755 "$out/zklock_c.dll" "$dir/bin/zklock.dll"
+  install -m 755 "$out/zklock.exe" "$dir/bin/zklock.exe"
+  # The .def of what zklock.dll exports (the zklock_* functions and nothing else: test-dist
+  # checks), named by the name it is shipped under; the import libraries made from it: mingw's
+  # (binutils dlltool) and MSVC's (llvm-dlltool: the short import format link.exe reads).
+  { echo "LIBRARY zklock.dll"; echo "EXPORTS"
+    x86_64-w64-mingw32-objdump -p "$out/zklock_c.dll" |
+      sed -n '/^\[Ordinal\/Name Pointer\] Table/,/^$/s/^.*\] \(zklock_[A-Za-z0-9_]*\)$/  \1/p'
+  } >"$dir/lib/zklock.def"
+  grep -q '^  zklock_' "$dir/lib/zklock.def" || { echo "dist: zklock.dll exports no zklock_* function" >&2; return 1; }
+  x86_64-w64-mingw32-dlltool -d "$dir/lib/zklock.def" -D zklock.dll -l "$dir/lib/libzklock.dll.a"
+  llvm-dlltool-14 -m i386:x86-64 -d "$dir/lib/zklock.def" -D zklock.dll -l "$dir/lib/zklock.lib"
+  install -m 644 "$out/libzklock_c.a" "$dir/lib/libzklock.a"
+  "$strip_tool" --strip-debug "$dir/lib/libzklock.a"
+  install -m 644 include/zklock.h include/zklock.hpp "$dir/include/"
+  # For mingw's pkg-config: a static link needs these Windows system libraries (rustc
+  # --print native-static-libs for x86_64-pc-windows-gnu).
+  sed -e "s|@PREFIX@|\${pcfiledir}/../..|g" -e "s|@VERSION@|$version|g" \
+    -e 's|^Libs.private: .*|Libs.private: -lbcrypt -ladvapi32 -lkernel32 -lntdll -luserenv -lws2_32 -ldbghelp|' \
+    -e '/^# What libzklock.a needs/,/^# libzklock.a for/d' bindings-c/zklock.pc.in >"$dir/lib/pkgconfig/zklock.pc"
+  cp bindings-c/README.md "$dir/README.md"
+  cp LICENSE "$dir/LICENSE"
+  (cd "$stage" && rm -f "$dist/$ctar.zip" && zip -q -X -r "$dist/$ctar.zip" "$ctar")
+}
 c_tarball() {
+  [[ "$cur" != windows-* ]] || { c_zip; return; }
   # ${pcfiledir}/../..: the .pc finds the tree wherever the tarball is unpacked.
   c_tree "$stage/$ctar" '${pcfiledir}/../..'
   cp bindings-c/README.md "$stage/$ctar/README.md"
@@ -298,11 +391,11 @@ EOF
 }
 
 # Per target: the binaries, the wheel, the C tarball and the .deb; then the one npm package.
-for t in "${targets[@]}"; do
-  build "$t"
-  target_vars "$t"
-  timed "Python abi3 wheel for $arch (maturin --profile dist --zig --compatibility $compat)" python_wheel
-  timed "C tarball $ctar.tar.gz" c_tarball
+for cur in "${targets[@]}"; do
+  build "$cur"
+  target_vars "$cur"
+  timed "Python abi3 wheel for $cur (maturin --profile dist${compat:+ --zig --compatibility $compat})" python_wheel
+  timed "C ${ctar} (tarball or zip)" c_tarball
   [ -z "$deb_arch" ] || timed "Debian package zklock_${version}_$deb_arch.deb" deb
 done
 timed "npm package with the prebuilt addons (${targets[*]})" node_package

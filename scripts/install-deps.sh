@@ -56,6 +56,14 @@ case " ${DIST_TARGETS:-} " in
     case " $DIST_TARGETS " in *"-musl "* | *" windows-"* | *" macos-"*)
       [ -d /usr/lib/rustlib/src/rust/library ] || cross+=(rust-web-src) ;;
     esac
+    # Windows (x86_64-pc-windows-gnu): rustc runs binutils' x86_64-w64-mingw32-dlltool for the
+    # raw-dylib imports (windows-link's, pyo3's python3.dll); make dist also makes zklock.dll's
+    # mingw import library with it, the MSVC one with llvm-dlltool-14, and zips the C files.
+    case " $DIST_TARGETS " in *" windows-x64-gnu "*)
+      command -v x86_64-w64-mingw32-dlltool >/dev/null || cross+=(binutils-mingw-w64-x86-64)
+      command -v llvm-dlltool-14 >/dev/null || cross+=(llvm-14)
+      command -v zip >/dev/null || cross+=(zip) ;;
+    esac
     # test-dist runs the musl C tours with musl's dynamic loader, /lib/ld-musl-<arch>.so.1
     # (Debian's musl is Multi-Arch: same; qemu-aarch64-static finds the aarch64 one there).
     case " $DIST_TARGETS " in *" linux-x64-musl "*)

@@ -39,7 +39,14 @@ deb="$dist/zklock_${version}_amd64.deb"
 npm_tgz="$dist/zklock-$version.tgz"
 sdist="$dist/zklock-$version.tar.gz"
 read -r -a targets <<<"${DIST_TARGETS:-linux-x64-gnu}"
-case " ${targets[*]} " in *" linux-x64-gnu "*) ;; *) echo "test-dist: DIST_TARGETS must name linux-x64-gnu"; exit 1 ;; esac
+# Windows (issue 36): tests/dist/test-dist-reach.sh, after the Linux checks; alone when
+# DIST_TARGETS names no Linux target.
+reach_targets=(); for t in "${targets[@]}"; do case "$t" in windows-*) reach_targets+=("$t") ;; esac; done
+case " ${targets[*]} " in
+  *" linux-x64-gnu "*) ;;
+  *) [ "${#reach_targets[@]}" -eq "${#targets[@]}" ] && exec tests/dist/test-dist-reach.sh
+    echo "test-dist: DIST_TARGETS must name linux-x64-gnu (or Windows targets only)"; exit 1 ;;
+esac
 arm64=""; case " ${targets[*]} " in *" linux-arm64-gnu "*) arm64=1 ;; esac
 musl_targets=(); for t in "${targets[@]}"; do case "$t" in *-musl) musl_targets+=("$t") ;; esac; done
 # musl_vars TARGET: sets m_arch, m_machine (readelf's name), m_cpu (Node's), m_run (what runs
@@ -58,7 +65,8 @@ musl_vars() {
 ctar_arm64="libzklock-$version-linux-aarch64"
 deb_arm64="$dist/zklock_${version}_arm64.deb"
 arm64_root=/var/cache/zklock/arm64-root
-npm_cpus="$(for t in "${targets[@]}"; do case "$t" in linux-x64-*) echo x64 ;; linux-arm64-*) echo arm64 ;; esac; done | awk '!seen[$0]++' | paste -sd,)"
+npm_cpus="$(for t in "${targets[@]}"; do case "$t" in linux-x64-* | windows-x64-*) echo x64 ;; linux-arm64-*) echo arm64 ;; esac; done | awk '!seen[$0]++' | paste -sd,)"
+NPM_OSES="linux$([ "${#reach_targets[@]}" -eq 0 ] || echo ',win32')"; export NPM_OSES
 
 # Size limits in KiB (docs/packaging.md has the measured sizes; these leave about 30 % room for
 # growth but not for debug info, which multiplies them several times, nor for a second crypto
@@ -320,7 +328,10 @@ native_missing() {
   echo "$out"
   [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q 'linux-riscv64-gnu' <<<"$out" &&
     grep -q 'only\.' <<<"$out" && grep -q 'npm install <checkout>/bindings-node' <<<"$out" || return 1
-  for t in "${targets[@]}"; do grep -q "$t" <<<"$out" || { echo "the message does not name $t"; return 1; }; done
+  for t in "${targets[@]}"; do
+    t="${t/windows-x64-gnu/win32-x64}" # the loader's key
+    grep -q "$t" <<<"$out" || { echo "the message does not name $t"; return 1; }
+  done
 }
 check "Node on linux-riscv64-gnu (faked): ZKLOCK_NATIVE_MISSING names the platform, those carried, and what to do" native_missing
 control() {
@@ -664,7 +675,7 @@ licence() {
   local extra=()
   [ -z "$arm64" ] || extra=("$dist/$ctar_arm64.tar.gz" "$ctar_arm64" "$deb_arm64")
   python3 - "$root/LICENSE" "$whl" "$sdist" "$npm_tgz" "$dist/$ctar.tar.gz" "$deb" "$version" "$ctar" "$npm_cpus" "${extra[@]}" <<'PY'
-import io, json, re, subprocess, sys, tarfile, zipfile
+import io, json, os, re, subprocess, sys, tarfile, zipfile
 licence_path, whl, sdist, npm, ctar_gz, deb, version, ctar, cpus = sys.argv[1:10]
 # The other targets' C tarballs and .debs: the same LICENSE, the same copyright.
 for extra_ctar_gz, extra_ctar, extra_deb in zip(*[iter(sys.argv[10:])] * 3):
@@ -706,7 +717,7 @@ same("npm package/LICENSE", member(npm, "package/LICENSE"))
 same(f"C tarball {ctar}/LICENSE", member(ctar_gz, f"{ctar}/LICENSE"))
 pkg = json.loads(member(npm, "package/package.json"))
 print(f"  npm package.json: license {pkg.get('license')}, os {pkg.get('os')}, cpu {pkg.get('cpu')}")
-if pkg.get("license") != "Apache-2.0" or pkg.get("os") != ["linux"] or pkg.get("cpu") != cpus.split(","):
+if pkg.get("license") != "Apache-2.0" or pkg.get("os") != os.environ["NPM_OSES"].split(",") or pkg.get("cpu") != cpus.split(","):
     bad.append("npm package.json: license/os/cpu")
 fs = subprocess.run(["dpkg-deb", "--fsys-tarfile", deb], check=True, capture_output=True).stdout
 with tarfile.open(fileobj=io.BytesIO(fs)) as t:
@@ -738,6 +749,13 @@ PY
 }
 check "every artifact carries the Apache-2.0 LICENSE (.deb: copyright, machine-readable); npm os/cpu" licence
 
+if [ "${#reach_targets[@]}" -gt 0 ]; then
+  PATH="$HOME/.cargo/bin:$PATH" DIST_TARGETS="${reach_targets[*]}" tests/dist/test-dist-reach.sh | tee "$tmp/reach.out"
+  reach_counts="$(tail -n1 "$tmp/reach.out")"
+  [[ "$reach_counts" =~ ^dist:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] || reach_counts="dist: 0 passed, 1 failed"
+  [[ "$reach_counts" =~ ^dist:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]
+  passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+fi
 echo "install times (s):"
 for k in "${!took[@]}"; do printf '  %-34s %s\n' "$k" "${took[$k]}"; done
 finish
