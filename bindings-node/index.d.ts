@@ -321,6 +321,11 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
   breakLock(path: string, node: string, options?: BreakOptions): Promise<Participant>
   /** A read/write lock on `path`. */
   rwLock(path: string, options?: { maxHoldMs?: number }): RwLock
+  /**
+   * This client's statistics as OpenMetrics text (what Prometheus scrapes), each sample
+   * labelled client="<id>" and with `labels`.
+   */
+  openmetrics(labels?: Record<string, string>): string
   /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
   multiLock(paths: readonly string[]): MultiLock
   /**

@@ -123,6 +123,41 @@ fn whole_fields_end(size: usize) -> usize {
     ends.filter(|&end| end <= size).max().unwrap_or(0)
 }
 
+/// `client`'s statistics as OpenMetrics text (what Prometheus scrapes), each sample labelled
+/// `client="<id>"`. With `buf` NULL (and `cap` 0) only `*len` is written: the bytes the text
+/// needs, its terminating NUL included. Otherwise, when it fits in `cap` bytes, `buf` gets the
+/// text and its NUL and `*len` the same count; when it does not fit, nothing is written and the
+/// status is `ZKLOCK_INVALID_ARGUMENT` (`zklock_last_error()` says how many bytes it needs).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_openmetrics(
+    client: *const zklock_client,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> zklock_status {
+    guard(|| {
+        let client = handles::get(client, Kind::Client, "client")?;
+        if len.is_null() {
+            return Err(Failure::null("len"));
+        }
+        let text = client.client.openmetrics(&[]);
+        let needed = text.len() + 1;
+        if buf.is_null() {
+            *len = needed;
+            return Ok(());
+        }
+        if cap < needed {
+            return Err(Failure::invalid(format!(
+                "the OpenMetrics text needs {needed} bytes, the buffer has {cap}"
+            )));
+        }
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+        *buf.add(text.len()) = 0;
+        *len = needed;
+        Ok(())
+    })
+}
+
 /// Writes `client`'s statistics into `*out`, whose `size` the caller set (see `zklock_stats`).
 /// Works after the session was closed too.
 #[no_mangle]

@@ -180,6 +180,39 @@ static int extend_scenario(struct outcome *o, const char *name) {
         o->na = "C sets a maximum hold on a mutex or a semaphore handle (zklock_lock_set_max_hold); "
                 "a read/write side refuses it for now";
         return 1;
+    } else if (strcmp(name, "openmetrics") == 0) {
+        zklock_client_options opts;
+        zklock_client_options_init(&opts);
+        st = connect_with(o, servers, &opts, &own);
+        if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(own, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) {
+            st = seen(o, zklock_lease_release(a));
+            a = NULL;
+        }
+        static char text[16384];
+        size_t need = 0, got = 0;
+        /* The size query first, then the text into a buffer that holds it. */
+        if (st == ZKLOCK_OK) st = seen(o, zklock_client_openmetrics(own, NULL, 0, &need));
+        if (st == ZKLOCK_OK && need > sizeof text) st = ZKLOCK_INVALID_ARGUMENT;
+        if (st == ZKLOCK_OK) st = seen(o, zklock_client_openmetrics(own, text, sizeof text, &got));
+        if (st == ZKLOCK_OK) {
+            size_t n = strlen(text);
+            const char *eof = n >= 6 && strcmp(text + n - 6, "# EOF\n") == 0 ? "eof" : "no-eof";
+            const char *line = strstr(text, "zklock_acquires_total{client=");
+            char acquired[32] = "none";
+            while (line && !strstr(line, "outcome=\"acquired\"")) line = strstr(line + 1, "zklock_acquires_total{");
+            if (line) {
+                const char *end = strchr(line, '\n');
+                const char *sp = end ? end : line + strlen(line);
+                while (sp > line && sp[-1] != ' ') sp--;
+                snprintf(acquired, sizeof acquired, "%.*s", (int)((end ? end : sp + strlen(sp)) - sp), sp);
+            }
+            snprintf(word, sizeof word, "%s,acquired=%s", eof, acquired);
+            o->word = word;
+        } else {
+            o->word = kind_of(st);
+        }
     } else if (strcmp(name, "expiring-warns-first") == 0) {
         expiring_events[0] = 0;
         st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &l));

@@ -210,6 +210,17 @@ class Client extends EventEmitter {
   }
 
   /**
+   * This client's statistics as OpenMetrics text, what Prometheus scrapes (serve it from your
+   * own /metrics): acquires by outcome, wait and hold summaries, leases held, acquires waiting,
+   * losses and reconnects, each sample labelled client="<id>" and with `labels`.
+   */
+  openmetrics(labels) {
+    const o = checkOptions(labels, 'labels')
+    const pairs = Object.entries(o).map(([k, v]) => [k, checkString(v, `label ${k}`)])
+    return call(() => this.#native.openmetrics(pairs))
+  }
+
+  /**
    * An exclusive lock on `path`; re-entrant per Mutex object unless `{ reentrant: false }`.
    * `maxHoldMs`: every lease ends (lost, reason 'max-hold', node deleted) after that long.
    * `lockDelayMs` (Chubby's lock-delay): after a holder's node went without a clean release

@@ -344,6 +344,18 @@ impl NativeClient {
         Ok(self.lock(Target::Multi(Arc::new(multi)), paths.join(",")))
     }
 
+    /// The core's statistics as OpenMetrics text ([`zklock::Client::openmetrics`]), labelled
+    /// `client="<id>"` and with `labels` (name, value pairs).
+    #[napi(catch_unwind)]
+    pub fn openmetrics(&self, labels: Option<Vec<Vec<String>>>) -> String {
+        let labels = labels.unwrap_or_default();
+        let pairs: Vec<(&str, &str)> = labels
+            .iter()
+            .filter_map(|kv| Some((kv.first()?.as_str(), kv.get(1)?.as_str())))
+            .collect();
+        self.inner.openmetrics(&pairs)
+    }
+
     /// The core's statistics of this client ([`zklock::Stats`]; times in milliseconds).
     #[napi(catch_unwind)]
     pub fn stats(&self) -> NativeStats {

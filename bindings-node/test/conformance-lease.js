@@ -211,6 +211,18 @@ function leaseScenarios({ client, outcome, ownClient, kindOf }) {
         return words.join(',')
       }),
 
+    openmetrics: (p) =>
+      ownClient(async (c) =>
+        outcome(async () => {
+          const lease = await c.mutex(p).acquire()
+          await lease.release()
+          const text = c.openmetrics()
+          const eof = text.endsWith('# EOF\n') ? 'eof' : 'no-eof'
+          const line = text.split('\n').find((l) => l.startsWith('zklock_acquires_total{') && l.includes('outcome="acquired"'))
+          return `${eof},acquired=${line ? line.split(' ').pop() : 'none'}`
+        }),
+      ),
+
     'lost-stays-lost': (p) =>
       ownClient(async (c) =>
         outcome(async () => {

@@ -328,6 +328,18 @@ impl PyClient {
         Ok(NativeLock::new(Inner::Multi(Arc::new(multi))))
     }
 
+    /// The core's statistics as OpenMetrics text ([`zklock::Client::openmetrics`]): labelled
+    /// `client="<id>"` and with `labels`.
+    #[pyo3(signature = (labels=None))]
+    fn openmetrics(&self, labels: Option<Vec<(String, String)>>) -> String {
+        let labels = labels.unwrap_or_default();
+        let pairs: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.client.openmetrics(&pairs)
+    }
+
     /// The core's statistics of this client, as a dict of numbers (times in seconds; `wait` and
     /// `hold` are dicts of `count`, `p50`, `p90`, `p99`, `max`). `zklock.Client.stats()` makes
     /// them a frozen dataclass.

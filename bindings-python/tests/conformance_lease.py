@@ -222,6 +222,22 @@ def sc_rw_max_hold(ctx: Ctx) -> str:
     return ",".join(words)
 
 
+def sc_openmetrics(ctx: Ctx) -> str:
+    own = zklock.Client(ctx.servers)
+    try:
+        with own.lock(ctx.path).hold(WAIT):
+            pass
+        text = own.openmetrics()
+    finally:
+        own.close()
+    eof = "eof" if text.endswith("# EOF\n") else "no-eof"
+    acquired = "none"
+    for line in text.splitlines():
+        if line.startswith("zklock_acquires_total{") and 'outcome="acquired"' in line:
+            acquired = line.rsplit(" ", 1)[1]
+    return f"{eof},acquired={acquired}"
+
+
 LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "valid-until-max-hold": sc_valid_until_max_hold,
     "valid-until-max-hold-election": sc_valid_until_max_hold_election,
@@ -241,4 +257,5 @@ LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "extend-moves-valid-until": sc_extend_moves_valid_until,
     "expiring-warns-first": sc_expiring_warns_first,
     "rw-max-hold": sc_rw_max_hold,
+    "openmetrics": sc_openmetrics,
 }

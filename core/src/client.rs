@@ -222,6 +222,15 @@ impl Client {
         self.inner.counters().snapshot()
     }
 
+    /// [`Client::stats`] as OpenMetrics text (what Prometheus scrapes), each sample labelled
+    /// `client="<id>"` ([`Client::id`]) and with `labels`.
+    pub fn openmetrics(&self, labels: &[(&str, &str)]) -> String {
+        let id = self.id().to_string();
+        let mut all = vec![("client", id.as_str())];
+        all.extend_from_slice(labels);
+        self.stats().to_openmetrics(&all)
+    }
+
     /// Where the connection to the ensemble stands now (the lifeline's deadline checked on the
     /// spot): `Connected`, `Suspended` (broken; the session may live), `Lost` (the session
     /// ended, or the client was closed).

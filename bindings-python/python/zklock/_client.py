@@ -173,6 +173,16 @@ class Client:
         close too."""
         return Stats._of(self._native.stats())
 
+    def openmetrics(self, labels: Optional[Dict[str, str]] = None) -> str:
+        """This client's statistics as OpenMetrics text, what Prometheus scrapes (serve it from
+        your own ``/metrics``): acquires by outcome, wait and hold time summaries, leases held
+        and acquires waiting, losses and reconnects, each sample labelled ``client="<id>"`` and
+        with ``labels``. The names are the core's, the same in every face."""
+        pairs = []
+        for key, value in (labels or {}).items():
+            pairs.append((_check_str(key, "label name"), _check_str(value, "label value")))
+        return self._native.openmetrics(pairs)
+
     def close(self) -> None:
         """Closes the session: its leases become lost and the server deletes their nodes.
         Later calls raise :class:`ClientClosed`. Closing twice is fine."""

@@ -1,8 +1,9 @@
 //! Owns how the core runs and reports: the private runtime, callback queues, time bounds, logs,
-//! observe and stats. May use: base only.
+//! observe, stats and their OpenMetrics text. May use: base only.
 
 pub(crate) mod bounds;
 pub(crate) mod logs;
+pub(crate) mod metrics;
 pub(crate) mod observe;
 pub(crate) mod runtime;
 pub(crate) mod stats;

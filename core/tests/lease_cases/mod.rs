@@ -9,6 +9,7 @@ use super::{error_word, word, Outcome, Runner};
 
 mod counter;
 mod extend;
+mod metrics;
 
 /// The maximum hold the `valid-until-max-hold` scenarios use, and the rounding they allow.
 const MAX_HOLD: Duration = Duration::from_secs(1);
@@ -130,7 +131,10 @@ pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
         }
         other => match counter::scenario(runner, other).await {
             Some(outcome) => outcome,
-            None => return extend::scenario(runner, other).await,
+            None => match extend::scenario(runner, other).await {
+                Some(outcome) => outcome,
+                None => return metrics::scenario(runner, other).await,
+            },
         },
     })
 }
