@@ -48,7 +48,13 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    let window = Duration::from_secs_f64(args.num("s9-secs", 5.0));
+    // The window: `--s9-secs`, or one session timeout. A process that opens its sessions
+    // within a second pings them in bursts, every T/3 (zklock, ZooKeeper's client): a window
+    // of T holds three bursts whatever its phase, where a 5 s window held one or two.
+    let window_of = |session_ms: u64| match args.opt("s9-secs") {
+        Some(_) => Duration::from_secs_f64(args.num("s9-secs", 5.0)),
+        None => Duration::from_millis(session_ms),
+    };
     let topologies: Vec<usize> = args
         .opt("s9-members")
         .unwrap_or_else(|| "1,3".into())
@@ -85,6 +91,8 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
                 },
             )?;
             zk.wait_serving(Duration::from_secs(120))?;
+            let window = window_of(session_ms);
+            let settle = Duration::from_millis(args.int("s9-settle-ms", session_ms));
             let leader = if members > 1 { zk.leader() } else { Some(0) };
             // A fresh server compiles its request paths (the JVM's JIT) under the first load
             // it sees: one unmeasured pass of the first implementation, so that the first
@@ -97,8 +105,9 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
                     }
                 }
             }
+            // The idle server's CPU, once the warm-up's collection and compiling are over.
+            std::thread::sleep(settle);
             let baseline = cpu_over(&zk, window);
-            let settle = Duration::from_millis(args.int("s9-settle-ms", session_ms));
             for &n in &sizes {
                 for imp in &impls {
                     let measured = one(&zk, imp, n, (session_ms, tick_ms), (settle, window))
@@ -113,6 +122,7 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
                         "leader": leader,
                         "impl": imp.key,
                         "sessions": n,
+                        "window_s": window.as_secs_f64(),
                         "baseline_ms_s": baseline,
                         "measured": measured,
                     });
@@ -122,7 +132,7 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
             }
         }
     }
-    Ok(json!({ "window_s": window.as_secs_f64(), "rows": rows }))
+    Ok(json!({ "rows": rows }))
 }
 
 /// One implementation with `n` sessions: the servers' CPU (ms per second, per member) in each
@@ -304,7 +314,22 @@ fn wait_for(zk: &ZooKeeper, key: &str, at_least: usize, sum: bool) -> Res<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(format!("the servers show {key} {seen}, not {at_least}"));
+            // Every member's view, to tell lost sessions (fewer connections) from a member
+            // behind the others.
+            let each: Vec<String> = (0..zk.len())
+                .map(|i| {
+                    let v = |k| zk.mntr_value(i, k).map_or("?".into(), |v| v.to_string());
+                    format!(
+                        "member {i}: {key} {}, connections {}",
+                        v(key),
+                        v("zk_num_alive_connections")
+                    )
+                })
+                .collect();
+            return Err(format!(
+                "the servers show {key} {seen}, not {at_least} ({})",
+                each.join("; ")
+            ));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -407,8 +432,10 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
         clients.push(zklock::Client::connect(&servers, options.clone()).await?);
     }
     let open_s = t0.elapsed().as_secs_f64();
-    ready(json!({"phase": "idle", "sessions": n, "open_s": open_s, "rss": rss_bytes(),
-                 "heartbeats": zklock::support::heartbeats()}));
+    ready(
+        json!({"phase": "idle", "sessions": n, "open_s": open_s, "rss": rss_bytes(),
+                 "heartbeats": zklock::support::heartbeats()}),
+    );
     read_line().await;
 
     let mut leases = Vec::with_capacity(n);
@@ -437,8 +464,10 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
             waiting.push(mutex.start_acquire(zklock::Owner::SHARED, zklock::Wait::Forever));
         }
     }
-    ready(json!({"phase": "wait", "waiters": waiting.len(), "rss": rss_bytes(),
-                 "heartbeats": zklock::support::heartbeats()}));
+    ready(
+        json!({"phase": "wait", "waiters": waiting.len(), "rss": rss_bytes(),
+                 "heartbeats": zklock::support::heartbeats()}),
+    );
     read_line().await;
     let t1 = Instant::now();
     drop(waiting);
