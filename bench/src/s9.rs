@@ -257,7 +257,7 @@ fn traffic(zk: &ZooKeeper, received: &[f64]) -> Value {
             for line in cons.lines().filter(|l| l.contains("sid=")) {
                 conns += 1;
                 let field = |key: &str| {
-                    line.split(|c| c == '(' || c == ',' || c == ')')
+                    line.split(['(', ',', ')'])
                         .find_map(|f| f.strip_prefix(key))
                         .unwrap_or("?")
                         .to_owned()
