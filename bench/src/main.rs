@@ -198,7 +198,7 @@ fn implementations(args: &common::Args, raw: &[String]) -> Result<Found, String>
                 key: "zklock-proposed".into(),
                 label: "zklock core, patched (--extra-zklock)".into(),
                 cmd: v(&[&bin, "worker", "--impl", "zklock"]),
-                scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait", "curve"],
+                scenarios: vec!["s1", "s2", "s3", "s4", "s5", "s6", "s6wait", "s9", "curve"],
                 startup: 0.5,
                 warmup: 1.0,
             },

@@ -12,7 +12,10 @@
 //! session waits on it), then closes everything and prints its result. Curator and kazoo run
 //! their sessions over several processes (one JVM or CPython per 1,000 or 500 sessions); the
 //! orchestrator waits until the servers show every session, lease or waiter (`mntr`) before it
-//! measures.
+//! measures. Fair to every implementation: an unmeasured warm-up pass on each fresh server
+//! (the JVM compiles under the first load), and the idle window only once every session has
+//! been open a session timeout. Each window also records what the members received
+//! (`traffic`: packets per second, and the connections by last operation from `cons`).
 
 use std::time::{Duration, Instant};
 
@@ -45,7 +48,13 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    let window = Duration::from_secs_f64(args.num("s9-secs", 5.0));
+    // The window: `--s9-secs`, or one session timeout. A process that opens its sessions
+    // within a second pings them in bursts, every T/3 (zklock, ZooKeeper's client): a window
+    // of T holds three bursts whatever its phase, where a 5 s window held one or two.
+    let window_of = |session_ms: u64| match args.opt("s9-secs") {
+        Some(_) => Duration::from_secs_f64(args.num("s9-secs", 5.0)),
+        None => Duration::from_millis(session_ms),
+    };
     let topologies: Vec<usize> = args
         .opt("s9-members")
         .unwrap_or_else(|| "1,3".into())
@@ -56,8 +65,17 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
         .iter()
         .filter(|i| i.scenarios.contains(&"s9"))
         .collect();
+    // `--s9-timings 10000` (session timeouts in ms) runs only the timings named.
+    let timings: Vec<(u64, u32)> = match args.opt("s9-timings") {
+        Some(only) => TIMINGS
+            .iter()
+            .copied()
+            .filter(|(t, _)| only.split(',').any(|o| o.trim() == t.to_string()))
+            .collect(),
+        None => TIMINGS.to_vec(),
+    };
     let mut rows = Vec::new();
-    for &(session_ms, tick_ms) in &TIMINGS {
+    for &(session_ms, tick_ms) in &timings {
         for &members in &topologies {
             println!(
                 "\n== s9: {members} member(s), T = {} s, tick {} ms ==",
@@ -73,12 +91,27 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
                 },
             )?;
             zk.wait_serving(Duration::from_secs(120))?;
+            let window = window_of(session_ms);
+            let settle = Duration::from_millis(args.int("s9-settle-ms", session_ms));
             let leader = if members > 1 { zk.leader() } else { Some(0) };
+            // A fresh server compiles its request paths (the JVM's JIT) under the first load
+            // it sees: one unmeasured pass of the first implementation, so that the first
+            // measured is not charged for it (`--s9-warmup no` skips it).
+            if args.opt("s9-warmup").as_deref() != Some("no") {
+                if let (Some(first), Some(&n)) = (impls.first(), sizes.first()) {
+                    let quick = (Duration::ZERO, Duration::from_secs(1));
+                    if let Err(e) = one(&zk, first, n, (session_ms, tick_ms), quick) {
+                        eprintln!("  ! s9 warm-up {}: {e}", first.label);
+                    }
+                }
+            }
+            // The idle server's CPU, once the warm-up's collection and compiling are over.
+            std::thread::sleep(settle);
             let baseline = cpu_over(&zk, window);
             for &n in &sizes {
                 for imp in &impls {
-                    let measured =
-                        one(&zk, imp, n, (session_ms, tick_ms), window).unwrap_or_else(|e| {
+                    let measured = one(&zk, imp, n, (session_ms, tick_ms), (settle, window))
+                        .unwrap_or_else(|e| {
                             eprintln!("  ! s9 {} {n}: {e}", imp.label);
                             json!({ "error": e })
                         });
@@ -89,6 +122,7 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
                         "leader": leader,
                         "impl": imp.key,
                         "sessions": n,
+                        "window_s": window.as_secs_f64(),
                         "baseline_ms_s": baseline,
                         "measured": measured,
                     });
@@ -98,7 +132,7 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
             }
         }
     }
-    Ok(json!({ "window_s": window.as_secs_f64(), "rows": rows }))
+    Ok(json!({ "rows": rows }))
 }
 
 /// One implementation with `n` sessions: the servers' CPU (ms per second, per member) in each
@@ -108,7 +142,7 @@ fn one(
     imp: &Impl,
     n: usize,
     (session_ms, tick_ms): (u64, u32),
-    window: Duration,
+    (settle, window): (Duration, Duration),
 ) -> Res<Value> {
     let path = format!("/bench/s9/{}-{n}-{}", imp.key, mono_ns());
     let per = per_process(&imp.key).min(n);
@@ -145,6 +179,7 @@ fn one(
         offset += count;
     }
     let mut phases = serde_json::Map::new();
+    let mut traffic = serde_json::Map::new();
     let mut reports = Vec::new();
     let started = Instant::now();
     for p in procs.iter_mut() {
@@ -153,7 +188,14 @@ fn one(
     let open_s = started.elapsed().as_secs_f64();
     // Each member counts the `mntr` probe's own connection too.
     wait_for(zk, "zk_num_alive_connections", n + zk.len(), true)?;
-    phases.insert("idle".into(), measure(zk, window));
+    // The same rule for every implementation: the idle window starts once every session has
+    // been open for a session timeout (`settle`: `--s9-settle-ms`, default T), so it carries
+    // neither the opening (createSession is a leader proposal, and the JVM's collector works
+    // on after it) nor whatever a client does in its first moments.
+    std::thread::sleep(settle);
+    let (cpu, seen) = measure(zk, window);
+    phases.insert("idle".into(), cpu);
+    traffic.insert("idle".into(), seen);
     for phase in ["hold", "wait"] {
         // The first process goes first: in `wait` its first session takes the lock the others
         // then queue on.
@@ -163,7 +205,9 @@ fn one(
         }
         // `hold`: one lease per session; `wait`: n - 1 waiters and the holder.
         wait_for(zk, "zk_ephemerals_count", n, false)?;
-        phases.insert(phase.into(), measure(zk, window));
+        let (cpu, seen) = measure(zk, window);
+        phases.insert(phase.into(), cpu);
+        traffic.insert(phase.into(), seen);
     }
     let closing = Instant::now();
     for p in procs {
@@ -175,17 +219,61 @@ fn one(
     wait_for_at_most(zk, "zk_ephemerals_count", 0)?;
     Ok(json!({
         "phases": Value::Object(phases),
+        "traffic": Value::Object(traffic),
         "open_s": open_s,
+        "settle_s": settle.as_secs_f64(),
         "close_s": close_s,
         "workers": reports,
     }))
 }
 
-/// Each member's CPU over `window`, in milliseconds per second.
-fn measure(zk: &ZooKeeper, window: Duration) -> Value {
+/// Each member's CPU over `window`, in milliseconds per second, and what the members received
+/// in it (`traffic`).
+fn measure(zk: &ZooKeeper, window: Duration) -> (Value, Value) {
     // Let the phase's setup traffic (creates, watches) settle first.
     std::thread::sleep(Duration::from_secs(1));
-    json!(cpu_over(zk, window))
+    let packets = |i| zk.mntr_value(i, "zk_packets_received").unwrap_or(0);
+    let before: Vec<i64> = (0..zk.len()).map(packets).collect();
+    let t0 = Instant::now();
+    let cpu = cpu_over(zk, window);
+    let secs = t0.elapsed().as_secs_f64();
+    let received: Vec<f64> = (0..zk.len())
+        .map(|i| (packets(i) - before[i]) as f64 / secs)
+        .collect();
+    (json!(cpu), traffic(zk, &received))
+}
+
+/// What each member received over a window, as its `mntr` and `cons` show it: packets per
+/// second from clients, and its client connections by the last operation each sent (`lop`)
+/// and their negotiated session timeouts (`to`). Read after the window (`cons` of a thousand
+/// connections is work for the server).
+fn traffic(zk: &ZooKeeper, received: &[f64]) -> Value {
+    let members: Vec<Value> = (0..zk.len())
+        .map(|i| {
+            let cons = zk.four_letter(i, "cons").unwrap_or_default();
+            let mut lops = std::collections::BTreeMap::<String, u64>::new();
+            let mut timeouts = std::collections::BTreeMap::<String, u64>::new();
+            let mut conns = 0;
+            for line in cons.lines().filter(|l| l.contains("sid=")) {
+                conns += 1;
+                let field = |key: &str| {
+                    line.split(['(', ',', ')'])
+                        .find_map(|f| f.strip_prefix(key))
+                        .unwrap_or("?")
+                        .to_owned()
+                };
+                *lops.entry(field("lop=")).or_default() += 1;
+                *timeouts.entry(field("to=")).or_default() += 1;
+            }
+            json!({
+                "packets_s": received.get(i).copied().unwrap_or(f64::NAN),
+                "connections": conns,
+                "lop": lops,
+                "to": timeouts,
+            })
+        })
+        .collect();
+    json!(members)
 }
 
 fn cpu_over(zk: &ZooKeeper, window: Duration) -> Vec<f64> {
@@ -226,7 +314,22 @@ fn wait_for(zk: &ZooKeeper, key: &str, at_least: usize, sum: bool) -> Res<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(format!("the servers show {key} {seen}, not {at_least}"));
+            // Every member's view, to tell lost sessions (fewer connections) from a member
+            // behind the others.
+            let each: Vec<String> = (0..zk.len())
+                .map(|i| {
+                    let v = |k| zk.mntr_value(i, k).map_or("?".into(), |v| v.to_string());
+                    format!(
+                        "member {i}: {key} {}, connections {}",
+                        v(key),
+                        v("zk_num_alive_connections")
+                    )
+                })
+                .collect();
+            return Err(format!(
+                "the servers show {key} {seen}, not {at_least} ({})",
+                each.join("; ")
+            ));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -329,7 +432,10 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
         clients.push(zklock::Client::connect(&servers, options.clone()).await?);
     }
     let open_s = t0.elapsed().as_secs_f64();
-    ready(json!({"phase": "idle", "sessions": n, "open_s": open_s, "rss": rss_bytes()}));
+    ready(
+        json!({"phase": "idle", "sessions": n, "open_s": open_s, "rss": rss_bytes(),
+                 "heartbeats": zklock::support::heartbeats()}),
+    );
     read_line().await;
 
     let mut leases = Vec::with_capacity(n);
@@ -340,7 +446,8 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
                 .await?,
         );
     }
-    ready(json!({"phase": "hold", "leases": n, "rss": rss_bytes()}));
+    ready(json!({"phase": "hold", "leases": n, "rss": rss_bytes(),
+                 "heartbeats": zklock::support::heartbeats()}));
     read_line().await;
     for l in leases {
         l.release().await?;
@@ -357,7 +464,10 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
             waiting.push(mutex.start_acquire(zklock::Owner::SHARED, zklock::Wait::Forever));
         }
     }
-    ready(json!({"phase": "wait", "waiters": waiting.len(), "rss": rss_bytes()}));
+    ready(
+        json!({"phase": "wait", "waiters": waiting.len(), "rss": rss_bytes(),
+                 "heartbeats": zklock::support::heartbeats()}),
+    );
     read_line().await;
     let t1 = Instant::now();
     drop(waiting);
@@ -365,7 +475,7 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
     for c in clients {
         c.close().await;
     }
-    Ok(json!({"close_s": t1.elapsed().as_secs_f64()}))
+    Ok(json!({"close_s": t1.elapsed().as_secs_f64(), "heartbeats": zklock::support::heartbeats()}))
 }
 
 fn ready(v: Value) {

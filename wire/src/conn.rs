@@ -88,7 +88,8 @@ pub struct ConnectOptions {
     pub tls: Option<TlsConnect>,
     /// Close the connection when nothing was heard for this long: at most two thirds of the
     /// negotiated timeout (`ClientCnxn`'s `readTimeout`), which is also the default. Pings go
-    /// out after half of it without a send, so a healthy idle link is heard from twice as often.
+    /// out after a third of the negotiated timeout without a send, or sooner when this is
+    /// shorter than half the timeout (see [`ping_interval`]).
     pub read_timeout: Option<Duration>,
 }
 
@@ -253,7 +254,14 @@ where
     };
     let longest = session.timeout * 2 / 3;
     let read_timeout = opts.read_timeout.map_or(longest, |r| r.min(longest));
-    let (tx, shared, events) = driver::start(stream, decoder, read_timeout, opts.last_zxid_seen);
+    let ping_interval = ping_interval(session.timeout, read_timeout);
+    let (tx, shared, events) = driver::start(
+        stream,
+        decoder,
+        read_timeout,
+        ping_interval,
+        opts.last_zxid_seen,
+    );
     Ok((
         Connection {
             tx,
@@ -263,6 +271,16 @@ where
         },
         events,
     ))
+}
+
+/// How long a connection stays silent before it pings: a third of the negotiated session
+/// timeout, as ZooKeeper's own client (`ClientCnxn.SendThread.run` pings when nothing was sent
+/// for `readTimeout / 2`, its `readTimeout` being two thirds of the timeout) and kazoo
+/// (`protocol/connection.py`, the same less a jitter of up to 0.4 s) do, so an idle session
+/// costs its server what a peer's does. Sooner when the read timeout is short: the ping's
+/// answer always has a third of the read timeout to arrive before the link is given up.
+pub fn ping_interval(session_timeout: Duration, read_timeout: Duration) -> Duration {
+    (session_timeout / 3).min(read_timeout * 2 / 3)
 }
 
 impl Connection {
@@ -480,4 +498,34 @@ fn create_request(path: &str, data: &[u8], flags: i32) -> CreateRequest {
 /// The task decodes a reply by its request's op, so a helper never sees another shape.
 fn unreachable_shape<T>(_: Response) -> Result<T, OpError> {
     Err(OpError::Connection(Error::UnexpectedShape))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ping_interval;
+    use std::time::Duration;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    /// Within a millisecond (a third of a duration is not a whole number of them).
+    fn ms_of(d: Duration) -> u128 {
+        d.as_millis()
+    }
+
+    #[test]
+    fn an_idle_connection_pings_every_third_of_the_session_timeout_as_the_peers_clients_do() {
+        // The read timeout zklock's session asks for: half of T, or the 5 s connect timeout.
+        assert_eq!(ms_of(ping_interval(MS(10_000), MS(5_000))), 3_333);
+        assert_eq!(ms_of(ping_interval(MS(4_000), MS(2_000))), 1_333);
+        // No read timeout asked for: ClientCnxn's two thirds of T.
+        assert_eq!(ms_of(ping_interval(MS(6_000), MS(4_000))), 2_000);
+    }
+
+    #[test]
+    fn a_short_read_timeout_pings_sooner_so_the_answer_has_a_third_of_it_to_arrive() {
+        // T = 30 s with the 5 s connect timeout as the read timeout.
+        let ping = ping_interval(MS(30_000), MS(5_000));
+        assert_eq!(ms_of(ping), 3_333);
+        assert!(MS(5_000) - ping >= MS(5_000) / 3);
+    }
 }

@@ -74,10 +74,12 @@ impl Shared {
         }
     }
 
-    /// How long a silent link is trusted: two fifths of the session timeout, or the connect
-    /// timeout when that is shorter than three fifths of it. A black-holed link is then given
-    /// up with time left in the session for two connects to other members, and the lock layer
-    /// hears of the disconnect (suspended) well before its own deadline.
+    /// How long a silent link is trusted: half the session timeout, or the connect timeout
+    /// when that is shorter than three fifths of it. A black-holed link is then given up with
+    /// time left in the session for a connect or two to other members, and the lock layer
+    /// hears of the disconnect (suspended) well before its own deadline. Half, not less: an
+    /// idle connection pings every third of the timeout, as the peers' clients do (see
+    /// `conn::ping_interval`), and the ping's answer has the sixth left to arrive.
     fn read_timeout(&self, granted: Duration) -> Duration {
         let t = if granted.is_zero() {
             self.options.session_timeout
@@ -86,7 +88,7 @@ impl Shared {
         };
         let c = self.options.connect_timeout;
         if c > t * 3 / 5 {
-            t * 2 / 5
+            t / 2
         } else {
             c
         }

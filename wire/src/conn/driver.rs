@@ -47,11 +47,13 @@ pub(super) enum Cmd {
 
 /// Starts the task for a connection whose handshake is done (`decoder` may already hold
 /// frames that followed the handshake's reply): the handle's command channel, the state the
-/// handles read, and the events.
+/// handles read, and the events. It pings after `ping_interval` without a send and gives the
+/// link up after `read_timeout` without a frame read.
 pub(super) fn start<S>(
     stream: S,
     decoder: FrameDecoder,
     read_timeout: Duration,
+    ping_interval: Duration,
     last_zxid_seen: i64,
 ) -> (mpsc::UnboundedSender<Cmd>, Arc<Mutex<Shared>>, Events)
 where
@@ -86,7 +88,7 @@ where
         queued: 0,
         written: 0,
         next_xid: 1,
-        ping_interval: read_timeout / 2,
+        ping_interval,
         pings_sent: VecDeque::new(),
         read_timeout,
         read_chunk: MIN_READ,
