@@ -1043,6 +1043,18 @@ enum zklock_status zklock_lock_participants(struct zklock_lock *lock,
                                             struct zklock_participants **out);
 
 /**
+ * `client`'s statistics as OpenMetrics text (what Prometheus scrapes), each sample labelled
+ * `client="<id>"`. With `buf` NULL (and `cap` 0) only `*len` is written: the bytes the text
+ * needs, its terminating NUL included. Otherwise, when it fits in `cap` bytes, `buf` gets the
+ * text and its NUL and `*len` the same count; when it does not fit, nothing is written and the
+ * status is `ZKLOCK_INVALID_ARGUMENT` (`zklock_last_error()` says how many bytes it needs).
+ */
+enum zklock_status zklock_client_openmetrics(const struct zklock_client *client,
+                                             char *buf,
+                                             size_t cap,
+                                             size_t *len);
+
+/**
  * Writes `client`'s statistics into `*out`, whose `size` the caller set (see `zklock_stats`).
  * Works after the session was closed too.
  */
