@@ -1,12 +1,13 @@
 //! A shared counter on Curator's layouts, and the increment only a lock holder can make (issue
 //! 37, point 5). The node holds the count as Curator writes it: a 4-byte big-endian `int` for
-//! `SharedCount` (`SharedCount.toBytes`/`fromBytes`: `ByteBuffer.putInt`/`getInt`,
-//! curator-recipes/.../shared/SharedCount.java) or an 8-byte big-endian `long` for
-//! `DistributedAtomicLong` (`bytesToValue`: empty data is 0,
-//! curator-recipes/.../atomic/DistributedAtomicLong.java). Both compare and set by the node's
-//! data version (`SharedValue.trySetValue`: `setData().withVersion`), and both create a missing
-//! node with its parents as containers (`creatingParentContainersIfNeeded`), so a Curator
-//! process and a zklock one can share the node.
+//! `SharedCount` (`SharedCount.toBytes`/`fromBytes`: `ByteBuffer.putInt`/`getInt`, in Curator's
+//! `curator-recipes/src/main/java/org/apache/curator/framework/recipes/shared/SharedCount.java`)
+//! or an 8-byte big-endian `long` for `DistributedAtomicLong` (`bytesToValue`: empty data is 0,
+//! in `.../framework/recipes/atomic/DistributedAtomicLong.java` of the same module). Both
+//! compare and set by the node's data version (`SharedValue.trySetValue`:
+//! `setData().withVersion`), and both create a missing node with its parents as containers
+//! (`creatingParentContainersIfNeeded`), so a Curator process and a zklock one can share the
+//! node.
 //!
 //! [`Lease::guarded_increment`] reads the count and writes count + n in one multi with the check
 //! that the lease's lock node still exists: the count moves only while the lock is held (what
