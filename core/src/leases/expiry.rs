@@ -101,6 +101,20 @@ impl Lease {
     }
 }
 
+impl Lease {
+    /// One maximum hold for every member, counted from now (a multi-lock's, once all its
+    /// members are ours): `limit` from now, extensions up to `ceiling` from now (never less
+    /// than `limit`). A member whose hold already ends earlier keeps its end.
+    pub(crate) fn limit_hold(&self, limit: Duration, ceiling: Option<Duration>) {
+        let now = Instant::now();
+        let end = now + limit;
+        let ceiling = ceiling.map(|c| now + c.max(limit));
+        for p in self.shared_parts() {
+            p.limit_hold_until(end, ceiling);
+        }
+    }
+}
+
 /// The earliest end of the members' maximum holds, while every member is held or suspended.
 fn hold_end(parts: &[std::sync::Weak<LeaseShared>]) -> Option<Instant> {
     let mut end: Option<Instant> = None;

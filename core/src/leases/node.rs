@@ -329,11 +329,31 @@ impl LeaseShared {
         // One end for the timer and for `valid_until`, counted from when the node became ours:
         // the lease reads valid no later than the moment the timer takes it away.
         let end = self.since + limit;
+        let ceiling = ceiling.map(|c| self.since + c.max(limit));
+        self.limit_hold_until(end, ceiling);
+    }
+
+    /// Ends the hold at `end` (the ceiling of its extensions at `ceiling`), as
+    /// [`LeaseShared::limit_hold`]; a multi-lock's one end for all its members. The earlier
+    /// end wins: a node whose hold already ends earlier keeps its end (and its ceiling is the
+    /// earlier of the two).
+    pub(crate) fn limit_hold_until(
+        self: &Arc<Self>,
+        end: std::time::Instant,
+        ceiling: Option<std::time::Instant>,
+    ) {
         {
             let mut rare = self.rare.lock().unwrap();
             let rare = rare.get_or_insert_with(Box::default);
+            rare.hold_ceiling = match (rare.hold_ceiling, ceiling) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if rare.hold_end.is_some_and(|e| e <= end) {
+                // Its own timer ends it first.
+                return;
+            }
             rare.hold_end = Some(end);
-            rare.hold_ceiling = ceiling.map(|c| self.since + c.max(limit));
         }
         let lease = Arc::downgrade(self);
         runtime::spawn(async move {

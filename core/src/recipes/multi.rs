@@ -19,9 +19,14 @@ use crate::sessions::connection::Connection;
 
 /// Several locks taken as one (Curator's `InterProcessMultiLock`): all or nothing, one deadline
 /// for all, members taken in path order (no deadlock between differently ordered lists), and
-/// released in reverse order.
+/// released in reverse order. A maximum hold ([`MultiLock::max_hold`]) is one end for the
+/// whole hold.
 pub struct MultiLock {
     members: Vec<Arc<LockInner>>,
+    /// The whole hold's limit, counted from when every member is ours.
+    max_hold: Option<Duration>,
+    /// The longest the whole hold may last counting its extensions.
+    hold_ceiling: Option<Duration>,
 }
 
 impl MultiLock {
@@ -54,7 +59,64 @@ impl MultiLock {
                 )));
             }
         }
-        Ok(MultiLock { members })
+        Ok(MultiLock {
+            members,
+            max_hold: None,
+            hold_ceiling: None,
+        })
+    }
+
+    /// Every lease of this multi-lock ends `limit` after all its members became ours (`None`:
+    /// no limit), whatever its holder does: at the limit every member turns lost with the
+    /// reason `max-hold` and the runtime deletes every member's node (see
+    /// [`Lock::max_hold`]). One end for the whole hold: [`Lease::extend`] moves it for all
+    /// members, [`Lease::on_expiring`] warns before it, [`Lease::valid_until`] never passes it.
+    /// A member whose own lock value ends its hold earlier (a lock with a `max_hold` of its
+    /// own given to [`MultiLock::from_locks`], or already held by that value: one node, one
+    /// end) keeps the earlier end. A lease taken before this call keeps the limit it had.
+    /// `InvalidArgument` for zero.
+    pub fn max_hold(mut self, limit: Option<Duration>) -> Result<MultiLock> {
+        self.set_max_hold(limit)?;
+        Ok(self)
+    }
+
+    /// [`MultiLock::max_hold`] in place (refused, it leaves the value as it was).
+    pub fn set_max_hold(&mut self, limit: Option<Duration>) -> Result<()> {
+        if limit.is_some_and(|l| l.is_zero()) {
+            return Err(Error::invalid(
+                "max_hold must be longer than zero (leave it unset for no limit)",
+            ));
+        }
+        self.max_hold = limit;
+        Ok(())
+    }
+
+    /// The limit [`MultiLock::max_hold`] set.
+    pub fn max_hold_limit(&self) -> Option<Duration> {
+        self.max_hold
+    }
+
+    /// The longest the whole hold may last counting its extensions, from when every member
+    /// became ours (see [`Lock::hold_ceiling`]); `None` (the default): no ceiling.
+    /// `InvalidArgument` for zero.
+    pub fn hold_ceiling(mut self, ceiling: Option<Duration>) -> Result<MultiLock> {
+        self.set_hold_ceiling(ceiling)?;
+        Ok(self)
+    }
+
+    /// [`MultiLock::hold_ceiling`] in place (refused, it leaves the value as it was).
+    pub fn set_hold_ceiling(&mut self, ceiling: Option<Duration>) -> Result<()> {
+        if ceiling.is_some_and(|c| c.is_zero()) {
+            return Err(Error::invalid(
+                "hold_ceiling must be longer than zero (leave it unset for no ceiling)",
+            ));
+        }
+        self.hold_ceiling = ceiling;
+        Ok(())
+    }
+
+    fn limits(&self) -> Limits {
+        self.max_hold.map(|limit| (limit, self.hold_ceiling))
     }
 
     pub fn paths(&self) -> Vec<&str> {
@@ -111,7 +173,7 @@ impl MultiLock {
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let deadline = deadline.map(Instant::from_std);
-        acquire_all(self.members.clone(), Owner::SHARED, deadline, cancel)
+        acquire_all(self.members.clone(), Owner::SHARED, deadline, cancel, self.limits())
     }
 
     /// Acquires every member for `owner` (see [`Lock::acquire_as`]).
@@ -122,7 +184,7 @@ impl MultiLock {
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let deadline = wait.deadline().map(Instant::from_std);
-        acquire_all(self.members.clone(), owner, deadline, cancel)
+        acquire_all(self.members.clone(), owner, deadline, cancel, self.limits())
     }
 
     /// Blocking twin of [`MultiLock::acquire_as`].
@@ -144,16 +206,21 @@ impl MultiLock {
         &self,
         deadline: Option<Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        acquire_all(self.members.clone(), Owner::SHARED, deadline, None)
+        acquire_all(self.members.clone(), Owner::SHARED, deadline, None, self.limits())
     }
 }
 
-/// Takes every member in order within one deadline (and one outer bound, see `bounds`).
+/// A multi-lock's maximum hold and its ceiling, when it has one.
+type Limits = Option<(Duration, Option<Duration>)>;
+
+/// Takes every member in order within one deadline (and one outer bound, see `bounds`); with
+/// `limits`, one maximum hold for all members from the moment the last one is ours.
 async fn acquire_all(
     members: Vec<Arc<LockInner>>,
     owner: Owner,
     deadline: Option<Instant>,
     cancel: Option<CancelToken>,
+    limits: Limits,
 ) -> Result<Lease> {
     let decide_by = bounds::decide_by(deadline);
     let what = format!("the multi-lock on {}", members[0].path);
@@ -176,6 +243,9 @@ async fn acquire_all(
         if bounds::too_late(decide_by) {
             let _ = runtime::spawn(lease.release()).await;
             return Err(crate::engine::nodes::timeout_error("the multi-lock"));
+        }
+        if let Some((limit, ceiling)) = limits {
+            lease.limit_hold(limit, ceiling);
         }
         Ok(lease)
     });
