@@ -227,3 +227,71 @@ async fn an_acquire_whose_deadline_ends_inside_the_delay_times_out_and_leaves_no
     assert_empty_eventually(&path).await;
     drop(held);
 }
+
+/// Issue 37, points 2 and 3 together: a lock with a lock-delay, a maximum hold and an
+/// extension. A maximum hold that runs out is not a clean release (the runtime deletes the
+/// node without the marker, as for a break: the holder may still be working), so the successor
+/// waits the delay; a clean release inside an extended hold hands over at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extended_hold_ended_by_max_hold_costs_the_delay_and_a_clean_release_does_not() {
+    let path = unique_path("lock-delay-max-hold");
+    let (a, b) = (client().await, client().await);
+    let lock = |c: &zklock::Client| {
+        c.mutex(&path)
+            .unwrap()
+            .lock_delay(Some(DELAY))
+            .unwrap()
+            .max_hold(Some(Duration::from_secs(2)))
+            .unwrap()
+    };
+    let (lock_a, lock_b) = (lock(&a), lock(&b));
+    let held = lock_a.acquire().await.unwrap();
+    let extended_at = Instant::now();
+    held.extend(Duration::from_secs(5)).unwrap();
+    let deleted = deletion_of(held.path()).await;
+    let waiting = tokio::spawn(async move {
+        let lease = lock_b.acquire_timeout(Duration::from_secs(60)).await;
+        (lease, Instant::now(), lock_b)
+    });
+    wait_for_nodes(&path, 2).await;
+    assert!(
+        held.is_held(),
+        "the waiter queued while the extended hold still ran"
+    );
+    let gone = tokio::time::timeout(Duration::from_secs(30), deleted)
+        .await
+        .expect("the maximum hold ends")
+        .unwrap();
+    assert!(
+        gone - extended_at >= Duration::from_millis(4900),
+        "the node went {:?} after the extension of 5 s",
+        gone - extended_at
+    );
+    let reason = held.lost_reason().unwrap_or_default();
+    assert!(reason.contains("max-hold"), "lost reason: {reason}");
+    let (lease, acquired, _lock_b) = waiting.await.unwrap();
+    let lease = lease.expect("the waiter acquires after the delay");
+    let after = acquired - gone;
+    eprintln!("max-hold expiry: held {after:?} after the holder's node went");
+    assert!(
+        after >= DELAY,
+        "held {after:?} after the maximum hold ended, before {DELAY:?}"
+    );
+    assert!(lease.token() > held.token());
+
+    // b holds now, with the same settings; extended far, it releases cleanly: no delay.
+    lease.extend(Duration::from_secs(120)).unwrap();
+    let deleted = deletion_of(lease.path()).await;
+    let waiting = tokio::spawn(async move {
+        let lease = lock_a.acquire_timeout(Duration::from_secs(60)).await;
+        (lease, Instant::now())
+    });
+    wait_for_nodes(&path, 2).await;
+    assert_eq!(lease.release().await.unwrap(), zklock::Released::Released);
+    let gone = deleted.await.unwrap();
+    let (next, acquired) = waiting.await.unwrap();
+    let after = acquired - gone;
+    eprintln!("clean release of an extended hold: held {after:?} after the node went");
+    assert!(after < DELAY / 3, "a clean release waited {after:?}");
+    next.unwrap().release().await.unwrap();
+}
