@@ -326,8 +326,13 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
    * labelled client="<id>" and with `labels`.
    */
   openmetrics(labels?: Record<string, string>): string
-  /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
-  multiLock(paths: readonly string[]): MultiLock
+  /**
+   * Exclusive locks on several paths taken as one (all or nothing, in path order).
+   * `maxHoldMs` ends the whole hold that long after every member became ours (each member
+   * lost, reason 'max-hold', its node deleted); `lease.extend` moves the end for every member,
+   * up to `holdCeilingMs`.
+   */
+  multiLock(paths: readonly string[], options?: { maxHoldMs?: number; holdCeilingMs?: number }): MultiLock
   /**
    * Closes the session: its leases are lost (when it resolves, each one's state is 'lost', its
    * signal aborted and 'lost' emitted); later calls reject with ZKLOCK_CLOSED. A client still

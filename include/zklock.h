@@ -681,6 +681,19 @@ enum zklock_status zklock_election_new(struct zklock_client *client,
                                        struct zklock_election **out);
 
 /**
+ * Chubby's lock-delay on this participant's leaderships (`zklock::Election::lock_delay`):
+ * after a leader's node went without a clean resign (its session expired, it was broken, its
+ * maximum hold ended), a lead through this handle that waited behind it returns its leadership
+ * only `lock_delay_ms` later; a clean resign (of a leader that set the same delay) hands over
+ * at once. -1 removes it (the default: none); 0 and any other negative are
+ * `ZKLOCK_INVALID_ARGUMENT`, as for `zklock_lock_set_lock_delay`. Set it before leading:
+ * `ZKLOCK_INVALID_ARGUMENT` while a blocking call through the handle runs; a lead started
+ * before (`zklock_election_lead_async` included) and leaderships taken before keep what they
+ * had. Every zklock participant of the path sets the same delay. Refused, nothing changes.
+ */
+enum zklock_status zklock_election_set_lock_delay(struct zklock_election *e, int64_t lock_delay_ms);
+
+/**
  * Frees an election handle. Leaderships and ops taken through it stay valid (release or free
  * them as usual); no call on this handle may be running or start afterwards. NULL is a no-op.
  */
@@ -1004,18 +1017,34 @@ enum zklock_status zklock_acquire(struct zklock_lock *lock,
  * contains "max-hold", the state callback hears `ZKLOCK_LEASE_LOST`) and deletes its node.
  * `max_hold_ms` -1 removes the limit (the default: none), as -1 means "forever" for every
  * zklock timeout; 0 is `ZKLOCK_INVALID_ARGUMENT` (the core refuses a lease that ends as it
- * starts), as is any other negative. For mutexes and semaphores; a read/write side or a
- * multi-lock is `ZKLOCK_INVALID_ARGUMENT`. Set it before acquiring: leases taken before keep
- * the limit they had, and a thread holding the lock through this handle does not re-enter
- * those holds afterwards. `ZKLOCK_INVALID_ARGUMENT` while an acquire through the handle runs.
+ * starts), as is any other negative. For mutexes, semaphores and multi-locks: on a multi-lock
+ * (`zklock_multi_new`) it is one end for the whole hold, counted from when every member is
+ * ours (every member lost and its node deleted at it; `zklock_lease_extend` moves it for all).
+ * A read/write side is `ZKLOCK_INVALID_ARGUMENT`: both sides take theirs at once with
+ * `zklock_rwlock_set_max_hold`. Set it before acquiring: leases taken before keep the limit
+ * they had, and a thread holding the lock through this handle does not re-enter those holds
+ * afterwards. `ZKLOCK_INVALID_ARGUMENT` while an acquire through the handle runs.
  */
 enum zklock_status zklock_lock_set_max_hold(struct zklock_lock *lock, int64_t max_hold_ms);
 
 /**
+ * Both sides of a read/write lock (`zklock_rwlock_new`'s `read_side` and `write_side`, in that
+ * order) end every lease taken through them from now on after `max_hold_ms` milliseconds, as
+ * `zklock_lock_set_max_hold` says (-1: no limit, the default; 0 and other negatives are
+ * `ZKLOCK_INVALID_ARGUMENT`), like Python's `rw_lock(path, max_hold=)` and Node's
+ * `rwLock(path, { maxHoldMs })`. Two handles that are not the read and the write side of one
+ * `zklock_rwlock_new` are `ZKLOCK_INVALID_ARGUMENT`, as is a call while either side holds the
+ * lock or an acquire through it runs (set it before acquiring). Refused, nothing changes.
+ */
+enum zklock_status zklock_rwlock_set_max_hold(struct zklock_lock *read_side,
+                                              struct zklock_lock *write_side,
+                                              int64_t max_hold_ms);
+
+/**
  * The longest a lease of `lock` may be held counting its extensions (`zklock_lease_extend`),
  * in milliseconds from the acquire; -1 (the default): no ceiling; 0 or another negative is
- * `ZKLOCK_INVALID_ARGUMENT`. Like `zklock_lock_set_max_hold`: for mutexes and semaphores, set
- * before acquiring.
+ * `ZKLOCK_INVALID_ARGUMENT`. Like `zklock_lock_set_max_hold`: for mutexes, semaphores and
+ * multi-locks (the whole hold's ceiling), set before acquiring.
  */
 enum zklock_status zklock_lock_set_hold_ceiling(struct zklock_lock *lock, int64_t ceiling_ms);
 

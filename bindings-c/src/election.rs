@@ -4,6 +4,7 @@
 //! `zklock_check`. The core decides everything; this converts C values and hands out handles.
 
 use std::ffi::{c_char, c_void, CString};
+use std::sync::Arc;
 
 use crate::client::{client_ref, zklock_client};
 use crate::error::{guard, guard_value, zklock_status, Failure};
@@ -17,11 +18,19 @@ use crate::{c_text, str_arg, UserPtr};
 /// with `zklock_election_free` (leaderships taken through it stay valid). A leadership is a
 /// `zklock_lease`: token, state, state callback, guarded writes, `zklock_lease_valid_for_ms`.
 pub struct zklock_election {
-    election: zklock::Election,
+    /// Changed in place by `zklock_election_set_lock_delay`; every call works on a clone of
+    /// the `Arc`.
+    slot: std::sync::Mutex<Arc<zklock::Election>>,
     id: CString,
     style: CString,
     /// The client's callback thread (async leads, and the leases' callbacks).
     callbacks: zklock::CallbackQueue,
+}
+
+impl zklock_election {
+    fn election(&self) -> Arc<zklock::Election> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 unsafe fn election_ref<'a>(e: *const zklock_election) -> Result<&'a zklock_election, Failure> {
@@ -71,10 +80,39 @@ pub unsafe extern "C" fn zklock_election_new(
         let handle = Box::into_raw(Box::new(zklock_election {
             id: c_text(election.id()),
             style: c_text(election.style().as_str()),
-            election,
+            slot: std::sync::Mutex::new(Arc::new(election)),
             callbacks: client.callbacks.clone(),
         }));
         out.write(handles::register(handle, Kind::Election));
+        Ok(())
+    })
+}
+
+/// Chubby's lock-delay on this participant's leaderships (`zklock::Election::lock_delay`):
+/// after a leader's node went without a clean resign (its session expired, it was broken, its
+/// maximum hold ended), a lead through this handle that waited behind it returns its leadership
+/// only `lock_delay_ms` later; a clean resign (of a leader that set the same delay) hands over
+/// at once. -1 removes it (the default: none); 0 and any other negative are
+/// `ZKLOCK_INVALID_ARGUMENT`, as for `zklock_lock_set_lock_delay`. Set it before leading:
+/// `ZKLOCK_INVALID_ARGUMENT` while a blocking call through the handle runs; a lead started
+/// before (`zklock_election_lead_async` included) and leaderships taken before keep what they
+/// had. Every zklock participant of the path sets the same delay. Refused, nothing changes.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_set_lock_delay(
+    e: *mut zklock_election,
+    lock_delay_ms: i64,
+) -> zklock_status {
+    guard(|| {
+        let this = election_ref(e)?;
+        let delay = zklock::support::lock_delay_from_millis_i64(lock_delay_ms)?;
+        let mut slot = this.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let path = slot.path().to_owned();
+        let Some(election) = Arc::get_mut(&mut slot) else {
+            return Err(Failure::invalid(format!(
+                "a call through the election handle of {path} is running; set the lock-delay before leading"
+            )));
+        };
+        election.set_lock_delay(delay)?;
         Ok(())
     })
 }
@@ -118,7 +156,7 @@ pub unsafe extern "C" fn zklock_election_lead(
             return Err(Failure::null("out"));
         }
         let wait = zklock::Wait::from_millis_i64(timeout_ms)?;
-        let lease = this.election.blocking_lead_with(wait, None)?;
+        let lease = this.election().blocking_lead_with(wait, None)?;
         out.write(zklock_lease::boxed(lease, this.callbacks.clone()));
         Ok(())
     })
@@ -144,7 +182,7 @@ pub unsafe extern "C" fn zklock_election_lead_async(
             return Err(Failure::null("op"));
         }
         let wait = zklock::Wait::from_millis_i64(timeout_ms)?;
-        op.write(start(this.election.start_lead(wait), this, cb, user));
+        op.write(start(this.election().start_lead(wait), this, cb, user));
         Ok(())
     })
 }
@@ -193,13 +231,13 @@ pub unsafe extern "C" fn zklock_election_resign(
         };
         // A lease of another path would be released (and freed) by the core's refusal: the
         // core's rule is asked first, before the handle is taken apart.
-        if let Some(refused) = leadership.with_core(|core| this.election.check_leadership(core)) {
+        if let Some(refused) = leadership.with_core(|core| this.election().check_leadership(core)) {
             refused?;
         }
         let (core, path) = zklock_lease::take(lease)?;
         let Some(core) = core else { return Ok(()) };
         let was_lost = core.state() == zklock::LeaseState::Lost;
-        let again = this.election.blocking_resign(core, requeue)?;
+        let again = this.election().blocking_resign(core, requeue)?;
         if let (Some(attempt), Some(cb)) = (again, cb) {
             op.write(start(attempt, this, cb, user));
             return Ok(());
@@ -235,7 +273,7 @@ pub unsafe extern "C" fn zklock_election_proclaim(
         };
         zklock::support::refuse_on_runtime_thread()?;
         leadership
-            .with_core(|core| this.election.blocking_proclaim(core, bytes, None))
+            .with_core(|core| this.election().blocking_proclaim(core, bytes, None))
             .ok_or_else(|| {
                 Failure::new(zklock_status::ZKLOCK_NOT_HELD, "the lease was released")
             })??;
@@ -257,7 +295,7 @@ pub unsafe extern "C" fn zklock_election_participants(
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        let listed = this.election.blocking_participants()?;
+        let listed = this.election().blocking_participants()?;
         out.write(zklock_participants::boxed(listed));
         Ok(())
     })
@@ -276,7 +314,7 @@ pub unsafe extern "C" fn zklock_election_leader(
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        let leader = this.election.blocking_leader()?;
+        let leader = this.election().blocking_leader()?;
         out.write(zklock_participants::boxed(leader.into_iter().collect()));
         Ok(())
     })

@@ -271,10 +271,13 @@ pub unsafe extern "C" fn zklock_acquire(
 /// contains "max-hold", the state callback hears `ZKLOCK_LEASE_LOST`) and deletes its node.
 /// `max_hold_ms` -1 removes the limit (the default: none), as -1 means "forever" for every
 /// zklock timeout; 0 is `ZKLOCK_INVALID_ARGUMENT` (the core refuses a lease that ends as it
-/// starts), as is any other negative. For mutexes and semaphores; a read/write side or a
-/// multi-lock is `ZKLOCK_INVALID_ARGUMENT`. Set it before acquiring: leases taken before keep
-/// the limit they had, and a thread holding the lock through this handle does not re-enter
-/// those holds afterwards. `ZKLOCK_INVALID_ARGUMENT` while an acquire through the handle runs.
+/// starts), as is any other negative. For mutexes, semaphores and multi-locks: on a multi-lock
+/// (`zklock_multi_new`) it is one end for the whole hold, counted from when every member is
+/// ours (every member lost and its node deleted at it; `zklock_lease_extend` moves it for all).
+/// A read/write side is `ZKLOCK_INVALID_ARGUMENT`: both sides take theirs at once with
+/// `zklock_rwlock_set_max_hold`. Set it before acquiring: leases taken before keep the limit
+/// they had, and a thread holding the lock through this handle does not re-enter those holds
+/// afterwards. `ZKLOCK_INVALID_ARGUMENT` while an acquire through the handle runs.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lock_set_max_hold(
     lock: *mut zklock_lock,
@@ -284,29 +287,92 @@ pub unsafe extern "C" fn zklock_lock_set_max_hold(
         let this = lock_ref(lock)?;
         let limit = zklock::support::max_hold_from_millis_i64(max_hold_ms)?;
         let mut slot = this.shape.lock().unwrap_or_else(|e| e.into_inner());
-        let path = match &**slot {
-            Shape::Lock(l) => l.path().to_owned(),
-            Shape::Side(..) | Shape::Multi(..) => {
-                return Err(Failure::invalid(
-                    "a maximum hold is set on a mutex or a semaphore (not on a read/write side or a multi-lock)",
-                ))
-            }
+        let path = settable_path(&slot, "a maximum hold")?;
+        match Arc::get_mut(&mut slot) {
+            // Refused, the core leaves the value as it was.
+            Some(Shape::Lock(l)) => l.set_max_hold(limit)?,
+            Some(Shape::Multi(m)) => m.set_max_hold(limit)?,
+            _ => return Err(running(&path, "the maximum hold")),
+        }
+        Ok(())
+    })
+}
+
+/// The path (a multi-lock's paths) of a mutex, semaphore or multi-lock handle whose `what` is
+/// being set; a read/write side is refused (its sides are set together).
+fn settable_path(shape: &Shape, what: &str) -> Result<String, Failure> {
+    match shape {
+        Shape::Lock(l) => Ok(l.path().to_owned()),
+        Shape::Multi(m) => Ok(m.paths().join(",")),
+        Shape::Side(..) => Err(Failure::invalid(format!(
+            "{what} is set on a mutex, a semaphore or a multi-lock handle; a read/write lock's \
+             maximum hold on both sides at once (zklock_rwlock_set_max_hold)"
+        ))),
+    }
+}
+
+/// The refusal of a setting while an acquire through the handle runs.
+fn running(path: &str, what: &str) -> Failure {
+    Failure::invalid(format!(
+        "an acquire of {path} through this handle is running; set {what} before acquiring"
+    ))
+}
+
+/// Both sides of a read/write lock (`zklock_rwlock_new`'s `read_side` and `write_side`, in that
+/// order) end every lease taken through them from now on after `max_hold_ms` milliseconds, as
+/// `zklock_lock_set_max_hold` says (-1: no limit, the default; 0 and other negatives are
+/// `ZKLOCK_INVALID_ARGUMENT`), like Python's `rw_lock(path, max_hold=)` and Node's
+/// `rwLock(path, { maxHoldMs })`. Two handles that are not the read and the write side of one
+/// `zklock_rwlock_new` are `ZKLOCK_INVALID_ARGUMENT`, as is a call while either side holds the
+/// lock or an acquire through it runs (set it before acquiring). Refused, nothing changes.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_rwlock_set_max_hold(
+    read_side: *mut zklock_lock,
+    write_side: *mut zklock_lock,
+    max_hold_ms: i64,
+) -> zklock_status {
+    guard(|| {
+        let read = lock_ref(read_side)?;
+        let write = lock_ref(write_side)?;
+        let limit = zklock::support::max_hold_from_millis_i64(max_hold_ms)?;
+        let not_a_pair = || {
+            Failure::invalid(
+                "zklock_rwlock_set_max_hold takes the read side and the write side of one \
+                 zklock_rwlock_new, in that order",
+            )
         };
-        let Some(Shape::Lock(l)) = Arc::get_mut(&mut slot) else {
-            return Err(Failure::invalid(format!(
-                "an acquire of {path} through this handle is running; set the maximum hold before acquiring"
-            )));
+        if std::ptr::eq(read, write) {
+            return Err(not_a_pair());
+        }
+        let mut read_slot = read.shape.lock().unwrap_or_else(|e| e.into_inner());
+        let Shape::Side(rw, false) = &**read_slot else {
+            return Err(not_a_pair());
         };
-        // Refused, the core leaves the value as it was.
-        l.set_max_hold(limit)?;
+        let rw = rw.clone();
+        let mut write_slot = write.shape.lock().unwrap_or_else(|e| e.into_inner());
+        match &**write_slot {
+            Shape::Side(other, true) if Arc::ptr_eq(&rw, other) => {}
+            _ => return Err(not_a_pair()),
+        }
+        // Only these two slots (and `rw` here) own the value: no acquire through it runs.
+        if Arc::strong_count(&read_slot) > 1
+            || Arc::strong_count(&write_slot) > 1
+            || Arc::strong_count(&rw) > 3
+        {
+            return Err(running(rw.path(), "the maximum hold"));
+        }
+        // The core refuses while either side holds (a hold it could not re-enter afterwards).
+        let limited = Arc::new(rw.with_max_hold(limit)?);
+        *read_slot = Arc::new(Shape::Side(limited.clone(), false));
+        *write_slot = Arc::new(Shape::Side(limited, true));
         Ok(())
     })
 }
 
 /// The longest a lease of `lock` may be held counting its extensions (`zklock_lease_extend`),
 /// in milliseconds from the acquire; -1 (the default): no ceiling; 0 or another negative is
-/// `ZKLOCK_INVALID_ARGUMENT`. Like `zklock_lock_set_max_hold`: for mutexes and semaphores, set
-/// before acquiring.
+/// `ZKLOCK_INVALID_ARGUMENT`. Like `zklock_lock_set_max_hold`: for mutexes, semaphores and
+/// multi-locks (the whole hold's ceiling), set before acquiring.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lock_set_hold_ceiling(
     lock: *mut zklock_lock,
@@ -323,12 +389,12 @@ pub unsafe extern "C" fn zklock_lock_set_hold_ceiling(
             )?)
         };
         let mut slot = this.shape.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(Shape::Lock(l)) = Arc::get_mut(&mut slot) else {
-            return Err(Failure::invalid(
-                "a hold ceiling is set on a mutex or a semaphore, before acquiring",
-            ));
-        };
-        l.set_hold_ceiling(ceiling)?;
+        let path = settable_path(&slot, "a hold ceiling")?;
+        match Arc::get_mut(&mut slot) {
+            Some(Shape::Lock(l)) => l.set_hold_ceiling(ceiling)?,
+            Some(Shape::Multi(m)) => m.set_hold_ceiling(ceiling)?,
+            _ => return Err(running(&path, "the hold ceiling")),
+        }
         Ok(())
     })
 }

@@ -132,6 +132,17 @@ static void on_state_event(void *user, zklock_lease *lease, zklock_lease_state s
     if (state == ZKLOCK_LEASE_LOST) note_event("lost");
 }
 
+/* Waits (at most 10 s) for `lease` to turn lost; the first word of its lost reason in `out`
+ * (empty when it did not turn lost). */
+static void lost_word(zklock_lease *lease, char *out, size_t size) {
+    for (int i = 0; i < 500 && zklock_lease_state_get(lease) != ZKLOCK_LEASE_LOST; i++) sleep_ms(20);
+    const char *reason = zklock_lease_lost_reason(lease);
+    const char *why = reason ? strstr(reason, " lost: ") : NULL;
+    why = why ? why + 7 : "";
+    size_t n = strcspn(why, ": ");
+    snprintf(out, size, "%.*s", (int)(n < size - 1 ? n : size - 1), why);
+}
+
 /* True when `name` is one of the extend scenarios (its outcome in `o`). */
 static int extend_scenario(struct outcome *o, const char *name) {
     static char word[96];
@@ -177,9 +188,71 @@ static int extend_scenario(struct outcome *o, const char *name) {
         if (st == ZKLOCK_OK) st = seen(o, zklock_lease_extend(a, 20000));
         o->word = st == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(st);
     } else if (strcmp(name, "rw-max-hold") == 0) {
-        o->na = "C sets a maximum hold on a mutex or a semaphore handle (zklock_lock_set_max_hold); "
-                "a read/write side refuses it for now";
-        return 1;
+        zklock_lock *r = NULL, *w = NULL;
+        char words[2][48] = {"", ""};
+        st = seen(o, zklock_rwlock_new(main_client, case_path, &r, &w));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_rwlock_set_max_hold(r, w, 500));
+        for (int i = 0; i < 2 && st == ZKLOCK_OK; i++) {
+            zklock_lease *side = NULL;
+            st = seen(o, zklock_acquire(i == 0 ? r : w, 10000, &side));
+            if (st != ZKLOCK_OK) break;
+            lost_word(side, words[i], sizeof words[i]);
+            zklock_lease_release(side);
+        }
+        snprintf(word, sizeof word, "%s,%s", words[0], words[1]);
+        o->word = st == ZKLOCK_OK ? word : kind_of(st);
+        zklock_lock_free(r);
+        zklock_lock_free(w);
+    } else if (strcmp(name, "multi-max-hold") == 0) {
+        char pa[512], pb[512], lost[48] = "";
+        snprintf(pa, sizeof pa, "%s/a", case_path);
+        snprintf(pb, sizeof pb, "%s/b", case_path);
+        const char *members[2] = {pa, pb}, *reversed[2] = {pb, pa};
+        zklock_lock *again = NULL;
+        zklock_lease *next = NULL;
+        st = seen(o, zklock_multi_new(main_client, members, 2, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, 500));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) {
+            lost_word(a, lost, sizeof lost);
+            zklock_lease_release(a);
+            a = NULL;
+            st = seen(o, zklock_multi_new(main_client, reversed, 2, &again));
+        }
+        if (st == ZKLOCK_OK) {
+            zklock_status got = seen(o, zklock_acquire(again, 10000, &next));
+            snprintf(word, sizeof word, "%s,%s", lost, got == ZKLOCK_OK ? "acquired" : kind_of(got));
+            o->word = word;
+        } else {
+            o->word = kind_of(st);
+        }
+        if (next) zklock_lease_release(next);
+        zklock_lock_free(again);
+    } else if (strcmp(name, "multi-max-hold-extend") == 0) {
+        char pa[512], pb[512];
+        snprintf(pa, sizeof pa, "%s/a", case_path);
+        snprintf(pb, sizeof pb, "%s/b", case_path);
+        const char *members[2] = {pa, pb};
+        st = seen(o, zklock_multi_new(main_client, members, 2, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, LEASE_MAX_HOLD_MS));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_hold_ceiling(l, 5000));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        if (st == ZKLOCK_OK) {
+            zklock_status first = seen(o, zklock_lease_extend(a, 60000));
+            zklock_status second = seen(o, zklock_lease_extend(a, 3000));
+            snprintf(word, sizeof word, "%s,%s", first == ZKLOCK_OK ? "ok" : kind_of(first),
+                     second == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(second));
+            o->word = word;
+        } else {
+            o->word = kind_of(st);
+        }
+    } else if (strcmp(name, "multi-max-hold-zero") == 0) {
+        char pa[512];
+        snprintf(pa, sizeof pa, "%s/a", case_path);
+        const char *members[1] = {pa};
+        st = seen(o, zklock_multi_new(main_client, members, 1, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, 0));
+        o->word = kind_of(st);
     } else if (strcmp(name, "openmetrics") == 0) {
         zklock_client_options opts;
         zklock_client_options_init(&opts);

@@ -3,7 +3,8 @@
  *   test_election SERVERS
  *
  * Handover, requeue, mixed layouts (ZKLOCK_CONFLICT naming the foreign node), the leader
- * observer, sequencer checks, the maximum hold, zklock_lease_valid_for_ms and bad input. Run
+ * observer, sequencer checks, the maximum hold (read/write sides included), the lock-delay,
+ * zklock_lease_valid_for_ms and bad input. Run
  * by bindings-c/ci-test.sh, also under valgrind (no errors, no leaks). Last line:
  * `N passed, N failed`.
  */
@@ -321,6 +322,18 @@ static void test_max_hold_ends_a_lease_and_a_leadership(void) {
     zklock_lock *r = NULL, *w = NULL;
     CHECK(zklock_rwlock_new(c, lpath, &r, &w) == ZKLOCK_OK);
     EXPECT(zklock_lock_set_max_hold(r, 1000) == ZKLOCK_INVALID_ARGUMENT);
+    /* Both sides at once, read side first, as Python's rw_lock(max_hold=) and Node's. */
+    EXPECT(zklock_rwlock_set_max_hold(w, r, 300) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_rwlock_set_max_hold(r, r, 300) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_rwlock_set_max_hold(r, m, 300) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_rwlock_set_max_hold(r, w, 0) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_rwlock_set_max_hold(r, w, 300) == ZKLOCK_OK);
+    CHECK(zklock_acquire(w, 10000, &l) == ZKLOCK_OK);
+    EXPECT(zklock_rwlock_set_max_hold(r, w, -1) == ZKLOCK_INVALID_ARGUMENT); /* while held */
+    for (int i = 0; i < 50 && zklock_lease_state_get(l) != ZKLOCK_LEASE_LOST; i++) sleep_ms(100);
+    reason = zklock_lease_lost_reason(l);
+    EXPECT(reason && strstr(reason, "max-hold"));
+    EXPECT(zklock_lease_release(l) == ZKLOCK_LOST);
     zklock_lock_free(r);
     zklock_lock_free(w);
     zklock_lock_free(m);
@@ -341,6 +354,87 @@ static void test_max_hold_ends_a_lease_and_a_leadership(void) {
     EXPECT(zklock_election_resign(e, lead, false, NULL, NULL, NULL) == ZKLOCK_LOST);
     zklock_election_free(e);
     zklock_client_free(c);
+}
+
+/* Chubby's lock-delay on an election (issue 37, point 2): a leader broken by a third client
+ * costs the waiting successor the delay; a clean resign (both with a delay far longer than
+ * the test) hands over without it. */
+static void test_lock_delay_after_a_break_and_none_after_a_resign(void) {
+    char path[256], clean[256];
+    path_of(path, sizeof path, "lock-delay");
+    path_of(clean, sizeof clean, "lock-delay-clean");
+    zklock_client *c1 = connect_client("c1"), *c2 = connect_client("c2"), *c3 = connect_client("c3");
+    CHECK(c1 && c2 && c3);
+    const int64_t delay = 1500, long_delay = 120000;
+    zklock_election *a = NULL, *b = NULL;
+    CHECK(zklock_election_new(c1, path, "latch", "a", -1, &a) == ZKLOCK_OK);
+    CHECK(zklock_election_new(c2, path, "latch", "b", -1, &b) == ZKLOCK_OK);
+    EXPECT(zklock_election_set_lock_delay(a, 0) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_election_set_lock_delay(a, -2) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_election_set_lock_delay(NULL, delay) == ZKLOCK_INVALID_ARGUMENT);
+    EXPECT(zklock_election_set_lock_delay(a, -1) == ZKLOCK_OK);
+    CHECK(zklock_election_set_lock_delay(a, delay) == ZKLOCK_OK);
+    CHECK(zklock_election_set_lock_delay(b, delay) == ZKLOCK_OK);
+    zklock_lease *la = NULL;
+    CHECK(zklock_election_lead(a, 10000, &la) == ZKLOCK_OK);
+    struct done d = {0};
+    tu_event_init(&d.ev);
+    zklock_op *op = NULL;
+    CHECK(zklock_election_lead_async(b, -1, done_cb, &d, &op) == ZKLOCK_OK);
+    zklock_participants *list = NULL;
+    for (int i = 0; i < 600; i++) { /* b's node is queued behind a's (60 s at most) */
+        size_t n = 0;
+        if (zklock_election_participants(a, &list) == ZKLOCK_OK) n = zklock_participants_count(list);
+        zklock_participants_free(list);
+        list = NULL;
+        if (n >= 2) break;
+        sleep_ms(100);
+    }
+    const char *name = strrchr(zklock_lease_path(la), '/') + 1;
+    int64_t before_break = now_ms();
+    EXPECT(zklock_break_lock(c3, path, name, "test", &list) == ZKLOCK_OK);
+    zklock_participants_free(list);
+    EXPECT(tu_event_wait(&d.ev, 1, 60000) == 1);
+    int64_t after = now_ms() - before_break;
+    printf("    b led %lld ms after the break (lock-delay %lld ms)\n", (long long)after, (long long)delay);
+    EXPECT(d.status == ZKLOCK_OK && d.lease);
+    EXPECT(after >= delay);
+    if (d.lease) EXPECT(zklock_election_resign(b, d.lease, false, NULL, NULL, NULL) == ZKLOCK_OK);
+    EXPECT(zklock_election_resign(a, la, false, NULL, NULL, NULL) == ZKLOCK_LOST);
+    zklock_op_free(op);
+    tu_event_destroy(&d.ev);
+    zklock_election_free(a);
+    zklock_election_free(b);
+
+    /* A clean resign: the successor leads long before a delay of two minutes. */
+    CHECK(zklock_election_new(c1, clean, "latch", "a", -1, &a) == ZKLOCK_OK);
+    CHECK(zklock_election_new(c2, clean, "latch", "b", -1, &b) == ZKLOCK_OK);
+    CHECK(zklock_election_set_lock_delay(a, long_delay) == ZKLOCK_OK);
+    CHECK(zklock_election_set_lock_delay(b, long_delay) == ZKLOCK_OK);
+    CHECK(zklock_election_lead(a, 10000, &la) == ZKLOCK_OK);
+    struct done e = {0};
+    tu_event_init(&e.ev);
+    op = NULL;
+    CHECK(zklock_election_lead_async(b, -1, done_cb, &e, &op) == ZKLOCK_OK);
+    for (int i = 0; i < 600; i++) {
+        size_t n = 0;
+        if (zklock_election_participants(a, &list) == ZKLOCK_OK) n = zklock_participants_count(list);
+        zklock_participants_free(list);
+        list = NULL;
+        if (n >= 2) break;
+        sleep_ms(100);
+    }
+    EXPECT(zklock_election_resign(a, la, false, NULL, NULL, NULL) == ZKLOCK_OK);
+    EXPECT(tu_event_wait(&e.ev, 1, 60000) == 1); /* well before the 120 s delay */
+    EXPECT(e.status == ZKLOCK_OK && e.lease);
+    if (e.lease) EXPECT(zklock_election_resign(b, e.lease, false, NULL, NULL, NULL) == ZKLOCK_OK);
+    zklock_op_free(op);
+    tu_event_destroy(&e.ev);
+    zklock_election_free(a);
+    zklock_election_free(b);
+    zklock_client_free(c1);
+    zklock_client_free(c2);
+    zklock_client_free(c3);
 }
 
 static void test_valid_for_ms_is_ahead_while_held(void) {
@@ -435,6 +529,7 @@ int main(int argc, char **argv) {
     RUN(test_observer_reports_leader_changes_and_no_leader);
     RUN(test_check_passes_the_current_token_only);
     RUN(test_max_hold_ends_a_lease_and_a_leadership);
+    RUN(test_lock_delay_after_a_break_and_none_after_a_resign);
     RUN(test_valid_for_ms_is_ahead_while_held);
     RUN(test_bad_input_is_invalid_argument);
     return tu_summary();

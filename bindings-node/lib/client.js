@@ -386,13 +386,21 @@ class Client extends EventEmitter {
     )
   }
 
-  /** Exclusive locks on several paths taken as one (all or nothing, in path order). */
-  multiLock(paths) {
+  /**
+   * Exclusive locks on several paths taken as one (all or nothing, in path order).
+   * `{ maxHoldMs }` ends the whole hold that long after every member became ours (each member
+   * lost, reason 'max-hold', its node deleted); `lease.extend` moves that end for every member,
+   * up to `holdCeilingMs`.
+   */
+  multiLock(paths, options) {
     if (!Array.isArray(paths)) {
       throw invalid(`paths must be an array of strings, got ${describe(paths)}`)
     }
     paths.forEach((p, i) => checkString(p, `paths[${i}]`))
-    const nativeLock = call(() => this.#native.multiLock(paths))
+    const o = checkOptions(options, 'multiLock options')
+    const maxHoldMs = checkMillis(o.maxHoldMs, 'maxHoldMs')
+    const holdCeilingMs = checkMillis(o.holdCeilingMs, 'holdCeilingMs')
+    const nativeLock = call(() => this.#native.multiLock(paths, maxHoldMs, holdCeilingMs))
     return new MultiLock(kInternal, nativeLock, this.#leases, [...paths])
   }
 

@@ -337,10 +337,26 @@ impl NativeClient {
         Ok(vec![side(Side::Read), side(Side::Write)])
     }
 
-    /// Exclusive locks on several paths, taken as one.
+    /// Exclusive locks on several paths, taken as one; `max_hold_ms` ends the whole hold
+    /// ([`zklock::MultiLock::max_hold`]), `hold_ceiling_ms` bounds its extensions.
     #[napi(catch_unwind)]
-    pub fn multi_lock(&self, paths: Vec<String>) -> napi::Result<NativeLock, Code> {
-        let multi = self.inner.multi_lock(&paths).map_err(js_err)?;
+    pub fn multi_lock(
+        &self,
+        paths: Vec<String>,
+        max_hold_ms: Option<f64>,
+        hold_ceiling_ms: Option<f64>,
+    ) -> napi::Result<NativeLock, Code> {
+        let limit = zklock::support::max_hold_from_millis(max_hold_ms).map_err(js_err)?;
+        let ceiling = hold_ceiling_ms
+            .map(|ms| zklock::support::duration_from_millis_f64(ms, "holdCeilingMs"))
+            .transpose()
+            .map_err(js_err)?;
+        let multi = self
+            .inner
+            .multi_lock(&paths)
+            .and_then(|m| m.max_hold(limit))
+            .and_then(|m| m.hold_ceiling(ceiling))
+            .map_err(js_err)?;
         Ok(self.lock(Target::Multi(Arc::new(multi)), paths.join(",")))
     }
 

@@ -211,6 +211,57 @@ function leaseScenarios({ client, outcome, ownClient, kindOf }) {
         return words.join(',')
       }),
 
+    'multi-max-hold': (p) =>
+      outcome(async () => {
+        const members = [`${p}/a`, `${p}/b`]
+        const lease = await client().multiLock(members, { maxHoldMs: 500 }).acquire({ timeoutMs: 10000 })
+        const signal = lease.signal
+        const lost = signal.aborted
+          ? signal.reason
+          : await new Promise((resolve) => {
+            const timer = setTimeout(() => resolve(null), 10000)
+            signal.addEventListener('abort', () => {
+              clearTimeout(timer)
+              resolve(signal.reason)
+            }, { once: true })
+          })
+        const why = lost === null ? '' : lost.message.split(' lost: ').pop() || ''
+        await lease.release().catch(() => {})
+        let next = 'acquired'
+        try {
+          const again = await client().multiLock([...members].reverse()).acquire({ timeoutMs: 10000 })
+          await again.release()
+        } catch (e) {
+          next = kindOf(e)
+        }
+        return `${why.split(/[: ]/)[0]},${next}`
+      }),
+
+    'multi-max-hold-extend': (p) =>
+      outcome(async () => {
+        const multi = client().multiLock([`${p}/a`, `${p}/b`], { maxHoldMs: MAX_HOLD_MS, holdCeilingMs: 5000 })
+        const lease = await multi.acquire({ timeoutMs: 10000 })
+        const acquired = Date.now()
+        try {
+          let first = 'ok'
+          try {
+            lease.extend(60000)
+          } catch (e) {
+            first = kindOf(e)
+          }
+          lease.extend(3000)
+          return `${first},${againstMaxHold(lease, acquired)}`
+        } finally {
+          await lease.release()
+        }
+      }),
+
+    'multi-max-hold-zero': (p) =>
+      outcome(async () => {
+        client().multiLock([`${p}/a`], { maxHoldMs: 0 })
+        return 'ok'
+      }),
+
     openmetrics: (p) =>
       ownClient(async (c) =>
         outcome(async () => {

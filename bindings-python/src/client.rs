@@ -307,8 +307,17 @@ impl PyClient {
         ))
     }
 
-    /// A multi-lock over existing core lock values (sharing their re-entrancy).
-    fn multi_lock(&self, py: Python<'_>, members: Vec<Py<NativeLock>>) -> PyResult<NativeLock> {
+    /// A multi-lock over existing core lock values (sharing their re-entrancy); `max_hold`
+    /// (seconds, None: no limit) ends the whole hold after that long, `hold_ceiling` (seconds,
+    /// None: none) bounds its extensions ([`zklock::MultiLock::max_hold`]).
+    #[pyo3(signature = (members, max_hold=None, hold_ceiling=None))]
+    fn multi_lock(
+        &self,
+        py: Python<'_>,
+        members: Vec<Py<NativeLock>>,
+        max_hold: Option<f64>,
+        hold_ceiling: Option<f64>,
+    ) -> PyResult<NativeLock> {
         let mut locks: Vec<&zklock::Lock> = Vec::with_capacity(members.len());
         for m in &members {
             match m.get().as_lock() {
@@ -324,7 +333,15 @@ impl PyClient {
                 }
             }
         }
-        let multi = zklock::MultiLock::from_locks(locks).py(py)?;
+        let limit = zklock::support::max_hold_from_secs(max_hold).py(py)?;
+        let ceiling = hold_ceiling
+            .map(|s| zklock::support::duration_from_secs_f64(s, "hold_ceiling"))
+            .transpose()
+            .py(py)?;
+        let multi = zklock::MultiLock::from_locks(locks)
+            .and_then(|m| m.max_hold(limit))
+            .and_then(|m| m.hold_ceiling(ceiling))
+            .py(py)?;
         Ok(NativeLock::new(Inner::Multi(Arc::new(multi))))
     }
 

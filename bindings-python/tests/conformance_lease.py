@@ -222,6 +222,47 @@ def sc_rw_max_hold(ctx: Ctx) -> str:
     return ",".join(words)
 
 
+def _lost_word(lease: zklock.Lease) -> str:
+    reason = lease.lost_reason or ""
+    why = reason.split(" lost: ", 1)[1] if " lost: " in reason else ""
+    return why.split(":", 1)[0].strip()
+
+
+def sc_multi_max_hold(ctx: Ctx) -> str:
+    members = [f"{ctx.path}/a", f"{ctx.path}/b"]
+    multi = ctx.shared.multi_lock(members, max_hold=0.5)
+    assert multi.acquire(timeout=WAIT), "acquired"
+    lease = multi.lease
+    assert lease is not None, "a held lock has a lease"
+    deadline = time.monotonic() + 10.0
+    while lease.state != "lost" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    why = _lost_word(lease)
+    try:
+        multi.release()
+    except zklock.ZkLockError:
+        pass
+    again = ctx.shared.multi_lock(list(reversed(members)))
+    if not again.acquire(timeout=10.0):
+        return f"{why},not-acquired"
+    again.release()
+    return f"{why},acquired"
+
+
+def sc_multi_max_hold_extend(ctx: Ctx) -> str:
+    members = [f"{ctx.path}/a", f"{ctx.path}/b"]
+    multi = ctx.shared.multi_lock(members, max_hold=MAX_HOLD, hold_ceiling=5.0)
+    with multi.hold(WAIT) as lease:
+        acquired = time.monotonic()
+        first = _kind(lambda: lease.extend(60.0))
+        lease.extend(3.0)
+        return f"{first},{against_max_hold(lease, acquired)}"
+
+
+def sc_multi_max_hold_zero(ctx: Ctx) -> str:
+    return _kind(lambda: ctx.shared.multi_lock([f"{ctx.path}/a"], max_hold=0))
+
+
 def sc_openmetrics(ctx: Ctx) -> str:
     own = zklock.Client(ctx.servers)
     try:
@@ -258,4 +299,7 @@ LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "expiring-warns-first": sc_expiring_warns_first,
     "rw-max-hold": sc_rw_max_hold,
     "openmetrics": sc_openmetrics,
+    "multi-max-hold": sc_multi_max_hold,
+    "multi-max-hold-extend": sc_multi_max_hold_extend,
+    "multi-max-hold-zero": sc_multi_max_hold_zero,
 }

@@ -365,8 +365,18 @@ class Client:
             self, _check_str(path, "path"), _check_optional_seconds(max_hold, "max_hold")
         )
 
-    def multi_lock(self, locks: Iterable[Union[str, Lock]]) -> MultiLock:
-        """Several locks taken as one; give paths (new mutexes) or :class:`Lock` objects."""
+    def multi_lock(
+        self,
+        locks: Iterable[Union[str, Lock]],
+        *,
+        max_hold: Optional[float] = None,
+        hold_ceiling: Optional[float] = None,
+    ) -> MultiLock:
+        """Several locks taken as one; give paths (new mutexes) or :class:`Lock` objects.
+        ``max_hold`` (seconds, None: no limit) ends the whole hold that long after every member
+        became ours: each member's lease turns lost (reason ``max-hold``) and its node is
+        deleted. ``lease.extend(seconds)`` moves that end for every member, up to
+        ``hold_ceiling`` seconds (None: no ceiling)."""
         if isinstance(locks, (str, bytes)) or not isinstance(locks, Iterable):
             raise InvalidArgumentType(
                 f"multi_lock() needs a list of paths or locks, got {_type_name(locks)}"
@@ -383,7 +393,12 @@ class Client:
                 raise InvalidArgumentType(
                     f"multi_lock() members must be paths or locks, got {_type_name(item)}"
                 )
-        return MultiLock(self, members)
+        return MultiLock(
+            self,
+            members,
+            _check_optional_seconds(max_hold, "max_hold"),
+            _check_optional_seconds(hold_ceiling, "hold_ceiling"),
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"session=0x{self.session_id:x}"

@@ -190,8 +190,14 @@ class MultiLock(Lock):
     __slots__ = ("_members",)
     _members: List[Lock]
 
-    def __new__(cls, client: "Client", members: Sequence[Lock]) -> "MultiLock":
-        native = client._native.multi_lock(list(members))
+    def __new__(
+        cls,
+        client: "Client",
+        members: Sequence[Lock],
+        max_hold: Optional[float] = None,
+        hold_ceiling: Optional[float] = None,
+    ) -> "MultiLock":
+        native = client._native.multi_lock(list(members), max_hold, hold_ceiling)
         self = super().__new__(cls, client, native, "multi", True)
         self._members = list(members)
         return self

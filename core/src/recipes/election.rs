@@ -122,6 +122,18 @@ impl Election {
         })
     }
 
+    /// [`Election::lock_delay`] in place, for a face that keeps the value behind a handle:
+    /// refused (`InvalidArgument` for zero), it leaves the value as it was. Leaderships taken
+    /// before keep what they had.
+    pub fn set_lock_delay(&mut self, delay: Option<Duration>) -> Result<()> {
+        self.lock.set_lock_delay(delay)
+    }
+
+    /// The delay [`Election::lock_delay`] set.
+    pub fn lock_delay_limit(&self) -> Option<Duration> {
+        self.lock.lock_delay_limit()
+    }
+
     /// The limit [`Election::max_hold`] set.
     pub fn max_hold_limit(&self) -> Option<Duration> {
         self.lock.max_hold_limit()

@@ -45,6 +45,25 @@ impl RwLock {
         )
     }
 
+    /// [`RwLock::max_hold`] for a face that keeps this value behind handles: a new value on
+    /// the same path with both sides limited, this one left as it was. `InvalidArgument` for
+    /// zero, and while either side of this value holds or is being acquired (a hold of this
+    /// value could not be re-entered, nor downgraded, through the new one).
+    pub fn with_max_hold(&self, limit: Option<Duration>) -> Result<RwLock> {
+        let busy = |side: &Lock| Arc::strong_count(&side.inner) > 1;
+        if busy(&self.read) || busy(&self.write) {
+            return Err(crate::base::error::Error::invalid(format!(
+                "the read/write lock {} is held or being acquired; set its maximum hold before acquiring",
+                self.path()
+            )));
+        }
+        let client = self.read.inner.client.clone();
+        Self::linked(
+            Lock::new(client.clone(), self.path(), NodeKind::Read)?.max_hold(limit)?,
+            Lock::new(client, self.path(), NodeKind::Write)?.max_hold(limit)?,
+        )
+    }
+
     pub fn read(&self) -> &Lock {
         &self.read
     }

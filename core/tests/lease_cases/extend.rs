@@ -96,6 +96,48 @@ pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
             }
             word(&words.join(","))
         }
+        "multi-max-hold" => {
+            let members = [format!("{path}/a"), format!("{path}/b")];
+            let multi = client.multi_lock(&members).unwrap();
+            let multi = multi.max_hold(Some(Duration::from_millis(500))).unwrap();
+            let lease = multi.acquire_timeout(secs(10)).await.unwrap();
+            let deadline = Instant::now() + secs(10);
+            while lease.state() != LeaseState::Lost && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let reason = lease.lost_reason().unwrap_or_default();
+            let why = reason.split(" lost: ").nth(1).unwrap_or("");
+            let why = why.split(':').next().unwrap_or("").trim().to_owned();
+            let _ = lease.release().await;
+            let again = client.multi_lock(members.iter().rev()).unwrap();
+            let next = match again.acquire_timeout(secs(10)).await {
+                Ok(next) => {
+                    next.release().await.unwrap();
+                    "acquired".to_owned()
+                }
+                Err(e) => e.kind().as_str().to_owned(),
+            };
+            word(&format!("{why},{next}"))
+        }
+        "multi-max-hold-extend" => {
+            let members = [format!("{path}/a"), format!("{path}/b")];
+            let multi = client.multi_lock(&members).unwrap();
+            let multi = multi.max_hold(Some(secs(1))).unwrap();
+            let multi = multi.hold_ceiling(Some(secs(5))).unwrap();
+            let lease = multi.acquire_timeout(secs(10)).await.unwrap();
+            let acquired = Instant::now();
+            let first = kind_or_ok(lease.extend(secs(60)));
+            let outcome = match lease.extend(secs(3)) {
+                Ok(_) => against_max_hold(&lease, acquired).to_owned(),
+                Err(e) => e.kind().as_str().to_owned(),
+            };
+            lease.release().await.unwrap();
+            word(&format!("{first},{outcome}"))
+        }
+        "multi-max-hold-zero" => {
+            let multi = client.multi_lock([format!("{path}/a")]).unwrap();
+            word(&kind_or_ok(multi.max_hold(Some(Duration::ZERO))))
+        }
         _ => return None,
     })
 }
