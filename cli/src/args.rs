@@ -318,8 +318,23 @@ pub enum Command {
         json: bool,
         /// Keep watching: redraw the queue when it changes (and every second on a terminal,
         /// for how long each contender has held or waited), until Ctrl-C.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "recursive")]
         watch: bool,
+        /// Every lock and election under PATH (PATH included; zklock, Curator and kazoo
+        /// layouts, semaphores too): one line per holder, with its node's age. `/` walks the
+        /// whole tree.
+        #[arg(short = 'r', long)]
+        recursive: bool,
+        /// With -r: only holders whose node is at least DURATION old (its ctime, stamped by the
+        /// ZooKeeper leader's clock, against this machine's clock; waiting time included).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "recursive")]
+        held_over: Option<Duration>,
+        /// With -r: how many levels below PATH to list (more is an error, status 64).
+        #[arg(long, value_name = "N", default_value_t = 32, requires = "recursive")]
+        max_depth: u32,
+        /// With -r: how many nodes to list in all (more is an error, status 64).
+        #[arg(long, value_name = "N", default_value_t = 100_000, requires = "recursive")]
+        max_nodes: usize,
         #[command(flatten)]
         connection: Connection,
     },

@@ -146,7 +146,7 @@ pub fn to_table(path: &str, queue: &[Participant]) -> String {
 }
 
 /// The rows as columns padded to their widest cell, two spaces apart (`ls` and `ls --watch`).
-fn aligned<const N: usize>(rows: &[[String; N]]) -> String {
+pub fn aligned<const N: usize>(rows: &[[String; N]]) -> String {
     let mut widths = [0usize; N];
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -17,6 +17,7 @@ mod child;
 mod elect;
 mod exec;
 mod ls;
+mod ls_tree;
 mod server;
 mod settings;
 mod status;
@@ -236,6 +237,24 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         connection,
                         ..
                     } => ls::watch(&Settings::new(&cli, connection, None), path).await,
+                    Command::Ls {
+                        path,
+                        json,
+                        recursive: true,
+                        held_over,
+                        max_depth,
+                        max_nodes,
+                        connection,
+                        ..
+                    } => {
+                        let limits = zklock::ScanLimits {
+                            max_depth: *max_depth,
+                            max_nodes: *max_nodes,
+                        };
+                        let over = held_over.unwrap_or_default();
+                        let settings = Settings::new(&cli, connection, None);
+                        ls_tree::run(&settings, path, over, limits, *json).await
+                    }
                     Command::Ls {
                         path,
                         json,

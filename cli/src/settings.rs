@@ -148,6 +148,16 @@ pub async fn connect_within(
     limit: Duration,
 ) -> Result<zklock::Client, Failure> {
     zklock::support::validate_path(path).map_err(Failure::from)?;
+    open(cli, limit).await
+}
+
+/// `connect` for a walk of a subtree (`ls -r`), whose PATH may be `/`, the one path that is no
+/// lock path: the core's walk checks it.
+pub async fn connect_to_tree(cli: &Settings) -> Result<zklock::Client, Failure> {
+    open(cli, cli.connect_timeout).await
+}
+
+async fn open(cli: &Settings, limit: Duration) -> Result<zklock::Client, Failure> {
     let servers = servers(cli)?;
     let mut options = zklock::Options::default()
         .session_timeout(cli.session_timeout)

@@ -146,6 +146,23 @@ impl Client {
         .await
     }
 
+    /// Every lock and election queue in the subtree at `path` (`/` included), in path order:
+    /// each path whose children are contenders in a layout zklock recognises (its own,
+    /// Curator's, kazoo's; semaphores too), with its participants as [`Lock::participants`]
+    /// lists them. Walks at most `limits` (depth and nodes listed): past either, fails with
+    /// `InvalidArgument` naming the bound. What `zklock ls -r` shows.
+    pub async fn locks_under(
+        &self,
+        path: &str,
+        limits: crate::recipes::scan::ScanLimits,
+    ) -> Result<Vec<crate::recipes::scan::LockQueue>> {
+        self.inner.check_usable()?;
+        let inner = self.inner.clone();
+        let path = path.to_owned();
+        on_runtime(async move { crate::recipes::scan::locks_under(&inner, &path, limits).await })
+            .await
+    }
+
     /// Blocking twin of [`Client::revoke`].
     pub fn blocking_revoke(&self, path: &str, node: Option<&str>) -> Result<Vec<String>> {
         self.inner.check_usable()?;

@@ -64,6 +64,7 @@ pub use recipes::mutex::{Lock, Mutex};
 pub use recipes::mutex_holds::Owner;
 pub use recipes::mutex_queue::Participant;
 pub use recipes::rwlock::RwLock;
+pub use recipes::scan::{LockQueue, ScanLimits};
 pub use recipes::semaphore::{invalid_max_leases, MAX_LEASES};
 
 /// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face

@@ -13,4 +13,5 @@ pub(crate) mod mutex_holds;
 pub(crate) mod mutex_queue;
 pub(crate) mod revoke;
 pub(crate) mod rwlock;
+pub(crate) mod scan;
 pub(crate) mod semaphore;

@@ -477,7 +477,16 @@ pub(super) fn with_max(mut queue: Vec<Participant>, max: Option<u32>) -> Vec<Par
 pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<Participant>> {
     let session = client.session().await?;
     let children = crate::engine::nodes::list_children(&session, path, None, None).await?;
-    let mut out = participants_of(&session, path, &children, None).await?;
+    participants_listed(&session, path, &children).await
+}
+
+/// [`participants`] of a path whose `children` were listed already (`scan`'s walk).
+pub(crate) async fn participants_listed(
+    session: &crate::sessions::session::Session,
+    path: &str,
+    children: &[String],
+) -> Result<Vec<Participant>> {
+    let mut out = participants_of(session, path, children, None).await?;
     if children
         .iter()
         .any(|c| c == crate::recipes::semaphore::LEASES)
@@ -487,8 +496,8 @@ pub(crate) async fn participants(client: &Connection, path: &str) -> Result<Vec<
             (crate::recipes::semaphore::LOCKS, Some(NodeKind::Lease)),
         ] {
             let dir = format!("{path}/{dir}");
-            let children = crate::engine::nodes::list_children(&session, &dir, None, None).await?;
-            out.extend(participants_of(&session, &dir, &children, kind).await?);
+            let children = crate::engine::nodes::list_children(session, &dir, None, None).await?;
+            out.extend(participants_of(session, &dir, &children, kind).await?);
         }
     }
     Ok(out)
