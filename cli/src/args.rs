@@ -333,7 +333,12 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 32, requires = "recursive")]
         max_depth: u32,
         /// With -r: how many nodes to list in all (more is an error, status 64).
-        #[arg(long, value_name = "N", default_value_t = 100_000, requires = "recursive")]
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 100_000,
+            requires = "recursive"
+        )]
         max_nodes: usize,
         #[command(flatten)]
         connection: Connection,

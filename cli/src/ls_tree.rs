@@ -154,8 +154,18 @@ mod tests {
                 path: "/l/a".into(),
                 participants: vec![
                     // Held for 10 minutes; its waiter is older still but waits.
-                    p("/l/a/x-lock-1", NodeKind::Mutex, Library::Curator, now - 600_000),
-                    p("/l/a/y-lock-2", NodeKind::Mutex, Library::Zklock, now - 700_000),
+                    p(
+                        "/l/a/x-lock-1",
+                        NodeKind::Mutex,
+                        Library::Curator,
+                        now - 600_000,
+                    ),
+                    p(
+                        "/l/a/y-lock-2",
+                        NodeKind::Mutex,
+                        Library::Zklock,
+                        now - 700_000,
+                    ),
                 ],
             },
             LockQueue {
@@ -177,13 +187,23 @@ mod tests {
         assert_eq!(line["session_id"], "0xabc");
         assert_eq!(line["age_ms"], 600_000);
         assert_eq!(line["name"], "x-lock-1");
-        assert_eq!(held_over(&queues, now, 0).len(), 2, "no bound: every holder");
+        assert_eq!(
+            held_over(&queues, now, 0).len(),
+            2,
+            "no bound: every holder"
+        );
         let t = to_table("/l", 60_000, 2, &held, now);
         assert!(
             t.starts_with("/l: 1 holder held over 1m00s in 2 lock paths"),
             "{t}"
         );
-        assert!(t.lines().nth(2).unwrap().starts_with("/l/a  10m00s  x-lock-1"), "{t}");
+        assert!(
+            t.lines()
+                .nth(2)
+                .unwrap()
+                .starts_with("/l/a  10m00s  x-lock-1"),
+            "{t}"
+        );
         assert_eq!(
             to_table("/l", 0, 0, &[], now),
             "/l: 0 holders in 0 lock paths (ages by ZooKeeper's ctime)\n"
@@ -195,7 +215,12 @@ mod tests {
         let now = 1_700_000_000_000;
         let queues = vec![LockQueue {
             path: "/l".into(),
-            participants: vec![p("/l/x-lock-1", NodeKind::Mutex, Library::Zklock, now + 5_000)],
+            participants: vec![p(
+                "/l/x-lock-1",
+                NodeKind::Mutex,
+                Library::Zklock,
+                now + 5_000,
+            )],
         }];
         assert_eq!(held_over(&queues, now, 0)[0].age_ms, 0);
         assert!(held_over(&queues, now, 1).is_empty());

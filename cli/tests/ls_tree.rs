@@ -77,13 +77,20 @@ async fn ls_r_held_over_lists_old_holders_of_every_layout_under_the_subtree_and_
 
     for line in &lines {
         assert!(line["age_ms"].as_i64().unwrap() >= 3000, "{line}");
-        assert_ne!(line["node"], curator_waiter.as_str(), "a waiter is no holder");
+        assert_ne!(
+            line["node"],
+            curator_waiter.as_str(),
+            "a waiter is no holder"
+        );
     }
     let nodes: Vec<&str> = lines.iter().map(|l| l["node"].as_str().unwrap()).collect();
     assert!(nodes.contains(&curator.as_str()), "{lines:?}");
     assert!(nodes.contains(&kazoo.as_str()), "{lines:?}");
     if listed_within < Duration::from_secs(3) {
-        assert!(!nodes.contains(&young.as_str()), "a holder younger than 3 s: {lines:?}");
+        assert!(
+            !nodes.contains(&young.as_str()),
+            "a holder younger than 3 s: {lines:?}"
+        );
     }
     let by_node = |n: &str| lines.iter().find(|l| l["node"] == n).unwrap().clone();
     let c = by_node(&curator);
@@ -106,7 +113,10 @@ async fn ls_r_held_over_lists_old_holders_of_every_layout_under_the_subtree_and_
         table.starts_with(&format!("{root}: 3 holders in 3 lock paths")),
         "{table}"
     );
-    assert!(table.contains(&young_dir) && table.contains("AGE"), "{table}");
+    assert!(
+        table.contains(&young_dir) && table.contains("AGE"),
+        "{table}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

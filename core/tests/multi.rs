@@ -149,7 +149,10 @@ async fn extending_a_multi_lease_moves_the_end_of_every_member_up_to_its_ceiling
     // The warning was queued before the end; the callback thread may run it a little later.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !warned.load(std::sync::atomic::Ordering::SeqCst) {
-        assert!(std::time::Instant::now() < deadline, "on_expiring never warned");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "on_expiring never warned"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_empty_eventually(&a).await;

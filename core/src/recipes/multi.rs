@@ -173,7 +173,13 @@ impl MultiLock {
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let deadline = deadline.map(Instant::from_std);
-        acquire_all(self.members.clone(), Owner::SHARED, deadline, cancel, self.limits())
+        acquire_all(
+            self.members.clone(),
+            Owner::SHARED,
+            deadline,
+            cancel,
+            self.limits(),
+        )
     }
 
     /// Acquires every member for `owner` (see [`Lock::acquire_as`]).
@@ -206,7 +212,13 @@ impl MultiLock {
         &self,
         deadline: Option<Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        acquire_all(self.members.clone(), Owner::SHARED, deadline, None, self.limits())
+        acquire_all(
+            self.members.clone(),
+            Owner::SHARED,
+            deadline,
+            None,
+            self.limits(),
+        )
     }
 }
 

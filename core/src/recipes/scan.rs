@@ -55,7 +55,9 @@ pub(crate) async fn locks_under(
         protocol::validate_path(root)?;
     }
     if limits.max_nodes == 0 {
-        return Err(Error::invalid("the node limit of a subtree walk must be at least 1"));
+        return Err(Error::invalid(
+            "the node limit of a subtree walk must be at least 1",
+        ));
     }
     let session = client.session().await?;
     let mut found = Vec::new();
@@ -95,9 +97,9 @@ pub(crate) async fn locks_under(
                     });
                 }
             }
-            let below = children.into_iter().filter(|c| {
-                !contenders.contains(c) && !(semaphore && (c == LEASES || c == LOCKS))
-            });
+            let below = children
+                .into_iter()
+                .filter(|c| !contenders.contains(c) && !(semaphore && (c == LEASES || c == LOCKS)));
             for child in below {
                 if depth + 1 > limits.max_depth {
                     return Err(Error::invalid(format!(
