@@ -89,6 +89,10 @@ export async function main(servers: string): Promise<void> {
   const tokens: bigint[] = all.tokens
   console.log(tokens, both.paths)
   await all.release()
+  const bounded = client.multiLock(['/locks/a', '/locks/b'], { maxHoldMs: 60_000, holdCeilingMs: 600_000 })
+  const whole = await bounded.acquire()
+  whole.extend(30_000)
+  await whole.release()
 
   try {
     await mutex.acquire({ timeoutMs: 0 })
