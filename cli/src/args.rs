@@ -253,7 +253,7 @@ pub enum Command {
         path: String,
         /// Print the leader now and at every change (`none` when nobody leads), one line each,
         /// until interrupted. Takes no command.
-        #[arg(long, conflicts_with_all = ["id", "style", "requeue", "max_hold", "command"])]
+        #[arg(long, conflicts_with_all = ["id", "style", "requeue", "max_hold", "lock_delay", "command"])]
         listen: bool,
         /// With --listen: one JSON object per line (id, node, token, session_id, style,
         /// library, kind; null when nobody leads).
@@ -283,6 +283,11 @@ pub enum Command {
         /// max-hold) and the command is stopped as on any loss.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         max_hold: Option<Duration>,
+        /// Chubby's lock-delay: when the leader before us went without resigning cleanly (its
+        /// session expired, it was broken), lead only this long after. A clean resign by a
+        /// leader with the same --lock-delay hands over at once.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        lock_delay: Option<Duration>,
         #[command(flatten)]
         connection: Connection,
         #[command(flatten)]

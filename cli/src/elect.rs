@@ -21,6 +21,7 @@ pub struct Args<'a> {
     pub requeue: bool,
     pub kill_after: Duration,
     pub max_hold: Option<Duration>,
+    pub lock_delay: Option<Duration>,
     pub command: &'a [OsString],
 }
 
@@ -72,7 +73,8 @@ async fn lead_and_run(
     let path = args.path;
     let election = client
         .election(path, args.style, args.id)?
-        .max_hold(args.max_hold)?;
+        .max_hold(args.max_hold)?
+        .lock_delay(args.lock_delay)?;
     let wait = if try_now {
         Wait::Try
     } else {

@@ -196,6 +196,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         requeue,
                         kill_after,
                         max_hold,
+                        lock_delay,
                         connection,
                         holding,
                         command,
@@ -210,6 +211,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                                 requeue: *requeue,
                                 kill_after: *kill_after,
                                 max_hold: *max_hold,
+                                lock_delay: *lock_delay,
                                 command,
                             },
                         )

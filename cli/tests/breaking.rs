@@ -57,3 +57,64 @@ fn break_without_a_node_or_holder_is_refused_and_with_holder_stops_the_exec_with
     let nobody = run(zk(&["break", "--holder", "--reason", "again", &path]));
     assert_eq!(nobody.status.code(), Some(3), "{}", stderr(&nobody));
 }
+
+#[test]
+fn elect_with_a_lock_delay_behind_a_broken_leader_runs_its_command_only_after_the_delay() {
+    const DELAY: Duration = Duration::from_secs(2);
+    let path = unique_path("cli-elect-delay");
+    let dir = scratch("elect-delay");
+    let (first, second) = (dir.join("first"), dir.join("second"));
+    let leader = |ready: &std::path::Path| {
+        let script = format!(
+            "trap 'exit 0' TERM; echo $ZKLOCK_TOKEN > '{}'; while :; do sleep 0.05; done",
+            ready.display()
+        );
+        let mut elect = zk(&["elect", "--lock-delay", "2s", "--kill-after", "5s"]);
+        elect.arg(&path).arg("--").args(sh(&script));
+        spawn(elect)
+    };
+    let written = |ready: &std::path::Path| {
+        std::fs::read_to_string(ready).is_ok_and(|t| !t.trim().is_empty())
+    };
+    let mut broken = leader(&first);
+    wait_for(
+        "the first leader's command",
+        Duration::from_secs(20),
+        || written(&first),
+    );
+    let mut next = leader(&second);
+    wait_for(
+        "the second participant's node",
+        Duration::from_secs(20),
+        || stdout(&run(zk(&["ls", &path]))).lines().count() >= 2,
+    );
+
+    let before_break = std::time::Instant::now();
+    let broke = run(zk(&[
+        "break",
+        "--holder",
+        "--reason",
+        "stuck leader",
+        &path,
+    ]));
+    assert_eq!(broke.status.code(), Some(0), "{}", stderr(&broke));
+    let status = wait_exit(&mut broken, Duration::from_secs(20), "broken leader");
+    assert_eq!(status.code(), Some(76), "{}", child_stderr(&mut broken));
+    wait_for(
+        "the second leader's command",
+        Duration::from_secs(30),
+        || written(&second),
+    );
+    let after = before_break.elapsed();
+    assert!(
+        after >= DELAY,
+        "the next leader ran {after:?} after the break, inside the {DELAY:?} lock-delay"
+    );
+    let tokens: Vec<i64> = [&first, &second]
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap().trim().parse().unwrap())
+        .collect();
+    assert!(tokens[1] > tokens[0], "tokens {tokens:?}");
+    next.kill().ok();
+    next.wait().ok();
+}

@@ -88,3 +88,9 @@ pub mod support {
     };
     pub use crate::sessions::session::heartbeats;
 }
+
+// The Rust face's README (core/README.md): each of its blocks compiled as a doctest, so the
+// calls it shows stay the calls that exist.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,4 +1,5 @@
-//! A lock holder to pause from outside: `trust-holder SERVERS PATH SESSION_MS`. Acquires the
+//! A lock holder to pause from outside: `trust-holder SERVERS PATH SESSION_MS [LOCK_DELAY_MS]`
+//! (the lock-delay its mutex declares, none when absent). Acquires the
 //! mutex, prints `token N`, then reports `state S` at every change and, once lost, prints
 //! `lost fired=K` (how many times its lost callback ran, after a grace period) and exits.
 
@@ -13,9 +14,14 @@ fn main() {
     let session_ms: u64 = args[2].parse().expect("SESSION_MS");
     let options = zklock::Options::default().session_timeout(Duration::from_millis(session_ms));
     let client = zklock::Client::blocking_connect(servers, options).expect("connect");
+    let lock_delay = args
+        .get(3)
+        .map(|ms| Duration::from_millis(ms.parse().expect("LOCK_DELAY_MS")));
     let lease = client
         .mutex(path)
         .unwrap()
+        .lock_delay(lock_delay)
+        .expect("lock delay")
         .blocking_acquire()
         .expect("acquire");
     let fired = Arc::new(AtomicUsize::new(0));
