@@ -228,7 +228,16 @@ impl Client {
         let id = self.id().to_string();
         let mut all = vec![("client", id.as_str())];
         all.extend_from_slice(labels);
-        self.stats().to_openmetrics(&all)
+        let paths = self.path_stats();
+        self.stats().to_openmetrics_with(Some(&paths), &all)
+    }
+
+    /// The statistics of every lock path this client acquired on (at most its
+    /// `Options::path_stats_limit` paths; the acquires on later paths counted together in the
+    /// overflow series): acquires by outcome, wait time, leases lost by reason, leases held now
+    /// and the age of the oldest of them. Works after close too.
+    pub fn path_stats(&self) -> crate::ops::path_stats::PathStatsSnapshot {
+        self.inner.counters().paths.snapshot()
     }
 
     /// Where the connection to the ensemble stands now (the lifeline's deadline checked on the
