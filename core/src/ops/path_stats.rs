@@ -236,9 +236,67 @@ pub struct PathStatsSnapshot {
     pub folded: u64,
 }
 
+/// Counts this thread's allocations, for the test that a known path allocates nothing per cycle
+/// (the lib's unit tests only).
+#[cfg(test)]
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        pub(super) static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    struct Counting;
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+            System.alloc(layout)
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            System.dealloc(ptr, layout)
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+            System.realloc(ptr, layout, size)
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_known_path_allocates_nothing_per_acquire_and_release_cycle() {
+        let table = PathTable::new(4);
+        let cycle = |path: &str| {
+            let c = table.acquire_on(path).unwrap();
+            c.wait_ended(Outcome::Acquired, Duration::from_micros(300));
+            let since = Instant::now();
+            c.hold_started(since);
+            table.hold_on(path).unwrap();
+            c.hold_ended(since);
+        };
+        let count = || counting::ALLOCATIONS.with(|n| n.get());
+        let first = count();
+        cycle("/known"); // the path enters the table, its list of holds gets its room
+        assert!(count() > first, "the count sees a new path's allocations");
+        let before = counting::ALLOCATIONS.with(|n| n.get());
+        for _ in 0..1000 {
+            cycle("/known");
+        }
+        let after = counting::ALLOCATIONS.with(|n| n.get());
+        assert_eq!(
+            after - before,
+            0,
+            "allocations in 1000 cycles of a known path"
+        );
+    }
 
     #[test]
     fn paths_past_the_limit_fold_into_one_overflow_series() {
