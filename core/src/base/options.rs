@@ -572,3 +572,19 @@ pub fn path_stats_limit_from_i64(limit: i64) -> Result<usize> {
         ))
     })
 }
+
+/// [`path_stats_limit_from_i64`] for a number (Node): NaN, infinite, negative and fractional
+/// are `InvalidArgument`; one past what a count holds is pinned, for the options' check.
+pub fn path_stats_limit_from_f64(limit: f64) -> Result<usize> {
+    if !limit.is_finite() || limit < 0.0 || limit.fract() != 0.0 {
+        return Err(Error::invalid(format!(
+            "path_stats_limit must be a non-negative whole number of paths, got {}",
+            crate::base::text::number(limit)
+        )));
+    }
+    Ok(if limit >= usize::MAX as f64 {
+        usize::MAX
+    } else {
+        limit as usize
+    })
+}
