@@ -4,6 +4,8 @@
 pub(crate) mod bounds;
 pub(crate) mod logs;
 pub(crate) mod metrics;
+#[cfg(feature = "metrics")]
+pub(crate) mod metrics_export;
 pub(crate) mod observe;
 pub(crate) mod path_stats;
 pub(crate) mod runtime;
