@@ -69,8 +69,7 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
             )?);
         }
         if let Some(limit) = o.path_stats_limit {
-            options =
-                options.path_stats_limit(zklock::support::path_stats_limit_from_f64(limit)?);
+            options = options.path_stats_limit(zklock::support::path_stats_limit_from_f64(limit)?);
         }
         if let Some(auth) = o.auth {
             options = options.auth(auth);

@@ -71,8 +71,8 @@ impl PyClient {
             options = options.server_tick(secs(tick, "server_tick").py(py)?);
         }
         if let Some(limit) = path_stats_limit {
-            options = options
-                .path_stats_limit(zklock::support::path_stats_limit_from_i64(limit).py(py)?);
+            options =
+                options.path_stats_limit(zklock::support::path_stats_limit_from_i64(limit).py(py)?);
         }
         let options = zklock::SecureParts {
             tls_ca,

@@ -7,6 +7,7 @@ pub(crate) mod metrics;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics_export;
 pub(crate) mod observe;
+pub(crate) mod outcome;
 pub(crate) mod path_stats;
 pub(crate) mod runtime;
 pub(crate) mod stats;

@@ -10,7 +10,8 @@ use crate::base::state::LeaseState;
 use crate::ops::bounds;
 use crate::ops::logs::{self, Level};
 use crate::ops::path_stats::PathCounters;
-use crate::ops::stats::{Counters, Outcome};
+use crate::ops::outcome::Outcome;
+use crate::ops::stats::Counters;
 
 /// Counts one acquire that goes to ZooKeeper as waiting until it settles; an acquire dropped
 /// before it settled counts as timed out when its deadline had passed (the outer bound fired),

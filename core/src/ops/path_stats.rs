@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::ops::stats::Outcome;
+use crate::ops::outcome::Outcome;
 
 /// Why a lease turned lost, as counted per path: the lost reason's first word for the reasons
 /// that have one (`broken`, `max-hold`, `conflict`), `session` for every other (the session

@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::base::options::DEFAULT_PATH_STATS_LIMIT;
+use crate::ops::outcome::Outcome;
 use crate::ops::path_stats::PathTable;
 
 /// Buckets per power of two: a recorded time lands in a bucket at most 1/4 wider than itself,
@@ -158,34 +159,6 @@ impl Counters {
             reconnects: AtomicU64::new(0),
             session_expiries: AtomicU64::new(0),
             paths: PathTable::new(path_limit),
-        }
-    }
-}
-
-/// How an acquire ended, for the counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Acquired,
-    TimedOut,
-    Cancelled,
-    Failed,
-}
-
-impl Outcome {
-    pub(crate) fn of_error(kind: crate::ErrorKind) -> Outcome {
-        match kind {
-            crate::ErrorKind::Timeout => Outcome::TimedOut,
-            crate::ErrorKind::Cancelled => Outcome::Cancelled,
-            _ => Outcome::Failed,
-        }
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Acquired => "acquired",
-            Outcome::TimedOut => "timed_out",
-            Outcome::Cancelled => "cancelled",
-            Outcome::Failed => "failed",
         }
     }
 }
