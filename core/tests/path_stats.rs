@@ -138,8 +138,7 @@ async fn a_limit_of_zero_keeps_no_path_and_one_past_the_maximum_is_refused() {
     let too_many = Options::default().path_stats_limit(zklock::MAX_PATH_STATS_LIMIT + 1);
     let err = zklock::Client::connect(servers(), too_many)
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().contains("path_stats_limit"), "{err}");
 }

@@ -432,6 +432,32 @@ fn millis_text(d: Duration) -> String {
     }
 }
 
+/// A face's `path_stats_limit` given as a signed number (Node, C): negative is
+/// `InvalidArgument` here, too large where the options are checked.
+pub fn path_stats_limit_from_i64(limit: i64) -> Result<usize> {
+    usize::try_from(limit).map_err(|_| {
+        Error::invalid(format!(
+            "path_stats_limit must be a non-negative number of paths, got {limit}"
+        ))
+    })
+}
+
+/// [`path_stats_limit_from_i64`] for a number (Node): NaN, infinite, negative and fractional
+/// are `InvalidArgument`; one past what a count holds is pinned, for the options' check.
+pub fn path_stats_limit_from_f64(limit: f64) -> Result<usize> {
+    if !limit.is_finite() || limit < 0.0 || limit.fract() != 0.0 {
+        return Err(Error::invalid(format!(
+            "path_stats_limit must be a non-negative whole number of paths, got {}",
+            crate::base::text::number(limit)
+        )));
+    }
+    Ok(if limit >= usize::MAX as f64 {
+        usize::MAX
+    } else {
+        limit as usize
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,30 +587,20 @@ mod tests {
         assert!(e.message().len() < 80, "{e}");
         assert!(e.message().contains("1e300"), "{e}");
     }
-}
 
-/// A face's `path_stats_limit` given as a signed number (Node, C): negative is
-/// `InvalidArgument` here, too large where the options are checked.
-pub fn path_stats_limit_from_i64(limit: i64) -> Result<usize> {
-    usize::try_from(limit).map_err(|_| {
-        Error::invalid(format!(
-            "path_stats_limit must be a non-negative number of paths, got {limit}"
-        ))
-    })
-}
-
-/// [`path_stats_limit_from_i64`] for a number (Node): NaN, infinite, negative and fractional
-/// are `InvalidArgument`; one past what a count holds is pinned, for the options' check.
-pub fn path_stats_limit_from_f64(limit: f64) -> Result<usize> {
-    if !limit.is_finite() || limit < 0.0 || limit.fract() != 0.0 {
-        return Err(Error::invalid(format!(
-            "path_stats_limit must be a non-negative whole number of paths, got {}",
-            crate::base::text::number(limit)
-        )));
+    #[test]
+    fn a_path_stats_limit_from_a_face_is_a_whole_non_negative_number() {
+        assert_eq!(path_stats_limit_from_i64(7).unwrap(), 7);
+        assert!(path_stats_limit_from_i64(-1).is_err());
+        assert_eq!(path_stats_limit_from_f64(0.0).unwrap(), 0);
+        for bad in [-1.0, 1.5, f64::NAN, f64::INFINITY] {
+            assert!(path_stats_limit_from_f64(bad).is_err(), "{bad}");
+        }
+        let huge = path_stats_limit_from_f64(1e30).unwrap();
+        let err = Options::default()
+            .path_stats_limit(huge)
+            .validate()
+            .unwrap_err();
+        assert!(err.message().contains("path_stats_limit"), "{err}");
     }
-    Ok(if limit >= usize::MAX as f64 {
-        usize::MAX
-    } else {
-        limit as usize
-    })
 }

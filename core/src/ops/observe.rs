@@ -9,8 +9,8 @@ use crate::base::protocol::NodeKind;
 use crate::base::state::LeaseState;
 use crate::ops::bounds;
 use crate::ops::logs::{self, Level};
-use crate::ops::path_stats::PathCounters;
 use crate::ops::outcome::Outcome;
+use crate::ops::path_stats::PathCounters;
 use crate::ops::stats::Counters;
 
 /// Counts one acquire that goes to ZooKeeper as waiting until it settles; an acquire dropped
