@@ -30,6 +30,7 @@ lint:
 test-rust:
 	$(CARGO) build -q -p zklock-testkit --bin zk-harness
 	$(CARGO) test --workspace --exclude zklock-cli
+	$(CARGO) test -p zklock --features metrics --test metrics_facade
 
 # Each face owns its test script; a missing (or not executable) script is a failure, not a skip.
 suite = @if [ -x $(1) ]; then $(1); else echo "$@: $(1) is missing or not executable" >&2; exit 1; fi

@@ -44,6 +44,11 @@ export interface ConnectOptions {
    * Default: ZooKeeper's sample 2000, or a fifth of the session timeout when shorter. A session
    * shorter than four ticks rejects with ZKLOCK_INVALID_ARGUMENT. */
   serverTickMs?: number
+  /** How many lock paths get statistics of their own (`pathStats()`, `openmetrics()`); the
+   * acquires on later paths are counted together in one overflow series. 0 turns them off.
+   * Default 1000; a negative, fractional or too large number rejects with
+   * ZKLOCK_INVALID_ARGUMENT. */
+  pathStatsLimit?: number
   /** Digest credentials `user:password`. */
   auth?: string
   /** Written into our lock nodes and shown by `participants()`. Default `host/pid`. */
@@ -210,6 +215,40 @@ export interface Stats {
   sessionExpiries: number
 }
 
+/** One lock path's statistics (`client.pathStats()`); times in milliseconds. */
+export interface PathStats {
+  /** The lock path; null for the overflow series (paths past `pathStatsLimit`). */
+  path: string | null
+  acquired: number
+  timedOut: number
+  cancelled: number
+  failed: number
+  /** The sum of the waits of the acquired ones. */
+  waitSum: number
+  /** Leases lost, by reason word. */
+  lost: { broken: number; 'max-hold': number; conflict: number; session: number }
+  /** Leases held now. */
+  held: number
+  /** How long the oldest lease held now has been held (0 when none is). */
+  oldestHold: number
+}
+
+/** Every lock path's statistics (`client.pathStats()`), sorted by path. */
+export interface PathStatsSnapshot {
+  /** The client's `pathStatsLimit` (0: off). */
+  limit: number
+  /** Acquires on paths past the limit, counted in `overflow`. */
+  folded: number
+  paths: PathStats[]
+  overflow: PathStats | null
+}
+
+/** What `registerMetrics` needs of a prom-client `Registry`. */
+export interface MetricsRegistry {
+  registerMetric(metric: any): void
+  removeSingleMetric(name: string): void
+}
+
 /** A write guarded by a lease: the core's op names. */
 export type GuardedWrite =
   | { op: 'create'; path: string; data?: Uint8Array | string }
@@ -326,6 +365,14 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
    * labelled client="<id>" and with `labels`.
    */
   openmetrics(labels?: Record<string, string>): string
+  /** This client's statistics per lock path (at most `pathStatsLimit` paths, then `overflow`). */
+  pathStats(): PathStatsSnapshot
+  /**
+   * Serves this client's metrics (the families of `openmetrics()`) from a prom-client
+   * Registry (its default `register` when absent, which needs prom-client installed), read at
+   * each scrape. Returns a function that unregisters them.
+   */
+  registerMetrics(registry?: MetricsRegistry, labels?: Record<string, string>): () => void
   /**
    * Exclusive locks on several paths taken as one (all or nothing, in path order).
    * `maxHoldMs` ends the whole hold that long after every member became ours (each member

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python face's test suite, as `make test-python` runs it:
-#   1. a virtualenv (target/py-venv unless ZKLOCK_PY_VENV says otherwise) with pytest and mypy,
+#   1. a virtualenv (target/py-venv unless ZKLOCK_PY_VENV says otherwise) with pytest, mypy and
+#      prometheus_client (the tests of zklock.metrics run against the real package),
 #   2. `pip install ./bindings-python` (maturin from PyPI builds the abi3 wheel),
 #   3. zk-harness (a real ZooKeeper for the tests),
 #   4. pytest against it, and mypy --strict on the typed example.
@@ -40,9 +41,9 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import sys' >/dev/nul
 fi
 vpy="$venv/bin/python"
 
-step "installing pytest and mypy"
+step "installing pytest, mypy and prometheus_client (zklock.metrics' tests)"
 "$vpy" -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
-"$vpy" -m pip install --quiet --disable-pip-version-check "pytest>=7" "mypy>=1.8"
+"$vpy" -m pip install --quiet --disable-pip-version-check "pytest>=7" "mypy>=1.8" "prometheus_client>=0.17"
 
 step "pip install ./bindings-python (cargo profile $profile)"
 MATURIN_PEP517_ARGS="--profile $profile" \

@@ -330,6 +330,13 @@ typedef struct zklock_client_options {
      * shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
      */
     int64_t server_tick_ms;
+    /**
+     * How many lock paths get statistics of their own (per-path series in
+     * `zklock_client_openmetrics`); the acquires on later paths are counted together in one
+     * overflow series. 0 turns them off; `zklock_client_options_init` sets the default, 1000;
+     * negative or above 1000000 is `ZKLOCK_INVALID_ARGUMENT` at connect.
+     */
+    int64_t path_stats_limit;
 } zklock_client_options;
 
 /**

@@ -211,6 +211,11 @@ pub struct zklock_client_options {
     /// session timeout when shorter); the lost signal's deadline depends on it. A session
     /// shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
     pub server_tick_ms: i64,
+    /// How many lock paths get statistics of their own (per-path series in
+    /// `zklock_client_openmetrics`); the acquires on later paths are counted together in one
+    /// overflow series. 0 turns them off; `zklock_client_options_init` sets the default, 1000;
+    /// negative or above 1000000 is `ZKLOCK_INVALID_ARGUMENT` at connect.
+    pub path_stats_limit: i64,
 }
 
 /// Fills `opts` with the defaults and sets its `size`. NULL is a no-op.
@@ -232,6 +237,7 @@ pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_opt
                 sasl_user: std::ptr::null(),
                 sasl_password: std::ptr::null(),
                 server_tick_ms: 0,
+                path_stats_limit: zklock::DEFAULT_PATH_STATS_LIMIT as i64,
             });
         }
         Ok(())
@@ -311,6 +317,9 @@ unsafe fn read_options(opts: *const zklock_client_options) -> Result<zklock::Opt
     }
     if let Some(d) = ms(field!(server_tick_ms, i64).unwrap_or(0), "server_tick_ms")? {
         options.server_tick = Some(d);
+    }
+    if let Some(limit) = field!(path_stats_limit, i64) {
+        options.path_stats_limit = zklock::support::path_stats_limit_from_i64(limit)?;
     }
     if let Some(auth) = field!(auth, *const c_char).filter(|p| !p.is_null()) {
         options.auth = Some(str_arg(auth, "zklock_client_options.auth")?.to_owned());

@@ -320,6 +320,13 @@ static void op_identity(struct outcome *o, const struct bytes *in) {
     op_connect(o, servers, &opts);
 }
 
+static void op_path_stats_limit(struct outcome *o, const struct bytes *in) {
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.path_stats_limit = strtoll(in->p, NULL, 10);
+    op_connect(o, servers, &opts);
+}
+
 static void op_acl(struct outcome *o, const struct bytes *in) {
     if (has_nul(in)) {
         o->na = "a C string ends at its first NUL: a name with NUL inside cannot be passed";
@@ -1503,6 +1510,7 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "session_timeout") == 0) op_session_timeout(&o, &in);
         else if (strcmp(op, "server_tick") == 0) op_server_tick(&o, &in);
         else if (strcmp(op, "identity") == 0) op_identity(&o, &in);
+        else if (strcmp(op, "path_stats_limit") == 0) op_path_stats_limit(&o, &in);
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);
         else if (strcmp(op, "timeout") == 0) op_timeout(&o, &in);
         else if (strcmp(op, "guarded_timeout") == 0) op_guarded_timeout(&o, &in);

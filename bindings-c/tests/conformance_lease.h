@@ -144,6 +144,78 @@ static void lost_word(zklock_lease *lease, char *out, size_t size) {
 }
 
 /* True when `name` is one of the extend scenarios (its outcome in `o`). */
+/* The value of the first sample of `name` in `text` whose line holds `l1` and `l2` (either may
+   be NULL), into `out`; "none" when there is none. */
+static void sample_value(const char *text, const char *name, const char *l1, const char *l2, char *out,
+                         size_t size) {
+    size_t n = strlen(name);
+    snprintf(out, size, "none");
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+        if (strncmp(buf, name, n) == 0 && (buf[n] == '{' || buf[n] == ' ') && (!l1 || strstr(buf, l1)) &&
+            (!l2 || strstr(buf, l2))) {
+            const char *sp = strrchr(buf, ' ');
+            snprintf(out, size, "%s", sp ? sp + 1 : "none");
+            return;
+        }
+        line = end ? end + 1 : NULL;
+    }
+}
+
+/* path-stats-bound: a client with path_stats_limit 1; the case's path keeps its series, a
+   second path folds into the overflow (read back from zklock_client_openmetrics's text). */
+static int path_stats_scenario(struct outcome *o, const char *name) {
+    static char word[160];
+    static char text[32768];
+    zklock_lock *l = NULL, *other = NULL;
+    zklock_lease *a = NULL, *b = NULL;
+    zklock_client *own = NULL;
+    zklock_status st;
+    if (strcmp(name, "path-stats-bound") != 0) return 0;
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.path_stats_limit = 1;
+    char other_path[512];
+    snprintf(other_path, sizeof other_path, "%s-other", case_path);
+    st = connect_with(o, servers, &opts, &own);
+    if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(own, case_path, NULL, &l));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+    if (st == ZKLOCK_OK) {
+        st = seen(o, zklock_lease_release(a));
+        a = NULL;
+    }
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(own, other_path, NULL, &other));
+    if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(other, 10000, &b));
+    if (st == ZKLOCK_OK) {
+        st = seen(o, zklock_lease_release(b));
+        b = NULL;
+    }
+    size_t got = 0;
+    if (st == ZKLOCK_OK) st = seen(o, zklock_client_openmetrics(own, text, sizeof text, &got));
+    if (st == ZKLOCK_OK) {
+        char path[600], acquired[32], held[32], overflow[32], folded[32];
+        snprintf(path, sizeof path, "path=\"%s\"", case_path);
+        sample_value(text, "zklock_path_acquires_total", path, "outcome=\"acquired\"", acquired, sizeof acquired);
+        sample_value(text, "zklock_path_held", path, NULL, held, sizeof held);
+        sample_value(text, "zklock_path_acquires_total", "path=\"(overflow)\"", "outcome=\"acquired\"", overflow,
+                     sizeof overflow);
+        sample_value(text, "zklock_path_stats_folded_total", NULL, NULL, folded, sizeof folded);
+        snprintf(word, sizeof word, "acquired=%s,held=%s,overflow=%s,folded=%s", acquired, held, overflow, folded);
+        o->word = word;
+    } else {
+        o->word = kind_of(st);
+    }
+    if (a) zklock_lease_release(a);
+    zklock_lock_free(other);
+    zklock_lock_free(l);
+    zklock_client_free(own);
+    return 1;
+}
+
 static int extend_scenario(struct outcome *o, const char *name) {
     static char word[96];
     zklock_lock *l = NULL;
@@ -376,7 +448,7 @@ static int lease_scenario(struct outcome *o, const char *name) {
             o->word = st == ZKLOCK_OK ? "acquired" : kind_of(st);
         }
     } else {
-        return counter_scenario(o, name) || extend_scenario(o, name);
+        return counter_scenario(o, name) || extend_scenario(o, name) || path_stats_scenario(o, name);
     }
     zklock_participants_free(leader);
     if (b) zklock_election_resign(e, b, false, NULL, NULL, NULL);

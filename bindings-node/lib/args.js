@@ -29,6 +29,14 @@ function checkMillis(value, what) {
   return value
 }
 
+function checkCount(value, what) {
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'number') {
+    throw invalid(`${what} must be a number, got ${describe(value)}`)
+  }
+  return value
+}
+
 function checkSignal(value) {
   if (value === undefined || value === null) return undefined
   if (typeof value !== 'object') {
@@ -123,4 +131,5 @@ function checkWrites(writes) {
   })
 }
 
-module.exports = { acquireOptions, checkMillis, checkOptions, checkSignal, checkString, checkWrites, describe, internalOnly, kInternal, kNativeLease, signalMethodFailed, tokenArgument }
+module.exports = {
+  acquireOptions, checkCount, checkMillis, checkOptions, checkSignal, checkString, checkWrites, describe, internalOnly, kInternal, kNativeLease, signalMethodFailed, tokenArgument }

@@ -6,11 +6,12 @@ const { EventEmitter } = require('node:events')
 
 const { native } = require('./native')
 const { call, invalid, translate } = require('./errors')
-const { checkMillis, checkOptions, checkString, describe, internalOnly, kInternal, tokenArgument } = require('./args')
+const { checkCount, checkMillis, checkOptions, checkString, describe, internalOnly, kInternal, tokenArgument } = require('./args')
 const { installLogSink } = require('./logs')
 const { Counter } = require('./counter')
 const { Lock, MultiLock, Mutex, RwLock, Semaphore } = require('./lock')
 const { Election, LeaderWatch } = require('./election')
+const { registerMetrics } = require('./metrics')
 
 // Native clients not closed yet. A process that exits with one open (process.exit(), an
 // uncaught exception, the end of the script) closes it synchronously in its 'exit' event, so
@@ -142,7 +143,8 @@ class Client extends EventEmitter {
   /**
    * Connects to `hosts` (`host:port,host:port/optional/chroot`).
    * Options: sessionTimeoutMs, connectTimeoutMs, serverTickMs, auth ('user:password'),
-   * identity, acl;
+   * identity, acl, pathStatsLimit (how many lock paths get statistics of their own, default
+   * 1000, 0 for none);
    * secure ZooKeeper: tlsCa, tlsCert, tlsKey (PEM file paths, or PEM content as a Buffer or a
    * string holding '-----BEGIN ', as tls.connect takes them), tlsVerifyHostname, saslUser,
    * saslPassword.
@@ -154,6 +156,7 @@ class Client extends EventEmitter {
       sessionTimeoutMs: checkMillis(o.sessionTimeoutMs, 'sessionTimeoutMs'),
       connectTimeoutMs: checkMillis(o.connectTimeoutMs, 'connectTimeoutMs'),
       serverTickMs: checkMillis(o.serverTickMs, 'serverTickMs'),
+      pathStatsLimit: checkCount(o.pathStatsLimit, 'pathStatsLimit'),
       auth: o.auth === undefined || o.auth === null ? undefined : checkString(o.auth, 'auth'),
       identity:
         o.identity === undefined || o.identity === null
@@ -218,6 +221,29 @@ class Client extends EventEmitter {
     const o = checkOptions(labels, 'labels')
     const pairs = Object.entries(o).map(([k, v]) => [k, checkString(v, `label ${k}`)])
     return call(() => this.#native.openmetrics(pairs))
+  }
+
+  /**
+   * This client's statistics per lock path: `{ limit, folded, paths, overflow }`, each path
+   * `{ path, acquired, timedOut, cancelled, failed, waitSum, lost: { broken, 'max-hold',
+   * conflict, session }, held, oldestHold }` (times in milliseconds); at most `pathStatsLimit`
+   * paths, the acquires on later ones counted in `overflow` (path null). Works after close too.
+   */
+  pathStats() {
+    const s = call(() => this.#native.pathStats())
+    const one = (p) => ({ ...p, path: p.path ?? null })
+    return { ...s, paths: s.paths.map(one), overflow: s.overflow ? one(s.overflow) : null }
+  }
+
+  /**
+   * Serves this client's metrics (the families of openmetrics()) from a prom-client Registry
+   * (prom-client's default `register` when absent: then prom-client must be installed), read
+   * at each scrape. Returns a function that unregisters them.
+   */
+  registerMetrics(registry, labels) {
+    const o = checkOptions(labels, 'labels')
+    for (const [k, v] of Object.entries(o)) checkString(v, `label ${k}`)
+    return registerMetrics([this], registry, o)
   }
 
   /**

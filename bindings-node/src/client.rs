@@ -43,6 +43,8 @@ pub struct NativeConnectOptions {
     pub sasl_password: Option<String>,
     /// The ensemble's tickTime ([`zklock::Options::server_tick`]).
     pub server_tick_ms: Option<f64>,
+    /// How many lock paths get statistics of their own ([`zklock::Options::path_stats_limit`]).
+    pub path_stats_limit: Option<f64>,
 }
 
 fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::Error> {
@@ -66,6 +68,9 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
                 "serverTickMs",
             )?);
         }
+        if let Some(limit) = o.path_stats_limit {
+            options = options.path_stats_limit(zklock::support::path_stats_limit_from_f64(limit)?);
+        }
         if let Some(auth) = o.auth {
             options = options.auth(auth);
         }
@@ -86,6 +91,29 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
         .apply(options)?;
     }
     Ok(options)
+}
+
+/// One path's statistics ([`zklock::PathStats`]; times in milliseconds; `lost` by reason word).
+#[napi(object)]
+pub struct NativePathStats {
+    pub path: Option<String>,
+    pub acquired: f64,
+    pub timed_out: f64,
+    pub cancelled: f64,
+    pub failed: f64,
+    pub wait_sum: f64,
+    pub lost: std::collections::HashMap<String, f64>,
+    pub held: f64,
+    pub oldest_hold: f64,
+}
+
+/// Every path's statistics ([`zklock::PathStatsSnapshot`]).
+#[napi(object)]
+pub struct NativePathStatsSnapshot {
+    pub limit: f64,
+    pub folded: f64,
+    pub paths: Vec<NativePathStats>,
+    pub overflow: Option<NativePathStats>,
 }
 
 /// Percentiles of recorded times, in milliseconds ([`zklock::Percentiles`]).
@@ -370,6 +398,34 @@ impl NativeClient {
             .filter_map(|kv| Some((kv.first()?.as_str(), kv.get(1)?.as_str())))
             .collect();
         self.inner.openmetrics(&pairs)
+    }
+
+    /// The core's per-path statistics ([`zklock::Client::path_stats`]; times in milliseconds).
+    #[napi(catch_unwind)]
+    pub fn path_stats(&self) -> NativePathStatsSnapshot {
+        let s = self.inner.path_stats();
+        let ms = |d: std::time::Duration| d.as_micros() as f64 / 1e3;
+        let one = |p: &zklock::PathStats| NativePathStats {
+            path: p.path.clone(),
+            acquired: p.acquired as f64,
+            timed_out: p.timed_out as f64,
+            cancelled: p.cancelled as f64,
+            failed: p.failed as f64,
+            wait_sum: ms(p.wait_sum),
+            lost: p
+                .lost
+                .iter()
+                .map(|(r, n)| (r.as_str().to_owned(), *n as f64))
+                .collect(),
+            held: p.held as f64,
+            oldest_hold: ms(p.oldest_hold),
+        };
+        NativePathStatsSnapshot {
+            limit: s.limit as f64,
+            folded: s.folded as f64,
+            paths: s.paths.iter().map(one).collect(),
+            overflow: s.overflow.as_ref().map(one),
+        }
     }
 
     /// The core's statistics of this client ([`zklock::Stats`]; times in milliseconds).

@@ -274,6 +274,33 @@ function leaseScenarios({ client, outcome, ownClient, kindOf }) {
         }),
       ),
 
+    'path-stats-bound': (p) =>
+      ownClient(
+        async (c) =>
+          outcome(async () => {
+            await (await c.mutex(p).acquire()).release()
+            const held = await c.mutex(p).acquire()
+            await (await c.mutex(`${p}-other`).acquire()).release()
+            const text = c.openmetrics()
+            await held.release()
+            const sample = (name, ...labels) => {
+              const line = text
+                .split('\n')
+                .find((l) => /^[^{ ]+/.exec(l)?.[0] === name && labels.every((x) => l.includes(x)))
+              return line ? line.split(' ').pop() : 'none'
+            }
+            const own = `path="${p}"`
+            const acquired = 'outcome="acquired"'
+            return [
+              `acquired=${sample('zklock_path_acquires_total', own, acquired)}`,
+              `held=${sample('zklock_path_held', own)}`,
+              `overflow=${sample('zklock_path_acquires_total', 'path="(overflow)"', acquired)}`,
+              `folded=${sample('zklock_path_stats_folded_total')}`,
+            ].join(',')
+          }),
+        { pathStatsLimit: 1 },
+      ),
+
     'lost-stays-lost': (p) =>
       ownClient(async (c) =>
         outcome(async () => {

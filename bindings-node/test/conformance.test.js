@@ -248,6 +248,14 @@ const ops = {
     })
   },
 
+  async path_stats_limit(input) {
+    return outcome(async () => {
+      const c = await Client.connect(zk.servers, { pathStatsLimit: Number(input) })
+      await c.close()
+      return 'ok'
+    })
+  },
+
   async identity(input) {
     return outcome(async () => {
       const c = await Client.connect(zk.servers, { identity: input })

@@ -37,7 +37,7 @@ pub(crate) struct PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, auth=None, identity=None, acl="open", tls_ca=None, tls_cert=None, tls_key=None, tls_verify_hostname=None, sasl_user=None, sasl_password=None, server_tick=None))]
+    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, auth=None, identity=None, acl="open", tls_ca=None, tls_cert=None, tls_key=None, tls_verify_hostname=None, sasl_user=None, sasl_password=None, server_tick=None, path_stats_limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -54,6 +54,7 @@ impl PyClient {
         sasl_user: Option<String>,
         sasl_password: Option<String>,
         server_tick: Option<f64>,
+        path_stats_limit: Option<i64>,
     ) -> PyResult<Self> {
         let secs = zklock::support::duration_from_secs_f64;
         let mut options = zklock::Options::default()
@@ -68,6 +69,10 @@ impl PyClient {
         }
         if let Some(tick) = server_tick {
             options = options.server_tick(secs(tick, "server_tick").py(py)?);
+        }
+        if let Some(limit) = path_stats_limit {
+            options =
+                options.path_stats_limit(zklock::support::path_stats_limit_from_i64(limit).py(py)?);
         }
         let options = zklock::SecureParts {
             tls_ca,
@@ -392,6 +397,42 @@ impl PyClient {
         }
         d.set_item("wait", times(s.wait)?)?;
         d.set_item("hold", times(s.hold)?)?;
+        Ok(d)
+    }
+
+    /// The core's per-path statistics ([`zklock::Client::path_stats`]) as a dict: `limit`,
+    /// `folded`, `paths` (a list of dicts) and `overflow` (a dict or None); each path's dict has
+    /// `path` (None for the overflow), the outcome counts, `wait_sum` and `oldest_hold` in
+    /// seconds, `held`, and `lost` (a dict of reason word to count).
+    fn path_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.client.path_stats();
+        let one = |p: &zklock::PathStats| -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            d.set_item("path", p.path.as_deref())?;
+            for (name, value) in [
+                ("acquired", p.acquired),
+                ("timed_out", p.timed_out),
+                ("cancelled", p.cancelled),
+                ("failed", p.failed),
+                ("held", p.held),
+            ] {
+                d.set_item(name, value)?;
+            }
+            d.set_item("wait_sum", p.wait_sum.as_secs_f64())?;
+            d.set_item("oldest_hold", p.oldest_hold.as_secs_f64())?;
+            let lost = PyDict::new(py);
+            for (reason, n) in p.lost {
+                lost.set_item(reason.as_str(), n)?;
+            }
+            d.set_item("lost", lost)?;
+            Ok(d)
+        };
+        let d = PyDict::new(py);
+        d.set_item("limit", s.limit)?;
+        d.set_item("folded", s.folded)?;
+        let paths = s.paths.iter().map(one).collect::<PyResult<Vec<_>>>()?;
+        d.set_item("paths", paths)?;
+        d.set_item("overflow", s.overflow.as_ref().map(one).transpose()?)?;
         Ok(d)
     }
 

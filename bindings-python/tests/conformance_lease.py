@@ -279,6 +279,36 @@ def sc_openmetrics(ctx: Ctx) -> str:
     return f"{eof},acquired={acquired}"
 
 
+def _sample(text: str, name: str, *labels: str) -> str:
+    """The value of the first sample of ``name`` holding every label of ``labels``."""
+    for line in text.splitlines():
+        rest = line[len(name):]
+        if line.startswith(name) and rest[:1] in ("{", " ") and all(x in line for x in labels):
+            return line.rsplit(" ", 1)[1]
+    return "none"
+
+
+def sc_path_stats_bound(ctx: Ctx) -> str:
+    own = zklock.Client(ctx.servers, path_stats_limit=1)
+    try:
+        with own.lock(ctx.path).hold(WAIT):
+            pass
+        with own.lock(ctx.path).hold(WAIT):
+            with own.lock(f"{ctx.path}-other").hold(WAIT):
+                pass
+            text = own.openmetrics()
+    finally:
+        own.close()
+    path, acquired = f'path="{ctx.path}"', 'outcome="acquired"'
+    overflow = 'path="(overflow)"'
+    return ",".join([
+        f"acquired={_sample(text, 'zklock_path_acquires_total', path, acquired)}",
+        f"held={_sample(text, 'zklock_path_held', path)}",
+        f"overflow={_sample(text, 'zklock_path_acquires_total', overflow, acquired)}",
+        f"folded={_sample(text, 'zklock_path_stats_folded_total')}",
+    ])
+
+
 LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "valid-until-max-hold": sc_valid_until_max_hold,
     "valid-until-max-hold-election": sc_valid_until_max_hold_election,
@@ -302,4 +332,5 @@ LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "multi-max-hold": sc_multi_max_hold,
     "multi-max-hold-extend": sc_multi_max_hold_extend,
     "multi-max-hold-zero": sc_multi_max_hold_zero,
+    "path-stats-bound": sc_path_stats_bound,
 }

@@ -256,6 +256,11 @@ def op_identity(ctx: Ctx, text: str) -> str:
     return "ok"
 
 
+def op_path_stats_limit(ctx: Ctx, text: str) -> str:
+    zklock.Client(ctx.servers, path_stats_limit=int(text), connect_timeout=5.0).close()
+    return "ok"
+
+
 def op_acl(ctx: Ctx, text: str) -> str:
     zklock.Client(ctx.servers, auth="user:secret", acl=text, connect_timeout=5.0).close()
     return "ok"
@@ -935,6 +940,7 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "session_timeout": op_session_timeout,
     "server_tick": op_server_tick,
     "identity": op_identity,
+    "path_stats_limit": op_path_stats_limit,
     "acl": op_acl,
     "timeout": op_timeout,
     "guarded_timeout": op_guarded_timeout,

@@ -309,6 +309,9 @@ fn perform(case: &Case, servers: &str, lock_path: &str) -> Outcome {
         "guarded_timeout" | "guarded_size" => Outcome::NotApplicable(
             "the command line has no guarded write (it runs a command under the lock)",
         ),
+        "path_stats_limit" => Outcome::NotApplicable(
+            "a command holds one lock path for one run: it keeps no statistics to bound",
+        ),
         "participants_timeout" => Outcome::NotApplicable(
             "zklock ls is bounded by --connect-timeout and the session, not by a timeout of its own",
         ),

@@ -245,7 +245,28 @@ impl Client {
         let id = self.id().to_string();
         let mut all = vec![("client", id.as_str())];
         all.extend_from_slice(labels);
-        self.stats().to_openmetrics(&all)
+        let paths = self.path_stats();
+        self.stats().to_openmetrics_with(Some(&paths), &all)
+    }
+
+    /// Hands [`Client::stats`] and [`Client::path_stats`] to the `metrics` facade's current
+    /// recorder (cargo feature `metrics`): every counter set to its total, every gauge to its
+    /// value, under the names of [`Client::openmetrics`], labelled `client="<id>"` and with
+    /// `labels`. Call it before each scrape (or on a timer); nothing is recorded in between.
+    #[cfg(feature = "metrics")]
+    pub fn record_metrics(&self, labels: &[(&str, &str)]) {
+        let id = self.id().to_string();
+        let mut all = vec![("client", id.as_str())];
+        all.extend_from_slice(labels);
+        crate::ops::metrics_export::record(&self.stats(), &self.path_stats(), &all);
+    }
+
+    /// The statistics of every lock path this client acquired on (at most its
+    /// `Options::path_stats_limit` paths; the acquires on later paths counted together in the
+    /// overflow series): acquires by outcome, wait time, leases lost by reason, leases held now
+    /// and the age of the oldest of them. Works after close too.
+    pub fn path_stats(&self) -> crate::ops::path_stats::PathStatsSnapshot {
+        self.inner.counters().paths.snapshot()
     }
 
     /// Where the connection to the ensemble stands now (the lifeline's deadline checked on the

@@ -43,7 +43,10 @@ mod client;
 
 pub use base::cancel::CancelToken;
 pub use base::error::{Error, ErrorKind, Result, OPTION_NAMES};
-pub use base::options::{AclPolicy, Options, SecureParts, MAX_SESSION_TIMEOUT};
+pub use base::options::{
+    AclPolicy, Options, SecureParts, DEFAULT_PATH_STATS_LIMIT, MAX_PATH_STATS_LIMIT,
+    MAX_SESSION_TIMEOUT,
+};
 pub use base::protocol::{ElectionStyle, Library, NodeKind};
 pub use base::secure::{Pem, Sasl, Tls};
 pub use base::state::{ConnectionState, LeaseState, Released};
@@ -53,6 +56,8 @@ pub use leases::acquire::Acquire;
 pub use leases::guarded::{Guarded, Write, Written};
 pub use leases::lease::Lease;
 pub use leases::node::{BROKEN, MAX_HOLD};
+pub use ops::metrics::OVERFLOW_PATH;
+pub use ops::path_stats::{LossReason, PathStats, PathStatsSnapshot};
 pub use ops::runtime::CallbackQueue;
 pub use ops::stats::{Percentiles, Stats};
 pub use recipes::conflict::CONFLICT;
@@ -76,6 +81,7 @@ pub mod support {
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
         duration_from_secs_f64, lock_delay_from_millis, lock_delay_from_millis_i64,
         lock_delay_from_secs, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
+        path_stats_limit_from_f64, path_stats_limit_from_i64,
     };
     pub use crate::base::protocol::validate_path;
     pub use crate::base::secure::looks_like_key_material;

@@ -106,6 +106,15 @@ impl Runner {
                     .server_tick(Duration::from_secs_f64(secs));
                 self.connect_and_close(options).await
             }
+            "path_stats_limit" => {
+                match zklock::support::path_stats_limit_from_i64(input.parse().unwrap()) {
+                    Err(e) => error_word(&e),
+                    Ok(limit) => {
+                        self.connect_and_close(Options::default().path_stats_limit(limit))
+                            .await
+                    }
+                }
+            }
             "identity" => {
                 self.connect_and_close(Options::default().identity(input))
                     .await

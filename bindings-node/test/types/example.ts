@@ -1,6 +1,8 @@
 // A TypeScript user's program: `tsc --noEmit --strict -p test/types` must accept it.
 import {
   Client,
+  PathStats,
+  PathStatsSnapshot,
   closeOnSignals,
   ErrorCode,
   isZkLockError,
@@ -113,6 +115,12 @@ export async function main(servers: string): Promise<void> {
   const stats: Stats = client.stats()
   const p99: number = stats.wait.p99
   console.log(stats.acquired, stats.timedOut, stats.sessionExpiries, p99)
+  const perPath: PathStatsSnapshot = client.pathStats()
+  const firstPath: PathStats | undefined = perPath.paths[0]
+  const oldest: number = firstPath ? firstPath.oldestHold + firstPath.lost['max-hold'] : 0
+  console.log(perPath.folded, perPath.overflow?.path ?? null, oldest)
+  const unregister: () => void = client.registerMetrics(undefined, { service: 'jobs' })
+  unregister()
   const guarded = await mutex.acquire()
   const writes: GuardedWrite[] = [
     { op: 'create', path: '/app/config', data: 'v1' },

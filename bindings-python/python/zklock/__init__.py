@@ -53,7 +53,7 @@ from ._errors import (
 from ._lease import Count, Counter, GuardedWrite, LeadAttempt, Leadership, Lease, Participant
 from ._lock import Lock, MultiLock, RwLock, Semaphore
 from ._logs import logger
-from ._stats import Percentiles, Stats
+from ._stats import PathStats, PathStatsSnapshot, Percentiles, Stats
 
 __version__: str = _zklock.__version__
 
@@ -71,6 +71,8 @@ __all__ = [
     "Participant",
     "Stats",
     "Percentiles",
+    "PathStats",
+    "PathStatsSnapshot",
     "GuardedWrite",
     "Counter",
     "Count",
@@ -95,6 +97,6 @@ __all__ = [
 # The classes read as zklock's own (``zklock.Lock``, not ``zklock._lock.Lock``) in reprs, help()
 # and pickles, as they did when this file held them.
 for _public in (Client, Election, LeaderWatch, Lock, MultiLock, RwLock, Semaphore, Participant,
-                Percentiles, Stats):
+                Percentiles, Stats, PathStats, PathStatsSnapshot):
     _public.__module__ = __name__
 del _public

@@ -46,6 +46,16 @@ def _check_number(value: object, what: str) -> float:
     return float(value)
 
 
+def _check_optional_count(value: object, what: str) -> Optional[int]:
+    """``None``, or an int (its value is the core's to judge; one past a C ``int64`` is pinned
+    to its bound, which the core judges alike)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentType(f"{what} must be an int, got {_type_name(value)}")
+    return max(min(value, 2**63 - 1), -(2**63))
+
+
 def _check_optional_seconds(value: object, what: str) -> Optional[float]:
     """``None``, or a number of seconds (its value is the core's to judge)."""
     return None if value is None else _check_number(value, what)

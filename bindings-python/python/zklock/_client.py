@@ -8,11 +8,22 @@ import os
 import threading
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Dict, Iterable, List, Optional, Type, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Type,
+    Union,
+)
 
 from . import _zklock
 from ._args import (
     _check_number,
+    _check_optional_count,
     _check_optional_path,
     _check_optional_seconds,
     _check_optional_str,
@@ -24,7 +35,10 @@ from ._errors import InvalidArgument, InvalidArgumentType
 from ._lease import Counter, Participant
 from ._lock import Lock, MultiLock, RwLock, Semaphore
 from ._logs import install_log_sink as _install_log_sink
-from ._stats import Stats
+from ._stats import PathStatsSnapshot, Stats
+
+if TYPE_CHECKING:
+    from .metrics import ZklockCollector
 
 
 class Client:
@@ -46,6 +60,10 @@ class Client:
     ``server_tick`` (seconds) is the ensemble's ``tickTime``; the lost signal's deadline depends on
     it (docs/safety.md). Default: ZooKeeper's sample 2 s, or a fifth of the session timeout when
     that is shorter. A session shorter than four ticks raises :class:`InvalidArgument`.
+
+    ``path_stats_limit`` is how many lock paths get statistics of their own (``path_stats()``,
+    ``openmetrics()``); acquires on later paths are counted together in one overflow series.
+    0 turns per-path statistics off; default 1000 (the core's).
     """
 
     def __init__(
@@ -64,6 +82,7 @@ class Client:
         sasl_user: Optional[str] = None,
         sasl_password: Optional[str] = None,
         server_tick: Optional[float] = None,
+        path_stats_limit: Optional[int] = None,
     ) -> None:
         hosts = _check_str(hosts, "hosts")
         session = _check_number(session_timeout, "session_timeout")
@@ -90,6 +109,7 @@ class Client:
             _check_optional_str(sasl_user, "sasl_user"),
             _check_optional_str(sasl_password, "sasl_password"),
             None if server_tick is None else _check_number(server_tick, "server_tick"),
+            _check_optional_count(path_stats_limit, "path_stats_limit"),
         )
         self._finalizer = weakref.finalize(self, self._native.close)
         # add_listener's callables and their ids in the core.
@@ -182,6 +202,21 @@ class Client:
         for key, value in (labels or {}).items():
             pairs.append((_check_str(key, "label name"), _check_str(value, "label value")))
         return self._native.openmetrics(pairs)
+
+    def path_stats(self) -> PathStatsSnapshot:
+        """This client's statistics per lock path (a frozen :class:`PathStatsSnapshot`): at most
+        ``path_stats_limit`` paths, each with its acquires by outcome, wait sum, losses by
+        reason, leases held now and the age of the oldest; acquires on later paths in the
+        ``overflow`` series. Works after close too."""
+        return PathStatsSnapshot._of(self._native.path_stats())
+
+    def prometheus_collector(self) -> "ZklockCollector":
+        """A ``prometheus_client`` collector of this client's metrics (the ``openmetrics()``
+        families), to register yourself: ``REGISTRY.register(client.prometheus_collector())``.
+        Imports ``prometheus_client`` only now; :class:`ImportError` says how to install it."""
+        from .metrics import ZklockCollector
+
+        return ZklockCollector(self)
 
     def close(self) -> None:
         """Closes the session: its leases become lost and the server deletes their nodes.

@@ -112,6 +112,7 @@ pub const OPTION_NAMES: &[&str] = &[
     "timeout_ms",
     "max_hold",
     "lock_delay",
+    "path_stats_limit",
 ];
 
 /// Every failure zklock reports.

@@ -78,6 +78,12 @@ fn acl(perms: i32, scheme: &str, id: &str) -> Acl {
 /// The longest session timeout the wire format holds (milliseconds in a signed 32-bit field).
 pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 
+/// How many lock paths get statistics of their own unless the options say otherwise
+/// ([`Options::path_stats_limit`]).
+pub const DEFAULT_PATH_STATS_LIMIT: usize = 1000;
+/// The largest `path_stats_limit` accepted (a path's counters take about 200 bytes).
+pub const MAX_PATH_STATS_LIMIT: usize = 1_000_000;
+
 /// How a [`crate::Client`] connects. `Options::default()` suits most uses. Its `Debug` shows no
 /// secret (passwords as `***`, PEM bytes by their length).
 #[derive(Clone)]
@@ -102,6 +108,10 @@ pub struct Options {
     /// ZooKeeper's sample tick, 2 s, or a fifth of the session timeout when that is shorter.
     /// A session shorter than four ticks is refused at connect (`InvalidArgument`).
     pub server_tick: Option<Duration>,
+    /// How many lock paths get statistics of their own ([`crate::Client::path_stats`]); the
+    /// acquires on later paths are counted together in one overflow series. 0 turns per-path
+    /// statistics off. Default [`DEFAULT_PATH_STATS_LIMIT`], at most [`MAX_PATH_STATS_LIMIT`].
+    pub path_stats_limit: usize,
 }
 
 impl std::fmt::Debug for Options {
@@ -115,6 +125,7 @@ impl std::fmt::Debug for Options {
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
             .field("server_tick", &self.server_tick)
+            .field("path_stats_limit", &self.path_stats_limit)
             .finish()
     }
 }
@@ -130,6 +141,7 @@ impl Default for Options {
             tls: None,
             sasl: None,
             server_tick: None,
+            path_stats_limit: DEFAULT_PATH_STATS_LIMIT,
         }
     }
 }
@@ -161,6 +173,10 @@ impl Options {
     }
     pub fn server_tick(mut self, tick: Duration) -> Self {
         self.server_tick = Some(tick);
+        self
+    }
+    pub fn path_stats_limit(mut self, limit: usize) -> Self {
+        self.path_stats_limit = limit;
         self
     }
     pub fn sasl(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
@@ -196,6 +212,13 @@ impl Options {
                     MAX_SESSION_TIMEOUT.as_secs()
                 )));
             }
+        }
+        if self.path_stats_limit > MAX_PATH_STATS_LIMIT {
+            return Err(Error::invalid(format!(
+                "path_stats_limit {} is too large (at most {MAX_PATH_STATS_LIMIT}; 0 turns \
+                 per-path statistics off)",
+                self.path_stats_limit
+            )));
         }
         if self.connect_timeout.is_zero() {
             return Err(Error::invalid("connect timeout must be positive"));
@@ -409,6 +432,32 @@ fn millis_text(d: Duration) -> String {
     }
 }
 
+/// A face's `path_stats_limit` given as a signed number (Node, C): negative is
+/// `InvalidArgument` here, too large where the options are checked.
+pub fn path_stats_limit_from_i64(limit: i64) -> Result<usize> {
+    usize::try_from(limit).map_err(|_| {
+        Error::invalid(format!(
+            "path_stats_limit must be a non-negative number of paths, got {limit}"
+        ))
+    })
+}
+
+/// [`path_stats_limit_from_i64`] for a number (Node): NaN, infinite, negative and fractional
+/// are `InvalidArgument`; one past what a count holds is pinned, for the options' check.
+pub fn path_stats_limit_from_f64(limit: f64) -> Result<usize> {
+    if !limit.is_finite() || limit < 0.0 || limit.fract() != 0.0 {
+        return Err(Error::invalid(format!(
+            "path_stats_limit must be a non-negative whole number of paths, got {}",
+            crate::base::text::number(limit)
+        )));
+    }
+    Ok(if limit >= usize::MAX as f64 {
+        usize::MAX
+    } else {
+        limit as usize
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -537,5 +586,21 @@ mod tests {
         let e = duration_from_secs_f64(1e300, "timeout").unwrap_err();
         assert!(e.message().len() < 80, "{e}");
         assert!(e.message().contains("1e300"), "{e}");
+    }
+
+    #[test]
+    fn a_path_stats_limit_from_a_face_is_a_whole_non_negative_number() {
+        assert_eq!(path_stats_limit_from_i64(7).unwrap(), 7);
+        assert!(path_stats_limit_from_i64(-1).is_err());
+        assert_eq!(path_stats_limit_from_f64(0.0).unwrap(), 0);
+        for bad in [-1.0, 1.5, f64::NAN, f64::INFINITY] {
+            assert!(path_stats_limit_from_f64(bad).is_err(), "{bad}");
+        }
+        let huge = path_stats_limit_from_f64(1e30).unwrap();
+        let err = Options::default()
+            .path_stats_limit(huge)
+            .validate()
+            .unwrap_err();
+        assert!(err.message().contains("path_stats_limit"), "{err}");
     }
 }

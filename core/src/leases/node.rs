@@ -11,6 +11,7 @@ use crate::base::signal::Signal;
 use crate::base::state::{LeaseState, Released};
 use crate::engine::nodes::{delete_node, delete_node_marked};
 use crate::ops::observe;
+use crate::ops::path_stats::{LossReason, PathCounters};
 use crate::ops::runtime;
 use crate::sessions::own_watch::{OwnWatch, Watched};
 use crate::sessions::session::{Member, Session};
@@ -33,6 +34,8 @@ pub(crate) struct LeaseShared {
     /// hold (release or loss, whichever comes first) was counted.
     since: std::time::Instant,
     hold_counted: AtomicBool,
+    /// The lock path's own statistics (or the overflow series'); `None` when they are off.
+    path_stats: Option<Arc<PathCounters>>,
     /// True once someone asked us to let go (Curator's revocation: our node's data
     /// `__REVOKE__`). Told through `state`'s signal rather than one of its own: its 40 bytes
     /// on every held lock (bench s6), for a wake-up that waiters on the state re-check.
@@ -62,12 +65,19 @@ struct Rare {
 pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 impl LeaseShared {
+    /// `lock_path`: the lock (or election, or semaphore) path whose statistics count the hold.
     pub(crate) fn new(
         session: Arc<Session>,
+        lock_path: &str,
         node: String,
         token: i64,
         downgrade_of: Option<String>,
     ) -> Arc<Self> {
+        let since = std::time::Instant::now();
+        let path_stats = session.counters.paths.hold_on(lock_path);
+        if let Some(p) = &path_stats {
+            p.hold_started(since);
+        }
         let lease = Arc::new_cyclic(|weak: &Weak<LeaseShared>| LeaseShared {
             session: session.clone(),
             registration: session.register(weak.clone()),
@@ -82,8 +92,9 @@ impl LeaseShared {
                 })
             })),
             own_watch: Mutex::new(OwnWatch::Idle),
-            since: std::time::Instant::now(),
+            since,
             hold_counted: AtomicBool::new(false),
+            path_stats,
             revoke: AtomicBool::new(false),
         });
         session.counters.hold_started();
@@ -140,6 +151,9 @@ impl LeaseShared {
                 .filter(|_| new == LeaseState::Lost)
                 .map(|r| r.split_once(" lost: ").map_or(r, |(_, why)| why));
             observe::lease_state(&self.session.counters, &self.node, old, new, reason);
+            if let (LeaseState::Lost, Some(p)) = (new, &self.path_stats) {
+                p.lost(LossReason::of(reason.unwrap_or("")));
+            }
             if new.is_final() {
                 self.end_hold();
             }
@@ -150,6 +164,9 @@ impl LeaseShared {
     fn end_hold(&self) {
         if !self.hold_counted.swap(true, Ordering::AcqRel) {
             self.session.counters.hold_ended(self.since);
+            if let Some(p) = &self.path_stats {
+                p.hold_ended(self.since);
+            }
         }
     }
 
@@ -393,10 +410,10 @@ impl Drop for LeaseShared {
 
 /// The reason word of a lease whose node someone else deleted (`Client::break_lock`,
 /// `zklock break`, an operator's `deleteall`).
-pub const BROKEN: &str = "broken";
+pub const BROKEN: &str = LossReason::Broken.as_str();
 
 /// The reason word of a lease ended by its maximum hold (`LeaseShared::limit_hold`).
-pub const MAX_HOLD: &str = "max-hold";
+pub const MAX_HOLD: &str = LossReason::MaxHold.as_str();
 
 impl Member for LeaseShared {
     fn node(&self) -> &str {

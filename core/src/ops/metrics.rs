@@ -6,13 +6,28 @@
 
 use std::fmt::Write as _;
 
+use crate::ops::path_stats::{PathStats, PathStatsSnapshot};
 use crate::ops::stats::{Percentiles, Stats};
+
+/// The `path` label of the overflow series, where the acquires on paths past the client's
+/// `path_stats_limit` are counted (no lock path looks like it: they all start with `/`).
+pub const OVERFLOW_PATH: &str = "(overflow)";
 
 impl Stats {
     /// These statistics as OpenMetrics text, ending with `# EOF`, each sample labelled with
     /// `labels` (name, value; values escaped as the format requires; a name that is not a
     /// valid label name is left out).
     pub fn to_openmetrics(&self, labels: &[(&str, &str)]) -> String {
+        self.to_openmetrics_with(None, labels)
+    }
+
+    /// [`Stats::to_openmetrics`] followed by the statistics of every path in `paths` (a
+    /// `path` label each; the overflow series as `path="(overflow)"`).
+    pub fn to_openmetrics_with(
+        &self,
+        paths: Option<&PathStatsSnapshot>,
+        labels: &[(&str, &str)],
+    ) -> String {
         let base = label_text(labels);
         let mut out = String::with_capacity(2048);
         counter(
@@ -75,9 +90,95 @@ impl Stats {
             counter(&mut out, name, help);
             let _ = writeln!(out, "{name}_total{} {value}", braces(&base));
         }
+        if let Some(paths) = paths.filter(|p| p.limit > 0) {
+            render_paths(&mut out, &base, paths);
+        }
         out.push_str("# EOF\n");
         out
     }
+}
+
+/// The per-path families: each family's samples together, one `path` label per series.
+fn render_paths(out: &mut String, base: &str, snapshot: &PathStatsSnapshot) {
+    let series: Vec<(String, &PathStats)> = snapshot
+        .paths
+        .iter()
+        .chain(snapshot.overflow.as_ref())
+        .map(|p| {
+            let path = escape(p.path.as_deref().unwrap_or(OVERFLOW_PATH));
+            let labels = match base.is_empty() {
+                true => format!("path=\"{path}\""),
+                false => format!("{base},path=\"{path}\""),
+            };
+            (labels, p)
+        })
+        .collect();
+    counter(
+        out,
+        "zklock_path_acquires",
+        "Acquires on a lock path that went to ZooKeeper, by how they settled.",
+    );
+    for (labels, p) in &series {
+        for (outcome, n) in [
+            ("acquired", p.acquired),
+            ("timed_out", p.timed_out),
+            ("cancelled", p.cancelled),
+            ("failed", p.failed),
+        ] {
+            let _ = writeln!(
+                out,
+                "zklock_path_acquires_total{{{labels},outcome=\"{outcome}\"}} {n}"
+            );
+        }
+    }
+    let name = "zklock_path_wait_seconds";
+    let _ = writeln!(
+        out,
+        "# TYPE {name} summary\n# HELP {name} How long acquired locks on a path were waited \
+         for.\n# UNIT {name} seconds"
+    );
+    for (labels, p) in &series {
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", p.wait_sum.as_secs_f64());
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", p.acquired);
+    }
+    counter(
+        out,
+        "zklock_path_leases_lost",
+        "Leases on a lock path that turned lost, by reason.",
+    );
+    for (labels, p) in &series {
+        for (reason, n) in p.lost {
+            let reason = reason.as_str();
+            let _ = writeln!(
+                out,
+                "zklock_path_leases_lost_total{{{labels},reason=\"{reason}\"}} {n}"
+            );
+        }
+    }
+    let name = "zklock_path_held";
+    let _ = writeln!(
+        out,
+        "# TYPE {name} gauge\n# HELP {name} Leases held now on a lock path."
+    );
+    for (labels, p) in &series {
+        let _ = writeln!(out, "{name}{{{labels}}} {}", p.held);
+    }
+    let name = "zklock_path_oldest_hold_seconds";
+    let _ = writeln!(
+        out,
+        "# TYPE {name} gauge\n# HELP {name} How long the oldest lease held now on a lock path \
+         has been held (0 when none is).\n# UNIT {name} seconds"
+    );
+    for (labels, p) in &series {
+        let _ = writeln!(out, "{name}{{{labels}}} {}", p.oldest_hold.as_secs_f64());
+    }
+    let name = "zklock_path_stats_folded";
+    counter(
+        out,
+        name,
+        "Acquires on paths past the client's path_stats_limit, counted in the path=\"(overflow)\" series.",
+    );
+    let _ = writeln!(out, "{name}_total{} {}", braces(base), snapshot.folded);
 }
 
 fn counter(out: &mut String, name: &str, help: &str) {
@@ -186,5 +287,45 @@ mod tests {
         assert!(!text.contains("bad-name") && !text.contains("__x"));
         let bare = Stats::default().to_openmetrics(&[]);
         assert!(bare.contains("zklock_held 0\n"), "{bare}");
+    }
+
+    #[test]
+    fn each_path_gets_its_series_with_the_path_escaped_and_the_overflow_its_own() {
+        use crate::ops::path_stats::LossReason;
+        let path = |p: Option<&str>, acquired| PathStats {
+            path: p.map(str::to_owned),
+            acquired,
+            timed_out: 0,
+            cancelled: 0,
+            failed: 0,
+            wait_sum: Duration::from_millis(250),
+            lost: LossReason::ALL.map(|r| (r, u64::from(r == LossReason::Broken))),
+            held: 1,
+            oldest_hold: Duration::from_secs(2),
+        };
+        let snapshot = PathStatsSnapshot {
+            limit: 1,
+            paths: vec![path(Some("/a\"b\\c\nd"), 2)],
+            overflow: Some(path(None, 5)),
+            folded: 5,
+        };
+        let text = Stats::default().to_openmetrics_with(Some(&snapshot), &[("client", "1")]);
+        let esc = r#"path="/a\"b\\c\nd""#;
+        for line in [
+            format!("zklock_path_acquires_total{{client=\"1\",{esc},outcome=\"acquired\"}} 2"),
+            format!("zklock_path_wait_seconds_sum{{client=\"1\",{esc}}} 0.25"),
+            format!("zklock_path_leases_lost_total{{client=\"1\",{esc},reason=\"broken\"}} 1"),
+            format!("zklock_path_held{{client=\"1\",{esc}}} 1"),
+            format!("zklock_path_oldest_hold_seconds{{client=\"1\",{esc}}} 2"),
+            "zklock_path_acquires_total{client=\"1\",path=\"(overflow)\",outcome=\"acquired\"} 5"
+                .into(),
+            "zklock_path_stats_folded_total{client=\"1\"} 5".into(),
+        ] {
+            assert!(text.contains(&format!("{line}\n")), "{line} not in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"));
+        let off = PathStatsSnapshot::default();
+        let text = Stats::default().to_openmetrics_with(Some(&off), &[]);
+        assert!(!text.contains("zklock_path_"), "{text}");
     }
 }

@@ -2,19 +2,24 @@
 //! `logs`), so that an acquire, a lease state change or a session event is observed in one place
 //! whatever face caused it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::base::protocol::NodeKind;
 use crate::base::state::LeaseState;
 use crate::ops::bounds;
 use crate::ops::logs::{self, Level};
-use crate::ops::stats::{Counters, Outcome};
+use crate::ops::outcome::Outcome;
+use crate::ops::path_stats::PathCounters;
+use crate::ops::stats::Counters;
 
 /// Counts one acquire that goes to ZooKeeper as waiting until it settles; an acquire dropped
 /// before it settled counts as timed out when its deadline had passed (the outer bound fired),
 /// else as cancelled.
 pub(crate) struct AcquireWatch<'a> {
     counters: &'a Counters,
+    /// This path's own counters (or the overflow series'); `None` when they are off.
+    path_counters: Option<Arc<PathCounters>>,
     path: &'a str,
     kind: NodeKind,
     started: Instant,
@@ -35,6 +40,7 @@ impl<'a> AcquireWatch<'a> {
         counters.wait_started();
         AcquireWatch {
             counters,
+            path_counters: counters.paths.acquire_on(path),
             path,
             kind,
             started: Instant::now(),
@@ -56,6 +62,9 @@ impl<'a> AcquireWatch<'a> {
         self.settled = true;
         let waited = self.started.elapsed();
         self.counters.wait_ended(outcome, waited);
+        if let Some(p) = &self.path_counters {
+            p.wait_ended(outcome, waited);
+        }
         let wait_ms = millis(waited);
         self.span.record("outcome", outcome.as_str());
         self.span.record("wait_ms", wait_ms);

@@ -16,6 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::base::options::DEFAULT_PATH_STATS_LIMIT;
+use crate::ops::outcome::Outcome;
+use crate::ops::path_stats::PathTable;
+
 /// Buckets per power of two: a recorded time lands in a bucket at most 1/4 wider than itself,
 /// so a percentile is reported within 25% (as its bucket's upper bound, capped at the maximum).
 const SUB: u32 = 4;
@@ -127,10 +131,19 @@ pub(crate) struct Counters {
     lost: AtomicU64,
     reconnects: AtomicU64,
     session_expiries: AtomicU64,
+    /// The same per lock path, bounded (`path_stats`).
+    pub(crate) paths: PathTable,
 }
 
 impl Default for Counters {
     fn default() -> Counters {
+        Counters::new(DEFAULT_PATH_STATS_LIMIT)
+    }
+}
+
+impl Counters {
+    /// Counters whose per-path table keeps at most `path_limit` paths (0: none).
+    pub(crate) fn new(path_limit: usize) -> Counters {
         Counters {
             client: LAST_CLIENT.fetch_add(1, Relaxed) + 1,
             acquired: AtomicU64::new(0),
@@ -145,34 +158,7 @@ impl Default for Counters {
             lost: AtomicU64::new(0),
             reconnects: AtomicU64::new(0),
             session_expiries: AtomicU64::new(0),
-        }
-    }
-}
-
-/// How an acquire ended, for the counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Acquired,
-    TimedOut,
-    Cancelled,
-    Failed,
-}
-
-impl Outcome {
-    pub(crate) fn of_error(kind: crate::ErrorKind) -> Outcome {
-        match kind {
-            crate::ErrorKind::Timeout => Outcome::TimedOut,
-            crate::ErrorKind::Cancelled => Outcome::Cancelled,
-            _ => Outcome::Failed,
-        }
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Acquired => "acquired",
-            Outcome::TimedOut => "timed_out",
-            Outcome::Cancelled => "cancelled",
-            Outcome::Failed => "failed",
+            paths: PathTable::new(path_limit),
         }
     }
 }

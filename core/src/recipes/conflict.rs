@@ -30,7 +30,7 @@ use crate::sessions::session::Session;
 use zklock_wire::client as zk;
 
 /// The reason word of a leadership ended because a participant of another layout joined.
-pub const CONFLICT: &str = "conflict";
+pub const CONFLICT: &str = crate::ops::path_stats::LossReason::Conflict.as_str();
 
 /// How long a foreign node must stay before the leadership ends. A zklock participant of
 /// another style creates its node, lists the children in the same round trip, refuses to lead

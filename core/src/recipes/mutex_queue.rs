@@ -114,7 +114,7 @@ impl Waiting {
             ..
         } = self;
         let (session, node, token) = queued.into_node();
-        let shared = LeaseShared::new(session, node, token, downgrade_of);
+        let shared = LeaseShared::new(session, &lock.path, node, token, downgrade_of);
         if let Some(limit) = lock.max_hold {
             shared.limit_hold(limit, lock.hold_ceiling);
         }

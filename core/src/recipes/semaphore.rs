@@ -261,7 +261,7 @@ async fn released_cleanly(
 
 fn lease_of(node: Queued, req: &SemaphoreRequest<'_>, leases: &str) -> Lease {
     let (session, node, token) = node.into_node();
-    let shared = LeaseShared::new(session, node, token, None);
+    let shared = LeaseShared::new(session, req.path, node, token, None);
     if req.lock_delay.is_some() {
         shared.mark_release_on(leases);
     }

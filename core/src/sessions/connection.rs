@@ -40,7 +40,7 @@ impl Connection {
     pub(crate) async fn open(hosts: String, options: Options) -> Result<Connection> {
         protocol::validate_hosts(&hosts)?;
         options.validate()?;
-        let counters = Arc::new(Counters::default());
+        let counters = Arc::new(Counters::new(options.path_stats_limit));
         let listeners = Arc::new(ConnectionListeners::default());
         let zxid_seen = Arc::new(AtomicI64::new(0));
         let session =
