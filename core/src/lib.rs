@@ -52,6 +52,7 @@ pub use client::Client;
 pub use leases::acquire::Acquire;
 pub use leases::guarded::{Guarded, Write, Written};
 pub use leases::lease::Lease;
+pub use leases::position::QueuePosition;
 pub use leases::node::{BROKEN, MAX_HOLD};
 pub use ops::runtime::CallbackQueue;
 pub use ops::stats::{Percentiles, Stats};

@@ -7,3 +7,4 @@ pub(crate) mod guarded;
 pub(crate) mod lease;
 pub(crate) mod node;
 pub(crate) mod parts;
+pub(crate) mod position;

@@ -11,6 +11,7 @@ use crate::base::protocol::NodeKind;
 use crate::base::wait::Wait;
 use crate::leases::acquire::Acquire;
 use crate::leases::lease::Lease;
+use crate::leases::position::QueuePosition;
 use crate::ops::bounds;
 use crate::ops::runtime::{self, on_runtime};
 use crate::recipes::mutex::{none_on_timeout, Lock};
@@ -111,7 +112,7 @@ impl MultiLock {
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let deadline = deadline.map(Instant::from_std);
-        acquire_all(self.members.clone(), Owner::SHARED, deadline, cancel)
+        acquire_all(self.members.clone(), Owner::SHARED, deadline, cancel, None)
     }
 
     /// Acquires every member for `owner` (see [`Lock::acquire_as`]).
@@ -122,7 +123,22 @@ impl MultiLock {
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let deadline = wait.deadline().map(Instant::from_std);
-        acquire_all(self.members.clone(), owner, deadline, cancel)
+        acquire_all(self.members.clone(), owner, deadline, cancel, None)
+    }
+
+    /// [`MultiLock::acquire_as`] that reports its place to `position`: the place of the member
+    /// it waits for (the members before it are held, those after it not yet queued), so the
+    /// figure may rise when it moves on to the next member (docs/contract.md, "Queue
+    /// position").
+    pub fn acquire_watched(
+        &self,
+        owner: Owner,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+        position: QueuePosition,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let deadline = wait.deadline().map(Instant::from_std);
+        acquire_all(self.members.clone(), owner, deadline, cancel, Some(position))
     }
 
     /// Blocking twin of [`MultiLock::acquire_as`].
@@ -137,14 +153,14 @@ impl MultiLock {
 
     /// Starts acquiring every member for `owner` on the runtime (see [`Acquire`]).
     pub fn start_acquire(&self, owner: Owner, wait: Wait) -> Acquire {
-        Acquire::start(|cancel| self.acquire_as(owner, wait, Some(cancel)))
+        Acquire::start(|cancel, position| self.acquire_watched(owner, wait, Some(cancel), position))
     }
 
     fn acquire_until_instant(
         &self,
         deadline: Option<Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        acquire_all(self.members.clone(), Owner::SHARED, deadline, None)
+        acquire_all(self.members.clone(), Owner::SHARED, deadline, None, None)
     }
 }
 
@@ -154,6 +170,7 @@ async fn acquire_all(
     owner: Owner,
     deadline: Option<Instant>,
     cancel: Option<CancelToken>,
+    position: Option<QueuePosition>,
 ) -> Result<Lease> {
     let decide_by = bounds::decide_by(deadline);
     let what = format!("the multi-lock on {}", members[0].path);
@@ -163,7 +180,8 @@ async fn acquire_all(
         // the background.
         let mut lease = Lease::empty();
         for member in members {
-            match member.acquire_until(owner, deadline, cancel.clone()).await {
+            let member_position = position.clone();
+            match member.acquire_until(owner, deadline, cancel.clone(), member_position).await {
                 Ok(member_lease) => lease.absorb(member_lease),
                 Err(e) => {
                     // Roll back, in reverse order, in a task of its own: it goes on when the

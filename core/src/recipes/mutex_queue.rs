@@ -15,6 +15,7 @@ use crate::engine::internals::{self, Request};
 use crate::leases::lease::Lease;
 use crate::leases::node::LeaseShared;
 use crate::leases::parts::{NodeRef, Part, Reentry};
+use crate::leases::position::{self, QueuePosition};
 use crate::ops::bounds;
 use crate::ops::observe::AcquireWatch;
 use crate::ops::runtime::on_runtime;
@@ -48,6 +49,8 @@ struct Waiting {
     gate: Option<GatePass>,
     queued: internals::Queued,
     cancel: Option<CancelToken>,
+    /// Where a face or caller reads the acquire's place in the queue (`None`: nobody asked).
+    position: Option<QueuePosition>,
     /// Made on the runtime (a timer needs one to be made), polled wherever the caller is. Its
     /// deadline is the acquire's (not kept twice: memory per waiting lock).
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
@@ -82,7 +85,8 @@ impl Waiting {
 
     /// The lease once the lock is ours (unless cancelled meanwhile), else wait again.
     async fn settle(self, downgrade_of: Option<String>) -> Result<Step> {
-        if !self.queued.is_ours() {
+        if let Some(ahead) = self.queued.ahead() {
+            position::report(self.position.as_ref(), ahead);
             return Ok(Step::Wait(self));
         }
         if let Some(delay) = self.lock.lock_delay {
@@ -143,11 +147,14 @@ impl LockInner {
     /// the wait for our turn runs here, in the caller's future, so a waiting acquire has no
     /// task of its own on the runtime (memory per waiting lock, bench scenario 6).
     #[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
+    /// `position`, when given, hears the acquire's place in the queue after each listing
+    /// (`QueuePosition`), and is cleared when the acquire ends.
     pub(crate) fn acquire_until(
         self: Arc<Self>,
         owner: Owner,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
+        position: Option<QueuePosition>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         // The bound is made here and the steps are one async block: each argument is stored
         // once in the caller's future (memory per waiting lock, bench scenario 6).
@@ -160,6 +167,7 @@ impl LockInner {
         // the lock may never have been contended.
         let client = self.client.clone();
         let started = Instant::now();
+        let told = position.clone();
         let bounded = bounds::within(guard, async move {
             if let Some(lease) = self.try_reenter(owner) {
                 return Ok(lease);
@@ -187,7 +195,7 @@ impl LockInner {
                 // One `waiting` across the awaits, never a `Step` beside it: the state of a
                 // waiting acquire is stored once in this future (memory per waiting lock).
                 let mut waiting =
-                    match on_runtime(self.clone().begin(owner, deadline, cancel)).await? {
+                    match on_runtime(self.clone().begin(owner, deadline, cancel, position)).await? {
                         Step::Done(lease) => return in_time(lease, &self),
                         Step::Wait(waiting) => waiting,
                     };
@@ -212,7 +220,13 @@ impl LockInner {
             watch.settle(&result);
             result
         });
-        async move { client.explain_timeout(bounded.await, started) }
+        async move {
+            let result = bounded.await;
+            if let Some(told) = told {
+                told.clear();
+            }
+            client.explain_timeout(result, started)
+        }
     }
 
     /// Waits for the gate that serialises first acquisitions of this value.
@@ -355,6 +369,7 @@ impl LockInner {
         owner: Owner,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
+        position: Option<QueuePosition>,
     ) -> Result<Step> {
         if let Some(max_leases) = self.max_leases {
             let session = self.client.session_by(deadline).await?;
@@ -366,6 +381,7 @@ impl LockInner {
                 deadline,
                 cancel: cancel.as_ref(),
                 lock_delay: self.lock_delay,
+                position: position.as_ref(),
             };
             let lease = crate::recipes::semaphore::acquire(&session, &request).await?;
             if let Some(limit) = self.max_hold {
@@ -399,6 +415,7 @@ impl LockInner {
             gate,
             queued,
             cancel,
+            position,
         };
         waiting.settle(downgrade_of).await
     }
