@@ -36,13 +36,27 @@ async fn until_position(acquire: &Acquire, n: u32) {
 #[tokio::test]
 async fn a_fourth_contender_counts_the_nodes_ahead_and_hears_each_change() {
     let path = unique_path("qpos-mutex");
-    let clients = [client().await, client().await, client().await, client().await];
+    let clients = [
+        client().await,
+        client().await,
+        client().await,
+        client().await,
+    ];
     let held = clients[0].mutex(&path).unwrap().acquire().await.unwrap();
-    let second = clients[1].mutex(&path).unwrap().start_acquire(Owner::SHARED, Wait::Forever);
+    let second = clients[1]
+        .mutex(&path)
+        .unwrap()
+        .start_acquire(Owner::SHARED, Wait::Forever);
     until_position(&second, 1).await;
-    let third = clients[2].mutex(&path).unwrap().start_acquire(Owner::SHARED, Wait::Forever);
+    let third = clients[2]
+        .mutex(&path)
+        .unwrap()
+        .start_acquire(Owner::SHARED, Wait::Forever);
     until_position(&third, 2).await;
-    let fourth = clients[3].mutex(&path).unwrap().start_acquire(Owner::SHARED, Wait::Forever);
+    let fourth = clients[3]
+        .mutex(&path)
+        .unwrap()
+        .start_acquire(Owner::SHARED, Wait::Forever);
     let heard = listened(&fourth);
     assert_eq!(next(&heard), 3, "three nodes ahead");
     assert_eq!(fourth.position(), Some(3));
@@ -56,7 +70,10 @@ async fn a_fourth_contender_counts_the_nodes_ahead_and_hears_each_change() {
     assert_eq!(fourth.position(), Some(2), "as of the last listing");
     second.release().await.unwrap();
     let lease = fourth.await.unwrap();
-    assert!(heard.recv_timeout(Duration::from_millis(300)).is_err(), "no call once held");
+    assert!(
+        heard.recv_timeout(Duration::from_millis(300)).is_err(),
+        "no call once held"
+    );
     lease.release().await.unwrap();
     for c in clients {
         c.close().await;
@@ -68,7 +85,10 @@ async fn a_fourth_contender_counts_the_nodes_ahead_and_hears_each_change() {
 async fn an_acquire_that_holds_at_once_is_never_queued() {
     let path = unique_path("qpos-free");
     let c = client().await;
-    let acquire = c.mutex(&path).unwrap().start_acquire(Owner::SHARED, Wait::Forever);
+    let acquire = c
+        .mutex(&path)
+        .unwrap()
+        .start_acquire(Owner::SHARED, Wait::Forever);
     let heard = listened(&acquire);
     let lease = acquire.await.unwrap();
     assert!(heard.recv_timeout(Duration::from_millis(300)).is_err());
@@ -89,12 +109,25 @@ async fn an_acquire_that_holds_at_once_is_never_queued() {
 #[tokio::test]
 async fn a_reader_counts_only_the_writers_ahead() {
     let path = unique_path("qpos-rw");
-    let (a, b, c, d) = (client().await, client().await, client().await, client().await);
+    let (a, b, c, d) = (
+        client().await,
+        client().await,
+        client().await,
+        client().await,
+    );
     let read = a.rw_lock(&path).unwrap().read().acquire().await.unwrap();
     let also_read = b.rw_lock(&path).unwrap().read().acquire().await.unwrap();
-    let writer = c.rw_lock(&path).unwrap().write().start_acquire(Owner::SHARED, Wait::Forever);
+    let writer = c
+        .rw_lock(&path)
+        .unwrap()
+        .write()
+        .start_acquire(Owner::SHARED, Wait::Forever);
     until_position(&writer, 2).await; // both readers ahead block a writer
-    let reader = d.rw_lock(&path).unwrap().read().start_acquire(Owner::SHARED, Wait::Forever);
+    let reader = d
+        .rw_lock(&path)
+        .unwrap()
+        .read()
+        .start_acquire(Owner::SHARED, Wait::Forever);
     let heard = listened(&reader);
     assert_eq!(next(&heard), 1, "only the writer counts");
     writer.cancel();
@@ -119,17 +152,31 @@ async fn a_kazoo_node_ahead_counts() {
     let ephemeral = zookeeper_client::CreateMode::EphemeralSequential
         .with_acls(zookeeper_client::Acls::anyone_all());
     let (_, kazoo_seq) = zk
-        .create(&format!("{path}/0123456789abcdef0123456789abcdef__lock__"), b"kazoo", &ephemeral)
+        .create(
+            &format!("{path}/0123456789abcdef0123456789abcdef__lock__"),
+            b"kazoo",
+            &ephemeral,
+        )
         .await
         .unwrap();
     let c = client().await;
-    let acquire = c.mutex(&path).unwrap().start_acquire(Owner::SHARED, Wait::Forever);
+    let acquire = c
+        .mutex(&path)
+        .unwrap()
+        .start_acquire(Owner::SHARED, Wait::Forever);
     let heard = listened(&acquire);
     assert_eq!(next(&heard), 1, "the kazoo holder is ahead");
     let kazoo_node = format!("{path}/0123456789abcdef0123456789abcdef__lock__{kazoo_seq}");
     zk.delete(&kazoo_node, None).await.unwrap();
     let lease = acquire.await.unwrap();
-    assert_eq!(lease.path().rsplit('/').next().map(|n| n.contains("-lock-")), Some(true));
+    assert_eq!(
+        lease
+            .path()
+            .rsplit('/')
+            .next()
+            .map(|n| n.contains("-lock-")),
+        Some(true)
+    );
     lease.release().await.unwrap();
     c.close().await;
 }
@@ -140,7 +187,10 @@ async fn a_semaphore_waiter_counts_the_leases_that_must_go() {
     let (a, b, c) = (client().await, client().await, client().await);
     let one = a.semaphore(&path, 2).unwrap().acquire().await.unwrap();
     let two = b.semaphore(&path, 2).unwrap().acquire().await.unwrap();
-    let waiting = c.semaphore(&path, 2).unwrap().start_acquire(Owner::SHARED, Wait::Forever);
+    let waiting = c
+        .semaphore(&path, 2)
+        .unwrap()
+        .start_acquire(Owner::SHARED, Wait::Forever);
     let heard = listened(&waiting);
     // Two leases held, N = 2: one must go before ours is held.
     assert_eq!(next(&heard), 1);

@@ -62,7 +62,11 @@ impl QueuePosition {
     }
 
     /// [`QueuePosition::on_queued`] on `queue` (a client's own callback thread).
-    pub fn on_queued_in(&self, queue: CallbackQueue, on_queued: impl Fn(u32) + Send + Sync + 'static) {
+    pub fn on_queued_in(
+        &self,
+        queue: CallbackQueue,
+        on_queued: impl Fn(u32) + Send + Sync + 'static,
+    ) {
         let callback: OnQueued = Arc::new(on_queued);
         let mut slot = self.shared.on_queued.lock().unwrap();
         if let Some(now) = self.get() {
@@ -117,7 +121,9 @@ mod tests {
             .collect();
         assert_eq!(heard, [2, 1]);
         assert_eq!(position.get(), None);
-        assert!(rx.recv_timeout(std::time::Duration::from_millis(200)).is_err());
+        assert!(rx
+            .recv_timeout(std::time::Duration::from_millis(200))
+            .is_err());
     }
 
     #[test]
@@ -127,6 +133,9 @@ mod tests {
         assert_eq!(position.get(), Some(3));
         let (tx, rx) = std::sync::mpsc::channel();
         position.on_queued(move |n| tx.send(n).unwrap());
-        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap(), 3);
+        assert_eq!(
+            rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap(),
+            3
+        );
     }
 }

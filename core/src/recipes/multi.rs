@@ -138,7 +138,13 @@ impl MultiLock {
         position: QueuePosition,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let deadline = wait.deadline().map(Instant::from_std);
-        acquire_all(self.members.clone(), owner, deadline, cancel, Some(position))
+        acquire_all(
+            self.members.clone(),
+            owner,
+            deadline,
+            cancel,
+            Some(position),
+        )
     }
 
     /// Blocking twin of [`MultiLock::acquire_as`].
@@ -181,7 +187,10 @@ async fn acquire_all(
         let mut lease = Lease::empty();
         for member in members {
             let member_position = position.clone();
-            match member.acquire_until(owner, deadline, cancel.clone(), member_position).await {
+            match member
+                .acquire_until(owner, deadline, cancel.clone(), member_position)
+                .await
+            {
                 Ok(member_lease) => lease.absorb(member_lease),
                 Err(e) => {
                     // Roll back, in reverse order, in a task of its own: it goes on when the

@@ -290,9 +290,12 @@ impl Lock {
         wait: Wait,
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        self.inner
-            .clone()
-            .acquire_until(owner, wait.deadline().map(Instant::from_std), cancel, None)
+        self.inner.clone().acquire_until(
+            owner,
+            wait.deadline().map(Instant::from_std),
+            cancel,
+            None,
+        )
     }
 
     /// [`Lock::acquire_as`] that reports its place in the lock's queue to `position` (read
@@ -338,7 +341,12 @@ impl Lock {
         if let Some(lease) = self.inner.try_reenter(Owner::SHARED) {
             return Ok(lease);
         }
-        Box::pin(self.inner.clone().acquire_until(Owner::SHARED, None, None, None)).await
+        Box::pin(
+            self.inner
+                .clone()
+                .acquire_until(Owner::SHARED, None, None, None),
+        )
+        .await
     }
 
     /// Waits at most `timeout`; `Timeout` error after it (no node left behind).
@@ -380,7 +388,11 @@ impl Lock {
             return Ok(lease);
         }
         let inner = self.inner.clone();
-        runtime::block_on(async move { inner.acquire_until(Owner::SHARED, deadline, None, None).await })
+        runtime::block_on(async move {
+            inner
+                .acquire_until(Owner::SHARED, deadline, None, None)
+                .await
+        })
     }
 
     /// The acquire future for bindings that drive their own waiting (deadline `None` = forever).

@@ -85,8 +85,9 @@ impl Waiting {
 
     /// The lease once the lock is ours (unless cancelled meanwhile), else wait again.
     async fn settle(self, downgrade_of: Option<String>) -> Result<Step> {
-        if let Some(ahead) = self.queued.ahead() {
-            position::report(self.position.as_ref(), ahead);
+        let ahead = self.queued.ahead();
+        position::report(self.position.as_ref(), ahead.unwrap_or(0));
+        if ahead.is_some() {
             return Ok(Step::Wait(self));
         }
         if let Some(delay) = self.lock.lock_delay {
@@ -194,11 +195,14 @@ impl LockInner {
                 };
                 // One `waiting` across the awaits, never a `Step` beside it: the state of a
                 // waiting acquire is stored once in this future (memory per waiting lock).
-                let mut waiting =
-                    match on_runtime(self.clone().begin(owner, deadline, cancel, position)).await? {
-                        Step::Done(lease) => return in_time(lease, &self),
-                        Step::Wait(waiting) => waiting,
-                    };
+                let mut waiting = match on_runtime(
+                    self.clone().begin(owner, deadline, cancel, position),
+                )
+                .await?
+                {
+                    Step::Done(lease) => return in_time(lease, &self),
+                    Step::Wait(waiting) => waiting,
+                };
                 loop {
                     let turn = waiting.wait_turn().await;
                     // With a lock-delay the turn is taken on the runtime (`settle` reads the

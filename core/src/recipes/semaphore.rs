@@ -191,9 +191,7 @@ async fn wait_for_count(
             );
             return Err(ours.abandon(err).await);
         }
-        if !req.allows(&children) {
-            position::report(req.position, req.over(&children));
-        }
+        position::report(req.position, req.over(&children));
         if req.allows(&children) {
             if let (Some(delay), Some(before)) = (req.lock_delay, before.as_deref()) {
                 if !released_cleanly(session, lease_req.dir, before, &children).await {

@@ -85,7 +85,10 @@ async fn until_position(acquire: &Acquire, n: u32) {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("the acquire's position never was {n}: {:?}", acquire.position());
+    panic!(
+        "the acquire's position never was {n}: {:?}",
+        acquire.position()
+    );
 }
 
 /// `calls` and the acquire's outcome (released at once), then `quiet` when no call came
