@@ -97,6 +97,24 @@ impl QueuePosition {
     }
 }
 
+/// An acquire's position while its steps run: cleared when this is dropped (the acquire held,
+/// failed, or was given up), so no copy of it is kept beside the acquire's state.
+pub(crate) struct Clearing(pub(crate) Option<QueuePosition>);
+
+impl Clearing {
+    pub(crate) fn get(&self) -> Option<&QueuePosition> {
+        self.0.as_ref()
+    }
+}
+
+impl Drop for Clearing {
+    fn drop(&mut self) {
+        if let Some(position) = &self.0 {
+            position.clear();
+        }
+    }
+}
+
 /// Reports to `position` when there is one.
 pub(crate) fn report(position: Option<&QueuePosition>, ahead: usize) {
     if let Some(position) = position {

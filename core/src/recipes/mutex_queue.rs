@@ -15,7 +15,7 @@ use crate::engine::internals::{self, Request};
 use crate::leases::lease::Lease;
 use crate::leases::node::LeaseShared;
 use crate::leases::parts::{NodeRef, Part, Reentry};
-use crate::leases::position::{self, QueuePosition};
+use crate::leases::position::{self, Clearing, QueuePosition};
 use crate::ops::bounds;
 use crate::ops::observe::AcquireWatch;
 use crate::ops::runtime::on_runtime;
@@ -49,8 +49,9 @@ struct Waiting {
     gate: Option<GatePass>,
     queued: internals::Queued,
     cancel: Option<CancelToken>,
-    /// Where a face or caller reads the acquire's place in the queue (`None`: nobody asked).
-    position: Option<QueuePosition>,
+    /// Where a face or caller reads the acquire's place in the queue (`None`: nobody asked);
+    /// cleared when this state goes.
+    position: Clearing,
     /// Made on the runtime (a timer needs one to be made), polled wherever the caller is. Its
     /// deadline is the acquire's (not kept twice: memory per waiting lock).
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
@@ -86,7 +87,7 @@ impl Waiting {
     /// The lease once the lock is ours (unless cancelled meanwhile), else wait again.
     async fn settle(self, downgrade_of: Option<String>) -> Result<Step> {
         let ahead = self.queued.ahead();
-        position::report(self.position.as_ref(), ahead.unwrap_or(0));
+        position::report(self.position.get(), ahead.unwrap_or(0));
         if ahead.is_some() {
             return Ok(Step::Wait(self));
         }
@@ -149,7 +150,7 @@ impl LockInner {
     /// task of its own on the runtime (memory per waiting lock, bench scenario 6).
     #[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
     /// `position`, when given, hears the acquire's place in the queue after each listing
-    /// (`QueuePosition`), and is cleared when the acquire ends.
+    /// (`QueuePosition`), and is cleared when the acquire's state goes.
     pub(crate) fn acquire_until(
         self: Arc<Self>,
         owner: Owner,
@@ -168,7 +169,6 @@ impl LockInner {
         // the lock may never have been contended.
         let client = self.client.clone();
         let started = Instant::now();
-        let told = position.clone();
         let bounded = bounds::within(guard, async move {
             if let Some(lease) = self.try_reenter(owner) {
                 return Ok(lease);
@@ -224,13 +224,7 @@ impl LockInner {
             watch.settle(&result);
             result
         });
-        async move {
-            let result = bounded.await;
-            if let Some(told) = told {
-                told.clear();
-            }
-            client.explain_timeout(result, started)
-        }
+        async move { client.explain_timeout(bounded.await, started) }
     }
 
     /// Waits for the gate that serialises first acquisitions of this value.
@@ -375,6 +369,7 @@ impl LockInner {
         cancel: Option<CancelToken>,
         position: Option<QueuePosition>,
     ) -> Result<Step> {
+        let position = Clearing(position);
         if let Some(max_leases) = self.max_leases {
             let session = self.client.session_by(deadline).await?;
             let request = crate::recipes::semaphore::SemaphoreRequest {
@@ -385,7 +380,7 @@ impl LockInner {
                 deadline,
                 cancel: cancel.as_ref(),
                 lock_delay: self.lock_delay,
-                position: position.as_ref(),
+                position: position.get(),
             };
             let lease = crate::recipes::semaphore::acquire(&session, &request).await?;
             if let Some(limit) = self.max_hold {
