@@ -147,6 +147,18 @@ export interface AcquireOptions {
   signal?: AbortSignal
 }
 
+/** A lock's acquire options: `AcquireOptions` and the queue position callback. */
+export interface LockAcquireOptions extends AcquireOptions {
+  /**
+   * Called on the JS thread with the acquire's place in the queue (how many contenders must
+   * leave before it can hold: the nodes ahead for a mutex or a write side, the writers ahead
+   * for a read side, the leases that must go for a semaphore) when it is queued behind others,
+   * and again each time that changes; never for an acquire that holds at once. As of the
+   * acquire's last look at the queue: an upper bound (docs/contract.md, "Queue position").
+   */
+  onQueued?: (position: number) => void
+}
+
 export type LeaseState = 'held' | 'suspended' | 'lost' | 'released'
 
 /** What `release()` found (the core's names). */
@@ -395,8 +407,13 @@ export declare class Lock {
   readonly path: string
   /** How many holds this object has now (0 when not held). */
   readonly holdCount: number
+  /**
+   * How many contenders must leave before the first acquire waiting through this object can
+   * hold (as `onQueued` hears it); null when none is queued.
+   */
+  readonly position: number | null
   /** Waits until the lock is ours. */
-  acquire(options?: AcquireOptions): Promise<Lease>
+  acquire(options?: LockAcquireOptions): Promise<Lease>
   /** One attempt: null when someone else holds the lock. */
   tryAcquire(): Promise<Lease | null>
   /**
@@ -404,7 +421,7 @@ export declare class Lock {
    * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished (as
    * `await using` does at block exit).
    */
-  using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>>
+  using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: LockAcquireOptions): Promise<Awaited<T>>
   /**
    * The queue: holder(s) first, then waiters in order. `timeoutMs` (the acquire's rule) rejects
    * with ZKLOCK_TIMEOUT when the listing, waiting for a reconnect included, takes longer.

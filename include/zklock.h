@@ -551,6 +551,11 @@ typedef struct zklock_write {
 } zklock_write;
 
 /**
+ * Called with an asynchronous acquire's place in its lock's queue (`zklock_op_on_queued`).
+ */
+typedef void (*zklock_queued_cb)(void *user, uint32_t position);
+
+/**
  * Options of `zklock_semaphore_new` and `zklock_semaphore_mutex_new`. Set `size` to
  * `sizeof(zklock_semaphore_options)` (or call `zklock_semaphore_options_init`). No option is
  * defined yet: the struct is there so that later ones need no new function.
@@ -1153,6 +1158,23 @@ enum zklock_status zklock_op_cancel(struct zklock_op *op);
  * freed is detected in the common case (nothing happens and `zklock_last_error()` says so).
  */
 void zklock_op_free(struct zklock_op *op);
+
+/**
+ * The acquire's place in its lock's queue: how many contenders must leave before it can hold,
+ * as of its last look at the queue (the core's figure, docs/contract.md "Queue position"), or
+ * 0 when it is not waiting in the queue (not yet placed, held at once, ended; always 0 for
+ * `zklock_election_lead_async`'s op). `*position` is written only on `ZKLOCK_OK`.
+ */
+enum zklock_status zklock_op_position(struct zklock_op *op, uint32_t *position);
+
+/**
+ * Sets `cb(user, position)`, called on the client's callback thread when the acquire is queued
+ * behind others and each time its place changes (at once when it waits already); never for an
+ * acquire that holds at once, and never after its completion callback. Replaces a callback
+ * set before. `ZKLOCK_INVALID_ARGUMENT` for a NULL `cb`, and for the op of
+ * `zklock_election_lead_async` (a lead reports no place).
+ */
+enum zklock_status zklock_op_on_queued(struct zklock_op *op, zklock_queued_cb cb, void *user);
 
 /**
  * Fills `opts` with the defaults and sets its `size`. NULL is a no-op.

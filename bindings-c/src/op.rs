@@ -16,10 +16,16 @@ pub type zklock_acquire_cb = Option<
     unsafe extern "C" fn(user: *mut c_void, status: zklock_status, lease: *mut zklock_lease),
 >;
 
+/// Called with an asynchronous acquire's place in its lock's queue (`zklock_op_on_queued`).
+pub type zklock_queued_cb = Option<unsafe extern "C" fn(user: *mut c_void, position: u32)>;
+
 /// An asynchronous acquire: cancel it with `zklock_op_cancel`, free it with `zklock_op_free`
 /// (at any time: freeing does not cancel, and the callback still comes).
 pub struct zklock_op {
     cancel: zklock::CancelToken,
+    /// The acquire's place in the queue, and the client's callback thread (`None`: a run for
+    /// leader, which reports no place).
+    position: Option<(zklock::QueuePosition, zklock::CallbackQueue)>,
 }
 
 /// Starts acquiring the lock without blocking; `cb(user, status, lease)` is called exactly once
@@ -43,11 +49,12 @@ pub unsafe extern "C" fn zklock_acquire_async(
         }
         let acquire = lock.start_acquire(zklock::Wait::from_millis_i64(timeout_ms)?);
         let cancel = acquire.canceller();
+        let position = (acquire.queue_position(), lock.callbacks.clone());
         let (user, queue) = (UserPtr(user), lock.callbacks.clone());
         acquire.on_complete_in(queue.clone(), move |result| {
             deliver(cb, user, result, queue)
         });
-        op.write(zklock_op::boxed(cancel));
+        op.write(zklock_op::registered(cancel, Some(position)));
         Ok(())
     })
 }
@@ -55,7 +62,15 @@ pub unsafe extern "C" fn zklock_acquire_async(
 impl zklock_op {
     /// A registered handle cancelling `cancel` (an acquire or a run for leader).
     pub(crate) fn boxed(cancel: zklock::CancelToken) -> *mut zklock_op {
-        handles::register(Box::into_raw(Box::new(zklock_op { cancel })), Kind::Op)
+        Self::registered(cancel, None)
+    }
+
+    fn registered(
+        cancel: zklock::CancelToken,
+        position: Option<(zklock::QueuePosition, zklock::CallbackQueue)>,
+    ) -> *mut zklock_op {
+        let op = zklock_op { cancel, position };
+        handles::register(Box::into_raw(Box::new(op)), Kind::Op)
     }
 }
 
@@ -96,4 +111,53 @@ pub unsafe extern "C" fn zklock_op_cancel(op: *mut zklock_op) -> zklock_status {
 #[no_mangle]
 pub unsafe extern "C" fn zklock_op_free(op: *mut zklock_op) {
     guard_value((), || handles::free(op, Kind::Op, "op"))
+}
+
+/// The acquire's place in its lock's queue: how many contenders must leave before it can hold,
+/// as of its last look at the queue (the core's figure, docs/contract.md "Queue position"), or
+/// 0 when it is not waiting in the queue (not yet placed, held at once, ended; always 0 for
+/// `zklock_election_lead_async`'s op). `*position` is written only on `ZKLOCK_OK`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_op_position(
+    op: *mut zklock_op,
+    position: *mut u32,
+) -> zklock_status {
+    guard(|| {
+        let op = handles::get(op, Kind::Op, "op")?;
+        if position.is_null() {
+            return Err(Failure::null("position"));
+        }
+        let now = op.position.as_ref().and_then(|(p, _)| p.get()).unwrap_or(0);
+        position.write(now);
+        Ok(())
+    })
+}
+
+/// Sets `cb(user, position)`, called on the client's callback thread when the acquire is queued
+/// behind others and each time its place changes (at once when it waits already); never for an
+/// acquire that holds at once, and never after its completion callback. Replaces a callback
+/// set before. `ZKLOCK_INVALID_ARGUMENT` for a NULL `cb`, and for the op of
+/// `zklock_election_lead_async` (a lead reports no place).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_op_on_queued(
+    op: *mut zklock_op,
+    cb: zklock_queued_cb,
+    user: *mut c_void,
+) -> zklock_status {
+    guard(|| {
+        let op = handles::get(op, Kind::Op, "op")?;
+        let cb = cb.ok_or_else(|| Failure::null("cb"))?;
+        let Some((position, queue)) = op.position.as_ref() else {
+            return Err(Failure::from(zklock::Error::new(
+                zklock::ErrorKind::InvalidArgument,
+                "a lead has no queue position: zklock_op_on_queued is for a lock's acquire",
+            )));
+        };
+        let user = UserPtr(user);
+        position.on_queued_in(queue.clone(), move |n| {
+            let user = &user;
+            unsafe { cb(user.0, n) }
+        });
+        Ok(())
+    })
 }

@@ -921,6 +921,7 @@ static void op_semaphore(struct outcome *o, const struct bytes *in) {
 
 #include "conformance_lease.h"
 #include "conformance_break.h"
+#include "conformance_queue.h"
 
 static void scenario(struct outcome *o, const char *name) {
     zklock_lock *l = NULL, *r = NULL, *w = NULL, *other = NULL;
@@ -1438,7 +1439,7 @@ static void scenario(struct outcome *o, const char *name) {
         static char word[64];
         snprintf(word, sizeof word, "%s,%s", first, second);
         o->word = word;
-    } else if (!lease_scenario(o, name) && !break_scenario(o, name)) {
+    } else if (!lease_scenario(o, name) && !break_scenario(o, name) && !queue_scenario(o, name)) {
         snprintf(o->problem, sizeof o->problem, "unknown scenario %.60s", name);
     }
 done:

@@ -556,6 +556,13 @@ static void test_async_acquire(void) {
     CHECK(r.release_status == ZKLOCK_OK);
     CHECK(ephemerals_under(servers, p) == 0);
     CHECK(zklock_op_cancel(op) == ZKLOCK_OK); /* after completion: harmless */
+    /* Queue position: 0 once ended (it held at once); NULLs refused, the out-param untouched. */
+    uint32_t position = 77;
+    CHECK(zklock_op_position(op, &position) == ZKLOCK_OK && position == 0);
+    position = 77;
+    CHECK(zklock_op_position(NULL, &position) == ZKLOCK_INVALID_ARGUMENT && position == 77);
+    CHECK(zklock_op_position(op, NULL) == ZKLOCK_INVALID_ARGUMENT);
+    CHECK(zklock_op_on_queued(op, NULL, NULL) == ZKLOCK_INVALID_ARGUMENT);
     zklock_op_free(op);
     sleep_ms(100);
     CHECK(r.calls == 1);

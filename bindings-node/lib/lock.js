@@ -11,6 +11,8 @@ const { Lease, LeaseCore, releaseAtScopeEnd } = require('./lease')
 class Lock {
   #native
   #leases
+  /** The native acquires in progress through this object (for `position`). */
+  #pending = new Set()
 
   /** @private */
   constructor(token, nativeLock, leases) {
@@ -30,12 +32,29 @@ class Lock {
   }
 
   /**
+   * How many contenders must leave before the first acquire waiting through this object can
+   * hold, as of its last look at the queue (the core's figure); null when none is queued.
+   */
+  get position() {
+    let least = null
+    for (const pending of this.#pending) {
+      const p = pending.position
+      if (p != null && (least === null || p < least)) least = p
+    }
+    return least
+  }
+
+  /**
    * Waits until the lock is ours. `timeoutMs` (0 = one attempt) or `deadline` (a Date or
    * epoch milliseconds; one attempt once passed) rejects with ZKLOCK_TIMEOUT, an aborted
    * `signal` with ZKLOCK_ABORTED; neither leaves a node behind.
    */
   async acquire(options) {
     const { timeoutMs, deadline, signal } = acquireOptions(options)
+    const onQueued = checkOptions(options, 'acquire options').onQueued
+    if (onQueued !== undefined && onQueued !== null && typeof onQueued !== 'function') {
+      throw invalid(`onQueued must be a function, got ${describe(onQueued)}`)
+    }
     if (signal && signal.aborted) throw abortError(this.path, signal)
     /** @type {any} */
     let pending = null
@@ -51,7 +70,13 @@ class Lock {
       nativeLease = call(() => this.#native.tryReenter(timeoutMs, deadline))
       if (nativeLease == null) {
         pending = call(() => this.#native.startAcquire(timeoutMs, deadline))
-        nativeLease = await pending.wait()
+        if (onQueued) pending.onQueued((position) => onQueued(position))
+        this.#pending.add(pending)
+        try {
+          nativeLease = await pending.wait()
+        } finally {
+          this.#pending.delete(pending)
+        }
       }
     } catch (e) {
       try {

@@ -7,12 +7,16 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use napi::bindgen_prelude::Object;
-use napi::Env;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
 use napi_derive::napi;
 use zklock::{Acquire, ErrorKind};
 
 use crate::lease::NativeLease;
 use crate::queue::settle_from_core;
+
+/// `onQueued(position)`, called from the core's callback thread (weak: the event loop may end).
+pub(crate) type QueuedCallback = ThreadsafeFunction<u32, (), u32, Status, false, true>;
 
 /// A core acquire ([`zklock::Acquire`]) seen from JS: `wait()` once, `cancel()` any time.
 #[napi]
@@ -45,6 +49,28 @@ impl NativeAcquire {
             .await
             .map(NativeLease::new)
         })
+    }
+
+    /// How many contenders must leave before this acquire can hold, as of its last look at the
+    /// queue ([`zklock::Acquire::position`]); `null` before its node is placed, when it held
+    /// at once, and once it has ended.
+    #[napi(getter)]
+    pub fn position(&self) -> Option<u32> {
+        let slot = self.acquire.lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_ref().and_then(Acquire::position)
+    }
+
+    /// `callback(position)` on the JS thread when the acquire is queued behind others and each
+    /// time its place changes ([`zklock::QueuePosition::on_queued`]); never for an acquire that
+    /// holds at once. The callback does not keep the event loop alive.
+    #[napi(catch_unwind)]
+    pub fn on_queued(&self, callback: QueuedCallback) {
+        let slot = self.acquire.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(acquire) = slot.as_ref() {
+            acquire.queue_position().on_queued(move |position| {
+                callback.call(position, ThreadsafeFunctionCallMode::NonBlocking);
+            });
+        }
     }
 
     /// Aborts the acquire: its waiting node is removed and `wait()` rejects with

@@ -44,6 +44,7 @@ const { useZooKeeper, repo } = require('./harness.js')
 const { Client, isZkLockError } = require('../index.js')
 const { leaseScenarios } = require('./conformance-lease.js')
 const { breakScenarios } = require('./conformance-break.js')
+const { queueScenarios } = require('./conformance-queue.js')
 
 const CASES_FILE = path.join(repo, 'tests', 'conformance', 'cases.txt')
 const MAX_MESSAGE = 300
@@ -488,7 +489,7 @@ const ops = {
   },
 
   async scenario(input, c) {
-    const run = scenarios[input] || lease[input] || breaks[input]
+    const run = scenarios[input] || lease[input] || breaks[input] || queues[input]
     if (!run) throw new Error(`unknown scenario ${JSON.stringify(input)} (case ${c.id})`)
     return run(lockPath(c))
   },
@@ -498,6 +499,8 @@ const ops = {
 const lease = leaseScenarios({ client: () => a, outcome, ownClient, kindOf })
 /** Issue 37's scenarios (conformance-break.js). */
 const breaks = breakScenarios({ client: () => a, outcome, ownClient })
+/** Issue 37's queue position (conformance-queue.js). */
+const queues = queueScenarios({ client: () => a, outcome, ownClient })
 
 /** A client of its own, for the scenarios that close it. */
 async function ownClient(fn, options) {

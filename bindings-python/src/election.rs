@@ -180,7 +180,7 @@ impl NativeElection {
     fn _lead(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyLease>> {
         let wait = wait_of(py, timeout)?;
         let acquire = self.election.start_lead(wait);
-        let _waiting = self.waiting.add(acquire.canceller());
+        let _waiting = self.waiting.add(&acquire);
         let lease = wait_acquire(py, acquire)?.py(py)?;
         Py::new(py, PyLease::new(lease))
     }

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::pyclass::{PyTraverseError, PyVisit};
 
-use zklock::{Acquire, ErrorKind, LeaseState, Owner, Wait};
+use zklock::{Acquire, ErrorKind, LeaseState, Owner, QueuePosition, Wait};
 
 use crate::args::{acquire_timeout, current_owner, wait_of, Arg, ExitArgs, SHARED, TASK_BIT};
 use crate::errors::{py_error, to_py_err, IntoPy};
-use crate::lease::{acquire_into_py, forked, release_now, Book, Held, PyLease, Slot};
+use crate::lease::{
+    acquire_into_py_kept, check_callable, forked, release_now, Book, Held, PyLease, Slot,
+};
 use crate::runtime::{wait, wait_acquire};
 
 /// One core lock value (a mutex, one side of a read/write lock, a multi-lock, a semaphore)
@@ -31,18 +33,36 @@ pub(crate) struct NativeLock {
     pub(crate) waiting: Arc<Waiting>,
 }
 
-/// The cancel tokens of the blocking acquires in progress through one lock object.
+/// The cancel tokens and queue positions of the acquires in progress through one lock object
+/// (blocking and asyncio).
 #[derive(Default)]
 pub(crate) struct Waiting {
     next: std::sync::atomic::AtomicU64,
-    list: std::sync::Mutex<Vec<(u64, zklock::CancelToken)>>,
+    /// The token is `None` for an asyncio acquire (`cancel()` is for blocking ones; a task is
+    /// cancelled through asyncio).
+    list: std::sync::Mutex<Vec<(u64, Option<zklock::CancelToken>, QueuePosition)>>,
 }
 
 impl Waiting {
-    /// Keeps `token` until the returned guard is dropped (the acquire ended).
-    pub(crate) fn add(self: &Arc<Self>, token: zklock::CancelToken) -> WaitingGuard {
+    /// Keeps the acquire's token and position until the returned guard is dropped (the
+    /// acquire ended).
+    pub(crate) fn add(self: &Arc<Self>, acquire: &Acquire) -> WaitingGuard {
+        self.add_entry(Some(acquire.canceller()), acquire)
+    }
+
+    /// Keeps an asyncio acquire's position (not its token) until the guard is dropped.
+    pub(crate) fn add_async(self: &Arc<Self>, acquire: &Acquire) -> WaitingGuard {
+        self.add_entry(None, acquire)
+    }
+
+    fn add_entry(
+        self: &Arc<Self>,
+        token: Option<zklock::CancelToken>,
+        acquire: &Acquire,
+    ) -> WaitingGuard {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.list.lock().unwrap().push((id, token));
+        let entry = (id, token, acquire.queue_position());
+        self.list.lock().unwrap().push(entry);
         WaitingGuard {
             waiting: self.clone(),
             id,
@@ -52,10 +72,18 @@ impl Waiting {
     /// Cancels every acquire waiting now; how many there were.
     pub(crate) fn cancel_all(&self) -> usize {
         let list = self.list.lock().unwrap();
-        for (_, token) in list.iter() {
+        let tokens: Vec<_> = list.iter().filter_map(|(_, t, _)| t.as_ref()).collect();
+        for token in &tokens {
             token.cancel();
         }
-        list.len()
+        tokens.len()
+    }
+
+    /// The smallest queue position among the acquires waiting now (the core's figure), `None`
+    /// when none of them is queued.
+    pub(crate) fn position(&self) -> Option<u32> {
+        let list = self.list.lock().unwrap();
+        list.iter().filter_map(|(_, _, p)| p.get()).min()
     }
 }
 
@@ -70,7 +98,7 @@ impl Drop for WaitingGuard {
             .list
             .lock()
             .unwrap()
-            .retain(|(id, _)| *id != self.id);
+            .retain(|(id, _, _)| *id != self.id);
     }
 }
 
@@ -116,12 +144,35 @@ impl NativeLock {
         }
     }
 
-    pub(crate) fn start(&self, owner: Owner, wait: Wait) -> Acquire {
-        match (&self.inner, self.as_lock()) {
+    /// Starts an acquire; `on_queued(position)` (a Python callable, checked) is called on
+    /// zklock's callback thread when it is queued and on each change of its place.
+    pub(crate) fn start(
+        &self,
+        py: Python<'_>,
+        owner: Owner,
+        wait: Wait,
+        on_queued: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Acquire> {
+        if let Some(callback) = on_queued {
+            check_callable(py, callback, "on_queued")?;
+        }
+        let acquire = match (&self.inner, self.as_lock()) {
             (Inner::Multi(m), _) => m.start_acquire(owner, wait),
             (_, Some(lock)) => lock.start_acquire(owner, wait),
             (_, None) => unreachable!("a lock that is not a multi-lock has a core lock"),
+        };
+        if let Some(callback) = on_queued {
+            let callback = callback.clone().unbind();
+            acquire.queue_position().on_queued(move |position| {
+                let _ = Python::try_attach(|py| {
+                    let callback = callback.bind(py);
+                    if let Err(err) = callback.call1((position,)) {
+                        err.write_unraisable(py, Some(callback));
+                    }
+                });
+            });
         }
+        Ok(acquire)
     }
 
     /// Whose holds these are: the calling thread (task), or the shared owner.
@@ -140,13 +191,14 @@ impl NativeLock {
         py: Python<'_>,
         owner: u64,
         timeout: Option<f64>,
+        on_queued: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<zklock::Result<zklock::Lease>> {
         let wait = wait_of(py, timeout)?;
         if let Some(lease) = self.as_lock().and_then(|l| l.reenter_as(Owner(owner))) {
             return Ok(Ok(lease));
         }
-        let acquire = self.start(Owner(owner), wait);
-        let _waiting = self.waiting.add(acquire.canceller());
+        let acquire = self.start(py, Owner(owner), wait, on_queued)?;
+        let _waiting = self.waiting.add(&acquire);
         wait_acquire(py, acquire)
     }
 
@@ -156,9 +208,10 @@ impl NativeLock {
         py: Python<'_>,
         timeout: Option<f64>,
         entered: bool,
+        on_queued: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyLease>> {
         let owner = self.key(py)?;
-        let lease = self.take(py, owner, timeout)?.py(py)?;
+        let lease = self.take(py, owner, timeout, on_queued)?.py(py)?;
         let object = Py::new(py, PyLease::new(lease))?;
         self.keep_object(py, &object, owner, entered);
         Ok(object)
@@ -281,12 +334,20 @@ impl NativeLock {
 
     /// Waits for the lock like `threading.Lock.acquire`: `blocking=False` tries once, `timeout`
     /// (seconds, -1 forever) bounds the wait. Returns False when the lock was not taken (no
-    /// node is left behind). The GIL is released while waiting.
-    #[pyo3(signature = (blocking = Arg::Missing, timeout = Arg::Missing))]
-    fn acquire(&self, py: Python<'_>, blocking: Arg<'_>, timeout: Arg<'_>) -> PyResult<bool> {
+    /// node is left behind). The GIL is released while waiting. `on_queued(position)` is
+    /// called (on zklock's callback thread) when the acquire is queued behind others and each
+    /// time its place changes, never when it holds at once.
+    #[pyo3(signature = (blocking = Arg::Missing, timeout = Arg::Missing, on_queued = None))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        blocking: Arg<'_>,
+        timeout: Arg<'_>,
+        on_queued: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
         let timeout = acquire_timeout(py, blocking, timeout)?;
         let owner = self.key(py)?;
-        let lease = match self.take(py, owner, Some(timeout))? {
+        let lease = match self.take(py, owner, Some(timeout), on_queued.as_ref())? {
             Ok(lease) => lease,
             Err(err) if err.kind() == ErrorKind::Timeout => return Ok(false),
             Err(err) => return Err(to_py_err(py, err)),
@@ -392,7 +453,15 @@ impl NativeLock {
     }
 
     fn __enter__(&self, py: Python<'_>) -> PyResult<Py<PyLease>> {
-        self.take_object(py, None, true)
+        self.take_object(py, None, true, None)
+    }
+
+    /// How many contenders must leave before the first acquire waiting through this object
+    /// (any thread or task) can hold, as of its last look at the queue; None when none waits
+    /// in the queue (the core's figure: docs/contract.md, "Queue position").
+    #[getter]
+    fn position(&self) -> Option<u32> {
+        self.waiting.position()
     }
 
     /// Releases the lease `with lock` took; `LockLost` when it was lost inside the block
@@ -427,14 +496,15 @@ impl NativeLock {
 
     /// Takes the lock (`timeout` by the core's rule; None: forever) and returns the lease;
     /// `entered`: a `with` will release it.
-    #[pyo3(signature = (timeout = None, entered = false))]
+    #[pyo3(signature = (timeout = None, entered = false, on_queued = None))]
     fn _acquire(
         &self,
         py: Python<'_>,
         timeout: Option<f64>,
         entered: bool,
+        on_queued: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyLease>> {
-        self.take_object(py, timeout, entered)
+        self.take_object(py, timeout, entered, on_queued.as_ref())
     }
 
     /// Who the caller is for this lock (its thread or task, or the shared owner).
@@ -445,16 +515,20 @@ impl NativeLock {
     /// The asyncio acquire: an awaitable future of the running loop for `owner` (from
     /// `_key()`); the package keeps the lease it gets with `_keep`. `settled` (a future of the
     /// same loop) gets None once the acquire has ended, its node removed if it was cancelled.
-    #[pyo3(signature = (owner, timeout=None, settled=None))]
+    /// `on_queued` as for `acquire` (the package calls it on the loop's thread).
+    #[pyo3(signature = (owner, timeout=None, settled=None, on_queued=None))]
     fn _acquire_async<'py>(
         &self,
         py: Python<'py>,
         owner: u64,
         timeout: Option<f64>,
         settled: Option<Bound<'py, PyAny>>,
+        on_queued: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = wait_of(py, timeout)?;
-        acquire_into_py(py, self.start(Owner(owner), wait), settled)
+        let acquire = self.start(py, Owner(owner), wait, on_queued.as_ref())?;
+        let waiting = self.waiting.add_async(&acquire);
+        acquire_into_py_kept(py, acquire, settled, waiting)
     }
 
     /// Keeps a lease taken by `_acquire_async` as `owner`'s.

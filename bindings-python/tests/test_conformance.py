@@ -62,6 +62,7 @@ import zklock
 from conftest import CONFORMANCE
 from conformance_break import BREAK_SCENARIOS, op_lock_delay
 from conformance_lease import LEASE_SCENARIOS
+from conformance_queue import QUEUE_SCENARIOS
 
 REPO = Path(__file__).resolve().parents[2]
 CASES_FILE = REPO / "tests" / "conformance" / "cases.txt"
@@ -922,6 +923,7 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "valid-until": sc_valid_until,
     **LEASE_SCENARIOS,
     **BREAK_SCENARIOS,
+    **QUEUE_SCENARIOS,
 }
 
 

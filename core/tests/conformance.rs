@@ -10,6 +10,7 @@
 mod break_cases;
 mod common;
 mod lease_cases;
+mod queue_cases;
 
 use std::time::Duration;
 
@@ -988,7 +989,10 @@ impl Runner {
                 Some(outcome) => outcome,
                 None => match break_cases::scenario(self, other).await {
                     Some(outcome) => outcome,
-                    None => panic!("unknown scenario {other:?}"),
+                    None => match queue_cases::scenario(self, other).await {
+                        Some(outcome) => outcome,
+                        None => panic!("unknown scenario {other:?}"),
+                    },
                 },
             },
         }

@@ -191,4 +191,8 @@ async function elect(client: Client): Promise<void> {
   const m = client.mutex('/locks/held', { maxHoldMs: 30_000 })
   const s: Semaphore = client.semaphore('/locks/s', 2, { maxHoldMs: 30_000 })
   console.log(m.path, s.maxLeases, ErrorCode.CONFLICT)
+  const queuedLease = await m.acquire({ onQueued: (position: number) => console.log(position), timeoutMs: 5_000 })
+  const place: number | null = m.position
+  console.log(place)
+  await queuedLease.release()
 }

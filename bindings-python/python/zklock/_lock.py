@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import TYPE_CHECKING, List, Optional, Sequence, Type
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Type
 
 from . import _zklock
 from ._args import _check_timeout
@@ -49,17 +49,33 @@ class Lock(_zklock.NativeLock):
 
     # -- asyncio.Lock shape -------------------------------------------------------------------
 
-    async def _acquire_async_as(self, timeout: Optional[float], entered: bool = False) -> Lease:
+    async def _acquire_async_as(
+        self,
+        timeout: Optional[float],
+        entered: bool = False,
+        on_queued: Optional[Callable[[int], object]] = None,
+    ) -> Lease:
         owner = self._key()
-        settled: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
-        native = await _granted(self._acquire_async(owner, timeout, settled), settled)
+        loop = asyncio.get_running_loop()
+        settled: "asyncio.Future[None]" = loop.create_future()
+        # Not callable: passed as it is, for the native check's InvalidArgument.
+        told = on_queued if on_queued is None or not callable(on_queued) else _on_loop(
+            loop, on_queued)
+        pending = self._acquire_async(owner, timeout, settled, told)
+        native = await _granted(pending, settled)
         return self._keep(native, owner, entered)
 
-    async def acquire_async(self, timeout: Optional[float] = None) -> Lease:
+    async def acquire_async(
+        self,
+        timeout: Optional[float] = None,
+        on_queued: Optional[Callable[[int], object]] = None,
+    ) -> Lease:
         """Waits for the lock without blocking the event loop and returns the lease; raises
         :class:`LockTimeout` after ``timeout`` seconds (None: forever, 0: one try). Cancelling
-        the awaiting task removes the waiting node."""
-        return await self._acquire_async_as(_check_timeout(timeout))
+        the awaiting task removes the waiting node. ``on_queued(position)`` is called on the
+        event loop's thread when the acquire is queued behind others and each time its place
+        changes (how many contenders must leave first), never when it holds at once."""
+        return await self._acquire_async_as(_check_timeout(timeout), on_queued=on_queued)
 
     async def release_async(self) -> None:
         """The asyncio twin of :meth:`release`."""
@@ -87,6 +103,19 @@ class Lock(_zklock.NativeLock):
         acquire's rule: None or -1 no bound) raises :class:`LockTimeout` when the listing, waiting
         for a reconnect included, takes longer."""
         return [Participant(*p) for p in self._participants(_check_timeout(timeout))]
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop,
+             on_queued: Callable[[int], object]) -> Callable[[int], None]:
+    """``on_queued`` called on ``loop``'s thread (nothing once the loop is closed)."""
+
+    def told(position: int) -> None:
+        try:
+            loop.call_soon_threadsafe(on_queued, position)
+        except RuntimeError:
+            pass  # the loop is closed: nobody awaits the acquire any more
+
+    return told
 
 
 class _Holding:

@@ -223,8 +223,12 @@ pub(crate) async fn create_listed(
 }
 
 impl Queued {
-    pub(crate) fn is_ours(&self) -> bool {
-        self.blocker.is_none()
+    /// How many contenders must leave before the lock is ours, as of the last listing (the
+    /// queue position a pending acquire reports); `None` once it is ours. For a mutex or a
+    /// write node, the nodes ahead; for a read node, the write nodes ahead (only they block
+    /// it: `protocol::blocker`). A kazoo or Curator node ahead counts like ours.
+    pub(crate) fn ahead(&self) -> Option<usize> {
+        self.blocker.as_ref().map(|b| b.others_before + 1)
     }
 
     /// After the watched node's deletion: the lock is ours if nobody else was before us (the

@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::base::cancel::CancelToken;
 use crate::base::error::Result;
 use crate::leases::lease::Lease;
+use crate::leases::position::QueuePosition;
 use crate::ops::runtime::{self, CallbackQueue};
 
 type Completion = Box<dyn FnOnce(Result<Lease>) + Send>;
@@ -38,6 +39,7 @@ struct Shared {
 pub struct Acquire {
     shared: Arc<Shared>,
     cancel: CancelToken,
+    position: QueuePosition,
 }
 
 impl std::fmt::Debug for Acquire {
@@ -45,13 +47,15 @@ impl std::fmt::Debug for Acquire {
         f.debug_struct("Acquire")
             .field("done", &self.is_done())
             .field("cancelled", &self.cancel.is_cancelled())
+            .field("position", &self.position.get())
             .finish()
     }
 }
 
 impl Acquire {
-    /// Spawns the acquire that `start` makes (given the handle's cancel token) on the runtime.
-    pub(crate) fn start<F>(start: impl FnOnce(CancelToken) -> F) -> Acquire
+    /// Spawns the acquire that `start` makes (given the handle's cancel token and the queue
+    /// position it reports to) on the runtime.
+    pub(crate) fn start<F>(start: impl FnOnce(CancelToken, QueuePosition) -> F) -> Acquire
     where
         F: Future<Output = Result<Lease>> + Send + 'static,
     {
@@ -63,7 +67,8 @@ impl Acquire {
             }),
             done: Condvar::new(),
         });
-        let acquire = runtime::spawn(start(cancel.clone()));
+        let position = QueuePosition::new();
+        let acquire = runtime::spawn(start(cancel.clone(), position.clone()));
         let slot = shared.clone();
         // Awaited through its task handle, so that a panic (a bug) still ends the acquire, as
         // an Internal error, instead of leaving its waiter waiting.
@@ -73,7 +78,25 @@ impl Acquire {
                 .unwrap_or_else(|e| Err(crate::Error::from_join(e)));
             finish(&slot, result);
         });
-        Acquire { shared, cancel }
+        Acquire {
+            shared,
+            cancel,
+            position,
+        }
+    }
+
+    /// Where the acquire stands in its lock's queue: how many contenders must leave before it
+    /// can hold, as of its last listing (see [`QueuePosition::get`]); `None` before its node
+    /// is placed, when it held at once, and once it has ended. An election's lead reports
+    /// nothing.
+    pub fn position(&self) -> Option<u32> {
+        self.position.get()
+    }
+
+    /// The position this acquire reports to, to read it or set an `on_queued` callback
+    /// ([`QueuePosition::on_queued`]) before the handle is given to [`Acquire::on_complete`].
+    pub fn queue_position(&self) -> QueuePosition {
+        self.position.clone()
     }
 
     /// Cancels the acquire: it removes its node and ends with `Cancelled` (within 100 ms, whatever

@@ -1,5 +1,5 @@
 //! Owns what an acquire returns: the lease (token, node, state, lost signal), its members,
-//! guarded writes, and the acquire handle the faces poll. May use: engine and below.
+//! guarded writes, the acquire handle and its queue position. May use: engine and below.
 
 pub(crate) mod acquire;
 pub(crate) mod expiry;
@@ -7,3 +7,4 @@ pub(crate) mod guarded;
 pub(crate) mod lease;
 pub(crate) mod node;
 pub(crate) mod parts;
+pub(crate) mod position;

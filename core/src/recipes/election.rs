@@ -191,7 +191,7 @@ impl Election {
     /// Starts running for leader on the runtime: a handle to cancel, wait, await or be called
     /// back (see [`Acquire`]); it fails with `InvalidArgument` while this object leads.
     pub fn start_lead(&self, wait: Wait) -> Acquire {
-        Acquire::start(|cancel| self.lead_with(wait, Some(cancel)))
+        Acquire::start(|cancel, _| self.lead_with(wait, Some(cancel)))
     }
 
     /// The contract's rule for a second lead (docs/election.md): refused while this object

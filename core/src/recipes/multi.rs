@@ -11,6 +11,7 @@ use crate::base::protocol::NodeKind;
 use crate::base::wait::Wait;
 use crate::leases::acquire::Acquire;
 use crate::leases::lease::Lease;
+use crate::leases::position::QueuePosition;
 use crate::ops::bounds;
 use crate::ops::runtime::{self, on_runtime};
 use crate::recipes::mutex::{none_on_timeout, Lock};
@@ -179,6 +180,7 @@ impl MultiLock {
             deadline,
             cancel,
             self.limits(),
+            None,
         )
     }
 
@@ -190,7 +192,36 @@ impl MultiLock {
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let deadline = wait.deadline().map(Instant::from_std);
-        acquire_all(self.members.clone(), owner, deadline, cancel, self.limits())
+        acquire_all(
+            self.members.clone(),
+            owner,
+            deadline,
+            cancel,
+            self.limits(),
+            None,
+        )
+    }
+
+    /// [`MultiLock::acquire_as`] that reports its place to `position`: the place of the member
+    /// it waits for (the members before it are held, those after it not yet queued), so the
+    /// figure may rise when it moves on to the next member (docs/contract.md, "Queue
+    /// position").
+    pub fn acquire_watched(
+        &self,
+        owner: Owner,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+        position: QueuePosition,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let deadline = wait.deadline().map(Instant::from_std);
+        acquire_all(
+            self.members.clone(),
+            owner,
+            deadline,
+            cancel,
+            self.limits(),
+            Some(position),
+        )
     }
 
     /// Blocking twin of [`MultiLock::acquire_as`].
@@ -205,7 +236,7 @@ impl MultiLock {
 
     /// Starts acquiring every member for `owner` on the runtime (see [`Acquire`]).
     pub fn start_acquire(&self, owner: Owner, wait: Wait) -> Acquire {
-        Acquire::start(|cancel| self.acquire_as(owner, wait, Some(cancel)))
+        Acquire::start(|cancel, position| self.acquire_watched(owner, wait, Some(cancel), position))
     }
 
     fn acquire_until_instant(
@@ -218,6 +249,7 @@ impl MultiLock {
             deadline,
             None,
             self.limits(),
+            None,
         )
     }
 }
@@ -233,6 +265,7 @@ async fn acquire_all(
     deadline: Option<Instant>,
     cancel: Option<CancelToken>,
     limits: Limits,
+    position: Option<QueuePosition>,
 ) -> Result<Lease> {
     let decide_by = bounds::decide_by(deadline);
     let what = format!("the multi-lock on {}", members[0].path);
@@ -242,7 +275,11 @@ async fn acquire_all(
         // the background.
         let mut lease = Lease::empty();
         for member in members {
-            match member.acquire_until(owner, deadline, cancel.clone()).await {
+            let member_position = position.clone();
+            match member
+                .acquire_until(owner, deadline, cancel.clone(), member_position)
+                .await
+            {
                 Ok(member_lease) => lease.absorb(member_lease),
                 Err(e) => {
                     // Roll back, in reverse order, in a task of its own: it goes on when the

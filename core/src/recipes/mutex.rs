@@ -19,6 +19,7 @@ use crate::base::state::Released;
 use crate::base::wait::Wait;
 use crate::leases::acquire::Acquire;
 use crate::leases::lease::Lease;
+use crate::leases::position::QueuePosition;
 use crate::ops::bounds;
 use crate::ops::runtime;
 use crate::ops::runtime::on_runtime;
@@ -90,7 +91,7 @@ impl Lock {
             let one = self
                 .inner
                 .clone()
-                .acquire_until(Owner::SHARED, deadline, cancel.clone())
+                .acquire_until(Owner::SHARED, deadline, cancel.clone(), None)
                 .await;
             match (one, all.as_mut()) {
                 (Ok(lease), Some(all)) => all.absorb(lease),
@@ -289,9 +290,29 @@ impl Lock {
         wait: Wait,
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        self.inner.clone().acquire_until(
+            owner,
+            wait.deadline().map(Instant::from_std),
+            cancel,
+            None,
+        )
+    }
+
+    /// [`Lock::acquire_as`] that reports its place in the lock's queue to `position` (read
+    /// it, or be called back on each change: [`QueuePosition`]). For a mutex or a write side:
+    /// the nodes ahead; a read side: the write nodes ahead; a semaphore: the leases that must
+    /// go first (docs/contract.md, "Queue position").
+    pub fn acquire_watched(
+        &self,
+        owner: Owner,
+        wait: Wait,
+        cancel: Option<CancelToken>,
+        position: QueuePosition,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let deadline = wait.deadline().map(Instant::from_std);
         self.inner
             .clone()
-            .acquire_until(owner, wait.deadline().map(Instant::from_std), cancel)
+            .acquire_until(owner, deadline, cancel, Some(position))
     }
 
     /// Blocking twin of [`Lock::acquire_as`] (from a thread that is not the runtime's).
@@ -310,7 +331,7 @@ impl Lock {
     /// Starts an acquire for `owner` on the runtime: a handle to cancel it, wait for it, await
     /// it or be called back when it ends (see [`Acquire`]).
     pub fn start_acquire(&self, owner: Owner, wait: Wait) -> Acquire {
-        Acquire::start(|cancel| self.acquire_as(owner, wait, Some(cancel)))
+        Acquire::start(|cancel, position| self.acquire_watched(owner, wait, Some(cancel), position))
     }
 
     /// Waits until the lock is ours.
@@ -320,14 +341,19 @@ impl Lock {
         if let Some(lease) = self.inner.try_reenter(Owner::SHARED) {
             return Ok(lease);
         }
-        Box::pin(self.inner.clone().acquire_until(Owner::SHARED, None, None)).await
+        Box::pin(
+            self.inner
+                .clone()
+                .acquire_until(Owner::SHARED, None, None, None),
+        )
+        .await
     }
 
     /// Waits at most `timeout`; `Timeout` error after it (no node left behind).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
         self.inner
             .clone()
-            .acquire_until(Owner::SHARED, bounds::deadline_after(timeout), None)
+            .acquire_until(Owner::SHARED, bounds::deadline_after(timeout), None, None)
             .await
     }
 
@@ -336,7 +362,7 @@ impl Lock {
         none_on_timeout(
             self.inner
                 .clone()
-                .acquire_until(Owner::SHARED, Some(Instant::now()), None)
+                .acquire_until(Owner::SHARED, Some(Instant::now()), None, None)
                 .await,
         )
     }
@@ -362,7 +388,11 @@ impl Lock {
             return Ok(lease);
         }
         let inner = self.inner.clone();
-        runtime::block_on(async move { inner.acquire_until(Owner::SHARED, deadline, None).await })
+        runtime::block_on(async move {
+            inner
+                .acquire_until(Owner::SHARED, deadline, None, None)
+                .await
+        })
     }
 
     /// The acquire future for bindings that drive their own waiting (deadline `None` = forever).
@@ -372,7 +402,7 @@ impl Lock {
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         self.inner
             .clone()
-            .acquire_until(Owner::SHARED, deadline.map(Instant::from_std), None)
+            .acquire_until(Owner::SHARED, deadline.map(Instant::from_std), None, None)
     }
 
     /// The acquire future with a cancellation token: `cancel.cancel()` makes it remove its node
@@ -386,6 +416,7 @@ impl Lock {
             Owner::SHARED,
             deadline.map(Instant::from_std),
             Some(cancel),
+            None,
         )
     }
 

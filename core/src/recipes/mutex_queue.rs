@@ -15,6 +15,7 @@ use crate::engine::internals::{self, Request};
 use crate::leases::lease::Lease;
 use crate::leases::node::LeaseShared;
 use crate::leases::parts::{NodeRef, Part, Reentry};
+use crate::leases::position::{self, Clearing, QueuePosition};
 use crate::ops::bounds;
 use crate::ops::observe::AcquireWatch;
 use crate::ops::runtime::on_runtime;
@@ -48,6 +49,9 @@ struct Waiting {
     gate: Option<GatePass>,
     queued: internals::Queued,
     cancel: Option<CancelToken>,
+    /// Where a face or caller reads the acquire's place in the queue (`None`: nobody asked);
+    /// cleared when this state goes.
+    position: Clearing,
     /// Made on the runtime (a timer needs one to be made), polled wherever the caller is. Its
     /// deadline is the acquire's (not kept twice: memory per waiting lock).
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
@@ -82,7 +86,9 @@ impl Waiting {
 
     /// The lease once the lock is ours (unless cancelled meanwhile), else wait again.
     async fn settle(self, downgrade_of: Option<String>) -> Result<Step> {
-        if !self.queued.is_ours() {
+        let ahead = self.queued.ahead();
+        position::report(self.position.get(), ahead.unwrap_or(0));
+        if ahead.is_some() {
             return Ok(Step::Wait(self));
         }
         if let Some(delay) = self.lock.lock_delay {
@@ -143,11 +149,14 @@ impl LockInner {
     /// the wait for our turn runs here, in the caller's future, so a waiting acquire has no
     /// task of its own on the runtime (memory per waiting lock, bench scenario 6).
     #[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
+    /// `position`, when given, hears the acquire's place in the queue after each listing
+    /// (`QueuePosition`), and is cleared when the acquire's state goes.
     pub(crate) fn acquire_until(
         self: Arc<Self>,
         owner: Owner,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
+        position: Option<QueuePosition>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         // The bound is made here and the steps are one async block: each argument is stored
         // once in the caller's future (memory per waiting lock, bench scenario 6).
@@ -186,11 +195,14 @@ impl LockInner {
                 };
                 // One `waiting` across the awaits, never a `Step` beside it: the state of a
                 // waiting acquire is stored once in this future (memory per waiting lock).
-                let mut waiting =
-                    match on_runtime(self.clone().begin(owner, deadline, cancel)).await? {
-                        Step::Done(lease) => return in_time(lease, &self),
-                        Step::Wait(waiting) => waiting,
-                    };
+                let mut waiting = match on_runtime(
+                    self.clone().begin(owner, deadline, cancel, position),
+                )
+                .await?
+                {
+                    Step::Done(lease) => return in_time(lease, &self),
+                    Step::Wait(waiting) => waiting,
+                };
                 loop {
                     let turn = waiting.wait_turn().await;
                     // With a lock-delay the turn is taken on the runtime (`settle` reads the
@@ -355,7 +367,9 @@ impl LockInner {
         owner: Owner,
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
+        position: Option<QueuePosition>,
     ) -> Result<Step> {
+        let position = Clearing(position);
         if let Some(max_leases) = self.max_leases {
             let session = self.client.session_by(deadline).await?;
             let request = crate::recipes::semaphore::SemaphoreRequest {
@@ -366,6 +380,7 @@ impl LockInner {
                 deadline,
                 cancel: cancel.as_ref(),
                 lock_delay: self.lock_delay,
+                position: position.get(),
             };
             let lease = crate::recipes::semaphore::acquire(&session, &request).await?;
             if let Some(limit) = self.max_hold {
@@ -399,6 +414,7 @@ impl LockInner {
             gate,
             queued,
             cancel,
+            position,
         };
         waiting.settle(downgrade_of).await
     }

@@ -34,6 +34,7 @@ use crate::engine::nodes::{count_round_trip, recover, timeout_error};
 use crate::leases::lease::Lease;
 use crate::leases::node::LeaseShared;
 use crate::leases::parts::{NodeRef, Part};
+use crate::leases::position::{self, QueuePosition};
 use crate::sessions::session::Session;
 
 /// The child of a semaphore path that holds the lease nodes (Curator's `LEASE_PARENT`).
@@ -74,6 +75,8 @@ pub(crate) struct SemaphoreRequest<'a> {
     /// Chubby's lock-delay (`Lock::lock_delay`): a lease freed without a clean release is
     /// taken only this long after; a clean release writes its marker on `leases`.
     pub lock_delay: Option<std::time::Duration>,
+    /// Hears the acquire's place (`report_place`), when a caller asked for it.
+    pub position: Option<&'a QueuePosition>,
 }
 
 impl SemaphoreRequest<'_> {
@@ -93,6 +96,12 @@ impl SemaphoreRequest<'_> {
 
     fn allows(&self, children: &[String]) -> bool {
         children.len() as u64 <= u64::from(self.max_leases)
+    }
+
+    /// How many lease nodes of `children` (ours among them) are over N: how many leases must
+    /// be released before ours is held (Curator's rule: held while the count is at most N).
+    fn over(&self, children: &[String]) -> usize {
+        children.len().saturating_sub(self.max_leases as usize)
     }
 
     fn is_past_deadline(&self) -> bool {
@@ -121,20 +130,27 @@ pub(crate) async fn acquire(session: &Arc<Session>, req: &SemaphoreRequest<'_>) 
     if req.is_past_deadline() {
         return Err(gone);
     }
-    Box::pin(guarded(session, req, &lease_req)).await
+    let over = req.over(&children);
+    drop(children);
+    Box::pin(guarded(session, req, &lease_req, over)).await
 }
 
 /// Curator's path: hold the guard while our lease node waits for the count to allow it.
+/// `over`: the lease nodes over N at the fast path's listing (ours counted). While it waits
+/// for the guard, the acquire's place is that plus the guard's contenders ahead of it (each
+/// of them takes a lease first).
 async fn guarded(
     session: &Arc<Session>,
     req: &SemaphoreRequest<'_>,
     lease_req: &Request<'_>,
+    over: usize,
 ) -> Result<Lease> {
     let locks = format!("{}/{LOCKS}", req.path);
     let guard_req = req.node_request(&locks, NodeKind::Mutex);
     let mut timer = req.deadline.map(|d| Box::pin(tokio::time::sleep_until(d)));
     let mut guard = internals::enqueue(session, &guard_req).await?;
-    while !guard.is_ours() {
+    while let Some(ahead) = guard.ahead() {
+        position::report(req.position, ahead + over.max(1));
         let turn = guard.wait_turn(&locks, req.cancel, timer.as_mut()).await;
         let advanced = match turn {
             Ok(deleted) => guard.advance(&guard_req, deleted).await,
@@ -175,6 +191,7 @@ async fn wait_for_count(
             );
             return Err(ours.abandon(err).await);
         }
+        position::report(req.position, req.over(&children));
         if req.allows(&children) {
             if let (Some(delay), Some(before)) = (req.lock_delay, before.as_deref()) {
                 if !released_cleanly(session, lease_req.dir, before, &children).await {
@@ -196,6 +213,7 @@ async fn wait_for_count(
             Err(e) => return Err(ours.abandon(e).await),
         };
         if !req.allows(&listed) {
+            position::report(req.position, req.over(&listed));
             ours.wait_for(watcher);
             let turn = ours
                 .wait_turn(lease_req.dir, req.cancel, timer.as_deref_mut())
