@@ -211,15 +211,18 @@ fn jvm_heap(pid: u32) -> Option<u64> {
     (!used.is_empty()).then(|| used.iter().sum::<u64>() * 1024)
 }
 
-/// Waits until `key` summed over the members reaches `at_least`.
+/// Waits until `key` summed over the members reaches `at_least`; gives up at once when
+/// `trouble` says something (what the clients' statistics report went wrong).
 pub async fn wait_for(
     zk: &ZooKeeper,
     key: &str,
     at_least: usize,
     limit: Duration,
+    trouble: &dyn Fn() -> String,
 ) -> Result<(), String> {
     let deadline = Instant::now() + limit;
     loop {
+        check_trouble(key, trouble)?;
         let each: Vec<i64> = (0..zk.len())
             .map(|i| zk.mntr_value(i, key).unwrap_or(0))
             .collect();
@@ -242,15 +245,17 @@ pub async fn wait_for(
 }
 
 /// Waits until `key` summed over the members (for ephemeral nodes: the most any member shows)
-/// is at most `at_most`.
+/// is at most `at_most`; gives up at once when `trouble` says something.
 pub async fn wait_for_at_most(
     zk: &ZooKeeper,
     key: &str,
     at_most: i64,
     limit: Duration,
+    trouble: &dyn Fn() -> String,
 ) -> Result<(), String> {
     let deadline = Instant::now() + limit;
     loop {
+        check_trouble(key, trouble)?;
         let each: Vec<i64> = (0..zk.len())
             .map(|i| zk.mntr_value(i, key).unwrap_or(i64::MAX / 4))
             .collect();
@@ -268,6 +273,15 @@ pub async fn wait_for_at_most(
             ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn check_trouble(key: &str, trouble: &dyn Fn() -> String) -> Result<(), String> {
+    match trouble() {
+        t if t.is_empty() => Ok(()),
+        t => Err(format!(
+            "while waiting for the members' {key}, the clients report {t}"
+        )),
     }
 }
 

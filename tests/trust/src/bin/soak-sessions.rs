@@ -161,8 +161,17 @@ async fn sessions_run(zk: &ZooKeeper, opts: &Opts) -> Result<sessions::Report, S
     report.open = phase.end(zk);
     errors.check("opening")?;
     let clients: Vec<zklock::Client> = clients.into_iter().flatten().collect();
+    // A session that expires takes its leases' nodes with it: no wait outlasts that news.
+    let trouble = || sessions::troubles(&clients);
     // Each member counts the `mntr` probe's own connection too.
-    sessions::wait_for(zk, "zk_num_alive_connections", n + zk.len(), SERVER_LIMIT).await?;
+    sessions::wait_for(
+        zk,
+        "zk_num_alive_connections",
+        n + zk.len(),
+        SERVER_LIMIT,
+        &trouble,
+    )
+    .await?;
     report.connections = (0..zk.len())
         .map(|i| zk.mntr_value(i, "zk_num_alive_connections").ok())
         .collect();
@@ -195,7 +204,7 @@ async fn sessions_run(zk: &ZooKeeper, opts: &Opts) -> Result<sessions::Report, S
     report.acquire = phase.end(zk);
     errors.check("acquiring")?;
     let leases: Vec<zklock::Lease> = leases.into_iter().flatten().collect();
-    sessions::wait_for(zk, "zk_ephemerals_count", n, SERVER_LIMIT).await?;
+    sessions::wait_for(zk, "zk_ephemerals_count", n, SERVER_LIMIT, &trouble).await?;
     report.client_rss_hold = status_bytes(None, "VmRSS");
     report.heap_hold = counting::live() - heap_idle;
     report.heap_hold_peak = counting::peak() - heap_idle;
@@ -220,8 +229,8 @@ async fn sessions_run(zk: &ZooKeeper, opts: &Opts) -> Result<sessions::Report, S
             "{lost} leases were not released as held (lost on the way)"
         ));
     }
-    sessions::wait_for_at_most(zk, "zk_ephemerals_count", 0, SERVER_LIMIT).await?;
-    let troubles = sessions::troubles(&clients);
+    sessions::wait_for_at_most(zk, "zk_ephemerals_count", 0, SERVER_LIMIT, &trouble).await?;
+    let troubles = trouble();
     if !troubles.is_empty() {
         return Err(format!("sessions in trouble on the way: {troubles}"));
     }
@@ -244,6 +253,7 @@ async fn sessions_run(zk: &ZooKeeper, opts: &Opts) -> Result<sessions::Report, S
         "zk_num_alive_connections",
         zk.len() as i64,
         SERVER_LIMIT,
+        &String::new,
     )
     .await?;
     report.close = phase.end(zk);
