@@ -2,6 +2,8 @@
 //! a phase or a window (`/proc/<pid>/stat`, as bench s9 reads it), their JVM heap (`jcmd`), what
 //! the clients' statistics say went wrong, and the printed report.
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zklock_testkit::ZooKeeper;
@@ -285,6 +287,26 @@ fn check_trouble(key: &str, trouble: &dyn Fn() -> String) -> Result<(), String> 
     }
 }
 
+/// The reasons the core gave for sessions that ended and leases that turned lost (its log
+/// records at `warn`, counted by event and reason), once `watch_logs` has been called.
+static REASONS: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+
+/// Counts the core's warnings by event and reason (a session that expired, or that the lifeline
+/// gave up; a lease that turned lost), for `troubles` to name.
+pub fn watch_logs() {
+    let sink = Arc::new(|r: &zklock::support::LogRecord| {
+        let field = |k: &str| r.fields.iter().find(|(f, _)| *f == k).map(|(_, v)| v);
+        let what = field("event").or(field("state")).map_or("", |v| v.as_str());
+        let reason = field("reason").map_or("", |v| v.as_str());
+        *REASONS
+            .lock()
+            .unwrap()
+            .entry(format!("{} {what}: {reason}", r.event))
+            .or_default() += 1;
+    });
+    zklock::support::set_log_sink(Some((zklock::support::LogLevel::Warn, sink)));
+}
+
 /// What the clients' statistics say went wrong on the way (empty: nothing): a connection that
 /// broke under a lease, a reconnect, a lost lease, an expired session.
 pub fn troubles(clients: &[zklock::Client]) -> String {
@@ -296,7 +318,7 @@ pub fn troubles(clients: &[zklock::Client]) -> String {
         lost += s.lost;
         expired += s.session_expiries;
     }
-    [
+    let counts = [
         (suspended, "leases suspended"),
         (reconnects, "reconnects"),
         (lost, "leases lost"),
@@ -306,7 +328,13 @@ pub fn troubles(clients: &[zklock::Client]) -> String {
     .filter(|(n, _)| *n > 0)
     .map(|(n, what)| format!("{n} {what}"))
     .collect::<Vec<_>>()
-    .join(", ")
+    .join(", ");
+    let reasons = REASONS.lock().unwrap();
+    if counts.is_empty() || reasons.is_empty() {
+        return counts;
+    }
+    let reasons: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} × {r}")).collect();
+    format!("{counts} (the core's warnings: {})", reasons.join("; "))
 }
 
 /// What a run measured.

@@ -111,6 +111,7 @@ where
 
 fn run(opts: &Opts) -> Result<(), String> {
     let files = sessions::raise_fd_limit(opts.sessions as u64)?;
+    sessions::watch_logs();
     println!(
         "soak-sessions: {} sessions, {} in flight at a time, T = {} ms, tick {} ms, windows of {:?}; open files allowed {files}",
         opts.sessions, opts.parallel, opts.session_ms, opts.tick_ms, opts.window
