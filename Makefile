@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist dist check-reach demo bench soak trust-long test-faults install fuzz-wire
+.PHONY: test deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist dist check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire
 
 test: deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
@@ -103,3 +103,12 @@ fuzz-wire:
 SOAK_SECONDS ?= 600
 soak: deps
 	$(CARGO) run -q --release -p zklock-trust --bin soak -- $(SOAK_SECONDS)
+
+# Not part of `make test` (issue 34): one process opens SESSIONS sessions (default 10,000)
+# against a 3-member ensemble, takes and releases one lock on each (a path each) and closes them
+# all; prints the client's memory, each member's CPU, connections and heap, and the times to
+# open and to close; any error fails it. SESSIONS_ARGS passes more options: --parallel P,
+# --window-secs S, --session-ms T, --tick-ms K, --server-heap no (tests/trust/README.md).
+SESSIONS ?= 10000
+soak-10k: deps
+	$(CARGO) run -q --release -p zklock-trust --bin soak-sessions -- --sessions $(SESSIONS) $(SESSIONS_ARGS)

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub mod memory;
+
 #[allow(unused_imports)]
 pub use zklock_testkit::unique_path;
 

@@ -18,10 +18,13 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub mod conformance;
+pub mod counting;
 mod jars;
+pub mod procstat;
 mod proxy;
 mod secure;
 
+pub use counting::Counting;
 pub use jars::classpath;
 pub use proxy::Proxy;
 pub use secure::{shared_secure, Secured};
