@@ -53,7 +53,10 @@ test-dist: dist
 # x86_64 glibc >= 2.17. DIST_TARGETS='linux-x64-gnu linux-arm64-gnu linux-x64-musl
 # linux-arm64-musl' (for dist and test-dist alike) adds aarch64 glibc and x86_64 and aarch64 musl
 # (docs/packaging.md, Targets); windows-x64-gnu adds Windows x86_64, which test-dist runs under
-# Wine (tests/dist/test-dist-reach.sh; alone when no Linux target is named).
+# Wine (tests/dist/test-dist-reach.sh); macos-arm64 and macos-x64 add macOS 11+ on Apple silicon
+# and 10.12+ on x86_64, which test-dist checks statically, nothing here running Mach-O
+# (tests/dist/test-dist-macos.sh; rcodesign, which signs them, is built into target/tools).
+# Without a Linux target, test-dist runs only the Windows and macOS checks.
 dist:
 	scripts/dist.sh
 

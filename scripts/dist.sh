@@ -42,6 +42,18 @@
 #                     compiled from Debian's rust-web-src as for musl; zig links against its own
 #                     mingw-w64 UCRT import libraries; rustc asks binutils-mingw-w64's dlltool for
 #                     the raw-dylib imports (windows-link, pyo3's python3.dll).
+#   macos-arm64       macOS 11+ on Apple silicon (issue 36): the wheel ..._macosx_11_0_arm64.whl,
+#                     the C tarball libzklock-<v>-macos-arm64.tar.gz (lib/libzklock.0.dylib, its
+#                     install name @rpath/libzklock.0.dylib, bin/zklock, lib/libzklock.a), and
+#                     prebuilds/darwin-arm64/. Standard library from rust-web-src as for musl;
+#                     zig links against its own libSystem.tbd (no Apple SDK), for the macOS
+#                     version MACOSX_DEPLOYMENT_TARGET names (zig takes it in its target triple,
+#                     aarch64-macos.11.0; it ignores -mmacosx-version-min). Every Mach-O file is
+#                     stripped, then signed ad hoc by rcodesign (crates.io apple-codesign, built
+#                     into target/tools): arm64 macOS runs no unsigned code, and a strip after
+#                     zig's own signature breaks it (scripts/dist-macos.sh).
+#   macos-x64         macOS 10.12+ on x86_64 (Rust's own minimum): ..._macosx_10_12_x86_64.whl,
+#                     libzklock-<v>-macos-x86_64.tar.gz, prebuilds/darwin-x64/; as macos-arm64.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -59,19 +71,23 @@ version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Car
 # whose sysroot has the target's standard library), out (cargo's output for the `dist` profile
 # and that target) and ctar.
 target_vars() {
+  macos_min=""
   case "$1" in
     linux-x64-gnu) triple=x86_64-unknown-linux-gnu arch=x86_64 deb_arch=amd64 npm_cpu=x64 strip_tool=strip ;;
     linux-arm64-gnu) triple=aarch64-unknown-linux-gnu arch=aarch64 deb_arch=arm64 npm_cpu=arm64 strip_tool=aarch64-linux-gnu-strip ;;
     linux-x64-musl) triple=x86_64-unknown-linux-musl arch=x86_64 deb_arch="" npm_cpu=x64 strip_tool=strip ;;
     linux-arm64-musl) triple=aarch64-unknown-linux-musl arch=aarch64 deb_arch="" npm_cpu=arm64 strip_tool=aarch64-linux-gnu-strip ;;
     windows-x64-gnu) triple=x86_64-pc-windows-gnu arch=x86_64 deb_arch="" npm_cpu=x64 strip_tool=x86_64-w64-mingw32-strip ;;
-    *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl windows-x64-gnu)" >&2; return 1 ;;
+    macos-arm64) triple=aarch64-apple-darwin arch=arm64 deb_arch="" npm_cpu=arm64 strip_tool=llvm-strip-22 macos_min=11.0 ;;
+    macos-x64) triple=x86_64-apple-darwin arch=x86_64 deb_arch="" npm_cpu=x64 strip_tool=llvm-strip-22 macos_min=10.12 ;;
+    *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl windows-x64-gnu macos-arm64 macos-x64)" >&2; return 1 ;;
   esac
   # npm_key: the prebuilds/ folder the Node loader looks in (lib/native.js: platform-arch, plus
   # -gnu or -musl on Linux); npm_os: the package.json `os` it adds.
   case "$1" in
     linux-*) npm_key="$1" npm_os=linux ;;
     windows-*) npm_key="win32-$npm_cpu" npm_os=win32 ;;
+    macos-*) npm_key="darwin-$npm_cpu" npm_os=darwin ;;
   esac
   out="$target_dir/$triple/dist"
   # lib_env, cli_env: what the cargo runs for the libraries and the command line need.
@@ -88,6 +104,12 @@ target_vars() {
       zig_target="$triple" ctar="libzklock-$version-windows-$arch" compat=""
       lib_env+=(RUSTFLAGS="-C link-self-contained=no -L native=$stubs" LIBNODE_PATH="$stubs")
       cli_env+=(RUSTFLAGS="-C link-self-contained=no -L native=$stubs" LIBNODE_PATH="$stubs") ;;
+    macos-*)
+      # The oldest macOS it runs on: rustc writes it into its objects, cargo-zigbuild into zig's
+      # target (aarch64-macos.11.0-none), maturin into the wheel's tag.
+      zig_target="$triple" ctar="libzklock-$version-macos-$arch" compat=""
+      lib_env+=(MACOSX_DEPLOYMENT_TARGET="$macos_min")
+      cli_env+=(MACOSX_DEPLOYMENT_TARGET="$macos_min") ;;
     *-gnu)
       zig_target="$triple.2.17" ctar="libzklock-$version-linux-$arch" compat=manylinux2014 ;;
     *-musl)
@@ -102,7 +124,7 @@ target_vars() {
   rustc=rustc
   if [ -d "$(rustc --print sysroot)/lib/rustlib/$triple/lib" ]; then
     :
-  elif [[ "$1" == *-musl || "$1" == windows-* ]]; then
+  elif [[ "$1" == *-musl || "$1" == windows-* || "$1" == macos-* ]]; then
     # No musl (nor Windows) std in Debian: Debian's rustc-web builds it from rust-web-src (its own version's
     # source) with cargo's -Zbuild-std, which RUSTC_BOOTSTRAP=1 allows on a stable toolchain.
     rustc=/usr/lib/rust-web/bin/rustc
@@ -153,7 +175,11 @@ tools() {
     echo "$want" >"$venv/.requirements"
   fi
   echo "   zig $("$venv/bin/python3" -m ziglang version), $("$venv/bin/cargo-zigbuild" --version), $("$venv/bin/maturin" --version)"
+  case " ${targets[*]} " in *" macos-"*) rcodesign_ready ;; esac
 }
+# macOS: rcodesign, the Mach-O files' stripping and signing, the C tarball.
+# shellcheck source=scripts/dist-macos.sh
+. "$root/scripts/dist-macos.sh"
 timed "maturin, auditwheel, ziglang and cargo-zigbuild (PyPI) in $venv" tools
 # cargo-zigbuild and maturin --zig find zig as `python3 -m ziglang` of the venv's python3.
 export PATH="$venv/bin:$PATH"
@@ -180,6 +206,7 @@ build() { # build PLATFORM: the C library and Node addon, then the command line
 # --- Python -------------------------------------------------------------------------------
 python_wheel() {
   [[ "$cur" != windows-* ]] || { python_wheel_windows; return; }
+  [[ "$cur" != macos-* ]] || { python_wheel_macos; return; }
   # manylinux2014 (glibc 2.17) by zig; auditwheel (the PyPA's checker) must agree that the
   # wheel's manylinux tag is true of what it contains.
   "${lib_env[@]}" "$venv/bin/maturin" build --quiet --locked --profile dist --zig --compatibility "$compat" \
@@ -254,6 +281,8 @@ node_package() {
     mkdir -p "$pkg/prebuilds/$npm_key"
     if [[ "$t" == windows-* ]]; then
       cp "$out/zklock_node.dll" "$pkg/prebuilds/$npm_key/zklock.node"
+    elif [[ "$t" == macos-* ]]; then
+      macho_sign "$out/libzklock_node.dylib" "$pkg/prebuilds/$npm_key/zklock.node" zklock.node
     else
       cp "$out/libzklock_node.so" "$pkg/prebuilds/$npm_key/zklock.node"
     fi
@@ -270,7 +299,7 @@ pkg.version = version
 delete pkg.scripts
 delete pkg.devDependencies
 pkg.files = ['index.js', 'lib/', 'index.d.ts', 'prebuilds/', 'LICENSE']
-// The addons inside are built for these systems (linux, win32) and CPUs only: npm refuses the
+// The addons inside are built for these systems (linux, win32, darwin) and CPUs only: npm refuses the
 // package elsewhere (EBADPLATFORM at install) rather than installing it to fail at require().
 // The checkout's package.json has no such fields: it builds the addon from source, wherever
 // cargo can.
@@ -333,6 +362,7 @@ c_zip() {
 }
 c_tarball() {
   [[ "$cur" != windows-* ]] || { c_zip; return; }
+  [[ "$cur" != macos-* ]] || { c_tarball_macos; return; }
   # ${pcfiledir}/../..: the .pc finds the tree wherever the tarball is unpacked.
   c_tree "$stage/$ctar" '${pcfiledir}/../..'
   cp bindings-c/README.md "$stage/$ctar/README.md"
@@ -394,7 +424,7 @@ EOF
 for cur in "${targets[@]}"; do
   build "$cur"
   target_vars "$cur"
-  timed "Python abi3 wheel for $cur (maturin --profile dist${compat:+ --zig --compatibility $compat})" python_wheel
+  timed "Python abi3 wheel for $cur (maturin --profile dist${compat:+ --zig --compatibility $compat}${macos_min:+ --zig, macOS $macos_min})" python_wheel
   timed "C ${ctar} (tarball or zip)" c_tarball
   [ -z "$deb_arch" ] || timed "Debian package zklock_${version}_$deb_arch.deb" deb
 done

@@ -64,6 +64,14 @@ case " ${DIST_TARGETS:-} " in
       command -v llvm-dlltool-14 >/dev/null || cross+=(llvm-14)
       command -v zip >/dev/null || cross+=(zip) ;;
     esac
+    # macOS (Mach-O, issue 36): rustc strips a Mach-O file with rust-objcopy (rust-web-llvm's,
+    # llvm-objcopy-22); make dist strips again and test-dist reads every Mach-O file with
+    # LLVM 22's otool, nm, readobj and strip (llvm-22; older LLVMs misread the newest load
+    # commands).
+    case " $DIST_TARGETS " in *" macos-"*)
+      [ -x /usr/lib/rustlib/x86_64-unknown-linux-gnu/bin/rust-objcopy ] || cross+=(rust-web-llvm)
+      command -v llvm-otool-22 >/dev/null || cross+=(llvm-22) ;;
+    esac
     # test-dist runs the musl C tours with musl's dynamic loader, /lib/ld-musl-<arch>.so.1
     # (Debian's musl is Multi-Arch: same; qemu-aarch64-static finds the aarch64 one there).
     case " $DIST_TARGETS " in *" linux-x64-musl "*)

@@ -39,13 +39,36 @@ deb="$dist/zklock_${version}_amd64.deb"
 npm_tgz="$dist/zklock-$version.tgz"
 sdist="$dist/zklock-$version.tar.gz"
 read -r -a targets <<<"${DIST_TARGETS:-linux-x64-gnu}"
-# Windows (issue 36): tests/dist/test-dist-reach.sh, after the Linux checks; alone when
-# DIST_TARGETS names no Linux target.
-reach_targets=(); for t in "${targets[@]}"; do case "$t" in windows-*) reach_targets+=("$t") ;; esac; done
+# Windows and macOS (issue 36): tests/dist/test-dist-reach.sh (Windows, run under Wine) and
+# tests/dist/test-dist-macos.sh (macOS, static), after the Linux checks; alone when DIST_TARGETS
+# names no Linux target.
+reach_targets=(); mac_targets=()
+for t in "${targets[@]}"; do case "$t" in windows-*) reach_targets+=("$t") ;; macos-*) mac_targets+=("$t") ;; esac; done
+# other_platforms: runs the Windows and macOS scripts for the targets named, adding their counts
+# to passed and failed.
+other_platforms() {
+  local script ts out counts
+  for script in test-dist-reach.sh test-dist-macos.sh; do
+    if [ "$script" = test-dist-reach.sh ]; then ts="${reach_targets[*]}"; else ts="${mac_targets[*]}"; fi
+    [ -n "$ts" ] || continue
+    out="$(mktemp)"
+    PATH="$HOME/.cargo/bin:$PATH" DIST_TARGETS="$ts" "tests/dist/$script" | tee "$out"
+    counts="$(tail -n1 "$out")"; rm -f "$out"
+    [[ "$counts" =~ ^dist:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] || counts="dist: 0 passed, 1 failed"
+    [[ "$counts" =~ ^dist:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]
+    passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+  done
+}
 case " ${targets[*]} " in
   *" linux-x64-gnu "*) ;;
-  *) [ "${#reach_targets[@]}" -eq "${#targets[@]}" ] && exec tests/dist/test-dist-reach.sh
-    echo "test-dist: DIST_TARGETS must name linux-x64-gnu (or Windows targets only)"; exit 1 ;;
+  *) if [ $((${#reach_targets[@]} + ${#mac_targets[@]})) -eq "${#targets[@]}" ]; then
+      passed=0 failed=0
+      other_platforms
+      echo "dist: $passed passed, $failed failed"
+      [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+      exit $?
+    fi
+    echo "test-dist: DIST_TARGETS must name linux-x64-gnu (or Windows and macOS targets only)"; exit 1 ;;
 esac
 arm64=""; case " ${targets[*]} " in *" linux-arm64-gnu "*) arm64=1 ;; esac
 musl_targets=(); for t in "${targets[@]}"; do case "$t" in *-musl) musl_targets+=("$t") ;; esac; done
@@ -65,8 +88,8 @@ musl_vars() {
 ctar_arm64="libzklock-$version-linux-aarch64"
 deb_arm64="$dist/zklock_${version}_arm64.deb"
 arm64_root=/var/cache/zklock/arm64-root
-npm_cpus="$(for t in "${targets[@]}"; do case "$t" in linux-x64-* | windows-x64-*) echo x64 ;; linux-arm64-*) echo arm64 ;; esac; done | awk '!seen[$0]++' | paste -sd,)"
-NPM_OSES="linux$([ "${#reach_targets[@]}" -eq 0 ] || echo ',win32')"; export NPM_OSES
+npm_cpus="$(for t in "${targets[@]}"; do case "$t" in linux-x64-* | windows-x64-* | macos-x64) echo x64 ;; linux-arm64-* | macos-arm64) echo arm64 ;; esac; done | awk '!seen[$0]++' | paste -sd,)"
+NPM_OSES="linux$([ "${#reach_targets[@]}" -eq 0 ] || echo ',win32')$([ "${#mac_targets[@]}" -eq 0 ] || echo ',darwin')"; export NPM_OSES
 
 # Size limits in KiB (docs/packaging.md has the measured sizes; these leave about 30 % room for
 # growth but not for debug info, which multiplies them several times, nor for a second crypto
@@ -749,13 +772,7 @@ PY
 }
 check "every artifact carries the Apache-2.0 LICENSE (.deb: copyright, machine-readable); npm os/cpu" licence
 
-if [ "${#reach_targets[@]}" -gt 0 ]; then
-  PATH="$HOME/.cargo/bin:$PATH" DIST_TARGETS="${reach_targets[*]}" tests/dist/test-dist-reach.sh | tee "$tmp/reach.out"
-  reach_counts="$(tail -n1 "$tmp/reach.out")"
-  [[ "$reach_counts" =~ ^dist:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] || reach_counts="dist: 0 passed, 1 failed"
-  [[ "$reach_counts" =~ ^dist:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]
-  passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
-fi
+other_platforms
 echo "install times (s):"
 for k in "${!took[@]}"; do printf '  %-34s %s\n' "$k" "${took[$k]}"; done
 finish
