@@ -117,6 +117,8 @@ target_vars() {
   whl="$dist/zklock-$version-cp39-abi3-$tag.whl"
   ctar="libzklock-$version-macos-$arch"
   d="$tmp/$1"
+  module="$d/whl/zklock/_zklock.abi3.so" addon="$d/npm/package/prebuilds/darwin-$npm_cpu/zklock.node"
+  dylib="$d/$ctar/lib/libzklock.0.dylib" cli="$d/$ctar/bin/zklock"
 }
 
 unpack() { # the target's Mach-O files into $d
@@ -126,8 +128,6 @@ unpack() { # the target's Mach-O files into $d
   done
   mkdir -p "$d/whl" "$d/npm" && (cd "$d/whl" && unzip -q "$whl") && tar -C "$d" -xzf "$dist/$ctar.tar.gz" &&
     tar -C "$d/npm" -xzf "$npm_tgz" || return 1
-  module="$d/whl/zklock/_zklock.abi3.so" addon="$d/npm/package/prebuilds/darwin-$npm_cpu/zklock.node"
-  dylib="$d/$ctar/lib/libzklock.0.dylib" cli="$d/$ctar/bin/zklock"
   for f in "$module" "$addon" "$dylib" "$cli"; do [ -f "$f" ] || { echo "no ${f#"$d"/}"; return 1; }; done
 }
 
@@ -159,27 +159,36 @@ static() {
   target_vars "$1" && unpack || return 1
   [ -f "$tmp/libsystem-$arch" ] || libsystem_symbols "$arch" >"$tmp/libsystem-$arch"
   [ -s "$tmp/libsystem-$arch" ] || { echo "no libSystem symbols for $arch in ${tbd:-the libSystem.tbd of zig}"; return 1; }
-  macho "$module" DYLIB && macho "$addon" DYLIB && macho "$dylib" DYLIB && macho "$cli" EXECUTE || return 1
-  local bad
+  macho "$module" DYLIB && macho "$addon" DYLIB && macho "$dylib" DYLIB && macho "$cli" EXECUTE
+}
+
+exports() {
+  target_vars "$1" && [ -f "$dylib" ] && [ -f "$tmp/libsystem-$arch" ] || return 1
   # The C library: exactly zklock.h's functions, under the install name @rpath/libzklock.0.dylib.
   [ "$(llvm-otool-22 -D "$dylib" | tail -n1)" = "@rpath/libzklock.0.dylib" ] ||
     { echo "install name: $(llvm-otool-22 -D "$dylib" | tail -n1)"; return 1; }
   diff <(exports_of "$dylib") <(grep -oE '\bzklock_[a-z0-9_]+\(' include/zklock.h | tr -d '(' | sed 's/^/_/' | sort -u) ||
     { echo "libzklock.0.dylib's exports differ from zklock.h's functions (< dylib, > header)"; return 1; }
   [ "$(readlink "$d/$ctar/lib/libzklock.dylib")" = libzklock.0.dylib ] || { echo "no lib/libzklock.dylib -> libzklock.0.dylib"; return 1; }
+  [ "$(exports_of "$module")" = _PyInit__zklock ] || { echo "module exports: $(exports_of "$module" | head)"; return 1; }
+  [ "$(exports_of "$addon")" = _napi_register_module_v1 ] || { echo "addon exports: $(exports_of "$addon" | head)"; return 1; }
+  echo "   libzklock.0.dylib: $(exports_of "$dylib" | wc -l) _zklock_* exports (as zklock.h), install name @rpath/libzklock.0.dylib; module: _PyInit__zklock; addon: _napi_register_module_v1"
+}
+
+imports() {
+  target_vars "$1" && [ -f "$dylib" ] && [ -f "$tmp/libsystem-$arch" ] || return 1
+  local bad
   bad="$(unresolved "$dylib")$(unresolved "$cli")"
   [ -z "$bad" ] || { echo "undefined and not in libSystem: $bad"; return 1; }
-  # The Python module: PyInit__zklock only; the rest from libSystem and the stable ABI.
-  [ "$(exports_of "$module")" = _PyInit__zklock ] || { echo "module exports: $(exports_of "$module" | head)"; return 1; }
+  # The Python module: from libSystem and the stable ABI (abi3audit, in the wheel's check).
   bad="$(unresolved "$module" | grep -v '^_Py\|^__Py')"
   [ -z "$bad" ] || { echo "module: undefined and neither libSystem's nor Python's: $bad"; return 1; }
-  # The addon: Node's entry only; every _napi_* one the official macOS Node exports.
+  # The addon: every _napi_* one the official macOS Node exports.
   local napi="$target_dir/reach/node-darwin-$npm_cpu-$node_v.napi"
-  [ "$(exports_of "$addon")" = _napi_register_module_v1 ] || { echo "addon exports: $(exports_of "$addon" | head)"; return 1; }
   bad="$(unresolved "$addon" "$napi")"
   [ -z "$bad" ] || { echo "addon: undefined and neither libSystem's nor Node $node_v's: $bad"; return 1; }
-  echo "   libzklock.0.dylib: $(exports_of "$dylib" | wc -l) _zklock_* exports (as zklock.h), install name @rpath/libzklock.0.dylib;" \
-    "addon: $(llvm-nm-22 -u "$addon" | grep -c '^_napi_') N-API imports, all in Node $node_v's"
+  echo "   every undefined symbol is libSystem's; the module's others are _Py*;" \
+    "the addon's $(llvm-nm-22 -u "$addon" | grep -c '^_napi_') N-API imports are all in Node $node_v's"
 }
 
 wheel() {
@@ -233,7 +242,9 @@ sizes() {
 }
 
 for t in "${mac_targets[@]}"; do
-  check "$t (static: nothing runs Mach-O here): every Mach-O file's CPU, minimum macOS (the tag's), libraries (libSystem only), ad-hoc signature (every page's hash); exports (zklock.h's functions, PyInit__zklock, Node's entry); imports in libSystem.tbd, Node's N-API, Python's" static "$t"
+  check "$t (static: nothing runs Mach-O here): every Mach-O file's CPU, minimum macOS (the tag's), libraries (libSystem only), ad-hoc signature (every page's hash)" static "$t"
+  check "$t exports: libzklock.0.dylib zklock.h's functions only (install name @rpath/libzklock.0.dylib), the module PyInit__zklock only, the addon Node's entry only" exports "$t"
+  check "$t imports: each in libSystem.tbd, the official macOS Node's N-API, or Python's" imports "$t"
   check "$t wheel: tag cp39-abi3-macosx, abi3audit, pip --platform accepts it (CPython 3.9, 3.13) and refuses an older macOS" wheel "$t"
   check "$t npm: npm installs it for darwin, the loader picks prebuilds/darwin-<cpu>" loader "$t"
   check "$t sizes" sizes "$t"
