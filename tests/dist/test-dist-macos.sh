@@ -5,7 +5,8 @@
 # C tarball's libzklock.0.dylib and bin/zklock) is read instead, with LLVM 22's tools (Debian
 # llvm-22, installed here if missing):
 #   - architecture (arm64 or x86_64) and kind (dylib, executable);
-#   - the minimum macOS version (LC_BUILD_VERSION minos) equal to the wheel tag's;
+#   - the minimum macOS version (LC_BUILD_VERSION minos, or LC_VERSION_MIN_MACOSX before 10.14)
+#     equal to the wheel tag's;
 #   - linked libraries: libSystem (and libiconv and libcharset, which the libc crate asks for,
 #     also in /usr/lib of every macOS) only;
 #   - exports: `_zklock_*` only, as zklock.h declares them; `_PyInit__zklock` only; Node's
@@ -140,7 +141,10 @@ macho() {
   local f="$1" kind="$2" name="${1#"$d"/}" hdr minos libs bad
   hdr="$(llvm-otool-22 -hv "$f" | tail -n1)"
   [[ "$hdr" == *" $cpu "* && "$hdr" == *" $kind "* ]] || { echo "$name: not a $cpu $kind: $hdr"; return 1; }
-  minos="$(llvm-otool-22 -l "$f" | awk '/cmd LC_BUILD_VERSION/{b=1} b && $1=="minos"{print $2; exit}')"
+  # LC_BUILD_VERSION's minos, or before macOS 10.14 (zig writes it for x86_64's 10.12) the
+  # older LC_VERSION_MIN_MACOSX's version.
+  minos="$(llvm-otool-22 -l "$f" | awk '/cmd LC_BUILD_VERSION/{b=1} /cmd LC_VERSION_MIN_MACOSX/{v=1}
+    b && $1=="minos"{print $2; exit} v && $1=="version"{print $2; exit}')"
   [ "$minos" = "$min" ] || { echo "$name: minos ${minos:-none}, the tag says $min"; return 1; }
   # otool -L lists a library's own install name first.
   libs="$(llvm-otool-22 -L "$f" | tail -n +2 | awk '{print $1}')"
