@@ -7,8 +7,10 @@
 # signature zig's linker writes (ad hoc, "linker-signed") covers the bytes as linked: a strip
 # after it (rustc's own, for the `dist` profile's strip = "symbols") leaves a signature that no
 # longer matches. So each file is stripped once more (a no-op when rustc's strip was complete),
-# then signed ad hoc by rcodesign, then checked (scripts/macho-signature.py). x86_64 macOS runs unsigned code, but its files
-# get the same treatment: one route, and a valid signature is what Gatekeeper checks first.
+# then signed ad hoc by rcodesign, then checked (scripts/macho-signature.py). x86_64 macOS runs
+# unsigned code, and its files stay unsigned: zig reserves room for a signature's load command
+# on arm64 only (ziglang/zig#17000), so rcodesign finds none ("insufficient room to write code
+# signature load command"); -Wl,-headerpad would make it, at the price of a rebuild.
 
 # rcodesign from crates.io (apple-codesign, its default feature `notarize` off: no network
 # client is needed to sign ad hoc), built once into target/tools with the host's cargo.
@@ -35,6 +37,7 @@ macho_sign() {
   else
     llvm-strip-22 -x "$dest" # a library: its exported symbols stay
   fi
+  [ "$arch" = arm64 ] || return 0
   "$rcodesign" sign --binary-identifier "$ident" "$dest" >"$stage/rcodesign.log" 2>&1 ||
     { cat "$stage/rcodesign.log" >&2; return 1; }
   # Not `rcodesign verify`: it fails every ad-hoc signature (scripts/macho-signature.py says why).
