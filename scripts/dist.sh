@@ -108,8 +108,12 @@ target_vars() {
       # The oldest macOS it runs on: rustc writes it into its objects, cargo-zigbuild into zig's
       # target (aarch64-macos.11.0-none), maturin into the wheel's tag.
       zig_target="$triple" ctar="libzklock-$version-macos-$arch" compat=""
-      lib_env+=(MACOSX_DEPLOYMENT_TARGET="$macos_min")
-      cli_env+=(MACOSX_DEPLOYMENT_TARGET="$macos_min") ;;
+      # zig ignores the exported-symbols list rustc gives it, so every symbol of default
+      # visibility is exported: hidden by default, only the #[no_mangle] extern "C" ones (the
+      # zklock_* functions, PyInit__zklock, napi_register_module_v1) stay exported. Same flags
+      # for both runs: the standard library is built once.
+      lib_env+=(MACOSX_DEPLOYMENT_TARGET="$macos_min" RUSTFLAGS="-Z default-visibility=hidden")
+      cli_env+=(MACOSX_DEPLOYMENT_TARGET="$macos_min" RUSTFLAGS="-Z default-visibility=hidden") ;;
     *-gnu)
       zig_target="$triple.2.17" ctar="libzklock-$version-linux-$arch" compat=manylinux2014 ;;
     *-musl)

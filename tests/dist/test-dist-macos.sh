@@ -160,7 +160,13 @@ macho() {
   fi
   echo "   ${name}: $cpu $kind, minos $minos, links $(echo "$libs" | paste -sd' '), $signed, $(($(stat -c %s "$f") / 1024)) KiB"
 }
-exports_of() { llvm-nm-22 -gU "$1" | awk '{print $3}' | sort -u; }
+# exports_of FILE: its exported symbols, but for four every zig-linked dylib exports: the
+# linker's own __mh_dylib_header and ___dso_handle, and zig's compiler-rt's two availability
+# helpers (___isOSVersionAtLeast, ___isPlatformVersionAtLeast; what `if #available` calls).
+exports_of() {
+  llvm-nm-22 -gU "$1" | awk '{print $3}' |
+    grep -vxE '__mh_dylib_header|___dso_handle|___isOSVersionAtLeast|___isPlatformVersionAtLeast' | sort -u
+}
 # unresolved FILE [EXTRA_LIST]: the undefined symbols neither libSystem nor EXTRA (a file, one
 # symbol a line) defines.
 unresolved() {
