@@ -44,7 +44,7 @@ pub fn held_over(queues: &[LockQueue], now_ms: i64, over_ms: i64) -> Vec<Held<'_
     out
 }
 
-/// One holder as the JSON line `ls -r --json` prints (docs/operations.md lists the fields).
+/// One holder as the JSON line `ls -r --json` prints (cli/README.md, "ls -r", lists the fields).
 pub fn to_json_line(h: &Held<'_>) -> serde_json::Value {
     let p = h.holder;
     json!({
