@@ -352,7 +352,7 @@ native_missing() {
   [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q 'linux-riscv64-gnu' <<<"$out" &&
     grep -q 'only\.' <<<"$out" && grep -q 'npm install <checkout>/bindings-node' <<<"$out" || return 1
   for t in "${targets[@]}"; do
-    t="${t/windows-x64-gnu/win32-x64}" # the loader's key
+    t="${t/windows-x64-gnu/win32-x64}" t="${t/macos-/darwin-}" # the loader's keys
     grep -q "$t" <<<"$out" || { echo "the message does not name $t"; return 1; }
   done
 }
