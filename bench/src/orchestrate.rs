@@ -3,6 +3,7 @@
 //! side, prints the table and the targets, and writes the JSON.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +35,33 @@ pub(crate) struct Proc {
     stdin: Option<ChildStdin>,
     label: String,
     killed: Arc<AtomicBool>,
+    /// The worker's pidfd: the watchdogs signal through it, never by pid.
+    pidfd: Arc<Option<OwnedFd>>,
+}
+
+/// A pidfd for `pid` (Linux 5.3+), or None where the kernel has none.
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// SIGKILL through a pidfd. A watchdog fires long after its worker may have been reaped, and
+/// by then its pid may name another process (pids wrap quickly while a peer's JVMs start tens
+/// of thousands of threads): a pidfd of a reaped process only says ESRCH. Without a pidfd the
+/// watchdog does nothing.
+fn kill_through(pidfd: &Option<OwnedFd>) {
+    use std::os::fd::AsRawFd;
+    if let Some(fd) = pidfd {
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+    }
 }
 
 impl Proc {
@@ -56,13 +84,13 @@ impl Proc {
         let out = BufReader::new(child.stdout.take().unwrap());
         let stdin = child.stdin.take();
         // A watchdog: a worker that hangs is killed and reported, the run goes on.
-        let pid = child.id() as i32;
+        let pidfd = Arc::new(pidfd_open(child.id() as i32));
         let killed = Arc::new(AtomicBool::new(false));
-        let k = killed.clone();
+        let (k, fd) = (killed.clone(), pidfd.clone());
         std::thread::spawn(move || {
             std::thread::sleep(limit);
             k.store(true, Ordering::SeqCst);
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            kill_through(&fd);
         });
         Ok(Proc {
             child,
@@ -70,6 +98,7 @@ impl Proc {
             stdin,
             label: imp.label.clone(),
             killed,
+            pidfd,
         })
     }
 
@@ -108,10 +137,10 @@ impl Proc {
         self.stdin.take();
         // Kill whatever is left (a worker that printed its result may still be closing).
         let killer = std::thread::spawn({
-            let pid = self.child.id() as i32;
+            let fd = self.pidfd.clone();
             move || {
                 std::thread::sleep(Duration::from_secs(5));
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                kill_through(&fd);
             }
         });
         let _ = self.child.wait();
@@ -1339,6 +1368,36 @@ fn print_issue(targets: &[Value], issue: &str, title: &str) {
             "  {name:<44} {:<14} {:<14}  {goal}",
             cell("nosync"),
             cell("fsync")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn a_watchdog_kills_its_worker_through_the_pidfd_and_a_reaped_one_not_at_all() {
+        let mut child = Command::new("sleep").arg("100").spawn().unwrap();
+        let fd = pidfd_open(child.id() as i32);
+        assert!(fd.is_some(), "this kernel has pidfd_open");
+        kill_through(&fd);
+        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+        // Reaped: the pidfd now names no process, whoever has its pid since.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                std::os::fd::AsRawFd::as_raw_fd(fd.as_ref().unwrap()),
+                0,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        assert_eq!(rc, -1);
+        assert_eq!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::ESRCH)
         );
     }
 }
