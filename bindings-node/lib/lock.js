@@ -11,8 +11,6 @@ const { Lease, LeaseCore, releaseAtScopeEnd } = require('./lease')
 class Lock {
   #native
   #leases
-  /** The native acquires in progress through this object (for `position`). */
-  #pending = new Set()
 
   /** @private */
   constructor(token, nativeLock, leases) {
@@ -36,12 +34,7 @@ class Lock {
    * hold, as of its last look at the queue (the core's figure); null when none is queued.
    */
   get position() {
-    let least = null
-    for (const pending of this.#pending) {
-      const p = pending.position
-      if (p != null && (least === null || p < least)) least = p
-    }
-    return least
+    return this.#native.position
   }
 
   /**
@@ -71,12 +64,7 @@ class Lock {
       if (nativeLease == null) {
         pending = call(() => this.#native.startAcquire(timeoutMs, deadline))
         if (onQueued) pending.onQueued((position) => onQueued(position))
-        this.#pending.add(pending)
-        try {
-          nativeLease = await pending.wait()
-        } finally {
-          this.#pending.delete(pending)
-        }
+        nativeLease = await pending.wait()
       }
     } catch (e) {
       try {

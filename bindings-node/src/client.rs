@@ -8,7 +8,7 @@ use napi::bindgen_prelude::{BigInt, Object};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::Env;
 use napi_derive::napi;
-use zklock::{AclPolicy, ErrorKind, Owner};
+use zklock::{AclPolicy, ErrorKind, Owner, QueuePositions};
 
 use crate::counter::NativeCounter;
 use crate::election::{NativeElection, NativeLeaderWatch};
@@ -361,6 +361,7 @@ impl NativeClient {
             target: Target::Rw(rw.clone(), side),
             path: path.clone(),
             owner,
+            positions: QueuePositions::new(),
         };
         Ok(vec![side(Side::Read), side(Side::Write)])
     }
@@ -542,6 +543,7 @@ impl NativeClient {
             target,
             path,
             owner: new_owner(),
+            positions: QueuePositions::new(),
         }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
-use zklock::{ErrorKind, Owner, Wait};
+use zklock::{ErrorKind, Owner, QueuePositions, Wait};
 
 use crate::acquire::NativeAcquire;
 use crate::error::{js_err, Code, Settled};
@@ -41,6 +41,8 @@ pub struct NativeLock {
     pub(crate) target: Target,
     pub(crate) path: String,
     pub(crate) owner: Owner,
+    /// Where the acquires started through this object stand, for `position` (the core's rule).
+    pub(crate) positions: QueuePositions,
 }
 
 /// One contender in a lock's queue.
@@ -87,6 +89,14 @@ impl NativeLock {
         u32::try_from(count).unwrap_or(u32::MAX)
     }
 
+    /// How many contenders must leave before the first acquire waiting through this object
+    /// can hold, as of its last look at the queue ([`QueuePositions::least`]); `null` when
+    /// none is queued.
+    #[napi(getter)]
+    pub fn position(&self) -> Option<u32> {
+        self.positions.least()
+    }
+
     /// The lease of a re-entrant hold, taken here and now when this object's owner already
     /// holds the lock ([`zklock::Lock::reenter_as`]: no I/O, so no trip to the core's runtime
     /// and back to the JS thread); `null` when it does not (then `start_acquire`). `timeoutMs`
@@ -120,6 +130,7 @@ impl NativeLock {
             (_, Some(l)) => l.start_acquire(self.owner, wait),
             (_, None) => return Err(js_err(zklock::Error::new(ErrorKind::Internal, "no lock"))),
         };
+        self.positions.track(&acquire.queue_position());
         Ok(NativeAcquire {
             acquire: Arc::new(Mutex::new(Some(acquire))),
         })

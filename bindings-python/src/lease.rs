@@ -31,17 +31,6 @@ pub(crate) fn acquire_into_py<'py>(
     acquire: Acquire,
     settled: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    acquire_into_py_kept(py, acquire, settled, ())
-}
-
-/// [`acquire_into_py`] that keeps `kept` until the acquire has ended (a lock object's record
-/// of its waiting acquires).
-pub(crate) fn acquire_into_py_kept<'py>(
-    py: Python<'py>,
-    acquire: Acquire,
-    settled: Option<Bound<'py, PyAny>>,
-    kept: impl Send + 'static,
-) -> PyResult<Bound<'py, PyAny>> {
     let (future, target) = LoopFuture::new(py)?;
     let settled = settled.map(|settled| LoopFuture {
         event_loop: target.event_loop.clone_ref(py),
@@ -49,7 +38,6 @@ pub(crate) fn acquire_into_py_kept<'py>(
     });
     future.call_method1("add_done_callback", (Canceller(acquire.canceller()),))?;
     acquire.on_complete_in(delivery(), move |result| {
-        drop(kept);
         target.complete(outcome_of(result, lease_into_py));
         if let Some(settled) = settled {
             settled.complete(Box::new(|py| Ok(py.None())));

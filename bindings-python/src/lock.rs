@@ -6,12 +6,12 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::pyclass::{PyTraverseError, PyVisit};
 
-use zklock::{Acquire, ErrorKind, LeaseState, Owner, QueuePosition, Wait};
+use zklock::{Acquire, ErrorKind, LeaseState, Owner, QueuePositions, Wait};
 
 use crate::args::{acquire_timeout, current_owner, wait_of, Arg, ExitArgs, SHARED, TASK_BIT};
 use crate::errors::{py_error, to_py_err, IntoPy};
 use crate::lease::{
-    acquire_into_py_kept, check_callable, forked, release_now, Book, Held, PyLease, Slot,
+    acquire_into_py, check_callable, forked, release_now, Book, Held, PyLease, Slot,
 };
 use crate::runtime::{wait, wait_acquire};
 
@@ -33,57 +33,47 @@ pub(crate) struct NativeLock {
     pub(crate) waiting: Arc<Waiting>,
 }
 
-/// The cancel tokens and queue positions of the acquires in progress through one lock object
-/// (blocking and asyncio).
+/// The acquires in progress through one lock object (blocking and asyncio): the blocking ones'
+/// cancel tokens, for `cancel()` from another thread (an asyncio task is cancelled through
+/// asyncio), and every one's queue position, for `position` (the core keeps the rule).
 #[derive(Default)]
 pub(crate) struct Waiting {
     next: std::sync::atomic::AtomicU64,
-    /// The token is `None` for an asyncio acquire (`cancel()` is for blocking ones; a task is
-    /// cancelled through asyncio).
-    list: std::sync::Mutex<Vec<(u64, Option<zklock::CancelToken>, QueuePosition)>>,
+    tokens: std::sync::Mutex<Vec<(u64, zklock::CancelToken)>>,
+    positions: QueuePositions,
 }
 
 impl Waiting {
-    /// Keeps the acquire's token and position until the returned guard is dropped (the
-    /// acquire ended).
+    /// A blocking acquire: keeps its token until the returned guard is dropped (the acquire
+    /// ended), and counts its position.
     pub(crate) fn add(self: &Arc<Self>, acquire: &Acquire) -> WaitingGuard {
-        self.add_entry(Some(acquire.canceller()), acquire)
-    }
-
-    /// Keeps an asyncio acquire's position (not its token) until the guard is dropped.
-    pub(crate) fn add_async(self: &Arc<Self>, acquire: &Acquire) -> WaitingGuard {
-        self.add_entry(None, acquire)
-    }
-
-    fn add_entry(
-        self: &Arc<Self>,
-        token: Option<zklock::CancelToken>,
-        acquire: &Acquire,
-    ) -> WaitingGuard {
+        self.positions.track(&acquire.queue_position());
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let entry = (id, token, acquire.queue_position());
-        self.list.lock().unwrap().push(entry);
+        self.tokens.lock().unwrap().push((id, acquire.canceller()));
         WaitingGuard {
             waiting: self.clone(),
             id,
         }
     }
 
-    /// Cancels every acquire waiting now; how many there were.
+    /// An asyncio acquire: counts its position (it goes when the acquire does).
+    pub(crate) fn add_async(&self, acquire: &Acquire) {
+        self.positions.track(&acquire.queue_position());
+    }
+
+    /// Cancels every blocking acquire waiting now; how many there were.
     pub(crate) fn cancel_all(&self) -> usize {
-        let list = self.list.lock().unwrap();
-        let tokens: Vec<_> = list.iter().filter_map(|(_, t, _)| t.as_ref()).collect();
-        for token in &tokens {
+        let tokens = self.tokens.lock().unwrap();
+        for (_, token) in tokens.iter() {
             token.cancel();
         }
         tokens.len()
     }
 
-    /// The smallest queue position among the acquires waiting now (the core's figure), `None`
-    /// when none of them is queued.
+    /// The first queue position among the acquires waiting now (the core's rule,
+    /// [`QueuePositions::least`]), `None` when none of them is queued.
     pub(crate) fn position(&self) -> Option<u32> {
-        let list = self.list.lock().unwrap();
-        list.iter().filter_map(|(_, _, p)| p.get()).min()
+        self.positions.least()
     }
 }
 
@@ -95,10 +85,10 @@ pub(crate) struct WaitingGuard {
 impl Drop for WaitingGuard {
     fn drop(&mut self) {
         self.waiting
-            .list
+            .tokens
             .lock()
             .unwrap()
-            .retain(|(id, _, _)| *id != self.id);
+            .retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -527,8 +517,8 @@ impl NativeLock {
     ) -> PyResult<Bound<'py, PyAny>> {
         let wait = wait_of(py, timeout)?;
         let acquire = self.start(py, Owner(owner), wait, on_queued.as_ref())?;
-        let waiting = self.waiting.add_async(&acquire);
-        acquire_into_py_kept(py, acquire, settled, waiting)
+        self.waiting.add_async(&acquire);
+        acquire_into_py(py, acquire, settled)
     }
 
     /// Keeps a lease taken by `_acquire_async` as `owner`'s.

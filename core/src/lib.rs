@@ -56,7 +56,7 @@ pub use leases::acquire::Acquire;
 pub use leases::guarded::{Guarded, Write, Written};
 pub use leases::lease::Lease;
 pub use leases::node::{BROKEN, MAX_HOLD};
-pub use leases::position::QueuePosition;
+pub use leases::position::{QueuePosition, QueuePositions};
 pub use ops::metrics::OVERFLOW_PATH;
 pub use ops::path_stats::{LossReason, PathStats, PathStatsSnapshot};
 pub use ops::runtime::CallbackQueue;

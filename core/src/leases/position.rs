@@ -10,7 +10,7 @@
 //! bound (docs/contract.md, "Queue position").
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::ops::runtime::CallbackQueue;
 
@@ -97,6 +97,47 @@ impl QueuePosition {
     }
 }
 
+/// The positions of the acquires started through one face object (a Python or Node lock
+/// object), for its `position`: the first of them in the queue, the rule of docs/contract.md
+/// ("Queue position") decided here once rather than in each face. It keeps no acquire alive:
+/// an acquire's entry goes once the acquire and its handle are gone.
+#[derive(Default)]
+pub struct QueuePositions {
+    list: Mutex<Vec<Weak<Shared>>>,
+}
+
+impl std::fmt::Debug for QueuePositions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("QueuePositions")
+            .field(&self.least())
+            .finish()
+    }
+}
+
+impl QueuePositions {
+    pub fn new() -> QueuePositions {
+        QueuePositions::default()
+    }
+
+    /// Counts `position`'s acquire among this object's until it is gone.
+    pub fn track(&self, position: &QueuePosition) {
+        let mut list = self.list.lock().unwrap();
+        // Entries of ended acquires go here, so the list holds no more than the acquires alive.
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Arc::downgrade(&position.shared));
+    }
+
+    /// The smallest position among the tracked acquires waiting in their queues now; `None`
+    /// when none of them is queued.
+    pub fn least(&self) -> Option<u32> {
+        let list = self.list.lock().unwrap();
+        list.iter()
+            .filter_map(Weak::upgrade)
+            .filter_map(|shared| QueuePosition { shared }.get())
+            .min()
+    }
+}
+
 /// An acquire's position while its steps run: cleared when this is dropped (the acquire held,
 /// failed, or was given up), so no copy of it is kept beside the acquire's state.
 pub(crate) struct Clearing(pub(crate) Option<QueuePosition>);
@@ -142,6 +183,33 @@ mod tests {
         assert!(rx
             .recv_timeout(std::time::Duration::from_millis(200))
             .is_err());
+    }
+
+    #[test]
+    fn an_objects_position_is_its_first_queued_acquires_and_forgets_ended_ones() {
+        let positions = QueuePositions::new();
+        assert_eq!(positions.least(), None);
+        let (first, second, unplaced) = (
+            QueuePosition::new(),
+            QueuePosition::new(),
+            QueuePosition::new(),
+        );
+        for p in [&first, &second, &unplaced] {
+            positions.track(p);
+        }
+        first.report(4);
+        second.report(2);
+        assert_eq!(positions.least(), Some(2));
+        second.clear();
+        assert_eq!(positions.least(), Some(4));
+        drop((first, second, unplaced));
+        assert_eq!(positions.least(), None);
+        positions.track(&QueuePosition::new());
+        assert_eq!(
+            positions.list.lock().unwrap().len(),
+            1,
+            "ended acquires' entries are dropped"
+        );
     }
 
     #[test]
