@@ -92,22 +92,37 @@ pub fn to_json(path: &str, queue: &[Participant]) -> serde_json::Value {
         .zip(&holds)
         .enumerate()
         .map(|(position, (p, &holds))| {
-            json!({
-                "position": position,
-                "role": if holds { "holder" } else { "waiting" },
-                "node": p.node,
-                "name": p.node.rsplit('/').next().unwrap_or_default(),
-                "library": p.library.as_str(),
-                "kind": p.kind.as_str(),
-                "election_style": p.election_style().map(|s| s.as_str()),
-                "identity": p.identity,
-                "token": p.token,
-                "session_id": format!("0x{:x}", p.session_id),
-                "max_leases": p.max_leases,
-            })
+            let mut fields = participant_fields(p);
+            fields.insert("position".into(), json!(position));
+            fields.insert(
+                "role".into(),
+                json!(if holds { "holder" } else { "waiting" }),
+            );
+            fields.insert("max_leases".into(), json!(p.max_leases));
+            serde_json::Value::Object(fields)
         })
         .collect();
     json!({ "path": path, "participants": participants })
+}
+
+/// The fields `ls --json` and `ls -r --json` both print of a participant (cli/README.md).
+pub fn participant_fields(p: &Participant) -> serde_json::Map<String, serde_json::Value> {
+    [
+        ("node", json!(p.node)),
+        ("name", json!(p.node.rsplit('/').next().unwrap_or_default())),
+        ("library", json!(p.library.as_str())),
+        ("kind", json!(p.kind.as_str())),
+        (
+            "election_style",
+            json!(p.election_style().map(|s| s.as_str())),
+        ),
+        ("identity", json!(p.identity)),
+        ("token", json!(p.token)),
+        ("session_id", json!(format!("0x{:x}", p.session_id))),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect()
 }
 
 pub fn to_table(path: &str, queue: &[Participant]) -> String {

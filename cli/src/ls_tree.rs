@@ -46,20 +46,11 @@ pub fn held_over(queues: &[LockQueue], now_ms: i64, over_ms: i64) -> Vec<Held<'_
 
 /// One holder as the JSON line `ls -r --json` prints (cli/README.md, "ls -r", lists the fields).
 pub fn to_json_line(h: &Held<'_>) -> serde_json::Value {
-    let p = h.holder;
-    json!({
-        "path": h.path,
-        "node": p.node,
-        "name": p.node.rsplit('/').next().unwrap_or_default(),
-        "library": p.library.as_str(),
-        "kind": p.kind.as_str(),
-        "election_style": p.election_style().map(|s| s.as_str()),
-        "identity": p.identity,
-        "token": p.token,
-        "session_id": format!("0x{:x}", p.session_id),
-        "created_ms": p.created_ms,
-        "age_ms": h.age_ms,
-    })
+    let mut fields = crate::ls::participant_fields(h.holder);
+    fields.insert("path".into(), json!(h.path));
+    fields.insert("created_ms".into(), json!(h.holder.created_ms));
+    fields.insert("age_ms".into(), json!(h.age_ms));
+    serde_json::Value::Object(fields)
 }
 
 /// The table `ls -r` prints: a title, then one row per holder.
