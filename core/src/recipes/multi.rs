@@ -173,15 +173,7 @@ impl MultiLock {
         deadline: Option<std::time::Instant>,
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        let deadline = deadline.map(Instant::from_std);
-        acquire_all(
-            self.members.clone(),
-            Owner::SHARED,
-            deadline,
-            cancel,
-            self.limits(),
-            None,
-        )
+        self.acquire_for(Owner::SHARED, deadline.map(Instant::from_std), cancel, None)
     }
 
     /// Acquires every member for `owner` (see [`Lock::acquire_as`]).
@@ -191,15 +183,7 @@ impl MultiLock {
         wait: Wait,
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        let deadline = wait.deadline().map(Instant::from_std);
-        acquire_all(
-            self.members.clone(),
-            owner,
-            deadline,
-            cancel,
-            self.limits(),
-            None,
-        )
+        self.acquire_for(owner, wait.deadline().map(Instant::from_std), cancel, None)
     }
 
     /// [`MultiLock::acquire_as`] that reports its place to `position`: the place of the member
@@ -214,14 +198,7 @@ impl MultiLock {
         position: QueuePosition,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         let deadline = wait.deadline().map(Instant::from_std);
-        acquire_all(
-            self.members.clone(),
-            owner,
-            deadline,
-            cancel,
-            self.limits(),
-            Some(position),
-        )
+        self.acquire_for(owner, deadline, cancel, Some(position))
     }
 
     /// Blocking twin of [`MultiLock::acquire_as`].
@@ -243,14 +220,19 @@ impl MultiLock {
         &self,
         deadline: Option<Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        acquire_all(
-            self.members.clone(),
-            Owner::SHARED,
-            deadline,
-            None,
-            self.limits(),
-            None,
-        )
+        self.acquire_for(Owner::SHARED, deadline, None, None)
+    }
+
+    /// Every way to acquire ends here: this multi-lock's members and limits, taken by `owner`.
+    fn acquire_for(
+        &self,
+        owner: Owner,
+        deadline: Option<Instant>,
+        cancel: Option<CancelToken>,
+        position: Option<QueuePosition>,
+    ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
+        let members = self.members.clone();
+        acquire_all(members, owner, deadline, cancel, self.limits(), position)
     }
 }
 
