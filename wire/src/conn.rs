@@ -46,7 +46,7 @@ mod error;
 mod events;
 mod message;
 
-use driver::{Cmd, Shared};
+use driver::{Cmd, Shared, Submit};
 use error::{is_eof, tls_error, too_large};
 pub use error::{Error, OpError};
 pub use events::{Event, Events, Stats, EVENT_QUEUE};
@@ -315,7 +315,7 @@ impl Connection {
         .map_err(too_large)?;
         let (tx, rx) = oneshot::channel();
         self.tx
-            .send(Cmd::Request { op, frame, tx, tag })
+            .send(Cmd::Request(Box::new(Submit { op, frame, tx, tag })))
             .map_err(|_| self.closed().unwrap_or(Error::Closed))?;
         Ok(ReplyFuture(rx))
     }
@@ -323,7 +323,7 @@ impl Connection {
     /// Closes the connection with `why` (the session layer's judgement of what the server
     /// sent): outstanding requests fail with it and [`Event::Closed`] carries it.
     pub fn abort(&self, why: Error) {
-        let _ = self.tx.send(Cmd::Abort(why));
+        let _ = self.tx.send(Cmd::Abort(Box::new(why)));
     }
 
     /// Sends an `AuthPacket` (xid -4); its answer comes as [`Event::Auth`].
@@ -350,7 +350,7 @@ impl Connection {
         })
         .map_err(too_large)?;
         self.tx
-            .send(Cmd::Fixed { frame })
+            .send(Cmd::Fixed(Box::new(frame)))
             .map_err(|_| self.closed().unwrap_or(Error::Closed))
     }
 

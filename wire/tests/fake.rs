@@ -51,6 +51,14 @@ where
     addr
 }
 
+/// The error an event says the connection closed with, if it is the close.
+fn closed(event: Option<Event>) -> Option<Error> {
+    match event {
+        Some(Event::Closed(e)) => Some(*e),
+        _ => None,
+    }
+}
+
 fn exists() -> Request {
     Request::Exists(ExistsRequest {
         path: "/x".into(),
@@ -118,8 +126,8 @@ async fn unknown_xid_closes_the_connection() {
         "{r:?}"
     );
     assert!(matches!(
-        events.recv().await,
-        Some(Event::Closed(Error::UnexpectedXid { .. }))
+        closed(events.recv().await),
+        Some(Error::UnexpectedXid { .. })
     ));
     assert!(matches!(
         conn.call(&exists()).await,
@@ -135,11 +143,11 @@ async fn reply_with_nothing_outstanding_closes_the_connection() {
     })
     .await;
     let (conn, mut events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
-    match events.recv().await {
-        Some(Event::Closed(Error::UnexpectedXid {
+    match closed(events.recv().await) {
+        Some(Error::UnexpectedXid {
             got: 5,
             expected: None,
-        })) => {}
+        }) => {}
         other => panic!("{other:?}"),
     }
     assert!(conn.closed().is_some());
@@ -166,10 +174,7 @@ async fn garbage_after_a_valid_frame() {
         matches!(r, Err(Error::Frame(FrameError::NegativeLength(_)))),
         "{r:?}"
     );
-    assert!(matches!(
-        events.recv().await,
-        Some(Event::Closed(Error::Frame(_)))
-    ));
+    assert!(matches!(closed(events.recv().await), Some(Error::Frame(_))));
 }
 
 #[tokio::test]
@@ -287,8 +292,8 @@ async fn silent_server_gets_pings_then_the_connection_times_out() {
     let (conn, mut events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
     assert_eq!(conn.session().timeout, Duration::from_millis(600));
     let started = std::time::Instant::now();
-    match events.recv().await {
-        Some(Event::Closed(Error::ReadTimeout(d))) => assert_eq!(d, Duration::from_millis(400)),
+    match closed(events.recv().await) {
+        Some(Error::ReadTimeout(d)) => assert_eq!(d, Duration::from_millis(400)),
         other => panic!("{other:?}"),
     }
     let took = started.elapsed();
@@ -334,7 +339,7 @@ async fn a_connection_runs_over_any_stream_even_one_that_takes_16_bytes_at_a_tim
     assert_eq!(conn.stats().frames_sent, 3);
     drop(conn);
     assert!(
-        matches!(events.recv().await, Some(Event::Closed(Error::Closed))),
+        matches!(closed(events.recv().await), Some(Error::Closed)),
         "the last handle dropped closes the connection"
     );
 }

@@ -101,7 +101,7 @@ async fn a_server_that_sends_events_faster_than_they_are_taken_is_cut_off_with_t
     let end = loop {
         match events.recv().await {
             Some(Event::Watch { .. }) => buffered += 1,
-            Some(Event::Closed(e)) => break e,
+            Some(Event::Closed(e)) => break *e,
             other => panic!("unexpected {other:?}"),
         }
     };

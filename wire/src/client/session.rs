@@ -151,7 +151,7 @@ impl Shared {
                     Some(Event::Auth { err }) if err == code::AUTH_FAILED => {
                         return Err(Attempt::Refused(Error::AuthFailed))
                     }
-                    Some(Event::Closed(e)) => return Err(Attempt::Failed(e)),
+                    Some(Event::Closed(e)) => return Err(Attempt::Failed(*e)),
                     Some(_) => {
                         return Err(Attempt::Failed(conn::Error::UnexpectedShape));
                     }
@@ -221,11 +221,11 @@ pub(super) async fn run(shared: Arc<Shared>, mut events: Events) {
                         return;
                     }
                     Some(Event::Auth { .. }) => {}
-                    Some(Event::Closed(e)) => break Some(e),
+                    Some(Event::Closed(e)) => break Some(*e),
                     None => break None,
                 },
                 _ = shared.close_now.notified() => {
-                    close_session(&shared, &mut events).await;
+                    Box::pin(close_session(&shared, &mut events)).await;
                     return;
                 }
             }
@@ -263,7 +263,10 @@ pub(super) async fn run(shared: Arc<Shared>, mut events: Events) {
                 }
             }
         }
-        match reconnect(&shared, broke_at, &mut backoff).await {
+        // Boxed, as is the close below: a task is as large as its largest state, and this one
+        // lives as long as the session, while a reconnect's state (the handshake's futures and
+        // buffers) lives only while it runs (3.7 KB of a 14 KB idle session, issue 34).
+        match Box::pin(reconnect(&shared, broke_at, &mut backoff)).await {
             Ok(e) => events = e,
             Err(state) => {
                 shared.end(state);

@@ -31,18 +31,25 @@ pub(super) struct Shared {
     pub(super) closed: Option<Error>,
 }
 
-/// What a handle asks of the task.
+/// What a handle asks of the task. Each variant is one pointer: the channel's first block (32
+/// slots, allocated with the connection and kept while it lives) is then about 0.5 KB, not
+/// 2 KB (issue 34, memory kept per idle session).
 pub(super) enum Cmd {
-    Request {
-        op: i32,
-        frame: Vec<u8>,
-        tx: oneshot::Sender<Result<Reply, Error>>,
-        tag: u64,
-    },
-    /// A frame with a reserved xid (auth, SetWatches) whose reply is not queued.
-    Fixed { frame: Vec<u8> },
+    Request(Box<Submit>),
+    /// A frame with a reserved xid (auth, SetWatches) whose reply is not queued. Boxed (a
+    /// `Box<[u8]>` would be two words, the slot one more) for the slot's size.
+    #[allow(clippy::box_collection)]
+    Fixed(Box<Vec<u8>>),
     /// Close the connection now, with this reason (see [`Connection::abort`]).
-    Abort(Error),
+    Abort(Box<Error>),
+}
+
+/// A request for the task to number, send and match with its reply.
+pub(super) struct Submit {
+    pub(super) op: i32,
+    pub(super) frame: Vec<u8>,
+    pub(super) tx: oneshot::Sender<Result<Reply, Error>>,
+    pub(super) tag: u64,
 }
 
 /// Starts the task for a connection whose handshake is done (`decoder` may already hold
@@ -158,12 +165,12 @@ where
             let _ = p.tx.send(Err(err.clone()));
         }
         while let Ok(cmd) = self.rx.try_recv() {
-            if let Cmd::Request { tx, .. } = cmd {
-                let _ = tx.send(Err(err.clone()));
+            if let Cmd::Request(submit) = cmd {
+                let _ = submit.tx.send(Err(err.clone()));
             }
         }
         // The place kept free by `event` (this task is the only sender).
-        let _ = self.events.try_send(Event::Closed(err));
+        let _ = self.events.try_send(Event::Closed(Box::new(err)));
     }
 
     /// Queues an event for the session layer, or fails the connection when the queue is full:
@@ -211,7 +218,7 @@ where
             // Nothing after CloseSession: what is submitted later is failed when the task ends.
             while !self.closing {
                 match self.rx.poll_recv(cx) {
-                    Poll::Ready(Some(Cmd::Abort(e))) => return Poll::Ready(e),
+                    Poll::Ready(Some(Cmd::Abort(e))) => return Poll::Ready(*e),
                     Poll::Ready(Some(cmd)) => self.enqueue(cmd),
                     Poll::Ready(None) => return Poll::Ready(Error::Closed),
                     Poll::Pending => break,
@@ -287,9 +294,14 @@ where
     }
 
     fn enqueue(&mut self, cmd: Cmd) {
-        let (op, mut frame, tx, tag) = match cmd {
-            Cmd::Request { op, frame, tx, tag } => (op, frame, tx, tag),
-            Cmd::Fixed { frame } => {
+        let Submit {
+            op,
+            mut frame,
+            tx,
+            tag,
+        } = match cmd {
+            Cmd::Request(submit) => *submit,
+            Cmd::Fixed(frame) => {
                 self.queued += frame.len() as u64;
                 self.wbuf.extend_from_slice(&frame);
                 return;
@@ -405,7 +417,7 @@ where
                 xid::NOTIFICATION => {
                     let event = WatcherEvent::decode_all(body)?;
                     self.event(Event::Watch {
-                        event,
+                        event: Box::new(event),
                         zxid: h.zxid,
                     })?;
                 }
