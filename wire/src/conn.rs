@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::frame::{self, FrameDecoder};
 use crate::jute::*;
@@ -45,6 +45,7 @@ mod driver;
 mod error;
 mod events;
 mod message;
+mod queue;
 
 use driver::{Cmd, Shared, Submit};
 use error::{is_eof, tls_error, too_large};
@@ -121,7 +122,7 @@ pub struct Session {
 /// socket (the session itself lives on until its timeout).
 #[derive(Clone)]
 pub struct Connection {
-    tx: mpsc::UnboundedSender<Cmd>,
+    tx: queue::Sender<Cmd>,
     shared: Arc<Mutex<Shared>>,
     session: Session,
     max_packet: usize,

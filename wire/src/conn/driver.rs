@@ -12,12 +12,13 @@ use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::Sleep;
 
 use super::error::{is_eof, Error};
 use super::events::{Event, Events, Stats, EVENT_QUEUE};
 use super::message::{decode_reply_body, Reply};
+use super::queue;
 use crate::frame::{self, FrameDecoder};
 use crate::jute::*;
 
@@ -31,9 +32,8 @@ pub(super) struct Shared {
     pub(super) closed: Option<Error>,
 }
 
-/// What a handle asks of the task. Each variant is one pointer: the channel's first block (32
-/// slots, allocated with the connection and kept while it lives) is then about 0.5 KB, not
-/// 2 KB (issue 34, memory kept per idle session).
+/// What a handle asks of the task. Each variant is one pointer, so that the slots the queue
+/// keeps are small (issue 34, memory kept per idle session).
 pub(super) enum Cmd {
     Request(Box<Submit>),
     /// A frame with a reserved xid (auth, SetWatches) whose reply is not queued. Boxed (a
@@ -62,7 +62,7 @@ pub(super) fn start<S>(
     read_timeout: Duration,
     ping_interval: Duration,
     last_zxid_seen: i64,
-) -> (mpsc::UnboundedSender<Cmd>, Arc<Mutex<Shared>>, Events)
+) -> (queue::Sender<Cmd>, Arc<Mutex<Shared>>, Events)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -81,8 +81,8 @@ where
         },
         closed: None,
     }));
-    let (tx, rx) = mpsc::unbounded_channel();
-    let (etx, erx) = mpsc::channel(EVENT_QUEUE + 1);
+    let (tx, rx) = queue::queue();
+    let (etx, erx) = queue::queue();
     let driver = Driver {
         stream,
         rx,
@@ -123,9 +123,10 @@ struct Pending {
 /// so that a TLS stream, which has no readiness of its own, is driven like a socket.
 struct Driver<S> {
     stream: S,
-    rx: mpsc::UnboundedReceiver<Cmd>,
-    /// Bounded: one place more than [`EVENT_QUEUE`], kept for [`Event::Closed`].
-    events: mpsc::Sender<Event>,
+    rx: queue::Receiver<Cmd>,
+    /// Bounded by `event`: at most [`EVENT_QUEUE`] wait, and the final [`Event::Closed`] is
+    /// always queued.
+    events: queue::Sender<Event>,
     shared: Arc<Mutex<Shared>>,
     decoder: FrameDecoder,
     pending: VecDeque<Pending>,
@@ -164,13 +165,13 @@ where
         for p in self.pending.drain(..) {
             let _ = p.tx.send(Err(err.clone()));
         }
-        while let Ok(cmd) = self.rx.try_recv() {
+        while let Some(cmd) = self.rx.try_recv() {
             if let Cmd::Request(submit) = cmd {
                 let _ = submit.tx.send(Err(err.clone()));
             }
         }
         // The place kept free by `event` (this task is the only sender).
-        let _ = self.events.try_send(Event::Closed(Box::new(err)));
+        let _ = self.events.send(Event::Closed(Box::new(err)));
     }
 
     /// Queues an event for the session layer, or fails the connection when the queue is full:
@@ -180,10 +181,10 @@ where
         if self.events.is_closed() {
             return Ok(());
         }
-        if self.events.capacity() <= 1 {
+        if self.events.len() >= EVENT_QUEUE {
             return Err(Error::EventFlood(EVENT_QUEUE));
         }
-        let _ = self.events.try_send(event);
+        let _ = self.events.send(event);
         Ok(())
     }
 

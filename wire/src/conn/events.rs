@@ -2,7 +2,7 @@
 //! answers, auth replies, the close) in stream order, and the link's statistics the lifeline
 //! reads. Written by the task ([`super::driver`]), read by the session layer.
 
-use tokio::sync::mpsc;
+use super::queue;
 
 use std::time::Instant;
 
@@ -16,7 +16,7 @@ use crate::jute::*;
 pub const EVENT_QUEUE: usize = 4096;
 
 /// A watch notification, or the end of the connection. The large payloads are boxed, so that
-/// the queue's first block (32 slots, kept while the connection lives) stays small.
+/// the slots the queue keeps stay small.
 #[derive(Debug, Clone)]
 pub enum Event {
     Watch {
@@ -43,7 +43,7 @@ pub enum Event {
 
 /// The connection's events, in the order they arrived relative to replies.
 #[derive(Debug)]
-pub struct Events(pub(super) mpsc::Receiver<Event>);
+pub struct Events(pub(super) queue::Receiver<Event>);
 
 impl Events {
     /// The next event; `None` after [`Event::Closed`] was taken.
@@ -51,7 +51,7 @@ impl Events {
         self.0.recv().await
     }
     pub fn try_recv(&mut self) -> Option<Event> {
-        self.0.try_recv().ok()
+        self.0.try_recv()
     }
 }
 
@@ -81,8 +81,8 @@ pub struct Stats {
 mod tests {
     #[test]
     fn an_event_and_a_command_take_small_slots_in_their_queues() {
-        // A queue's first block holds 32 slots and lives as long as its connection: at 64 bytes
-        // a slot (the sizes before boxing) the two queues kept 4 KB per idle session.
+        // A queue keeps its slots while the connection lives (tokio's mpsc kept 32 of them):
+        // 64 bytes a slot before the large variants were boxed.
         assert!(std::mem::size_of::<super::Event>() <= 24);
         assert!(std::mem::size_of::<super::super::driver::Cmd>() <= 16);
     }
