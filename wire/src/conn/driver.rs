@@ -53,7 +53,7 @@ pub(super) struct Submit {
 }
 
 /// Starts the task for a connection whose handshake is done (`decoder` may already hold
-/// frames that followed the handshake's reply): the handle's command channel, the state the
+/// frames that followed the handshake's reply): the handles' command queue, the state the
 /// handles read, and the events. It pings after `ping_interval` without a send and gives the
 /// link up after `read_timeout` without a frame read.
 pub(super) fn start<S>(
@@ -291,6 +291,12 @@ where
         // An idle connection keeps no read buffer at all (issue 34, point 3): the next read
         // allocates its chunk again, one small allocation beside the reply's own.
         self.decoder.shrink_when_idle(0);
+        // Nor queue buffers grown by a burst, once no request is outstanding (a ping's reply
+        // comes here too, so an idle connection gets to it every third of its timeout).
+        if self.pending.is_empty() {
+            self.rx.release_idle();
+            self.events.release_idle();
+        }
         Poll::Ready(decoded)
     }
 

@@ -3,15 +3,20 @@
 //! waker of the one side that waits. tokio's mpsc channel keeps a cache-padded shared state
 //! and a first block of 32 slots for as long as it lives, about 1 KB per channel, which every
 //! idle session paid twice (issue 34); this keeps a few words and what is queued. A bound, where
-//! one applies, is the sender's to check ([`Sender::len`]).
+//! one applies, is the sender's to check ([`Sender::len`]). A buffer grown by a burst is kept
+//! while traffic goes on (regrowing it at every burst cost s4 a tenth of its CPU) and given
+//! back when the owner says the connection is idle ([`Sender::release_idle`]) or when it grew
+//! past what a busy session needs.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{ready, Context, Poll, Waker};
 
-/// A queue drained to nothing gives its buffer back once it grew past this many slots (a burst
-/// of notifications must not stay allocated on an idle session).
+/// An idle queue keeps at most this many slots ([`Sender::release_idle`]).
 const KEEP: usize = 8;
+/// A queue drained to nothing gives its buffer back at once past this many slots (a flood of
+/// notifications must not stay allocated until the connection is idle).
+const LARGE: usize = 1024;
 
 struct State<T> {
     items: VecDeque<T>,
@@ -80,6 +85,12 @@ impl<T> Sender<T> {
     /// True once the receiver is closed or gone.
     pub(crate) fn is_closed(&self) -> bool {
         lock(&self.shared).closed
+    }
+
+    /// Gives back a buffer grown past [`KEEP`] slots if nothing is queued: the owner's word
+    /// that the connection is idle (no request outstanding).
+    pub(crate) fn release_idle(&self) {
+        release_idle(&self.shared);
     }
 }
 
@@ -154,6 +165,11 @@ impl<T> Receiver<T> {
     pub(crate) fn close(&mut self) {
         lock(&self.shared).closed = true;
     }
+
+    /// [`Sender::release_idle`], from the receiving side.
+    pub(crate) fn release_idle(&self) {
+        release_idle(&self.shared);
+    }
 }
 
 impl<T> Drop for Receiver<T> {
@@ -169,9 +185,16 @@ impl<T> Drop for Receiver<T> {
     }
 }
 
+fn release_idle<T>(shared: &Shared<T>) {
+    let mut state = lock(shared);
+    if state.items.is_empty() && state.items.capacity() > KEEP {
+        state.items = VecDeque::new();
+    }
+}
+
 fn take<T>(state: &mut State<T>) -> Option<T> {
     let item = state.items.pop_front();
-    if state.items.is_empty() && state.items.capacity() > KEEP {
+    if state.items.is_empty() && state.items.capacity() > LARGE {
         state.items = VecDeque::new();
     }
     item
@@ -236,16 +259,31 @@ mod tests {
     }
 
     #[test]
-    fn a_drained_queue_gives_back_the_buffer_a_burst_grew() {
+    fn a_burst_keeps_its_buffer_until_idle_and_a_flood_gives_it_back_once_drained() {
+        let capacity = |rx: &Receiver<usize>| lock(&rx.shared).items.capacity();
         let (tx, mut rx) = queue();
-        for i in 0..1000 {
+        for i in 0..64 {
             tx.send(i).unwrap();
         }
         while rx.try_recv().is_some() {}
-        assert_eq!(lock(&rx.shared).items.capacity(), 0);
+        assert!(capacity(&rx) >= 64, "kept while traffic goes on");
         tx.send(1).unwrap();
+        tx.release_idle();
+        assert!(
+            capacity(&rx) >= 64,
+            "not released while something is queued"
+        );
         rx.try_recv();
-        assert!(lock(&rx.shared).items.capacity() <= KEEP);
+        tx.release_idle();
+        assert_eq!(capacity(&rx), 0);
+        for i in 0..=LARGE {
+            tx.send(i).unwrap();
+        }
+        while rx.try_recv().is_some() {}
+        assert_eq!(capacity(&rx), 0, "a flood's buffer goes once drained");
+        tx.send(1).unwrap();
+        rx.release_idle();
+        assert!(capacity(&rx) > 0, "not released while something is queued");
     }
 
     #[test]
