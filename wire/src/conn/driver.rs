@@ -170,7 +170,7 @@ where
                 let _ = submit.tx.send(Err(err.clone()));
             }
         }
-        // The place kept free by `event` (this task is the only sender).
+        // Always queued: the bound is `event`'s, and the end goes past it.
         let _ = self.events.send(Event::Closed(Box::new(err)));
     }
 
