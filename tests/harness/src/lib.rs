@@ -10,7 +10,7 @@
 //! ensemble instead.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 pub mod conformance;
 pub mod counting;
 mod jars;
+mod ports;
 pub mod procstat;
 mod proxy;
 mod secure;
@@ -101,44 +102,9 @@ pub struct ZooKeeper {
     jvm_args: Vec<String>,
     /// With `Config::peer_proxies`: every directed link between members.
     links: Vec<PeerLink>,
-}
-
-/// A port for a server to bind, free now on every address, taken below the kernel's ephemeral
-/// range: a port from that range is released here and bound by ZooKeeper a moment later, and in
-/// between the kernel could hand the same number to any socket bound to port 0 (a fault proxy
-/// of this very ensemble, another test's client), which made a member fail with "Address already
-/// in use" on a busy machine. Below the range only another server choosing by number can take
-/// it, and the choice is random.
-fn free_port() -> Result<u16> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static PICKS: AtomicU64 = AtomicU64::new(0);
-    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let (first, span) = (10_000u16, low.saturating_sub(10_000).max(1000));
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-        ^ (u64::from(std::process::id()) << 20);
-    for _ in 0..200 {
-        // splitmix64 of the seed and a process-wide counter: distinct picks, spread out.
-        let mut x = seed.wrapping_add(
-            PICKS
-                .fetch_add(1, Ordering::Relaxed)
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15),
-        );
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        x ^= x >> 31;
-        let port = first + (x % u64::from(span)) as u16;
-        if TcpListener::bind(("0.0.0.0", port)).is_ok() {
-            return Ok(port);
-        }
-    }
-    let l = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| format!("cannot bind a loopback port: {e}"))?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+    /// The ports the members bind, claimed until the servers are gone (released in `drop`,
+    /// after the kill).
+    claims: Vec<ports::Claim>,
 }
 
 fn java() -> Result<PathBuf> {
@@ -177,12 +143,49 @@ impl ZooKeeper {
                 external: Some(s),
                 jvm_args: Vec::new(),
                 links: Vec::new(),
+                claims: Vec::new(),
             }),
             _ => Self::standalone(),
         }
     }
 
+    /// Starts `n` members and waits until they serve (and a secured one's TLS port opens). When
+    /// a member could not bind a port (a program outside the harness took it between the pick
+    /// and the JVM's bind; see `ports`), everything is stopped and started again on new ports.
     pub fn start(n: usize, config: &Config) -> Result<ZooKeeper> {
+        Self::start_picking(n, config, &mut ports::free_port)
+    }
+
+    /// `start`, with the ports from `pick`.
+    fn start_picking(
+        n: usize,
+        config: &Config,
+        pick: &mut dyn FnMut() -> Result<ports::Claim>,
+    ) -> Result<ZooKeeper> {
+        const ATTEMPTS: usize = 3;
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(n, config, pick) {
+                Ok(zk) => return Ok(zk),
+                Err(Start::PortTaken(e)) if attempt < ATTEMPTS => {
+                    eprintln!("zk-harness: a port was taken, starting again on new ports: {e}");
+                    attempt += 1;
+                }
+                Err(Start::PortTaken(e)) => {
+                    return Err(format!(
+                        "ZooKeeper could not bind its ports in {ATTEMPTS} attempts: {e}"
+                    ))
+                }
+                Err(Start::Failed(e)) => return Err(e),
+            }
+        }
+    }
+
+    fn start_once(
+        n: usize,
+        config: &Config,
+        pick: &mut dyn FnMut() -> Result<ports::Claim>,
+    ) -> std::result::Result<ZooKeeper, Start> {
         assert!(n >= 1);
         let classpath = classpath()?;
         let java = java()?;
@@ -192,8 +195,15 @@ impl ZooKeeper {
             std::process::id(),
             COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
+        let mut claims = Vec::new();
+        let mut port = || -> Result<u16> {
+            let claim = pick()?;
+            let port = claim.port();
+            claims.push(claim);
+            Ok(port)
+        };
         let ports: Vec<(u16, u16, u16)> = (0..n)
-            .map(|_| Ok((free_port()?, free_port()?, free_port()?)))
+            .map(|_| Ok((port()?, port()?, port()?)))
             .collect::<Result<_>>()?;
         let mut members = Vec::new();
         let mut jvm_args = Vec::new();
@@ -225,8 +235,8 @@ impl ZooKeeper {
             }
         }
         let secured = match config.secure {
-            true if n == 1 => Some(secure::prepare(&root, free_port()?)?),
-            true => return Err("a secured ZooKeeper is standalone only".into()),
+            true if n == 1 => Some(secure::prepare(&root, port()?)?),
+            true => return Err("a secured ZooKeeper is standalone only".to_owned().into()),
             false => None,
         };
         for (i, &(client_port, _, _)) in ports.iter().enumerate() {
@@ -282,12 +292,70 @@ impl ZooKeeper {
             external: None,
             jvm_args,
             links,
+            claims,
         };
         for i in 0..n {
             zk.spawn(i, &java, &classpath)?;
         }
-        zk.wait_serving(Duration::from_secs(60))?;
-        Ok(zk)
+        let started = zk.wait_serving(Duration::from_secs(60)).and_then(|()| {
+            match zk.members[0].secure_port {
+                Some(port) => zk.wait_port(0, port, Duration::from_secs(30)),
+                None => Ok(()),
+            }
+        });
+        match started {
+            Ok(()) => Ok(zk),
+            Err(e) if zk.a_port_was_taken() => Err(Start::PortTaken(e)),
+            Err(e) => Err(Start::Failed(e)),
+        }
+    }
+
+    /// Whether a member's log says it could not bind a port.
+    fn a_port_was_taken(&self) -> bool {
+        self.members.iter().any(|m| {
+            std::fs::read_to_string(m.dir.join("server.log"))
+                .is_ok_and(|log| log.contains("Address already in use"))
+        })
+    }
+
+    /// Whether member `i` was started and its process has exited (a zombie until reaped).
+    fn exited(&self, i: usize) -> bool {
+        let Some(child) = &self.members[i].child else {
+            return false;
+        };
+        match std::fs::read_to_string(format!("/proc/{}/stat", child.id())) {
+            // `pid (comm) S ...`: the state follows the last ')'.
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+            Err(_) => true,
+        }
+    }
+
+    /// The last lines of member `i`'s log, for an error.
+    fn log_tail(&self, i: usize) -> String {
+        let log =
+            std::fs::read_to_string(self.members[i].dir.join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// Waits until member `i` accepts connections on `port` (a secured server's TLS port opens
+    /// a moment after the plain one answers `srvr`).
+    fn wait_port(&self, i: usize, port: u16, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        while TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
+            if self.exited(i) || Instant::now() > deadline {
+                return Err(format!(
+                    "port {port} of ZooKeeper server {} never opened; log tail:\n{}",
+                    self.members[i].id,
+                    self.log_tail(i)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(())
     }
 
     fn spawn(&mut self, i: usize, java: &Path, classpath: &str) -> Result<()> {
@@ -341,20 +409,18 @@ impl ZooKeeper {
                         break;
                     }
                 }
-                if Instant::now() > deadline {
-                    let log = std::fs::read_to_string(m.dir.join("server.log")).unwrap_or_default();
-                    let tail: String = log
-                        .lines()
-                        .rev()
-                        .take(20)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                        .collect::<Vec<_>>()
-                        .join("\n");
+                let exited = self.exited(i);
+                if exited || Instant::now() > deadline {
                     return Err(format!(
-                        "ZooKeeper server {} on 127.0.0.1:{} did not start serving within {limit:?}; log tail:\n{tail}",
-                        m.id, m.client_port
+                        "ZooKeeper server {} on 127.0.0.1:{} {}; log tail:\n{}",
+                        m.id,
+                        m.client_port,
+                        if exited {
+                            "exited before it served".to_owned()
+                        } else {
+                            format!("did not start serving within {limit:?}")
+                        },
+                        self.log_tail(i)
                     ));
                 }
                 std::thread::sleep(Duration::from_millis(100));
@@ -590,9 +656,22 @@ impl Drop for ZooKeeper {
         for i in 0..self.members.len() {
             self.stop(i);
         }
+        self.claims.clear();
         if let Some(root) = &self.root {
             let _ = std::fs::remove_dir_all(root);
         }
+    }
+}
+
+/// Why a start failed: a port taken (started again on new ports) or anything else.
+enum Start {
+    PortTaken(String),
+    Failed(String),
+}
+
+impl From<String> for Start {
+    fn from(e: String) -> Start {
+        Start::Failed(e)
     }
 }
 
@@ -635,4 +714,29 @@ pub fn unique_path(name: &str) -> String {
         std::process::id(),
         N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_taken_before_the_server_binds_it_is_traded_for_a_new_one() {
+        // Another program holds the first port picked: the first server exits at its bind and
+        // the harness starts again on new ports.
+        let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = holder.local_addr().unwrap().port();
+        let mut picks = 0;
+        let mut pick = || {
+            picks += 1;
+            match picks {
+                1 => ports::claim(taken).ok_or_else(|| "the taken port is claimed".to_owned()),
+                _ => ports::free_port(),
+            }
+        };
+        let zk = ZooKeeper::start_picking(1, &Config::default(), &mut pick).unwrap();
+        assert_ne!(zk.members[0].client_port, taken);
+        let reply = zk.four_letter(0, "srvr").unwrap();
+        assert!(reply.contains("Mode: standalone"), "{reply}");
+    }
 }

@@ -204,7 +204,6 @@ impl Secured {
             .as_ref()
             .ok_or("the secured server has no directory")?
             .join("tls");
-        wait_tls_port(&tls)?;
         Ok(Secured {
             servers: zk.connect_string(),
             tls_servers: tls,
@@ -231,21 +230,6 @@ impl Secured {
             users.join(","),
         )
     }
-}
-
-/// The TLS port opens a moment after the plain one answers `srvr`.
-fn wait_tls_port(addr: &str) -> Result<()> {
-    let sock: std::net::SocketAddr = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::net::TcpStream::connect_timeout(&sock, std::time::Duration::from_secs(1)).is_err() {
-        if std::time::Instant::now() > deadline {
-            return Err(format!(
-                "the TLS port {addr} of the secured ZooKeeper never opened"
-            ));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    Ok(())
 }
 
 /// One secured server shared by every test of this process, started at first use.
