@@ -112,6 +112,50 @@ pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// `wait_for` while the commands in `running` must keep running: one that exits first, or the
+/// limit, panics with each command's status and what it printed (a command still running is
+/// killed first), so a round that could not start says why.
+pub fn wait_for_running(
+    what: &str,
+    limit: Duration,
+    running: &mut [(&str, &mut Child)],
+    mut cond: impl FnMut() -> bool,
+) {
+    let deadline = Instant::now() + limit;
+    loop {
+        if cond() {
+            return;
+        }
+        let exited = running
+            .iter_mut()
+            .any(|(_, c)| matches!(c.try_wait(), Ok(Some(_))));
+        if exited || Instant::now() >= deadline {
+            let mut report = String::new();
+            for (name, child) in running.iter_mut() {
+                let status = match child.try_wait() {
+                    Ok(Some(status)) => format!("exited ({status})"),
+                    _ => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        "was still running (killed now)".to_owned()
+                    }
+                };
+                report.push_str(&format!(
+                    "\n{name} {status}; stderr: {}",
+                    child_stderr(child)
+                ));
+            }
+            let why = if exited {
+                "a command exited".to_owned()
+            } else {
+                format!("timed out after {limit:?}")
+            };
+            panic!("{why} waiting for {what}:{report}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits for a child with a limit; kills it and panics when it does not exit.
 pub fn wait_exit(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
     let deadline = Instant::now() + limit;
@@ -269,9 +313,10 @@ pub fn faulted_round(
         .args([&path, "--"])
         .args(sh(&script));
     let mut holder = spawn(holder);
-    wait_for(
+    wait_for_running(
         "the holder's command to run",
         Duration::from_secs(20),
+        &mut [("the holder", &mut holder)],
         || std::fs::read_to_string(&ready).is_ok_and(|t| !t.trim().is_empty()),
     );
     let mut second = zk(next);
@@ -279,9 +324,12 @@ pub fn faulted_round(
         .args([&path, "--"])
         .args(sh(&format!("date +%s%N > '{}'", started.display())));
     let mut second = spawn(second);
-    wait_for("the next one to queue", Duration::from_secs(20), || {
-        participants(&path).len() == 2
-    });
+    wait_for_running(
+        "the next one to queue",
+        Duration::from_secs(20),
+        &mut [("the holder", &mut holder), ("the next one", &mut second)],
+        || participants(&path).len() == 2,
+    );
     fault(&proxy);
     let done = wait_exit(&mut second, Duration::from_secs(60), "the next one");
     assert_eq!(done.code(), Some(0), "{}", child_stderr(&mut second));
