@@ -59,8 +59,11 @@ pub(crate) fn claim(port: u16) -> Option<Claim> {
             .open(&file)
         {
             Ok(mut f) => {
+                // The claim owns the file from here: a failed write removes it on drop, where
+                // an empty file left behind would read as a claim being written, for ever.
+                let claim = Claim { port, file };
                 write!(f, "{}", std::process::id()).ok()?;
-                return Some(Claim { port, file });
+                return Some(claim);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let holder = std::fs::read_to_string(&file)
