@@ -51,7 +51,7 @@ use driver::{Cmd, Shared, Submit};
 use error::{is_eof, tls_error, too_large};
 pub use error::{Error, OpError};
 pub use events::{Event, Events, Stats, EVENT_QUEUE};
-pub use message::{decode_reply_body, Reply, Request, Response};
+pub use message::{decode_reply_body, read_children_reply, ReadChildren, Reply, Request, Response};
 
 /// TLS for [`connect`]: the client configuration (see `tls::client_config`, feature `ring`, or
 /// [`crate::tls::client_config_with_provider`]) and the name the server's certificate is checked
@@ -306,6 +306,17 @@ impl Connection {
 
     /// `submit`, and an [`Event::Answered`] with `tag` (non-zero) when the reply comes.
     pub fn submit_tagged(&self, req: &Request, tag: u64) -> Result<ReplyFuture, Error> {
+        self.submit_reading(req, tag, None)
+    }
+
+    /// `submit_tagged`, and for a getChildren2 with `read`, its names go to `read` as the reply
+    /// is decoded ([`ReadChildren`]); the reply is then [`Response::ChildrenRead`].
+    pub fn submit_reading(
+        &self,
+        req: &Request,
+        tag: u64,
+        read: Option<ReadChildren>,
+    ) -> Result<ReplyFuture, Error> {
         let mut frame = Vec::new();
         let op = req.op_code();
         frame::write_frame(&mut frame, self.max_packet, |o| {
@@ -316,7 +327,13 @@ impl Connection {
         .map_err(too_large)?;
         let (tx, rx) = oneshot::channel();
         self.tx
-            .send(Cmd::Request(Box::new(Submit { op, frame, tx, tag })))
+            .send(Cmd::Request(Box::new(Submit {
+                op,
+                frame,
+                tx,
+                tag,
+                read,
+            })))
             .map_err(|_| self.closed().unwrap_or(Error::Closed))?;
         Ok(ReplyFuture(rx))
     }

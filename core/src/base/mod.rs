@@ -5,6 +5,7 @@ pub(crate) mod cancel;
 pub(crate) mod error;
 pub(crate) mod names;
 pub(crate) mod options;
+pub(crate) mod place;
 pub(crate) mod protocol;
 pub(crate) mod secure;
 pub(crate) mod signal;

@@ -1,7 +1,7 @@
 //! The lock protocol on the wire: validating paths, naming our nodes byte-for-byte like Curator,
 //! and reading every peer's node names (Curator, kazoo, go-zookeeper) into an ordered queue.
 
-use crate::base::error::{Error, ErrorKind, Result};
+use crate::base::error::{Error, Result};
 
 /// What a lock node asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,7 +105,12 @@ impl ElectionStyle {
     /// The style a node of an election was made with, judged by its name; `None` for a node
     /// that no election makes (a read, write or lease node).
     pub fn of(contender: &Contender) -> Option<ElectionStyle> {
-        match (contender.kind, contender.library) {
+        ElectionStyle::of_parts(contender.kind, contender.library)
+    }
+
+    /// [`ElectionStyle::of`] a node of this kind, written by this library.
+    pub(crate) fn of_parts(kind: NodeKind, library: Library) -> Option<ElectionStyle> {
+        match (kind, library) {
             (NodeKind::Latch, _) => Some(ElectionStyle::Latch),
             (NodeKind::Mutex, Library::Kazoo) => Some(ElectionStyle::Kazoo),
             (NodeKind::Mutex, _) => Some(ElectionStyle::Selector),
@@ -259,6 +264,24 @@ pub(crate) fn node_prefix(protected: &str, kind: NodeKind) -> String {
 
 /// Reads a child name; `None` for anything that is no lock node (it is then ignored).
 pub fn parse_contender(name: &str) -> Option<Contender> {
+    read_name(name).map(|parts| Contender {
+        name: name.to_owned(),
+        sequence: parts.sequence,
+        kind: parts.kind,
+        library: parts.library,
+    })
+}
+
+/// What a lock node's name says, read without a copy of the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NameParts {
+    pub sequence: i32,
+    pub kind: NodeKind,
+    pub library: Library,
+}
+
+/// [`parse_contender`] without the copy: for a walk over every name of a listing.
+pub(crate) fn read_name(name: &str) -> Option<NameParts> {
     // `__rlock__` ends like `__lock__`, so it is tried first.
     const MARKERS: [(&str, NodeKind); 7] = [
         ("__READ__", NodeKind::Read),
@@ -293,8 +316,7 @@ pub fn parse_contender(name: &str) -> Option<Contender> {
             continue;
         };
         let head = &head[..head.len() - marker.len()];
-        return Some(Contender {
-            name: name.to_owned(),
+        return Some(NameParts {
             sequence,
             kind: *kind,
             library: library_of(head, marker),
@@ -342,31 +364,6 @@ pub fn queue_of(children: &[String], reference: Option<i32>) -> Vec<Contender> {
         sort_queue(&mut queue, reference);
     }
     queue
-}
-
-/// What blocks `me` in `queue` (sorted): for exclusive nodes the immediate predecessor, for
-/// readers the nearest earlier exclusive node. Returns (index of blocker, number of nodes before
-/// the blocker that would also block us) or `None` when `me` may take the lock.
-pub(crate) fn blocker(
-    queue: &[Contender],
-    me: &str,
-    kind: NodeKind,
-) -> Result<Option<(usize, usize)>> {
-    let Some(my_index) = queue.iter().position(|c| c.name == me) else {
-        return Err(Error::new(
-            ErrorKind::ZooKeeper,
-            format!("our lock node {me} is no longer among the children"),
-        ));
-    };
-    let before = &queue[..my_index];
-    if kind.is_exclusive() {
-        Ok(my_index.checked_sub(1).map(|i| (i, i)))
-    } else {
-        let blocking: Vec<usize> = (0..before.len())
-            .filter(|&i| before[i].kind.is_exclusive())
-            .collect();
-        Ok(blocking.last().map(|&i| (i, blocking.len() - 1)))
-    }
 }
 
 /// Checks a connect string: `host:port[,host:port...][/chroot]`.
@@ -585,38 +582,6 @@ mod tests {
             Some(ElectionStyle::Kazoo),
         );
         assert!(name.len() == 40 && name.ends_with("__lock__"), "{name}");
-    }
-
-    #[test]
-    fn blockers_follow_the_recipes() {
-        let q = queue_of(
-            &[
-                "a__WRIT__0000000001",
-                "b__READ__0000000002",
-                "c__READ__0000000003",
-                "d__WRIT__0000000004",
-                "e__READ__0000000005",
-            ]
-            .map(String::from),
-            None,
-        );
-        assert_eq!(
-            blocker(&q, "a__WRIT__0000000001", NodeKind::Write).unwrap(),
-            None
-        );
-        assert_eq!(
-            blocker(&q, "c__READ__0000000003", NodeKind::Read).unwrap(),
-            Some((0, 0))
-        );
-        assert_eq!(
-            blocker(&q, "d__WRIT__0000000004", NodeKind::Write).unwrap(),
-            Some((2, 2))
-        );
-        assert_eq!(
-            blocker(&q, "e__READ__0000000005", NodeKind::Read).unwrap(),
-            Some((3, 1))
-        );
-        assert!(blocker(&q, "zz", NodeKind::Read).is_err());
     }
 
     #[test]

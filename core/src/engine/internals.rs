@@ -12,14 +12,16 @@ use tokio::time::Sleep;
 
 use tokio::time::Instant;
 use zklock_wire::client as zk;
+use zklock_wire::jute::Names;
 
 use crate::base::cancel::CancelToken;
 use crate::base::error::{is_transient, Error, Result};
 use crate::base::options::AclPolicy;
+use crate::base::place::{place_of, Place};
 use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::base::signal::poll_until;
 use crate::engine::nodes::{
-    cancelled_error, count_round_trip, find_own, list_children, make_parents, parent_error,
+    cancelled_error, count_round_trip, find_own, make_parents, parent_error, read_children,
     recover, remove_attempt, timeout_error,
 };
 use crate::ops::runtime;
@@ -170,11 +172,12 @@ impl Blocker {
 pub(crate) async fn enqueue(session: &Arc<Session>, req: &Request<'_>) -> Result<Queued> {
     let mut cleanup = Cleanup::new(session.clone(), req.dir, req.style);
     let placed = async {
-        let (token, children) = Box::pin(create_node(session, req, &mut cleanup)).await?;
+        let placer = placer(req, &cleanup);
+        let (token, place) = Box::pin(create_node(session, req, &mut cleanup, placer)).await?;
         if req.downgrade_of.is_some() {
             return Ok((token, None));
         }
-        let blocker = Box::pin(watch_blocker(session, req, &cleanup, Some(children))).await?;
+        let blocker = Box::pin(watch_blocker(session, req, &cleanup, Some(place))).await?;
         Ok((token, blocker))
     };
     let proven = session.proven(req.deadline, req.dir);
@@ -202,7 +205,9 @@ pub(crate) async fn create_listed(
     req: &Request<'_>,
 ) -> Result<(Queued, Vec<String>)> {
     let mut cleanup = Cleanup::new(session.clone(), req.dir, req.style);
-    let created = Box::pin(create_node(session, req, &mut cleanup));
+    let created = Box::pin(create_node(session, req, &mut cleanup, |n: Names<'_>| {
+        n.to_vec()
+    }));
     let proven = session.proven(req.deadline, req.dir);
     match tokio::try_join!(created, proven).map(|(created, ())| created) {
         Ok((token, children)) => Ok((
@@ -334,24 +339,21 @@ impl Queued {
 
 /// Finds the node that blocks us and watches it: its watcher, and how many other nodes before
 /// us would still block us after it; `None` when the lock is ours. Lists the children first
-/// unless `listed` has them.
+/// unless `listed` has our place in them.
 async fn watch_blocker(
     session: &Session,
     req: &Request<'_>,
     cleanup: &Cleanup,
-    mut listed: Option<Vec<String>>,
+    mut listed: Option<Place>,
 ) -> Result<Option<Watched>> {
     loop {
-        let children = match listed.take() {
-            Some(children) => children,
-            None => list_children_for(session, req).await?,
+        let place = match listed.take() {
+            Some(place) => place,
+            None => read_children_for(session, req, placer(req, cleanup)).await?,
         };
-        let Some((blocker, others_before)) = next_blocker(req, cleanup, &children)? else {
+        let Some((blocker, others_before)) = next_blocker(req, cleanup, place)? else {
             return Ok(None);
         };
-        // A listing holds every waiter's name: free it before the round trip below, or a
-        // thousand waiters queueing at once each hold one (issue 17, s5: memory per session).
-        drop(children);
         if req.deadline.is_some_and(|d| d <= Instant::now()) {
             return Err(timeout_error(req.dir));
         }
@@ -361,39 +363,46 @@ async fn watch_blocker(
     }
 }
 
+/// What reads our place in a listing as it is decoded ([`place_of`]): the listing itself is
+/// never kept (a thousand waiters queueing at once would each hold every waiter's name).
+fn placer(req: &Request<'_>, cleanup: &Cleanup) -> impl Fn(Names<'_>) -> Place + Clone + 'static {
+    let own = cleanup.prefix().to_owned();
+    let (kind, style) = (req.kind, req.style);
+    move |names| place_of(names.iter(), &own, kind, style)
+}
+
 /// The node we must wait for (full path), and how many other nodes before us would still
 /// block us after it; `None` when the lock is ours.
 fn next_blocker(
     req: &Request<'_>,
     cleanup: &Cleanup,
-    children: &[String],
+    place: Place,
 ) -> Result<Option<(String, usize)>> {
-    let node = cleanup.node().unwrap_or_default();
-    let name = node.rsplit('/').next().unwrap_or_default();
-    let my_sequence = protocol::parse_contender(name).map(|c| c.sequence);
-    let queue = protocol::queue_of(children, my_sequence);
-    if let Some(style) = req.style {
-        refuse_foreign(style, req.dir, &queue)?;
+    if let (Some(style), Some(foreign)) = (req.style, &place.foreign) {
+        return Err(refuse_foreign(style, req.dir, foreign));
     }
-    Ok(
-        protocol::blocker(&queue, name, req.kind)?.map(|(index, others_before)| {
-            (format!("{}/{}", req.dir, queue[index].name), others_before)
-        }),
-    )
+    if place.own.is_none() {
+        let node = cleanup.node().unwrap_or_default();
+        let name = node.rsplit('/').next().unwrap_or_default();
+        return Err(Error::new(
+            crate::base::error::ErrorKind::ZooKeeper,
+            format!("our lock node {name} is no longer among the children"),
+        ));
+    }
+    Ok(place
+        .blocker
+        .map(|(name, others_before)| (format!("{}/{name}", req.dir), others_before)))
 }
 
 /// An election never leads beside a node of another layout: the other library would not see
 /// our node ahead of its own, nor we its node ahead of ours, and both would lead. Checked at
 /// every listing, so a foreign node that appears while we wait ends the attempt too.
-fn refuse_foreign(style: ElectionStyle, dir: &str, queue: &[protocol::Contender]) -> Result<()> {
-    let Some(foreign) = queue.iter().find(|c| style.is_foreign(c)) else {
-        return Ok(());
-    };
+fn refuse_foreign(style: ElectionStyle, dir: &str, foreign: &protocol::Contender) -> Error {
     let theirs = ElectionStyle::of(foreign).map_or_else(
         || format!("a {} node", foreign.kind),
         |s| format!("a {s} participant"),
     );
-    Err(Error::new(
+    Error::new(
         crate::base::error::ErrorKind::Conflict,
         format!(
             "refusing to lead the {style} election on {}: {theirs} ({}, by {}) is on the same \
@@ -402,16 +411,21 @@ fn refuse_foreign(style: ElectionStyle, dir: &str, queue: &[protocol::Contender]
             foreign.name,
             foreign.library
         ),
-    ))
+    )
 }
 
-/// Creates our node and lists the children in one round trip; returns the node's czxid and the
-/// children. The node's path goes into `cleanup` as soon as it is known.
-async fn create_node(
+/// Creates our node and lists the children in one round trip; returns the node's czxid and
+/// what `read` made of the children. The node's path goes into `cleanup` as soon as it is known.
+async fn create_node<T, F>(
     session: &Session,
     req: &Request<'_>,
     cleanup: &mut Cleanup,
-) -> Result<(i64, Vec<String>)> {
+    read: F,
+) -> Result<(i64, T)>
+where
+    T: Send + 'static,
+    F: Fn(Names<'_>) -> T + Clone + Send + 'static,
+{
     let name_prefix = protocol::attempt_name(cleanup.prefix(), req.kind, req.style);
     let create_path = format!("{}/{}", req.dir, name_prefix);
     loop {
@@ -423,7 +437,7 @@ async fn create_node(
             zk::CreateMode::EphemeralSequential,
             req.acl.acls(),
         );
-        let list = zk.list_children(req.dir);
+        let list = zk.read_children(req.dir, read.clone());
         let (created, listed) = (create.await, list.await);
         count_round_trip();
         match created {
@@ -432,7 +446,7 @@ async fn create_node(
                 let children = match listed {
                     Ok(children) => children,
                     // Our node exists; list again (waiting out a disconnect).
-                    Err(_) => Box::pin(list_children_for(session, req)).await?,
+                    Err(_) => Box::pin(read_children_for(session, req, read)).await?,
                 };
                 return Ok((stat.czxid, children));
             }
@@ -450,7 +464,7 @@ async fn create_node(
                     Box::pin(find_own(session, req.dir, cleanup.prefix())).await?
                 {
                     cleanup.found(node);
-                    let children = Box::pin(list_children_for(session, req)).await?;
+                    let children = Box::pin(read_children_for(session, req, read)).await?;
                     return Ok((czxid, children));
                 }
             }
@@ -541,7 +555,12 @@ impl Future for EventWait<'_> {
     }
 }
 
-/// Lists the children of the acquire's lock path (a cancel ends a wait for the reconnect).
-async fn list_children_for(session: &Session, req: &Request<'_>) -> Result<Vec<String>> {
-    list_children(session, req.dir, req.deadline, req.cancel).await
+/// Lists the children of the acquire's lock path into what `read` makes of them (a cancel ends
+/// a wait for the reconnect).
+async fn read_children_for<T, F>(session: &Session, req: &Request<'_>, read: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: Fn(Names<'_>) -> T + Clone + Send + 'static,
+{
+    read_children(session, req.dir, req.deadline, req.cancel, read).await
 }

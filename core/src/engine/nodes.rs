@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::time::Instant;
 use zklock_wire::client as zk;
+use zklock_wire::jute::Names;
 
 use crate::base::cancel::CancelToken;
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
@@ -79,8 +80,15 @@ pub(crate) async fn find_own(
 ) -> Result<Option<(String, i64)>> {
     loop {
         let zk = session.zk()?;
-        let children = match zk.list_children(dir).await {
-            Ok(c) => c,
+        let ours = prefix.to_owned();
+        let own = move |names: Names<'_>| {
+            names
+                .iter()
+                .find(|c| c.starts_with(&ours))
+                .map(str::to_owned)
+        };
+        let found = match zk.read_children(dir, own).await {
+            Ok(found) => found,
             Err(zk::Error::NoNode) => return Ok(None),
             Err(e) if is_transient(&e) => {
                 session.recover(None, "find node").await?;
@@ -88,7 +96,7 @@ pub(crate) async fn find_own(
             }
             Err(e) => return Err(Error::from_zk(e, &format!("list {dir}"))),
         };
-        let Some(name) = children.into_iter().find(|c| c.starts_with(prefix)) else {
+        let Some(name) = found else {
             return Ok(None);
         };
         let node = format!("{dir}/{name}");
@@ -205,13 +213,29 @@ pub(crate) async fn list_children(
     deadline: Option<Instant>,
     cancel: Option<&CancelToken>,
 ) -> Result<Vec<String>> {
+    read_children(session, dir, deadline, cancel, |names| names.to_vec()).await
+}
+
+/// [`list_children`] whose names `read` reads as the reply is decoded, keeping only what it
+/// makes of them (`Client::read_children`); a missing `dir` reads as no names.
+pub(crate) async fn read_children<T, F>(
+    session: &Session,
+    dir: &str,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+    read: F,
+) -> Result<T>
+where
+    T: Send + 'static,
+    F: Fn(Names<'_>) -> T + Clone + Send + 'static,
+{
     loop {
         let zk = session.zk()?;
-        let listed = zk.list_children(dir).await;
+        let listed = zk.read_children(dir, read.clone()).await;
         count_round_trip();
         match listed {
-            Ok(children) => return Ok(children),
-            Err(zk::Error::NoNode) => return Ok(Vec::new()),
+            Ok(read) => return Ok(read),
+            Err(zk::Error::NoNode) => return Ok(read(Names::EMPTY)),
             Err(e) if is_transient(&e) => recover(session, deadline, cancel, dir).await?,
             Err(e) => return Err(Error::from_zk(e, &format!("list {dir}"))),
         }

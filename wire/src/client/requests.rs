@@ -13,7 +13,7 @@ use super::options::validate_path;
 use super::state::{OneshotWatcher, WatchedEvent};
 use super::watches::{strip_chroot, WatchKind};
 use super::Client;
-use crate::conn::{Reply, Request, Response};
+use crate::conn::{ReadChildren, Reply, Request, Response};
 use crate::jute::*;
 
 /// How a node is created.
@@ -91,11 +91,13 @@ impl Client {
         })
     }
 
-    /// Submits now; the returned future only waits for the reply.
+    /// Submits now; the returned future only waits for the reply. A listing's names go to
+    /// `read` when it is given ([`ReadChildren`]).
     fn call(
         &self,
         req: Result<Request, Error>,
         watch: Option<(WatchKind, String, oneshot::Sender<WatchedEvent>)>,
+        read: Option<ReadChildren>,
     ) -> impl Future<Output = Result<Reply, Error>> + Send + 'static {
         let submitted = req.and_then(|req| {
             let shared = self.shared();
@@ -107,7 +109,7 @@ impl Client {
                     tag
                 }
             };
-            let submitted = shared.submit(&req, tag);
+            let submitted = shared.submit(&req, tag, read);
             if submitted.is_err() && tag != 0 {
                 shared.watches.lock().unwrap().pending.remove(&tag);
             }
@@ -121,7 +123,7 @@ impl Client {
         req: Result<Request, Error>,
         watch: Option<(WatchKind, String, oneshot::Sender<WatchedEvent>)>,
     ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
-        let reply = self.call(req, watch);
+        let reply = self.call(req, watch, None);
         async move { reply.await?.result.map_err(Error::from_code) }
     }
 
@@ -275,13 +277,30 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Vec<String>, Error>> + Send + 'static {
+        self.read_children(path, |names| names.to_vec())
+    }
+
+    /// getChildren2 whose names `read` reads where the reply is decoded, in the connection's
+    /// task (so it must be quick and must not block): the result is what `read` made of them.
+    /// Nothing else keeps the names, so a listing costs the caller only what `read` keeps.
+    pub fn read_children<T: Send + 'static>(
+        &self,
+        path: &str,
+        read: impl FnOnce(Names<'_>) -> T + Send + 'static,
+    ) -> impl Future<Output = Result<T, Error>> + Send + 'static {
+        // `read` runs, and sends, before the reply is handed on: its result is there when the
+        // reply is.
+        let (tx, rx) = oneshot::channel();
+        let reader: ReadChildren = Box::new(move |names| {
+            let _ = tx.send(read(names));
+        });
         let req = self
             .path(path)
             .map(|path| Request::GetChildren2(GetChildren2Request { path, watch: false }));
-        let reply = self.expect(req, None);
+        let reply = self.call(req, None, Some(reader));
         async move {
-            match reply.await? {
-                Response::GetChildren2(r) => Ok(r.children),
+            match reply.await?.result.map_err(Error::from_code)? {
+                Response::ChildrenRead(_) => rx.await.map_err(|_| shape()),
                 _ => Err(shape()),
             }
         }
@@ -334,7 +353,7 @@ impl Client {
         let req = self
             .path(path)
             .map(|path| Request::Sync(SyncRequest { path }));
-        let reply = self.call(req, None);
+        let reply = self.call(req, None, None);
         async move {
             let reply = reply.await?;
             match &reply.result {

@@ -58,9 +58,14 @@ impl Shared {
 
     /// Queues a request on the current connection (without cloning its handle: this is every
     /// request's path).
-    pub(super) fn submit(&self, req: &Request, tag: u64) -> Result<conn::ReplyFuture, Error> {
+    pub(super) fn submit(
+        &self,
+        req: &Request,
+        tag: u64,
+        read: Option<conn::ReadChildren>,
+    ) -> Result<conn::ReplyFuture, Error> {
         match self.current.lock().unwrap().as_ref() {
-            Some(c) => c.submit_tagged(req, tag).map_err(connection_error),
+            Some(c) => c.submit_reading(req, tag, read).map_err(connection_error),
             None => Err(self.no_connection()),
         }
     }

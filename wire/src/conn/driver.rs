@@ -17,7 +17,7 @@ use tokio::time::Sleep;
 
 use super::error::{is_eof, Error};
 use super::events::{Event, Events, Stats, EVENT_QUEUE};
-use super::message::{decode_reply_body, Reply};
+use super::message::{decode_reply_body, read_children_reply, ReadChildren, Reply};
 use super::queue;
 use crate::frame::{self, FrameDecoder};
 use crate::jute::*;
@@ -50,6 +50,8 @@ pub(super) struct Submit {
     pub(super) frame: Vec<u8>,
     pub(super) tx: oneshot::Sender<Result<Reply, Error>>,
     pub(super) tag: u64,
+    /// A getChildren2's reader of its names (`Connection::submit_reading`).
+    pub(super) read: Option<ReadChildren>,
 }
 
 /// Starts the task for a connection whose handshake is done (`decoder` may already hold
@@ -117,6 +119,7 @@ struct Pending {
     tx: oneshot::Sender<Result<Reply, Error>>,
     /// Non-zero: announce the answer on `Events` (see `Event::Answered`).
     tag: u64,
+    read: Option<ReadChildren>,
 }
 
 /// The connection's task: owns the stream (plain TCP, TLS, or any other) and is polled by hand
@@ -306,6 +309,7 @@ where
             mut frame,
             tx,
             tag,
+            read,
         } = match cmd {
             Cmd::Request(submit) => *submit,
             Cmd::Fixed(frame) => {
@@ -328,6 +332,7 @@ where
             sent_at: None,
             tx,
             tag,
+            read,
         });
         if op == op::CLOSE_SESSION {
             // Nothing after CloseSession: the server closes the connection.
@@ -444,7 +449,7 @@ where
                 // Nothing to do with the answer: the server re-armed what it could.
                 xid::SET_WATCHES => {}
                 got => {
-                    let Some(p) = self.pending.front() else {
+                    let Some(p) = self.pending.front_mut() else {
                         return Err(Error::UnexpectedXid {
                             got,
                             expected: None,
@@ -456,7 +461,12 @@ where
                             expected: Some(p.xid),
                         });
                     }
-                    let result = decode_reply_body(p.op, h.err, body)?;
+                    let result = match p.read.take() {
+                        Some(read) if p.op == op::GET_CHILDREN2 => {
+                            read_children_reply(h.err, body, read)?
+                        }
+                        _ => decode_reply_body(p.op, h.err, body)?,
+                    };
                     let tag = p.tag;
                     if tag != 0 {
                         let err = match &result {

@@ -74,6 +74,9 @@ pub enum Response {
     GetData(GetDataResponse),
     SetData(SetDataResponse),
     GetChildren2(GetChildren2Response),
+    /// A listing that was read in place by its request's [`ReadChildren`] (which kept what it
+    /// needed); the names are not here.
+    ChildrenRead(Stat),
     Multi(MultiResponse),
     Sync(SyncResponse),
     Sasl(SetSASLResponse),
@@ -110,6 +113,27 @@ pub fn decode_reply_body(
         other => return Err(JuteError::UnknownOp(other)),
     };
     Ok(Ok(r))
+}
+
+/// Reads a getChildren2 reply's names where the connection decodes it, before the reply is
+/// handed on: whoever lists keeps what it needs, and no reply holds every name. A thousand
+/// waiters that each list a thousand-deep queue at once would otherwise hold a million decoded
+/// names between them (issue 34, s5).
+pub type ReadChildren = Box<dyn FnOnce(Names<'_>) + Send>;
+
+/// [`decode_reply_body`] for a getChildren2 whose names go to `read` ([`Response::ChildrenRead`]).
+/// `read` runs only on a record that decoded whole.
+pub fn read_children_reply(
+    err: i32,
+    body: &[u8],
+    read: ReadChildren,
+) -> Result<Result<Response, i32>, JuteError> {
+    if err != 0 {
+        return Ok(Err(err));
+    }
+    let listing = ChildrenInPlace::decode_all(body)?;
+    read(listing.children);
+    Ok(Ok(Response::ChildrenRead(listing.stat)))
 }
 
 /// A reply, with the times the lifeline needs.

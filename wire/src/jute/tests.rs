@@ -319,3 +319,47 @@ fn malformed_input_is_typed() {
         Err(JuteError::UnknownMultiOp(99))
     );
 }
+
+#[test]
+fn a_listing_read_in_place_gives_the_same_names_as_the_decoded_record() {
+    let mut bytes = vec![
+        0, 0, 0, 3, // three names
+        0, 0, 0, 1, b'a', // "a"
+        0xff, 0xff, 0xff, 0xff, // null: ""
+        0, 0, 0, 3, 0xc3, 0xa9, b'x', // "éx", three bytes
+    ];
+    bytes.extend_from_slice(&[0; 68]);
+    let decoded = GetChildren2Response::decode_all(&bytes).unwrap();
+    let in_place = ChildrenInPlace::decode_all(&bytes).unwrap();
+    assert_eq!(in_place.children.len(), 3);
+    assert_eq!(in_place.children.to_vec(), decoded.children);
+    // Walked twice, the same names.
+    let twice: Vec<&str> = in_place
+        .children
+        .iter()
+        .chain(in_place.children.iter())
+        .collect();
+    assert_eq!(twice, ["a", "", "éx", "a", "", "éx"]);
+    assert_eq!(in_place.stat, decoded.stat);
+    assert!(Names::EMPTY.is_empty());
+    assert_eq!(Names::EMPTY.iter().next(), None);
+}
+
+#[test]
+fn a_malformed_listing_read_in_place_fails_like_the_decoded_record() {
+    let stat = [0u8; 68];
+    let with_stat = |head: &[u8]| [head, &stat[..]].concat();
+    for bad in [
+        with_stat(&[0, 0, 0, 1, 0, 0, 0, 1, 0xff]), // not UTF-8
+        with_stat(&[0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe]), // a length below -1
+        with_stat(&[0xff, 0xff, 0xff, 0xfe]),       // a count below -1
+        vec![0x7f, 0xff, 0xff, 0xff],               // a huge count with nothing behind it
+        with_stat(&[0, 0, 0, 0, 9]),                // a byte left over
+        vec![0, 0, 0, 0, 0, 0],                     // no whole Stat
+    ] {
+        let decoded = GetChildren2Response::decode_all(&bad).map(|_| ());
+        let in_place = ChildrenInPlace::decode_all(&bad).map(|_| ());
+        assert!(decoded.is_err(), "{bad:?}");
+        assert_eq!(in_place, decoded, "{bad:?}");
+    }
+}
