@@ -7,7 +7,7 @@
 
 use std::fmt::Debug;
 
-use zklock_wire::conn::decode_reply_body;
+use zklock_wire::conn::{decode_reply_body, read_children_reply};
 use zklock_wire::frame::{write_frame, FrameDecoder, FrameError, DEFAULT_MAX};
 use zklock_wire::jute::*;
 
@@ -367,7 +367,18 @@ fn decode_frame(payload: &[u8], op: i32) {
     let mut r = Reader::new(payload);
     if let Ok(h) = ReplyHeader::decode(&mut r) {
         let body = &payload[payload.len() - r.remaining()..];
-        let _ = decode_reply_body(op, h.err, body);
+        let decoded = decode_reply_body(op, h.err, body);
+        if op == op::GET_CHILDREN2 {
+            // Read in place, a listing is accepted or refused exactly as when decoded, and
+            // its reader sees the same names.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let read = Box::new(move |names: Names<'_>| tx.send(names.to_vec()).unwrap());
+            let in_place = read_children_reply(h.err, body, read);
+            assert_eq!(in_place.is_ok(), decoded.is_ok(), "{payload:?}");
+            if let Ok(Ok(zklock_wire::conn::Response::GetChildren2(r))) = decoded {
+                assert_eq!(rx.try_recv().ok(), Some(r.children), "{payload:?}");
+            }
+        }
         let _ = WatcherEvent::decode_all(body);
     }
 }
