@@ -82,13 +82,14 @@ fn main() {
         }
         "serve" => {
             // A server for running workers by hand: prints `servers=...`, stops at end of input.
+            // `--members 3 --tick-ms 500`: an ensemble at another tick (the s9 timings).
             let config = zklock_testkit::Config {
                 force_sync: args.opt("force-sync").is_some(),
-                tick_ms: 200,
+                tick_ms: args.int("tick-ms", 200) as u32,
                 secure: false,
                 ..zklock_testkit::Config::default()
             };
-            match zklock_testkit::ZooKeeper::start(1, &config) {
+            match zklock_testkit::ZooKeeper::start(args.int("members", 1) as usize, &config) {
                 Ok(zk) => {
                     println!("servers={}", zk.connect_string());
                     let mut sink = String::new();

@@ -433,6 +433,7 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
     let options = zklock::Options::default()
         .session_timeout(Duration::from_millis(args.int("session-ms", 10_000)))
         .server_tick(Duration::from_millis(args.int("tick-ms", 2_000)));
+    count_sessions_ended();
     let t0 = Instant::now();
     let mut clients = Vec::with_capacity(n);
     for _ in 0..n {
@@ -441,7 +442,7 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
     let open_s = t0.elapsed().as_secs_f64();
     ready(
         json!({"phase": "idle", "sessions": n, "open_s": open_s, "rss": rss_bytes(),
-                 "heartbeats": zklock::support::heartbeats()}),
+                 "heartbeats": zklock::support::heartbeats(), "ended": ended()}),
     );
     read_line().await;
 
@@ -454,7 +455,7 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
         );
     }
     ready(json!({"phase": "hold", "leases": n, "rss": rss_bytes(),
-                 "heartbeats": zklock::support::heartbeats()}));
+                 "heartbeats": zklock::support::heartbeats(), "ended": ended()}));
     read_line().await;
     for l in leases {
         l.release().await?;
@@ -473,7 +474,7 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
     }
     ready(
         json!({"phase": "wait", "waiters": waiting.len(), "rss": rss_bytes(),
-                 "heartbeats": zklock::support::heartbeats()}),
+                 "heartbeats": zklock::support::heartbeats(), "ended": ended()}),
     );
     read_line().await;
     let t1 = Instant::now();
@@ -482,7 +483,39 @@ pub async fn zk_worker(args: &Args) -> Result<Value, Box<dyn std::error::Error +
     for c in clients {
         c.close().await;
     }
-    Ok(json!({"close_s": t1.elapsed().as_secs_f64(), "heartbeats": zklock::support::heartbeats()}))
+    Ok(
+        json!({"close_s": t1.elapsed().as_secs_f64(), "heartbeats": zklock::support::heartbeats(), "ended": ended()}),
+    )
+}
+
+/// Sessions this worker's process saw end, by the core's `session` warnings: a session the
+/// lifeline gave up or the server expired is a session the servers' figures no longer count, so
+/// the phases report how many ended and the first few reasons go to stderr.
+static ENDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn ended() -> u64 {
+    ENDED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn count_sessions_ended() {
+    let sink = |r: &zklock::support::LogRecord| {
+        let text = r.message.as_str();
+        let what = r
+            .fields
+            .iter()
+            .find(|(k, _)| *k == "event")
+            .map(|(_, v)| v.as_str());
+        if r.event == "session" && matches!(what, Some("expired" | "ended")) {
+            let n = ENDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if n < 3 {
+                eprintln!("s9 worker: a session ended: {text}");
+            }
+        }
+    };
+    zklock::support::set_log_sink(Some((
+        zklock::support::LogLevel::Warn,
+        std::sync::Arc::new(sink),
+    )));
 }
 
 fn ready(v: Value) {
