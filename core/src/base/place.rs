@@ -61,13 +61,7 @@ where
         if let Some(style) = style {
             let other = ElectionStyle::of_parts(parts.kind, parts.library) != Some(style);
             if other && foreign.as_ref().is_none_or(|(k, _)| key < *k) {
-                let contender = Contender {
-                    name: name.to_owned(),
-                    sequence: parts.sequence,
-                    kind: parts.kind,
-                    library: parts.library,
-                };
-                foreign = Some((key, contender));
+                foreign = Some((key, parts.contender(name)));
             }
         }
         let before_us = own_key.is_some_and(|own| key < own);

@@ -264,12 +264,7 @@ pub(crate) fn node_prefix(protected: &str, kind: NodeKind) -> String {
 
 /// Reads a child name; `None` for anything that is no lock node (it is then ignored).
 pub fn parse_contender(name: &str) -> Option<Contender> {
-    read_name(name).map(|parts| Contender {
-        name: name.to_owned(),
-        sequence: parts.sequence,
-        kind: parts.kind,
-        library: parts.library,
-    })
+    read_name(name).map(|parts| parts.contender(name))
 }
 
 /// What a lock node's name says, read without a copy of the name.
@@ -278,6 +273,18 @@ pub(crate) struct NameParts {
     pub sequence: i32,
     pub kind: NodeKind,
     pub library: Library,
+}
+
+impl NameParts {
+    /// The contender `name` is, once a walk decided to keep it (the only copy of the name).
+    pub(crate) fn contender(self, name: &str) -> Contender {
+        Contender {
+            name: name.to_owned(),
+            sequence: self.sequence,
+            kind: self.kind,
+            library: self.library,
+        }
+    }
 }
 
 /// [`parse_contender`] without the copy: for a walk over every name of a listing.

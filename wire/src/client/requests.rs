@@ -281,7 +281,8 @@ impl Client {
     }
 
     /// getChildren2 whose names `read` reads where the reply is decoded, in the connection's
-    /// task (so it must be quick and must not block): the result is what `read` made of them.
+    /// task (so it must be quick, must not block and must not panic: a panic there would end
+    /// the connection's task with every request on it): the result is what `read` made of them.
     /// Nothing else keeps the names, so a listing costs the caller only what `read` keeps.
     pub fn read_children<T: Send + 'static>(
         &self,
