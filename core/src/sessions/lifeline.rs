@@ -114,6 +114,16 @@ pub(crate) fn beat_interval(timeout: Duration, tick: Duration) -> Duration {
     (gap(tick) + Duration::from_millis(50)).max(keep(timeout, tick) * 2 / 9)
 }
 
+/// At most this many heartbeats of one session wait for their answers at once. A proof takes
+/// three answers one after another (j; k sent a gap after j's answer; m sent after k's), so it
+/// arrives at least `3 × rtt + gap` after j was sent and keeps nothing once that passes `keep`:
+/// a round trip is of use only while it is under `(keep − gap) / 3`, which is less than one and
+/// a half `beat_interval`s (at least `2/9 × keep`). Two beats in flight then cover every round
+/// trip that can still prove anything, and a third leaves room for a late one. More (16 until
+/// issue 34) would only add to a slow server's queue, on which every session's proof waits, and
+/// to what a black hole holds.
+pub(crate) const MAX_BEATS_IN_FLIGHT: u64 = 3;
+
 /// How far ahead the deadline must be for an acquire to be granted on it (the session is armed
 /// then), and below which the session catches up (a heartbeat as soon as one can move the
 /// proof): a quarter of `keep`, and at least a gap and 100 ms, the time the next proof needs
@@ -478,6 +488,29 @@ mod tests {
         assert!(line.lost_at() > now + floor(TIMEOUT, TICK));
         // Nothing newer can be proven until a gap after the latest answer.
         assert_eq!(line.catch_up_at(now + ms(10)), now + ms(10) + gap(TICK));
+    }
+
+    #[test]
+    fn the_beats_in_flight_cover_every_round_trip_that_can_still_prove() {
+        for (timeout, tick) in [
+            (Duration::from_secs(10), SAMPLE_TICK),
+            (Duration::from_secs(60), SAMPLE_TICK),
+            (TIMEOUT, TICK),
+            (TIMEOUT, ms(1000)),
+            (Duration::from_secs(2), ms(400)),
+            (Duration::from_secs(2), ms(500)),
+        ] {
+            let (keep, gap) = (keep(timeout, tick), gap(tick));
+            // The longest round trip after which a proof still lands before its deadline.
+            let useful = keep.saturating_sub(gap) / 3;
+            let interval = beat_interval(timeout, tick);
+            // Beats sent every `interval` with answers `useful` late: this many wait at once.
+            let waiting = useful.as_nanos().div_ceil(interval.as_nanos()) as u64;
+            assert!(
+                waiting < MAX_BEATS_IN_FLIGHT,
+                "{timeout:?}/{tick:?}: {waiting} beats in flight at a {useful:?} round trip"
+            );
+        }
     }
 
     #[test]

@@ -146,9 +146,6 @@ fn note_pings(session: &Session) {
     }
 }
 
-/// At most this many heartbeats wait for their answers at once (a black hole holds them all).
-const MAX_BEATS_IN_FLIGHT: u64 = 16;
-
 /// Heartbeats sent by every session of this process (`zklock::support::heartbeats`: tests
 /// count them).
 static HEARTBEATS: AtomicU64 = AtomicU64::new(0);
@@ -161,10 +158,10 @@ pub fn heartbeats() -> u64 {
 /// Sends one `sync` (forwarded by a follower to the leader; see `lifeline`) and records its send
 /// and answer times, then wakes the lifeline task (an answer may call for the next heartbeat at
 /// once, and arms a waiting acquire's proof). Bounded by the session timeout and by
-/// `MAX_BEATS_IN_FLIGHT`.
+/// `lifeline::MAX_BEATS_IN_FLIGHT`.
 fn heartbeat(session: &Arc<Session>, in_flight: &Arc<AtomicU64>) {
     let Ok(zk) = session.zk() else { return };
-    if in_flight.load(Ordering::Relaxed) >= MAX_BEATS_IN_FLIGHT {
+    if in_flight.load(Ordering::Relaxed) >= lifeline::MAX_BEATS_IN_FLIGHT {
         return;
     }
     in_flight.fetch_add(1, Ordering::Relaxed);
