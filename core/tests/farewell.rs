@@ -16,10 +16,25 @@ use common::*;
 use tokio::time::Instant;
 use zklock::Options;
 
-/// One round: a holder on a proxy, a waiter on a direct link, the proxy loses the
-/// server-to-client direction. The holder lets go of its lease `stop_after` after its lost
-/// signal. Returns (split, lost, let go, acquired).
+/// How the holder's link fails.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// The server-to-client direction is lost: nothing comes back.
+    OneWay,
+    /// Every chunk, both ways, is held this many milliseconds: the transport stays connected
+    /// (something arrives well within its read timeout), but answers come too late for any
+    /// proof, so the lifeline gives the session up with both directions working.
+    Slow(u64),
+}
+
 async fn one_way_round(stop_after: Duration) -> (Instant, Instant, Instant, Instant) {
+    round(Fault::OneWay, stop_after).await
+}
+
+/// One round: a holder on a proxy, a waiter on a direct link, the proxy's link fails as `fault`
+/// says. The holder lets go of its lease `stop_after` after its lost signal. Returns (split,
+/// lost, let go, acquired).
+async fn round(fault: Fault, stop_after: Duration) -> (Instant, Instant, Instant, Instant) {
     let path = unique_path("farewell");
     let session = Duration::from_secs(3);
     let options = Options::default().session_timeout(session);
@@ -51,7 +66,10 @@ async fn one_way_round(stop_after: Duration) -> (Instant, Instant, Instant, Inst
     // Queued: the waiter's node is there before the link breaks.
     wait_for_nodes(&path, 2).await;
     let split = Instant::now();
-    proxy.drop_to_client();
+    match fault {
+        Fault::OneWay => proxy.drop_to_client(),
+        Fault::Slow(ms) => proxy.delay(ms),
+    }
 
     let acquired_at = acquired_at.await.unwrap();
     let (lost_at, let_go_at) = stopped.await.unwrap();
@@ -94,6 +112,30 @@ async fn the_farewell_waits_for_a_holder_that_stops_slowly_to_let_go() {
     let (split, lost_at, let_go_at, acquired_at) = one_way_round(Duration::from_millis(1800)).await;
     println!(
         "one-way loss, slow holder: lost at {} ms, let go at {} ms, waiter acquired at {} ms",
+        ms(lost_at, split),
+        ms(let_go_at, split),
+        ms(acquired_at, split)
+    );
+    assert!(
+        acquired_at > let_go_at,
+        "the waiter acquired {} ms before the holder let go of its lost lease",
+        ms(let_go_at, acquired_at)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_given_up_on_a_slow_link_is_not_closed_before_its_holder_let_go() {
+    // Both directions work, slowly: the transport could say goodbye itself, and used to at the
+    // give-up, handing the lock on within a round trip of the lost signal while the holder was
+    // still stopping. The give-up now leaves the session to the farewell (or the server's own
+    // expiry), which waits for the lost signal's lead and for the holder to let go.
+    // The holder stops 2.6 s after its lost signal: before the session timeout (3 s) after the
+    // give-up, so the farewell still goes, and well after the transport's own goodbye used to
+    // land (about 1.8 s after the lost signal, once the heartbeats in flight were answered).
+    let (split, lost_at, let_go_at, acquired_at) =
+        round(Fault::Slow(500), Duration::from_millis(2600)).await;
+    println!(
+        "slow link, slow holder: lost at {} ms, let go at {} ms, waiter acquired at {} ms",
         ms(lost_at, split),
         ms(let_go_at, split),
         ms(acquired_at, split)

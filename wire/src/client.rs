@@ -117,6 +117,7 @@ impl Client {
             next_tag: AtomicU64::new(1),
             last_zxid: AtomicI64::new(last_zxid_seen),
             closing: AtomicBool::new(false),
+            abandoned: AtomicBool::new(false),
             close_now: Notify::new(),
             next_host: Mutex::new(0),
             last_failure: Mutex::new(None),
@@ -215,5 +216,16 @@ impl Client {
     /// the state becomes `Closed` once the server answered or the connection ended.
     pub fn close(&self) {
         self.shared().request_close();
+    }
+
+    /// Ends the session here without telling the server: the connection is cut, nothing more
+    /// is sent on it (no CloseSession, no ping, no reconnect) and the state becomes `Closed`.
+    /// The server keeps the session, and its ephemeral nodes, until it expires the session or
+    /// someone closes it with its id and password. For a caller that must not hand its nodes on
+    /// yet (zklock's lifeline, which gives a session up before its holder has stopped).
+    pub fn abandon(&self) {
+        let shared = self.shared();
+        shared.abandoned.store(true, Ordering::Release);
+        shared.request_close();
     }
 }

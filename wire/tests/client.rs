@@ -286,6 +286,46 @@ async fn dropping_the_last_handle_closes_the_session() {
 }
 
 #[tokio::test]
+async fn an_abandoned_session_is_left_to_the_server_and_its_nodes_stay_until_it_expires() {
+    let other = open(zklock_testkit::shared()).await;
+    let (dir, acl) = fresh(&other, "abandon").await;
+    let node = format!("{dir}/n");
+    let client = open(zklock_testkit::shared()).await;
+    let timeout = client.session_timeout();
+    client
+        .create(&node, b"", CreateMode::Ephemeral, &acl)
+        .await
+        .unwrap();
+    let abandoned = std::time::Instant::now();
+    client.abandon();
+    wait_state(&client, SessionState::Closed, Duration::from_secs(2)).await;
+    assert_eq!(client.get_data(&node).await, Err(Error::ClientClosed));
+    drop(client);
+    // No CloseSession went out: the node stays for as long as the server keeps the session,
+    // and goes once the server expires it, a session timeout after its last touch.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        other.check_stat(&node).await.unwrap().is_some(),
+        "the abandoned session was closed on the server"
+    );
+    let gone = tokio::time::timeout(timeout * 3, async {
+        while other.check_stat(&node).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        gone.is_ok(),
+        "the server never expired the abandoned session"
+    );
+    assert!(
+        abandoned.elapsed() >= timeout.saturating_sub(Duration::from_millis(500)),
+        "the node went {:?} after the abandon, sooner than the server's expiry",
+        abandoned.elapsed()
+    );
+}
+
+#[tokio::test]
 async fn requests_queued_in_a_burst_are_all_answered_in_queue_order() {
     let client = open(zklock_testkit::shared()).await;
     let (dir, acl) = fresh(&client, "burst").await;

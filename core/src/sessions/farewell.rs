@@ -11,6 +11,10 @@
 //! then closes the session and deletes its ephemeral nodes. A server that does not know the
 //! session (already closed or expired) refuses the connect, which is harmless.
 //!
+//! The farewell is the only goodbye: the give-up abandons the transport (`Session::give_up`),
+//! whose own CloseSession would otherwise go out as soon as its last request in flight was
+//! answered, before the waits below.
+//!
 //! The farewell hands the lock on, so it waits (issue 33): with the direction to the server
 //! working, a farewell sent when the lease turned lost let the next holder in a few
 //! milliseconds after the lost signal, while ours was still stopping. It goes out only once

@@ -405,10 +405,12 @@ impl Session {
     /// server when only the direction to it still works (`farewell`). Lost first: the farewell
     /// hands the lock on, so it waits for the lost signal's time and its holder (issue 33).
     fn give_up(&self) {
-        let credentials = self
-            .zk
-            .lock()
-            .unwrap()
+        // Held through `end`, so that the transport does not close the session itself when
+        // `end` lets go of it: a CloseSession would hand the lock on a round trip after the lost
+        // signal, while the holder may still be stopping. It is abandoned instead (nothing more
+        // is sent), and the farewell or the server's own expiry closes the session.
+        let transport = self.zk.lock().unwrap().clone();
+        let credentials = transport
             .as_ref()
             .map(|zk| (zk.session_id(), zk.session_password()));
         let proven = self.lifeline.proven();
@@ -426,6 +428,9 @@ impl Session {
                 crate::base::text::duration(self.lifeline.tick())
             ),
         ));
+        if let Some(transport) = transport {
+            transport.abandon();
+        }
         let (Some(leases), Some((id, password)), true) = (lost, credentials, self.plain) else {
             return;
         };

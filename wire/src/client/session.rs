@@ -32,6 +32,9 @@ pub(super) struct Shared {
     /// `lastZxidSeen` and as SetWatches' `relativeZxid`).
     pub(super) last_zxid: AtomicI64,
     pub(super) closing: AtomicBool,
+    /// Closing without a CloseSession (`Client::abandon`): the connection is cut and the
+    /// server keeps the session until it expires or someone else closes it.
+    pub(super) abandoned: AtomicBool,
     pub(super) close_now: Notify,
     /// Index of the next host to try.
     pub(super) next_host: Mutex<usize>,
@@ -339,6 +342,13 @@ async fn reconnect(
 /// (bounded by the connection's own read timeout).
 async fn close_session(shared: &Arc<Shared>, events: &mut Events) {
     let conn = shared.current.lock().unwrap().clone();
+    if shared.abandoned.load(Ordering::Acquire) {
+        if let Some(conn) = conn {
+            conn.abort(conn::Error::Closed);
+        }
+        shared.end(SessionState::Closed);
+        return;
+    }
     if let Some(conn) = conn {
         if let Ok(reply) = conn.submit(&Request::CloseSession) {
             let limit = conn.session().timeout / 3 + Duration::from_millis(100);
