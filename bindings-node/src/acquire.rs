@@ -51,15 +51,6 @@ impl NativeAcquire {
         })
     }
 
-    /// How many contenders must leave before this acquire can hold, as of its last look at the
-    /// queue ([`zklock::Acquire::position`]); `null` before its node is placed, when it held
-    /// at once, and once it has ended.
-    #[napi(getter)]
-    pub fn position(&self) -> Option<u32> {
-        let slot = self.acquire.lock().unwrap_or_else(|e| e.into_inner());
-        slot.as_ref().and_then(Acquire::position)
-    }
-
     /// `callback(position)` on the JS thread when the acquire is queued behind others and each
     /// time its place changes ([`zklock::QueuePosition::on_queued`]); never for an acquire that
     /// holds at once. The callback does not keep the event loop alive.
