@@ -147,36 +147,42 @@ impl Farewell {
         })
     }
 
-    /// Waits, on a thread of its own (kept off the runtime so that a stalled runtime cannot
-    /// hold it up), until the farewell is due and let go, then sends it to every server of the
-    /// connect string at once; or skips it at `skip_at`. Errors are ignored: this is a last
-    /// attempt, the server's own expiry remains the fallback.
+    /// Hands the farewell to the process's farewell thread (kept off the runtime so that a
+    /// stalled runtime cannot hold it up), which waits until it is due and let go, then sends it
+    /// to every server of the connect string at once; or skips it at `skip_at`. Errors are
+    /// ignored: this is a last attempt, the server's own expiry remains the fallback.
     pub(crate) fn start(self: &Arc<Self>) {
-        let farewell = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name("zklock-farewell".into())
-            .spawn(move || {
-                loop {
-                    let now = Instant::now();
-                    if now >= farewell.skip_at {
-                        break;
-                    }
-                    if now >= farewell.due && farewell.let_go() {
-                        farewell.send_to_all();
-                        break;
-                    }
-                    let wake = if now < farewell.due {
-                        farewell.due
-                    } else {
-                        now + LET_GO_POLL
-                    };
-                    std::thread::sleep(wake.min(farewell.skip_at) - now);
-                }
-                farewell.done.send_replace(true);
-            });
-        if spawned.is_err() {
+        if !waiting::add(self.clone()) {
             self.done.send_replace(true);
         }
+    }
+
+    /// What the farewell thread does with it at `now`: wait until the returned moment, or
+    /// nothing more (`None`: sent, now being sent, or skipped).
+    fn step(self: &Arc<Self>, now: Instant) -> Option<Instant> {
+        if now >= self.skip_at {
+            self.done.send_replace(true);
+            return None;
+        }
+        if now >= self.due && self.let_go() {
+            let farewell = self.clone();
+            let sending = std::thread::Builder::new()
+                .name("zklock-farewell".into())
+                .spawn(move || {
+                    farewell.send_to_all();
+                    farewell.done.send_replace(true);
+                });
+            if sending.is_err() {
+                self.done.send_replace(true);
+            }
+            return None;
+        }
+        let wake = if now < self.due {
+            self.due
+        } else {
+            now + LET_GO_POLL
+        };
+        Some(wake.min(self.skip_at))
     }
 
     /// Resolves once the farewell was sent or skipped.
@@ -199,6 +205,91 @@ impl Farewell {
             .collect();
         for send in sends {
             let _ = send.join();
+        }
+    }
+}
+
+/// The farewells of this process that wait to be due and let go, and the one thread that
+/// watches them: a thread per farewell polled its holder every `LET_GO_POLL`, so thousands of
+/// sessions given up at once (a process of many sessions on an overloaded ensemble) made as many
+/// threads and a hundred times as many wake-ups a second, on the machine that was already slow.
+mod waiting {
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::Instant;
+
+    use super::Farewell;
+    use crate::ops::runtime::current_pid;
+
+    struct Waiting {
+        farewells: Mutex<Vec<Arc<Farewell>>>,
+        added: Condvar,
+    }
+
+    /// The thread's state, and the process it was started in: a fork's child has no such thread
+    /// and starts its own.
+    static WAITING: Mutex<Option<(u32, Arc<Waiting>)>> = Mutex::new(None);
+
+    /// Adds a farewell for the thread to watch; false when no thread could be started (the next
+    /// farewell tries again).
+    pub(super) fn add(farewell: Arc<Farewell>) -> bool {
+        let waiting = {
+            let mut slot = WAITING.lock().unwrap_or_else(|e| e.into_inner());
+            match slot.as_ref() {
+                Some((pid, waiting)) if *pid == current_pid() => waiting.clone(),
+                _ => {
+                    let Some(waiting) = start() else { return false };
+                    *slot = Some((current_pid(), waiting.clone()));
+                    waiting
+                }
+            }
+        };
+        waiting.farewells.lock().unwrap().push(farewell);
+        waiting.added.notify_one();
+        true
+    }
+
+    fn start() -> Option<Arc<Waiting>> {
+        let waiting = Arc::new(Waiting {
+            farewells: Mutex::new(Vec::new()),
+            added: Condvar::new(),
+        });
+        let watched = waiting.clone();
+        std::thread::Builder::new()
+            // 15 characters: the most a Linux thread name keeps.
+            .name("zklock-fw-watch".into())
+            .spawn(move || watch(&watched))
+            .ok()?;
+        Some(waiting)
+    }
+
+    /// Steps every farewell when it asked to be, sleeping until the earliest such moment or a
+    /// new farewell. No step runs under the lock: a step may drop the last reference to a
+    /// lease, and nothing that drop does may wait for `add`.
+    fn watch(waiting: &Waiting) {
+        let mut kept: Vec<Arc<Farewell>> = Vec::new();
+        loop {
+            kept.append(&mut waiting.farewells.lock().unwrap());
+            let now = Instant::now();
+            let mut next: Option<Instant> = None;
+            kept.retain(|f| match f.step(now) {
+                Some(at) => {
+                    next = Some(next.map_or(at, |n| n.min(at)));
+                    true
+                }
+                None => false,
+            });
+            let added = waiting.farewells.lock().unwrap();
+            if !added.is_empty() {
+                continue;
+            }
+            // `add` pushes under the lock held from the check to the wait: no wake-up is missed.
+            drop(match next {
+                None => waiting.added.wait(added).unwrap(),
+                Some(at) => {
+                    let wait = at.saturating_duration_since(Instant::now());
+                    waiting.added.wait_timeout(added, wait).unwrap().0
+                }
+            });
         }
     }
 }
@@ -234,6 +325,56 @@ mod tests {
         assert_eq!(&bytes[35..39], &8i32.to_be_bytes());
         assert_eq!(&bytes[43..47], &(-11i32).to_be_bytes(), "closeSession");
         assert_eq!(bytes.len(), 47);
+    }
+
+    /// How many threads of this process have this name (Linux keeps 15 characters of it).
+    #[cfg(target_os = "linux")]
+    fn threads_named(name: &str) -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|comm| comm.trim_end() == name)
+            .count()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn many_waiting_farewells_share_one_thread_and_each_ends() {
+        let now = Instant::now();
+        // Nothing listens on port 1: each send fails at once, once the farewell is due.
+        let farewells: Vec<_> = (0..300)
+            .map(|id| {
+                Farewell::new(
+                    "127.0.0.1:1",
+                    id,
+                    b"pw".to_vec(),
+                    Duration::from_millis(1500),
+                    Duration::from_millis(300),
+                    now,
+                    now,
+                    Vec::new(),
+                )
+            })
+            .collect();
+        for farewell in &farewells {
+            farewell.start();
+        }
+        // Due 1.5 s from now: all 300 wait, on the one watching thread (which names itself
+        // once it runs).
+        let named_by = Instant::now() + Duration::from_millis(1000);
+        while threads_named("zklock-fw-watch") == 0 && Instant::now() < named_by {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(threads_named("zklock-fw-watch"), 1);
+        assert_eq!(threads_named("zklock-farewell"), 0, "a send went early");
+        let ended = |f: &Arc<Farewell>| *f.done.borrow();
+        assert!(!farewells.iter().any(ended), "a farewell ended before due");
+        let by = Instant::now() + Duration::from_secs(20);
+        while !farewells.iter().all(ended) {
+            assert!(Instant::now() < by, "farewells still waiting after 20 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(now.elapsed() >= Duration::from_millis(1500));
     }
 
     #[test]
