@@ -365,6 +365,18 @@ pub fn spawn_on_terminal(mut cmd: Command) -> OnTerminal {
     cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave));
+    // A terminal's foreground job has SIGINT at its default action (Ctrl-C ends what installs
+    // no handler, as `ls --watch`), as an interactive shell sets it, whatever this test process
+    // inherited: `make test` run as a background job of a non-interactive shell has SIGINT
+    // ignored, and an ignored signal stays ignored across exec (it failed `ls --watch`'s
+    // Ctrl-C test that way).
+    // SAFETY: signal() is async-signal-safe, as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     let child = cmd.spawn().expect("spawn zklock on a terminal");
     // The command keeps its copies of the slave side open: without them the master reads EIO
     // once the child is gone, which ends the reader.
