@@ -27,14 +27,18 @@ enum Fault {
     Slow(u64),
 }
 
-async fn one_way_round(stop_after: Duration) -> (Instant, Instant, Instant, Instant) {
+/// When a round's link failed, the holder's lost signal fired, the holder let go and the
+/// waiter acquired.
+type Round = (Instant, Instant, Instant, Instant);
+
+async fn one_way_round(stop_after: Duration) -> Round {
     round(Fault::OneWay, stop_after).await
 }
 
 /// One round: a holder on a proxy, a waiter on a direct link, the proxy's link fails as `fault`
 /// says. The holder lets go of its lease `stop_after` after its lost signal. Returns (split,
 /// lost, let go, acquired).
-async fn round(fault: Fault, stop_after: Duration) -> (Instant, Instant, Instant, Instant) {
+async fn round(fault: Fault, stop_after: Duration) -> Round {
     let path = unique_path("farewell");
     let session = Duration::from_secs(3);
     let options = Options::default().session_timeout(session);
@@ -106,43 +110,37 @@ async fn a_holder_that_hears_nothing_back_closes_its_session_when_it_gives_it_up
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_farewell_waits_for_a_holder_that_stops_slowly_to_let_go() {
-    // Longer than the farewell's own wait (840 ms), shorter than the session timeout.
-    let (split, lost_at, let_go_at, acquired_at) = one_way_round(Duration::from_millis(1800)).await;
+/// Prints one round of a holder that stops slowly and checks that the waiter acquired only
+/// after the holder let go of its lost lease.
+fn acquired_after_let_go(what: &str, (split, lost_at, let_go_at, acquired_at): Round) {
     println!(
-        "one-way loss, slow holder: lost at {} ms, let go at {} ms, waiter acquired at {} ms",
+        "{what}: lost at {} ms, let go at {} ms, waiter acquired at {} ms",
         ms(lost_at, split),
         ms(let_go_at, split),
         ms(acquired_at, split)
     );
     assert!(
         acquired_at > let_go_at,
-        "the waiter acquired {} ms before the holder let go of its lost lease",
+        "{what}: the waiter acquired {} ms before the holder let go of its lost lease",
         ms(let_go_at, acquired_at)
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_farewell_waits_for_a_holder_that_stops_slowly_to_let_go() {
+    // Longer than the farewell's own wait (840 ms), shorter than the session timeout.
+    let seen = one_way_round(Duration::from_millis(1800)).await;
+    acquired_after_let_go("one-way loss, slow holder", seen);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_given_up_on_a_slow_link_is_not_closed_before_its_holder_let_go() {
-    // Both directions work, slowly: the transport could say goodbye itself, and used to at the
-    // give-up, handing the lock on within a round trip of the lost signal while the holder was
-    // still stopping. The give-up now leaves the session to the farewell (or the server's own
-    // expiry), which waits for the lost signal's lead and for the holder to let go.
-    // The holder stops 2.6 s after its lost signal: before the session timeout (3 s) after the
-    // give-up, so the farewell still goes, and well after the transport's own goodbye used to
-    // land (about 1.8 s after the lost signal, once the heartbeats in flight were answered).
-    let (split, lost_at, let_go_at, acquired_at) =
-        round(Fault::Slow(500), Duration::from_millis(2600)).await;
-    println!(
-        "slow link, slow holder: lost at {} ms, let go at {} ms, waiter acquired at {} ms",
-        ms(lost_at, split),
-        ms(let_go_at, split),
-        ms(acquired_at, split)
-    );
-    assert!(
-        acquired_at > let_go_at,
-        "the waiter acquired {} ms before the holder let go of its lost lease",
-        ms(let_go_at, acquired_at)
-    );
+    // Both directions work, slowly: the transport could say goodbye itself, and used to once
+    // its heartbeats in flight were answered (about 1.8 s after the lost signal here), while
+    // the holder was still stopping. The give-up now leaves the session to the farewell (or
+    // the server's own expiry), which waits for the lost signal's lead and for the holder to
+    // let go. The holder stops 2.6 s after its lost signal: before the session timeout (3 s)
+    // after the give-up, so the farewell still goes.
+    let seen = round(Fault::Slow(500), Duration::from_millis(2600)).await;
+    acquired_after_let_go("slow link, slow holder", seen);
 }
