@@ -384,7 +384,7 @@ fn round_through_proxy(
     let holder = start_holder(proxy.addr(), path)?;
     let fault = Fault {
         waiter_server: server,
-        waiter_options: zklock::Options::default(),
+        waiter_options: zklock::Options::default().session_timeout(crate::timing::WAITER_SESSION),
         begin: || cut(&proxy),
         end: || proxy.heal(),
     };

@@ -24,3 +24,13 @@ pub const SAMPLE: Timing = Timing {
     sync_limit: 5,
     session: Duration::from_secs(10),
 };
+
+/// The session timeout of the rounds' zklock waiters, whose own sessions must outlive what a
+/// round does to the machine: a waiter holds nothing until the holder's lock comes to it, but
+/// its lifeline still gives its session up when it cannot prove it alive within the session
+/// timeout less its margins. On a loaded machine that happened to 12 s waiters while two
+/// members elected a leader (over 11 s), and to 10 s waiters on a direct link to a standalone
+/// server while the test process itself was starved. 30 s is half the harness's
+/// `maxSessionTimeout`; it changes nothing a round measures, which is when the waiter acquires
+/// against when the holder's lost signal fired.
+pub const WAITER_SESSION: Duration = Duration::from_secs(30);

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zklock::{ElectionStyle, LeaseState, Options, Owner, Wait};
 use zklock_testkit::{unique_path, Config, Isolation, Proxy, ZooKeeper};
-use zklock_trust::timing::{Timing, FAST, SAMPLE};
+use zklock_trust::timing::{Timing, FAST, SAMPLE, WAITER_SESSION};
 
 /// Holder/waiter pairs per round, all on the isolated member.
 const PAIRS: usize = 3;
@@ -49,15 +49,9 @@ fn holder_options(timing: Timing) -> Options {
         .server_tick(timing.tick)
 }
 
-/// Waiters keep a longer session, so that their own sessions ride out an election: a waiter
-/// connected to one member only is re-established when that member serves again, and its
-/// lifeline gives it up if that takes longer than its session allows. Three times the holder's
-/// (12 s at tick 500 ms) was too short on a loaded machine, where the two remaining members took
-/// over 11 s to elect a leader and serve (twice, with `make test` beside other work). 30 s is
-/// half the ensemble's `maxSessionTimeout`; it changes nothing a round measures, which is when
-/// the waiter acquires against when the holder's lost signal fired.
-const WAITER_SESSION: Duration = Duration::from_secs(30);
-
+/// Waiters keep a longer session (`timing::WAITER_SESSION`), so that their own sessions ride out
+/// an election: a waiter connected to one member only is re-established when that member serves
+/// again, and its lifeline gives it up if that takes longer than its session allows.
 fn waiter_options(timing: Timing) -> Options {
     Options::default()
         .session_timeout(WAITER_SESSION.max(timing.session * 3))
