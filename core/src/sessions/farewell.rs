@@ -360,15 +360,18 @@ mod tests {
             farewell.start();
         }
         // Due 1.5 s from now: all 300 wait, on the one watching thread (which names itself
-        // once it runs).
-        let named_by = Instant::now() + Duration::from_millis(1000);
+        // once it runs; a loaded machine may take a while to run it).
+        let named_by = Instant::now() + Duration::from_secs(10);
         while threads_named("zklock-fw-watch") == 0 && Instant::now() < named_by {
             std::thread::sleep(Duration::from_millis(5));
         }
+        let before_due = Instant::now() < now + Duration::from_millis(1400);
         assert_eq!(threads_named("zklock-fw-watch"), 1);
-        assert_eq!(threads_named("zklock-farewell"), 0, "a send went early");
         let ended = |f: &Arc<Farewell>| *f.done.borrow();
-        assert!(!farewells.iter().any(ended), "a farewell ended before due");
+        if before_due {
+            assert_eq!(threads_named("zklock-farewell"), 0, "a send went early");
+            assert!(!farewells.iter().any(ended), "a farewell ended before due");
+        }
         let by = Instant::now() + Duration::from_secs(20);
         while !farewells.iter().all(ended) {
             assert!(Instant::now() < by, "farewells still waiting after 20 s");
