@@ -250,6 +250,21 @@ impl Queued {
         next
     }
 
+    /// Whether the lock, once ours, may become a lease with no wait: the session's proof binds
+    /// and is fresh. A session that only waited may have let it lapse (`Session::holds_proof`).
+    pub(crate) fn holds_proof(&self) -> bool {
+        self.cleanup.session.holds_proof()
+    }
+
+    /// Before the lock becomes a lease: waits for a fresh proof of the session's life unless
+    /// it holds one, bounded as `Session::proven` is.
+    pub(crate) async fn prove(&self, deadline: Option<Instant>, what: &str) -> Result<()> {
+        if self.holds_proof() {
+            return Ok(());
+        }
+        self.cleanup.session.proven(deadline, what).await
+    }
+
     /// With a lock-delay, once the lock is ours: whether the holder we followed released its
     /// node cleanly, i.e. the lock path's data is its release marker (written in the same multi
     /// as its delete: both applied or neither, ZooKeeper's multi). `None` when we waited for

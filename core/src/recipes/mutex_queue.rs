@@ -106,6 +106,10 @@ impl Waiting {
             let err = crate::engine::nodes::cancelled_error(&self.lock.path);
             return Err(self.queued.abandon(err).await);
         }
+        let deadline = self.timer.as_ref().map(|t| t.deadline());
+        if let Err(e) = self.queued.prove(deadline, &self.lock.path).await {
+            return Err(self.queued.abandon(e).await);
+        }
         Ok(Step::Done(self.finish(downgrade_of)))
     }
 
@@ -205,11 +209,13 @@ impl LockInner {
                 };
                 loop {
                     let turn = waiting.wait_turn().await;
-                    // With a lock-delay the turn is taken on the runtime (`settle` reads the
-                    // lock path's marker).
+                    // With a lock-delay, or a proof that lapsed while we waited, the turn is
+                    // taken on the runtime (`settle` reads the lock path's marker, or waits for
+                    // a fresh proof).
                     if matches!(turn, Ok(true))
                         && !waiting.cancelled()
                         && waiting.lock.lock_delay.is_none()
+                        && waiting.queued.holds_proof()
                         && waiting.queued.take_turn_if_next()
                     {
                         return in_time(waiting.finish(None), &self);

@@ -203,6 +203,9 @@ async fn wait_for_count(
                 let err = crate::engine::nodes::cancelled_error(req.path);
                 return Err(ours.abandon(err).await);
             }
+            if let Err(e) = ours.prove(req.deadline, req.path).await {
+                return Err(ours.abandon(e).await);
+            }
             return Ok(lease_of(ours, req, lease_req.dir));
         }
         if req.is_past_deadline() {

@@ -39,7 +39,10 @@
 //! acquire finds it at least [`floor`] ahead. From idle, the first heartbeat goes at once (k,
 //! with j the transport's latest ping answered a gap before) and the next as soon as k is
 //! answered (m), so an acquire from idle has its proof in about two round trips, beside its own
-//! create and listing. While the proof is needed, heartbeats go every [`beat_interval`].
+//! create and listing. While the proof is needed, heartbeats go every [`beat_interval`]. The
+//! deadline gives the session up only while it holds a lease: a session that only waits is
+//! disarmed when its proof lapses, and its lock becomes a lease only on a fresh proof
+//! (`session/demand.rs`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

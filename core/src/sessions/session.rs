@@ -307,6 +307,7 @@ impl Session {
             beat_now: Arc::default(),
             demand: Mutex::new(Demand {
                 count: 0,
+                leases: 0,
                 warm_until: None,
             }),
             armed: AtomicBool::new(false),
@@ -382,12 +383,12 @@ impl Session {
 
     /// Whether the session can still hold locks at this instant: dead, or past the lifeline's
     /// deadline while it binds (then it is given up here and now, before the lifeline task
-    /// wakes up). An idle session's deadline binds nothing: it holds nothing.
+    /// wakes up). An idle or only waiting session's deadline binds nothing: it holds nothing.
     pub(crate) fn is_lost_now(&self) -> bool {
         if self.is_dead() {
             return true;
         }
-        if self.is_armed() && self.lifeline.is_past() {
+        if self.is_armed() && self.lifeline.is_past() && self.rearm(Instant::now()) {
             self.give_up();
             return true;
         }
@@ -553,7 +554,7 @@ impl Session {
             .drain()
             .map(|(_, w)| w)
             .collect();
-        self.drop_demand(leases.len());
+        self.leases_ended(leases.len());
         for lease in leases.iter().filter_map(Weak::upgrade) {
             lease.lose(reason.message());
         }
@@ -592,14 +593,14 @@ impl Session {
     pub(crate) fn register(&self, lease: Weak<dyn Member>) -> u64 {
         let id = self.next_lease.fetch_add(1, Ordering::Relaxed);
         self.leases.lock().unwrap().insert(id, lease);
-        self.demand.lock().unwrap().count += 1;
+        self.lease_began();
         id
     }
 
     /// The lease is released or gone (twice is harmless).
     pub(crate) fn deregister(&self, id: u64) {
         if self.leases.lock().unwrap().remove(&id).is_some() {
-            self.drop_demand(1);
+            self.leases_ended(1);
         }
     }
 

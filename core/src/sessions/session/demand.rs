@@ -1,6 +1,11 @@
 //! What needs a session's proof of life, and when its deadline binds (`session`, `lifeline`):
 //! the session counts its registered leases and its acquires under way; an acquire arms the
 //! deadline once it is fresh, and the session disarms it after `lifeline::warm` of idleness.
+//!
+//! The deadline gives a session up only while it holds a lease. A session that only waits
+//! holds nothing another could take from it: when its proof lapses (a slow server, a starved
+//! process) it is disarmed, not given up, its acquires keep their place in the queue, and each
+//! waits for a fresh proof before its lock becomes a lease (`proven`, `holds_proof`).
 
 use std::sync::atomic::Ordering;
 
@@ -14,6 +19,9 @@ use crate::sessions::lifeline;
 /// under way (each from its first request to its lease or its failure).
 pub(super) struct Demand {
     pub(super) count: usize,
+    /// How many of `count` are registered leases: while there is one, a passed deadline gives
+    /// the session up.
+    pub(super) leases: usize,
     /// Until when an idle session keeps proving (`lifeline::warm` after the count fell to 0);
     /// `None` for a session that never had demand.
     pub(super) warm_until: Option<Instant>,
@@ -22,6 +30,31 @@ pub(super) struct Demand {
 impl Session {
     pub(super) fn is_armed(&self) -> bool {
         self.armed.load(Ordering::Acquire)
+    }
+
+    /// Whether a lock may become a lease now, with no further wait: the deadline binds and is
+    /// still ahead. Otherwise the acquire waits for a fresh proof (`proven`).
+    pub(crate) fn holds_proof(&self) -> bool {
+        self.is_armed() && !self.lifeline.is_past()
+    }
+
+    /// A lease of this session was made: it counts as demand, and the deadline binds from now
+    /// on (its acquire found it fresh, `proven`; had it passed since, the lease is lost at
+    /// once, on the safe side).
+    pub(super) fn lease_began(&self) {
+        let mut demand = self.demand.lock().unwrap();
+        demand.count += 1;
+        demand.leases += 1;
+        self.armed.store(true, Ordering::Release);
+    }
+
+    /// Leases ended (released, lost, or the session ended with them).
+    pub(super) fn leases_ended(&self, n: usize) {
+        {
+            let mut demand = self.demand.lock().unwrap();
+            demand.leases = demand.leases.saturating_sub(n);
+        }
+        self.drop_demand(n);
     }
 
     /// An acquire begins: the session proves from now on (`Session::demand_ended` when it ends).
@@ -38,7 +71,7 @@ impl Session {
         self.drop_demand(1);
     }
 
-    pub(super) fn drop_demand(&self, n: usize) {
+    fn drop_demand(&self, n: usize) {
         let mut demand = self.demand.lock().unwrap();
         demand.count = demand.count.saturating_sub(n);
         if demand.count == 0 {
@@ -53,7 +86,9 @@ impl Session {
     }
 
     /// Arms the deadline when there is demand and the deadline is at least `lifeline::floor`
-    /// ahead (true when armed); disarms it once the session is idle past its warm time.
+    /// ahead (true when armed); disarms it once the session is idle past its warm time, and
+    /// when it passed while the session holds no lease. So true with the deadline passed means
+    /// a lease is lost: the session is given up.
     pub(super) fn rearm(&self, now: Instant) -> bool {
         let demand = self.demand.lock().unwrap();
         if demand.count == 0 && demand.warm_until.is_none_or(|w| now >= w) {
@@ -61,7 +96,16 @@ impl Session {
             return false;
         }
         if self.is_armed() {
-            return true;
+            if demand.leases > 0 || now < self.lifeline.lost_at() {
+                return true;
+            }
+            // Only waiting: the lapse loses nothing. The next lock waits for a fresh proof.
+            self.armed.store(false, Ordering::Release);
+            tracing::debug!(
+                session = format_args!("0x{:x}", self.id),
+                "proof of life lapsed while the session holds no lease: its acquires wait for a \
+                 fresh one"
+            );
         }
         let floor = lifeline::floor(self.timeout, self.lifeline.tick());
         let fresh = demand.count > 0 && self.lifeline.lost_at() >= now + floor;
@@ -72,9 +116,10 @@ impl Session {
     }
 
     /// Waits until the session's proof binds, fresh (armed): an acquire under way (its demand
-    /// counted) calls it beside its first requests, and no lease is made before it returns, so
-    /// no lease ever carries a deadline from the session's idle time. Bounded by `deadline`,
-    /// but given at least a session timeout (a try still gets its proof).
+    /// counted) calls it beside its first requests, and again before a lock it waited for
+    /// becomes a lease unless `holds_proof`, so no lease ever carries a deadline from the
+    /// session's idle time or from a lapse while it waited. Bounded by `deadline`, but given at
+    /// least a session timeout (a try still gets its proof).
     pub(crate) async fn proven(&self, deadline: Option<Instant>, what: &str) -> Result<()> {
         let by = deadline.map(|d| d.max(Instant::now() + self.timeout));
         loop {
