@@ -7,7 +7,7 @@ use crate::base::error::Result;
 use crate::base::options::Options;
 use crate::base::protocol::{ElectionStyle, NodeKind};
 use crate::base::state::ConnectionState;
-use crate::ops::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, in_runtime};
 use crate::ops::stats::Stats;
 use crate::recipes::counter::{Counter, CounterWidth};
 use crate::recipes::election::{Election, LeaderWatch};
@@ -35,7 +35,7 @@ impl Client {
     /// Connects to `hosts` (`host:port,host:port/optional/chroot`).
     pub async fn connect(hosts: &str, options: Options) -> Result<Client> {
         let hosts = hosts.to_owned();
-        on_runtime(async move { Client::open(hosts, options).await }).await
+        in_runtime(async move { Client::open(hosts, options).await }).await
     }
 
     /// Blocking twin of [`Client::connect`].
@@ -72,7 +72,7 @@ impl Client {
     pub async fn check(&self, path: &str, token: i64, max_leases: Option<u32>) -> Result<bool> {
         let inner = self.inner.clone();
         let path = path.to_owned();
-        on_runtime(async move {
+        in_runtime(async move {
             crate::recipes::election::check(&inner, &path, token, max_leases).await
         })
         .await
@@ -140,7 +140,7 @@ impl Client {
         self.inner.check_usable()?;
         let inner = self.inner.clone();
         let (path, node) = (path.to_owned(), node.map(str::to_owned));
-        on_runtime(
+        in_runtime(
             async move { crate::recipes::revoke::revoke(&inner, &path, node.as_deref()).await },
         )
         .await
@@ -159,7 +159,7 @@ impl Client {
         self.inner.check_usable()?;
         let inner = self.inner.clone();
         let path = path.to_owned();
-        on_runtime(async move { crate::recipes::scan::locks_under(&inner, &path, limits).await })
+        in_runtime(async move { crate::recipes::scan::locks_under(&inner, &path, limits).await })
             .await
     }
 
@@ -189,7 +189,7 @@ impl Client {
         self.inner.check_usable()?;
         let inner = self.inner.clone();
         let (path, node, reason) = (path.to_owned(), node.to_owned(), reason.map(str::to_owned));
-        on_runtime(async move {
+        in_runtime(async move {
             crate::recipes::breaking::break_lock(&inner, &path, &node, reason.as_deref()).await
         })
         .await
@@ -311,7 +311,7 @@ impl Client {
     /// been told (at most half a second when it cannot be reached).
     pub async fn close(&self) {
         let inner = self.inner.clone();
-        let _ = on_runtime(async move {
+        let _ = in_runtime(async move {
             inner.close().await;
             Ok(())
         })

@@ -19,7 +19,7 @@ use crate::base::protocol;
 use crate::base::state::LeaseState;
 use crate::leases::lease::Lease;
 use crate::leases::node::LeaseShared;
-use crate::ops::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, in_runtime};
 
 /// One write of a guarded batch ([`Lease::guarded_write`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,7 +193,7 @@ impl Guarded {
     ) -> Result<Vec<Written>> {
         self.check(&writes)?;
         let deadline = deadline(timeout);
-        on_runtime(commit(self.parts.clone(), writes, deadline)).await
+        in_runtime(commit(self.parts.clone(), writes, deadline)).await
     }
 
     /// Blocking twin of [`Guarded::write_timeout`].

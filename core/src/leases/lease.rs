@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::base::error::Result;
 use crate::base::signal::{wait_any, Signal};
 use crate::base::state::{LeaseState, Released};
-use crate::ops::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, in_runtime};
 
 use crate::leases::node::LeaseShared;
 use crate::leases::parts::{Part, Parts};
@@ -275,7 +275,7 @@ impl Lease {
                 return Ok(Released::StillHeld);
             }
             let parts = std::mem::take(&mut self.parts);
-            Box::pin(on_runtime(release_parts(parts))).await
+            in_runtime(release_parts(parts)).await
         }
     }
 

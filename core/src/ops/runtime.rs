@@ -249,24 +249,68 @@ where
         .unwrap_or_else(|_| Err(Error::closed("the zklock runtime stopped")))
 }
 
-/// Runs `fut` on the private runtime and awaits it from any executor. Dropping the returned
-/// future aborts the task, so cancellation reaches the runtime (and its cleanup guards).
-/// A plain function that spawns at once: the caller's future then holds only the task handle,
-/// not a copy of `fut` (memory per waiting lock).
-pub(crate) fn on_runtime<T: Send + 'static>(
-    fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
-) -> impl std::future::Future<Output = Result<T>> + Send + 'static {
-    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-    impl<T> Drop for AbortOnDrop<T> {
-        fn drop(&mut self) {
-            self.0.abort();
-        }
+/// Runs `fut` in the private runtime's context, polled by the caller's own task: the timers
+/// and tasks it makes belong to the private runtime, so any executor may await it (a non-tokio
+/// one included), but no task is spawned per call. A spawn from another thread always writes
+/// the runtime's eventfd (tokio issue 5207) and its completion wakes the caller once more;
+/// polled here, a request only wakes the connection's task, which tokio does not wake again
+/// while it is already notified (bench scenario 4: 64 cycles at once over one session).
+/// Dropping the future drops `fut` in that context, so cancellation reaches its cleanup guards.
+/// A panic in `fut` becomes `Internal`, as a spawned task's did (`Error::from_join`).
+pub(crate) fn in_runtime<T, F>(fut: F) -> impl Future<Output = Result<T>> + Send + 'static
+where
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    // Boxed: the caller's future keeps only a pointer while the step runs (memory per
+    // waiting lock: a step's state is not stored beside the waiting state).
+    InRuntime {
+        handle: handle(),
+        fut: Some(Box::pin(fut)),
     }
-    let mut task = AbortOnDrop(spawn(fut));
-    async move {
-        match (&mut task.0).await {
-            Ok(r) => r,
-            Err(e) => Err(Error::from_join(e)),
+}
+
+struct InRuntime<F> {
+    handle: Handle,
+    /// `None` once it finished.
+    fut: Option<std::pin::Pin<Box<F>>>,
+}
+
+impl<T, F: Future<Output = Result<T>>> Future for InRuntime<F> {
+    type Output = Result<T>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<T>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let Some(fut) = this.fut.as_mut() else {
+            return Poll::Ready(Err(Error::new(
+                crate::ErrorKind::Internal,
+                "internal error: a zklock step was polled after it finished (please report it)",
+            )));
+        };
+        let _context = this.handle.enter();
+        let polled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx)));
+        let done = match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(result)) => result,
+            Err(_) => Err(Error::new(
+                crate::ErrorKind::Internal,
+                "internal error: a zklock task panicked (please report it)",
+            )),
+        };
+        this.fut = None;
+        Poll::Ready(done)
+    }
+}
+
+impl<F> Drop for InRuntime<F> {
+    fn drop(&mut self) {
+        if let Some(fut) = self.fut.take() {
+            let _context = self.handle.enter();
+            drop(fut);
         }
     }
 }
@@ -325,6 +369,47 @@ mod tests {
             "queued callbacks run in order after the drop"
         );
         done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+
+    /// A current-thread runtime with neither timers nor I/O: a step that needed the caller's
+    /// runtime for them would panic here.
+    fn bare_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_step_runs_in_the_callers_task_with_the_private_runtimes_timers() {
+        let step = super::in_runtime(async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tokio::spawn(async move { tx.send(super::on_runtime_thread()).ok() });
+            let spawned_on_runtime = rx.await.unwrap();
+            Ok((
+                std::thread::current().name().map(str::to_owned),
+                spawned_on_runtime,
+            ))
+        });
+        let (name, spawned_on_runtime) = bare_runtime().block_on(step).unwrap();
+        assert_eq!(name, std::thread::current().name().map(str::to_owned));
+        assert!(
+            spawned_on_runtime,
+            "a task the step spawns runs on the private runtime"
+        );
+    }
+
+    #[test]
+    fn a_step_that_panics_is_an_internal_error_and_the_caller_goes_on() {
+        let step = super::in_runtime(async {
+            if std::hint::black_box(true) {
+                panic!("a bug in a step");
+            }
+            Ok(())
+        });
+        let err = bare_runtime().block_on(step).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Internal);
+        assert!(err.to_string().contains("panicked"), "{err}");
     }
 
     #[test]

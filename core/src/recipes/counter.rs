@@ -23,7 +23,7 @@ use crate::base::protocol;
 use crate::engine::nodes::make_parents;
 use crate::leases::guarded::{Guarded, Write, Written};
 use crate::leases::lease::Lease;
-use crate::ops::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, in_runtime};
 use crate::sessions::connection::Connection;
 
 /// How many times a guarded increment reads again after the count changed under it before it
@@ -136,7 +136,7 @@ impl Counter {
     /// The count and its version; a missing node is count 0 at version -1.
     pub async fn get(&self) -> Result<Count> {
         let c = self.clone();
-        on_runtime(async move { c.read().await }).await
+        in_runtime(async move { c.read().await }).await
     }
 
     /// Blocking twin of [`Counter::get`].
@@ -150,7 +150,7 @@ impl Counter {
     /// it again). `InvalidArgument` when `value` does not fit the width.
     pub async fn compare_and_set(&self, seen: Count, value: i64) -> Result<Option<Count>> {
         let c = self.clone();
-        on_runtime(async move { c.swap(seen, value).await }).await
+        in_runtime(async move { c.swap(seen, value).await }).await
     }
 
     /// Blocking twin of [`Counter::compare_and_set`].
@@ -262,7 +262,7 @@ impl Guarded {
             let (value, write) = increment(counter, seen, by)?;
             if seen.version < 0 {
                 let c = counter.clone();
-                on_runtime(async move { c.parent().await }).await?;
+                in_runtime(async move { c.parent().await }).await?;
             }
             if let Some(count) = settled(value, self.write(vec![write]).await)? {
                 return Ok(count);

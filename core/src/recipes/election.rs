@@ -29,7 +29,7 @@ use crate::base::wait::Wait;
 use crate::leases::acquire::Acquire;
 use crate::leases::guarded::Write;
 use crate::leases::lease::Lease;
-use crate::ops::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, in_runtime};
 use crate::recipes::leadership::Leaderships;
 use crate::recipes::mutex::Lock;
 use crate::recipes::mutex_holds::Owner;
@@ -367,7 +367,7 @@ impl LeaderWatch {
         wait: Wait,
     ) -> impl std::future::Future<Output = Result<Option<Participant>>> + Send + 'static {
         let watch = self.clone();
-        on_runtime(async move {
+        in_runtime(async move {
             watch
                 .next_change(wait.deadline().map(Instant::from_std))
                 .await

@@ -13,7 +13,7 @@ use crate::leases::acquire::Acquire;
 use crate::leases::lease::Lease;
 use crate::leases::position::QueuePosition;
 use crate::ops::bounds;
-use crate::ops::runtime::{self, on_runtime};
+use crate::ops::runtime::{self, in_runtime};
 use crate::recipes::mutex::{none_on_timeout, Lock};
 use crate::recipes::mutex_holds::{LockInner, Owner};
 use crate::sessions::connection::Connection;
@@ -252,7 +252,7 @@ async fn acquire_all(
     let decide_by = bounds::decide_by(deadline);
     let what = format!("the multi-lock on {}", members[0].path);
     let guard = bounds::guard(decide_by, cancel.clone(), what);
-    let steps = on_runtime(async move {
+    let steps = in_runtime(async move {
         // What was taken so far: dropped (when the outer bound gives up), it is released in
         // the background.
         let mut lease = Lease::empty();

@@ -22,7 +22,7 @@ use crate::leases::lease::Lease;
 use crate::leases::position::QueuePosition;
 use crate::ops::bounds;
 use crate::ops::runtime;
-use crate::ops::runtime::on_runtime;
+use crate::ops::runtime::in_runtime;
 use crate::recipes::mutex_holds::{LockInner, Owner};
 use crate::recipes::mutex_queue::{participants, with_max, within, Participant};
 use crate::sessions::connection::Connection;
@@ -259,7 +259,7 @@ impl Lock {
         if inner.count_down_hold(&shared) {
             return Ok(Released::StillHeld);
         }
-        on_runtime(async move { inner.release_one_hold(shared).await }).await
+        in_runtime(async move { inner.release_one_hold(shared).await }).await
     }
 
     /// Blocking twin of [`Lock::release_as`].
@@ -425,7 +425,7 @@ impl Lock {
         let client = self.inner.client.clone();
         let path = self.inner.path.clone();
         let max = self.inner.max_leases;
-        on_runtime(async move { Ok(with_max(participants(&client, &path).await?, max)) }).await
+        in_runtime(async move { Ok(with_max(participants(&client, &path).await?, max)) }).await
     }
 
     /// Blocking twin of [`Lock::participants`].
@@ -446,7 +446,7 @@ impl Lock {
         let client = self.inner.client.clone();
         let path = self.inner.path.clone();
         let max = self.inner.max_leases;
-        on_runtime(async move {
+        in_runtime(async move {
             let listed = within(timeout, &path, participants(&client, &path)).await?;
             Ok(with_max(listed, max))
         })

@@ -1,6 +1,6 @@
 //! The acquire queue's bookkeeping of a lock value: the gates that line up first acquisitions of
 //! one value (so its tasks share one node), an acquire's steps through the engine's queue (begin
-//! on the runtime, wait for the turn in the caller's future, settle), and the queue's listing
+//! in the runtime's context, wait for the turn, settle; all polled by the caller's future), and the queue's listing
 //! (`participants`). A lock that is ours becomes a hold in `mutex_holds`.
 
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use crate::leases::parts::{NodeRef, Part, Reentry};
 use crate::leases::position::{self, Clearing, QueuePosition};
 use crate::ops::bounds;
 use crate::ops::observe::AcquireWatch;
-use crate::ops::runtime::on_runtime;
+use crate::ops::runtime::in_runtime;
 use crate::recipes::mutex_holds::{LockInner, Owner};
 use crate::sessions::connection::Connection;
 
@@ -36,7 +36,7 @@ impl Drop for GatePass {
     }
 }
 
-/// Where an acquire stands after a step on the runtime.
+/// Where an acquire stands after a step in the runtime's context.
 enum Step {
     Done(Lease),
     Wait(Waiting),
@@ -64,7 +64,7 @@ impl Waiting {
             .wait_turn(&self.lock.path, self.cancel.as_ref(), self.timer.as_mut())
     }
 
-    /// Step 3, on the runtime: look at the queue again after the event.
+    /// Step 3, in the runtime's context: look at the queue again after the event.
     async fn resume(mut self, turn: Result<bool>) -> Result<Step> {
         let advanced = match turn {
             Ok(deleted) => {
@@ -149,9 +149,10 @@ impl Waiting {
 }
 
 impl LockInner {
-    /// The acquire, as the caller's future. The steps that talk to ZooKeeper run on the runtime;
-    /// the wait for our turn runs here, in the caller's future, so a waiting acquire has no
-    /// task of its own on the runtime (memory per waiting lock, bench scenario 6).
+    /// The acquire, as the caller's future. The steps that talk to ZooKeeper run in the
+    /// runtime's context (`in_runtime`: no task spawned per step); the wait for our turn runs
+    /// here, so a waiting acquire has no task of its own on the runtime (memory per waiting
+    /// lock, bench scenario 6).
     #[allow(clippy::manual_async_fn)] // an `async fn` would keep a second copy of its arguments
     /// `position`, when given, hears the acquire's place in the queue after each listing
     /// (`QueuePosition`), and is cleared when the acquire's state goes.
@@ -199,7 +200,7 @@ impl LockInner {
                 };
                 // One `waiting` across the awaits, never a `Step` beside it: the state of a
                 // waiting acquire is stored once in this future (memory per waiting lock).
-                let mut waiting = match on_runtime(
+                let mut waiting = match in_runtime(
                     self.clone().begin(owner, deadline, cancel, position),
                 )
                 .await?
@@ -210,7 +211,7 @@ impl LockInner {
                 loop {
                     let turn = waiting.wait_turn().await;
                     // With a lock-delay, or a proof that lapsed while we waited, the turn is
-                    // taken on the runtime (`settle` reads the lock path's marker, or waits for
+                    // taken in a step (`settle` reads the lock path's marker, or waits for
                     // a fresh proof).
                     if matches!(turn, Ok(true))
                         && !waiting.cancelled()
@@ -220,7 +221,7 @@ impl LockInner {
                     {
                         return in_time(waiting.finish(None), &self);
                     }
-                    waiting = match on_runtime(waiting.resume(turn)).await? {
+                    waiting = match in_runtime(waiting.resume(turn)).await? {
                         Step::Done(lease) => return in_time(lease, &self),
                         Step::Wait(waiting) => waiting,
                     };
