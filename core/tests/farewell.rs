@@ -32,15 +32,14 @@ enum Fault {
 type Round = (Instant, Instant, Instant, Instant);
 
 async fn one_way_round(stop_after: Duration) -> Round {
-    round(Fault::OneWay, stop_after).await
+    round(Fault::OneWay, Duration::from_secs(3), stop_after).await
 }
 
-/// One round: a holder on a proxy, a waiter on a direct link, the proxy's link fails as `fault`
-/// says. The holder lets go of its lease `stop_after` after its lost signal. Returns (split,
-/// lost, let go, acquired).
-async fn round(fault: Fault, stop_after: Duration) -> Round {
+/// One round: a holder on a proxy, a waiter on a direct link, both with session timeout
+/// `session`; the proxy's link fails as `fault` says. The holder lets go of its lease
+/// `stop_after` after its lost signal. Returns (split, lost, let go, acquired).
+async fn round(fault: Fault, session: Duration, stop_after: Duration) -> Round {
     let path = unique_path("farewell");
-    let session = Duration::from_secs(3);
     let options = Options::default().session_timeout(session);
     let proxy = proxy();
     let holder = zklock::Client::connect(proxy.addr(), options.clone())
@@ -136,11 +135,18 @@ async fn the_farewell_waits_for_a_holder_that_stops_slowly_to_let_go() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_given_up_on_a_slow_link_is_not_closed_before_its_holder_let_go() {
     // Both directions work, slowly: the transport could say goodbye itself, and used to once
-    // its heartbeats in flight were answered (about 1.8 s after the lost signal here), while
-    // the holder was still stopping. The give-up now leaves the session to the farewell (or
-    // the server's own expiry), which waits for the lost signal's lead and for the holder to
-    // let go. The holder stops 2.6 s after its lost signal: before the session timeout (3 s)
-    // after the give-up, so the farewell still goes.
-    let seen = round(Fault::Slow(500), Duration::from_millis(2600)).await;
+    // its heartbeats in flight were answered, while the holder was still stopping. The give-up
+    // now leaves the session to the farewell (or the server's own expiry), which waits for the
+    // lost signal's lead and for the holder to let go.
+    //
+    // T = 6 s (tick 1.2 s, keep 4.48 s), every chunk held 700 ms each way: a round trip of
+    // 1.4 s is over the (keep − gap) / 3 = 1.28 s a proof allows, so the session is given up
+    // while its pings still reach the server. The old goodbye came about a round trip and a
+    // half after the lost signal (2.1 s); the server's own expiry comes no sooner than a
+    // session timeout after the last ping arrived (about 6.7 s). The holder lets go 3.5 s after
+    // its lost signal: well after the first, and with 3 s to spare before the second for a
+    // starved test process.
+    let session = Duration::from_secs(6);
+    let seen = round(Fault::Slow(700), session, Duration::from_millis(3500)).await;
     acquired_after_let_go("slow link, slow holder", seen);
 }
