@@ -127,9 +127,10 @@ impl Drop for Cleanup {
 /// give up) and the watch on the node we wait for.
 ///
 /// The steps that talk to ZooKeeper ([`enqueue`], [`Queued::advance`], [`Queued::abandon`]) run
-/// in the runtime's context (`runtime::in_runtime`); the wait between them ([`Queued::wait_turn`]) does no I/O and runs in the
-/// caller's future. A waiting acquire therefore has no task of its own on the runtime, only
-/// this state in the caller's future (memory per waiting lock, bench scenario 6).
+/// in the runtime's context (`runtime::in_runtime`); the wait between them
+/// ([`Queued::wait_turn`]) does no I/O. All are polled by the caller's future, so a waiting
+/// acquire has no task of its own on the runtime, only this state in the caller's future
+/// (memory per waiting lock, bench scenario 6).
 pub(crate) struct Queued {
     cleanup: Cleanup,
     token: i64,

@@ -1,7 +1,7 @@
 //! The acquire queue's bookkeeping of a lock value: the gates that line up first acquisitions of
 //! one value (so its tasks share one node), an acquire's steps through the engine's queue (begin
-//! in the runtime's context, wait for the turn, settle; all polled by the caller's future), and the queue's listing
-//! (`participants`). A lock that is ours becomes a hold in `mutex_holds`.
+//! in the runtime's context, wait for the turn, settle; all polled by the caller's future), and
+//! the queue's listing (`participants`). A lock that is ours becomes a hold in `mutex_holds`.
 
 use std::sync::Arc;
 use std::time::Duration;
