@@ -605,7 +605,8 @@ async fn raw_cycle(zk: &zk::Client, dir: &str, prefix: &str) -> Res<()> {
 ///   watch: a getData watch on our own node after the create (zklock's lost-node watch): one
 ///          more request per cycle and one more notification per delete;
 ///   hop:   acquire and release each run as a task on a private runtime thread and are awaited
-///          from this one (zklock's `on_runtime`): two cross-thread hand-offs per operation.
+///          from this one (what zklock's steps did until 2026-11-29, and its blocking twins'
+///          `block_on` still does): two cross-thread hand-offs per operation.
 async fn raw_s1(args: &Args) -> Res<serde_json::Value> {
     let variant = args.opt("variant").unwrap_or_default();
     let watch = variant.split(',').any(|v| v == "watch");
