@@ -22,26 +22,43 @@ async fn a_semaphore_waiter_whose_proof_lapses_keeps_its_node_and_leases_only_on
     lapse_round(Recipe::Semaphore).await;
 }
 
-/// The two ways a lock becomes a lease after a wait: a mutex's turn (its node first in the
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_waiter_with_max_hold_and_lock_delay_gets_a_lease_whose_deadline_keeps_both() {
+    lapse_round(Recipe::MutexWithLimits).await;
+}
+
+/// The ways a lock becomes a lease after a wait: a mutex's turn (its node first in the
 /// queue) and a semaphore's count (Curator's lease nodes, under the guard).
 #[derive(Clone, Copy)]
 enum Recipe {
     Mutex,
     Semaphore,
+    /// A mutex with a maximum hold and a lock-delay: the options that bound or delay a lease.
+    MutexWithLimits,
 }
+
+/// The maximum hold of `Recipe::MutexWithLimits`.
+const MAX_HOLD: Duration = Duration::from_secs(20);
 
 impl Recipe {
     fn on(self, client: &zklock::Client, path: &str) -> zklock::Lock {
         match self {
             Recipe::Mutex => client.mutex(path).unwrap(),
             Recipe::Semaphore => client.semaphore(path, 1).unwrap(),
+            Recipe::MutexWithLimits => client
+                .mutex(path)
+                .unwrap()
+                .max_hold(Some(MAX_HOLD))
+                .unwrap()
+                .lock_delay(Some(Duration::from_secs(1)))
+                .unwrap(),
         }
     }
 
     /// Where the holder's and the waiter's nodes both are once the waiter waits.
     fn queue(self, path: &str) -> String {
         match self {
-            Recipe::Mutex => path.to_owned(),
+            Recipe::Mutex | Recipe::MutexWithLimits => path.to_owned(),
             Recipe::Semaphore => format!("{path}/leases"),
         }
     }
@@ -104,6 +121,12 @@ async fn lapse_round(recipe: Recipe) {
         "the lease's deadline is {:?} in the past at its grant",
         acquired.into_std().duration_since(valid_until)
     );
+    if matches!(recipe, Recipe::MutexWithLimits) {
+        assert!(
+            tokio::time::Instant::from_std(valid_until) <= acquired + MAX_HOLD,
+            "the lease's deadline is past its maximum hold"
+        );
+    }
     assert_eq!(lease.state(), zklock::LeaseState::Held);
     lease.release().await.unwrap();
     holder.close().await;
