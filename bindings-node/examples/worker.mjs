@@ -22,9 +22,24 @@ if (!servers || !path || !logfile || !Number.isInteger(rounds) || rounds < 0) {
   process.exit(2)
 }
 
-// Wall clock in ns: one reading of the epoch clock, then the monotonic clock's progress.
-const base =
-  BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)) - process.hrtime.bigint()
+// Wall clock in ns: the epoch clock read at the moment its millisecond ticks over, paired with
+// the monotonic clock, then the monotonic clock's progress. (`performance.timeOrigin +
+// performance.now()` is early by the process's start-up, since Node measures `now()` from its
+// main context rather than from the time origin: about 20 ms on a loaded machine, which made
+// this worker's sections seem to overlap the others'.) A pause between the two reads makes the
+// base earlier, so the latest of a few is the truest.
+function wallBase() {
+  let best = null
+  for (let i = 0; i < 5; i++) {
+    const before = Date.now()
+    let ms = before
+    while (ms === before) ms = Date.now()
+    const base = BigInt(ms) * 1_000_000n - process.hrtime.bigint()
+    if (best === null || base > best) best = base
+  }
+  return best
+}
+const base = wallBase()
 const nowNs = () => base + process.hrtime.bigint()
 
 const env = process.env // a secured ensemble: the same variables as the CLI's
