@@ -283,8 +283,12 @@ fn implementations(args: &common::Args, raw: &[String]) -> Result<Found, String>
         );
     }
     if let Some(only) = &only {
-        let keep: Vec<&str> = only.split(',').collect();
-        impls.retain(|i| keep.contains(&i.key.as_str()));
+        // In the order named, repeats kept: `--impls zklock,curator,kazoo,zklock` measures
+        // zklock first and last on the same servers (s9's order effect, bench/README).
+        impls = only
+            .split(',')
+            .filter_map(|k| impls.iter().find(|i| i.key == k).cloned())
+            .collect();
     } else {
         // Named only: it makes the server run with a TLS port (Netty) for everyone.
         impls.retain(|i| i.key != "zklock-tls");

@@ -267,8 +267,42 @@ pub struct Cut {
     /// How long before the next command started the cut-off holder's command got SIGTERM
     /// (negative: both ran at once).
     pub margin_ms: f64,
+    /// How long before the next command started this test read the holder's "sending SIGTERM"
+    /// line: zklock prints it just before it signals the command, and the test reads it at
+    /// that moment or later, so zklock's own lead was at least this. Beside `margin_ms` it
+    /// tells a zklock that signalled late from a command that took long to act on the signal.
+    pub signalled_ms: Option<f64>,
     pub status: std::process::ExitStatus,
     pub stderr: String,
+}
+
+/// The wall clock in nanoseconds since the epoch, as `date +%s%N` prints it.
+pub fn wall_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// A child's stderr read by a thread as it comes, each line with the wall clock at which it
+/// was read (`wall_ns`): no earlier than the child wrote it.
+pub struct StampedLines(std::thread::JoinHandle<Vec<(i128, String)>>);
+
+impl StampedLines {
+    pub fn read(from: impl std::io::Read + Send + 'static) -> Self {
+        use std::io::BufRead;
+        Self(std::thread::spawn(move || {
+            std::io::BufReader::new(from)
+                .lines()
+                .map_while(Result::ok)
+                .map(|line| (wall_ns(), line))
+                .collect()
+        }))
+    }
+
+    /// Every line, once the child has closed its stderr.
+    pub fn finish(self) -> Vec<(i128, String)> {
+        self.0.join().unwrap_or_default()
+    }
 }
 
 /// One round of "a cut-off holder's command gets SIGTERM before the next holder's command
@@ -313,6 +347,7 @@ pub fn faulted_round(
         .args([&path, "--"])
         .args(sh(&script));
     let mut holder = spawn(holder);
+    let holder_lines = StampedLines::read(holder.stderr.take().expect("the holder's stderr"));
     wait_for_running(
         "the holder's command to run",
         Duration::from_secs(20),
@@ -334,7 +369,8 @@ pub fn faulted_round(
     let done = wait_exit(&mut second, Duration::from_secs(60), "the next one");
     assert_eq!(done.code(), Some(0), "{}", child_stderr(&mut second));
     let status = wait_exit(&mut holder, Duration::from_secs(30), "the cut-off holder");
-    let stderr = child_stderr(&mut holder);
+    let holder_lines = holder_lines.finish();
+    let stderr: String = holder_lines.iter().map(|(_, l)| format!("{l}\n")).collect();
     proxy.heal();
     let read_ns =
         |file: &Path| -> Option<i128> { std::fs::read_to_string(file).ok()?.trim().parse().ok() };
@@ -342,8 +378,13 @@ pub fn faulted_round(
     let term_ns = read_ns(&term).unwrap_or_else(|| {
         panic!("the cut-off command never got SIGTERM (status {status:?}; stderr: {stderr})")
     });
+    let signalled_ns = holder_lines
+        .iter()
+        .find(|(_, l)| l.contains("sending SIGTERM"))
+        .map(|(at, _)| *at);
     Cut {
         margin_ms: (started_ns - term_ns) as f64 / 1e6,
+        signalled_ms: signalled_ns.map(|at| (started_ns - at) as f64 / 1e6),
         status,
         stderr,
     }
