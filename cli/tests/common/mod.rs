@@ -284,17 +284,21 @@ pub fn wall_ns() -> i128 {
 }
 
 /// A child's stderr read by a thread as it comes, each line with the wall clock at which it
-/// was read (`wall_ns`): no earlier than the child wrote it.
+/// was read (`wall_ns`): no earlier than the child wrote it. Each line is also passed on to
+/// this test's output under `who`, so that a test that fails before `finish` still shows it.
 pub struct StampedLines(std::thread::JoinHandle<Vec<(i128, String)>>);
 
 impl StampedLines {
-    pub fn read(from: impl std::io::Read + Send + 'static) -> Self {
+    pub fn read(who: &'static str, from: impl std::io::Read + Send + 'static) -> Self {
         use std::io::BufRead;
         Self(std::thread::spawn(move || {
             std::io::BufReader::new(from)
                 .lines()
                 .map_while(Result::ok)
-                .map(|line| (wall_ns(), line))
+                .map(|line| {
+                    eprintln!("  {who}: {line}");
+                    (wall_ns(), line)
+                })
                 .collect()
         }))
     }
@@ -347,7 +351,10 @@ pub fn faulted_round(
         .args([&path, "--"])
         .args(sh(&script));
     let mut holder = spawn(holder);
-    let holder_lines = StampedLines::read(holder.stderr.take().expect("the holder's stderr"));
+    let holder_lines = StampedLines::read(
+        "the holder",
+        holder.stderr.take().expect("the holder's stderr"),
+    );
     wait_for_running(
         "the holder's command to run",
         Duration::from_secs(20),
