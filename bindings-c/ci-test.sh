@@ -168,17 +168,17 @@ if [ -z "$servers" ]; then finish; fi
 # --- tests --------------------------------------------------------------------------------
 export ZKLOCK_TEST_ROUNDS="$ROUNDS"
 step "C test linked against libzklock.so" \
-  run_counted "$tmp/shared.log" "$tmp/test_shared" "$servers" "$proxy" "$tmp/ctl"
+  run_counted "$tmp/shared.log" "$tmp/test_shared" "$servers" "$proxy" "$tmp/ctl" "$tmp/harness.out"
 step "C test linked against libzklock.a" \
-  run_counted "$tmp/static.log" "$tmp/test_static" "$servers" "$proxy" "$tmp/ctl"
+  run_counted "$tmp/static.log" "$tmp/test_static" "$servers" "$proxy" "$tmp/ctl" "$tmp/harness.out"
 # Semaphores and revocation (issue 14), also under valgrind: the revocation callback may release
 # its own lease, which must not touch freed memory.
 step "C semaphore test" \
-  run_counted "$tmp/semaphore.log" "$tmp/test_semaphore" "$servers" "$proxy" "$tmp/ctl"
+  run_counted "$tmp/semaphore.log" "$tmp/test_semaphore" "$servers" "$proxy" "$tmp/ctl" "$tmp/harness.out"
 step "C semaphore test under valgrind: no errors, no leaks" \
   run_counted "$tmp/semaphore-valgrind.log" valgrind --error-exitcode=99 --leak-check=full \
     --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --num-callers=40 \
-    "$tmp/test_semaphore" "$servers" "$proxy" "$tmp/ctl"
+    "$tmp/test_semaphore" "$servers" "$proxy" "$tmp/ctl" "$tmp/harness.out"
 
 # Leader election (issue 25), also under valgrind.
 step "C election test" \
@@ -195,7 +195,7 @@ export ZKLOCK_TEST_ROUNDS="$VALGRIND_ROUNDS"
 valgrind_opts=(--error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect
   --errors-for-leak-kinds=definite,indirect --num-callers=40 --child-silent-after-fork=yes)
 step "C test (libzklock.so) under valgrind: no errors, no leaks" \
-  run_counted "$tmp/valgrind.log" valgrind "${valgrind_opts[@]}" "$tmp/test_shared" "$servers" "$proxy" "$tmp/ctl"
+  run_counted "$tmp/valgrind.log" valgrind "${valgrind_opts[@]}" "$tmp/test_shared" "$servers" "$proxy" "$tmp/ctl" "$tmp/harness.out"
 export ZKLOCK_TEST_ROUNDS="$ROUNDS"
 
 # The cases every face runs (tests/conformance/cases.txt), through the public C API.

@@ -12,7 +12,7 @@
 #include "../../include/zklock.h"
 #include "testutil.h"
 
-static const char *servers, *proxy, *control;
+static const char *servers, *proxy, *control, *answers;
 static char base[128];
 
 static void path_of(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", base, name); }
@@ -35,19 +35,7 @@ static zklock_client *connect_to(const char *hosts, int64_t session_ms) {
 }
 
 static void harness(const char *command) {
-    int fd = open(control, O_WRONLY | O_NONBLOCK);
-    if (fd < 0) {
-        printf("    cannot open the harness control %s\n", control);
-        tu_current_failed = 1;
-        return;
-    }
-    char line[64];
-    int n = snprintf(line, sizeof line, "%s\n", command);
-    if (write(fd, line, (size_t)n) != n) {
-        printf("    cannot write to the harness control %s\n", control);
-        tu_current_failed = 1;
-    }
-    close(fd);
+    if (!tu_harness(control, answers, command)) tu_current_failed = 1;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -338,14 +326,15 @@ static void test_bad_numbers_of_leases_and_arguments_are_invalid(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) {
-        fprintf(stderr, "usage: %s SERVERS PROXY CONTROL_FIFO\n", argv[0]);
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s SERVERS PROXY CONTROL_FIFO HARNESS_ANSWERS\n", argv[0]);
         printf("0 passed, 1 failed\n");
         return 2;
     }
     servers = argv[1];
     proxy = argv[2];
     control = argv[3];
+    answers = argv[4];
     snprintf(base, sizeof base, "/zklock-c-semaphore/%ld-%ld", (long)getpid(), (long)time(NULL));
     setvbuf(stdout, NULL, _IOLBF, 0);
     RUN(test_a_semaphore_of_two_never_has_more_than_two_holders_among_four_clients);

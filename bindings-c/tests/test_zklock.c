@@ -14,7 +14,7 @@
 #include "../../include/zklock.h"
 #include "testutil.h"
 
-static const char *servers, *proxy, *control;
+static const char *servers, *proxy, *control, *answers;
 static char base[128];
 static int rounds = 200;
 
@@ -66,20 +66,7 @@ static void pair_close(struct pair *s) {
 }
 
 static void harness(const char *command) {
-    /* Non-blocking: if the harness is gone, fail at once instead of waiting for a reader. */
-    int fd = open(control, O_WRONLY | O_NONBLOCK);
-    if (fd < 0) {
-        printf("    cannot open the harness control %s\n", control);
-        tu_current_failed = 1;
-        return;
-    }
-    char line[64];
-    int n = snprintf(line, sizeof line, "%s\n", command);
-    if (write(fd, line, (size_t)n) != n) {
-        printf("    cannot write to the harness control %s\n", control);
-        tu_current_failed = 1;
-    }
-    close(fd);
+    if (!tu_harness(control, answers, command)) tu_current_failed = 1;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1395,14 +1382,15 @@ static void test_a_failing_guarded_write_applies_nothing_and_bad_writes_are_inva
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) {
-        fprintf(stderr, "usage: %s SERVERS PROXY CONTROL_FIFO\n", argv[0]);
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s SERVERS PROXY CONTROL_FIFO HARNESS_ANSWERS\n", argv[0]);
         printf("0 passed, 1 failed\n");
         return 2;
     }
     servers = argv[1];
     proxy = argv[2];
     control = argv[3];
+    answers = argv[4];
     const char *r = getenv("ZKLOCK_TEST_ROUNDS");
     if (r && atoi(r) > 0) rounds = atoi(r);
     snprintf(base, sizeof base, "/zklock-c-test/%ld-%ld", (long)getpid(), (long)time(NULL));

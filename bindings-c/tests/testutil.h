@@ -2,6 +2,7 @@
 #ifndef ZKLOCK_TESTUTIL_H
 #define ZKLOCK_TESTUTIL_H
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -129,6 +130,61 @@ static int wait_ephemerals(const char *servers, const char *dir, int want, int m
     int n;
     while ((n = ephemerals_under(servers, dir)) != want && now_ms() < until) sleep_ms(20);
     return n;
+}
+
+/* The answers zk-harness has written to `answers`, the file its stdout goes to: how many `ok` and
+ * `error: ...` lines, and in `last_ok` whether the last of them is `ok`. -1 if it cannot be read. */
+static int tu_harness_answers(const char *answers, int *last_ok) {
+    FILE *f = fopen(answers, "r");
+    if (!f) return -1;
+    char line[512];
+    int count = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strcmp(line, "ok\n") == 0 || strncmp(line, "error", 5) == 0) {
+            count++;
+            *last_ok = line[0] == 'o';
+        }
+    }
+    fclose(f);
+    return count;
+}
+
+/* Sends one command to zk-harness, whose stdin is the FIFO `control`, and waits (30 s at most) for
+ * its answer in `answers`: when this returns 1 the fault is in place. Writing to the FIFO alone
+ * does not say when the harness reads it; on a loaded machine it read `blackhole` after the
+ * test's next request had crossed the proxy. Returns 0 (and says why) if there is no answer or
+ * the answer is an error. */
+static int tu_harness(const char *control, const char *answers, const char *command) {
+    int last_ok = 0;
+    int before = tu_harness_answers(answers, &last_ok);
+    if (before < 0) {
+        printf("    cannot read the harness's answers in %s\n", answers);
+        return 0;
+    }
+    /* Non-blocking: if the harness is gone, fail at once instead of waiting for a reader. */
+    int fd = open(control, O_WRONLY | O_NONBLOCK);
+    if (fd < 0) {
+        printf("    cannot open the harness control %s\n", control);
+        return 0;
+    }
+    char line[64];
+    int n = snprintf(line, sizeof line, "%s\n", command);
+    int written = write(fd, line, (size_t)n) == n;
+    close(fd);
+    if (!written) {
+        printf("    cannot write to the harness control %s\n", control);
+        return 0;
+    }
+    int64_t until = now_ms() + 30000;
+    while (tu_harness_answers(answers, &last_ok) <= before) {
+        if (now_ms() >= until) {
+            printf("    zk-harness gave no answer to %s in 30 s\n", command);
+            return 0;
+        }
+        sleep_ms(5);
+    }
+    if (!last_ok) printf("    zk-harness refused %s (see its answers in %s)\n", command, answers);
+    return last_ok;
 }
 
 /* A simple one-shot event for callbacks. */
