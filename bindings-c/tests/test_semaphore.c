@@ -1,7 +1,7 @@
 /* The C face's semaphore and revocation tests (issue 14), against a real ZooKeeper
  * (bindings-c/ci-test.sh starts one).
  *
- *   test_semaphore SERVERS PROXY CONTROL_FIFO
+ *   test_semaphore SERVERS PROXY CONTROL_FIFO HARNESS_ANSWERS   (as test_zklock.c)
  *
  * A semaphore is a `zklock_lock`: the acquire, async, lease and callback functions are the
  * mutex's. The last line of the output is `N passed, N failed`.

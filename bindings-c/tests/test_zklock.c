@@ -1,9 +1,10 @@
 /* The C face's test program, run against a real ZooKeeper (bindings-c/ci-test.sh starts one).
  *
- *   test_zklock SERVERS PROXY CONTROL_FIFO
+ *   test_zklock SERVERS PROXY CONTROL_FIFO HARNESS_ANSWERS
  *
  * SERVERS is the connect string, PROXY the address of the harness's fault proxy in front of the
- * server, CONTROL_FIFO the harness's command input (we write `blackhole` / `heal` to it).
+ * server, CONTROL_FIFO the harness's command input (we write `blackhole` / `heal` to it) and
+ * HARNESS_ANSWERS the file its output goes to, where we wait for its answer (`tu_harness`).
  * ZKLOCK_TEST_ROUNDS sets the acquires per thread of the contention test (default 200).
  * The last line of the output is `N passed, N failed`.
  */
