@@ -12,6 +12,7 @@ use crate::args::max_leases_of;
 use crate::counter::{counter_of, PyCounter};
 use crate::election::{style_of, NativeElection, NativeLeaderWatch};
 use crate::errors::{to_py_err, IntoPy};
+use crate::exit_gate;
 use crate::lease::check_callable;
 use crate::lock::{Inner, NativeLock};
 use crate::runtime::{call_unraisable_with, wait};
@@ -94,7 +95,7 @@ impl PyClient {
     /// Closes the session; leases taken through it become lost. Idempotent.
     fn close(&self, py: Python<'_>) {
         let client = self.client.clone();
-        py.detach(move || client.blocking_close());
+        exit_gate::detach(py, move || client.blocking_close());
     }
 
     #[getter]

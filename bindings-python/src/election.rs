@@ -16,6 +16,7 @@ use zklock::{Acquire, CancelToken, ElectionStyle, ErrorKind, Participant};
 
 use crate::args::wait_of;
 use crate::errors::{to_py_err, wrong_type, IntoPy};
+use crate::exit_gate;
 use crate::lease::{acquire_into_py, PyLease};
 use crate::lock::Waiting;
 use crate::runtime::{
@@ -213,9 +214,8 @@ impl NativeElection {
         PyLease::forget(lease);
         let taken = taken?;
         let election = self.election.clone();
-        let again = py
-            .detach(move || election.blocking_resign(taken, requeue))
-            .py(py)?;
+        let again =
+            exit_gate::detach(py, move || election.blocking_resign(taken, requeue)).py(py)?;
         Ok(again.map(|acquire| LeadAttempt::new(self.election.path(), acquire)))
     }
 
@@ -277,7 +277,7 @@ impl NativeElection {
             ));
         };
         let (guarded, writes) = prepared.map_err(|e| to_py_err(py, e))?;
-        py.detach(move || guarded.blocking_write_timeout(writes, timeout))
+        exit_gate::detach(py, move || guarded.blocking_write_timeout(writes, timeout))
             .py(py)
             .map(drop)
     }
@@ -367,7 +367,8 @@ impl LeadAttempt {
             };
             match taken {
                 Some(mut acquire) => {
-                    let (outcome, acquire) = py.detach(move || (acquire.wait_for(slice), acquire));
+                    let (outcome, acquire) =
+                        exit_gate::detach(py, move || (acquire.wait_for(slice), acquire));
                     let done = match outcome {
                         Some(Ok(lease)) => Some(Ok(Py::new(py, PyLease::new(lease))?)),
                         Some(Err(err)) => Some(Err(err)),
@@ -380,7 +381,7 @@ impl LeadAttempt {
                     };
                 }
                 // Another thread waits on the handle: look again after a slice.
-                None => py.detach(|| std::thread::sleep(slice)),
+                None => exit_gate::detach(py, || std::thread::sleep(slice)),
             }
             if self.finished(py).is_some() {
                 continue;

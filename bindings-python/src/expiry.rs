@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 use crate::errors::IntoPy;
+use crate::exit_gate;
 
 /// Moves the end of `lease`'s maximum hold to `by` seconds from now (the core judges `by`).
 pub(crate) fn extend(py: Python<'_>, lease: &zklock::Lease, by: f64) -> PyResult<()> {
@@ -22,7 +23,7 @@ pub(crate) fn on_expiring(
 ) -> PyResult<()> {
     let before = zklock::support::duration_from_secs_f64(before, "before").py(py)?;
     lease.on_expiring(before, move |left| {
-        let _ = Python::try_attach(|py| {
+        let _ = exit_gate::attach(|py| {
             let callback = callback.bind(py);
             if let Err(err) = callback.call1((left.as_secs_f64(),)) {
                 err.write_unraisable(py, Some(callback));

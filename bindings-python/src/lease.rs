@@ -16,6 +16,7 @@ use zklock::{Acquire, ErrorKind, LeaseState, Wait};
 use crate::args::{writes_of, ExitArgs};
 use crate::counter::{PyCount, PyCounter};
 use crate::errors::{py_error, to_py_err, IntoPy};
+use crate::exit_gate;
 use crate::runtime::{
     call_unraisable, delivery, future_into_py, lock, outcome_of, Canceller, LoopFuture,
 };
@@ -57,7 +58,7 @@ pub(crate) fn release_now(py: Python<'_>, lease: zklock::Lease) -> PyResult<zklo
         Ok(released) => return Ok(released),
         Err(lease) => lease,
     };
-    py.detach(move || lease.blocking_release()).py(py)
+    exit_gate::detach(py, move || lease.blocking_release()).py(py)
 }
 
 /// Takes a release's outcome into what a released lease reads (`zklock::Ended::released`).
@@ -604,7 +605,7 @@ impl PyLease {
                 ),
             ));
         };
-        let done = py.detach(move || guarded.blocking_write_timeout(writes, timeout));
+        let done = exit_gate::detach(py, move || guarded.blocking_write_timeout(writes, timeout));
         done.py(py)?
             .into_iter()
             .map(|w| -> PyResult<Py<PyAny>> {
@@ -645,7 +646,7 @@ impl PyLease {
             ));
         };
         let counter = counter.counter.clone();
-        py.detach(move || guarded.blocking_increment(&counter, by))
+        exit_gate::detach(py, move || guarded.blocking_increment(&counter, by))
             .py(py)
             .map(PyCount::from)
     }

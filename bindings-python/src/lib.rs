@@ -33,6 +33,9 @@
 //!   of the leases taken through one lock object (a `Lease` leaves its book when released);
 //! * `runtime`: waiting with the GIL released, asyncio `LoopFuture`, `Completer`, `Canceller`,
 //!   callbacks and the log sink run from zklock's threads;
+//! * `exit_gate`: the interpreter's exit, and when zklock's threads may still enter Python (every
+//!   native thread's call into Python and every return from a wait with the GIL released pass
+//!   its gate);
 //! * `args`: Python arguments as the core's `Wait`, seconds, a semaphore's N, owners;
 //! * `errors`: the core's error kinds as `zklock` exceptions, `to_py_err`, `wrong_type`.
 
@@ -41,6 +44,7 @@ mod client;
 mod counter;
 mod election;
 mod errors;
+mod exit_gate;
 mod expiry;
 mod lease;
 mod lock;
@@ -68,6 +72,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCount>()?;
     m.add_function(wrap_pyfunction!(check_timeout, m)?)?;
     m.add_function(wrap_pyfunction!(set_log_sink, m)?)?;
+    exit_gate::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -10,6 +10,7 @@ use zklock::{Acquire, ErrorKind, LeaseState, Owner, QueuePositions, Wait};
 
 use crate::args::{acquire_timeout, current_owner, wait_of, Arg, ExitArgs, SHARED, TASK_BIT};
 use crate::errors::{py_error, to_py_err, IntoPy};
+use crate::exit_gate;
 use crate::lease::{
     acquire_into_py, check_callable, forked, release_now, Book, Held, PyLease, Slot,
 };
@@ -154,7 +155,7 @@ impl NativeLock {
         if let Some(callback) = on_queued {
             let callback = callback.clone().unbind();
             acquire.queue_position().on_queued(move |position| {
-                let _ = Python::try_attach(|py| {
+                let _ = exit_gate::attach(|py| {
                     let callback = callback.bind(py);
                     if let Err(err) = callback.call1((position,)) {
                         err.write_unraisable(py, Some(callback));

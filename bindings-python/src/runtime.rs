@@ -14,6 +14,7 @@ use pyo3::types::PyDict;
 use zklock::{Acquire, CallbackQueue, ErrorKind, LeaseState};
 
 use crate::errors::{to_py_err, IntoPy};
+use crate::exit_gate;
 
 /// How often a blocked Python thread wakes up to look for signals.
 pub(crate) const SIGNAL_POLL: Duration = Duration::from_millis(50);
@@ -39,14 +40,14 @@ pub(crate) fn wait_acquire(
         return Ok(Err(err));
     }
     loop {
-        let (done, back) = py.detach(move || (acquire.wait_for(SIGNAL_POLL), acquire));
+        let (done, back) = exit_gate::detach(py, move || (acquire.wait_for(SIGNAL_POLL), acquire));
         acquire = back;
         if let Some(result) = done {
             return Ok(result);
         }
         if let Err(signal) = py.check_signals() {
             acquire.cancel();
-            py.detach(move || drop(acquire.wait_for(CANCEL_GRACE)));
+            exit_gate::detach(py, move || drop(acquire.wait_for(CANCEL_GRACE)));
             return Err(signal);
         }
     }
@@ -67,7 +68,7 @@ where
     });
     loop {
         // The receiver moves into the detached closure and back (it is Send, not Sync).
-        let (received, back) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
+        let (received, back) = exit_gate::detach(py, move || (rx.recv_timeout(SIGNAL_POLL), rx));
         rx = back;
         match received {
             Ok(result) => return result.py(py),
@@ -140,7 +141,7 @@ impl LoopFuture {
     /// Hands `outcome` to the loop (`call_soon_threadsafe`); a closed loop has nobody left to
     /// tell. Runs on the delivery queue.
     pub(crate) fn complete(self, outcome: Outcome) {
-        let _ = Python::try_attach(|py| {
+        let _ = exit_gate::attach(|py| {
             let completer = Completer {
                 future: self.future,
                 outcome: Mutex::new(Some(outcome)),
@@ -220,7 +221,7 @@ pub(crate) fn call_unraisable(callback: &Py<PyAny>, state: Option<LeaseState>) {
     match state {
         Some(state) => call_unraisable_with(callback, state.as_str()),
         None => {
-            let _ = Python::try_attach(|py| {
+            let _ = exit_gate::attach(|py| {
                 let callback = callback.bind(py);
                 if let Err(err) = callback.call0() {
                     err.write_unraisable(py, Some(callback));
@@ -232,7 +233,7 @@ pub(crate) fn call_unraisable(callback: &Py<PyAny>, state: Option<LeaseState>) {
 
 /// `callback(name)` for a state's name, with the same rules as `call_unraisable`.
 pub(crate) fn call_unraisable_with(callback: &Py<PyAny>, name: &'static str) {
-    let _ = Python::try_attach(|py| {
+    let _ = exit_gate::attach(|py| {
         let callback = callback.bind(py);
         if let Err(err) = callback.call1((name,)) {
             err.write_unraisable(py, Some(callback));
@@ -254,7 +255,7 @@ pub(crate) fn set_log_sink(
     let level = zklock::support::LogLevel::from_str(level).py(py)?;
     let sink = callback.map(|callback| {
         let sink: Arc<dyn Fn(&zklock::support::LogRecord) + Send + Sync> = Arc::new(move |r| {
-            let _ = Python::try_attach(|py| {
+            let _ = exit_gate::attach(|py| {
                 let fields = PyDict::new(py);
                 for (k, v) in &r.fields {
                     let _ = fields.set_item(*k, v);
