@@ -1053,6 +1053,45 @@ static void test_a_slow_callback_of_one_client_does_not_delay_another_clients_lo
     tu_event_destroy(&sb.lost);
 }
 
+/* Issue 57: a client freed on one thread while its connection callback runs on the client's
+ * callback thread. zklock_client_free waits for the running call to end, and no call starts
+ * after it returned (the callback's user data may be freed right away). */
+struct busy_connection_cb {
+    tu_event started;
+    _Atomic int calls;
+    _Atomic int64_t ended_at;
+};
+
+static void busy_connection_cb(void *user, zklock_client *client, zklock_connection_state state) {
+    (void)client;
+    (void)state;
+    struct busy_connection_cb *s = user;
+    if (atomic_fetch_add(&s->calls, 1) == 0) {
+        tu_event_set(&s->started);
+        sleep_ms(400);
+        atomic_store(&s->ended_at, now_ms());
+    }
+}
+
+static void test_freeing_a_client_while_its_connection_callback_runs_waits_for_it_and_none_runs_after(void) {
+    static struct busy_connection_cb s;
+    memset(&s, 0, sizeof s);
+    tu_event_init(&s.started);
+    zklock_client *c = connect_to(servers, 0);
+    CHECK(c);
+    CHECK(zklock_client_on_connection(c, busy_connection_cb, &s) == ZKLOCK_OK);
+    CHECK(tu_event_wait(&s.started, 1, 10000) == 1); /* the current state, heard on the callback thread */
+    zklock_client_free(c);
+    int64_t freed_at = now_ms();
+    int calls_at_free = atomic_load(&s.calls);
+    printf("    the running callback ended %lld ms before zklock_client_free returned\n",
+           (long long)(freed_at - atomic_load(&s.ended_at)));
+    EXPECT(atomic_load(&s.ended_at) > 0 && atomic_load(&s.ended_at) <= freed_at);
+    sleep_ms(300); /* a LOST for the closed session, if one were still to come, comes now */
+    EXPECT(atomic_load(&s.calls) == calls_at_free);
+    tu_event_destroy(&s.started);
+}
+
 /* Item (valgrind report in acquire_until): clients freed while async acquires are in flight --
  * some still starting, some queued behind a holder -- end each acquire with ZKLOCK_CLOSED and
  * leave no node; valgrind checks the memory on the way. */
@@ -1422,6 +1461,7 @@ int main(int argc, char **argv) {
     RUN(test_an_async_cancel_settles_at_once_while_the_link_is_black);
     RUN(test_a_freed_handle_passed_again_is_an_invalid_argument);
     RUN(test_a_slow_callback_of_one_client_does_not_delay_another_clients_lost);
+    RUN(test_freeing_a_client_while_its_connection_callback_runs_waits_for_it_and_none_runs_after);
     RUN(test_clients_freed_with_async_acquires_in_flight_end_them_cleanly);
     RUN(test_stats_count_acquires_by_outcome_and_what_is_held_and_waiting_now);
     RUN(test_a_black_holed_holder_counts_lost_logs_it_at_warn_and_its_guarded_write_does_not_apply);
