@@ -1,0 +1,398 @@
+//! The watchdog of a command run under a lease (issue 50, part 2): a process of its own that
+//! stops the command once the lease's last known `valid_until` passes, whether or not zklock
+//! itself gets to run. Stopping zklock alone (SIGSTOP, a debugger, a freezer cgroup, a swap storm
+//! that reaches it first) stops every thread in it, its lifeline's timer included, while the
+//! command runs on; the parent-death signal does not help, as zklock has not died. So the
+//! deadline has to be kept by a process that the stop does not reach.
+//!
+//! zklock feeds it each new `valid_until` as an absolute deadline on a clock that counts
+//! suspended time (Linux: CLOCK_BOOTTIME; macOS: CLOCK_MONOTONIC, which on Darwin counts sleep
+//! too). When the last deadline passes unrenewed, the watchdog sends the command's process group
+//! SIGTERM (the target zklock's own stop uses, see `child::Signaller::send`) and SIGKILL after
+//! the same `--kill-after`. It ends when the command ends (Linux: a pidfd of the command turns
+//! readable; elsewhere `kill(pid, 0)` every 100 ms), when zklock tells it to stand down (after
+//! reaping the command, before its pid could be anyone else's) or after its SIGKILL. When zklock
+//! dies its pipe reads end-of-file and the watchdog goes on guarding the last deadline: the
+//! parent-death signal has stopped the command by then, which ends the watchdog.
+//!
+//! It is forked twice from zklock (nobody's child: not zklock's, whose runtime must not reap it,
+//! nor the command's), leaves zklock's session and process group (no terminal signal and no
+//! `kill -TERM -PGID` aimed at zklock reaches it) and closes every descriptor but its own (it
+//! keeps no pipe of zklock's or the command's open). Between fork and `_exit` it makes plain
+//! system calls only, as a fork of a threaded process must.
+//!
+//! The messages are 8 bytes each (atomic on a pipe): [`STAND_DOWN`], [`STOP_NOW`] or a
+//! deadline in nanoseconds on the clock.
+
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// zklock released cleanly or reaped the command: end without a signal.
+const STAND_DOWN: u64 = 0;
+/// zklock saw the lease lost: stop the command now (one SIGTERM, whoever notices first).
+const STOP_NOW: u64 = 1;
+
+/// The clock the deadlines are on: one that counts the time the machine is suspended.
+#[cfg(target_os = "linux")]
+const CLOCK: libc::clockid_t = libc::CLOCK_BOOTTIME;
+#[cfg(not(target_os = "linux"))]
+const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
+
+/// Without a pidfd the watchdog looks whether the command still runs this often.
+#[cfg(not(target_os = "linux"))]
+const LIVENESS_MS: i32 = 100;
+
+fn clock_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime(2) fills the timespec we pass.
+    unsafe { libc::clock_gettime(CLOCK, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// zklock's side: the pipe's write end (non-blocking: a watchdog that is behind never stalls
+/// zklock) and the last `valid_until` it was sent.
+pub struct Watchdog {
+    control: Option<std::fs::File>,
+    fed: Option<Instant>,
+}
+
+impl Watchdog {
+    /// Starts the watchdog of the command `pid`, which signals `target` (the pid, or its process
+    /// group as `-pid`) and waits `grace` between SIGTERM and SIGKILL. Call it before the
+    /// command is first waited for (so that its pid is still ours). None when it cannot start:
+    /// the command then runs as before, guarded by zklock alone.
+    pub fn start(pid: i32, target: i32, grace: Duration) -> Option<Watchdog> {
+        if pid <= 0 {
+            return None;
+        }
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) fills two descriptors we then own; fcntl(2) on them.
+        let (read, write) = unsafe {
+            if libc::pipe(fds.as_mut_ptr()) != 0 {
+                return None;
+            }
+            for fd in fds {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+            libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK);
+            (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+        };
+        let watched = Watched::open(pid)?;
+        // SAFETY: sysconf has no preconditions.
+        let open_max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
+        let max_fd = if open_max <= 0 {
+            1024
+        } else {
+            open_max.min(65536) as i32
+        };
+        let grace_ns = grace.as_nanos().min(u64::MAX as u128 / 4) as u64;
+        let (ctl, pidfd, timer) = (read.as_raw_fd(), watched.pidfd, watched.timer);
+        // SAFETY: in the forked children only async-signal-safe system calls run (watch's
+        // too), then _exit; the parent waits for the middle child only.
+        unsafe {
+            match libc::fork() {
+                -1 => return None,
+                0 => {
+                    if libc::fork() == 0 {
+                        watch(ctl, pidfd, timer, pid, target, grace_ns, max_fd);
+                    }
+                    libc::_exit(0);
+                }
+                middle => {
+                    let mut st = 0;
+                    while libc::waitpid(middle, &mut st, 0) < 0
+                        && std::io::Error::last_os_error().kind()
+                            == std::io::ErrorKind::Interrupted
+                    {}
+                }
+            }
+        }
+        drop((read, watched));
+        Some(Watchdog {
+            control: Some(std::fs::File::from(write)),
+            fed: None,
+        })
+    }
+
+    /// Sends `valid_until` as the new deadline, unless it was the last one sent. The clock is
+    /// read before `Instant::now()`: a stop between the two reads makes the deadline earlier,
+    /// never later.
+    pub fn feed(&mut self, valid_until: Instant) {
+        if self.fed == Some(valid_until) {
+            return;
+        }
+        let base = clock_ns();
+        let left = valid_until.saturating_duration_since(Instant::now());
+        let deadline = base
+            .saturating_add(left.as_nanos().min(u64::MAX as u128) as u64)
+            .max(STOP_NOW + 1);
+        if self.send(deadline) {
+            self.fed = Some(valid_until);
+        }
+    }
+
+    /// The lease is lost: the watchdog stops the command (SIGTERM now, SIGKILL after the grace).
+    /// False when it could not be told (it is gone): the caller signals the command itself.
+    pub fn stop_now(&mut self) -> bool {
+        self.send(STOP_NOW)
+    }
+
+    /// The command ended or the lease was released cleanly: the watchdog ends without a signal.
+    pub fn stand_down(&mut self) {
+        self.send(STAND_DOWN);
+        self.control = None;
+    }
+
+    fn send(&mut self, message: u64) -> bool {
+        match &mut self.control {
+            Some(control) => control.write_all(&message.to_le_bytes()).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// What the watchdog watches the command with, opened in zklock before the fork.
+struct Watched {
+    /// A pidfd of the command (readable once it exits; never another process's), or -1 where
+    /// there is none (before Linux 5.3, and off Linux).
+    pidfd: i32,
+    /// A timerfd on CLOCK_BOOTTIME (Linux), or -1.
+    timer: i32,
+}
+
+impl Watched {
+    #[cfg(target_os = "linux")]
+    fn open(pid: i32) -> Option<Watched> {
+        // SAFETY: plain system calls; the descriptors are ours (pidfds are close-on-exec).
+        unsafe {
+            let pidfd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32;
+            let timer = libc::timerfd_create(libc::CLOCK_BOOTTIME, libc::TFD_CLOEXEC);
+            if timer < 0 {
+                if pidfd >= 0 {
+                    libc::close(pidfd);
+                }
+                return None;
+            }
+            Some(Watched {
+                pidfd: pidfd.max(-1),
+                timer,
+            })
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn open(_pid: i32) -> Option<Watched> {
+        Some(Watched {
+            pidfd: -1,
+            timer: -1,
+        })
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        for fd in [self.pidfd, self.timer] {
+            if fd >= 0 {
+                // SAFETY: descriptors this value owns.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+}
+
+/// Is the command gone (exited)? With a pidfd: readable. Without: `kill(pid, 0)` fails (a
+/// zombie not yet reaped by zklock still counts as there).
+unsafe fn gone(pidfd: i32, pid: i32) -> bool {
+    if pidfd >= 0 {
+        let mut p = libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        return libc::poll(&mut p, 1, 0) > 0;
+    }
+    libc::kill(pid, 0) != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Arms the timerfd at `at` ns on CLOCK_BOOTTIME (0 disarms).
+#[cfg(target_os = "linux")]
+unsafe fn arm(timer: i32, at: u64) {
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: (at / 1_000_000_000) as libc::time_t,
+            tv_nsec: (at % 1_000_000_000) as libc::c_long,
+        },
+    };
+    libc::timerfd_settime(timer, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
+}
+
+/// The watchdog's life (never returns).
+unsafe fn watch(
+    ctl: i32,
+    pidfd: i32,
+    timer: i32,
+    pid: i32,
+    target: i32,
+    grace_ns: u64,
+    max_fd: i32,
+) -> ! {
+    libc::setsid();
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+        libc::signal(sig, libc::SIG_DFL);
+    }
+    for other in 0..max_fd {
+        if other != ctl && other != pidfd && other != timer {
+            libc::close(other);
+        }
+    }
+    let mut ctl_open = true;
+    // The deadline (0: none yet), and once SIGTERM went, when SIGKILL goes.
+    let mut deadline = 0u64;
+    let mut kill_at: Option<u64> = None;
+    loop {
+        if gone(pidfd, pid) {
+            libc::_exit(0);
+        }
+        let due = kill_at.unwrap_or(deadline);
+        let now = clock_ns();
+        if due != 0 && now >= due {
+            if kill_at.is_some() {
+                libc::kill(target, libc::SIGKILL);
+                libc::_exit(0);
+            }
+            libc::kill(target, libc::SIGTERM);
+            kill_at = Some(now.saturating_add(grace_ns));
+            continue;
+        }
+        let mut fds = [
+            libc::pollfd {
+                fd: if ctl_open { ctl } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: timer,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        #[cfg(target_os = "linux")]
+        let wait_ms = {
+            arm(timer, due);
+            if pidfd >= 0 {
+                -1
+            } else {
+                100
+            }
+        };
+        // Off Linux, poll's own timeout, cut short to look at the clock and the command again.
+        #[cfg(not(target_os = "linux"))]
+        let wait_ms = if due == 0 {
+            LIVENESS_MS
+        } else {
+            (due.saturating_sub(now).div_ceil(1_000_000)).min(LIVENESS_MS as u64) as i32
+        };
+        if libc::poll(fds.as_mut_ptr(), 3, wait_ms) < 0 {
+            continue;
+        }
+        if fds[0].revents != 0 {
+            let mut buf = [0u8; 8];
+            let n = libc::read(ctl, buf.as_mut_ptr().cast(), 8);
+            if n == 8 {
+                match u64::from_le_bytes(buf) {
+                    STAND_DOWN => libc::_exit(0),
+                    STOP_NOW if kill_at.is_none() => deadline = 1,
+                    STOP_NOW => {}
+                    // After SIGTERM a new deadline changes nothing: the command is stopping.
+                    fed if kill_at.is_none() => deadline = fed,
+                    _ => {}
+                }
+            } else if n == 0
+                || (n < 0
+                    && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+            {
+                // zklock is gone: the last deadline still holds.
+                ctl_open = false;
+            }
+        }
+        if timer >= 0 && fds[2].revents != 0 {
+            let mut expirations = [0u8; 8];
+            libc::read(timer, expirations.as_mut_ptr().cast(), 8);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+
+    use super::Watchdog;
+
+    fn sleeper() -> (std::process::Child, Watchdog) {
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let dog = Watchdog::start(pid, pid, Duration::from_secs(5)).expect("a watchdog");
+        (child, dog)
+    }
+
+    /// The point of it: a deadline that is not renewed stops the command by itself.
+    #[test]
+    fn a_deadline_left_to_pass_stops_the_command() {
+        let (mut child, mut dog) = sleeper();
+        let started = Instant::now();
+        dog.feed(started + Duration::from_millis(300));
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+    }
+
+    /// No misfire: a deadline renewed before it passes never fires, and standing down ends the
+    /// watchdog without a signal.
+    #[test]
+    fn a_deadline_renewed_in_time_never_fires() {
+        let (mut child, mut dog) = sleeper();
+        let until = Instant::now() + Duration::from_millis(1500);
+        while Instant::now() < until {
+            dog.feed(Instant::now() + Duration::from_millis(300));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        dog.stand_down();
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(child.try_wait().unwrap().is_none(), "the command was stopped");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// zklock's own stop goes through the watchdog, so the command gets one SIGTERM.
+    #[test]
+    fn stop_now_sends_sigterm_at_once() {
+        let (mut child, mut dog) = sleeper();
+        dog.feed(Instant::now() + Duration::from_secs(60));
+        let started = Instant::now();
+        assert!(dog.stop_now());
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
