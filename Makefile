@@ -94,6 +94,7 @@ trust-long: deps
 	@$(PY_VENV)/bin/python -c 'import zklock' 2>/dev/null || { [ -x $(PY_VENV)/bin/python ] || python3 -m venv $(PY_VENV); $(PY_VENV)/bin/python -m pip install -q ./bindings-python; }
 	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) ZKLOCK_PYTHON=$(abspath $(PY_VENV))/bin/python $(CARGO) test -p zklock-trust --test one_way -- --nocapture --include-ignored --test-threads=1
 	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-cli --test one_way -- --nocapture --test-threads=1
+	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-cli --test paused -- --nocapture --test-threads=1
 
 # The transport's decoders fed random and mutated frames at length (make test runs 20,000 cases
 # per property; wire/README.md): FUZZ_CASES per property, optimised, a new seed each run unless
