@@ -83,7 +83,7 @@ bench: deps
 # The member-isolation and one-way-loss scenarios at their full count (make test runs 2-3 rounds
 # of each; issues 23 and 33 ask for at least 10): a holder on an isolated follower or leader, or
 # one that hears nothing back, knows (and stops) first, and zklock exec's and elect's command is
-# stopped before the next holder's starts.
+# stopped before the next holder's starts, also while that zklock itself is stopped (issue 50).
 TRUST_ROUNDS ?= 10
 # The Python face for the one-way-loss rounds (issue 33), as tests/ci-test.sh installs it.
 PY_VENV ?= $(or $(ZKLOCK_PY_VENV),$(or $(CARGO_TARGET_DIR),target)/py-venv)
