@@ -104,10 +104,16 @@ impl Watchdog {
                 }
                 middle => {
                     let mut st = 0;
-                    while libc::waitpid(middle, &mut st, 0) < 0
-                        && std::io::Error::last_os_error().kind()
-                            == std::io::ErrorKind::Interrupted
-                    {}
+                    // The middle child exits at once; only a signal can cut the wait short.
+                    loop {
+                        let reaped = libc::waitpid(middle, &mut st, 0) >= 0;
+                        let interrupted = !reaped
+                            && std::io::Error::last_os_error().kind()
+                                == std::io::ErrorKind::Interrupted;
+                        if !interrupted {
+                            break;
+                        }
+                    }
                 }
             }
         }
@@ -379,7 +385,10 @@ mod tests {
         }
         dog.stand_down();
         std::thread::sleep(Duration::from_millis(500));
-        assert!(child.try_wait().unwrap().is_none(), "the command was stopped");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the command was stopped"
+        );
         child.kill().unwrap();
         child.wait().unwrap();
     }

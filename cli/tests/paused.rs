@@ -111,9 +111,11 @@ fn paused_round(name: &str, verb: &[&str], next: &[&str]) -> f64 {
     assert_eq!(status.code(), Some(76), "the lost status: {stderr}");
     assert!(stderr.contains("lost"), "{stderr}");
     // The watchdog ended with the command: nothing naming the lock path is left.
-    wait_for("the holder's watchdog to end", Duration::from_secs(5), || {
-        processes_naming(&path).is_empty()
-    });
+    wait_for(
+        "the holder's watchdog to end",
+        Duration::from_secs(5),
+        || processes_naming(&path).is_empty(),
+    );
     let read_ns = |file: &std::path::Path| -> i128 {
         std::fs::read_to_string(file)
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
@@ -158,8 +160,8 @@ fn an_exec_stopped_past_its_session_timeout_has_its_command_stopped_before_the_n
 }
 
 #[test]
-fn an_elect_stopped_past_its_session_timeout_has_its_command_stopped_before_the_next_leader_starts(
-) {
+fn an_elect_stopped_past_its_session_timeout_has_its_command_stopped_before_the_next_leader_starts()
+{
     check(
         "elect",
         &["elect", "--id", "paused", "--kill-after", "5s"],
