@@ -201,6 +201,8 @@ mod unix {
         /// The watchdog that stops the command at the lease's deadline even while zklock is
         /// stopped ([`crate::watchdog`]), once [`Child::guard`] started it.
         watchdog: Option<Watchdog>,
+        /// The watchdog had sent the command SIGTERM when the command was reaped.
+        watchdog_fired: bool,
     }
 
     impl Child {
@@ -265,6 +267,7 @@ mod unix {
                 signaller: Signaller { pid, group },
                 lifeline,
                 watchdog: None,
+                watchdog_fired: false,
             })
         }
 
@@ -297,11 +300,18 @@ mod unix {
             }
         }
 
+        /// Whether the command, once waited for, had been sent SIGTERM by its watchdog: the
+        /// lease's deadline stopped it, not its own end.
+        pub fn stopped_by_watchdog(&self) -> bool {
+            self.watchdog_fired
+        }
+
         /// Waits for the command to exit: its status (128+N when signal N killed it).
         pub async fn wait(&mut self) -> std::io::Result<i32> {
             let status = self.child.wait().await?;
             // Reaped: the pid is no longer the command's, so the watchdog must not signal it.
             if let Some(mut dog) = self.watchdog.take() {
+                self.watchdog_fired = dog.fired();
                 dog.stand_down();
             }
             #[cfg(not(target_os = "linux"))]
@@ -486,6 +496,9 @@ mod windows {
             match *self {}
         }
         pub fn stop(&mut self) {
+            match *self {}
+        }
+        pub fn stopped_by_watchdog(&self) -> bool {
             match *self {}
         }
     }

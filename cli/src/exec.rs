@@ -292,6 +292,18 @@ pub async fn supervise(
         Some(waited) => {
             let status =
                 waited.map_err(|e| Failure::software(format!("waiting for the command: {e}")))?;
+            if child.stopped_by_watchdog() {
+                // The watchdog's deadline came before zklock's own notice (zklock was stopped,
+                // or the two met at the deadline): the command stopped because the lease ended,
+                // so this ends as lost. The core says so within moments; its reason is wanted.
+                let _ = tokio::time::timeout(Duration::from_secs(1), &mut lost).await;
+                let reason = lost_reason(lease);
+                eprintln!(
+                    "zklock: lost {what} (token {}): {reason}; its watchdog sent the command SIGTERM at the lease's deadline",
+                    lease.token()
+                );
+                return Ok(Ended::Lost { reason });
+            }
             Ok(Ended::Exited { status, signalled })
         }
         None => {

@@ -22,7 +22,10 @@
 //! system calls only, as a fork of a threaded process must.
 //!
 //! The messages are 8 bytes each (atomic on a pipe): [`STAND_DOWN`], [`STOP_NOW`] or a
-//! deadline in nanoseconds on the clock.
+//! deadline in nanoseconds on the clock. Before its SIGTERM the watchdog writes a byte on a
+//! second pipe, so that zklock, seeing the command exit, can tell a stop for the lease's
+//! deadline (exit 76) from the command's own end, even when the watchdog's deadline and
+//! zklock's own notice of the loss meet.
 
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -54,10 +57,38 @@ fn clock_ns() -> u64 {
 }
 
 /// zklock's side: the pipe's write end (non-blocking: a watchdog that is behind never stalls
-/// zklock) and the last `valid_until` it was sent.
+/// zklock), the read end of the pipe on which the watchdog says it fired, and the last
+/// `valid_until` it was sent.
 pub struct Watchdog {
     control: Option<std::fs::File>,
+    fired: OwnedFd,
     fed: Option<Instant>,
+}
+
+/// A close-on-exec pipe (read end, write end); `nonblock` makes that end non-blocking.
+fn pipe(nonblock: usize) -> Option<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills two descriptors we then own; fcntl(2) on them.
+    unsafe {
+        if libc::pipe(fds.as_mut_ptr()) != 0 {
+            return None;
+        }
+        for fd in fds {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+        libc::fcntl(fds[nonblock], libc::F_SETFL, libc::O_NONBLOCK);
+        Some((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+/// The watchdog's descriptors: zklock's messages, its own word that it fired, the command's
+/// pidfd and its timer (-1 for none).
+#[derive(Clone, Copy)]
+struct Fds {
+    ctl: i32,
+    fired: i32,
+    pidfd: i32,
+    timer: i32,
 }
 
 impl Watchdog {
@@ -69,18 +100,8 @@ impl Watchdog {
         if pid <= 0 {
             return None;
         }
-        let mut fds = [0; 2];
-        // SAFETY: pipe(2) fills two descriptors we then own; fcntl(2) on them.
-        let (read, write) = unsafe {
-            if libc::pipe(fds.as_mut_ptr()) != 0 {
-                return None;
-            }
-            for fd in fds {
-                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-            }
-            libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK);
-            (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
-        };
+        let (read, write) = pipe(1)?;
+        let (fired, fired_write) = pipe(0)?;
         let watched = Watched::open(pid)?;
         // SAFETY: sysconf has no preconditions.
         let open_max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
@@ -90,7 +111,12 @@ impl Watchdog {
             open_max.min(65536) as i32
         };
         let grace_ns = grace.as_nanos().min(u64::MAX as u128 / 4) as u64;
-        let (ctl, pidfd, timer) = (read.as_raw_fd(), watched.pidfd, watched.timer);
+        let fds = Fds {
+            ctl: read.as_raw_fd(),
+            fired: fired_write.as_raw_fd(),
+            pidfd: watched.pidfd,
+            timer: watched.timer,
+        };
         // SAFETY: in the forked children only async-signal-safe system calls run (watch's
         // too), then _exit; the parent waits for the middle child only.
         unsafe {
@@ -98,7 +124,7 @@ impl Watchdog {
                 -1 => return None,
                 0 => {
                     if libc::fork() == 0 {
-                        watch(ctl, pidfd, timer, pid, target, grace_ns, max_fd);
+                        watch(fds, pid, target, grace_ns, max_fd);
                     }
                     libc::_exit(0);
                 }
@@ -117,9 +143,10 @@ impl Watchdog {
                 }
             }
         }
-        drop((read, watched));
+        drop((read, fired_write, watched));
         Some(Watchdog {
             control: Some(std::fs::File::from(write)),
+            fired,
             fed: None,
         })
     }
@@ -145,6 +172,14 @@ impl Watchdog {
     /// False when it could not be told (it is gone): the caller signals the command itself.
     pub fn stop_now(&mut self) -> bool {
         self.send(STOP_NOW)
+    }
+
+    /// Whether the watchdog sent the command SIGTERM (it says so before it sends it): a command
+    /// that exits and this is true was stopped for the lease's deadline, not of its own accord.
+    pub fn fired(&self) -> bool {
+        let mut byte = 0u8;
+        // SAFETY: a non-blocking read(2) of one byte into our buffer.
+        unsafe { libc::read(self.fired.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) == 1 }
     }
 
     /// The command ended or the lease was released cleanly: the watchdog ends without a signal.
@@ -241,21 +276,19 @@ unsafe fn arm(timer: i32, at: u64) {
 }
 
 /// The watchdog's life (never returns).
-unsafe fn watch(
-    ctl: i32,
-    pidfd: i32,
-    timer: i32,
-    pid: i32,
-    target: i32,
-    grace_ns: u64,
-    max_fd: i32,
-) -> ! {
+unsafe fn watch(fds: Fds, pid: i32, target: i32, grace_ns: u64, max_fd: i32) -> ! {
+    let Fds {
+        ctl,
+        fired,
+        pidfd,
+        timer,
+    } = fds;
     libc::setsid();
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
         libc::signal(sig, libc::SIG_DFL);
     }
     for other in 0..max_fd {
-        if other != ctl && other != pidfd && other != timer {
+        if other != ctl && other != fired && other != pidfd && other != timer {
             libc::close(other);
         }
     }
@@ -274,11 +307,13 @@ unsafe fn watch(
                 libc::kill(target, libc::SIGKILL);
                 libc::_exit(0);
             }
+            // Said first, so that zklock, seeing the command exit, knows why.
+            libc::write(fired, [1u8].as_ptr().cast(), 1);
             libc::kill(target, libc::SIGTERM);
             kill_at = Some(now.saturating_add(grace_ns));
             continue;
         }
-        let mut fds = [
+        let mut polled = [
             libc::pollfd {
                 fd: if ctl_open { ctl } else { -1 },
                 events: libc::POLLIN,
@@ -311,10 +346,10 @@ unsafe fn watch(
         } else {
             (due.saturating_sub(now).div_ceil(1_000_000)).min(LIVENESS_MS as u64) as i32
         };
-        if libc::poll(fds.as_mut_ptr(), 3, wait_ms) < 0 {
+        if libc::poll(polled.as_mut_ptr(), 3, wait_ms) < 0 {
             continue;
         }
-        if fds[0].revents != 0 {
+        if polled[0].revents != 0 {
             let mut buf = [0u8; 8];
             let n = libc::read(ctl, buf.as_mut_ptr().cast(), 8);
             if n == 8 {
@@ -334,7 +369,7 @@ unsafe fn watch(
                 ctl_open = false;
             }
         }
-        if timer >= 0 && fds[2].revents != 0 {
+        if timer >= 0 && polled[2].revents != 0 {
             let mut expirations = [0u8; 8];
             libc::read(timer, expirations.as_mut_ptr().cast(), 8);
         }
@@ -366,6 +401,7 @@ mod tests {
         dog.feed(started + Duration::from_millis(300));
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+        assert!(dog.fired(), "the watchdog says it fired");
         let took = started.elapsed();
         assert!(
             took >= Duration::from_millis(300) && took < Duration::from_secs(5),
@@ -383,6 +419,7 @@ mod tests {
             dog.feed(Instant::now() + Duration::from_millis(300));
             std::thread::sleep(Duration::from_millis(50));
         }
+        assert!(!dog.fired());
         dog.stand_down();
         std::thread::sleep(Duration::from_millis(500));
         assert!(
