@@ -42,8 +42,8 @@ const CLOCK: libc::clockid_t = libc::CLOCK_BOOTTIME;
 #[cfg(not(target_os = "linux"))]
 const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
 
-/// Without a pidfd the watchdog looks whether the command still runs this often.
-#[cfg(not(target_os = "linux"))]
+/// Without a pidfd the watchdog looks whether the command still runs this often, and without a
+/// timer it looks at the clock as often.
 const LIVENESS_MS: i32 = 100;
 
 fn clock_ns() -> u64 {
@@ -100,9 +100,13 @@ impl Watchdog {
         if pid <= 0 {
             return None;
         }
+        Watchdog::start_with(Watched::open(pid)?, pid, target, grace)
+    }
+
+    /// [`Watchdog::start`] with what it watches the command with already open.
+    fn start_with(watched: Watched, pid: i32, target: i32, grace: Duration) -> Option<Watchdog> {
         let (read, write) = pipe(1)?;
         let (fired, fired_write) = pipe(0)?;
-        let watched = Watched::open(pid)?;
         // SAFETY: sysconf has no preconditions.
         let open_max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
         let max_fd = if open_max <= 0 {
@@ -227,10 +231,17 @@ impl Watched {
 
     #[cfg(not(target_os = "linux"))]
     fn open(_pid: i32) -> Option<Watched> {
-        Some(Watched {
+        Some(Watched::portable())
+    }
+
+    /// No pidfd and no timer: poll's own timeout and `kill(pid, 0)`, as off Linux (the Linux
+    /// unit tests run this path too).
+    #[cfg(any(test, not(target_os = "linux")))]
+    fn portable() -> Watched {
+        Watched {
             pidfd: -1,
             timer: -1,
-        })
+        }
     }
 }
 
@@ -330,20 +341,18 @@ unsafe fn watch(fds: Fds, pid: i32, target: i32, grace_ns: u64, max_fd: i32) -> 
                 revents: 0,
             },
         ];
-        #[cfg(target_os = "linux")]
-        let wait_ms = {
+        let wait_ms = if timer >= 0 {
+            #[cfg(target_os = "linux")]
             arm(timer, due);
             if pidfd >= 0 {
                 -1
             } else {
-                100
+                LIVENESS_MS
             }
-        };
-        // Off Linux, poll's own timeout, cut short to look at the clock and the command again.
-        #[cfg(not(target_os = "linux"))]
-        let wait_ms = if due == 0 {
+        } else if due == 0 {
             LIVENESS_MS
         } else {
+            // poll's own timeout, cut short to look at the clock and the command again.
             (due.saturating_sub(now).div_ceil(1_000_000)).min(LIVENESS_MS as u64) as i32
         };
         if libc::poll(polled.as_mut_ptr(), 3, wait_ms) < 0 {
@@ -381,22 +390,36 @@ mod tests {
     use std::os::unix::process::ExitStatusExt;
     use std::time::{Duration, Instant};
 
-    use super::Watchdog;
+    use super::{Watchdog, Watched};
 
-    fn sleeper() -> (std::process::Child, Watchdog) {
+    /// A command and its watchdog: Linux's (pidfd and timerfd) or, `portable`, the one of other
+    /// Unixes (poll's timeout, `kill(pid, 0)`).
+    fn sleeper(portable: bool) -> (std::process::Child, Watchdog) {
         let child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
-        let dog = Watchdog::start(pid, pid, Duration::from_secs(5)).expect("a watchdog");
+        let watched = if portable {
+            Watched::portable()
+        } else {
+            Watched::open(pid).unwrap()
+        };
+        let dog =
+            Watchdog::start_with(watched, pid, pid, Duration::from_secs(5)).expect("a watchdog");
         (child, dog)
     }
 
     /// The point of it: a deadline that is not renewed stops the command by itself.
     #[test]
     fn a_deadline_left_to_pass_stops_the_command() {
-        let (mut child, mut dog) = sleeper();
+        for portable in [false, true] {
+            a_deadline_left_to_pass_stops(portable);
+        }
+    }
+
+    fn a_deadline_left_to_pass_stops(portable: bool) {
+        let (mut child, mut dog) = sleeper(portable);
         let started = Instant::now();
         dog.feed(started + Duration::from_millis(300));
         let status = child.wait().unwrap();
@@ -413,7 +436,13 @@ mod tests {
     /// watchdog without a signal.
     #[test]
     fn a_deadline_renewed_in_time_never_fires() {
-        let (mut child, mut dog) = sleeper();
+        for portable in [false, true] {
+            renewed_in_time(portable);
+        }
+    }
+
+    fn renewed_in_time(portable: bool) {
+        let (mut child, mut dog) = sleeper(portable);
         let until = Instant::now() + Duration::from_millis(1500);
         while Instant::now() < until {
             dog.feed(Instant::now() + Duration::from_millis(300));
@@ -433,7 +462,13 @@ mod tests {
     /// zklock's own stop goes through the watchdog, so the command gets one SIGTERM.
     #[test]
     fn stop_now_sends_sigterm_at_once() {
-        let (mut child, mut dog) = sleeper();
+        for portable in [false, true] {
+            stop_now(portable);
+        }
+    }
+
+    fn stop_now(portable: bool) {
+        let (mut child, mut dog) = sleeper(portable);
         dog.feed(Instant::now() + Duration::from_secs(60));
         let started = Instant::now();
         assert!(dog.stop_now());

@@ -168,3 +168,22 @@ fn an_elect_stopped_past_its_session_timeout_has_its_command_stopped_before_the_
         &["elect", "--id", "next", "--timeout", "60s"],
     );
 }
+
+/// No misfire: a command that runs through three session timeouts, its zklock free to renew the
+/// lease all along, is never stopped by its watchdog, and the watchdog is gone after the clean
+/// release.
+#[test]
+fn an_exec_that_keeps_renewing_its_lease_is_never_stopped_by_its_watchdog() {
+    let path = unique_path("cli-renewed");
+    let started = Instant::now();
+    let mut cmd = zklock();
+    cmd.args(["--servers", servers(), "--session-timeout", "2s"])
+        .args(["exec", "--kill-after", "5s", &path, "--", "sleep", "6"]);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("lost"), "{}", stderr(&out));
+    assert!(started.elapsed() >= Duration::from_secs(6));
+    wait_for("the watchdog to end", Duration::from_secs(5), || {
+        processes_naming(&path).is_empty()
+    });
+}
