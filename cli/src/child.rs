@@ -71,7 +71,7 @@ mod unix {
     use tokio::signal::unix::{signal, Signal, SignalKind};
 
     use crate::status::{self, Failure};
-    use crate::watchdog::Watchdog;
+    use crate::watchdog::{Fired, Watchdog};
 
     pub use libc::{SIGKILL, SIGTERM};
 
@@ -201,8 +201,8 @@ mod unix {
         /// The watchdog that stops the command at the lease's deadline even while zklock is
         /// stopped ([`crate::watchdog`]), once [`Child::guard`] started it.
         watchdog: Option<Watchdog>,
-        /// The watchdog had sent the command SIGTERM when the command was reaped.
-        watchdog_fired: bool,
+        /// What the watchdog had sent the command when the command was reaped.
+        watchdog_fired: Fired,
     }
 
     impl Child {
@@ -267,7 +267,7 @@ mod unix {
                 signaller: Signaller { pid, group },
                 lifeline,
                 watchdog: None,
-                watchdog_fired: false,
+                watchdog_fired: Fired::No,
             })
         }
 
@@ -303,7 +303,12 @@ mod unix {
         /// Whether the command, once waited for, had been sent SIGTERM by its watchdog: the
         /// lease's deadline stopped it, not its own end.
         pub fn stopped_by_watchdog(&self) -> bool {
-            self.watchdog_fired
+            self.watchdog_fired >= Fired::Term
+        }
+
+        /// Whether the watchdog had also sent SIGKILL (the command outlasted `--kill-after`).
+        pub fn killed_by_watchdog(&self) -> bool {
+            self.watchdog_fired == Fired::Kill
         }
 
         /// Waits for the command to exit: its status (128+N when signal N killed it).
@@ -499,6 +504,9 @@ mod windows {
             match *self {}
         }
         pub fn stopped_by_watchdog(&self) -> bool {
+            match *self {}
+        }
+        pub fn killed_by_watchdog(&self) -> bool {
             match *self {}
         }
     }

@@ -298,8 +298,16 @@ pub async fn supervise(
                 // so this ends as lost. The core says so within moments; its reason is wanted.
                 let _ = tokio::time::timeout(Duration::from_secs(1), &mut lost).await;
                 let reason = lost_reason(lease);
+                let kill = if child.killed_by_watchdog() {
+                    format!(
+                        ", and SIGKILL {} later",
+                        zklock::support::duration_text(kill_after)
+                    )
+                } else {
+                    String::new()
+                };
                 eprintln!(
-                    "zklock: lost {what} (token {}): {reason}; its watchdog sent the command SIGTERM at the lease's deadline",
+                    "zklock: lost {what} (token {}): {reason}; its watchdog sent the command SIGTERM at the lease's deadline{kill}",
                     lease.token()
                 );
                 return Ok(Ended::Lost { reason });
@@ -322,13 +330,16 @@ pub async fn supervise(
                 }
             })
             .await;
+            let within = zklock::support::duration_text(kill_after);
             if stopped.is_err() {
-                eprintln!(
-                    "zklock: the command did not stop within {}; sending SIGKILL",
-                    zklock::support::duration_text(kill_after)
-                );
+                eprintln!("zklock: the command did not stop within {within}; sending SIGKILL");
                 command.send(child::SIGKILL);
                 let _ = child.wait().await;
+            } else if child.killed_by_watchdog() {
+                // Its SIGKILL, counted from its own SIGTERM, came before zklock's.
+                eprintln!(
+                    "zklock: the command did not stop within {within}; its watchdog sent SIGKILL"
+                );
             }
             Ok(Ended::Lost { reason })
         }

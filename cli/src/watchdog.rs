@@ -65,6 +65,14 @@ pub struct Watchdog {
     fed: Option<Instant>,
 }
 
+/// What the watchdog sent the command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fired {
+    No,
+    Term,
+    Kill,
+}
+
 /// A close-on-exec pipe (read end, write end); `nonblock` makes that end non-blocking.
 fn pipe(nonblock: usize) -> Option<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
@@ -178,12 +186,18 @@ impl Watchdog {
         self.send(STOP_NOW)
     }
 
-    /// Whether the watchdog sent the command SIGTERM (it says so before it sends it): a command
-    /// that exits and this is true was stopped for the lease's deadline, not of its own accord.
-    pub fn fired(&self) -> bool {
-        let mut byte = 0u8;
-        // SAFETY: a non-blocking read(2) of one byte into our buffer.
-        unsafe { libc::read(self.fired.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) == 1 }
+    /// What the watchdog sent the command (it says so before it sends it): [`Fired::No`],
+    /// [`Fired::Term`] or [`Fired::Kill`]. A command that exits after `Term` was stopped for the
+    /// lease's deadline, not of its own accord. Read once, after the command was reaped.
+    pub fn fired(&self) -> Fired {
+        let mut said = [0u8; 2];
+        // SAFETY: a non-blocking read(2) into our buffer.
+        let n = unsafe { libc::read(self.fired.as_raw_fd(), said.as_mut_ptr().cast(), 2) };
+        match said[..n.max(0) as usize].iter().max() {
+            Some(2) => Fired::Kill,
+            Some(_) => Fired::Term,
+            None => Fired::No,
+        }
     }
 
     /// The command ended or the lease was released cleanly: the watchdog ends without a signal.
@@ -315,6 +329,7 @@ unsafe fn watch(fds: Fds, pid: i32, target: i32, grace_ns: u64, max_fd: i32) -> 
         let now = clock_ns();
         if due != 0 && now >= due {
             if kill_at.is_some() {
+                libc::write(fired, [2u8].as_ptr().cast(), 1);
                 libc::kill(target, libc::SIGKILL);
                 libc::_exit(0);
             }
@@ -424,7 +439,11 @@ mod tests {
         dog.feed(started + Duration::from_millis(300));
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
-        assert!(dog.fired(), "the watchdog says it fired");
+        assert_eq!(
+            dog.fired(),
+            super::Fired::Term,
+            "the watchdog says it fired"
+        );
         let took = started.elapsed();
         assert!(
             took >= Duration::from_millis(300) && took < Duration::from_secs(5),
@@ -448,7 +467,7 @@ mod tests {
             dog.feed(Instant::now() + Duration::from_millis(300));
             std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(!dog.fired());
+        assert_eq!(dog.fired(), super::Fired::No);
         dog.stand_down();
         std::thread::sleep(Duration::from_millis(500));
         assert!(
@@ -475,5 +494,25 @@ mod tests {
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// A command that ignores SIGTERM gets SIGKILL after the grace, and zklock can tell.
+    #[test]
+    fn a_command_that_ignores_sigterm_gets_sigkill_after_the_grace() {
+        // An ignored signal stays ignored across exec: sleep itself ignores SIGTERM.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "trap '' TERM; exec sleep 30"])
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let mut dog = Watchdog::start(pid, pid, Duration::from_millis(300)).expect("a watchdog");
+        // Let the shell set its trap before the deadline.
+        std::thread::sleep(Duration::from_millis(200));
+        let started = Instant::now();
+        dog.feed(started);
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert_eq!(dog.fired(), super::Fired::Kill);
     }
 }
