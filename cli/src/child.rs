@@ -9,6 +9,11 @@
 //!   no pid to outlive (a kqueue `NOTE_EXIT` on zklock's pid would need the watcher all the
 //!   same, since a kqueue does not survive the command's exec); and it is plain POSIX, so the
 //!   Linux tests run it too.
+//!
+//! Its stall is not its death: a zklock stopped (SIGSTOP, a debugger, a freezer cgroup) neither
+//! dies nor runs, so on every Unix the command also has a watchdog process that stops it when
+//! the lease's `valid_until` passes, whether or not zklock runs ([`crate::watchdog`], issue 50).
+//!
 //! - Windows: not supported yet; `exec` and `elect CMD` exit 64 before connecting ([`supported`]).
 //!   A job object (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`, `TerminateJobObject` on a lost lease)
 //!   is the plan, once it can be run under Wine (issue 36).
@@ -32,9 +37,9 @@ pub fn supported() -> Result<(), Failure> {
 }
 
 #[cfg(unix)]
-pub use unix::{Child, Signals, SIGKILL, SIGTERM};
+pub use unix::{Child, Signals, SIGKILL};
 #[cfg(windows)]
-pub use windows::{Child, Signals, SIGKILL, SIGTERM};
+pub use windows::{Child, Signals, SIGKILL};
 
 /// Starts `argv` with `env` added; a command that cannot start is a failure (126 or 127).
 pub fn spawn(argv: &[OsString], env: &[(&str, String)]) -> Result<Child, Failure> {
@@ -61,10 +66,12 @@ pub fn spawn(argv: &[OsString], env: &[(&str, String)]) -> Result<Child, Failure
 mod unix {
     use std::os::fd::OwnedFd;
     use std::process::ExitStatus;
+    use std::time::{Duration, Instant};
 
     use tokio::signal::unix::{signal, Signal, SignalKind};
 
     use crate::status::{self, Failure};
+    use crate::watchdog::{Fired, Watchdog};
 
     pub use libc::{SIGKILL, SIGTERM};
 
@@ -165,12 +172,17 @@ mod unix {
             }
         }
 
-        /// Sends `sig` to the command: to its own group when it has one.
-        pub fn send(self, sig: i32) {
-            let target = match self.group {
+        /// Where [`Signaller::send`] sends: the command's own group when it has one.
+        fn target(self) -> i32 {
+            match self.group {
                 Group::Terminal => self.pid,
                 Group::Own => -self.pid,
-            };
+            }
+        }
+
+        /// Sends `sig` to the command: to its own group when it has one.
+        pub fn send(self, sig: i32) {
+            let target = self.target();
             if self.pid > 0 {
                 // SAFETY: kill(2) on our own child, or the process group it leads.
                 unsafe {
@@ -186,6 +198,11 @@ mod unix {
         /// Not on Linux: zklock's end of the watcher's pipe (see [`super::lifeline`]).
         #[allow(dead_code)]
         lifeline: Option<OwnedFd>,
+        /// The watchdog that stops the command at the lease's deadline even while zklock is
+        /// stopped ([`crate::watchdog`]), once [`Child::guard`] started it.
+        watchdog: Option<Watchdog>,
+        /// What the watchdog had sent the command when the command was reaped.
+        watchdog_fired: Fired,
     }
 
     impl Child {
@@ -249,6 +266,8 @@ mod unix {
                 child,
                 signaller: Signaller { pid, group },
                 lifeline,
+                watchdog: None,
+                watchdog_fired: Fired::No,
             })
         }
 
@@ -256,9 +275,50 @@ mod unix {
             self.signaller
         }
 
+        /// Starts the command's watchdog, which stops it (SIGTERM, SIGKILL after `grace`) when
+        /// the last deadline [`Child::feed`] gave passes. Before the first `wait`, while the
+        /// pid is surely the command's. Without one (it could not start) zklock alone guards.
+        pub fn guard(&mut self, grace: Duration) {
+            let s = self.signaller;
+            self.watchdog = Watchdog::start(s.pid, s.target(), grace);
+        }
+
+        /// Gives the watchdog the lease's current `valid_until`.
+        pub fn feed(&mut self, valid_until: Instant) {
+            if let Some(dog) = &mut self.watchdog {
+                dog.feed(valid_until);
+            }
+        }
+
+        /// Stops the command (the lease is lost): SIGTERM through the watchdog, so that the
+        /// command gets one whether the watchdog's deadline or zklock's notice comes first;
+        /// from zklock itself when there is no watchdog to tell.
+        pub fn stop(&mut self) {
+            let told = self.watchdog.as_mut().is_some_and(Watchdog::stop_now);
+            if !told {
+                self.signaller.send(SIGTERM);
+            }
+        }
+
+        /// Whether the command, once waited for, had been sent SIGTERM by its watchdog: the
+        /// lease's deadline stopped it, not its own end.
+        pub fn stopped_by_watchdog(&self) -> bool {
+            self.watchdog_fired >= Fired::Term
+        }
+
+        /// Whether the watchdog had also sent SIGKILL (the command outlasted `--kill-after`).
+        pub fn killed_by_watchdog(&self) -> bool {
+            self.watchdog_fired == Fired::Kill
+        }
+
         /// Waits for the command to exit: its status (128+N when signal N killed it).
         pub async fn wait(&mut self) -> std::io::Result<i32> {
             let status = self.child.wait().await?;
+            // Reaped: the pid is no longer the command's, so the watchdog must not signal it.
+            if let Some(mut dog) = self.watchdog.take() {
+                self.watchdog_fired = dog.fired();
+                dog.stand_down();
+            }
             #[cfg(not(target_os = "linux"))]
             if let Some(ours) = self.lifeline.take() {
                 super::lifeline::release(ours);
@@ -432,6 +492,21 @@ mod windows {
             match *self {}
         }
         pub async fn wait(&mut self) -> std::io::Result<i32> {
+            match *self {}
+        }
+        pub fn guard(&mut self, _grace: std::time::Duration) {
+            match *self {}
+        }
+        pub fn feed(&mut self, _valid_until: std::time::Instant) {
+            match *self {}
+        }
+        pub fn stop(&mut self) {
+            match *self {}
+        }
+        pub fn stopped_by_watchdog(&self) -> bool {
+            match *self {}
+        }
+        pub fn killed_by_watchdog(&self) -> bool {
             match *self {}
         }
     }

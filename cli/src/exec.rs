@@ -259,6 +259,10 @@ pub async fn supervise(
 ) -> Result<Ended, Failure> {
     let mut child = child::spawn(argv, env)?;
     let command = child.signaller();
+    // The watchdog keeps the lease's deadline while zklock cannot (stopped, issue 50): it is
+    // fed `valid_until` from here on, at once and then as it moves.
+    child.guard(kill_after);
+    let mut next_feed = feed(&mut child, lease);
     let (state_tx, mut states) = tokio::sync::mpsc::unbounded_channel();
     lease.on_state(move |s| {
         let _ = state_tx.send(s);
@@ -270,6 +274,7 @@ pub async fn supervise(
         tokio::select! {
             st = child.wait() => break Some(st),
             _ = &mut lost => break None,
+            _ = tokio::time::sleep_until(next_feed) => next_feed = feed(&mut child, lease),
             sig = signals.recv() => {
                 signalled = true;
                 command.pass_on(sig);
@@ -287,6 +292,26 @@ pub async fn supervise(
         Some(waited) => {
             let status =
                 waited.map_err(|e| Failure::software(format!("waiting for the command: {e}")))?;
+            if child.stopped_by_watchdog() {
+                // The watchdog's deadline came before zklock's own notice (zklock was stopped,
+                // or the two met at the deadline): the command stopped because the lease ended,
+                // so this ends as lost. The core says so within moments; its reason is wanted.
+                let _ = tokio::time::timeout(Duration::from_secs(1), &mut lost).await;
+                let reason = lost_reason(lease);
+                let kill = if child.killed_by_watchdog() {
+                    format!(
+                        ", and SIGKILL {} later",
+                        zklock::support::duration_text(kill_after)
+                    )
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "zklock: lost {what} (token {}): {reason}; its watchdog sent the command SIGTERM at the lease's deadline{kill}",
+                    lease.token()
+                );
+                return Ok(Ended::Lost { reason });
+            }
             Ok(Ended::Exited { status, signalled })
         }
         None => {
@@ -295,7 +320,7 @@ pub async fn supervise(
                 "zklock: lost {what} (token {}): {reason}; sending SIGTERM to the command",
                 lease.token()
             );
-            command.send(child::SIGTERM);
+            child.stop();
             let stopped = tokio::time::timeout(kill_after, async {
                 loop {
                     tokio::select! {
@@ -305,17 +330,37 @@ pub async fn supervise(
                 }
             })
             .await;
+            let within = zklock::support::duration_text(kill_after);
             if stopped.is_err() {
-                eprintln!(
-                    "zklock: the command did not stop within {}; sending SIGKILL",
-                    zklock::support::duration_text(kill_after)
-                );
+                eprintln!("zklock: the command did not stop within {within}; sending SIGKILL");
                 command.send(child::SIGKILL);
                 let _ = child.wait().await;
+            } else if child.killed_by_watchdog() {
+                // Its SIGKILL, counted from its own SIGTERM, came before zklock's.
+                eprintln!(
+                    "zklock: the command did not stop within {within}; its watchdog sent SIGKILL"
+                );
             }
             Ok(Ended::Lost { reason })
         }
     }
+}
+
+/// Feeds the watchdog the lease's `valid_until`; returns when to look again. The deadline
+/// moves with each answered heartbeat, and the core says so to no one, so it is read often:
+/// every 100 ms, and as often as every 5 ms in the last stretch before the fed deadline (a
+/// renewal read later than the deadline would be a stop while the lease still holds).
+fn feed(child: &mut child::Child, lease: &Lease) -> tokio::time::Instant {
+    let now = std::time::Instant::now();
+    let again = match lease.valid_until() {
+        Some(until) => {
+            child.feed(until);
+            (until.saturating_duration_since(now) / 4)
+                .clamp(Duration::from_millis(5), Duration::from_millis(100))
+        }
+        None => Duration::from_millis(100),
+    };
+    tokio::time::Instant::from_std(now + again)
 }
 
 /// The core's reason for a lost lease, one line, without the path it repeats

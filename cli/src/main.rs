@@ -4,7 +4,8 @@
 //! the bottom up (cli/layers.txt): `status` (what every command prints and exits with), `args`
 //! (the command line as clap parses it), `server` (the local ZooKeeper, also where the other
 //! commands find one by default), `settings` (the options in force, and the connect), `child`
-//! (the command that exec and elect run, as a process, per platform), then the commands.
+//! (the command that exec and elect run, as a process, per platform) with `watchdog` (what
+//! stops it at the lease's deadline while zklock itself is stopped), then the commands.
 
 use std::ffi::OsString;
 
@@ -21,6 +22,8 @@ mod ls_tree;
 mod server;
 mod settings;
 mod status;
+#[cfg(unix)]
+mod watchdog;
 
 use args::{refuse_unused, Cli, Command};
 use settings::Settings;
