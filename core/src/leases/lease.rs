@@ -13,6 +13,7 @@ use crate::leases::parts::{Part, Parts};
 
 /// A held lock. Dropping a lease releases it in the background; call [`Lease::release`] to
 /// know when the node is gone.
+#[must_use = "dropping a Lease releases the lock at once: bind it (`let _lease = ...`, not `let _ = ...`) for as long as the lock must be held"]
 pub struct Lease {
     parts: Parts,
 }

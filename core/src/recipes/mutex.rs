@@ -34,6 +34,20 @@ pub struct Lock {
     pub(crate) inner: Arc<LockInner>,
 }
 
+/// What a lock is, for logs: its path and kind, the limits set on it. Nothing of the client
+/// (its credentials) is shown.
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = &self.inner;
+        f.debug_struct("Lock")
+            .field("path", &inner.path)
+            .field("kind", &inner.kind)
+            .field("reentrant", &inner.reentrant)
+            .field("max_leases", &inner.max_leases)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The exclusive lock (Curator's `InterProcessMutex`).
 pub type Mutex = Lock;
 
