@@ -27,7 +27,8 @@ async fn main() {
     drop(own);
     println!("{app}: rustls::ClientConfig::builder() chose its provider without a panic");
 
-    let options = zklock::Options::default().tls(zklock::Tls::new(zklock::Pem::File(PathBuf::from(ca))));
+    let options =
+        zklock::Options::default().tls(zklock::Tls::new(zklock::Pem::File(PathBuf::from(ca))));
     let client = zklock::Client::connect(&servers, options)
         .await
         .expect("zklock connects over TLS");
