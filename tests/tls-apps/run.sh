@@ -14,6 +14,16 @@ for app in "${apps[@]}"; do
   echo "tls-apps: building $app"
   CARGO_TARGET_DIR="$target_dir/tls-apps" "$CARGO" build -q --locked \
     --manifest-path "$here/Cargo.toml" -p "$app"
+  # Neither application asked for ring: zklock must not have brought it (and with it rustls'
+  # `ring` feature beside the application's aws-lc-rs).
+  # (With --locked, a zklock that needs ring also fails the build above: Cargo.lock lists no
+  # ring.)
+  tree="$("$CARGO" tree -q --locked --manifest-path "$here/Cargo.toml" -p "$app" -e normal \
+    --prefix none)"
+  if grep -q '^ring ' <<<"$tree"; then
+    echo "tls-apps: $app links ring, which it did not ask for" >&2
+    exit 1
+  fi
 done
 
 (cd "$root" && "$CARGO" build -q -p zklock-testkit --bin zk-harness)
