@@ -1,7 +1,9 @@
 // The body of both applications (each `src/main.rs` includes it): the application's own
 // `rustls::ClientConfig::builder()` first, as a service on aws-lc-rs writes it (it panicked
 // when zklock turned on rustls' `ring` feature beside the application's aws-lc-rs: issue 51),
-// then a lock taken over TLS, then the process's provider is still the application's.
+// then a lock taken over TLS, then the process's provider is still the application's. With
+// zklock built without a provider feature (`ZKLOCK_NAMES_ITS_PROVIDER` false), first a TLS
+// connect before the application chose a provider: refused, and nothing installed.
 //
 // `ZKLOCK_TLS_SERVERS` and `ZKLOCK_TLS_CA`: the TLS port and CA of `zk-harness --secure`.
 
@@ -21,14 +23,26 @@ async fn main() {
     let servers = std::env::var("ZKLOCK_TLS_SERVERS").expect("ZKLOCK_TLS_SERVERS (run.sh sets it)");
     let ca = std::env::var("ZKLOCK_TLS_CA").expect("ZKLOCK_TLS_CA (run.sh sets it)");
 
+    let options =
+        zklock::Options::default().tls(zklock::Tls::new(zklock::Pem::File(PathBuf::from(ca))));
+    if !ZKLOCK_NAMES_ITS_PROVIDER {
+        // Before the application's rustls chose the process's provider, zklock has none: its
+        // TLS connect says so, and it has not installed one of its own in passing.
+        let err = zklock::Client::connect(&servers, options.clone())
+            .await
+            .expect_err("no provider yet");
+        assert_eq!(err.kind(), zklock::ErrorKind::InvalidArgument, "{err}");
+        assert!(err.message().contains("install_default"), "{err}");
+        assert!(rustls::crypto::CryptoProvider::get_default().is_none());
+        println!("{app}: before the application chose a provider, zklock's TLS connect said so");
+    }
+
     let own = rustls::ClientConfig::builder()
         .with_root_certificates(rustls::RootCertStore::empty())
         .with_no_client_auth();
     drop(own);
     println!("{app}: rustls::ClientConfig::builder() chose its provider without a panic");
 
-    let options =
-        zklock::Options::default().tls(zklock::Tls::new(zklock::Pem::File(PathBuf::from(ca))));
     let client = zklock::Client::connect(&servers, options)
         .await
         .expect("zklock connects over TLS");
