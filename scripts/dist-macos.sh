@@ -54,8 +54,8 @@ python_wheel_macos() {
   "${lib_env[@]}" "$venv/bin/maturin" build --quiet --locked --profile dist --zig \
     --target "$triple" "${build_std[@]}" -m bindings-python/Cargo.toml -o "$tmpd"
   local whl
-  whl="$(ls "$tmpd"/zklock-"$version"-cp39-abi3-*.whl)"
-  [ "$(basename "$whl")" = "zklock-$version-cp39-abi3-$want.whl" ] ||
+  whl="$(ls "$tmpd"/pyzklock-"$version"-cp39-abi3-*.whl)"
+  [ "$(basename "$whl")" = "pyzklock-$version-cp39-abi3-$want.whl" ] ||
     { echo "dist: maturin wrote $(basename "$whl"), not the tag $want" >&2; return 1; }
   local member=zklock/_zklock.abi3.so
   python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # make dist: the artifacts a user installs without a Rust toolchain, all from the workspace's one
 # version (Cargo.toml [workspace.package] version), written into dist/:
-#   zklock-<v>-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+#   pyzklock-<v>-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 #                                                 Python >= 3.9 (abi3), checked with auditwheel
-#   zklock-<v>.tar.gz                             Python sdist (builds from source with cargo)
+#   pyzklock-<v>.tar.gz                             Python sdist (builds from source with cargo)
 #   zklock-<v>.tgz                                npm package, prebuilds/linux-x64-gnu/zklock.node
 #   libzklock-<v>-linux-x86_64.tar.gz             C: lib/ include/ lib/pkgconfig/ bin/zklock
 #   zklock_<v>_amd64.deb                          the same files under /usr
@@ -216,7 +216,7 @@ python_wheel() {
   "${lib_env[@]}" "$venv/bin/maturin" build --quiet --locked --profile dist --zig --compatibility "$compat" \
     --target "$triple" "${build_std[@]}" -m bindings-python/Cargo.toml -o "$dist"
   local whl
-  whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-"${compat%%[_0-9]*}"*_"$arch".whl)"
+  whl="$(ls "$dist"/pyzklock-"$version"-cp39-abi3-"${compat%%[_0-9]*}"*_"$arch".whl)"
   local tag="${whl##*-abi3-}"; tag="${tag%.whl}"
   case "$tag" in manylinux* | musllinux*) ;; *) echo "dist: the wheel is not a manylinux/musllinux wheel: $whl" >&2; return 1 ;; esac
   if [[ "$tag" == musllinux* ]]; then
@@ -269,7 +269,7 @@ python_wheel_windows() {
     AR_x86_64_pc_windows_gnu=x86_64-w64-mingw32-ar "$venv/bin/maturin" build --quiet --locked --profile dist \
     --target "$triple" "${build_std[@]}" -m bindings-python/Cargo.toml -o "$dist"
   local whl
-  whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-win_amd64.whl)" &&
+  whl="$(ls "$dist"/pyzklock-"$version"-cp39-abi3-win_amd64.whl)" &&
     echo "   $(basename "$whl")"
 }
 timed "Python sdist (maturin sdist)" "$venv/bin/maturin" sdist -m bindings-python/Cargo.toml -o "$dist"

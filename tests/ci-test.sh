@@ -2,7 +2,8 @@
 # The cross-language suite (make test-interop): Rust, Python, Node and C workers contend on one
 # lock through a connection-cutting proxy (tests/trust/tests/cross_language.rs). Each face's
 # worker is built here if its own suite has not built it yet; a face that fails to build fails
-# this suite (nothing is skipped silently).
+# this suite (nothing is skipped silently). Also: zklock beside an application's own rustls
+# (tests/tls-apps/run.sh, issue 51).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -53,6 +54,11 @@ echo "3-node ensemble: ${line#servers=}"
 ZKLOCK_TEST_SERVERS="${line#servers=}" "$CARGO" test -p zklock --test faults --test expiry --test mutex
 exec {ENSEMBLE[1]}>&-
 wait "$ENSEMBLE_PID" 2>/dev/null || true
+
+# zklock beside an application's own rustls (issue 51): one on rustls' default features, one on
+# aws-lc-rs alone, each builds its own ClientConfig and takes a lock over TLS. Their first build
+# compiles aws-lc-sys once (about 4 minutes on two busy cores); later runs reuse it.
+tests/tls-apps/run.sh
 
 # The README's tour: each face's snippet is the same text as a file that runs here.
 scripts/check-readme.sh

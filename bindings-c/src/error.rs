@@ -66,6 +66,9 @@ impl zklock_status {
             K::Internal => ZKLOCK_PANIC,
             K::OutcomeUnknown => ZKLOCK_OUTCOME_UNKNOWN,
             K::Conflict => ZKLOCK_CONFLICT,
+            // ErrorKind is non-exhaustive: a kind this face does not map yet is the general
+            // "any other error" status, its message (zklock_last_error) saying what happened.
+            _ => ZKLOCK_ZOOKEEPER,
         }
     }
 

@@ -25,6 +25,9 @@ pub fn code_of(kind: ErrorKind) -> &'static str {
         ErrorKind::Internal => "ZKLOCK_INTERNAL",
         ErrorKind::OutcomeUnknown => "ZKLOCK_OUTCOME_UNKNOWN",
         ErrorKind::Conflict => "ZKLOCK_CONFLICT",
+        // ErrorKind is non-exhaustive: a kind this face does not map yet is the general
+        // "any other error" code, its message saying what happened.
+        _ => "ZKLOCK_ZOOKEEPER",
     }
 }
 

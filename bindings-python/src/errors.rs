@@ -25,6 +25,9 @@ pub(crate) fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Internal => "InternalError",
         ErrorKind::OutcomeUnknown => "OutcomeUnknown",
         ErrorKind::Conflict => "Conflict",
+        // ErrorKind is non-exhaustive: a kind this face does not know yet is still a
+        // ZkLockError, the base every `except` of the face's errors catches.
+        _ => "ZkLockError",
     }
 }
 

@@ -17,6 +17,17 @@ use crate::recipes::rwlock::RwLock;
 use crate::sessions::connection::Connection;
 
 /// A connection to a ZooKeeper ensemble. Cheap to clone; clones share the session.
+///
+/// ```no_run
+/// # async fn run() -> zklock::Result<()> {
+/// let client = zklock::Client::connect("zk1:2181,zk2:2181,zk3:2181", zklock::Options::default())
+///     .await?;
+/// let lease = client.mutex("/locks/orders")?.acquire().await?;
+/// lease.release().await?;
+/// client.close().await;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Connection>,

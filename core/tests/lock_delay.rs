@@ -124,8 +124,7 @@ async fn a_zero_lock_delay_is_refused() {
         .mutex(&unique_path("lock-delay-zero"))
         .unwrap()
         .lock_delay(Some(Duration::ZERO))
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
 

@@ -164,7 +164,7 @@ async fn a_zero_max_hold_on_a_multi_lock_is_refused() {
     let holder = client().await;
     let base = unique_path("multi-zero");
     let multi = holder.multi_lock([format!("{base}/a")]).unwrap();
-    let err = multi.max_hold(Some(Duration::ZERO)).err().expect("refused");
+    let err = multi.max_hold(Some(Duration::ZERO)).expect_err("refused");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().contains("max_hold"), "{err}");
 }

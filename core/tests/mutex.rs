@@ -314,15 +314,15 @@ async fn bad_input_is_invalid_argument_naming_the_value() {
     for path in [
         "", "locks/a", "/", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\0b",
     ] {
-        let err = client.mutex(path).err().expect(path);
+        let err = client.mutex(path).expect_err(path);
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{path:?}");
         assert!(err.message().contains(&format!("{path:?}")), "{err}");
         assert_eq!(
-            client.rw_lock(path).err().unwrap().kind(),
+            client.rw_lock(path).unwrap_err().kind(),
             ErrorKind::InvalidArgument
         );
         assert_eq!(
-            client.multi_lock(["/ok", path]).err().unwrap().kind(),
+            client.multi_lock(["/ok", path]).unwrap_err().kind(),
             ErrorKind::InvalidArgument
         );
     }
@@ -340,9 +340,9 @@ async fn bad_input_is_invalid_argument_naming_the_value() {
     }
     let err = zklock::support::duration_from_millis_i64(-3, "timeoutMs").unwrap_err();
     assert!(err.message().contains("-3"), "{err}");
-    let err = client.multi_lock(["/a", "/a"]).err().unwrap();
+    let err = client.multi_lock(["/a", "/a"]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
-    let err = client.multi_lock(Vec::<String>::new()).err().unwrap();
+    let err = client.multi_lock(Vec::<String>::new()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
 

@@ -154,7 +154,7 @@ fn a_huge_timeout_waits_instead_of_overflowing() {
 fn an_oversized_path_is_refused_before_any_request() {
     let client = zklock::Client::blocking_connect(servers(), zklock::Options::default()).unwrap();
     let path = format!("/{}", "p".repeat(1_100_000));
-    let err = client.mutex(&path).err().expect("refused");
+    let err = client.mutex(&path).expect_err("refused");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().len() < 200, "{err}");
 }

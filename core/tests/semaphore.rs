@@ -149,7 +149,7 @@ async fn a_semaphore_of_zero_leases_is_an_invalid_argument_and_a_semaphore_mutex
 {
     let a = client().await;
     let path = unique_path("sem-args");
-    let err = a.semaphore(&path, 0).err().expect("0 leases is refused");
+    let err = a.semaphore(&path, 0).expect_err("0 leases is refused");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.message().contains("number of leases 0"), "{err}");
     let sem = a.semaphore_mutex(&path).unwrap().reentrant(true);

@@ -118,7 +118,7 @@ target_vars() {
     *) echo "test-dist-macos: unknown target $1 (macos-arm64 macos-x64)"; return 1 ;;
   esac
   tag="macosx_${min/./_}_$arch"
-  whl="$dist/zklock-$version-cp39-abi3-$tag.whl"
+  whl="$dist/pyzklock-$version-cp39-abi3-$tag.whl"
   ctar="libzklock-$version-macos-$arch"
   d="$tmp/$1"
   module="$d/whl/zklock/_zklock.abi3.so" addon="$d/npm/package/prebuilds/darwin-$npm_cpu/zklock.node"
@@ -211,7 +211,7 @@ imports() {
 
 wheel() {
   target_vars "$1" || return 1
-  grep -qx "Tag: cp39-abi3-$tag" "$d"/whl/zklock-"$version".dist-info/WHEEL || { echo "WHEEL has no Tag: cp39-abi3-$tag"; return 1; }
+  grep -qx "Tag: cp39-abi3-$tag" "$d"/whl/pyzklock-"$version".dist-info/WHEEL || { echo "WHEEL has no Tag: cp39-abi3-$tag"; return 1; }
   "$abi3audit" --strict --summary "$whl" || return 1
   local py
   for py in 3.9 3.13; do

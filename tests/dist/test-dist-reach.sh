@@ -60,7 +60,7 @@ cleanup() {
 trap cleanup EXIT
 
 case " ${targets[*]} " in *" windows-x64-gnu "*) ;; *) echo "test-dist-reach: no Windows target in DIST_TARGETS"; finish ;; esac
-whl="$dist/zklock-$version-cp39-abi3-win_amd64.whl"
+whl="$dist/pyzklock-$version-cp39-abi3-win_amd64.whl"
 czip="$dist/libzklock-$version-windows-x86_64.zip"
 for f in "$whl" "$czip" "$npm_tgz"; do
   [ -f "$f" ] || { echo "test-dist: $f is missing: run make dist DIST_TARGETS='${targets[*]}' first"; failed=$((failed + 1)); }
@@ -158,7 +158,7 @@ wheel_static() {
   [ "$(pe_exports "$pyd")" = PyInit__zklock ] || { echo "exports: $(pe_exports "$pyd" | head)"; return 1; }
   # python3.dll is the stable ABI's DLL (abi3); python3X.dll would tie it to one version.
   only_system "$pyd" 'python3\.dll' && pe_imports "$pyd" | grep -qx python3.dll || return 1
-  grep -q '^Tag: cp39-abi3-win_amd64$' "$tmp/whl"/zklock-"$version".dist-info/WHEEL || return 1
+  grep -q '^Tag: cp39-abi3-win_amd64$' "$tmp/whl"/pyzklock-"$version".dist-info/WHEEL || return 1
   # pip (this machine's) would pick it on 64-bit Windows for CPython 3.9 and 3.13: --platform
   # with --dry-run resolves without installing.
   local py

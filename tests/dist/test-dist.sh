@@ -37,7 +37,7 @@ version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Car
 ctar="libzklock-$version-linux-x86_64"
 deb="$dist/zklock_${version}_amd64.deb"
 npm_tgz="$dist/zklock-$version.tgz"
-sdist="$dist/zklock-$version.tar.gz"
+sdist="$dist/pyzklock-$version.tar.gz"
 read -r -a targets <<<"${DIST_TARGETS:-linux-x64-gnu}"
 # Windows and macOS (issue 36): tests/dist/test-dist-reach.sh (Windows, run under Wine) and
 # tests/dist/test-dist-macos.sh (macOS, static), after the Linux checks; alone when DIST_TARGETS
@@ -82,7 +82,7 @@ musl_vars() {
     *) echo "test-dist: unknown musl target $1"; return 1 ;;
   esac
   m_ctar="libzklock-$version-linux-$m_arch-musl" m_c="$tmp/c/libzklock-$version-linux-$m_arch-musl"
-  m_whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-musllinux*_"$m_arch".whl 2>/dev/null | head -n1)"
+  m_whl="$(ls "$dist"/pyzklock-"$version"-cp39-abi3-musllinux*_"$m_arch".whl 2>/dev/null | head -n1)"
   m_site="$tmp/site-$1"
 }
 ctar_arm64="libzklock-$version-linux-aarch64"
@@ -136,7 +136,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 for f in "$deb" "$npm_tgz" "$sdist" "$dist/$ctar.tar.gz" "$dist/SHA256SUMS"; do
   [ -f "$f" ] || { echo "test-dist: $f is missing: run make dist first"; failed=$((failed + 1)); }
 done
-whl="$(ls "$dist"/zklock-"$version"-cp39-abi3-manylinux*_x86_64.whl 2>/dev/null | head -n1)"
+whl="$(ls "$dist"/pyzklock-"$version"-cp39-abi3-manylinux*_x86_64.whl 2>/dev/null | head -n1)"
 [ -n "$whl" ] || { echo "test-dist: no abi3 manylinux wheel in $dist: run make dist first"; failed=$((failed + 1)); }
 for t in "${musl_targets[@]}"; do
   musl_vars "$t" || { failed=$((failed + 1)); continue; }
@@ -149,7 +149,7 @@ if [ -n "$arm64" ]; then
   for f in "$deb_arm64" "$dist/$ctar_arm64.tar.gz"; do
     [ -f "$f" ] || { echo "test-dist: $f is missing: run make dist DIST_TARGETS='${targets[*]}' first"; failed=$((failed + 1)); }
   done
-  whl_arm64="$(ls "$dist"/zklock-"$version"-cp39-abi3-manylinux*_aarch64.whl 2>/dev/null | head -n1)"
+  whl_arm64="$(ls "$dist"/pyzklock-"$version"-cp39-abi3-manylinux*_aarch64.whl 2>/dev/null | head -n1)"
   [ -n "$whl_arm64" ] || { echo "test-dist: no aarch64 wheel in $dist"; failed=$((failed + 1)); }
   [ -x /usr/bin/qemu-aarch64-static ] && [ -x "$arm64_root/usr/bin/python3.11" ] && [ -x "$arm64_root/usr/bin/node" ] ||
     { echo "test-dist: no qemu-aarch64-static or $arm64_root: DIST_TARGETS='${targets[*]}' scripts/install-deps.sh"; failed=$((failed + 1)); }
@@ -250,7 +250,7 @@ check "auditwheel show: the wheel is consistent with manylinux_2_17_x86_64 (and 
 
 # The sdist is for platforms without a wheel: it must hold a complete, locked workspace.
 sdist_complete() (
-  tar -C "$tmp" -xzf "$sdist" && cd "$tmp/zklock-$version" &&
+  tar -C "$tmp" -xzf "$sdist" && cd "$tmp/pyzklock-$version" &&
     cargo metadata --offline --format-version 1 >/dev/null &&
     grep -q "^Version: $version\$" PKG-INFO && [ -f pyproject.toml ] && [ -f core/src/lib.rs ]
 )
@@ -735,7 +735,7 @@ def member(tar_path, name):
             return t.extractfile(name).read()
         except KeyError:
             return b""
-same(f"sdist zklock-{version}/LICENSE", member(sdist, f"zklock-{version}/LICENSE"))
+same(f"sdist pyzklock-{version}/LICENSE", member(sdist, f"pyzklock-{version}/LICENSE"))
 same("npm package/LICENSE", member(npm, "package/LICENSE"))
 same(f"C tarball {ctar}/LICENSE", member(ctar_gz, f"{ctar}/LICENSE"))
 pkg = json.loads(member(npm, "package/package.json"))

@@ -8,7 +8,7 @@
     REGISTRY.register(ZklockCollector(client))
 
 ``prometheus_client`` is imported when a collector is made, not with ``zklock``: a program that
-does not use it needs not install it (``pip install 'zklock[prometheus]'``)."""
+does not use it needs not install it (``pip install 'pyzklock[prometheus]'``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _parser() -> Any:
     except ImportError as e:
         raise ImportError(
             "zklock.metrics.ZklockCollector needs the prometheus_client package: "
-            "pip install prometheus_client (or zklock[prometheus])"
+            "pip install prometheus_client (or pyzklock[prometheus])"
         ) from e
     return parser
 

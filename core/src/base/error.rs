@@ -7,7 +7,9 @@ use std::sync::Arc;
 use zklock_wire::client as zk;
 
 /// What went wrong, without the details: each face maps these to its own names once.
+/// Non-exhaustive: a later release may add a kind, and a match must have an arm for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The deadline passed before the lock was acquired.
     Timeout,

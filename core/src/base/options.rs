@@ -86,7 +86,10 @@ pub const MAX_PATH_STATS_LIMIT: usize = 1_000_000;
 
 /// How a [`crate::Client`] connects. `Options::default()` suits most uses. Its `Debug` shows no
 /// secret (passwords as `***`, PEM bytes by their length).
+/// Non-exhaustive: a later release may add an option, so it is made with
+/// `Options::default()` and its builder methods or fields, never as a struct literal.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// The session timeout asked of the server (it may clamp it). Default 10 s.
     pub session_timeout: Duration,

@@ -177,6 +177,27 @@ impl LoadedTls {
     }
 }
 
+/// The crypto provider of zklock's TLS configurations, named by zklock's cargo feature: `ring`
+/// (the default) or `aws-lc-rs`. With neither, the process-level default the application
+/// installed (`CryptoProvider::install_default`). Never installed by zklock: the process's
+/// default is the application's to choose, and rustls' `install_default` succeeds only once.
+pub(crate) fn provider() -> Result<Arc<rustls::crypto::CryptoProvider>> {
+    #[cfg(feature = "ring")]
+    return Ok(Arc::new(rustls::crypto::ring::default_provider()));
+    #[cfg(all(feature = "aws-lc-rs", not(feature = "ring")))]
+    return Ok(Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+    #[cfg(not(any(feature = "ring", feature = "aws-lc-rs")))]
+    rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .ok_or_else(|| {
+            Error::invalid(
+                "TLS needs a rustls crypto provider: build zklock with its `ring` or `aws-lc-rs` \
+                 feature, or install the process's default (CryptoProvider::install_default) \
+                 before connecting",
+            )
+        })
+}
+
 /// Reads and parses the PEM files: `InvalidArgument` naming the file (never its content).
 pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
     if tls.cert.is_some() != tls.key.is_some() {
@@ -202,12 +223,11 @@ pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
             tls.ca.describe("tls_ca")
         )));
     }
-    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| bad(format!("TLS setup: {e}")))?
-    .with_root_certificates(roots);
+    let provider = provider()?;
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad(format!("TLS setup: {e}")))?
+        .with_root_certificates(roots);
     let mut identity = None;
     let probe = match (&tls.cert, &tls.key) {
         (Some(cert_pem), Some(key_pem)) => {
@@ -242,7 +262,8 @@ pub(crate) fn load(tls: &Tls) -> Result<LoadedTls> {
         _ => builder.with_no_client_auth(),
     };
     // The same CA and identity, already checked above; the transport's own hostname rule.
-    let transport = zklock_wire::tls::client_config(
+    let transport = zklock_wire::tls::client_config_with_provider(
+        provider,
         &ca,
         identity.as_ref().map(|(c, k)| (c.as_slice(), k.as_slice())),
         tls.verify_hostname,
@@ -280,7 +301,7 @@ pub(crate) async fn diagnose(hosts: &str, tls: Option<&LoadedTls>) -> Option<Str
     let (host, port) = first_host(hosts)?;
     let (config, verify_hostname, plain) = match tls {
         Some(t) => (t.probe.clone(), t.verify_hostname, false),
-        None => (saw_certificate_config(), true, true),
+        None => (saw_certificate_config()?, true, true),
     };
     let probe = tokio::task::spawn_blocking(move || handshake(&host, port, config));
     let outcome = tokio::time::timeout(PROBE_LIMIT + Duration::from_millis(500), probe)
@@ -400,27 +421,30 @@ fn first_host(hosts: &str) -> Option<(String, u16)> {
 const SAW_CERTIFICATE: &str = "zklock probe: the server sent a certificate";
 
 /// A handshake that stops at the server's certificate: proof that the port speaks TLS.
-fn saw_certificate_config() -> Arc<rustls::ClientConfig> {
+fn saw_certificate_config() -> Option<Arc<rustls::ClientConfig>> {
     static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .expect("ring supports rustls' default protocol versions");
-            let schemes = builder
-                .crypto_provider()
-                .signature_verification_algorithms
-                .supported_schemes();
-            Arc::new(
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(SawCertificate(schemes)))
-                    .with_no_client_auth(),
-            )
-        })
-        .clone()
+    // Without zklock's provider feature the process's default may be installed later: nothing
+    // is cached until there is a provider.
+    let provider = provider().ok()?;
+    Some(
+        CONFIG
+            .get_or_init(|| {
+                let builder = rustls::ClientConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .expect("rustls' providers support its default protocol versions");
+                let schemes = builder
+                    .crypto_provider()
+                    .signature_verification_algorithms
+                    .supported_schemes();
+                Arc::new(
+                    builder
+                        .dangerous()
+                        .with_custom_certificate_verifier(Arc::new(SawCertificate(schemes)))
+                        .with_no_client_auth(),
+                )
+            })
+            .clone(),
+    )
 }
 
 #[derive(Debug)]

@@ -36,6 +36,7 @@ struct Shared {
 
 /// A running acquire. Dropping the handle cancels the acquire (its node is removed) and releases
 /// a lease it may still obtain.
+#[must_use = "dropping an Acquire cancels it at once (and releases a lease it obtains): keep it until it is done"]
 pub struct Acquire {
     shared: Arc<Shared>,
     cancel: CancelToken,

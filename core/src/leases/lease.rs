@@ -13,6 +13,17 @@ use crate::leases::parts::{Part, Parts};
 
 /// A held lock. Dropping a lease releases it in the background; call [`Lease::release`] to
 /// know when the node is gone.
+///
+/// ```no_run
+/// # async fn run(lock: zklock::Lock) -> zklock::Result<()> {
+/// // Bound to a name: `let _ = lock.acquire().await?;` would release it on the same line.
+/// let lease = lock.acquire().await?;
+/// println!("holding {} with fencing token {}", lease.path(), lease.token());
+/// lease.release().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[must_use = "dropping a Lease releases the lock at once: bind it (`let _lease = ...`, not `let _ = ...`) for as long as the lock must be held"]
 pub struct Lease {
     parts: Parts,
 }

@@ -30,6 +30,17 @@ pub struct MultiLock {
     hold_ceiling: Option<Duration>,
 }
 
+/// Its members' paths and the hold limits, nothing of the client (its credentials).
+impl std::fmt::Debug for MultiLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiLock")
+            .field("paths", &self.paths())
+            .field("max_hold", &self.max_hold)
+            .field("hold_ceiling", &self.hold_ceiling)
+            .finish()
+    }
+}
+
 impl MultiLock {
     pub(crate) fn from_paths<S: AsRef<str>>(
         client: &Arc<Connection>,

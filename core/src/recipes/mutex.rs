@@ -30,8 +30,32 @@ use crate::sessions::connection::Connection;
 /// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per value
 /// by default: while this value holds the lock, acquiring it again (from any task) only counts
 /// up (a semaphore never is: each acquire is a lease of its own).
+///
+/// ```no_run
+/// # async fn run(client: zklock::Client) -> zklock::Result<()> {
+/// let lock = client.mutex("/locks/orders")?;
+/// let lease = lock.acquire().await?;
+/// // The critical section: lease.token() fences writes made elsewhere.
+/// lease.release().await?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Lock {
     pub(crate) inner: Arc<LockInner>,
+}
+
+/// What a lock is, for logs: its path and kind, the limits set on it. Nothing of the client
+/// (its credentials) is shown.
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = &self.inner;
+        f.debug_struct("Lock")
+            .field("path", &inner.path)
+            .field("kind", &inner.kind)
+            .field("reentrant", &inner.reentrant)
+            .field("max_leases", &inner.max_leases)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The exclusive lock (Curator's `InterProcessMutex`).
@@ -335,6 +359,13 @@ impl Lock {
     }
 
     /// Waits until the lock is ours.
+    ///
+    /// Cancel safety: dropping this future (the losing branch of a `tokio::select!`, an outer
+    /// `tokio::time::timeout`) leaves nothing held: a lease it obtained is released and its
+    /// queue node removed, both in the background, so the next waiter may wait a round trip
+    /// longer. To have the node gone when the call returns, bound the wait with
+    /// [`Lock::acquire_timeout`] (`Timeout`) or cancel through [`Lock::acquire_with`] and a
+    /// [`crate::CancelToken`] (`Cancelled`) instead of dropping the future.
     pub async fn acquire(&self) -> Result<Lease> {
         // The re-entrant case first, and the rest boxed: this future stays a few words instead
         // of the 568 bytes of the acquire's, which every call moved (bench s2, issue 17).

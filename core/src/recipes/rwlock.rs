@@ -13,6 +13,7 @@ use crate::sessions::connection::Connection;
 /// A read/write lock (Curator's `InterProcessReadWriteLock`): any number of readers or one
 /// writer. A write holder may take the read side (downgrade); a read holder asking for the write
 /// side gets `UpgradeNotAllowed` at once.
+#[derive(Debug)]
 pub struct RwLock {
     read: Lock,
     write: Lock,
