@@ -229,7 +229,7 @@ class Election {
           // Only our listener stays on the caller's signal.
         }
       }
-      if (!requeue) return releaseAtScopeEnd(lead, 'the run() callback finished').then(() => result)
+      if (!requeue) return releaseAtScopeEnd(lead, 'the run() callback').then(() => result)
       if (signal && signal.aborted) {
         await lead.release().catch(() => {})
         throw leadAbortError(this.path, signal)

@@ -432,7 +432,7 @@ class Lease extends EventEmitter {
       await this.#releasing.catch(() => {})
       return
     }
-    await releaseAtScopeEnd(this, 'the await using block ended')
+    await releaseAtScopeEnd(this, 'the await using block')
   }
 }
 

@@ -132,7 +132,7 @@ class Lock {
       await lease.release().catch(() => {})
       throw e
     }
-    await releaseAtScopeEnd(lease, 'the using() callback finished')
+    await releaseAtScopeEnd(lease, 'the using() callback')
     return result
   }
 

@@ -58,7 +58,7 @@ test('a lease lost before its release keeps reading lost, and using() rejects wi
     }),
     (err) => {
       assert.equal(err.code, ErrorCode.LOST)
-      assert.match(err.message, /was lost before the using\(\) callback finished/)
+      assert.match(err.message, /was lost before the using\(\) callback ended: /)
       assert.ok(err.message.includes(p), err.message)
       assert.ok(err.message.length <= 300, `${err.message.length} characters`)
       assert.equal(err.cause && err.cause.code, ErrorCode.LOST, 'the lease’s own error as its cause')

@@ -32,6 +32,37 @@ pub(crate) fn max_leases_of(path: &str, value: &Bound<'_, PyAny>) -> zklock::Res
     })
 }
 
+/// A Python int as a counter's value or step (`what` names it): one beyond the 64 bits a counter
+/// holds is the core's `InvalidArgument` naming the value, like a sum that leaves the counter's
+/// width, not the `OverflowError` of a bare conversion; a value that is no int keeps its
+/// `TypeError` (`InvalidArgumentType`).
+pub(crate) fn counter_value_of(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<i64> {
+    if !value.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(wrong_type(py, what, "an int", value));
+    }
+    value.extract::<i64>().map_err(|_| {
+        let shown = value
+            .str()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| "?".to_owned());
+        to_py_err(
+            py,
+            zklock::Error::new(
+                zklock::ErrorKind::InvalidArgument,
+                format!(
+                    "{what} {shown} does not fit a counter (at most 64 bits: {} to {})",
+                    i64::MIN,
+                    i64::MAX
+                ),
+            ),
+        )
+    })
+}
+
 /// The owner bit of an asyncio task (a thread ident never has it).
 pub(crate) const TASK_BIT: u64 = 1 << 63;
 /// The core's shared owner: a non re-entrant lock's holds belong to no thread.
@@ -117,8 +148,11 @@ pub(crate) fn acquire_timeout(
             b.is_truthy()?
         }
     };
+    // None is the contract's absent timeout (docs/contract.md, time rules): wait until acquired,
+    // as `lock.hold(timeout=None)` and `acquire_async(timeout=None)` do.
     let number = match timeout {
         Arg::Missing => -1.0,
+        Arg::Given(t) if t.is_none() => -1.0,
         Arg::Given(t) => seconds_of(py, &t, "timeout")?,
     };
     if !blocking {

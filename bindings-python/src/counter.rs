@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
+use crate::args::counter_value_of;
 use crate::errors::IntoPy;
 use crate::runtime::wait;
 
@@ -71,8 +72,9 @@ impl PyCounter {
         &self,
         py: Python<'_>,
         seen: PyRef<'_, PyCount>,
-        value: i64,
+        value: &Bound<'_, PyAny>,
     ) -> PyResult<Option<PyCount>> {
+        let value = counter_value_of(py, value, "value")?;
         let c = self.counter.clone();
         let seen = zklock::Count {
             value: seen.value,

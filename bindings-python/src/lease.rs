@@ -13,7 +13,7 @@ use pyo3::types::PyString;
 
 use zklock::{Acquire, ErrorKind, LeaseState, Wait};
 
-use crate::args::{writes_of, ExitArgs};
+use crate::args::{counter_value_of, writes_of, ExitArgs};
 use crate::counter::{PyCount, PyCounter};
 use crate::errors::{py_error, to_py_err, IntoPy};
 use crate::exit_gate;
@@ -624,13 +624,14 @@ impl PyLease {
     /// node's check, at the version just read, read again when the count moved): the new
     /// `Count`. `LockLost` after a loss (nothing written); `InvalidArgument` when the sum does
     /// not fit the counter's width. The GIL is released meanwhile.
-    #[pyo3(signature = (counter, by=1))]
+    #[pyo3(signature = (counter, by=None))]
     fn guarded_increment(
         &self,
         py: Python<'_>,
         counter: PyRef<'_, PyCounter>,
-        by: i64,
+        by: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyCount> {
+        let by = by.map_or(Ok(1), |by| counter_value_of(py, by, "by"))?;
         self.check_process(py)?;
         let guarded = lock(&self.lease).as_ref().map(zklock::Lease::guarded);
         let Some(guarded) = guarded else {

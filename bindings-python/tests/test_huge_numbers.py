@@ -61,3 +61,18 @@ def test_messages_write_numbers_and_durations_as_people_do(client, path):
     except zklock.ZkLockError:
         pass
     assert "held for its maximum of 200 ms" in reason, reason
+
+
+def test_a_counter_value_or_step_beyond_64_bits_is_invalid_argument_not_overflowerror(client, path):
+    counter = client.counter(f"{path}/count", width="int64")
+    seen = counter.get()
+    for value in (2**63, -(2**63) - 1, 10**400):
+        with pytest.raises(zklock.InvalidArgument, match="does not fit a counter"):
+            counter.compare_and_set(seen, value)
+    with client.lock(path) as lease:
+        with pytest.raises(zklock.InvalidArgument, match="does not fit a counter"):
+            lease.guarded_increment(counter, 2**64)
+        assert lease.guarded_increment(counter).value == 1  # by=1 when not given
+    with pytest.raises(TypeError):
+        counter.compare_and_set(seen, "1")  # type: ignore[arg-type]
+    assert counter.get().value == 1  # nothing written by the refused calls

@@ -101,7 +101,6 @@ def test_unreachable_ensemble_raises_connection_failed():
         ({"timeout": -0.5}, zklock.InvalidArgument),
         ({"timeout": float("nan")}, zklock.InvalidArgument),
         ({"timeout": "1"}, zklock.InvalidArgumentType),
-        ({"timeout": None}, zklock.InvalidArgumentType),
         ({"blocking": False, "timeout": 1.0}, zklock.InvalidArgument),
         ({"blocking": "yes"}, zklock.InvalidArgumentType),
     ],
@@ -112,6 +111,17 @@ def test_bad_acquire_arguments(client, path, kwargs, error):
         lock.acquire(**kwargs)
     assert not lock.locked()
     assert lock.participants() == []
+
+
+def test_acquire_with_timeout_none_waits_until_acquired_as_the_time_rules_say(client, other, path):
+    held = other.lock(path)
+    assert held.acquire()
+    lock = client.lock(path)
+    threading.Timer(0.3, held.release).start()
+    assert lock.acquire(timeout=None) is True  # waited for the release, no TypeError
+    lock.release()
+    assert lock.acquire(blocking=False, timeout=None) is True  # a try, as without a timeout
+    lock.release()
 
 
 @pytest.mark.parametrize("timeout", [-2, -0.001, float("nan"), float("-inf"), "soon", [1]])

@@ -174,6 +174,20 @@ impl Client {
             .await
     }
 
+    /// Blocking twin of [`Client::locks_under`].
+    pub fn blocking_locks_under(
+        &self,
+        path: &str,
+        limits: crate::recipes::scan::ScanLimits,
+    ) -> Result<Vec<crate::recipes::scan::LockQueue>> {
+        self.inner.check_usable()?;
+        let inner = self.inner.clone();
+        let path = path.to_owned();
+        runtime::block_on(
+            async move { crate::recipes::scan::locks_under(&inner, &path, limits).await },
+        )
+    }
+
     /// Blocking twin of [`Client::revoke`].
     pub fn blocking_revoke(&self, path: &str, node: Option<&str>) -> Result<Vec<String>> {
         self.inner.check_usable()?;

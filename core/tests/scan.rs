@@ -64,3 +64,18 @@ async fn every_lock_under_a_subtree_is_found_once_at_its_own_path() {
     s.release().await.unwrap();
     r.release().await.unwrap();
 }
+
+#[test]
+fn the_blocking_twin_of_locks_under_finds_the_same_locks_without_a_runtime() {
+    let base = unique_path("scan-blocking");
+    let c = zklock::Client::blocking_connect(servers(), zklock::Options::default()).unwrap();
+    let mutex = c.mutex(&format!("{base}/m")).unwrap();
+    let held = mutex.blocking_acquire().unwrap();
+    let found = c
+        .blocking_locks_under(&base, ScanLimits::default())
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].path, format!("{base}/m"));
+    assert_eq!(found[0].participants[0].token, held.token());
+    held.blocking_release().unwrap();
+}

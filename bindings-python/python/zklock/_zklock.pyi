@@ -98,7 +98,7 @@ class NativeLock:
     def acquire(
         self,
         blocking: bool = ...,
-        timeout: float = ...,
+        timeout: Optional[float] = ...,
         on_queued: Optional[Callable[[int], object]] = ...,
     ) -> bool: ...
     def release(self) -> None: ...

@@ -205,6 +205,17 @@ pub fn validate_path(path: &str) -> Result<()> {
     if path.ends_with('/') {
         return bad("it must not end with '/'");
     }
+    // ZooKeeper's own check (`zookeeper-server/.../common/PathUtils.java` `validatePath`) runs
+    // on Java's UTF-16 chars and refuses \ud800-\uf8ff: that range holds the surrogates, so
+    // every character outside the Basic Multilingual Plane (an emoji) is refused by the server
+    // with a bare "bad arguments". Refused here first, with its name.
+    if let Some(c) = path.chars().find(|c| *c > '\u{ffff}') {
+        return bad(&format!(
+            "it contains the character {c:?} (U+{:X}), outside the Basic Multilingual Plane, which \
+             ZooKeeper refuses in a path",
+            u32::from(c)
+        ));
+    }
     if let Some(c) = path.chars().find(|c| {
         c.is_control()
             || ('\u{e000}'..='\u{f8ff}').contains(c)
@@ -468,6 +479,16 @@ mod tests {
             assert!(err.message().contains(&format!("{p:?}")), "{err}");
         }
         validate_path("/locks/orders-1").unwrap();
+    }
+
+    #[test]
+    fn a_path_with_a_character_outside_the_bmp_is_refused_before_any_io_with_its_code_point() {
+        let err = validate_path("/locks/\u{1f512}-orders").unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(err.message().contains("U+1F512"), "{err}");
+        assert!(err.message().contains("Basic Multilingual Plane"), "{err}");
+        // The BMP's own letters beyond ASCII stay allowed, as the server allows them.
+        validate_path("/locks/z\u{fc}rich-\u{65e5}\u{672c}").unwrap();
     }
 
     #[test]

@@ -2,8 +2,11 @@
 //! kept beside the client-wide ones (`stats`) and bounded: at most `Options::path_stats_limit`
 //! paths get series of their own; an acquire on any later path is counted in one overflow
 //! series ([`PathStats::path`] `None`), and `folded` says how many acquires went there. So the
-//! memory stays bounded whatever paths a program passes: the table never grows past its limit,
-//! and nothing is ever removed (a path's counters live as long as the client).
+//! memory stays bounded whatever paths a program passes: the table never grows past its limit.
+//! A full table first makes room by evicting its least recently used idle path (none held, no
+//! acquire or lease using its counters), whose counts move into the overflow series: a program
+//! that passes thousands of short-lived paths still gets a series of its own for the lock it
+//! holds for long (issue 51); only when every path is busy does a new one fold.
 //!
 //! The cost on the acquire and release path: one lookup of the path (a read lock and a hash of
 //! the path, no allocation) when an acquire goes to ZooKeeper; then relaxed atomic adds, and a
@@ -69,6 +72,9 @@ pub(crate) struct PathCounters {
     lost: [AtomicU64; 4],
     /// The start of every hold current now (its length is the held count): few per path.
     holds: Mutex<Vec<Instant>>,
+    /// The table's clock at the last lookup of this path: the least recent idle path is the
+    /// one evicted to make room.
+    used: AtomicU64,
 }
 
 impl PathCounters {
@@ -107,6 +113,23 @@ impl PathCounters {
         self.lost[i].fetch_add(1, Relaxed);
     }
 
+    /// Adds an evicted path's counts to these (the overflow series'); its holds are none.
+    fn absorb(&self, other: &PathCounters) {
+        let load = |a: &AtomicU64| a.load(Relaxed);
+        for (mine, theirs) in self.outcomes.iter().zip(&other.outcomes) {
+            mine.fetch_add(load(theirs), Relaxed);
+        }
+        self.wait_sum_us
+            .fetch_add(load(&other.wait_sum_us), Relaxed);
+        for (mine, theirs) in self.lost.iter().zip(&other.lost) {
+            mine.fetch_add(load(theirs), Relaxed);
+        }
+    }
+
+    fn acquires(&self) -> u64 {
+        self.outcomes.iter().map(|a| a.load(Relaxed)).sum()
+    }
+
     fn snapshot(&self, path: Option<&str>, now: Instant) -> PathStats {
         let load = |a: &AtomicU64| a.load(Relaxed);
         let holds = self.holds.lock().unwrap();
@@ -136,6 +159,8 @@ pub(crate) struct PathTable {
     /// empty map allocates nothing either; memory per idle session, bench s6).
     overflow: OnceLock<Arc<PathCounters>>,
     folded: AtomicU64,
+    /// Counts lookups: each path keeps the value of its last one.
+    clock: AtomicU64,
 }
 
 impl PathTable {
@@ -145,6 +170,7 @@ impl PathTable {
             paths: RwLock::new(HashMap::new()),
             overflow: OnceLock::new(),
             folded: AtomicU64::new(0),
+            clock: AtomicU64::new(0),
         }
     }
 
@@ -165,15 +191,22 @@ impl PathTable {
         if self.limit == 0 {
             return None;
         }
+        let now = self.clock.fetch_add(1, Relaxed);
         if let Some(known) = self.paths.read().unwrap().get(path) {
+            known.used.store(now, Relaxed);
             return Some(known.clone());
         }
         let mut paths = self.paths.write().unwrap();
         if let Some(known) = paths.get(path) {
+            known.used.store(now, Relaxed);
             return Some(known.clone());
+        }
+        if paths.len() >= self.limit {
+            self.evict_one(&mut paths);
         }
         if paths.len() < self.limit {
             let counters = Arc::new(PathCounters::default());
+            counters.used.store(now, Relaxed);
             paths.insert(path.into(), counters.clone());
             return Some(counters);
         }
@@ -181,6 +214,23 @@ impl PathTable {
             self.folded.fetch_add(1, Relaxed);
         }
         Some(self.overflow.get_or_init(Arc::default).clone())
+    }
+
+    /// Removes the least recently used idle path, if any, its counts moved to the overflow
+    /// series. Idle: the table's is the only reference to its counters (no acquire, lease or
+    /// hold of it is live, so nothing can count on it any more) and it has no hold. One pass
+    /// over the table, only when a new path meets a full one.
+    fn evict_one(&self, paths: &mut HashMap<Box<str>, Arc<PathCounters>>) {
+        let idle = paths
+            .iter()
+            .filter(|(_, c)| Arc::strong_count(c) == 1 && c.holds.lock().unwrap().is_empty())
+            .min_by_key(|(_, c)| c.used.load(Relaxed))
+            .map(|(path, _)| path.clone());
+        let Some(counters) = idle.and_then(|path| paths.remove(&path)) else {
+            return;
+        };
+        self.folded.fetch_add(counters.acquires(), Relaxed);
+        self.overflow.get_or_init(Arc::default).absorb(&counters);
     }
 
     pub(crate) fn snapshot(&self) -> PathStatsSnapshot {
@@ -300,11 +350,13 @@ mod tests {
     }
 
     #[test]
-    fn paths_past_the_limit_fold_into_one_overflow_series() {
+    fn paths_past_the_limit_fold_into_one_overflow_series_while_every_known_path_is_busy() {
         let table = PathTable::new(2);
+        let mut busy = Vec::new();
         for i in 0..10 {
             let c = table.acquire_on(&format!("/p{}", i % 5)).unwrap();
             c.wait_ended(Outcome::Acquired, Duration::from_millis(2));
+            busy.push(c); // a lease still using it: the path cannot be evicted
         }
         let s = table.snapshot();
         let names: Vec<_> = s.paths.iter().map(|p| p.path.as_deref().unwrap()).collect();
@@ -314,6 +366,41 @@ mod tests {
         let overflow = s.overflow.unwrap();
         assert_eq!((overflow.path, overflow.acquired), (None, 6));
         assert_eq!(s.paths[0].wait_sum, Duration::from_millis(4));
+    }
+
+    #[test]
+    fn after_two_thousand_short_lived_paths_a_held_one_still_gets_a_series_of_its_own() {
+        let table = PathTable::new(100);
+        let long = table.hold_on("/jobs/nightly").unwrap();
+        let since = Instant::now();
+        long.hold_started(since);
+        drop(long); // the lease keeps the hold counted; the table keeps the counters
+        for i in 0..2000 {
+            let c = table.acquire_on(&format!("/short/{i}")).unwrap();
+            c.wait_ended(Outcome::Acquired, Duration::from_millis(1));
+        }
+        let again = table.hold_on("/jobs/other-long").unwrap();
+        again.hold_started(since);
+        let s = table.snapshot();
+        let names: Vec<_> = s.paths.iter().filter_map(|p| p.path.as_deref()).collect();
+        assert!(
+            names.contains(&"/jobs/nightly"),
+            "a held path is never evicted"
+        );
+        assert!(names.contains(&"/jobs/other-long"), "a new path found room");
+        assert!(s.paths.len() <= 100, "the table stays within its limit");
+        // Every acquire is counted once: in its path's series or, evicted, in the overflow.
+        let own: u64 = s.paths.iter().map(|p| p.acquired).sum();
+        let overflow = s
+            .overflow
+            .expect("evicted paths' counts moved to the overflow series");
+        assert_eq!(own + overflow.acquired, 2000);
+        assert_eq!(s.folded, overflow.acquired);
+        let nightly = s
+            .paths
+            .iter()
+            .find(|p| p.path.as_deref() == Some("/jobs/nightly"));
+        assert_eq!(nightly.unwrap().held, 1);
     }
 
     #[test]
