@@ -147,8 +147,19 @@ export interface AcquireOptions {
   signal?: AbortSignal
 }
 
-/** A lock's acquire options: `AcquireOptions` and the queue position callback. */
-export interface LockAcquireOptions extends AcquireOptions {
+/** Who an acquire is for (issue 50): any object, compared by identity. */
+export interface OwnerOptions {
+  /**
+   * The caller this acquire is for: acquires with one owner re-enter its hold, others wait.
+   * Absent: the `using()` callback of this lock around the call (its hold), else a caller of its
+   * own (each acquire call). The Lock object itself as owner gives all its callers one shared
+   * hold, the rule before issue 50.
+   */
+  owner?: object
+}
+
+/** A lock's acquire options: `AcquireOptions`, the owner and the queue position callback. */
+export interface LockAcquireOptions extends AcquireOptions, OwnerOptions {
   /**
    * Called on the JS thread with the acquire's place in the queue (how many contenders must
    * leave before it can hold: the nodes ahead for a mutex or a write side, the writers ahead
@@ -405,21 +416,30 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
 export declare class Lock {
   protected constructor()
   readonly path: string
-  /** How many holds this object has now (0 when not held). */
+  /**
+   * How many holds the current caller has now: inside a `using()` callback of this lock, its
+   * hold's count; elsewhere 0 (each acquire call outside one is a caller of its own).
+   */
   readonly holdCount: number
+  /** How many holds the explicit `owner` (acquire's `{ owner }`) has now. */
+  holdCountOf(owner: object): number
   /**
    * How many contenders must leave before the first acquire waiting through this object can
    * hold (as `onQueued` hears it); null when none is queued.
    */
   readonly position: number | null
-  /** Waits until the lock is ours. */
+  /**
+   * Waits until the lock is ours. Concurrent callers of one object exclude each other; an
+   * acquire inside this lock's `using()` callback, or with the same `{ owner }`, re-enters.
+   */
   acquire(options?: LockAcquireOptions): Promise<Lease>
   /** One attempt: null when someone else holds the lock. */
-  tryAcquire(): Promise<Lease | null>
+  tryAcquire(options?: OwnerOptions): Promise<Lease | null>
   /**
    * Runs `fn` under the lock and releases it afterwards, also when `fn` throws. Rejects with
    * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished (as
-   * `await using` does at block exit).
+   * `await using` does at block exit). `fn` runs as the holder: acquires of this lock (or of
+   * the other side of its RwLock) in it and in what it awaits or starts re-enter its hold.
    */
   using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: LockAcquireOptions): Promise<Awaited<T>>
   /**
@@ -429,7 +449,10 @@ export declare class Lock {
   participants(options?: TimeoutOptions): Promise<Participant[]>
 }
 
-/** An exclusive lock (Curator's InterProcessMutex). Re-entrant per object by default. */
+/**
+ * An exclusive lock (Curator's InterProcessMutex). Re-entrant per caller: inside `using()`, or
+ * by `{ owner }`; concurrent callers of one object exclude each other.
+ */
 export declare class Mutex extends Lock {}
 
 /**
