@@ -147,19 +147,11 @@ export interface AcquireOptions {
   signal?: AbortSignal
 }
 
-/** Who an acquire is for (issue 50): any object, compared by identity. */
-export interface OwnerOptions {
-  /**
-   * The caller this acquire is for: acquires with one owner re-enter its hold, others wait.
-   * Absent: the `using()` callback of this lock around the call (its hold), else a caller of its
-   * own (each acquire call). The Lock object itself as owner gives all its callers one shared
-   * hold, the rule before issue 50.
-   */
+/** A lock's acquire options: `AcquireOptions` and the queue position callback. */
+export interface LockAcquireOptions extends AcquireOptions {
+  /** Who acquires (issue 50), by identity: one owner re-enters its hold. Absent: this lock's
+   * `using()` around the call, else the call itself. `{ owner: lock }`: one hold for all. */
   owner?: object
-}
-
-/** A lock's acquire options: `AcquireOptions`, the owner and the queue position callback. */
-export interface LockAcquireOptions extends AcquireOptions, OwnerOptions {
   /**
    * Called on the JS thread with the acquire's place in the queue (how many contenders must
    * leave before it can hold: the nodes ahead for a mutex or a write side, the writers ahead
@@ -416,10 +408,7 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
 export declare class Lock {
   protected constructor()
   readonly path: string
-  /**
-   * How many holds the current caller has now: inside a `using()` callback of this lock, its
-   * hold's count; elsewhere 0 (each acquire call outside one is a caller of its own).
-   */
+  /** How many holds the current caller has: inside this lock's `using()`, its; elsewhere 0. */
   readonly holdCount: number
   /** How many holds the explicit `owner` (acquire's `{ owner }`) has now. */
   holdCountOf(owner: object): number
@@ -428,18 +417,14 @@ export declare class Lock {
    * hold (as `onQueued` hears it); null when none is queued.
    */
   readonly position: number | null
-  /**
-   * Waits until the lock is ours. Concurrent callers of one object exclude each other; an
-   * acquire inside this lock's `using()` callback, or with the same `{ owner }`, re-enters.
-   */
+  /** Waits until the lock is ours; other callers of this object wait their turn (issue 50). */
   acquire(options?: LockAcquireOptions): Promise<Lease>
   /** One attempt: null when someone else holds the lock. */
-  tryAcquire(options?: OwnerOptions): Promise<Lease | null>
+  tryAcquire(options?: { owner?: object }): Promise<Lease | null>
   /**
    * Runs `fn` under the lock and releases it afterwards, also when `fn` throws. Rejects with
    * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished (as
-   * `await using` does at block exit). `fn` runs as the holder: acquires of this lock (or of
-   * the other side of its RwLock) in it and in what it awaits or starts re-enter its hold.
+   * `await using` does at block exit). Acquires of this lock inside `fn` re-enter its hold.
    */
   using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: LockAcquireOptions): Promise<Awaited<T>>
   /**
@@ -449,10 +434,7 @@ export declare class Lock {
   participants(options?: TimeoutOptions): Promise<Participant[]>
 }
 
-/**
- * An exclusive lock (Curator's InterProcessMutex). Re-entrant per caller: inside `using()`, or
- * by `{ owner }`; concurrent callers of one object exclude each other.
- */
+/** An exclusive lock (Curator's InterProcessMutex), re-entrant per caller (issue 50). */
 export declare class Mutex extends Lock {}
 
 /**
