@@ -80,7 +80,7 @@ export type AclPolicy = 'open' | 'creator-all' | 'read-anyone-creator-all'
 
 export interface MutexOptions {
   /**
-   * Default true: re-entrant per Mutex object. false: every acquire queues. Either way it
+   * Default true: re-entrant per caller (issue 50). false: every acquire queues. Either way it
    * excludes Curator's InterProcessMutex, not its InterProcessSemaphoreMutex (for that one use
    * `client.semaphoreMutex(path)`).
    */

@@ -1,5 +1,5 @@
 // Mutex basics against a real ZooKeeper: acquire/release, tryAcquire, timeout and abort leave
-// no node (acceptance 3), re-entrancy per Mutex object, using(), participants, close and exit.
+// no node (acceptance 3), re-entrancy per caller (issue 50), using(), participants, close and exit.
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
