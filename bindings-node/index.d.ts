@@ -80,7 +80,7 @@ export type AclPolicy = 'open' | 'creator-all' | 'read-anyone-creator-all'
 
 export interface MutexOptions {
   /**
-   * Default true: re-entrant per Mutex object. false: every acquire queues. Either way it
+   * Default true: re-entrant per caller (issue 50). false: every acquire queues. Either way it
    * excludes Curator's InterProcessMutex, not its InterProcessSemaphoreMutex (for that one use
    * `client.semaphoreMutex(path)`).
    */
@@ -149,6 +149,9 @@ export interface AcquireOptions {
 
 /** A lock's acquire options: `AcquireOptions` and the queue position callback. */
 export interface LockAcquireOptions extends AcquireOptions {
+  /** Who acquires (issue 50), by identity: one owner re-enters its hold. Absent: this lock's
+   * `using()` around the call, else the call itself. `{ owner: lock }`: one hold for all. */
+  owner?: object
   /**
    * Called on the JS thread with the acquire's place in the queue (how many contenders must
    * leave before it can hold: the nodes ahead for a mutex or a write side, the writers ahead
@@ -405,21 +408,23 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
 export declare class Lock {
   protected constructor()
   readonly path: string
-  /** How many holds this object has now (0 when not held). */
+  /** How many holds the current caller has: inside this lock's `using()`, its; elsewhere 0. */
   readonly holdCount: number
+  /** How many holds the explicit `owner` (acquire's `{ owner }`) has now. */
+  holdCountOf(owner: object): number
   /**
    * How many contenders must leave before the first acquire waiting through this object can
    * hold (as `onQueued` hears it); null when none is queued.
    */
   readonly position: number | null
-  /** Waits until the lock is ours. */
+  /** Waits until the lock is ours; other callers of this object wait their turn (issue 50). */
   acquire(options?: LockAcquireOptions): Promise<Lease>
   /** One attempt: null when someone else holds the lock. */
-  tryAcquire(): Promise<Lease | null>
+  tryAcquire(options?: { owner?: object }): Promise<Lease | null>
   /**
    * Runs `fn` under the lock and releases it afterwards, also when `fn` throws. Rejects with
    * `fn`'s error, or with ZKLOCK_LOST when the lease was lost before `fn` finished (as
-   * `await using` does at block exit).
+   * `await using` does at block exit). Acquires of this lock inside `fn` re-enter its hold.
    */
   using<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: LockAcquireOptions): Promise<Awaited<T>>
   /**
@@ -429,7 +434,7 @@ export declare class Lock {
   participants(options?: TimeoutOptions): Promise<Participant[]>
 }
 
-/** An exclusive lock (Curator's InterProcessMutex). Re-entrant per object by default. */
+/** An exclusive lock (Curator's InterProcessMutex), re-entrant per caller (issue 50). */
 export declare class Mutex extends Lock {}
 
 /**

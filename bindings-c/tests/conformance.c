@@ -919,6 +919,64 @@ static void op_semaphore(struct outcome *o, const struct bytes *in) {
     zklock_lock_free(l);
 }
 
+/* concurrent-callers-one-value (issue 50): threads sharing one lock handle, each acquiring it,
+ * acquiring it again nested (a try: it must count up at once, on the same token) and releasing
+ * both. C has no hold-count call: the nested try's success and token stand for the count. */
+#define CALLERS 5
+struct callers {
+    zklock_lock *lock;
+    pthread_mutex_t mu;
+    int inside, most, entered, counted, failed;
+    int64_t tokens[CALLERS];
+};
+
+static void *one_caller(void *arg) {
+    struct callers *c = arg;
+    zklock_lease *lease = NULL, *nested = NULL;
+    if (zklock_acquire(c->lock, 10000, &lease) != ZKLOCK_OK) {
+        pthread_mutex_lock(&c->mu);
+        c->failed++;
+        pthread_mutex_unlock(&c->mu);
+        return NULL;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (++c->inside > c->most) c->most = c->inside;
+    c->tokens[c->entered++] = zklock_lease_token(lease);
+    pthread_mutex_unlock(&c->mu);
+    int counted = zklock_acquire(c->lock, 0, &nested) == ZKLOCK_OK &&
+                  zklock_lease_token(nested) == zklock_lease_token(lease);
+    usleep(20000);
+    if (nested) zklock_lease_release(nested);
+    pthread_mutex_lock(&c->mu);
+    c->inside--;
+    c->counted += counted;
+    pthread_mutex_unlock(&c->mu);
+    zklock_lease_release(lease);
+    return NULL;
+}
+
+static void concurrent_callers(struct outcome *o) {
+    static char word[64];
+    struct callers c = {0};
+    pthread_mutex_init(&c.mu, NULL);
+    zklock_status st = seen(o, zklock_mutex_new(main_client, case_path, NULL, &c.lock));
+    if (st != ZKLOCK_OK) {
+        o->word = kind_of(st);
+        pthread_mutex_destroy(&c.mu);
+        return;
+    }
+    pthread_t t[CALLERS];
+    for (int i = 0; i < CALLERS; i++) pthread_create(&t[i], NULL, one_caller, &c);
+    for (int i = 0; i < CALLERS; i++) pthread_join(t[i], NULL);
+    int up = c.entered == CALLERS && !c.failed;
+    for (int i = 1; up && i < CALLERS; i++) up = c.tokens[i - 1] < c.tokens[i];
+    snprintf(word, sizeof word, "%s,%s,%s", c.most == 1 ? "excluded" : "overlapped",
+             up ? "tokens-up" : "tokens-not-up", c.counted == CALLERS ? "counted-up" : "not-counted");
+    o->word = word;
+    zklock_lock_free(c.lock);
+    pthread_mutex_destroy(&c.mu);
+}
+
 #include "conformance_lease.h"
 #include "conformance_break.h"
 #include "conformance_queue.h"
@@ -939,7 +997,9 @@ static void scenario(struct outcome *o, const char *name) {
         }                                                                                      \
     } while (0)
 
-    if (strcmp(name, "reenter-same-owner") == 0) {
+    if (strcmp(name, "concurrent-callers-one-value") == 0) {
+        concurrent_callers(o);
+    } else if (strcmp(name, "reenter-same-owner") == 0) {
         /* C has no hold-count call: the count is what another client sees. Two holds by this
          * thread; after one release the lock is still held, after the second it is free. */
         TRY(zklock_mutex_new(main_client, case_path, NULL, &l), "making the mutex");

@@ -247,7 +247,7 @@ class Client extends EventEmitter {
   }
 
   /**
-   * An exclusive lock on `path`; re-entrant per Mutex object unless `{ reentrant: false }`.
+   * An exclusive lock on `path`; re-entrant per caller unless `{ reentrant: false }` (lock.js).
    * `maxHoldMs`: every lease ends (lost, reason 'max-hold', node deleted) after that long.
    * `lockDelayMs` (Chubby's lock-delay): after a holder's node went without a clean release
    * (session expiry, a break), the next holder's lease is held only that long after.

@@ -3,9 +3,41 @@
 'use strict'
 
 
+const { AsyncLocalStorage } = require('node:async_hooks')
+
+const { native } = require('./native')
 const { ErrorCode, call, invalid, isZkLockError, translate, zkError } = require('./errors')
 const { acquireOptions, checkMillis, checkOptions, describe, internalOnly, kInternal, signalMethodFailed } = require('./args')
 const { Lease, LeaseCore, releaseAtScopeEnd } = require('./lease')
+
+// Who holds a lock (issue 50): concurrent callers of one Lock object exclude each other. A
+// caller is one acquire call, or the async context of a using() callback: the callback and
+// everything it awaits or starts re-enter the using()'s hold. The scopes map a lock object's
+// group (both sides of a RwLock share one, so a read inside a write's scope downgrades) to the
+// owner id of the using() around them; `{ owner }` names a caller explicitly (any object,
+// compared by identity; the Lock object itself gives every caller one shared hold, the rule
+// before issue 50).
+const scopes = new AsyncLocalStorage()
+/** @type {WeakMap<object, number>} */
+const explicitOwners = new WeakMap()
+
+/** The owner id of `options.owner`, of the using() scope around us, or a caller of its own. */
+function callerOf(group, options) {
+  const owner = options == null ? undefined : options.owner
+  if (owner !== undefined) {
+    if ((typeof owner !== 'object' && typeof owner !== 'function') || owner === null) {
+      throw invalid(`owner must be an object (compared by identity), got ${describe(owner)}`)
+    }
+    let id = explicitOwners.get(owner)
+    if (id === undefined) {
+      id = native.newOwner()
+      explicitOwners.set(owner, id)
+    }
+    return id
+  }
+  const scoped = scopes.getStore()?.get(group)
+  return scoped ?? native.newOwner()
+}
 
 /** A lock on one path (a mutex or one side of a RwLock), or a multi-lock. */
 class Lock {
@@ -24,9 +56,18 @@ class Lock {
     return this.#native.path
   }
 
-  /** How many holds this object has now (0 when not held). */
+  /**
+   * How many holds the current caller has now: inside a using() callback of this lock, the
+   * using()'s; elsewhere 0, as a caller outside one is each acquire call of its own (issue 50).
+   */
   get holdCount() {
-    return this.#native.holdCount
+    const scoped = scopes.getStore()?.get(this.#native.group)
+    return scoped === undefined ? 0 : this.#native.holdCountOf(scoped)
+  }
+
+  /** How many holds the explicit `owner` (as given to acquire's `{ owner }`) has now. */
+  holdCountOf(owner) {
+    return this.#native.holdCountOf(callerOf(this.#native.group, { owner }))
   }
 
   /**
@@ -43,6 +84,11 @@ class Lock {
    * `signal` with ZKLOCK_ABORTED; neither leaves a node behind.
    */
   async acquire(options) {
+    return this.#acquireAs(callerOf(this.#native.group, options), options)
+  }
+
+  /** `acquire` for the owner id `owner`. */
+  async #acquireAs(owner, options) {
     const { timeoutMs, deadline, signal } = acquireOptions(options)
     const onQueued = checkOptions(options, 'acquire options').onQueued
     if (onQueued !== undefined && onQueued !== null && typeof onQueued !== 'function') {
@@ -60,9 +106,9 @@ class Lock {
     let nativeLease
     try {
       // A re-entrant hold is taken at once (no I/O): no trip to the core and back.
-      nativeLease = call(() => this.#native.tryReenter(timeoutMs, deadline))
+      nativeLease = call(() => this.#native.tryReenter(timeoutMs, deadline, owner))
       if (nativeLease == null) {
-        pending = call(() => this.#native.startAcquire(timeoutMs, deadline))
+        pending = call(() => this.#native.startAcquire(timeoutMs, deadline, owner))
         if (onQueued) pending.onQueued((position) => onQueued(position))
         nativeLease = await pending.wait()
       }
@@ -89,13 +135,14 @@ class Lock {
     })
   }
 
-  /** One attempt: a Lease, or null when someone else holds the lock. */
-  async tryAcquire() {
+  /** One attempt: a Lease, or null when someone else holds the lock. `{ owner }` as acquire's. */
+  async tryAcquire(options) {
+    const owner = callerOf(this.#native.group, checkOptions(options, 'tryAcquire options'))
     let nativeLease
     try {
       nativeLease =
-        call(() => this.#native.tryReenter(0, undefined)) ??
-        (await call(() => this.#native.startAcquire(0, undefined)).wait())
+        call(() => this.#native.tryReenter(0, undefined, owner)) ??
+        (await call(() => this.#native.startAcquire(0, undefined, owner)).wait())
     } catch (e) {
       if (isZkLockError(e) && e.code === ErrorCode.TIMEOUT) return null
       throw translate(e)
@@ -120,14 +167,19 @@ class Lock {
    * Runs `fn(lease)` under the lock and releases it afterwards, also when `fn` throws.
    * Resolves with what `fn` returns; rejects with `fn`'s error, or with ZKLOCK_LOST when the
    * lease was lost before `fn` finished (its result was made without the lock). `options` are
-   * `acquire`'s.
+   * `acquire`'s. `fn` runs as the holder: an acquire of this lock inside it (or in anything it
+   * awaits or starts) re-enters this hold, while other callers wait (issue 50).
    */
   async using(fn, options) {
     if (typeof fn !== 'function') throw invalid(`fn must be a function, got ${describe(fn)}`)
-    const lease = await this.acquire(options)
+    const group = this.#native.group
+    const owner = callerOf(group, options)
+    const lease = await this.#acquireAs(owner, options)
+    const scope = new Map(scopes.getStore())
+    scope.set(group, owner)
     let result
     try {
-      result = await fn(lease)
+      result = await scopes.run(scope, () => fn(lease))
     } catch (e) {
       await lease.release().catch(() => {})
       throw e

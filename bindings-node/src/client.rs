@@ -158,12 +158,19 @@ pub async fn connect(
     Ok(Settled(result))
 }
 
-/// Owner ids for the lock objects: one per `client.mutex()` / `client.rwLock()` /
-/// `client.multiLock()` object, never 0 (the core's `Owner::SHARED`).
+/// Ids from one count, never 0 (the core's `Owner::SHARED`): one per `client.mutex()` /
+/// `client.rwLock()` / `client.multiLock()` object (its group), and one per caller
+/// (`newOwner()`, lib/lock.js's rule: issue 50).
 static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
 
 fn new_owner() -> Owner {
     Owner(NEXT_OWNER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A new caller's owner id, for lib/lock.js: a number below 2^53 (as JS counts exactly).
+#[napi(js_name = "newOwner")]
+pub fn new_caller() -> f64 {
+    new_owner().0 as f64
 }
 
 #[napi]

@@ -2,7 +2,7 @@
 //!
 //! This addon only translates: `index.js` wraps its small `Native*` classes into the public API
 //! (`Client`, `Mutex`, `Lease`, AbortSignal wiring, `await using`, events). Everything a lock
-//! decides is the core's: re-entrancy is keyed by the owner id of each lock object
+//! decides is the core's: re-entrancy is keyed by the owner id lib/lock.js gives each caller
 //! ([`zklock::Owner`]), a `timeoutMs` becomes a [`zklock::Wait`] by the core's one rule, an
 //! acquire runs as a core [`zklock::Acquire`] (cancelled by an AbortSignal), a lease's states
 //! come from [`zklock::Lease::subscribe`], and every name shown (states, release outcomes, node

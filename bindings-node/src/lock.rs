@@ -11,6 +11,11 @@ use crate::acquire::NativeAcquire;
 use crate::error::{js_err, Code, Settled};
 use crate::lease::NativeLease;
 
+/// A caller's id as JS holds it (a whole number from `newOwner()`, exact below 2^53).
+fn caller(owner: f64) -> Owner {
+    Owner(owner as u64)
+}
+
 #[derive(Clone, Copy)]
 pub(crate) enum Side {
     Read,
@@ -34,12 +39,14 @@ impl Target {
     }
 }
 
-/// A mutex, one side of a read/write lock, or a multi-lock, with its owner id.
+/// A mutex, one side of a read/write lock, or a multi-lock, with its group's id.
 #[napi]
 pub struct NativeLock {
     pub(crate) client: zklock::Client,
     pub(crate) target: Target,
     pub(crate) path: String,
+    /// The id of the lock object (both sides of a read/write lock share one): lib/lock.js keys
+    /// a `using()` scope's owner by it, so a read taken inside a write's scope downgrades.
     pub(crate) owner: Owner,
     /// Where the acquires started through this object stand, for `position` (the core's rule).
     pub(crate) positions: QueuePositions,
@@ -79,13 +86,20 @@ impl NativeLock {
         self.path.clone()
     }
 
-    /// How many holds this object's owner has (0 when not held); always 0 for a multi-lock.
+    /// The id of this lock object's group (see `owner`), as lib/lock.js keys its scopes.
     #[napi(getter)]
-    pub fn hold_count(&self) -> u32 {
+    pub fn group(&self) -> f64 {
+        self.owner.0 as f64
+    }
+
+    /// How many holds `owner` (a caller's id from `newOwner()`) has (0 when not held); always 0
+    /// for a multi-lock.
+    #[napi]
+    pub fn hold_count_of(&self, owner: f64) -> u32 {
         let count = self
             .target
             .lock()
-            .map_or(0, |l| l.hold_count_as(self.owner));
+            .map_or(0, |l| l.hold_count_as(caller(owner)));
         u32::try_from(count).unwrap_or(u32::MAX)
     }
 
@@ -97,7 +111,7 @@ impl NativeLock {
         self.positions.least()
     }
 
-    /// The lease of a re-entrant hold, taken here and now when this object's owner already
+    /// The lease of a re-entrant hold, taken here and now when `owner` (a caller's id) already
     /// holds the lock ([`zklock::Lock::reenter_as`]: no I/O, so no trip to the core's runtime
     /// and back to the JS thread); `null` when it does not (then `start_acquire`). `timeoutMs`
     /// is judged first, as `start_acquire` would.
@@ -106,28 +120,31 @@ impl NativeLock {
         &self,
         timeout_ms: Option<f64>,
         deadline_ms: Option<f64>,
+        owner: f64,
     ) -> napi::Result<Option<NativeLease>, Code> {
         Wait::from_millis_or_deadline(timeout_ms, deadline_ms).map_err(js_err)?;
         Ok(self
             .target
             .lock()
-            .and_then(|l| l.reenter_as(self.owner))
+            .and_then(|l| l.reenter_as(caller(owner)))
             .map(NativeLease::new))
     }
 
     /// Starts an acquire on the core's runtime (`timeoutMs` by the core's rule: absent, -1 or
     /// Infinity wait forever, 0 is one attempt; or a `deadline` in milliseconds since the epoch,
     /// one attempt once it passed). Awaited with `wait()`, aborted with `cancel()`.
+    /// `owner` is the caller's id (`newOwner()`): lib/lock.js's rule (issue 50).
     #[napi(catch_unwind)]
     pub fn start_acquire(
         &self,
         timeout_ms: Option<f64>,
         deadline_ms: Option<f64>,
+        owner: f64,
     ) -> napi::Result<NativeAcquire, Code> {
         let wait = Wait::from_millis_or_deadline(timeout_ms, deadline_ms).map_err(js_err)?;
         let acquire = match (&self.target, self.target.lock()) {
-            (Target::Multi(m), _) => m.start_acquire(self.owner, wait),
-            (_, Some(l)) => l.start_acquire(self.owner, wait),
+            (Target::Multi(m), _) => m.start_acquire(caller(owner), wait),
+            (_, Some(l)) => l.start_acquire(caller(owner), wait),
             (_, None) => return Err(js_err(zklock::Error::new(ErrorKind::Internal, "no lock"))),
         };
         self.positions.track(&acquire.queue_position());

@@ -1,5 +1,5 @@
 // Mutex basics against a real ZooKeeper: acquire/release, tryAcquire, timeout and abort leave
-// no node (acceptance 3), re-entrancy per Mutex object, using(), participants, close and exit.
+// no node (acceptance 3), re-entrancy per caller (issue 50), using(), participants, close and exit.
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -163,22 +163,64 @@ test('a waiter gets the lock when the holder releases', async () => {
   await lease.release()
 })
 
-test('re-entrant per Mutex object; another object of the same client contends', async () => {
+test('re-entrant per caller: inside using() a nested acquire counts up; another object of the same client contends', async () => {
   const p = uniquePath('reentrant')
   const m = a.mutex(p)
-  const first = await m.acquire()
-  const second = await m.acquire({ timeoutMs: 1_000 })
-  assert.equal(second.path, first.path)
-  assert.equal(second.token, first.token)
-  assert.equal(m.holdCount, 2)
-  // Another Mutex object (same client, same path) does not share the hold.
-  assert.equal(await a.mutex(p).tryAcquire(), null)
-  assert.equal(await second.release(), 'still-held')
-  assert.equal(m.holdCount, 1)
-  assert.equal(await nodesOf(m), 1)
-  assert.equal(await first.release(), 'released')
+  await m.using(async (first) => {
+    const second = await m.acquire({ timeoutMs: 1_000 })
+    assert.equal(second.path, first.path)
+    assert.equal(second.token, first.token)
+    assert.equal(m.holdCount, 2)
+    // Another Mutex object (same client, same path) does not share the hold.
+    assert.equal(await a.mutex(p).tryAcquire(), null)
+    assert.equal(await second.release(), 'still-held')
+    assert.equal(m.holdCount, 1)
+    assert.equal(await nodesOf(m), 1)
+  })
   assert.equal(m.holdCount, 0)
   assert.equal(await nodesOf(m), 0)
+})
+
+test('concurrent callers of one Mutex object exclude each other, each with a token of its own (issue 50)', async () => {
+  const p = uniquePath('callers')
+  const m = a.mutex(p)
+  let inside = 0
+  const tokens = []
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      const lease = await m.acquire()
+      inside++
+      assert.equal(inside, 1, 'two callers inside at once')
+      assert.equal(m.holdCount, 0, 'outside using() a caller is its acquire call')
+      tokens.push(lease.token)
+      await new Promise((resolve) => setTimeout(resolve, 2))
+      inside--
+      assert.equal(await lease.release(), 'released')
+    }),
+  )
+  assert.equal(new Set(tokens).size, 20, 'twenty tokens')
+  assert.ok(tokens.every((t, i) => i === 0 || tokens[i - 1] < t), 'increasing in turn')
+  assert.equal(await nodesOf(m), 0)
+})
+
+test('an explicit owner re-enters across calls, and the Mutex object as owner shares one hold', async () => {
+  const p = uniquePath('owners')
+  const m = a.mutex(p)
+  const me = {}
+  const first = await m.acquire({ owner: me })
+  const second = await m.acquire({ owner: me, timeoutMs: 1_000 })
+  assert.equal(second.token, first.token)
+  assert.equal(m.holdCountOf(me), 2)
+  assert.equal(await m.tryAcquire(), null, 'another caller contends')
+  await second.release()
+  await first.release()
+  // The rule before issue 50, on purpose: every caller passing the object shares its hold.
+  const shared = await Promise.all(Array.from({ length: 3 }, () => m.acquire({ owner: m })))
+  assert.equal(new Set(shared.map((l) => l.token)).size, 1, 'one hold, one token')
+  assert.equal(m.holdCountOf(m), 3)
+  for (const l of shared) await l.release()
+  assert.equal(m.holdCountOf(m), 0)
+  await assert.rejects(m.acquire({ owner: 'me' }), { code: ErrorCode.INVALID_ARGUMENT })
 })
 
 test('reentrant: false queues every acquire', async () => {

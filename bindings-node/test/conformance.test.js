@@ -14,9 +14,12 @@
 // - Timeouts: the input is seconds, passed as `timeoutMs` = seconds * 1000 (nan -> NaN,
 //   inf -> Infinity, -inf -> -Infinity), except `-1`, passed as `-1` (the README's rule).
 // - Session timeouts: `sessionTimeoutMs` = Math.round(seconds * 1000).
-// - "Owner" is the Mutex object: a second owner is a second `client.mutex(samePath)`.
-// - The read/write scenarios use the two sides of one `client.rwLock(path)`.
-// - The hold count of `reenter-same-owner` is `mutex.holdCount`.
+// - "Owner" is the caller (issue 50): one caller is a `using()` callback (its nested acquires
+//   re-enter), concurrent callers are async functions started together on one Mutex object; a
+//   second owner in `second-owner-try` is a second `client.mutex(samePath)`.
+// - The read/write scenarios use the two sides of one `client.rwLock(path)`, the second acquire
+//   inside the first side's `using()` (one caller).
+// - The hold count of `reenter-same-owner` is `mutex.holdCount` inside `mutex.using()`.
 // - `release-not-held` is n/a: a Node user releases a Lease, and a Lease exists only once the
 //   lock was acquired; the only release of something not held is a second release (the
 //   `release-twice` case). An n/a case is reported by name with its reason as a skipped test
@@ -548,12 +551,41 @@ const scenarios = {
   'reenter-same-owner': (p) =>
     outcome(async () => {
       const m = a.mutex(p)
-      const first = await m.acquire()
-      const second = await m.acquire()
-      const count = m.holdCount
-      await second.release()
-      await first.release()
-      return count === 2 ? 'held-twice' : `hold count ${count}`
+      return m.using(async () => {
+        const second = await m.acquire()
+        const count = m.holdCount
+        await second.release()
+        return count === 2 ? 'held-twice' : `hold count ${count}`
+      })
+    }),
+
+  'concurrent-callers-one-value': (p) =>
+    outcome(async () => {
+      // Five async callers of one Mutex object, started together (issue 50).
+      const m = a.mutex(p)
+      let inside = 0
+      let most = 0
+      const tokens = []
+      const counted = await Promise.all(
+        Array.from({ length: 5 }, () =>
+          m.using(async (lease) => {
+            most = Math.max(most, ++inside)
+            tokens.push(lease.token)
+            const nested = await m.acquire()
+            const ok = m.holdCount === 2 && nested.token === lease.token
+            await new Promise((resolve) => setTimeout(resolve, 20))
+            await nested.release()
+            inside--
+            return ok
+          }),
+        ),
+      )
+      const up = tokens.length === 5 && tokens.every((t, i) => i === 0 || tokens[i - 1] < t)
+      return [
+        most === 1 ? 'excluded' : 'overlapped',
+        up ? 'tokens-up' : 'tokens-not-up',
+        counted.every(Boolean) ? 'counted-up' : 'not-counted',
+      ].join(',')
     }),
 
   'second-owner-try': (p) =>
@@ -610,23 +642,13 @@ const scenarios = {
   upgrade: (p) =>
     outcome(async () => {
       const rw = a.rwLock(p)
-      const read = await rw.read.acquire()
-      try {
-        return await acquireOutcome(rw.write, { timeoutMs: 5000 })
-      } finally {
-        await read.release()
-      }
+      return rw.read.using(() => acquireOutcome(rw.write, { timeoutMs: 5000 }))
     }),
 
   downgrade: (p) =>
     outcome(async () => {
       const rw = a.rwLock(p)
-      const write = await rw.write.acquire()
-      try {
-        return await acquireOutcome(rw.read, { timeoutMs: 5000 })
-      } finally {
-        await write.release()
-      }
+      return rw.write.using(() => acquireOutcome(rw.read, { timeoutMs: 5000 }))
     }),
 
   'state-held': (p) =>
@@ -683,11 +705,7 @@ const scenarios = {
   'release-outcome-reentrant': (p) =>
     outcome(async () => {
       const m = a.mutex(p)
-      const first = await m.acquire()
-      const second = await m.acquire()
-      const result = await second.release()
-      await first.release()
-      return result
+      return m.using(async () => (await m.acquire()).release())
     }),
 
   'release-outcome-lost': (p) =>

@@ -36,8 +36,9 @@ test('stats count acquires by outcome and what is held and waiting now', async (
     await assert.rejects(aborted, { code: ErrorCode.ABORTED })
 
     setTimeout(() => heldElsewhere.release(), 200)
-    const lease = await mutex.acquire({ timeoutMs: WAIT })
-    const again = await mutex.acquire() // re-entrant: not an acquire of its own
+    const me = {} // one caller across the two calls (issue 50)
+    const lease = await mutex.acquire({ timeoutMs: WAIT, owner: me })
+    const again = await mutex.acquire({ owner: me }) // re-entrant: not an acquire of its own
     const s = client.stats()
     assert.deepEqual(
       [s.acquired, s.timedOut, s.cancelled, s.failed, s.held, s.waiting],

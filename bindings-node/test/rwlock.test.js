@@ -40,24 +40,27 @@ test('readers share, a writer excludes readers and writers', async () => {
 test('a read holder asking for the write side is rejected with ZKLOCK_UPGRADE at once', async () => {
   const p = uniquePath('upgrade')
   const rw = a.rwLock(p)
-  const r = await rw.read.acquire()
-  const started = Date.now()
-  await assert.rejects(rw.write.acquire(), (e) => {
-    assert.equal(e.code, ErrorCode.UPGRADE)
-    assert.ok(e.message.includes(p), e.message)
-    return true
+  // The read's caller asks (inside its using()): another caller would wait for the read.
+  await rw.read.using(async () => {
+    const started = Date.now()
+    await assert.rejects(rw.write.acquire(), (e) => {
+      assert.equal(e.code, ErrorCode.UPGRADE)
+      assert.ok(e.message.includes(p), e.message)
+      return true
+    })
+    assert.ok(Date.now() - started < 2_000, 'rejected at once, not after waiting')
+    await assert.rejects(rw.write.tryAcquire(), { code: ErrorCode.UPGRADE })
+    assert.equal((await rw.participants()).length, 1, 'no write node was left')
   })
-  assert.ok(Date.now() - started < 2_000, 'rejected at once, not after waiting')
-  await assert.rejects(rw.write.tryAcquire(), { code: ErrorCode.UPGRADE })
-  assert.equal((await rw.participants()).length, 1, 'no write node was left')
-  await r.release()
 })
 
 test('a write holder may take the read side (downgrade)', async () => {
   const p = uniquePath('downgrade')
   const rw = a.rwLock(p)
-  const w = await rw.write.acquire()
-  const r = await rw.read.acquire({ timeoutMs: 2_000 })
+  // One caller: an explicit owner (a using() callback of the write side would do as well).
+  const me = {}
+  const w = await rw.write.acquire({ owner: me })
+  const r = await rw.read.acquire({ timeoutMs: 2_000, owner: me })
   await w.release()
   // Others can read now, not write.
   const other = b.rwLock(p)

@@ -475,6 +475,46 @@ def sc_reenter_same_owner(ctx: Ctx) -> str:
         lock.release()
 
 
+def sc_concurrent_callers_one_value(ctx: Ctx) -> str:
+    """Five threads share one ``Lock`` object (issue 50): one inside at a time, increasing
+    tokens, and a nested ``with lock.hold()`` counts up the thread's own hold."""
+    lock = ctx.shared.lock(ctx.path)
+    guard = threading.Lock()
+    inside = [0, 0]  # now, most
+    tokens: List[int] = []
+    counted: List[bool] = []
+    start = threading.Barrier(5)
+
+    def caller() -> None:
+        start.wait()
+        with lock.hold(WAIT) as lease:
+            with guard:
+                inside[0] += 1
+                inside[1] = max(inside[1], inside[0])
+                tokens.append(lease.token)
+            with lock.hold(WAIT) as nested:
+                count = lock.hold_count()  # type: ignore[attr-defined]
+                ok = count == 2 and nested.token == lease.token
+                time.sleep(0.02)
+            with guard:
+                inside[0] -= 1
+                counted.append(ok)
+
+    threads = [threading.Thread(target=caller) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    up = len(tokens) == 5 and all(a < b for a, b in zip(tokens, tokens[1:]))
+    return ",".join(
+        [
+            "excluded" if inside[1] == 1 else "overlapped",
+            "tokens-up" if up else "tokens-not-up",
+            "counted-up" if len(counted) == 5 and all(counted) else "not-counted",
+        ]
+    )
+
+
 def sc_second_owner_try(ctx: Ctx) -> str:
     lock = ctx.shared.lock(ctx.path)
     with lock.hold(WAIT):
@@ -878,6 +918,7 @@ def sc_valid_until(ctx: Ctx) -> str:
 
 SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "reenter-same-owner": sc_reenter_same_owner,
+    "concurrent-callers-one-value": sc_concurrent_callers_one_value,
     "second-owner-try": sc_second_owner_try,
     "other-client-try": sc_other_client_try,
     "release-twice": sc_release_twice,

@@ -470,6 +470,58 @@ impl Runner {
         outcome
     }
 
+    /// `n` tasks share one lock value (an `Arc<Lock>`, as in an app state), each acquires it,
+    /// acquires it again nested and releases both (issue 50): at most one inside at a time,
+    /// `n` distinct tokens increasing in the order they came in, and each nested acquire a
+    /// count of 2 on its caller's node.
+    async fn concurrent_callers(&self, n: usize) -> Outcome {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::{Arc, Mutex as StdMutex};
+        let lock = Arc::new(self.client.mutex(&self.case_path).unwrap());
+        let (inside, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let tokens = Arc::new(StdMutex::new(Vec::new()));
+        let barrier = Arc::new(tokio::sync::Barrier::new(n));
+        let callers: Vec<_> = (0..n)
+            .map(|_| {
+                let (lock, inside, most) = (lock.clone(), inside.clone(), most.clone());
+                let (tokens, barrier) = (tokens.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    let lease = lock.acquire().await.unwrap();
+                    most.fetch_max(inside.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                    tokens.lock().unwrap().push(lease.token());
+                    let nested = lock.acquire().await.unwrap();
+                    let counted = lock.hold_count() == 2 && nested.token() == lease.token();
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    nested.release().await.unwrap();
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    lease.release().await.unwrap();
+                    counted
+                })
+            })
+            .collect();
+        let mut all_counted = true;
+        for caller in callers {
+            all_counted &= caller.await.unwrap();
+        }
+        let tokens = tokens.lock().unwrap().clone();
+        let up = tokens.len() == n && tokens.windows(2).all(|w| w[0] < w[1]);
+        word(&format!(
+            "{},{},{}",
+            if most.load(Ordering::SeqCst) == 1 {
+                "excluded"
+            } else {
+                "overlapped"
+            },
+            if up { "tokens-up" } else { "tokens-not-up" },
+            if all_counted {
+                "counted-up"
+            } else {
+                "not-counted"
+            },
+        ))
+    }
+
     async fn scenario(&self, name: &str) -> Outcome {
         let path = self.case_path.as_str();
         let mutex = || self.client.mutex(path).unwrap();
@@ -486,8 +538,9 @@ impl Runner {
                     "not-reentrant"
                 })
             }
+            "concurrent-callers-one-value" => self.concurrent_callers(5).await,
             "second-owner-try" => {
-                // Rust's owner is the lock value: a second value is a second owner.
+                // A second lock value is a second owner, whatever the task.
                 let held = mutex().acquire().await.unwrap();
                 let tried = mutex().try_acquire().await.unwrap();
                 held.release().await.unwrap();

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use common::*;
-use zklock::{ErrorKind, Released};
+use zklock::{ErrorKind, Owner, Released, Wait};
 
 /// Records entries into a critical section and fails on any overlap.
 #[derive(Default)]
@@ -56,7 +56,77 @@ async fn two_clients_exclude_each_other() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn tasks_on_one_mutex_value_share_its_hold_and_another_value_contends() {
+async fn tasks_sharing_one_mutex_value_exclude_each_other_and_each_reenters_its_own_hold() {
+    // Issue 50: a `Lock` kept in an app state and used by many tasks held it for all of them
+    // at once, with one token. Each task is now an owner of its own.
+    let path = unique_path("tasks-exclude");
+    let client = client().await;
+    let mutex = Arc::new(client.mutex(&path).unwrap());
+    let check = Arc::new(Exclusion::default());
+    let order = Arc::new(StdMutex::new(Vec::new()));
+    let barrier = Arc::new(tokio::sync::Barrier::new(10));
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let (mutex, check, order, barrier) =
+            (mutex.clone(), check.clone(), order.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let lease = mutex.acquire().await.unwrap();
+            check.enter();
+            order.lock().unwrap().push(lease.token());
+            let nested = mutex.acquire_timeout(Duration::from_secs(5)).await.unwrap();
+            assert_eq!(nested.token(), lease.token(), "a nested acquire counts up");
+            assert_eq!(mutex.hold_count(), 2);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            assert_eq!(nested.release().await.unwrap(), Released::StillHeld);
+            check.leave();
+            assert_eq!(lease.release().await.unwrap(), Released::Released);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(check.entries.load(Ordering::SeqCst), 10);
+    let tokens = order.lock().unwrap().clone();
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "ten distinct tokens, increasing: {tokens:?}"
+    );
+    assert_empty_eventually(&path).await;
+}
+
+#[test]
+fn threads_sharing_one_mutex_value_exclude_each_other_through_the_blocking_calls() {
+    let path = unique_path("threads-exclude");
+    let client = zklock::Client::blocking_connect(servers(), zklock::Options::default()).unwrap();
+    let mutex = Arc::new(client.mutex(&path).unwrap());
+    let check = Arc::new(Exclusion::default());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (mutex, check) = (mutex.clone(), check.clone());
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    let lease = mutex.blocking_acquire().unwrap();
+                    check.enter();
+                    let nested = mutex.blocking_try_acquire().unwrap().expect("counts up");
+                    assert_eq!(mutex.hold_count(), 2);
+                    std::thread::sleep(Duration::from_millis(2));
+                    assert_eq!(nested.blocking_release().unwrap(), Released::StillHeld);
+                    check.leave();
+                    assert_eq!(lease.blocking_release().unwrap(), Released::Released);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(check.entries.load(Ordering::SeqCst), 12);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tasks_asking_for_the_shared_owner_share_one_hold_and_another_value_contends() {
+    // The hold shared by every task of one value, the default before issue 50, on request.
     let path = unique_path("shared-hold");
     let client = client().await;
     let mutex = Arc::new(client.mutex(&path).unwrap());
@@ -65,7 +135,10 @@ async fn tasks_on_one_mutex_value_share_its_hold_and_another_value_contends() {
     for _ in 0..10 {
         let (mutex, barrier) = (mutex.clone(), barrier.clone());
         tasks.push(tokio::spawn(async move {
-            let lease = mutex.acquire().await.unwrap();
+            let lease = mutex
+                .acquire_as(Owner::SHARED, Wait::Forever, None)
+                .await
+                .unwrap();
             barrier.wait().await; // all ten hold at once: the hold is shared
             lease
         }));
@@ -74,13 +147,18 @@ async fn tasks_on_one_mutex_value_share_its_hold_and_another_value_contends() {
     for t in tasks {
         leases.push(t.await.unwrap());
     }
-    assert_eq!(mutex.hold_count(), 10);
+    assert_eq!(mutex.hold_count_as(Owner::SHARED), 10);
+    assert_eq!(mutex.hold_count(), 0, "this task holds nothing of its own");
     let tokens: std::collections::HashSet<i64> = leases.iter().map(|l| l.token()).collect();
     assert_eq!(tokens.len(), 1, "one node, one token");
     assert_eq!(
         children(&path).await.len(),
         1,
         "re-entrant holds share one node"
+    );
+    assert!(
+        mutex.try_acquire().await.unwrap().is_none(),
+        "a task of its own contends with the shared hold"
     );
 
     // A second Mutex value in the same process contends like another process.
@@ -106,16 +184,23 @@ async fn threads_reentering_and_releasing_one_value_at_once_keep_its_count_exact
     let path = unique_path("shared-count");
     let client = client().await;
     let mutex = Arc::new(client.mutex(&path).unwrap());
-    let outer = mutex.acquire().await.unwrap();
-    // The shared owner's count is changed without a lock (issue 17): four threads re-enter and
+    let outer = mutex
+        .acquire_as(Owner::SHARED, Wait::Forever, None)
+        .await
+        .unwrap();
+    // `Owner::SHARED`'s count is changed without a lock (issue 17): four threads re-enter and
     // release at once, each keeping a few holds at a time.
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let mutex = mutex.clone();
             std::thread::spawn(move || {
                 for _ in 0..5_000 {
-                    let a = mutex.blocking_acquire().unwrap();
-                    let b = mutex.blocking_acquire().unwrap();
+                    let a = mutex
+                        .blocking_acquire_as(Owner::SHARED, Wait::Forever, None)
+                        .unwrap();
+                    let b = mutex
+                        .blocking_acquire_as(Owner::SHARED, Wait::Forever, None)
+                        .unwrap();
                     assert_eq!(a.token(), b.token(), "one node for every hold");
                     assert_eq!(b.blocking_release().unwrap(), Released::StillHeld);
                     assert_eq!(a.blocking_release().unwrap(), Released::StillHeld);
@@ -126,14 +211,21 @@ async fn threads_reentering_and_releasing_one_value_at_once_keep_its_count_exact
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(mutex.hold_count(), 1, "only the outer hold is left");
+    assert_eq!(
+        mutex.hold_count_as(Owner::SHARED),
+        1,
+        "only the outer hold is left"
+    );
     assert_eq!(children(&path).await.len(), 1);
     assert_eq!(outer.release().await.unwrap(), Released::Released);
-    assert_eq!(mutex.hold_count(), 0);
+    assert_eq!(mutex.hold_count_as(Owner::SHARED), 0);
     assert_empty_eventually(&path).await;
     // Taken again, the value holds a new node (its shared hold starts over).
-    let again = mutex.acquire().await.unwrap();
-    assert_eq!(mutex.hold_count(), 1);
+    let again = mutex
+        .acquire_as(Owner::SHARED, Wait::Forever, None)
+        .await
+        .unwrap();
+    assert_eq!(mutex.hold_count_as(Owner::SHARED), 1);
     assert_eq!(again.release().await.unwrap(), Released::Released);
 }
 

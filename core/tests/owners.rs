@@ -174,3 +174,33 @@ async fn an_owner_releases_by_lock_without_its_lease() {
     );
     assert_empty_eventually(&path).await;
 }
+
+#[test]
+fn the_default_owner_is_the_calling_task_or_outside_a_task_the_thread() {
+    // Issue 50: the rule behind `acquire()`, `hold_count()` and the blocking twins.
+    let here = Owner::current();
+    assert_eq!(Owner::current(), here, "one thread is one owner");
+    assert_ne!(here, Owner::SHARED);
+    let other_thread = std::thread::spawn(Owner::current).join().unwrap();
+    assert_ne!(other_thread, here, "another thread is another owner");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    let (a, b) = rt.block_on(async {
+        let a = tokio::spawn(async {
+            let first = Owner::current();
+            tokio::task::yield_now().await;
+            assert_eq!(
+                Owner::current(),
+                first,
+                "a task stays one owner across awaits"
+            );
+            first
+        });
+        let b = tokio::spawn(async { Owner::current() });
+        (a.await.unwrap(), b.await.unwrap())
+    });
+    assert_ne!(a, b, "two tasks on one worker thread are two owners");
+    assert!(a != here && b != here && a != Owner::SHARED);
+}

@@ -50,6 +50,12 @@ export async function main(servers: string): Promise<void> {
   }
 
   const maybe: Lease | null = await mutex.tryAcquire()
+  // Issue 50: an explicit owner (any object) re-enters across calls.
+  const me = {}
+  const mine: Lease | null = await mutex.tryAcquire({ owner: me })
+  const again = await mutex.acquire({ owner: me, timeoutMs: 1_000 })
+  const held: number = mutex.holdCountOf(me)
+  console.log(held, await again.release(), await mine?.release())
   if (maybe) {
     const outcome: 'released' | 'still-held' | 'was-lost' = await maybe.release()
     console.log(outcome)

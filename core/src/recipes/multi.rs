@@ -184,7 +184,13 @@ impl MultiLock {
         deadline: Option<std::time::Instant>,
         cancel: Option<CancelToken>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        self.acquire_for(Owner::SHARED, deadline.map(Instant::from_std), cancel, None)
+        // The caller is the owner (issue 50), taken here: the future may run elsewhere.
+        self.acquire_for(
+            Owner::current(),
+            deadline.map(Instant::from_std),
+            cancel,
+            None,
+        )
     }
 
     /// Acquires every member for `owner` (see [`Lock::acquire_as`]).
@@ -231,7 +237,7 @@ impl MultiLock {
         &self,
         deadline: Option<Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        self.acquire_for(Owner::SHARED, deadline, None, None)
+        self.acquire_for(Owner::current(), deadline, None, None)
     }
 
     /// Every way to acquire ends here: this multi-lock's members and limits, taken by `owner`.

@@ -1,8 +1,9 @@
 //! The exclusive lock (Curator's `InterProcessMutex`), which is also each side of a read/write
 //! lock, and its queue introspection. Re-entrancy is per owner of a lock value, with a hold
 //! count: the face says who the owner is (Python's thread or asyncio task, C's thread, Node's
-//! `Mutex` object; Rust's default is the value itself, [`Owner::SHARED`]). Two owners of one
-//! value contend like two clients, as Curator's per-thread rule has it.
+//! async caller; Rust's default is the caller, [`Owner::current`]: its tokio task, or its thread
+//! outside a task). Two owners of one value contend like two clients, as Curator's per-thread
+//! rule has it, so concurrent callers sharing one value exclude each other (issue 50).
 //!
 //! This file is the lock's API; an acquire's way through the queue is `mutex_queue`'s, the
 //! holds it counts are `mutex_holds`'s (one way: this file, then the queue, then the holds).
@@ -27,9 +28,12 @@ use crate::recipes::mutex_holds::{LockInner, Owner};
 use crate::recipes::mutex_queue::{participants, with_max, within, Participant};
 use crate::sessions::connection::Connection;
 
-/// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per value
-/// by default: while this value holds the lock, acquiring it again (from any task) only counts
-/// up (a semaphore never is: each acquire is a lease of its own).
+/// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per caller
+/// by default ([`Owner::current`]): while a task (or, outside a task, a thread) holds the lock
+/// through this value, its acquiring it again only counts up, and other tasks sharing the value
+/// (an `Arc<Lock>` in an app state) wait their turn like other clients. `acquire_as(owner, ..)`
+/// picks the owner: [`Owner::SHARED`] for one hold shared by every caller of the value. A
+/// semaphore is never re-entrant: each acquire is a lease of its own.
 ///
 /// ```no_run
 /// # async fn run(client: zklock::Client) -> zklock::Result<()> {
@@ -258,9 +262,10 @@ impl Lock {
         self.inner.reentrant
     }
 
-    /// How many holds this value has for [`Owner::SHARED`] (0 when not held, or lost).
+    /// How many holds the caller ([`Owner::current`]) has on this value (0 when not held, or
+    /// lost).
     pub fn hold_count(&self) -> usize {
-        self.hold_count_as(Owner::SHARED)
+        self.hold_count_as(Owner::current())
     }
 
     /// How many holds `owner` has on this value (0 when not held, or after the lease was lost).
@@ -294,10 +299,10 @@ impl Lock {
         runtime::block_on(async move { lock.release_as(owner).await })
     }
 
-    /// Takes the lock again if this value already holds it (a re-entrant hold, no I/O);
-    /// `None` when it does not (then acquire it normally).
+    /// Takes the lock again if the caller ([`Owner::current`]) already holds it through this
+    /// value (a re-entrant hold, no I/O); `None` when it does not (then acquire it normally).
     pub fn reenter(&self) -> Option<Lease> {
-        self.inner.try_reenter(Owner::SHARED)
+        self.inner.try_reenter(Owner::current())
     }
 
     /// [`Lock::reenter`] for `owner`.
@@ -358,7 +363,7 @@ impl Lock {
         Acquire::start(|cancel, position| self.acquire_watched(owner, wait, Some(cancel), position))
     }
 
-    /// Waits until the lock is ours.
+    /// Waits until the lock is the caller's ([`Owner::current`], the task that awaits this).
     ///
     /// Cancel safety: dropping this future (the losing branch of a `tokio::select!`, an outer
     /// `tokio::time::timeout`) leaves nothing held: a lease it obtained is released and its
@@ -369,22 +374,23 @@ impl Lock {
     pub async fn acquire(&self) -> Result<Lease> {
         // The re-entrant case first, and the rest boxed: this future stays a few words instead
         // of the 568 bytes of the acquire's, which every call moved (bench s2, issue 17).
-        if let Some(lease) = self.inner.try_reenter(Owner::SHARED) {
+        let owner = Owner::current();
+        if let Some(lease) = self.inner.try_reenter(owner) {
             return Ok(lease);
         }
-        Box::pin(
-            self.inner
-                .clone()
-                .acquire_until(Owner::SHARED, None, None, None),
-        )
-        .await
+        Box::pin(self.inner.clone().acquire_until(owner, None, None, None)).await
     }
 
     /// Waits at most `timeout`; `Timeout` error after it (no node left behind).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
         self.inner
             .clone()
-            .acquire_until(Owner::SHARED, bounds::deadline_after(timeout), None, None)
+            .acquire_until(
+                Owner::current(),
+                bounds::deadline_after(timeout),
+                None,
+                None,
+            )
             .await
     }
 
@@ -393,7 +399,7 @@ impl Lock {
         none_on_timeout(
             self.inner
                 .clone()
-                .acquire_until(Owner::SHARED, Some(Instant::now()), None, None)
+                .acquire_until(Owner::current(), Some(Instant::now()), None, None)
                 .await,
         )
     }
@@ -414,37 +420,40 @@ impl Lock {
     }
 
     fn blocking_acquire_until(&self, deadline: Option<Instant>) -> Result<Lease> {
-        // The re-entrant case needs no runtime hop.
-        if let Some(lease) = self.inner.try_reenter(Owner::SHARED) {
+        // The owner is the calling thread (or task), taken here: `block_on` runs the acquire
+        // elsewhere. The re-entrant case needs no runtime hop.
+        let owner = Owner::current();
+        if let Some(lease) = self.inner.try_reenter(owner) {
             return Ok(lease);
         }
         let inner = self.inner.clone();
-        runtime::block_on(async move {
-            inner
-                .acquire_until(Owner::SHARED, deadline, None, None)
-                .await
-        })
+        runtime::block_on(async move { inner.acquire_until(owner, deadline, None, None).await })
     }
 
     /// The acquire future for bindings that drive their own waiting (deadline `None` = forever).
+    /// Its owner is the caller of this function ([`Owner::current`]), wherever the future runs.
     pub fn acquire_until(
         &self,
         deadline: Option<std::time::Instant>,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
-        self.inner
-            .clone()
-            .acquire_until(Owner::SHARED, deadline.map(Instant::from_std), None, None)
+        self.inner.clone().acquire_until(
+            Owner::current(),
+            deadline.map(Instant::from_std),
+            None,
+            None,
+        )
     }
 
     /// The acquire future with a cancellation token: `cancel.cancel()` makes it remove its node
-    /// and fail with `Cancelled` (deadline `None` = forever).
+    /// and fail with `Cancelled` (deadline `None` = forever). Its owner is the caller of this
+    /// function ([`Owner::current`]).
     pub fn acquire_with(
         &self,
         deadline: Option<std::time::Instant>,
         cancel: CancelToken,
     ) -> impl std::future::Future<Output = Result<Lease>> + Send + 'static {
         self.inner.clone().acquire_until(
-            Owner::SHARED,
+            Owner::current(),
             deadline.map(Instant::from_std),
             Some(cancel),
             None,

@@ -25,7 +25,8 @@ pub(crate) struct LockInner {
     pub(crate) reentrant: bool,
     /// The live holds of this value, by owner (rarely more than one), but for `shared`'s.
     holds: StdMutex<Vec<(Owner, Hold)>>,
-    /// The hold of [`Owner::SHARED`] (Rust's default), counted without taking `holds`.
+    /// The hold of [`Owner::SHARED`] (elections', and a caller's who asks for it), counted
+    /// without taking `holds`.
     shared: SharedHold,
     /// Serialises first acquisitions among tasks sharing this value, so they share one node:
     /// one permit, taken by a `GatePass` (owned, so it can wait in the caller's future).
@@ -190,8 +191,60 @@ impl Drop for SharedHold {
 pub struct Owner(pub u64);
 
 impl Owner {
-    /// The lock value itself: every task using one value shares its hold (Rust's default).
+    /// The lock value itself: every caller using `acquire_as(Owner::SHARED, ..)` on one value
+    /// shares its hold (the default before issue 50; elections still take it).
     pub const SHARED: Owner = Owner(0);
+
+    /// The caller (Rust's default owner, issue 50): the tokio task that runs it, or, outside a
+    /// task (a thread of its own, a `block_on`, the `blocking_` twins), the thread. Two tasks or
+    /// two threads sharing one lock value so exclude each other, and a nested acquire by the
+    /// same one counts up. Its numbers have one of the two top bits set, so they never meet
+    /// `SHARED` nor a small `Owner(n)` a caller picks.
+    pub fn current() -> Owner {
+        match tokio::task::try_id() {
+            Some(task) => Owner(TASK_OWNER | (task_number(task) & !OWNER_TAGS)),
+            None => Owner(THREAD_OWNER | thread_number()),
+        }
+    }
+}
+
+/// The tag of a task's owner number, and of a thread's (`Owner::current`).
+const TASK_OWNER: u64 = 1 << 63;
+const THREAD_OWNER: u64 = 1 << 62;
+const OWNER_TAGS: u64 = TASK_OWNER | THREAD_OWNER;
+
+/// A task id's number: tokio shows it only as text (its `Display`), read here digit by digit
+/// without allocating (a re-entrant acquire costs a few words, bench s2).
+fn task_number(task: tokio::task::Id) -> u64 {
+    struct Digits(u64);
+    impl std::fmt::Write for Digits {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            for digit in s.bytes().filter(u8::is_ascii_digit) {
+                self.0 = self
+                    .0
+                    .wrapping_mul(10)
+                    .wrapping_add(u64::from(digit - b'0'));
+            }
+            Ok(())
+        }
+    }
+    let mut digits = Digits(0);
+    let _ = std::fmt::Write::write_fmt(&mut digits, format_args!("{task}"));
+    digits.0
+}
+
+/// The calling thread's number of its own (`ThreadId::as_u64` is unstable): given on first
+/// use, never reused while the process lives.
+fn thread_number() -> u64 {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static ME: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    // During thread teardown the slot may be gone: a fresh number contends like a new thread.
+    ME.try_with(|me| *me)
+        .unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
+        & !OWNER_TAGS
 }
 
 impl LockInner {
@@ -238,8 +291,9 @@ impl LockInner {
     /// The node of a re-entrant acquire that got the lock becomes `owner`'s hold, counted once
     /// (`Waiting::finish` in `mutex_queue`).
     pub(super) fn record_hold(&self, owner: Owner, shared: &Arc<LeaseShared>) {
+        // An earlier hold of `owner` here is a lost one (a live one is re-entered, never
+        // acquired anew): it stays until its holders have counted it down, as `SHARED`'s does.
         let mut holds = self.holds.lock().unwrap();
-        holds.retain(|(o, _)| *o != owner);
         if owner == Owner::SHARED && self.shared.count() == 0 {
             self.shared.install(shared.clone());
         } else {
@@ -277,10 +331,9 @@ impl LockInner {
             drop(lease);
         }
         let mut holds = self.holds.lock().unwrap();
-        let (_, h) = holds.iter_mut().find(|(o, _)| *o == owner)?;
-        if h.shared.state() == LeaseState::Lost {
-            return None;
-        }
+        let (_, h) = holds
+            .iter_mut()
+            .find(|(o, h)| *o == owner && h.shared.state() != LeaseState::Lost)?;
         h.count += 1;
         Some(Lease::one(Part {
             shared: NodeRef::Owned(h.shared.clone()),
@@ -294,16 +347,26 @@ impl LockInner {
             .filter(|(shared, _)| shared.state() != LeaseState::Lost)
     }
 
-    /// The node and count of `owner`'s hold, lost or not: for `SHARED`, one taken since its
-    /// lost hold (in `holds`) before that lost one.
+    /// The node and count of `owner`'s hold, lost or not: a live one (taken since a lost
+    /// one) before a lost one, which stays until its holders counted it down.
     pub(super) fn hold_of(&self, owner: Owner) -> Option<(Arc<LeaseShared>, usize)> {
         let holds = self.holds.lock().unwrap();
-        if let Some((_, h)) = holds.iter().find(|(o, _)| *o == owner) {
-            return Some((h.shared.clone(), h.count));
-        }
         // Under `holds`, the shared hold's node stays in place while counted.
-        (owner == Owner::SHARED && self.shared.count() > 0)
-            .then(|| (self.shared.node(), self.shared.count()))
+        let slot = (owner == Owner::SHARED && self.shared.count() > 0)
+            .then(|| (self.shared.node(), self.shared.count()));
+        let mut lost = None;
+        for (node, count) in holds
+            .iter()
+            .filter(|(o, _)| *o == owner)
+            .map(|(_, h)| (h.shared.clone(), h.count))
+            .chain(slot)
+        {
+            if node.state() != LeaseState::Lost {
+                return Some((node, count));
+            }
+            lost.get_or_insert((node, count));
+        }
+        lost
     }
 
     fn peer(&self) -> Option<Arc<LockInner>> {

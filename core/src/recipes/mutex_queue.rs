@@ -273,8 +273,8 @@ impl LockInner {
         Ok(GatePass(self.clone(), Owner::SHARED))
     }
 
-    /// The gate of one owner other than `SHARED`: made on first use, gone when its last user
-    /// leaves. Boxed: rare next to the shared gate, and the acquire future stays small.
+    /// The gate of one owner other than `SHARED` (each caller's, by default: issue 50): made on
+    /// first use, gone when its last user leaves. Boxed, so the acquire future stays small.
     fn enter_owner_gate<'a>(
         self: Arc<Self>,
         owner: Owner,
