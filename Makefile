@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist dist check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long
+.PHONY: test deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist dist check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long bench-s9-long
 
 test: deps old-userland lint test-rust test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
@@ -80,6 +80,12 @@ install:
 # Benchmarks against Curator, kazoo and the raw ZooKeeper limit; results in bench/results/.
 bench: deps
 	bench/run.sh
+
+# Not part of `make bench` (issue 51, point 5): scenario 9 at every size, timing and topology of
+# issue 34 (1,000 and 5,000 sessions; standalone and 3 members; T = 10 s and 4 s), zklock
+# measured first and last: more than an hour on 2 cores.
+bench-s9-long: deps
+	bench/run.sh --modes nosync --scenarios s9 --impls zklock,curator,kazoo,zklock --s9-sizes 1000,5000 --s9-members 1,3 --s9-timings 10000,4000
 
 # The member-isolation and one-way-loss scenarios at their full count (make test runs 2-3 rounds
 # of each; issues 23 and 33 ask for at least 10): a holder on an isolated follower or leader, or

@@ -4,7 +4,9 @@
 # once with forceSync=no and once with the default fsync. Prints the table and the targets,
 # writes bench/results/results.json.
 #
-#   bench/run.sh                      everything (about 8 minutes on 2 cores)
+#   bench/run.sh                      everything (about 8 minutes on 2 cores: s9 at 1,000
+#                                     sessions, standalone, T = 10 s; `make bench-s9-long` for
+#                                     the rest of issue 34's sweep, more than an hour)
 #   BENCH_SECS=2 bench/run.sh         shorter measured windows
 #   bench/run.sh --modes nosync --scenarios s1,s4 --impls zklock,raw,zkc,curator
 set -euo pipefail
