@@ -419,3 +419,22 @@ async fn a_max_hold_on_a_read_write_lock_ends_a_read_and_a_write_lease() {
     };
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_refusal_to_resign_another_objects_leadership_names_the_whole_node() {
+    let (a, b) = (client().await, client().await);
+    let path = unique_path("elect-another-object-with-a-long-enough-path");
+    let first = a.election(&path, ElectionStyle::Latch, Some("a")).unwrap();
+    let second = b.election(&path, ElectionStyle::Latch, Some("b")).unwrap();
+    let lead = first.lead().await.unwrap();
+    let err = second.check_leadership(&lead).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    let node = lead.path().rsplit_once('/').unwrap().1;
+    assert!(
+        lead.path().len() > 64,
+        "the node's path is longer than a shown input"
+    );
+    assert!(err.message().contains(node), "{err}");
+    assert!(err.message().contains("leadership"), "{err}");
+    first.resign(lead, false).await.unwrap();
+}

@@ -281,10 +281,17 @@ impl Election {
             )));
         }
         if !self.leaderships.took(leadership) {
+            // The node's name in full (it is ours, at most a uuid and a sequence number long:
+            // cut at 64 characters it lost the part that tells two participants apart), under
+            // the election's path quoted as every input is.
+            let node = leadership
+                .path()
+                .rsplit_once('/')
+                .map_or(leadership.path(), |(_, n)| n);
             return Err(Error::invalid(format!(
-                "the leadership on {} was not taken through this election object (id {}): \
-                 only the participant that leads can resign it",
-                protocol::shown(leadership.path()),
+                "the leadership node {node:?} of the election on {} was not taken through this \
+                 election object (id {}): only the participant that leads can resign it",
+                protocol::shown(self.path()),
                 protocol::shown(&self.id)
             )));
         }
