@@ -79,6 +79,19 @@ impl CounterWidth {
             (CounterWidth::Int32, 4) => Ok(i32::from_be_bytes(data.try_into().expect("4")) as i64),
             (CounterWidth::Int64, 8) => Ok(i64::from_be_bytes(data.try_into().expect("8"))),
             (CounterWidth::Int64, 0) => Ok(0),
+            // kazoo's `Counter` (kazoo/recipe/counter.py) writes `repr(value)` in ASCII: a
+            // layout zklock does not share (Curator's binary counts are what it reads), named so
+            // that the user does not take it for a damaged node.
+            (width, n) if looks_like_kazoo_counter(data) => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{path} holds {:?} ({n} bytes): a kazoo Counter's layout (its value as ASCII \
+                     text), which zklock's {} counter (Curator's binary layout) does not read; \
+                     use kazoo's Counter for this node, or another path",
+                    String::from_utf8_lossy(data),
+                    width.as_str()
+                ),
+            )),
             (width, n) => Err(Error::new(
                 ErrorKind::ZooKeeper,
                 format!(
@@ -89,6 +102,19 @@ impl CounterWidth {
             )),
         }
     }
+}
+
+/// Whether `data` reads as kazoo's `Counter` writes it: `repr()` of an int or a float, in ASCII
+/// (a sign, digits, at most one '.', an exponent).
+fn looks_like_kazoo_counter(data: &[u8]) -> bool {
+    let text = match std::str::from_utf8(data) {
+        Ok(t) if !t.is_empty() && t.len() <= 32 => t,
+        _ => return false,
+    };
+    text.bytes().any(|b| b.is_ascii_digit())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
 }
 
 /// A count and the data version it was read at (`-1`: the node does not exist yet, count 0).
@@ -385,5 +411,24 @@ mod tests {
         assert!(e.to_string().contains("/c/n holds 3 bytes"), "{e}");
         assert!(CounterWidth::Int32.decode("/c", &[]).is_err());
         assert!(CounterWidth::parse("int16").is_err());
+    }
+
+    #[test]
+    fn a_kazoo_counter_node_is_refused_naming_kazoos_layout() {
+        for data in [&b"5"[..], b"-12", b"1234", b"2.5", b"12345678"] {
+            for width in [CounterWidth::Int32, CounterWidth::Int64] {
+                if data.len() == 4 && width == CounterWidth::Int32
+                    || data.len() == 8 && width == CounterWidth::Int64
+                {
+                    continue; // the same length as Curator's binary count: read as one
+                }
+                let e = width.decode("/c/k", data).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+                assert!(e.to_string().contains("kazoo Counter"), "{e}");
+            }
+        }
+        // Binary data that is no text stays the plain length error.
+        let e = CounterWidth::Int32.decode("/c/n", &[0, 1, 2]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ZooKeeper);
     }
 }
