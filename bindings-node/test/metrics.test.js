@@ -19,9 +19,12 @@ test('each path is counted and paths past the limit fold into the overflow serie
   const base = uniquePath('path-stats')
   const client = await Client.connect(zk.servers, { pathStatsLimit: 2 })
   try {
-    for (const p of [base, `${base}-b`, `${base}-c`, `${base}-d`]) {
+    // While both known paths are held, later paths fold (an idle one would be evicted).
+    const known = [await client.mutex(base).acquire({ timeoutMs: WAIT }), await client.mutex(`${base}-b`).acquire({ timeoutMs: WAIT })]
+    for (const p of [`${base}-c`, `${base}-d`]) {
       await (await client.mutex(p).acquire({ timeoutMs: WAIT })).release()
     }
+    for (const held of known) await held.release()
     const lease = await client.mutex(base).acquire({ timeoutMs: WAIT })
     const s = client.pathStats()
     assert.deepEqual([s.limit, s.folded], [2, 2])

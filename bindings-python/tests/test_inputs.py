@@ -115,10 +115,20 @@ def test_bad_acquire_arguments(client, path, kwargs, error):
 
 def test_acquire_with_timeout_none_waits_until_acquired_as_the_time_rules_say(client, other, path):
     held = other.lock(path)
-    assert held.acquire()
+    taken = threading.Event()
+
+    def hold_briefly() -> None:  # the holder's own thread releases (the owner is the thread)
+        assert held.acquire()
+        taken.set()
+        time.sleep(0.3)
+        held.release()
+
+    holder = threading.Thread(target=hold_briefly)
+    holder.start()
+    assert taken.wait(10)
     lock = client.lock(path)
-    threading.Timer(0.3, held.release).start()
     assert lock.acquire(timeout=None) is True  # waited for the release, no TypeError
+    holder.join()
     lock.release()
     assert lock.acquire(blocking=False, timeout=None) is True  # a try, as without a timeout
     lock.release()

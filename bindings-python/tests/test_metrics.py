@@ -20,9 +20,11 @@ WAIT = 10.0
 
 def test_each_path_is_counted_and_paths_past_the_limit_fold_into_the_overflow(servers, path):
     with zklock.Client(servers, path_stats_limit=2) as client:
-        for p in (path, f"{path}-b", f"{path}-c", f"{path}-d"):
-            with client.lock(p).hold(WAIT):
-                pass
+        # While both known paths are held, later paths fold (an idle one would be evicted).
+        with client.lock(path).hold(WAIT), client.lock(f"{path}-b").hold(WAIT):
+            for p in (f"{path}-c", f"{path}-d"):
+                with client.lock(p).hold(WAIT):
+                    pass
         with client.lock(path).hold(WAIT):
             snapshot = client.path_stats()
             own = {p.path: p for p in snapshot.paths}

@@ -98,7 +98,11 @@ impl Stats {
     }
 }
 
-/// The per-path families: each family's samples together, one `path` label per series.
+/// The per-path families: each family's samples together, one `path` label per series. An
+/// outcome or a loss reason that never happened on a path has no series (issue 51: at the
+/// default limit a scrape carried 12 samples a path, most of them zeros, 1.4 MB at 1,000
+/// paths); it appears with its first count, which `rate()` and `increase()` read as a start
+/// from zero. The wait sum and count, `held` and the oldest hold are always there.
 fn render_paths(out: &mut String, base: &str, snapshot: &PathStatsSnapshot) {
     let series: Vec<(String, &PathStats)> = snapshot
         .paths
@@ -125,10 +129,12 @@ fn render_paths(out: &mut String, base: &str, snapshot: &PathStatsSnapshot) {
             ("cancelled", p.cancelled),
             ("failed", p.failed),
         ] {
-            let _ = writeln!(
-                out,
-                "zklock_path_acquires_total{{{labels},outcome=\"{outcome}\"}} {n}"
-            );
+            if n > 0 {
+                let _ = writeln!(
+                    out,
+                    "zklock_path_acquires_total{{{labels},outcome=\"{outcome}\"}} {n}"
+                );
+            }
         }
     }
     let name = "zklock_path_wait_seconds";
@@ -147,7 +153,7 @@ fn render_paths(out: &mut String, base: &str, snapshot: &PathStatsSnapshot) {
         "Leases on a lock path that turned lost, by reason.",
     );
     for (labels, p) in &series {
-        for (reason, n) in p.lost {
+        for (reason, n) in p.lost.into_iter().filter(|(_, n)| *n > 0) {
             let reason = reason.as_str();
             let _ = writeln!(
                 out,
