@@ -64,3 +64,16 @@ async fn every_lock_under_a_subtree_is_found_once_at_its_own_path() {
     s.release().await.unwrap();
     r.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subtree_whose_root_does_not_exist_is_not_held_saying_no_such_path() {
+    // Issue 51: `zklock ls -r` of a typo printed "0 holders" with status 0.
+    let c = client().await;
+    let missing = format!("{}/not/there", unique_path("scan-missing"));
+    let e = c
+        .locks_under(&missing, ScanLimits::default())
+        .await
+        .expect_err("a missing root is an error, not an empty subtree");
+    assert_eq!(e.kind(), ErrorKind::NotHeld, "{e}");
+    assert!(e.message().contains("no such path"), "{e}");
+}
