@@ -239,11 +239,20 @@ async fn run_on(
         }
     };
     eprintln!("breaking: {}", describe(target, now));
+    // Only a holder is told apart: a waiter of any library lists its queue again and finds its
+    // node gone (Curator's `internalLockLoop`, kazoo's `_inner_acquire`).
     if let Some(library) = blind(target).filter(|_| holders.iter().any(|h| h.node == target.node)) {
+        // The library is told by the node's name; a zklock election in kazoo's style names its
+        // nodes as kazoo does (a random uuid4), so the name cannot tell it from kazoo.
+        let alike = if target.library == Library::Kazoo {
+            " (or a `zklock elect --style kazoo` participant, which would notice)"
+        } else {
+            ""
+        };
         eprintln!(
-            "warning: {} is held by {library}, which does not watch its node once it holds: that \
-             process will go on believing it holds the lock (docs/interop.md, \"Breaking a \
-             lock\"); stop it too",
+            "warning: {} is held by {library}{alike}, which does not watch its node once it \
+             holds: that process will go on believing it holds the lock (docs/interop.md, \
+             \"Breaking a lock\"); stop it too",
             target.node
         );
         if !wanted.force {

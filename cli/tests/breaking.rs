@@ -231,18 +231,44 @@ fn the_same_guarded_break_run_again_after_the_next_holder_took_the_lock_breaks_o
         participants(&path).len() >= 2
     });
     let token = token_in(&ready1).unwrap();
+    // The refusal of `--holder` alone prints the command to run instead: run it as printed.
+    let alone = run(zk(&["break", "--holder", "--reason", "stuck", &path]));
+    assert_eq!(alone.status.code(), Some(64), "{}", stderr(&alone));
+    let printed = stderr(&alone)
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("to break it: zklock ")
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("no command printed: {}", stderr(&alone)));
+    assert!(printed.contains(&format!("--token {token}")), "{printed}");
+    // `sh -c SCRIPT ARG0`: the binary is $0 and a shell reads the printed words, quotes and all,
+    // in zklock()'s clean environment.
+    let safe = || {
+        let base = zklock();
+        let mut sh = std::process::Command::new("sh");
+        sh.arg("-c")
+            .arg(format!("exec \"$0\" {printed}"))
+            .arg(base.get_program())
+            .stdin(std::process::Stdio::null());
+        for (k, v) in base.get_envs() {
+            match v {
+                Some(v) => sh.env(k, v),
+                None => sh.env_remove(k),
+            };
+        }
+        sh
+    };
     // Two operators run the same command: the second after the next holder took the lock.
-    let command = [
-        "break", "--holder", "--token", &token, "--reason", "stuck", &path,
-    ];
-    let once = run(zk(&command));
+    let once = run(safe());
     assert_eq!(once.status.code(), Some(0), "{}", stderr(&once));
     let status = wait_exit(&mut first, Duration::from_secs(20), "broken holder");
     assert_eq!(status.code(), Some(76), "{}", child_stderr(&mut first));
     wait_for("the next holder's command", Duration::from_secs(20), || {
         token_in(&ready2).is_some()
     });
-    let again = run(zk(&command));
+    let again = run(safe());
     assert_eq!(again.status.code(), Some(3), "{}", stderr(&again));
     assert!(
         stderr(&again).contains(&format!("token {token}")),
