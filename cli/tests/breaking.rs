@@ -354,3 +354,72 @@ async fn breaking_a_kazoo_holder_warns_that_it_cannot_notice_and_needs_force() {
         "broken with --force"
     );
 }
+
+/// A real kazoo `Lock` holder on `path` (Debian's python3-kazoo): prints `held` once it holds,
+/// then, once `ask` exists, whether kazoo still believes it holds, and exits.
+fn kazoo_holder(path: &str, ask: &std::path::Path) -> std::process::Child {
+    let script = r#"
+import os, sys, time
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)
+lock = zk.Lock(sys.argv[2], "kazoo-holder")
+lock.acquire(timeout=20)
+print("held", flush=True)
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.05)
+print("is_acquired", lock.is_acquired, flush=True)
+zk.stop()
+"#;
+    let mut cmd = std::process::Command::new("/usr/bin/python3");
+    cmd.arg("-c")
+        .arg(script)
+        .arg(servers())
+        .arg(path)
+        .arg(ask)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd.spawn().expect("python3 with kazoo (python3-kazoo)")
+}
+
+#[test]
+fn breaking_a_real_kazoo_holder_needs_force_and_kazoo_goes_on_believing_it_holds() {
+    use std::io::BufRead;
+    let path = unique_path("cli-break-real-kazoo");
+    let ask = scratch("break-real-kazoo").join("ask");
+    let mut kazoo = kazoo_holder(&path, &ask);
+    let mut out = std::io::BufReader::new(kazoo.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "held", "{}", child_stderr(&mut kazoo));
+    let token = participants(&path)[0]["token"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+
+    let refused = run(zk(&["break", "--token", &token, "--reason", "t", &path]));
+    assert_eq!(refused.status.code(), Some(64), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("held by kazoo") && stderr(&refused).contains("--force"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(participants(&path).len(), 1, "not broken without --force");
+
+    let forced = run(zk(&[
+        "break", "--token", &token, "--force", "--reason", "t", &path,
+    ]));
+    assert_eq!(forced.status.code(), Some(0), "{}", stderr(&forced));
+    assert!(participants(&path).is_empty(), "broken with --force");
+    // What the warning says: kazoo noticed nothing.
+    std::fs::write(&ask, "").unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(
+        line.trim(),
+        "is_acquired True",
+        "{}",
+        child_stderr(&mut kazoo)
+    );
+    wait_exit(&mut kazoo, Duration::from_secs(20), "kazoo holder");
+}
