@@ -362,17 +362,30 @@ pub enum Command {
     },
     /// Break a stuck lock: delete one holder's node (checked against the version just read, so
     /// a node changed meanwhile is not touched). Shows the holder (node, token, identity,
-    /// session, age) and refuses unless NODE is named or --holder confirms the one holder
-    /// shown (status 64). Prints the broken token; a zklock holder's lease turns lost with
-    /// reason `broken` and its `zklock exec` command gets SIGTERM (status 76).
+    /// session, age) and refuses (status 64) unless NODE is named, or --holder comes with
+    /// --token or --if-older-than (so that the same command run again cannot break the next
+    /// holder); the refusal prints the exact command to break the holder shown. A Curator or
+    /// kazoo holder cannot notice a break: breaking one needs --force. Prints the broken
+    /// token; a zklock holder's lease turns lost with reason `broken` and its `zklock exec`
+    /// command gets SIGTERM (status 76).
     Break {
         /// The lock path, e.g. /locks/nightly
         path: String,
         /// The node to delete (its name, as `zklock ls` shows it, or its full path).
         node: Option<String>,
-        /// Break the current holder without naming its node (one holder only).
+        /// Break the current holder without naming its node; needs --token or --if-older-than.
         #[arg(long)]
         holder: bool,
+        /// Break only if the holder's (or NODE's) token is T: a later holder has another.
+        #[arg(long, value_name = "T")]
+        token: Option<i64>,
+        /// Break only a holder whose node is older than DURATION (e.g. 2h).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        if_older_than: Option<Duration>,
+        /// Break a holder that cannot notice it (Curator, kazoo, another library): that
+        /// process goes on believing it holds the lock.
+        #[arg(long)]
+        force: bool,
         /// Why: logged on stderr and in the core's logs.
         #[arg(long, value_name = "TEXT", required = true)]
         reason: String,

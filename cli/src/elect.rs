@@ -71,6 +71,7 @@ async fn lead_and_run(
     try_now: bool,
 ) -> Result<i32, Failure> {
     let path = args.path;
+    crate::settings::announce_lock_delay(args.lock_delay);
     let election = client
         .election(path, args.style, args.id)?
         .max_hold(args.max_hold)?

@@ -53,6 +53,7 @@ fn print_stats(client: &zklock::Client, path: &str) {
 pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
     child::supported()?;
     let path = args.path;
+    crate::settings::announce_lock_delay(args.lock_delay);
     let mut signals = Signals::new()?;
     // --timeout bounds the whole wait, connecting included: an unreachable ensemble fails
     // within it, not after --connect-timeout (a try still gets the connect timeout: it makes

@@ -1,7 +1,8 @@
 //! `zklock ls -r PATH [--held-over DURATION] [--json]`: the holders of every lock and election
 //! under a subtree (issue 37, point 4: "which job holds the table lock too long"). The walk is
 //! the core's (`Client::locks_under`, bounded by `--max-depth` and `--max-nodes`); who holds is
-//! `ls`'s rule ([`crate::ls::holders`]).
+//! `ls`'s rule ([`crate::ls::holders`]). Status 2 when PATH does not exist; with `--held-over`,
+//! 1 when no holder qualified (grep's convention).
 //!
 //! A holder's age is its node's: now on this machine's wall clock minus the node's ctime, which
 //! the ZooKeeper leader stamps with its own wall clock when it orders the create
@@ -103,7 +104,17 @@ pub async fn run(
     let client = crate::settings::connect_to_tree(cli).await?;
     let queues = client.locks_under(root, limits).await;
     client.close().await;
-    let queues = queues?;
+    let queues = match queues {
+        // A path that is not there is not "0 holders": a script must not read a typo as
+        // "nothing held" (issue 51), so it has a status of its own.
+        Err(e) if e.kind() == zklock::ErrorKind::NotHeld => {
+            return Err(Failure::new(
+                crate::status::NO_SUCH_PATH,
+                crate::status::one_line(e.message()),
+            ))
+        }
+        other => other?,
+    };
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
@@ -116,7 +127,13 @@ pub async fn run(
     } else {
         print!("{}", to_table(root, over_ms, queues.len(), &held, now_ms));
     }
-    Ok(0)
+    // `--held-over` answers a question, so its status does, as grep's: 0 when some holder
+    // qualified, 1 when none did. A plain listing succeeded whatever it found.
+    Ok(if over_ms > 0 && held.is_empty() {
+        crate::status::NONE_HELD_OVER
+    } else {
+        0
+    })
 }
 
 #[cfg(test)]

@@ -282,17 +282,21 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                         path,
                         node,
                         holder,
+                        token,
+                        if_older_than,
+                        force,
                         reason,
                         connection,
                     } => {
-                        breaking::run(
-                            &Settings::new(&cli, connection, None),
-                            path,
-                            node.as_deref(),
-                            *holder,
-                            reason,
-                        )
-                        .await
+                        let wanted = breaking::Wanted {
+                            node: node.as_deref(),
+                            holder: *holder,
+                            token: *token,
+                            older_than: *if_older_than,
+                            force: *force,
+                        };
+                        breaking::run(&Settings::new(&cli, connection, None), path, wanted, reason)
+                            .await
                     }
                     _ => unreachable!(),
                 }

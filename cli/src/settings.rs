@@ -171,3 +171,20 @@ async fn open(cli: &Settings, limit: Duration) -> Result<zklock::Client, Failure
         .await
         .map_err(Failure::from)
 }
+
+/// With `--lock-delay`, says on stderr when the acquire waits one out: without it, a command
+/// that starts seconds late looked hung (issue 51). The core tells through its log record
+/// `lock-delay` (the only record this sink prints); the sink runs on the core's callback
+/// thread, while the acquire still waits.
+pub fn announce_lock_delay(lock_delay: Option<std::time::Duration>) {
+    if lock_delay.is_none() {
+        return;
+    }
+    let sink: std::sync::Arc<dyn Fn(&zklock::support::LogRecord) + Send + Sync> =
+        std::sync::Arc::new(|r| {
+            if r.event == "lock-delay" {
+                eprintln!("zklock: {}", crate::status::one_line(&r.message));
+            }
+        });
+    zklock::support::set_log_sink(Some((zklock::support::LogLevel::Info, sink)));
+}

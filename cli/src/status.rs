@@ -27,6 +27,10 @@ pub const NOT_FOUND: i32 = 127;
 pub const NOT_RUNNING: i32 = 3;
 /// `zklock revoke` and `zklock break`: nobody holds the path, or the named node is gone.
 pub const NOBODY: i32 = 3;
+/// `ls -r`: the PATH does not exist (a typo is not "0 holders").
+pub const NO_SUCH_PATH: i32 = 2;
+/// `ls -r --held-over`: no holder was held that long (grep's 1: nothing matched).
+pub const NONE_HELD_OVER: i32 = 1;
 /// A mutual-exclusion violation found by check-log.
 pub const VIOLATION: i32 = 1;
 /// `check`: the token is not a current holder's or leader's.
@@ -51,8 +55,11 @@ Exit status:
     127  the command was not found
     130  (143, 129) SIGINT (SIGTERM, SIGHUP) while waiting for the lock; no node is left behind
   server status: 0 running, 3 not running. revoke, break: 3 nobody holds the path (or NODE is
-  gone). break: 64 without NODE or --holder (the holders are shown).
+  gone, or --token/--if-older-than matched no holder). break: 64 without NODE, or --holder
+  without --token or --if-older-than (the holders are shown, each with the command that breaks
+  it), or a Curator/kazoo holder without --force.
   check: 0 the token is a current holder's or leader's, 1 it is not.
+  ls -r: 2 no such PATH. ls -r --held-over: 0 some holder was held that long, 1 none was.
 
 Environment:
   ZKLOCK_SERVERS     default for --servers
@@ -65,7 +72,7 @@ Examples:
   zklock exec /locks/nightly -- ./job.sh
   zklock exec -n 4 /locks/encoders -- ./encode.sh
   zklock revoke /locks/nightly
-  zklock break --holder --reason \"job hung since 02:00\" /locks/nightly
+  zklock break --holder --token 4294967301 --reason \"job hung since 02:00\" /locks/nightly
   zklock elect --id \"$(hostname)\" --requeue /elections/scheduler -- ./scheduler
   zklock elect --listen /elections/scheduler
   zklock check /locks/nightly \"$ZKLOCK_TOKEN\"

@@ -1,6 +1,7 @@
 //! `zklock ls -r PATH --held-over DURATION [--json]` (issue 37, point 4): the holders of every
 //! lock under a subtree, Curator's and kazoo's layouts included, older than a bound; and the
-//! walk's bounds, which fail with status 64 and say which bound.
+//! walk's bounds, which fail with status 64 and say which bound; a path that is not there
+//! (status 2), and `--held-over`'s status (grep's: 1 when no holder qualified).
 
 mod common;
 
@@ -37,11 +38,14 @@ async fn contender(zk: &zkc::Client, dir: &str, prefix: &str, data: &str) -> Str
 /// `zklock ls -r ROOT --held-over OVER --json`: its lines as JSON objects.
 fn held_over(root: &str, over: &str) -> Vec<serde_json::Value> {
     let out = run(zk(&["ls", "-r", root, "--held-over", over, "--json"]));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    stdout(&out)
+    let lines: Vec<serde_json::Value> = stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect()
+        .collect();
+    // grep's convention: 0 when some holder qualified, 1 when none did.
+    let want = if lines.is_empty() { 1 } else { 0 };
+    assert_eq!(out.status.code(), Some(want), "{}", stderr(&out));
+    lines
 }
 
 const CURATOR: &str = "_c_0b1c2d3e-4f50-4a6b-8c7d-9e0f1a2b3c4d-lock-";
@@ -145,4 +149,45 @@ async fn ls_r_past_its_node_or_depth_bound_fails_with_status_64_naming_the_bound
     assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
     let out = run(zk(&["ls", "-r", &root, "--held-over", "soon"]));
     assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ls_r_says_no_such_path_with_status_2_and_held_over_exits_1_when_no_holder_qualifies() {
+    let root = unique_path("cli-ls-r-status");
+    let missing = format!("{root}/not/there");
+    let out = run(zk(&["ls", "-r", &missing]));
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("no such path"), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("0 holders"), "{}", stdout(&out));
+
+    let raw = zkc::Client::connect(servers()).await.expect("raw connect");
+    contender(&raw, &format!("{root}/x"), KAZOO, "k").await;
+    let out = run(zk(&["ls", "-r", &root, "--held-over", "1h"]));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "none held an hour: {}",
+        stdout(&out)
+    );
+    // The node's age is by ZooKeeper's ctime against this clock: give it a moment to pass 1ms.
+    wait_for("a holder held over 1ms", Duration::from_secs(10), || {
+        run(zk(&["ls", "-r", &root, "--held-over", "1ms"]))
+            .status
+            .code()
+            == Some(0)
+    });
+    let out = run(zk(&["ls", "-r", &root, "--held-over", "1ms"]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "one holder qualified: {}",
+        stdout(&out)
+    );
+    let out = run(zk(&["ls", "-r", &root]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a plain listing: {}",
+        stderr(&out)
+    );
 }

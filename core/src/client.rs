@@ -161,7 +161,8 @@ impl Client {
     /// each path whose children are contenders in a layout zklock recognises (its own,
     /// Curator's, kazoo's; semaphores too), with its participants as [`Lock::participants`]
     /// lists them. Walks at most `limits` (depth and nodes listed): past either, fails with
-    /// `InvalidArgument` naming the bound. What `zklock ls -r` shows.
+    /// `InvalidArgument` naming the bound; `NotHeld` ("no such path") when `path` does not
+    /// exist. What `zklock ls -r` shows.
     pub async fn locks_under(
         &self,
         path: &str,

@@ -82,7 +82,7 @@ pub mod support {
         default_identity, duration_from_millis_f64, duration_from_millis_i64,
         duration_from_secs_f64, lock_delay_from_millis, lock_delay_from_millis_i64,
         lock_delay_from_secs, max_hold_from_millis, max_hold_from_millis_i64, max_hold_from_secs,
-        path_stats_limit_from_f64, path_stats_limit_from_i64,
+        operator_identity, path_stats_limit_from_f64, path_stats_limit_from_i64,
     };
     pub use crate::base::protocol::validate_path;
     pub use crate::base::secure::looks_like_key_material;

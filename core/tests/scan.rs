@@ -79,3 +79,16 @@ fn the_blocking_twin_of_locks_under_finds_the_same_locks_without_a_runtime() {
     assert_eq!(found[0].participants[0].token, held.token());
     held.blocking_release().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subtree_whose_root_does_not_exist_is_not_held_saying_no_such_path() {
+    // Issue 51: `zklock ls -r` of a typo printed "0 holders" with status 0.
+    let c = client().await;
+    let missing = format!("{}/not/there", unique_path("scan-missing"));
+    let e = c
+        .locks_under(&missing, ScanLimits::default())
+        .await
+        .expect_err("a missing root is an error, not an empty subtree");
+    assert_eq!(e.kind(), ErrorKind::NotHeld, "{e}");
+    assert!(e.message().contains("no such path"), "{e}");
+}

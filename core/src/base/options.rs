@@ -280,6 +280,18 @@ pub fn default_identity() -> String {
     format!("{host}/{}", std::process::id())
 }
 
+/// `user@host pid N` of this process: who breaks a lock, for the break's audit record (issue
+/// 51: the record named the broken holder but not the operator). The user is `$USER` (else
+/// `$LOGNAME`, else `?`): the record is for people, not for access control.
+pub fn operator_identity() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "?".into());
+    format!("{user}@{}", default_identity().replacen('/', " pid ", 1))
+}
+
 /// Seconds from a foreign face (Python floats) to a duration. `None` for "no deadline" is the
 /// caller's business; here negative, NaN and infinite values are `InvalidArgument`.
 pub fn duration_from_secs_f64(secs: f64, what: &str) -> Result<Duration> {

@@ -207,11 +207,18 @@ pub(crate) fn lease_state(
 }
 
 /// A lock node was broken by this client (`Client::break_lock`): its node, token, holder's
-/// identity and the reason given, at warning level.
-pub(crate) fn broken(counters: &Counters, node: &str, token: i64, identity: &str, reason: &str) {
-    tracing::warn!(node, token, identity, reason, "lock broken");
+/// identity, the reason given and who broke it (`user@host pid N`), at warning level.
+pub(crate) fn broken(
+    counters: &Counters,
+    node: &str,
+    token: i64,
+    identity: &str,
+    reason: &str,
+    by: &str,
+) {
+    tracing::warn!(node, token, identity, reason, by, "lock broken");
     if logs::wanted(Level::Warn) {
-        let mut message = format!("broke {node} (token {token}, holder {identity:?})");
+        let mut message = format!("{by} broke {node} (token {token}, holder {identity:?})");
         if !reason.is_empty() {
             message.push_str(&format!(": {reason}"));
         }
@@ -220,6 +227,7 @@ pub(crate) fn broken(counters: &Counters, node: &str, token: i64, identity: &str
             ("token", token.to_string()),
             ("identity", identity.to_owned()),
             ("reason", reason.to_owned()),
+            ("by", by.to_owned()),
         ];
         logs::emit(Level::Warn, counters.client(), "break", message, fields);
     }
@@ -324,7 +332,9 @@ mod tests {
             Level::Debug,
             Arc::new(move |r: &logs::Record| {
                 if ids.contains(&r.client) {
-                    let _ = tx.lock().unwrap().send((r.client, r.event));
+                    let by = r.fields.iter().find(|(k, _)| *k == "by");
+                    let by = by.map(|(_, v)| v.clone());
+                    let _ = tx.lock().unwrap().send((r.client, r.event, by));
                 }
             }),
         )));
@@ -335,16 +345,19 @@ mod tests {
             AcquireWatch::start(&a, "/p", NodeKind::Mutex, &decide_by, tracing::Span::none());
         watch.settle(&Ok::<(), crate::Error>(()));
         drop(watch);
-        let got: Vec<_> = (0..3)
+        // The break's audit record names who broke, not only whom (issue 51).
+        broken(&b, "/p/n", 5, "holder", "hung", "ann@ops1 pid 42");
+        let got: Vec<_> = (0..4)
             .map(|_| rx.recv_timeout(Duration::from_secs(10)).expect("a record"))
             .collect();
         logs::set_sink(None);
         assert_eq!(
             got,
             [
-                (a.client(), "session"),
-                (b.client(), "state"),
-                (a.client(), "acquire")
+                (a.client(), "session", None),
+                (b.client(), "state", None),
+                (a.client(), "acquire", None),
+                (b.client(), "break", Some("ann@ops1 pid 42".to_owned())),
             ]
         );
     }

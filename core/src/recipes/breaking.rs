@@ -19,7 +19,8 @@ const REASON_MAX: usize = 256;
 /// `path`) and returns the contender it was (identity, token, session, age). `NotHeld` when no
 /// such node is among the contenders of `path`, or it went away before the delete; `ZooKeeper`
 /// (`BadVersion`) when it changed between the read and the delete; `Permission` when the ACL
-/// refuses. The reason is logged with the node, its token and identity.
+/// refuses. The reason is logged with the node, its token and identity, and who broke it
+/// (user, host, pid).
 pub(crate) async fn break_lock(
     client: &Connection,
     path: &str,
@@ -90,6 +91,7 @@ pub(crate) async fn break_lock(
         target.token,
         &target.identity,
         &reason,
+        &crate::base::options::operator_identity(),
     );
     Ok(target)
 }

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use zklock_wire::client as zk;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, ErrorKind, Result};
 use crate::base::protocol;
 use crate::recipes::mutex_queue::{participants_listed, Participant};
 use crate::recipes::semaphore::{LEASES, LOCKS};
@@ -45,7 +45,8 @@ pub struct LockQueue {
 }
 
 /// Walks the subtree at `root` (the root itself included) within `limits`: every path with
-/// contenders, in path order. A node deleted during the walk is skipped.
+/// contenders, in path order. A node deleted during the walk is skipped; the root missing is
+/// `NotHeld` ("no such path").
 pub(crate) async fn locks_under(
     client: &Connection,
     root: &str,
@@ -72,6 +73,15 @@ pub(crate) async fn locks_under(
         for (path, reply) in level.iter().zip(pending) {
             let children = match reply.await {
                 Ok(children) => children,
+                // The root missing is the operator's typo, not an empty subtree: say so
+                // (`zklock ls -r` printed "0 holders" with status 0 for a path that is not
+                // there, issue 51). A node below it deleted during the walk is skipped.
+                Err(zk::Error::NoNode) if depth == 0 => {
+                    return Err(Error::new(
+                        ErrorKind::NotHeld,
+                        format!("no such path {root}: nothing is held under it"),
+                    ))
+                }
                 Err(zk::Error::NoNode) => continue,
                 Err(e) => return Err(Error::from_zk(e, &format!("list {path}"))),
             };
