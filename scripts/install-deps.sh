@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine, only what is missing:
 # ZooKeeper 3.8 (server jars), Java, Curator's jars and kazoo for the interop suites, openssl
-# for the secured server's certificates, ZooKeeper's C client for the bench's `zkc` limit.
+# for the secured server's certificates, ZooKeeper's C client for the bench's `zkc` limit,
+# promtool for monitoring/'s alert rules.
 set -euo pipefail
 need=()
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
@@ -17,6 +18,9 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 [ -f /usr/include/zookeeper/zookeeper.h ] || need+=(libzookeeper-mt-dev)
 # test-dist's old userland, a Debian 11 root (scripts/old-userland.sh).
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+# make test-monitoring: promtool checks and unit-tests monitoring/alerts.yml. Debian ships it in
+# `prometheus`, with the server (a service where an init system runs it; only promtool is used).
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
