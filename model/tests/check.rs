@@ -1,0 +1,50 @@
+//! The bounded check `make test` runs (`cargo test -p zklock-model`), and a deeper one for
+//! `make model-long` (`ZKLOCK_MODEL_LONG=1`). Each prints the states explored, the depth and the
+//! time, so docs/safety.md can quote them.
+
+use std::time::Instant;
+
+use stateright::{Checker, Model};
+use zklock_model::LeaseModel;
+
+fn long() -> bool {
+    std::env::var_os("ZKLOCK_MODEL_LONG").is_some()
+}
+
+fn check(name: &str, model: LeaseModel) {
+    let started = Instant::now();
+    let checker = model.clone().checker().spawn_bfs().join();
+    let elapsed = started.elapsed();
+    println!(
+        "model {name}: {} states ({} unique), depth {}, {:.1} s; bounds {:?}",
+        checker.state_count(),
+        checker.unique_state_count(),
+        checker.max_depth(),
+        elapsed.as_secs_f64(),
+        model
+    );
+    if let Some((property, path)) = checker.discoveries().into_iter().next() {
+        panic!("model {name}: `{property}` fails:\n{}", model.trace(&path));
+    }
+}
+
+#[test]
+fn a_holder_on_a_follower_never_reads_held_while_another_can_hold() {
+    let mut model = LeaseModel::small();
+    if long() {
+        model.horizon_ms = 4500;
+        model.max_cuts = 2;
+    }
+    check("holder on a follower", model);
+}
+
+#[test]
+fn a_holder_on_the_leader_never_reads_held_while_another_can_hold() {
+    let mut model = LeaseModel::small();
+    model.on_follower = false;
+    if long() {
+        model.horizon_ms = 4500;
+        model.max_cuts = 2;
+    }
+    check("holder on the leader", model);
+}
