@@ -32,8 +32,9 @@ fn check(name: &str, model: LeaseModel) {
 fn a_holder_on_a_follower_never_reads_held_while_another_can_hold() {
     let mut model = LeaseModel::small();
     if long() {
-        model.horizon_ms = 4500;
+        model.horizon_ms = 3500;
         model.max_cuts = 2;
+        model.max_disturbed = 5;
     }
     check("holder on a follower", model);
 }
@@ -43,8 +44,9 @@ fn a_holder_on_the_leader_never_reads_held_while_another_can_hold() {
     let mut model = LeaseModel::small();
     model.on_follower = false;
     if long() {
-        model.horizon_ms = 4500;
+        model.horizon_ms = 3500;
         model.max_cuts = 2;
+        model.max_disturbed = 5;
     }
     check("holder on the leader", model);
 }
