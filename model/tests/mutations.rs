@@ -4,17 +4,15 @@
 use std::time::Instant;
 
 use stateright::{Checker, Model};
-use zklock_model::{LeaseModel, Mutation};
+use zklock_model::{LeaseModel, Mutation, ONE_HOLDER};
 
 fn counterexample(name: &str, model: LeaseModel) -> String {
     let started = Instant::now();
     let checker = model.clone().checker().spawn_bfs().join();
-    let discoveries = checker.discoveries();
-    let path = discoveries
-        .values()
-        .next()
+    let path = checker
+        .discovery(ONE_HOLDER)
         .unwrap_or_else(|| panic!("mutation {name}: the checker found no second holder"));
-    let trace = model.trace(path);
+    let trace = model.trace(&path);
     println!(
         "mutation {name}: counterexample at depth {} after {} states, {:.1} s:\n{trace}",
         path.clone().into_actions().len(),
@@ -52,10 +50,10 @@ fn a_shorter_assumed_tick_is_not_caught_by_a_model_without_a_deposed_leader() {
         checker.max_depth(),
         started.elapsed().as_secs_f64()
     );
-    if let Some(path) = checker.discoveries().values().next() {
+    if let Some(path) = checker.discovery(ONE_HOLDER) {
         panic!(
             "mutation (b) is caught now; make this test expect it:\n{}",
-            model.trace(path)
+            model.trace(&path)
         );
     }
 }
