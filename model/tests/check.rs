@@ -42,7 +42,6 @@ fn check(name: &str, model: LeaseModel) {
 fn a_holder_on_a_follower_never_reads_held_while_another_can_hold() {
     let mut model = LeaseModel::small();
     if long() {
-        model.horizon_ms = 3500;
         model.max_cuts = 2;
         model.max_disturbed = 5;
     }
@@ -54,7 +53,6 @@ fn a_holder_on_the_leader_never_reads_held_while_another_can_hold() {
     let mut model = LeaseModel::small();
     model.on_follower = false;
     if long() {
-        model.horizon_ms = 3500;
         model.max_cuts = 2;
         model.max_disturbed = 5;
     }
