@@ -83,6 +83,8 @@ pub struct LeaseModel {
     /// How many reads A's program may make (each answered by its member alone, recorded by
     /// the lifeline only under mutation (a)).
     pub max_reads: u8,
+    /// Whether A's leader may be deposed (A on the leader).
+    pub depose: bool,
     pub mutation: Mutation,
 }
 
@@ -100,6 +102,7 @@ impl LeaseModel {
             max_queue: 2,
             max_disturbed: 4,
             max_reads: 0,
+            depose: false,
             mutation: Mutation::None,
         }
     }
@@ -138,6 +141,18 @@ impl LeaseModel {
     /// next tick (`ExpiryQueue.roundToNextInterval`: `(time / interval + 1) * interval`).
     pub fn expiry_ms(&self, touch: u32) -> u32 {
         ((touch + self.timeout_ms) / self.server_tick_ms + 1) * self.server_tick_ms
+    }
+
+    /// A leader that lost its quorum at `d` notices at most `syncLimit + 1` ticks later (its
+    /// check runs on the tick, `LearnerHandler.synced`, `Leader.lead`).
+    fn deposed_notices_at(&self, d: u32) -> u32 {
+        d + (self.sync_limit + 1) * self.server_tick_ms
+    }
+
+    /// Its followers stopped hearing it at the earliest half a tick before `d`, and elect a
+    /// new leader `syncLimit` ticks later (the election itself only adds to our side).
+    fn new_leader_at(&self, d: u32) -> u32 {
+        (d + self.sync_limit * self.server_tick_ms).saturating_sub(self.server_tick_ms / 2)
     }
 
     fn follower_lost_leader(&self, state: &State) -> bool {
@@ -203,6 +218,8 @@ pub struct State {
     /// A's deadline passed: its lease is lost for good.
     pub given_up: bool,
     pub reads: u8,
+    /// When A's leader lost its quorum (ms).
+    pub deposed: Option<u32>,
 }
 
 /// The four streams, as bits of what a [`Disturb`] holds.
@@ -224,14 +241,18 @@ pub enum Disturb {
     FollowerPaused,
     /// The leader reads nothing from the follower.
     LeaderSlow,
+    /// The follower reads what its leader sent before A's requests of the same step (else a
+    /// step's requests come first).
+    FollowerReadsLeaderFirst,
 }
 
-const DISTURBS: [Disturb; 5] = [
+const DISTURBS: [Disturb; 6] = [
     Disturb::None,
     Disturb::ClientLinkSlow,
     Disturb::ClientPaused,
     Disturb::FollowerPaused,
     Disturb::LeaderSlow,
+    Disturb::FollowerReadsLeaderFirst,
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -246,6 +267,9 @@ pub enum Action {
     Cut(Link),
     /// A's program reads something (its lock's children, a node): its member answers alone.
     Read,
+    /// The leader, A's member, loses its quorum: it answers and touches alone until it notices,
+    /// and the others elect a new leader (A on the leader only; `LeaseModel::depose`).
+    Depose,
 }
 
 /// The streams a disturbance holds for one step.
@@ -256,6 +280,7 @@ fn hold_of(disturb: Disturb) -> u8 {
         Disturb::ClientPaused => HOLD_TO_CLIENT,
         Disturb::FollowerPaused => HOLD_TO_MEMBER | HOLD_DOWN,
         Disturb::LeaderSlow => HOLD_UP,
+        Disturb::FollowerReadsLeaderFirst => 0,
     }
 }
 
@@ -328,6 +353,7 @@ impl Model for LeaseModel {
             disturbed: 0,
             given_up: false,
             reads: 0,
+            deposed: None,
         }]
     }
 
@@ -344,7 +370,12 @@ impl Model for LeaseModel {
                 // A stream may lag at most `max_queue` messages: pauses are bounded.
                 let too_long = (0..4).any(|i| hold & (1 << i) != 0 && lens[i] >= self.max_queue);
                 let useless = !self.on_follower
-                    && matches!(disturb, Disturb::FollowerPaused | Disturb::LeaderSlow);
+                    && matches!(
+                        disturb,
+                        Disturb::FollowerPaused
+                            | Disturb::LeaderSlow
+                            | Disturb::FollowerReadsLeaderFirst
+                    );
                 let allowed = disturb == Disturb::None || s.disturbed < self.max_disturbed;
                 if allowed && !too_long && !useless {
                     actions.push(Action::Step(disturb));
@@ -353,6 +384,9 @@ impl Model for LeaseModel {
         }
         if s.reads < self.max_reads && s.pings_in_flight == 0 && s.last_send < s.now {
             actions.push(Action::Read);
+        }
+        if self.depose && !self.on_follower && s.deposed.is_none() {
+            actions.push(Action::Depose);
         }
         if s.cut.len() < usize::from(self.max_cuts) {
             for link in LINKS {
@@ -373,8 +407,20 @@ impl Model for LeaseModel {
                     s.disturbed += 1;
                 }
                 s.now += STEP_MS;
-                if !s.expired && s.now >= self.expiry_ms(s.leader_touch) {
-                    s.expired = true;
+                match s.deposed {
+                    None => {
+                        if !s.expired && s.now >= self.expiry_ms(s.leader_touch) {
+                            s.expired = true;
+                        }
+                    }
+                    // A deposed leader commits nothing; the new one started every session's
+                    // clock afresh when it started, and A's requests never reach it.
+                    Some(d) => {
+                        let started = self.new_leader_at(d);
+                        if s.now >= started && s.now >= self.expiry_ms(started) {
+                            s.expired = true;
+                        }
+                    }
                 }
                 // The leader pings every learner every half tick (`Leader.lead`).
                 while s.now >= s.next_ping {
@@ -390,6 +436,11 @@ impl Model for LeaseModel {
                 }
                 if disturb != Disturb::ClientPaused {
                     self.client_sends(&mut s);
+                }
+                if disturb == Disturb::FollowerReadsLeaderFirst {
+                    while !s.down.is_empty() {
+                        follower_receives(&mut s);
+                    }
                 }
                 loop {
                     let mut moved = false;
@@ -414,6 +465,7 @@ impl Model for LeaseModel {
                     }
                 }
             }
+            Action::Depose => s.deposed = Some(s.now),
             Action::Read => {
                 s.reads += 1;
                 s.pings_in_flight += 1;
@@ -451,6 +503,12 @@ impl LeaseModel {
     fn member_receives(&self, s: &mut State) {
         let r = s.to_member.remove(0);
         if !self.on_follower {
+            if s.deposed
+                .is_some_and(|d| s.now >= self.deposed_notices_at(d))
+            {
+                // The deposed leader noticed and closed its clients' connections.
+                return;
+            }
             // The leader touches on receipt and answers in order.
             if !s.expired {
                 s.leader_touch = s.now;

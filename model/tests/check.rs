@@ -58,3 +58,18 @@ fn a_holder_on_the_leader_never_reads_held_while_another_can_hold() {
     }
     check("holder on the leader", model);
 }
+
+/// A's member is the leader, and it loses its quorum: it answers A alone until it notices
+/// (`syncLimit + 1` ticks), while a new leader, elected `syncLimit` ticks after the followers
+/// last heard the old one, starts A's session clock afresh. syncLimit 2 keeps the horizon small.
+#[test]
+fn a_holder_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
+    let mut model = LeaseModel::small();
+    model.on_follower = false;
+    model.depose = true;
+    model.sync_limit = 2;
+    if long() {
+        model.horizon_ms = 3500;
+    }
+    check("holder on a deposed leader", model);
+}
