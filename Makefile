@@ -3,9 +3,9 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: test deps old-userland lint test-monitoring test-rust test-python test-node test-c test-cli test-interop test-dist dist check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long bench-s9-long
+.PHONY: test deps old-userland lint test-monitoring test-rust test-model test-python test-node test-c test-cli test-interop test-dist dist check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long bench-s9-long model-long
 
-test: deps old-userland lint test-monitoring test-rust test-python test-node test-c test-cli test-interop test-dist
+test: deps old-userland lint test-monitoring test-rust test-model test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
 
 deps:
@@ -40,8 +40,16 @@ test-monitoring:
 
 test-rust:
 	$(CARGO) build -q -p zklock-testkit --bin zk-harness
-	$(CARGO) test --workspace --exclude zklock-cli
+	$(CARGO) test --workspace --exclude zklock-cli --exclude zklock-model
 	$(CARGO) test -p zklock --features metrics --test metrics_facade
+
+# The model of the lifeline against ZooKeeper's expiry (model/README.md, issue 52): a bounded
+# breadth-first check of every behaviour up to its horizon, and its mutations, each printing
+# the states explored, the depth and the time (seconds on 2 cores). `model-long` goes deeper.
+test-model:
+	$(CARGO) test -p zklock-model -- --nocapture --test-threads=1
+model-long:
+	ZKLOCK_MODEL_LONG=1 $(CARGO) test -p zklock-model --test check -- --nocapture --test-threads=1
 
 # Each face owns its test script; a missing (or not executable) script is a failure, not a skip.
 suite = @if [ -x $(1) ]; then $(1); else echo "$@: $(1) is missing or not executable" >&2; exit 1; fi

@@ -44,7 +44,6 @@
 //! disarmed when its proof lapses, and its lock becomes a lease only on a fresh proof
 //! (`session/demand.rs`).
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -52,26 +51,19 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::base::error::{Error, ErrorKind, Result};
-
-/// ZooKeeper's sample configuration's `tickTime` (conf/zoo_sample.cfg), the tick assumed when
-/// the user does not name one and the session timeout allows it.
-pub(crate) const SAMPLE_TICK: Duration = Duration::from_secs(2);
-
-/// How many answered heartbeats the proof looks back over; on a link slow enough to need more,
-/// the proof falls behind and the session is given up, which is what such a link deserves.
-const HISTORY: usize = 32;
-
-/// The tick the lifeline works with: the user's (`Options::server_tick`), or ZooKeeper's sample
-/// tick, at most a fifth of the session timeout (a server with ZooKeeper's default bounds grants
-/// no session shorter than two ticks, and an operator who runs short sessions shortens the tick).
-pub(crate) fn tick(named: Option<Duration>, timeout: Duration) -> Duration {
-    named.unwrap_or_else(|| SAMPLE_TICK.min(timeout / 5))
-}
+use crate::sessions::lifeline_math::Chain;
+#[cfg(test)]
+use crate::sessions::lifeline_math::{keep, SAMPLE_TICK};
+// The formulas live in `lifeline_math` (pure, so that the model in `model/` runs them too);
+// the rest of the crate names them here.
+pub(crate) use crate::sessions::lifeline_math::{
+    beat_interval, floor, gap, margin, tick, warm, MAX_BEATS_IN_FLIGHT,
+};
 
 /// Refuses a session too short for its server's tick: the lost deadline would come before the
 /// next heartbeats could be answered, and the session would be given up at once.
 pub(crate) fn check_timing(timeout: Duration, tick: Duration) -> Result<()> {
-    if timeout < tick * 4 {
+    if !crate::sessions::lifeline_math::timing_fits(timeout, tick) {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             format!(
@@ -86,66 +78,9 @@ pub(crate) fn check_timing(timeout: Duration, tick: Duration) -> Result<()> {
     Ok(())
 }
 
-/// How much earlier than the server could, at the soonest, expire the session we give up, for
-/// the rates of the two clocks: 200 ms plus 2% of the timeout (NTP slews a clock by at most
-/// 0.05%), never more than a quarter of the timeout. The server's expiry buckets only make its
-/// expiry later (`ExpiryQueue.roundToNextInterval` rounds up to the next tick).
-pub(crate) fn margin(timeout: Duration) -> Duration {
-    (Duration::from_millis(200) + timeout / 50).min(timeout / 4)
-}
-
-/// The least time between an answer and the next heartbeat that proves a leader PING came in
-/// between: the leader's ping period (half a tick) and 50 ms for the leader's thread to be late.
-pub(crate) fn gap(tick: Duration) -> Duration {
-    tick / 2 + Duration::from_millis(50)
-}
-
-/// What a proof keeps: leases turn lost this long after the proven touch.
-pub(crate) fn keep(timeout: Duration, tick: Duration) -> Duration {
-    timeout.saturating_sub(margin(timeout)).saturating_sub(tick)
-}
-
-/// How often a session that needs the proof sends a heartbeat. Every heartbeat is m of one
-/// proof, k of the next and j of the one after, so on a healthy link the proof made when beat
-/// n is answered is beat n-2's send time; just before beat n+1's answer the deadline is
-/// `keep - 3 × interval - rtt` ahead. Two ninths of `keep` leave it a third of `keep` ahead
-/// (2.5 s at T = 10 s and tick 2 s: a beat every 1.7 s; 1.1 s at T = 4 s and tick 500 ms: one
-/// every 0.7 s), and never less than a gap and 50 ms, so that beat n-2 was answered a gap before
-/// beat n-1 went out. (Pairs sent back to back, k then m, would need three syncs where this
-/// needs two for the same lead; they are used only to catch up, see `catch_up_at`.)
-pub(crate) fn beat_interval(timeout: Duration, tick: Duration) -> Duration {
-    (gap(tick) + Duration::from_millis(50)).max(keep(timeout, tick) * 2 / 9)
-}
-
-/// At most this many heartbeats of one session wait for their answers at once. A proof takes
-/// three answers one after another (j; k sent a gap after j's answer; m sent after k's), so it
-/// arrives at least `3 × rtt + gap` after j was sent and keeps nothing once that passes `keep`:
-/// a round trip is of use only while it is under `(keep − gap) / 3`, which is less than one and
-/// a half `beat_interval`s (at least `2/9 × keep`). Two beats in flight then cover every round
-/// trip that can still prove anything, and a third leaves room for a late one. More (16 until
-/// issue 34) would only add to a slow server's queue, on which every session's proof waits, and
-/// to what a black hole holds.
-pub(crate) const MAX_BEATS_IN_FLIGHT: u64 = 3;
-
-/// How far ahead the deadline must be for an acquire to be granted on it (the session is armed
-/// then), and below which the session catches up (a heartbeat as soon as one can move the
-/// proof): a quarter of `keep`, and at least a gap and 100 ms, the time the next proof needs
-/// (k a gap after the last answer, then m).
-pub(crate) fn floor(timeout: Duration, tick: Duration) -> Duration {
-    (keep(timeout, tick) / 4).max(gap(tick) + Duration::from_millis(100))
-}
-
-/// How long a session keeps proving after its last lease or acquire ended: one session
-/// timeout. A session that locks at least that often (lock cycles, a worker loop) never waits
-/// for a proof; one that locks less often pays at most `timeout / beat_interval` heartbeats
-/// (about six) after each use, then costs what a peer's idle session costs.
-pub(crate) fn warm(timeout: Duration) -> Duration {
-    timeout
-}
-
 /// The proof of one session: the answered heartbeats and what they prove.
 pub(crate) struct Lifeline {
-    chain: Mutex<Chain>,
+    chain: Mutex<Chain<Instant>>,
     /// `lost_at` as nanoseconds after `base`, readable without the lock (lease state reads).
     lost_at_nanos: AtomicU64,
     base: Instant,
@@ -153,50 +88,11 @@ pub(crate) struct Lifeline {
     tick: Duration,
 }
 
-struct Chain {
-    /// The leader touched the session at this moment or later (client clock).
-    proven: Instant,
-    /// The latest send time of an answered heartbeat.
-    latest: Instant,
-    /// Answered requests, oldest sent first.
-    answered: VecDeque<Answer>,
-}
-
-#[derive(Clone, Copy)]
-struct Answer {
-    sent: Instant,
-    answered: Instant,
-    /// A heartbeat (`sync`), which reached the leader: it can be k or m, not only j.
-    leader: bool,
-}
-
-impl Chain {
-    /// The touch a heartbeat m sent at `t_m` proves once answered: the newest heartbeat k
-    /// answered before m was sent, then the newest answered request j answered a gap before k
-    /// was sent.
-    fn proves(&self, t_m: Instant, gap: Duration) -> Option<Instant> {
-        let k = self
-            .answered
-            .iter()
-            .rev()
-            .find(|a| a.leader && a.sent < t_m && a.answered <= t_m)?;
-        self.answered
-            .iter()
-            .rev()
-            .find(|a| a.answered + gap <= k.sent)
-            .map(|j| j.sent)
-    }
-}
-
 impl Lifeline {
     /// `sent`: when the request that opened the session was sent (the leader created it later).
     pub(crate) fn new(timeout: Duration, tick: Duration, sent: Instant) -> Lifeline {
         let line = Lifeline {
-            chain: Mutex::new(Chain {
-                proven: sent,
-                latest: sent,
-                answered: VecDeque::new(),
-            }),
+            chain: Mutex::new(Chain::new(sent)),
             lost_at_nanos: AtomicU64::new(0),
             base: sent,
             timeout,
@@ -223,38 +119,8 @@ impl Lifeline {
 
     fn record(&self, sent: Instant, answered: Instant, leader: bool) {
         let mut chain = self.chain.lock().unwrap();
-        if sent <= chain.proven
-            || chain
-                .answered
-                .iter()
-                .any(|a| a.sent == sent && a.leader == leader)
-        {
-            // Proves nothing newer, or known already.
-            return;
-        }
-        chain.latest = chain.latest.max(sent);
-        let at = chain.answered.partition_point(|a| a.sent <= sent);
-        chain.answered.insert(
-            at,
-            Answer {
-                sent,
-                answered,
-                leader,
-            },
-        );
-        if chain.answered.len() > HISTORY {
-            chain.answered.pop_front();
-        }
-        if !leader {
-            return;
-        }
-        if let Some(t_j) = chain.proves(sent, gap(self.tick)) {
-            if t_j > chain.proven {
-                chain.proven = t_j;
-                // Older answers can prove nothing newer.
-                chain.answered.retain(|a| a.sent >= t_j);
-                self.publish(t_j);
-            }
+        if let Some(t_j) = chain.record(sent, answered, leader, gap(self.tick)) {
+            self.publish(t_j);
         }
     }
 
@@ -262,24 +128,7 @@ impl Lifeline {
     /// would be m of a newer proof, or k of one (a request answered a gap ago is newer than the
     /// proof); else a gap after the latest answer (k then has it for j).
     pub(crate) fn catch_up_at(&self, now: Instant) -> Instant {
-        let chain = self.chain.lock().unwrap();
-        let gap = gap(self.tick);
-        let as_m = chain.proves(now, gap).is_some_and(|t| t > chain.proven);
-        let as_k = chain
-            .answered
-            .iter()
-            .rev()
-            .find(|a| a.answered + gap <= now)
-            .is_some_and(|a| a.sent > chain.proven);
-        if as_m || as_k {
-            return now;
-        }
-        chain
-            .answered
-            .iter()
-            .map(|a| a.answered + gap)
-            .max()
-            .map_or(now, |at| at.max(now))
+        self.chain.lock().unwrap().catch_up_at(now, gap(self.tick))
     }
 
     /// The latest send time of an answered heartbeat: read when the transport is seen
@@ -294,21 +143,16 @@ impl Lifeline {
     /// that proves the leader heard of the session after `sent_after`.
     pub(crate) fn reconnected(&self, sent_after: Instant) {
         let mut chain = self.chain.lock().unwrap();
-        if sent_after > chain.proven {
-            chain.proven = sent_after;
-            self.publish(sent_after);
+        if let Some(proven) = chain.reconnected(sent_after) {
+            self.publish(proven);
         }
     }
 
     fn publish(&self, proven: Instant) {
-        let lost_at = self.deadline(proven);
+        let lost_at = crate::sessions::lifeline_math::deadline(proven, self.timeout, self.tick);
         let nanos = lost_at.saturating_duration_since(self.base).as_nanos();
         self.lost_at_nanos
             .store(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::Release);
-    }
-
-    fn deadline(&self, proven: Instant) -> Instant {
-        proven + keep(self.timeout, self.tick)
     }
 
     /// The latest moment the leader is known to have touched the session.

@@ -4,6 +4,7 @@
 pub(crate) mod connection;
 pub(crate) mod farewell;
 pub(crate) mod lifeline;
+pub(crate) mod lifeline_math;
 pub(crate) mod listeners;
 pub(crate) mod member;
 pub(crate) mod own_watch;

@@ -1,0 +1,218 @@
+//! The lifeline's arithmetic and its proof chain, pure: no clock, no lock, no crate path, only
+//! `std`. `lifeline.rs` wraps it for the running client, and the Stateright model (`model/`,
+//! issue 52) compiles this very file (`#[path]`), so the model checks the formulas and the
+//! choice of j, k, m that the client runs, not a copy that could drift from them. The
+//! derivation is in `lifeline.rs`'s header and docs/safety.md ("When a lease turns lost").
+//!
+//! Times are any ordered type that a `Duration` can be added to: `tokio::time::Instant` in the
+//! client, a `Duration` since the start in the model.
+
+use std::collections::VecDeque;
+use std::ops::Add;
+use std::time::Duration;
+
+/// ZooKeeper's sample configuration's `tickTime` (conf/zoo_sample.cfg), the tick assumed when
+/// the user does not name one and the session timeout allows it.
+pub(crate) const SAMPLE_TICK: Duration = Duration::from_secs(2);
+
+/// How many answered heartbeats the proof looks back over; on a link slow enough to need more,
+/// the proof falls behind and the session is given up, which is what such a link deserves.
+pub(crate) const HISTORY: usize = 32;
+
+/// The tick the lifeline works with: the user's (`Options::server_tick`), or ZooKeeper's sample
+/// tick, at most a fifth of the session timeout (a server with ZooKeeper's default bounds grants
+/// no session shorter than two ticks, and an operator who runs short sessions shortens the tick).
+pub(crate) fn tick(named: Option<Duration>, timeout: Duration) -> Duration {
+    named.unwrap_or_else(|| SAMPLE_TICK.min(timeout / 5))
+}
+
+/// Whether a session is long enough for its server's tick: four ticks at least, else the lost
+/// deadline would come before the next heartbeats could be answered.
+pub(crate) fn timing_fits(timeout: Duration, tick: Duration) -> bool {
+    timeout >= tick * 4
+}
+
+/// How much earlier than the server could, at the soonest, expire the session we give up, for
+/// the rates of the two clocks: 200 ms plus 2% of the timeout (NTP slews a clock by at most
+/// 0.05%), never more than a quarter of the timeout. The server's expiry buckets only make its
+/// expiry later (`ExpiryQueue.roundToNextInterval` rounds up to the next tick).
+pub(crate) fn margin(timeout: Duration) -> Duration {
+    (Duration::from_millis(200) + timeout / 50).min(timeout / 4)
+}
+
+/// The least time between an answer and the next heartbeat that proves a leader PING came in
+/// between: the leader's ping period (half a tick) and 50 ms for the leader's thread to be late.
+pub(crate) fn gap(tick: Duration) -> Duration {
+    tick / 2 + Duration::from_millis(50)
+}
+
+/// What a proof keeps: leases turn lost this long after the proven touch.
+pub(crate) fn keep(timeout: Duration, tick: Duration) -> Duration {
+    timeout.saturating_sub(margin(timeout)).saturating_sub(tick)
+}
+
+/// The moment leases turn lost when the leader is proven to have touched the session at
+/// `proven`: `t_j + T − margin − tick`.
+pub(crate) fn deadline<I: Add<Duration, Output = I>>(
+    proven: I,
+    timeout: Duration,
+    tick: Duration,
+) -> I {
+    proven + keep(timeout, tick)
+}
+
+/// How often a session that needs the proof sends a heartbeat. Every heartbeat is m of one
+/// proof, k of the next and j of the one after, so on a healthy link the proof made when beat
+/// n is answered is beat n-2's send time; just before beat n+1's answer the deadline is
+/// `keep - 3 × interval - rtt` ahead. Two ninths of `keep` leave it a third of `keep` ahead
+/// (2.5 s at T = 10 s and tick 2 s: a beat every 1.7 s; 1.1 s at T = 4 s and tick 500 ms: one
+/// every 0.7 s), and never less than a gap and 50 ms, so that beat n-2 was answered a gap before
+/// beat n-1 went out. (Pairs sent back to back, k then m, would need three syncs where this
+/// needs two for the same lead; they are used only to catch up, see `catch_up_at`.)
+pub(crate) fn beat_interval(timeout: Duration, tick: Duration) -> Duration {
+    (gap(tick) + Duration::from_millis(50)).max(keep(timeout, tick) * 2 / 9)
+}
+
+/// At most this many heartbeats of one session wait for their answers at once. A proof takes
+/// three answers one after another (j; k sent a gap after j's answer; m sent after k's), so it
+/// arrives at least `3 × rtt + gap` after j was sent and keeps nothing once that passes `keep`:
+/// a round trip is of use only while it is under `(keep − gap) / 3`, which is less than one and
+/// a half `beat_interval`s (at least `2/9 × keep`). Two beats in flight then cover every round
+/// trip that can still prove anything, and a third leaves room for a late one. More (16 until
+/// issue 34) would only add to a slow server's queue, on which every session's proof waits, and
+/// to what a black hole holds.
+pub(crate) const MAX_BEATS_IN_FLIGHT: u64 = 3;
+
+/// How far ahead the deadline must be for an acquire to be granted on it (the session is armed
+/// then), and below which the session catches up (a heartbeat as soon as one can move the
+/// proof): a quarter of `keep`, and at least a gap and 100 ms, the time the next proof needs
+/// (k a gap after the last answer, then m).
+pub(crate) fn floor(timeout: Duration, tick: Duration) -> Duration {
+    (keep(timeout, tick) / 4).max(gap(tick) + Duration::from_millis(100))
+}
+
+/// How long a session keeps proving after its last lease or acquire ended: one session
+/// timeout. A session that locks at least that often (lock cycles, a worker loop) never waits
+/// for a proof; one that locks less often pays at most `timeout / beat_interval` heartbeats
+/// (about six) after each use, then costs what a peer's idle session costs.
+pub(crate) fn warm(timeout: Duration) -> Duration {
+    timeout
+}
+
+/// The proof of one session: the answered requests and what they prove.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Chain<I> {
+    /// The leader touched the session at this moment or later (client clock).
+    pub(crate) proven: I,
+    /// The latest send time of an answered heartbeat.
+    pub(crate) latest: I,
+    /// Answered requests, oldest sent first.
+    answered: VecDeque<Answer<I>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Answer<I> {
+    sent: I,
+    answered: I,
+    /// A heartbeat (`sync`), which reached the leader: it can be k or m, not only j.
+    leader: bool,
+}
+
+impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
+    /// `sent`: when the request that opened the session was sent (the leader created it later).
+    pub(crate) fn new(sent: I) -> Chain<I> {
+        Chain {
+            proven: sent,
+            latest: sent,
+            answered: VecDeque::new(),
+        }
+    }
+
+    /// The touch a heartbeat m sent at `t_m` proves once answered: the newest heartbeat k
+    /// answered before m was sent, then the newest answered request j answered a gap before k
+    /// was sent.
+    fn proves(&self, t_m: I, gap: Duration) -> Option<I> {
+        let k = self
+            .answered
+            .iter()
+            .rev()
+            .find(|a| a.leader && a.sent < t_m && a.answered <= t_m)?;
+        self.answered
+            .iter()
+            .rev()
+            .find(|a| a.answered + gap <= k.sent)
+            .map(|j| j.sent)
+    }
+
+    /// A request sent at `sent` was answered at `answered`; `leader` when it was a heartbeat
+    /// (`sync`), which reached the leader. Returns the newly proven touch when it moved.
+    pub(crate) fn record(
+        &mut self,
+        sent: I,
+        answered: I,
+        leader: bool,
+        gap: Duration,
+    ) -> Option<I> {
+        if sent <= self.proven
+            || self
+                .answered
+                .iter()
+                .any(|a| a.sent == sent && a.leader == leader)
+        {
+            // Proves nothing newer, or known already.
+            return None;
+        }
+        self.latest = self.latest.max(sent);
+        let at = self.answered.partition_point(|a| a.sent <= sent);
+        self.answered.insert(
+            at,
+            Answer {
+                sent,
+                answered,
+                leader,
+            },
+        );
+        if self.answered.len() > HISTORY {
+            self.answered.pop_front();
+        }
+        if !leader {
+            return None;
+        }
+        let t_j = self.proves(sent, gap).filter(|&t_j| t_j > self.proven)?;
+        self.proven = t_j;
+        // Older answers can prove nothing newer.
+        self.answered.retain(|a| a.sent >= t_j);
+        Some(t_j)
+    }
+
+    /// When a heartbeat sent now or later can move the proof: now when a heartbeat sent now
+    /// would be m of a newer proof, or k of one (a request answered a gap ago is newer than the
+    /// proof); else a gap after the latest answer (k then has it for j).
+    pub(crate) fn catch_up_at(&self, now: I, gap: Duration) -> I {
+        let as_m = self.proves(now, gap).is_some_and(|t| t > self.proven);
+        let as_k = self
+            .answered
+            .iter()
+            .rev()
+            .find(|a| a.answered + gap <= now)
+            .is_some_and(|a| a.sent > self.proven);
+        if as_m || as_k {
+            return now;
+        }
+        self.answered
+            .iter()
+            .map(|a| a.answered + gap)
+            .max()
+            .map_or(now, |at| at.max(now))
+    }
+
+    /// The session was re-established by a connect request sent after `sent_after` (see
+    /// `Lifeline::reconnected`). Returns the newly proven touch when it moved.
+    pub(crate) fn reconnected(&mut self, sent_after: I) -> Option<I> {
+        if sent_after > self.proven {
+            self.proven = sent_after;
+            return Some(sent_after);
+        }
+        None
+    }
+}

@@ -1,0 +1,621 @@
+//! A Stateright model of zklock's first promise (issue 52): a holder's lease reads `held` only
+//! while ZooKeeper cannot have given its lock to anyone else. docs/safety.md ("When a lease turns
+//! lost") has the argument this checks; model/README.md says what is modelled and from which
+//! ZooKeeper source each behaviour comes.
+//!
+//! Holder A's lifeline is the client's own code: `core/src/sessions/lifeline_math.rs` is
+//! compiled into this crate as it stands (the `#[path]` below), so the deadline, the margin, the
+//! gap and the choice of j, k and m are the ones `lifeline.rs` runs. Everything else is
+//! abstracted as far as the property allows; times are milliseconds on one clock, advanced in
+//! steps of [`STEP_MS`].
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use stateright::{Model, Property};
+
+#[path = "../../core/src/sessions/lifeline_math.rs"]
+#[allow(dead_code)] // the model uses the formulas, not every helper the client needs
+mod lifeline_math;
+
+use lifeline_math::Chain;
+
+/// The property: whenever A's lease reads `held`, nobody else holds.
+pub const ONE_HOLDER: &str = "one holder: A reads held only while B cannot hold";
+/// The example that shows the model is not vacuous.
+pub const KEPT: &str = "A's lease is kept past its session's first possible expiry";
+
+/// The clock's step: every action happens at a step's moment, and time moves one step at once.
+pub const STEP_MS: u32 = 100;
+
+/// A deliberate flaw in the client, which the checker must catch (each a test in
+/// tests/mutations.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mutation {
+    /// The client as it is.
+    None,
+    /// (a) Any answered request proves that the leader touched the session when it was sent,
+    /// not only a chain j, k, m of heartbeats answered through the leader.
+    AnyAnswerProves,
+    /// (b) The client assumes this tick (ms) while the servers run `LeaseModel::server_tick_ms`.
+    AssumedTick(u32),
+}
+
+/// Which of the client's links to its member, and of the member's to the leader, a fault cut.
+/// A cut direction drops what it holds and everything sent on it later: a TCP stream loses no
+/// message from its middle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Link {
+    ClientToMember,
+    MemberToClient,
+    FollowerToLeader,
+    LeaderToFollower,
+}
+
+const LINKS: [Link; 4] = [
+    Link::ClientToMember,
+    Link::MemberToClient,
+    Link::FollowerToLeader,
+    Link::LeaderToFollower,
+];
+
+/// The bounds of one check.
+#[derive(Clone, Debug)]
+pub struct LeaseModel {
+    /// The session timeout T the server granted (ms).
+    pub timeout_ms: u32,
+    /// The servers' `tickTime` (ms).
+    pub server_tick_ms: u32,
+    /// `syncLimit`: a follower that heard nothing from its leader for this many ticks drops its
+    /// clients (`Learner` sets it as its socket's read timeout).
+    pub sync_limit: u32,
+    /// Holder A is connected to a follower (else to the leader).
+    pub on_follower: bool,
+    /// Time stops here (ms).
+    pub horizon_ms: u32,
+    /// How many link directions may be cut.
+    pub max_cuts: u8,
+    /// How many messages a member-to-member stream may hold before time must wait for the
+    /// receiver: the longest pause of a follower (or of the leader's reading), in leader pings.
+    pub max_queue: usize,
+    /// How many steps may be disturbed (a slow link, a paused process).
+    pub max_disturbed: u8,
+    /// How many reads A's program may make (each answered by its member alone, recorded by
+    /// the lifeline only under mutation (a)).
+    pub max_reads: u8,
+    /// Whether A's leader may be deposed (A on the leader).
+    pub depose: bool,
+    pub mutation: Mutation,
+}
+
+impl LeaseModel {
+    /// T = 2 s and a 500 ms tick (the shortest timing zklock accepts for that tick), syncLimit
+    /// 5, one cut, two requests in flight, holder on a follower.
+    pub fn small() -> LeaseModel {
+        LeaseModel {
+            timeout_ms: 2000,
+            server_tick_ms: 500,
+            sync_limit: 5,
+            on_follower: true,
+            horizon_ms: 3000,
+            max_cuts: 1,
+            max_queue: 2,
+            max_disturbed: 4,
+            max_reads: 0,
+            depose: false,
+            mutation: Mutation::None,
+        }
+    }
+
+    /// The tick the client computes with.
+    fn client_tick(&self) -> Duration {
+        match self.mutation {
+            Mutation::AssumedTick(ms) => ms_(ms),
+            _ => ms_(self.server_tick_ms),
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        ms_(self.timeout_ms)
+    }
+
+    /// A's lease turns lost at this moment (ms), as `Lifeline::lost_at` computes it.
+    pub fn deadline_ms(&self, state: &State) -> u32 {
+        let at = lifeline_math::deadline(state.chain.proven, self.timeout(), self.client_tick());
+        u32::try_from(at.as_millis()).unwrap_or(u32::MAX)
+    }
+
+    /// Whether A's lease reads `held`: its deadline is still ahead, and never passed before
+    /// (`lost` is final: the lifeline gives the session up when its deadline passes).
+    pub fn a_holds(&self, state: &State) -> bool {
+        !state.given_up && state.now < self.deadline_ms(state)
+    }
+
+    /// Whether B holds: A's session expired at the leader, so its node (the lowest) is deleted
+    /// and B's, the next, is the lowest; B's session is alive by construction.
+    pub fn b_holds(&self, state: &State) -> bool {
+        state.expired
+    }
+
+    /// When the leader expires a session last touched at `touch`: T later, rounded up to the
+    /// next tick (`ExpiryQueue.roundToNextInterval`: `(time / interval + 1) * interval`).
+    pub fn expiry_ms(&self, touch: u32) -> u32 {
+        ((touch + self.timeout_ms) / self.server_tick_ms + 1) * self.server_tick_ms
+    }
+
+    /// A leader that lost its quorum at `d` notices at most `syncLimit + 1` ticks later (its
+    /// check runs on the tick, `LearnerHandler.synced`, `Leader.lead`).
+    fn deposed_notices_at(&self, d: u32) -> u32 {
+        d + (self.sync_limit + 1) * self.server_tick_ms
+    }
+
+    /// Its followers stopped hearing it at the earliest half a tick before `d`, and elect a
+    /// new leader `syncLimit` ticks later (the election itself only adds to our side).
+    fn new_leader_at(&self, d: u32) -> u32 {
+        (d + self.sync_limit * self.server_tick_ms).saturating_sub(self.server_tick_ms / 2)
+    }
+
+    fn follower_lost_leader(&self, state: &State) -> bool {
+        state.now >= state.follower_heard + self.sync_limit * self.server_tick_ms
+    }
+}
+
+fn ms_(ms: u32) -> Duration {
+    Duration::from_millis(u64::from(ms))
+}
+
+/// A request of A's: a `sync` heartbeat (answered through the leader when A is on a follower)
+/// or a request the member answers by itself (the transport's ping, a read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Request {
+    pub sync: bool,
+    pub sent: u32,
+}
+
+/// From a follower to its leader, on one stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Up {
+    /// The reply to a leader PING, with whether A's session was touched since the last one
+    /// (`LearnerSessionTracker`'s touch table).
+    PingReply { touched: bool },
+    /// A's `sync`, forwarded (`FollowerRequestProcessor`).
+    Sync(Request),
+}
+
+/// From the leader to a follower, on one stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Down {
+    Ping,
+    /// The leader's answer to a forwarded `sync` (`Leader.processSync`).
+    SyncDone(Request),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The clock (ms).
+    pub now: u32,
+    /// A's lifeline (the client's own code), times as durations since 0.
+    chain: Chain<Duration>,
+    pub beats_in_flight: u8,
+    pub pings_in_flight: u8,
+    /// When the client last decided on a heartbeat (ms), and last sent anything.
+    pub last_beat: Option<u32>,
+    pub last_send: u32,
+    pub to_member: Vec<Request>,
+    pub to_client: Vec<Request>,
+    pub up: Vec<Up>,
+    pub down: Vec<Down>,
+    pub follower_touched: bool,
+    /// When the follower last heard from its leader (ms).
+    pub follower_heard: u32,
+    /// When the leader last touched A's session (ms).
+    pub leader_touch: u32,
+    pub expired: bool,
+    pub next_ping: u32,
+    pub cut: Vec<Link>,
+    /// How many steps were disturbed so far.
+    pub disturbed: u8,
+    /// A's deadline passed: its lease is lost for good.
+    pub given_up: bool,
+    pub reads: u8,
+    /// When A's leader lost its quorum (ms).
+    pub deposed: Option<u32>,
+}
+
+/// The four streams, as bits of what a [`Disturb`] holds.
+pub const HOLD_TO_MEMBER: u8 = 1;
+pub const HOLD_TO_CLIENT: u8 = 2;
+pub const HOLD_UP: u8 = 4;
+pub const HOLD_DOWN: u8 = 8;
+
+/// What slows down during one step (each disturbed step counts against
+/// `LeaseModel::max_disturbed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Disturb {
+    None,
+    /// A's link delivers nothing either way.
+    ClientLinkSlow,
+    /// A's process is paused: it neither sends nor reads.
+    ClientPaused,
+    /// The follower is paused: it reads neither A's requests nor its leader's messages.
+    FollowerPaused,
+    /// The leader reads nothing from the follower.
+    LeaderSlow,
+    /// The follower reads what its leader sent before A's requests of the same step (else a
+    /// step's requests come first).
+    FollowerReadsLeaderFirst,
+}
+
+const DISTURBS: [Disturb; 6] = [
+    Disturb::None,
+    Disturb::ClientLinkSlow,
+    Disturb::ClientPaused,
+    Disturb::FollowerPaused,
+    Disturb::LeaderSlow,
+    Disturb::FollowerReadsLeaderFirst,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Time moves one step. The leader expires what is due and pings; A, unless `pause`d, sends
+    /// what the client's schedule says is due; then every stream not in `hold` delivers all it
+    /// holds, in order, until nothing moves. A held stream delivers nothing this step: a slow
+    /// link or a paused reader (a follower paused is a hold of its two inbound streams; a paused
+    /// A neither sends nor reads its answers).
+    Step(Disturb),
+    /// A fault cuts one direction for good.
+    Cut(Link),
+    /// A's program reads something (its lock's children, a node): its member answers alone.
+    Read,
+    /// The leader, A's member, loses its quorum: it answers and touches alone until it notices,
+    /// and the others elect a new leader (A on the leader only; `LeaseModel::depose`).
+    Depose,
+}
+
+/// The streams a disturbance holds for one step.
+fn hold_of(disturb: Disturb) -> u8 {
+    match disturb {
+        Disturb::None => 0,
+        Disturb::ClientLinkSlow => HOLD_TO_MEMBER | HOLD_TO_CLIENT,
+        Disturb::ClientPaused => HOLD_TO_CLIENT,
+        Disturb::FollowerPaused => HOLD_TO_MEMBER | HOLD_DOWN,
+        Disturb::LeaderSlow => HOLD_UP,
+        Disturb::FollowerReadsLeaderFirst => 0,
+    }
+}
+
+/// The leader reads the follower's oldest message.
+fn leader_receives(s: &mut State) {
+    match s.up.remove(0) {
+        Up::PingReply { touched } => {
+            if touched && !s.expired {
+                s.leader_touch = s.now;
+            }
+        }
+        Up::Sync(r) => {
+            if !s.is_cut(Link::LeaderToFollower) {
+                s.down.push(Down::SyncDone(r));
+            }
+        }
+    }
+}
+
+/// The follower reads the leader's oldest message.
+fn follower_receives(s: &mut State) {
+    s.follower_heard = s.now;
+    match s.down.remove(0) {
+        Down::Ping => {
+            let touched = std::mem::take(&mut s.follower_touched);
+            if !s.is_cut(Link::FollowerToLeader) {
+                s.up.push(Up::PingReply { touched });
+            }
+        }
+        Down::SyncDone(r) => s.push_to_client(r),
+    }
+}
+
+impl State {
+    fn is_cut(&self, link: Link) -> bool {
+        self.cut.contains(&link)
+    }
+
+    fn push_to_client(&mut self, r: Request) {
+        if !self.is_cut(Link::MemberToClient) {
+            self.to_client.push(r);
+        }
+    }
+}
+
+impl Model for LeaseModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        // A's session was opened at 0 (the leader touched it then), A's node is the lowest and
+        // its lease is held; B's node comes next.
+        vec![State {
+            now: 0,
+            chain: Chain::new(Duration::ZERO),
+            beats_in_flight: 0,
+            pings_in_flight: 0,
+            last_beat: None,
+            last_send: 0,
+            to_member: Vec::new(),
+            to_client: Vec::new(),
+            up: Vec::new(),
+            down: Vec::new(),
+            follower_touched: false,
+            follower_heard: 0,
+            leader_touch: 0,
+            expired: false,
+            next_ping: self.server_tick_ms / 2,
+            cut: Vec::new(),
+            disturbed: 0,
+            given_up: false,
+            reads: 0,
+            deposed: None,
+        }]
+    }
+
+    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        if s.now + STEP_MS <= self.horizon_ms {
+            for disturb in DISTURBS {
+                let hold = hold_of(disturb);
+                let lens = [
+                    s.to_member.len(),
+                    s.to_client.len(),
+                    s.up.len(),
+                    s.down.len(),
+                ];
+                // A stream may lag at most `max_queue` messages: pauses are bounded.
+                let too_long = (0..4).any(|i| hold & (1 << i) != 0 && lens[i] >= self.max_queue);
+                let useless = !self.on_follower
+                    && matches!(
+                        disturb,
+                        Disturb::FollowerPaused
+                            | Disturb::LeaderSlow
+                            | Disturb::FollowerReadsLeaderFirst
+                    );
+                let allowed = disturb == Disturb::None || s.disturbed < self.max_disturbed;
+                if allowed && !too_long && !useless {
+                    actions.push(Action::Step(disturb));
+                }
+            }
+        }
+        if s.reads < self.max_reads && s.pings_in_flight == 0 && s.last_send < s.now {
+            actions.push(Action::Read);
+        }
+        if self.depose && !self.on_follower && s.deposed.is_none() {
+            actions.push(Action::Depose);
+        }
+        if s.cut.len() < usize::from(self.max_cuts) {
+            for link in LINKS {
+                let member_link = matches!(link, Link::FollowerToLeader | Link::LeaderToFollower);
+                if !s.is_cut(link) && (self.on_follower || !member_link) {
+                    actions.push(Action::Cut(link));
+                }
+            }
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        let mut s = last.clone();
+        match action {
+            Action::Step(disturb) => {
+                let hold = hold_of(disturb);
+                if disturb != Disturb::None {
+                    s.disturbed += 1;
+                }
+                s.now += STEP_MS;
+                match s.deposed {
+                    None => {
+                        if !s.expired && s.now >= self.expiry_ms(s.leader_touch) {
+                            s.expired = true;
+                        }
+                    }
+                    // A deposed leader commits nothing; the new one started every session's
+                    // clock afresh when it started, and A's requests never reach it.
+                    Some(d) => {
+                        let started = self.new_leader_at(d);
+                        if s.now >= started && s.now >= self.expiry_ms(started) {
+                            s.expired = true;
+                        }
+                    }
+                }
+                // The leader pings every learner every half tick (`Leader.lead`).
+                while s.now >= s.next_ping {
+                    s.next_ping += self.server_tick_ms / 2;
+                    if self.on_follower && !s.is_cut(Link::LeaderToFollower) {
+                        s.down.push(Down::Ping);
+                    }
+                }
+                // Read on every step whatever A does: a paused holder's lease is lost at its
+                // deadline, and it reads so when it resumes.
+                if s.now >= self.deadline_ms(&s) {
+                    s.given_up = true;
+                }
+                if disturb != Disturb::ClientPaused {
+                    self.client_sends(&mut s);
+                }
+                if disturb == Disturb::FollowerReadsLeaderFirst {
+                    while !s.down.is_empty() {
+                        follower_receives(&mut s);
+                    }
+                }
+                loop {
+                    let mut moved = false;
+                    if hold & HOLD_TO_MEMBER == 0 && !s.to_member.is_empty() {
+                        self.member_receives(&mut s);
+                        moved = true;
+                    }
+                    if hold & HOLD_UP == 0 && !s.up.is_empty() {
+                        leader_receives(&mut s);
+                        moved = true;
+                    }
+                    if hold & HOLD_DOWN == 0 && !s.down.is_empty() {
+                        follower_receives(&mut s);
+                        moved = true;
+                    }
+                    if hold & HOLD_TO_CLIENT == 0 && !s.to_client.is_empty() {
+                        self.client_receives(&mut s);
+                        moved = true;
+                    }
+                    if !moved {
+                        break;
+                    }
+                }
+            }
+            Action::Depose => s.deposed = Some(s.now),
+            Action::Read => {
+                s.reads += 1;
+                s.pings_in_flight += 1;
+                self.send(&mut s, false);
+            }
+            Action::Cut(link) => {
+                s.cut.push(link);
+                match link {
+                    Link::ClientToMember => s.to_member.clear(),
+                    Link::MemberToClient => s.to_client.clear(),
+                    Link::FollowerToLeader => s.up.clear(),
+                    Link::LeaderToFollower => s.down.clear(),
+                }
+            }
+        }
+        Some(s)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![
+            Property::always(ONE_HOLDER, |model: &LeaseModel, s: &State| {
+                !(model.a_holds(s) && model.b_holds(s))
+            }),
+            // Not vacuous: the proof does keep a lease past the moment an unproven session
+            // could first expire.
+            Property::sometimes(KEPT, |model: &LeaseModel, s: &State| {
+                model.a_holds(s) && s.now > model.expiry_ms(0)
+            }),
+        ]
+    }
+}
+
+impl LeaseModel {
+    /// A's member reads A's oldest request.
+    fn member_receives(&self, s: &mut State) {
+        let r = s.to_member.remove(0);
+        if !self.on_follower {
+            if s.deposed
+                .is_some_and(|d| s.now >= self.deposed_notices_at(d))
+            {
+                // The deposed leader noticed and closed its clients' connections.
+                return;
+            }
+            // The leader touches on receipt and answers in order.
+            if !s.expired {
+                s.leader_touch = s.now;
+            }
+            s.push_to_client(r);
+        } else if !self.follower_lost_leader(s) {
+            // Every request touches the session where it is received
+            // (`ZooKeeperServer.submitRequestNow`); a sync goes on to the leader.
+            s.follower_touched = true;
+            if !r.sync {
+                s.push_to_client(r);
+            } else if !s.is_cut(Link::FollowerToLeader) {
+                s.up.push(Up::Sync(r));
+            }
+        }
+        // A follower that lost its leader has closed its clients' connections.
+    }
+
+    /// What the client sends at this moment: a heartbeat on the schedule of
+    /// `sessions/session/tasks.rs` (every `beat_interval`, at most `MAX_BEATS_IN_FLIGHT`
+    /// waiting, or at once to catch up when the deadline is less than `floor` ahead and a
+    /// heartbeat can move the proof), and the transport's ping after a third of the session
+    /// timeout without a send (`wire`'s connection).
+    fn client_sends(&self, s: &mut State) {
+        let (timeout, tick) = (self.timeout(), self.client_tick());
+        let now = ms_(s.now);
+        let interval = lifeline_math::beat_interval(timeout, tick);
+        let mut beat = s.last_beat.map_or(true, |b| now >= ms_(b) + interval);
+        if !beat
+            && s.beats_in_flight == 0
+            && ms_(self.deadline_ms(s)) < now + lifeline_math::floor(timeout, tick)
+        {
+            beat = s.chain.catch_up_at(now, lifeline_math::gap(tick)) <= now;
+        }
+        if beat {
+            s.last_beat = Some(s.now);
+            if u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT {
+                s.beats_in_flight += 1;
+                self.send(s, true);
+            }
+        }
+        // The transport pings on its own, whatever the heartbeats do.
+        if s.pings_in_flight == 0 && s.now >= s.last_send + self.timeout_ms / 3 {
+            s.pings_in_flight += 1;
+            self.send(s, false);
+        }
+    }
+
+    fn send(&self, s: &mut State, sync: bool) {
+        s.last_send = s.now;
+        if !s.is_cut(Link::ClientToMember) {
+            s.to_member.push(Request { sync, sent: s.now });
+        }
+    }
+
+    /// A reads its member's oldest answer, and its lifeline records it.
+    fn client_receives(&self, s: &mut State) {
+        let r = s.to_client.remove(0);
+        if r.sync {
+            s.beats_in_flight -= 1;
+        } else {
+            s.pings_in_flight -= 1;
+        }
+        let (sent, answered) = (ms_(r.sent), ms_(s.now));
+        match self.mutation {
+            Mutation::AnyAnswerProves => {
+                s.chain.reconnected(sent);
+            }
+            _ => {
+                let gap = lifeline_math::gap(self.client_tick());
+                s.chain.record(sent, answered, r.sync, gap);
+            }
+        }
+    }
+
+    /// One line of a trace: the action, then what it left.
+    pub fn describe(&self, s: &State) -> String {
+        let mut out = format!(
+            "t={:>4} ms | A proven {:>4} deadline {:>4} {} | leader touch {:>4} expiry {:>4}{}",
+            s.now,
+            s.chain.proven.as_millis(),
+            self.deadline_ms(s),
+            if self.a_holds(s) { "HELD" } else { "lost" },
+            s.leader_touch,
+            self.expiry_ms(s.leader_touch),
+            if s.expired { " EXPIRED: B holds" } else { "" },
+        );
+        let _ = write!(
+            out,
+            " | to member {:?} to A {:?} up {:?} down {:?}",
+            s.to_member, s.to_client, s.up, s.down
+        );
+        if !s.cut.is_empty() {
+            let _ = write!(out, " | cut {:?}", s.cut);
+        }
+        out
+    }
+
+    /// A counterexample as lines a person can read: each step's action, then the state.
+    pub fn trace(&self, path: &stateright::Path<State, Action>) -> String {
+        let mut out = String::new();
+        for (state, action) in path.clone().into_vec() {
+            let _ = writeln!(out, "  {}", self.describe(&state));
+            if let Some(action) = action {
+                let _ = writeln!(out, "    -> {action:?}");
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,75 @@
+//! The bounded check `make test` runs (`cargo test -p zklock-model`), and a deeper one for
+//! `make model-long` (`ZKLOCK_MODEL_LONG=1`). Each prints the states explored, the depth and the
+//! time, so docs/safety.md can quote them.
+
+use std::time::Instant;
+
+use stateright::{Checker, Model};
+use zklock_model::{LeaseModel, KEPT, ONE_HOLDER};
+
+fn long() -> bool {
+    std::env::var_os("ZKLOCK_MODEL_LONG").is_some()
+}
+
+fn check(name: &str, model: LeaseModel) {
+    let started = Instant::now();
+    let checker = model.clone().checker().spawn_bfs().join();
+    let elapsed = started.elapsed();
+    println!(
+        "model {name}: {} states ({} unique), depth {}, {:.1} s; bounds {:?}",
+        checker.state_count(),
+        checker.unique_state_count(),
+        checker.max_depth(),
+        elapsed.as_secs_f64(),
+        model
+    );
+    if let Some(path) = checker.discovery(ONE_HOLDER) {
+        panic!(
+            "model {name}: `{ONE_HOLDER}` fails:\n{}",
+            model.trace(&path)
+        );
+    }
+    let kept = checker
+        .discovery(KEPT)
+        .unwrap_or_else(|| panic!("model {name}: no lease outlives its first possible expiry"));
+    println!(
+        "model {name}: not vacuous, `{KEPT}`: {}",
+        model.describe(kept.last_state())
+    );
+}
+
+#[test]
+fn a_holder_on_a_follower_never_reads_held_while_another_can_hold() {
+    let mut model = LeaseModel::small();
+    if long() {
+        model.max_cuts = 2;
+        model.max_disturbed = 5;
+    }
+    check("holder on a follower", model);
+}
+
+#[test]
+fn a_holder_on_the_leader_never_reads_held_while_another_can_hold() {
+    let mut model = LeaseModel::small();
+    model.on_follower = false;
+    if long() {
+        model.max_cuts = 2;
+        model.max_disturbed = 5;
+    }
+    check("holder on the leader", model);
+}
+
+/// A's member is the leader, and it loses its quorum: it answers A alone until it notices
+/// (`syncLimit + 1` ticks), while a new leader, elected `syncLimit` ticks after the followers
+/// last heard the old one, starts A's session clock afresh. syncLimit 2 keeps the horizon small.
+#[test]
+fn a_holder_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
+    let mut model = LeaseModel::small();
+    model.on_follower = false;
+    model.depose = true;
+    model.sync_limit = 2;
+    if long() {
+        model.horizon_ms = 3500;
+    }
+    check("holder on a deposed leader", model);
+}
