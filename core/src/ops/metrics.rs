@@ -101,8 +101,9 @@ impl Stats {
 /// The per-path families: each family's samples together, one `path` label per series. An
 /// outcome or a loss reason that never happened on a path has no series (issue 51: at the
 /// default limit a scrape carried 12 samples a path, most of them zeros, 1.4 MB at 1,000
-/// paths); it appears with its first count, which `rate()` and `increase()` read as a start
-/// from zero. The wait sum and count, `held` and the oldest hold are always there.
+/// paths); it appears with its first count. `increase()` does not count a series' first sample,
+/// so a rule on a first loss looks for new series too (monitoring/alerts.yml, `ZklockLeaseLost`).
+/// The wait sum and count, `held` and the oldest hold are always there.
 fn render_paths(out: &mut String, base: &str, snapshot: &PathStatsSnapshot) {
     let series: Vec<(String, &PathStats)> = snapshot
         .paths
