@@ -40,6 +40,27 @@ mod locks {
     }
 }
 
+mod shared {
+    use std::sync::Arc;
+    use zklock::{Owner, Wait};
+
+    async fn shared(mutex: Arc<zklock::Mutex>) -> zklock::Result<()> {
+        let mine = mutex.acquire().await?; // this task's; another task's acquire waits
+        let again = mutex.acquire().await?; // counts up: hold_count() is 2
+        again.release().await?;
+        mine.release().await?;
+        // On purpose: one hold for every task that asks for SHARED (one node, one token).
+        let lease = mutex.acquire_as(Owner::SHARED, Wait::Forever, None).await?;
+        lease.release().await?;
+        Ok(())
+    }
+
+    // The README's function, callable from the test below.
+    pub(super) async fn run(client: &zklock::Client) -> zklock::Result<()> {
+        shared(Arc::new(client.mutex("/locks/shared")?)).await
+    }
+}
+
 mod holding {
     use std::time::Duration;
 
@@ -184,7 +205,8 @@ mod queued {
         let mutex = client.mutex("/locks/orders")?;
         let position = QueuePosition::new();
         position.on_queued(|ahead| eprintln!("{ahead} ahead of us"));
-        let acquire = mutex.acquire_watched(Owner::SHARED, Wait::Forever, None, position.clone());
+        let acquire =
+            mutex.acquire_watched(Owner::current(), Wait::Forever, None, position.clone());
         let lease = acquire.await?; // `position.get()` meanwhile; `None` once it holds
         lease.release().await?;
         Ok(())
@@ -270,6 +292,7 @@ async fn every_rust_block_of_the_readme_runs_against_zookeeper() {
         }
     }
     locks::run(&client).await.expect("locks");
+    shared::run(&client).await.expect("shared");
     holding::run(&client).await.expect("holding");
     fenced::run(&client).await.expect("fenced");
     elect::run(&client).await.expect("elect");
