@@ -61,6 +61,9 @@ pub(crate) struct Session {
     lifeline: Lifeline,
     /// Wakes the lifeline task to look again (an answer, a reconnect, demand from idle).
     beat_now: Arc<tokio::sync::Notify>,
+    /// Set at each reconnect: the lifeline's next heartbeat goes at once, however recent the
+    /// last one (most often lost with the old connection) was.
+    relinked: AtomicBool,
     /// What needs the proof: leases registered and acquires under way.
     demand: Mutex<Demand>,
     /// Whether the lifeline's deadline binds (leases turn lost and the session is given up at
@@ -305,6 +308,7 @@ impl Session {
             next_lease: AtomicU64::new(1),
             own_watches: Arc::default(),
             beat_now: Arc::default(),
+            relinked: AtomicBool::new(false),
             demand: Mutex::new(Demand {
                 count: 0,
                 leases: 0,

@@ -39,7 +39,11 @@ pub(super) async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher
                 if let Some(sent) = answered_before_disconnect.take() {
                     s.lifeline.reconnected(sent);
                 }
-                // Prove the session alive at once: the last answer before the break is old.
+                // Prove the session alive at once: the last answer before the break is old, and
+                // the heartbeat sent last most likely broke with the old connection (issue 50:
+                // after a 5 s stop, as long as the link's read timeout, it waited a whole
+                // `beat_interval` more, and the proof landed after the deadline).
+                s.relinked.store(true, Ordering::Release);
                 s.beat_now.notify_one();
                 if s.link.get() == DISCONNECTED {
                     s.event("reconnected", "");
@@ -75,8 +79,10 @@ pub(super) async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher
 /// The lifeline of one session, while something needs it (`Session::is_active`): `sync`
 /// heartbeats every `beat_interval` (pipelined: a slow answer does not hold up the next), each
 /// answer feeding the proof of `Lifeline::answered`, and, whenever the deadline is less than
-/// `lifeline::floor` ahead (from idle, after a slow spell), one more as soon as it can move the
-/// proof (`Lifeline::catch_up_at`: k at once, m when k is answered). While its deadline binds
+/// `lifeline::floor` ahead (from idle, after a slow spell or a stop; the task wakes when it
+/// comes within the floor), one more as soon as it can move the proof
+/// (`Lifeline::catch_up_at`: k at once, m when k is answered). After a reconnect the next
+/// heartbeat goes at once: it is j of the proof that catches up. While its deadline binds
 /// (`armed`) every lease of the session is lost at it and the session closed (`give_up`). An
 /// idle session sends nothing and sleeps until an acquire wakes it. Runs until the session dies
 /// or is dropped.
@@ -100,11 +106,16 @@ pub(super) async fn keep_alive(session: Weak<Session>) {
             note_pings(&s);
             let tick = s.lifeline.tick();
             let interval = lifeline::beat_interval(s.timeout, tick);
-            let mut beat = last_beat.is_none_or(|b| now >= b + interval);
-            if !beat
-                && in_flight.load(Ordering::Relaxed) == 0
-                && lost_at < now + lifeline::floor(s.timeout, tick)
-            {
+            let floor = lifeline::floor(s.timeout, tick);
+            let relinked = s.relinked.swap(false, Ordering::AcqRel);
+            let mut beat = relinked || last_beat.is_none_or(|b| now >= b + interval);
+            if now + floor < lost_at {
+                // The catch-up begins when the deadline comes within `floor`, not at the next
+                // wake that happens to come after that: after a stop or a reconnect the next
+                // regular heartbeat can be too late for the proof it starts (issue 50).
+                let at = lost_at - floor;
+                wake = Some(wake.map_or(at, |w| w.min(at)));
+            } else if !beat && in_flight.load(Ordering::Relaxed) == 0 {
                 let at = s.lifeline.catch_up_at(now);
                 beat = at <= now;
                 wake = Some(wake.map_or(at, |w| w.min(at)));
