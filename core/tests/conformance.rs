@@ -11,6 +11,7 @@
 mod break_cases;
 mod common;
 mod lease_cases;
+mod peer_cases;
 mod queue_cases;
 
 use std::time::Duration;
@@ -1045,7 +1046,10 @@ impl Runner {
                     Some(outcome) => outcome,
                     None => match queue_cases::scenario(self, other).await {
                         Some(outcome) => outcome,
-                        None => panic!("unknown scenario {other:?}"),
+                        None => match peer_cases::scenario(self, other).await {
+                            Some(outcome) => outcome,
+                            None => panic!("unknown scenario {other:?}"),
+                        },
                     },
                 },
             },
