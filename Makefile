@@ -3,9 +3,10 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
+.PHONY: test-servers test-server-smoke test-server-3.4
 .PHONY: test deps old-userland lint test-monitoring test-rust test-model test-python test-node test-c test-cli test-interop test-dist dist check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long bench-s9-long model-long
 
-test: deps old-userland lint test-monitoring test-rust test-model test-python test-node test-c test-cli test-interop test-dist
+test: deps old-userland lint test-monitoring test-rust test-server-smoke test-model test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
 
 deps:
@@ -42,6 +43,21 @@ test-rust:
 	$(CARGO) build -q -p zklock-testkit --bin zk-harness
 	$(CARGO) test --workspace --exclude zklock-cli --exclude zklock-model
 	$(CARGO) test -p zklock --features metrics --test metrics_facade
+
+# Server versions (issue 53, docs/interop.md "Server versions"): 3.8.0 is the system's, 3.9.3 and
+# 3.9.6 come from Debian's archive (trixie, sid) through scripts/zk-versions.sh, unpacked into
+# /var/cache/zklock, never installed. test-servers runs the Rust conformance runner and the
+# isolation and one-way trust rounds (SERVER_ROUNDS each) against each and prints a pass/fail
+# table; test-server-smoke (in make test) runs a few conformance cases against the newest 3.9;
+# test-server-3.4 records what connect and a first acquire do against 3.4.13 (not judged).
+SERVER_VERSIONS ?= 3.8.0 3.9.3 3.9.6
+SERVER_ROUNDS ?= 1
+test-servers: deps
+	ZKLOCK_ISOLATION_ROUNDS=$(SERVER_ROUNDS) scripts/test-servers.sh $(SERVER_VERSIONS)
+test-server-smoke: deps
+	scripts/test-servers.sh --smoke
+test-server-3.4: deps
+	scripts/test-servers.sh --probe-3.4
 
 # The model of the lifeline against ZooKeeper's expiry (model/README.md, issue 52): a bounded
 # breadth-first check of every behaviour up to its horizon, and its mutations, each printing

@@ -200,7 +200,8 @@ export ZKLOCK_TEST_ROUNDS="$ROUNDS"
 
 # The cases every face runs (tests/conformance/cases.txt), through the public C API.
 COUNT_PREFIX="conformance c: " step "conformance cases (tests/conformance/cases.txt) through the C API" \
-  run_counted "$tmp/conformance.log" "$tmp/conformance" "$root/tests/conformance/cases.txt" "$servers"
+  run_counted "$tmp/conformance.log" "$tmp/conformance" "$root/tests/conformance/cases.txt" "$servers" \
+    "$proxy" "$tmp/ctl" "$tmp/harness.out"
 
 # Secure ZooKeeper (TLS, SASL, ACLs, chroot): a secured server of its own, stopped after.
 secure_check() {

@@ -1,18 +1,20 @@
 /* The C face's conformance runner: every case of tests/conformance/cases.txt, performed through
  * the public C API (include/zklock.h) as a C program would, against a real ZooKeeper.
  *
- *   conformance CASES_FILE SERVERS
+ *   conformance CASES_FILE SERVERS [PROXY HARNESS_FIFO HARNESS_ANSWERS]
  *
  * CASES_FILE is tests/conformance/cases.txt (format: tests/conformance/README.md), SERVERS the
  * test ZooKeeper's connect string (bindings-c/ci-test.sh starts one), which `$SERVERS` in an
- * input stands for. One line per case (`ok`, `FAIL` or `n/a` with the reason), then
- * `conformance c: N passed, N failed` (n/a cases are counted apart, on the line before). A case whose input C
+ * input stands for; PROXY, HARNESS_FIFO and HARNESS_ANSWERS are the harness's fault proxy, its
+ * command FIFO and answers file (issue 53's scenarios, conformance_peers.h). One line per case
+ * (`ok`, `FAIL` or `n/a` with the reason), then `conformance c: N passed, N failed` (n/a cases are counted apart, on the line before). A case whose input C
  * cannot express (a NUL inside a C string, a NaN, infinite or huge timeout in int64_t
  * milliseconds) or whose call has no form in the C API is `n/a`, by name and with the reason.
  * Exits non-zero on any mismatch, unknown op or scenario, malformed line, or error message
  * longer than 300 characters.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -980,6 +982,7 @@ static void concurrent_callers(struct outcome *o) {
 #include "conformance_lease.h"
 #include "conformance_break.h"
 #include "conformance_queue.h"
+#include "conformance_peers.h"
 
 static void scenario(struct outcome *o, const char *name) {
     zklock_lock *l = NULL, *r = NULL, *w = NULL, *other = NULL;
@@ -1499,7 +1502,8 @@ static void scenario(struct outcome *o, const char *name) {
         static char word[64];
         snprintf(word, sizeof word, "%s,%s", first, second);
         o->word = word;
-    } else if (!lease_scenario(o, name) && !break_scenario(o, name) && !queue_scenario(o, name)) {
+    } else if (!lease_scenario(o, name) && !break_scenario(o, name) && !queue_scenario(o, name) &&
+               !peer_scenario(o, name)) {
         snprintf(o->problem, sizeof o->problem, "unknown scenario %.60s", name);
     }
 done:
@@ -1517,10 +1521,15 @@ done:
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s CASES_FILE SERVERS\n", argv[0]);
+        fprintf(stderr, "usage: %s CASES_FILE SERVERS [PROXY HARNESS_FIFO HARNESS_ANSWERS]\n", argv[0]);
         return 2;
     }
     servers = argv[2];
+    if (argc >= 6) { /* the harness's fault proxy, for issue 53's scenarios (conformance_peers.h) */
+        peer_proxy = argv[3];
+        peer_control = argv[4];
+        peer_answers = argv[5];
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     FILE *f = fopen(argv[1], "r");
     if (!f) {

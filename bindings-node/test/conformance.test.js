@@ -48,6 +48,7 @@ const { Client, isZkLockError } = require('../index.js')
 const { leaseScenarios } = require('./conformance-lease.js')
 const { breakScenarios } = require('./conformance-break.js')
 const { queueScenarios } = require('./conformance-queue.js')
+const { peerScenarios } = require('./conformance-peers.js')
 
 const CASES_FILE = path.join(repo, 'tests', 'conformance', 'cases.txt')
 const MAX_MESSAGE = 300
@@ -492,7 +493,7 @@ const ops = {
   },
 
   async scenario(input, c) {
-    const run = scenarios[input] || lease[input] || breaks[input] || queues[input]
+    const run = scenarios[input] || lease[input] || breaks[input] || queues[input] || peers[input]
     if (!run) throw new Error(`unknown scenario ${JSON.stringify(input)} (case ${c.id})`)
     return run(lockPath(c))
   },
@@ -504,6 +505,7 @@ const lease = leaseScenarios({ client: () => a, outcome, ownClient, kindOf })
 const breaks = breakScenarios({ client: () => a, outcome, ownClient })
 /** Issue 37's queue position (conformance-queue.js). */
 const queues = queueScenarios({ client: () => a, outcome, ownClient })
+const peers = peerScenarios({ zk: () => zk, client: () => a, outcome })
 
 /** A client of its own, for the scenarios that close it. */
 async function ownClient(fn, options) {
@@ -1061,7 +1063,8 @@ const scenarios = {
 const cases = readCases()
 const counts = { passed: 0, failed: 0, notApplicable: 0 }
 
-useZooKeeper({ clients: [{}, {}] }, (s) => ([zk, a, b] = [s.zk, ...s.clients]))
+// The fault proxy: issue 53's scenarios cut, refuse and count through it (conformance-peers.js).
+useZooKeeper({ proxy: true, clients: [{}, {}] }, (s) => ([zk, a, b] = [s.zk, ...s.clients]))
 
 test.after(() => {
   console.log(

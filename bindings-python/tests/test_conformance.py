@@ -59,10 +59,12 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, 
 import pytest
 
 import zklock
-from conftest import CONFORMANCE
+from conftest import CONFORMANCE, Harness
 from conformance_break import BREAK_SCENARIOS, op_lock_delay
 from conformance_lease import LEASE_SCENARIOS
 from conformance_queue import QUEUE_SCENARIOS
+import conformance_peers
+from conformance_peers import PEER_SCENARIOS
 
 REPO = Path(__file__).resolve().parents[2]
 CASES_FILE = REPO / "tests" / "conformance" / "cases.txt"
@@ -965,6 +967,7 @@ SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     **LEASE_SCENARIOS,
     **BREAK_SCENARIOS,
     **QUEUE_SCENARIOS,
+    **PEER_SCENARIOS,
 }
 
 
@@ -1036,8 +1039,9 @@ NOT_APPLICABLE: Dict[str, str] = {
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_the_face_behaves_as_the_conformance_case_says(
-    case: Case, servers: str, shared: zklock.Client
+    case: Case, servers: str, shared: zklock.Client, harness: Harness
 ) -> None:
+    conformance_peers.HARNESS = harness  # its fault proxy, for issue 53's scenarios
     if case.problem:
         CONFORMANCE.append((case.id, case.expected, f"malformed: {case.problem}", False))
         pytest.fail(f"cases.txt: {case.problem}", pytrace=False)

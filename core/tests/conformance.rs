@@ -5,11 +5,13 @@
 //!
 //! A test binary of its own (`harness = false`): one line per case, then
 //! `conformance rust: N passed, N failed` (and `n/a` cases named apart); non-zero exit on any
-//! failure.
+//! failure. `ZKLOCK_CONFORMANCE_CASES=id,id,...` runs only those cases (the server smoke of
+//! `make test`, scripts/test-servers.sh); an id it names that cases.txt lacks is a failure.
 
 mod break_cases;
 mod common;
 mod lease_cases;
+mod peer_cases;
 mod queue_cases;
 
 use std::time::Duration;
@@ -1044,7 +1046,10 @@ impl Runner {
                     Some(outcome) => outcome,
                     None => match queue_cases::scenario(self, other).await {
                         Some(outcome) => outcome,
-                        None => panic!("unknown scenario {other:?}"),
+                        None => match peer_cases::scenario(self, other).await {
+                            Some(outcome) => outcome,
+                            None => panic!("unknown scenario {other:?}"),
+                        },
                     },
                 },
             },
@@ -1108,7 +1113,23 @@ fn main() {
     let (mut passed, mut failed, mut not_applicable) = (0, 0, Vec::new());
     runtime.block_on(async {
         let client = Client::connect(&servers, Options::default()).await.unwrap();
-        for case in cases(&servers) {
+        let only: Option<Vec<String>> = std::env::var("ZKLOCK_CONFORMANCE_CASES")
+            .ok()
+            .map(|v| v.split(',').map(|id| id.trim().to_owned()).collect());
+        let all = cases(&servers);
+        if let Some(only) = &only {
+            for id in only {
+                assert!(
+                    all.iter().any(|c| &c.id == id),
+                    "ZKLOCK_CONFORMANCE_CASES names {id}, which cases.txt lacks"
+                );
+            }
+        }
+        let chosen = all.into_iter().filter(|c| match &only {
+            Some(o) => o.contains(&c.id),
+            None => true,
+        });
+        for case in chosen {
             let runner = Runner {
                 servers: servers.clone(),
                 client: client.clone(),

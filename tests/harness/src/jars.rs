@@ -24,8 +24,15 @@ const JARS: &[&str] = &[
     "snappy-java",
 ];
 
-/// The server's class path, or a message naming the missing package.
+/// The server's class path, or a message naming the missing package. `ZKLOCK_ZK_CLASSPATH`, when
+/// set, is taken as it is: another server version's jars, which `scripts/zk-versions.sh` fetches
+/// from Debian's archive for `make test-servers` (docs/interop.md, Server versions).
 pub fn classpath() -> crate::Result<String> {
+    if let Ok(cp) = std::env::var("ZKLOCK_ZK_CLASSPATH") {
+        if !cp.is_empty() {
+            return Ok(cp);
+        }
+    }
     let dir = std::env::var("ZKLOCK_JAR_DIR").unwrap_or_else(|_| JAR_DIR.into());
     let mut parts = Vec::new();
     for jar in JARS {

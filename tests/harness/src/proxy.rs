@@ -29,6 +29,10 @@ struct Shared {
     generation: AtomicU64,
     conns: Mutex<Vec<TcpStream>>,
     stop: AtomicBool,
+    /// Bytes read from clients and connections accepted, ever: what a client sent (the
+    /// conformance case that nothing is sent after close counts them).
+    sent_by_clients: AtomicU64,
+    accepted: AtomicU64,
 }
 
 /// A running proxy; stops when dropped.
@@ -72,6 +76,8 @@ impl Proxy {
             generation: AtomicU64::new(0),
             conns: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
+            sent_by_clients: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
         });
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let s = shared.clone();
@@ -115,6 +121,16 @@ impl Proxy {
         self.shared.open.load(Ordering::SeqCst)
     }
 
+    /// Bytes clients have sent through the proxy so far (dropped ones included).
+    pub fn bytes_from_clients(&self) -> u64 {
+        self.shared.sent_by_clients.load(Ordering::SeqCst)
+    }
+
+    /// Connections clients have opened to the proxy so far (refused ones included).
+    pub fn connections_accepted(&self) -> u64 {
+        self.shared.accepted.load(Ordering::SeqCst)
+    }
+
     /// Back to passing bytes through.
     pub fn heal(&self) {
         self.shared.drop_up.store(false, Ordering::SeqCst);
@@ -154,6 +170,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     while !shared.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((client, _)) => {
+                shared.accepted.fetch_add(1, Ordering::SeqCst);
                 if shared.mode.load(Ordering::SeqCst) == REFUSE {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
@@ -232,6 +249,9 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: Arc<Shared>, from_server
             }
             Err(_) => break,
         };
+        if !from_server {
+            shared.sent_by_clients.fetch_add(n as u64, Ordering::SeqCst);
+        }
         if from_server && shared.drop_next_reply.swap(false, Ordering::SeqCst) {
             break;
         }

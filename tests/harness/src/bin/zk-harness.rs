@@ -6,6 +6,8 @@
 //! `tls_cert=`, `tls_key=`, `sasl_users=user:password,...`), then
 //! obeys commands on stdin, one per line, answering `ok` or `error: ...`:
 //!   blackhole | heal | cut | refuse | delay MS | drop-next-reply   (the proxy; see Proxy)
+//!   count                                     (prints `bytes=N connections=M`: what clients
+//!                                              sent through the proxy so far, then `ok`)
 //!   stop I | restart I | pause I | resume I   (I is 1-based) | restart-all
 //!   leader                                    (prints the leader's 1-based index)
 //!   mntr I                                    (prints the server's mntr, then `end`)
@@ -91,10 +93,18 @@ fn main() {
                 Ok(String::new())
             }
             (
-                Some(cmd @ ("blackhole" | "heal" | "cut" | "refuse" | "drop-next-reply" | "delay")),
+                Some(
+                    cmd @ ("blackhole" | "heal" | "cut" | "refuse" | "drop-next-reply" | "delay"
+                    | "count"),
+                ),
                 _,
             ) => match &proxy {
                 None => Err("no proxy (start with --proxy)".to_string()),
+                Some(p) if cmd == "count" => Ok(format!(
+                    "bytes={} connections={}\n",
+                    p.bytes_from_clients(),
+                    p.connections_accepted()
+                )),
                 Some(p) => {
                     match cmd {
                         "blackhole" => p.blackhole(),
@@ -126,6 +136,6 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: zk-harness [--nodes N] [--force-sync] [--proxy] [--secure]  (stdin: stop|restart|pause|resume I, restart-all, leader, mntr I, blackhole, heal, cut, refuse, delay MS, drop-next-reply, quit)");
+    eprintln!("usage: zk-harness [--nodes N] [--force-sync] [--proxy] [--secure]  (stdin: stop|restart|pause|resume I, restart-all, leader, mntr I, blackhole, heal, cut, refuse, delay MS, drop-next-reply, count, quit)");
     std::process::exit(2);
 }
