@@ -91,3 +91,22 @@ fn a_holder_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_ho
     model.horizon_ms = 5000;
     check("holder on a follower whose JVM pauses 3 s", model);
 }
+
+/// ZooKeeper's default tick, 3 s (`ZooKeeperServer.DEFAULT_TICK_TIME`), known to the client (the
+/// fix for mutation (b)): T = 12 s, the shortest such a client accepts (four ticks), the holder
+/// on a leader that may be deposed, syncLimit 2. Fault-free apart from the deposition, which
+/// the model may place at any step, so that a horizon of 20 s stays cheap.
+#[test]
+fn a_holder_on_a_deposed_leader_that_knows_the_servers_3_s_tick_never_reads_held_while_another_can_hold(
+) {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = 12_000;
+    model.server_tick_ms = 3000;
+    model.sync_limit = 2;
+    model.on_follower = false;
+    model.depose = true;
+    model.max_cuts = 0;
+    model.max_disturbed = if long() { 1 } else { 0 };
+    model.horizon_ms = 20_000;
+    check("holder on a deposed leader, tick 3 s known", model);
+}
