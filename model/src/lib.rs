@@ -234,8 +234,8 @@ pub enum Down {
     Ping,
     /// The leader's answer to a forwarded `sync` (`Leader.processSync`).
     SyncDone(Request),
-    /// The leader dropped the follower (`LearnerHandler.ping`: no ack for `syncLimit` ticks,
-    /// `shutdown`): its connection closes after what it sent.
+    /// The leader dropped the follower (`LearnerHandler.run`: nothing read for `syncLimit`
+    /// ticks, `shutdown`): its connection closes after what it sent.
     Closed,
 }
 
@@ -505,9 +505,10 @@ impl Model for LeaseModel {
                         s.resumed = true;
                     }
                 }
-                // The leader drops a follower that acked nothing for `syncLimit` ticks
-                // (`LearnerHandler.ping`, `SyncLimitCheck`); the follower reads the close after
-                // what was sent before it.
+                // The leader drops a follower it read nothing from for `syncLimit` ticks: its
+                // `LearnerHandler.run` reads with `sock.setSoTimeout(syncTimeout())`, and a
+                // timeout ends in `shutdown`, which closes the socket. The follower reads the
+                // close after what was sent before it.
                 if self.on_follower
                     && !s.follower_dropped
                     && s.now >= s.leader_heard + self.sync_limit * self.server_tick_ms
