@@ -50,8 +50,10 @@ impl LeaseModel {
         let (timeout, tick) = (self.timeout(), self.client_tick());
         let now = ms_(s.now);
         let interval = lifeline_math::beat_interval(timeout, tick);
-        let mut beat = s.last_beat.map_or(true, |b| now >= ms_(b) + interval);
+        // An idle session sends no heartbeat (`Session::is_active`).
+        let mut beat = s.active && s.last_beat.map_or(true, |b| now >= ms_(b) + interval);
         if !beat
+            && s.active
             && s.beats_in_flight == 0
             && ms_(self.deadline_ms(s)) < now + lifeline_math::floor(timeout, tick)
         {

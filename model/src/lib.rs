@@ -121,6 +121,10 @@ pub struct LeaseModel {
     /// faults: it reads nothing meanwhile, and on resuming serves the client requests that
     /// waited before its learner thread reads that its leader dropped it.
     pub follower_pause_ms: u32,
+    /// A's session starts idle (no heartbeats, only the transport's pings) and its acquire
+    /// comes at any moment: the lease is granted once the deadline is `floor` ahead (the
+    /// session is armed), else A's node is first but A does not hold yet (`session/demand.rs`).
+    pub from_idle: bool,
     pub mutation: Mutation,
 }
 
@@ -142,6 +146,7 @@ impl LeaseModel {
             step_ms: STEP_MS,
             farewell: false,
             follower_pause_ms: 0,
+            from_idle: false,
             mutation: Mutation::None,
         }
     }
@@ -167,7 +172,7 @@ impl LeaseModel {
     /// Whether A's lease reads `held`: its deadline is still ahead, and never passed before
     /// (`lost` is final: the lifeline gives the session up when its deadline passes).
     pub fn a_holds(&self, state: &State) -> bool {
-        !state.given_up && state.now < self.deadline_ms(state)
+        state.armed && !state.given_up && state.now < self.deadline_ms(state)
     }
 
     /// Whether B holds: A's session expired at the leader, so its node (the lowest) is deleted
@@ -285,6 +290,10 @@ pub struct State {
     /// The follower's JVM pause (ms): paused until then; `resumed` during the step it ends.
     pub paused_until: Option<u32>,
     pub resumed: bool,
+    /// A's acquire began: its session proves (sends heartbeats).
+    pub active: bool,
+    /// A's deadline binds: its lease was granted on it (a fresh session is armed at once).
+    pub armed: bool,
 }
 
 /// The four streams, as bits of what a [`Disturb`] holds.
@@ -339,6 +348,8 @@ pub enum Action {
     LetGo,
     /// The follower's JVM stops for `LeaseModel::follower_pause_ms`.
     PauseFollower,
+    /// A's program begins its acquire (`LeaseModel::from_idle`).
+    Acquire,
 }
 
 /// The streams a disturbance holds for one step.
@@ -438,6 +449,8 @@ impl Model for LeaseModel {
             follower_closed: false,
             paused_until: None,
             resumed: false,
+            active: !self.from_idle,
+            armed: !self.from_idle,
         }]
     }
 
@@ -471,6 +484,9 @@ impl Model for LeaseModel {
         }
         if self.depose && !self.on_follower && s.deposed.is_none() {
             actions.push(Action::Depose);
+        }
+        if self.from_idle && !s.active {
+            actions.push(Action::Acquire);
         }
         if self.follower_pause_ms > 0 && self.on_follower && s.paused_until.is_none() {
             actions.push(Action::PauseFollower);
@@ -544,7 +560,12 @@ impl Model for LeaseModel {
                 }
                 // Read on every step whatever A does: a paused holder's lease is lost at its
                 // deadline, and it reads so when it resumes.
-                if !s.given_up && s.now >= self.deadline_ms(&s) {
+                // An acquire is granted once the deadline is `floor` ahead (`Session::rearm`).
+                let floor = lifeline_math::floor(self.timeout(), self.client_tick());
+                if s.active && !s.armed && ms_(self.deadline_ms(&s)) >= ms_(s.now) + floor {
+                    s.armed = true;
+                }
+                if s.armed && !s.given_up && s.now >= self.deadline_ms(&s) {
                     s.given_up = true;
                     let proven = u32::try_from(s.chain.proven.as_millis()).unwrap_or(u32::MAX);
                     s.given_up_at = Some((s.now, proven));
@@ -582,6 +603,7 @@ impl Model for LeaseModel {
                 }
             }
             Action::Depose => s.deposed = Some(s.now),
+            Action::Acquire => s.active = true,
             Action::PauseFollower => s.paused_until = Some(s.now + self.follower_pause_ms),
             Action::LetGo => {
                 s.let_go = true;

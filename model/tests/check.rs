@@ -110,3 +110,21 @@ fn a_holder_on_a_deposed_leader_that_knows_the_servers_3_s_tick_never_reads_held
     model.horizon_ms = 20_000;
     check("holder on a deposed leader, tick 3 s known", model);
 }
+
+/// A lease acquired from an idle session (only the transport's pings until the acquire, which
+/// comes at any moment; the lease granted once the deadline is `floor` ahead), on a leader that
+/// may be deposed, syncLimit 2, with one read of A's program: the catch-up path, where a proof's
+/// j and m are closest, against the deposed leader the deadline's tick is for.
+#[test]
+fn a_lease_acquired_from_an_idle_session_on_a_deposed_leader_never_reads_held_while_another_can_hold(
+) {
+    let mut model = LeaseModel::small();
+    model.on_follower = false;
+    model.depose = true;
+    model.sync_limit = 2;
+    model.from_idle = true;
+    model.max_reads = 1;
+    model.max_cuts = 0;
+    model.max_disturbed = if long() { 2 } else { 1 };
+    check("lease from an idle session on a deposed leader", model);
+}

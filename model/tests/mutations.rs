@@ -102,3 +102,30 @@ fn pause_model() -> LeaseModel {
     model.horizon_ms = 5000;
     model
 }
+
+/// Mutation (b) where issue 53 meets it most: T = 12 s, the client assuming ZooKeeper's sample
+/// 2 s (its default for that timeout) on servers that run their built-in 3 s. On the heartbeats'
+/// schedule j lags m by two intervals, more than the shortfall; the catch-up path of a lease
+/// acquired from an idle session does not: j the transport's ping, k and m right after, all
+/// answered by a deposed leader just before it notices. Steps of 250 ms (a coarser clock only
+/// removes behaviours, so what it finds is real); about a minute, so `make model-long` runs it.
+#[test]
+#[ignore = "a minute of search: make model-long"]
+fn assuming_the_sample_tick_on_servers_that_run_3_s_lets_two_clients_hold_after_an_idle_spell() {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = 12_000;
+    model.server_tick_ms = 3000;
+    model.sync_limit = 2;
+    model.on_follower = false;
+    model.depose = true;
+    model.from_idle = true;
+    model.max_cuts = 0;
+    model.max_disturbed = 0;
+    model.max_reads = 1;
+    model.step_ms = 250;
+    model.horizon_ms = 19_000;
+    let assumed = zklock_model::default_tick_ms(model.timeout_ms);
+    assert_eq!(assumed, 2000, "the client's default tick for T = 12 s");
+    model.mutation = Mutation::AssumedTick(assumed);
+    counterexample("(b) tick assumed 2 s, servers' 3 s, from idle", model);
+}
