@@ -25,11 +25,11 @@ impl LeaseModel {
                 let keep_back = lifeline_math::margin(timeout) + self.client_tick();
                 let keep_back = u32::try_from(keep_back.as_millis()).unwrap_or(u32::MAX);
                 let due = (proven + self.timeout_ms).max(given_up + keep_back);
-                if s.now >= given_up + self.timeout_ms {
+                if self.client_now(s) >= given_up + self.timeout_ms {
                     s.farewell_done = true;
                     return;
                 }
-                s.now >= due && s.let_go
+                self.client_now(s) >= due && s.let_go
             }
         };
         if send {
@@ -48,7 +48,7 @@ impl LeaseModel {
     /// timeout without a send (`wire`'s connection).
     pub(crate) fn client_sends(&self, s: &mut State) {
         let (timeout, tick) = (self.timeout(), self.client_tick());
-        let now = ms_(s.now);
+        let now = ms_(self.client_now(s));
         let interval = lifeline_math::beat_interval(timeout, tick);
         // An idle session sends no heartbeat (`Session::is_active`).
         let mut beat = s.active && s.last_beat.map_or(true, |b| now >= ms_(b) + interval);
@@ -60,7 +60,7 @@ impl LeaseModel {
             beat = s.chain.catch_up_at(now, lifeline_math::gap(tick)) <= now;
         }
         if beat {
-            s.last_beat = Some(s.now);
+            s.last_beat = Some(self.client_now(s));
             if u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT {
                 s.beats_in_flight += 1;
                 // Under mutation (d) a heartbeat is a plain ping, which the member answers alone.
@@ -69,19 +69,19 @@ impl LeaseModel {
             }
         }
         // The transport pings on its own, whatever the heartbeats do.
-        if s.pings_in_flight == 0 && s.now >= s.last_send + self.timeout_ms / 3 {
+        if s.pings_in_flight == 0 && self.client_now(s) >= s.last_send + self.timeout_ms / 3 {
             s.pings_in_flight += 1;
             self.send(s, false, false);
         }
     }
 
     pub(crate) fn send(&self, s: &mut State, sync: bool, beat: bool) {
-        s.last_send = s.now;
+        s.last_send = self.client_now(s);
         if !s.is_cut(Link::ClientToMember) {
             s.to_member.push(Request {
                 sync,
                 beat,
-                sent: s.now,
+                sent: self.client_now(s),
             });
         }
     }
@@ -94,7 +94,7 @@ impl LeaseModel {
         } else {
             s.pings_in_flight -= 1;
         }
-        let (sent, answered) = (ms_(r.sent), ms_(s.now));
+        let (sent, answered) = (ms_(r.sent), ms_(self.client_now(s)));
         match self.mutation {
             Mutation::AnyAnswerProves => {
                 s.chain.reconnected(sent);

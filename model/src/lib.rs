@@ -125,6 +125,9 @@ pub struct LeaseModel {
     /// comes at any moment: the lease is granted once the deadline is `floor` ahead (the
     /// session is armed), else A's node is first but A does not hold yet (`session/demand.rs`).
     pub from_idle: bool,
+    /// How fast A's clock runs against the servers' (‰): below 1000 it runs slow, so its
+    /// deadline comes late; the margin's 2% of T is for that.
+    pub client_rate_permille: u32,
     pub mutation: Mutation,
 }
 
@@ -147,6 +150,7 @@ impl LeaseModel {
             farewell: false,
             follower_pause_ms: 0,
             from_idle: false,
+            client_rate_permille: 1000,
             mutation: Mutation::None,
         }
     }
@@ -172,7 +176,14 @@ impl LeaseModel {
     /// Whether A's lease reads `held`: its deadline is still ahead, and never passed before
     /// (`lost` is final: the lifeline gives the session up when its deadline passes).
     pub fn a_holds(&self, state: &State) -> bool {
-        state.armed && !state.given_up && state.now < self.deadline_ms(state)
+        state.armed && !state.given_up && self.client_now(state) < self.deadline_ms(state)
+    }
+
+    /// A's clock (ms), which runs at `client_rate_permille` of the servers' (one clock for the
+    /// servers: only their expiry and A's deadline meet).
+    pub fn client_now(&self, state: &State) -> u32 {
+        u32::try_from(u64::from(state.now) * u64::from(self.client_rate_permille) / 1000)
+            .unwrap_or(u32::MAX)
     }
 
     /// Whether B holds: A's session expired at the leader, so its node (the lowest) is deleted
@@ -479,7 +490,7 @@ impl Model for LeaseModel {
                 }
             }
         }
-        if s.reads < self.max_reads && s.pings_in_flight == 0 && s.last_send < s.now {
+        if s.reads < self.max_reads && s.pings_in_flight == 0 && s.last_send < self.client_now(s) {
             actions.push(Action::Read);
         }
         if self.depose && !self.on_follower && s.deposed.is_none() {
@@ -562,13 +573,14 @@ impl Model for LeaseModel {
                 // deadline, and it reads so when it resumes.
                 // An acquire is granted once the deadline is `floor` ahead (`Session::rearm`).
                 let floor = lifeline_math::floor(self.timeout(), self.client_tick());
-                if s.active && !s.armed && ms_(self.deadline_ms(&s)) >= ms_(s.now) + floor {
+                let now = self.client_now(&s);
+                if s.active && !s.armed && ms_(self.deadline_ms(&s)) >= ms_(now) + floor {
                     s.armed = true;
                 }
-                if s.armed && !s.given_up && s.now >= self.deadline_ms(&s) {
+                if s.armed && !s.given_up && now >= self.deadline_ms(&s) {
                     s.given_up = true;
                     let proven = u32::try_from(s.chain.proven.as_millis()).unwrap_or(u32::MAX);
-                    s.given_up_at = Some((s.now, proven));
+                    s.given_up_at = Some((now, proven));
                 }
                 self.farewell_step(&mut s);
                 if disturb != Disturb::ClientPaused {

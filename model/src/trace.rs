@@ -8,7 +8,16 @@ impl LeaseModel {
     /// One line of a trace: the clock, A's proof and deadline, the leader's view of A's
     /// session, the streams.
     pub fn describe(&self, s: &State) -> String {
-        format!("t={:>5} ms | {}", s.now, self.describe_rest(s))
+        if self.client_rate_permille == 1000 {
+            format!("t={:>5} ms | {}", s.now, self.describe_rest(s))
+        } else {
+            let a = self.client_now(s);
+            format!(
+                "t={:>5} ms (A's clock {a:>5}) | {}",
+                s.now,
+                self.describe_rest(s)
+            )
+        }
     }
 
     /// The line without its clock (two states that differ only there make one quiet stretch).
