@@ -26,7 +26,13 @@ impl LeaseModel {
             "A proven {:>5} deadline {:>5} {}",
             s.chain.proven.as_millis(),
             self.deadline_ms(s),
-            if self.a_holds(s) { "HELD" } else { "lost" },
+            if self.a_holds(s) {
+                "HELD"
+            } else if !s.armed {
+                "wait"
+            } else {
+                "lost"
+            },
         );
         match s.deposed {
             None => {
