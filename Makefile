@@ -66,6 +66,7 @@ test-model:
 	$(CARGO) test -p zklock-model -- --nocapture --test-threads=1
 model-long:
 	ZKLOCK_MODEL_LONG=1 $(CARGO) test -p zklock-model --test check -- --nocapture --test-threads=1
+	$(CARGO) test -p zklock-model --test mutations -- --ignored --nocapture --test-threads=1
 
 # Each face owns its test script; a missing (or not executable) script is a failure, not a skip.
 suite = @if [ -x $(1) ]; then $(1); else echo "$@: $(1) is missing or not executable" >&2; exit 1; fi

@@ -9,7 +9,6 @@
 //! abstracted as far as the property allows; times are milliseconds on one clock, advanced in
 //! steps of [`STEP_MS`].
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use stateright::{Model, Property};
@@ -20,13 +19,33 @@ mod lifeline_math;
 
 use lifeline_math::Chain;
 
+mod client;
+mod trace;
+
 /// The property: whenever A's lease reads `held`, nobody else holds.
 pub const ONE_HOLDER: &str = "one holder: A reads held only while B cannot hold";
+/// The farewell's property: A's farewell closes its session, and so hands the lock to B, only
+/// once A's holder let go of its lost lease.
+pub const LET_GO_FIRST: &str = "the farewell hands the lock on only after A's holder let go";
 /// The example that shows the model is not vacuous.
 pub const KEPT: &str = "A's lease is kept past its session's first possible expiry";
 
-/// The clock's step: every action happens at a step's moment, and time moves one step at once.
+/// The clock's step: every action happens at a step's moment, and time moves one step at once
+/// (`LeaseModel::step_ms`, this unless a check says otherwise).
 pub const STEP_MS: u32 = 100;
+
+/// The tick the client assumes for a session timeout when the user names none
+/// (`lifeline_math::tick`: ZooKeeper's sample 2 s, or T/5 when that is shorter).
+pub fn default_tick_ms(timeout_ms: u32) -> u32 {
+    let tick = lifeline_math::tick(None, ms_(timeout_ms));
+    u32::try_from(tick.as_millis()).unwrap_or(u32::MAX)
+}
+
+/// Whether the client accepts a session timeout for a tick (`lifeline_math::timing_fits`:
+/// four ticks at least).
+pub fn timing_fits(timeout_ms: u32, tick_ms: u32) -> bool {
+    lifeline_math::timing_fits(ms_(timeout_ms), ms_(tick_ms))
+}
 
 /// A deliberate flaw in the client, which the checker must catch (each a test in
 /// tests/mutations.rs).
@@ -39,6 +58,14 @@ pub enum Mutation {
     AnyAnswerProves,
     /// (b) The client assumes this tick (ms) while the servers run `LeaseModel::server_tick_ms`.
     AssumedTick(u32),
+    /// (c) The farewell goes out with the give-up, before `lost` reaches the holder (issue 33's
+    /// order), instead of once its time has come and the holder let go.
+    FarewellFirst,
+    /// (d) Plain pings instead of `sync` heartbeats, and a proof from `syncLimit`: a request
+    /// answered by a member that has not dropped its clients proves that the leader touched the
+    /// session `syncLimit` ticks before it was sent (the member heard its leader that recently,
+    /// and a leader drops a follower whose ping replies stop for `syncLimit` ticks).
+    PingsAndSyncLimit,
 }
 
 /// Which of the client's links to its member, and of the member's to the leader, a fault cut.
@@ -85,12 +112,28 @@ pub struct LeaseModel {
     pub max_reads: u8,
     /// Whether A's leader may be deposed (A on the leader).
     pub depose: bool,
+    /// The clock's step (ms).
+    pub step_ms: u32,
+    /// Whether a given-up session sends its farewell (`core/src/sessions/farewell.rs`), and
+    /// A's holder may let go of its lost lease (at any moment after `lost`, or never).
+    pub farewell: bool,
+    /// The follower's JVM may pause once for this long (ms; 0: never), whatever the other
+    /// faults: it reads nothing meanwhile, and on resuming serves the client requests that
+    /// waited before its learner thread reads that its leader dropped it.
+    pub follower_pause_ms: u32,
+    /// A's session starts idle (no heartbeats, only the transport's pings) and its acquire
+    /// comes at any moment: the lease is granted once the deadline is `floor` ahead (the
+    /// session is armed), else A's node is first but A does not hold yet (`session/demand.rs`).
+    pub from_idle: bool,
+    /// How fast A's clock runs against the servers' (‰): below 1000 it runs slow, so its
+    /// deadline comes late; the margin's 2% of T is for that.
+    pub client_rate_permille: u32,
     pub mutation: Mutation,
 }
 
 impl LeaseModel {
     /// T = 2 s and a 500 ms tick (the shortest timing zklock accepts for that tick), syncLimit
-    /// 5, one cut, two requests in flight, holder on a follower.
+    /// 5, one cut, two requests in flight, holder on a follower, no farewell.
     pub fn small() -> LeaseModel {
         LeaseModel {
             timeout_ms: 2000,
@@ -103,6 +146,11 @@ impl LeaseModel {
             max_disturbed: 4,
             max_reads: 0,
             depose: false,
+            step_ms: STEP_MS,
+            farewell: false,
+            follower_pause_ms: 0,
+            from_idle: false,
+            client_rate_permille: 1000,
             mutation: Mutation::None,
         }
     }
@@ -128,7 +176,14 @@ impl LeaseModel {
     /// Whether A's lease reads `held`: its deadline is still ahead, and never passed before
     /// (`lost` is final: the lifeline gives the session up when its deadline passes).
     pub fn a_holds(&self, state: &State) -> bool {
-        !state.given_up && state.now < self.deadline_ms(state)
+        state.armed && !state.given_up && self.client_now(state) < self.deadline_ms(state)
+    }
+
+    /// A's clock (ms), which runs at `client_rate_permille` of the servers' (one clock for the
+    /// servers: only their expiry and A's deadline meet).
+    pub fn client_now(&self, state: &State) -> u32 {
+        u32::try_from(u64::from(state.now) * u64::from(self.client_rate_permille) / 1000)
+            .unwrap_or(u32::MAX)
     }
 
     /// Whether B holds: A's session expired at the leader, so its node (the lowest) is deleted
@@ -155,8 +210,13 @@ impl LeaseModel {
         (d + self.sync_limit * self.server_tick_ms).saturating_sub(self.server_tick_ms / 2)
     }
 
+    /// The follower dropped its clients: it read that its leader closed its connection, or
+    /// heard nothing for `syncLimit` ticks (`Learner`'s socket timeout), unless its JVM resumed
+    /// this very step from a pause and its client threads ran before its learner thread.
     fn follower_lost_leader(&self, state: &State) -> bool {
-        state.now >= state.follower_heard + self.sync_limit * self.server_tick_ms
+        state.follower_closed
+            || (!state.resumed
+                && state.now >= state.follower_heard + self.sync_limit * self.server_tick_ms)
     }
 }
 
@@ -169,6 +229,8 @@ fn ms_(ms: u32) -> Duration {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Request {
     pub sync: bool,
+    /// A heartbeat (else the transport's ping or a read).
+    pub beat: bool,
     pub sent: u32,
 }
 
@@ -188,6 +250,9 @@ pub enum Down {
     Ping,
     /// The leader's answer to a forwarded `sync` (`Leader.processSync`).
     SyncDone(Request),
+    /// The leader dropped the follower (`LearnerHandler.run`: nothing read for `syncLimit`
+    /// ticks, `shutdown`): its connection closes after what it sent.
+    Closed,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -220,6 +285,26 @@ pub struct State {
     pub reads: u8,
     /// When A's leader lost its quorum (ms).
     pub deposed: Option<u32>,
+    /// When A's session was given up (ms), and the touch its proof stood on then.
+    pub given_up_at: Option<(u32, u32)>,
+    /// A's holder let go of its lost lease (released it, or its command stopped).
+    pub let_go: bool,
+    /// The farewell was sent (and closed the session: B holds) or skipped.
+    pub farewell_done: bool,
+    /// The farewell closed A's session.
+    pub farewell_closed: bool,
+    /// When the leader last read from the follower (ms), and whether it dropped it.
+    pub leader_heard: u32,
+    pub follower_dropped: bool,
+    /// The follower read that its leader dropped it, and dropped its clients.
+    pub follower_closed: bool,
+    /// The follower's JVM pause (ms): paused until then; `resumed` during the step it ends.
+    pub paused_until: Option<u32>,
+    pub resumed: bool,
+    /// A's acquire began: its session proves (sends heartbeats).
+    pub active: bool,
+    /// A's deadline binds: its lease was granted on it (a fresh session is armed at once).
+    pub armed: bool,
 }
 
 /// The four streams, as bits of what a [`Disturb`] holds.
@@ -270,6 +355,12 @@ pub enum Action {
     /// The leader, A's member, loses its quorum: it answers and touches alone until it notices,
     /// and the others elect a new leader (A on the leader only; `LeaseModel::depose`).
     Depose,
+    /// A's holder, told `lost`, lets go of its lease.
+    LetGo,
+    /// The follower's JVM stops for `LeaseModel::follower_pause_ms`.
+    PauseFollower,
+    /// A's program begins its acquire (`LeaseModel::from_idle`).
+    Acquire,
 }
 
 /// The streams a disturbance holds for one step.
@@ -286,6 +377,7 @@ fn hold_of(disturb: Disturb) -> u8 {
 
 /// The leader reads the follower's oldest message.
 fn leader_receives(s: &mut State) {
+    s.leader_heard = s.now;
     match s.up.remove(0) {
         Up::PingReply { touched } => {
             if touched && !s.expired {
@@ -306,11 +398,16 @@ fn follower_receives(s: &mut State) {
     match s.down.remove(0) {
         Down::Ping => {
             let touched = std::mem::take(&mut s.follower_touched);
-            if !s.is_cut(Link::FollowerToLeader) {
+            if !s.is_cut(Link::FollowerToLeader) && !s.follower_dropped {
                 s.up.push(Up::PingReply { touched });
             }
         }
         Down::SyncDone(r) => s.push_to_client(r),
+        Down::Closed => {
+            s.follower_closed = true;
+            // It drops its clients: what it had not answered is lost.
+            s.to_member.clear();
+        }
     }
 }
 
@@ -354,11 +451,22 @@ impl Model for LeaseModel {
             given_up: false,
             reads: 0,
             deposed: None,
+            given_up_at: None,
+            let_go: false,
+            farewell_done: false,
+            farewell_closed: false,
+            leader_heard: 0,
+            follower_dropped: false,
+            follower_closed: false,
+            paused_until: None,
+            resumed: false,
+            active: !self.from_idle,
+            armed: !self.from_idle,
         }]
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
-        if s.now + STEP_MS <= self.horizon_ms {
+        if s.now + self.step_ms <= self.horizon_ms {
             for disturb in DISTURBS {
                 let hold = hold_of(disturb);
                 let lens = [
@@ -382,11 +490,20 @@ impl Model for LeaseModel {
                 }
             }
         }
-        if s.reads < self.max_reads && s.pings_in_flight == 0 && s.last_send < s.now {
+        if s.reads < self.max_reads && s.pings_in_flight == 0 && s.last_send < self.client_now(s) {
             actions.push(Action::Read);
         }
         if self.depose && !self.on_follower && s.deposed.is_none() {
             actions.push(Action::Depose);
+        }
+        if self.from_idle && !s.active {
+            actions.push(Action::Acquire);
+        }
+        if self.follower_pause_ms > 0 && self.on_follower && s.paused_until.is_none() {
+            actions.push(Action::PauseFollower);
+        }
+        if self.farewell && s.given_up && !s.let_go {
+            actions.push(Action::LetGo);
         }
         if s.cut.len() < usize::from(self.max_cuts) {
             for link in LINKS {
@@ -402,11 +519,33 @@ impl Model for LeaseModel {
         let mut s = last.clone();
         match action {
             Action::Step(disturb) => {
-                let hold = hold_of(disturb);
+                let mut hold = hold_of(disturb);
                 if disturb != Disturb::None {
                     s.disturbed += 1;
                 }
-                s.now += STEP_MS;
+                s.now += self.step_ms;
+                s.resumed = false;
+                if let Some(until) = s.paused_until {
+                    if s.now < until {
+                        hold |= HOLD_TO_MEMBER | HOLD_DOWN;
+                    } else if s.now < until + self.step_ms {
+                        s.resumed = true;
+                    }
+                }
+                // The leader drops a follower it read nothing from for `syncLimit` ticks: its
+                // `LearnerHandler.run` reads with `sock.setSoTimeout(syncTimeout())`, and a
+                // timeout ends in `shutdown`, which closes the socket. The follower reads the
+                // close after what was sent before it.
+                if self.on_follower
+                    && !s.follower_dropped
+                    && s.now >= s.leader_heard + self.sync_limit * self.server_tick_ms
+                {
+                    s.follower_dropped = true;
+                    s.up.clear();
+                    if !s.is_cut(Link::LeaderToFollower) {
+                        s.down.push(Down::Closed);
+                    }
+                }
                 match s.deposed {
                     None => {
                         if !s.expired && s.now >= self.expiry_ms(s.leader_touch) {
@@ -425,15 +564,25 @@ impl Model for LeaseModel {
                 // The leader pings every learner every half tick (`Leader.lead`).
                 while s.now >= s.next_ping {
                     s.next_ping += self.server_tick_ms / 2;
-                    if self.on_follower && !s.is_cut(Link::LeaderToFollower) {
+                    if self.on_follower && !s.follower_dropped && !s.is_cut(Link::LeaderToFollower)
+                    {
                         s.down.push(Down::Ping);
                     }
                 }
                 // Read on every step whatever A does: a paused holder's lease is lost at its
                 // deadline, and it reads so when it resumes.
-                if s.now >= self.deadline_ms(&s) {
-                    s.given_up = true;
+                // An acquire is granted once the deadline is `floor` ahead (`Session::rearm`).
+                let floor = lifeline_math::floor(self.timeout(), self.client_tick());
+                let now = self.client_now(&s);
+                if s.active && !s.armed && ms_(self.deadline_ms(&s)) >= ms_(now) + floor {
+                    s.armed = true;
                 }
+                if s.armed && !s.given_up && now >= self.deadline_ms(&s) {
+                    s.given_up = true;
+                    let proven = u32::try_from(s.chain.proven.as_millis()).unwrap_or(u32::MAX);
+                    s.given_up_at = Some((now, proven));
+                }
+                self.farewell_step(&mut s);
                 if disturb != Disturb::ClientPaused {
                     self.client_sends(&mut s);
                 }
@@ -466,10 +615,16 @@ impl Model for LeaseModel {
                 }
             }
             Action::Depose => s.deposed = Some(s.now),
+            Action::Acquire => s.active = true,
+            Action::PauseFollower => s.paused_until = Some(s.now + self.follower_pause_ms),
+            Action::LetGo => {
+                s.let_go = true;
+                self.farewell_step(&mut s);
+            }
             Action::Read => {
                 s.reads += 1;
                 s.pings_in_flight += 1;
-                self.send(&mut s, false);
+                self.send(&mut s, false, false);
             }
             Action::Cut(link) => {
                 s.cut.push(link);
@@ -488,6 +643,9 @@ impl Model for LeaseModel {
         vec![
             Property::always(ONE_HOLDER, |model: &LeaseModel, s: &State| {
                 !(model.a_holds(s) && model.b_holds(s))
+            }),
+            Property::always(LET_GO_FIRST, |_: &LeaseModel, s: &State| {
+                !s.farewell_closed || s.let_go
             }),
             // Not vacuous: the proof does keep a lease past the moment an unproven session
             // could first expire.
@@ -520,102 +678,10 @@ impl LeaseModel {
             s.follower_touched = true;
             if !r.sync {
                 s.push_to_client(r);
-            } else if !s.is_cut(Link::FollowerToLeader) {
+            } else if !s.is_cut(Link::FollowerToLeader) && !s.follower_dropped {
                 s.up.push(Up::Sync(r));
             }
         }
         // A follower that lost its leader has closed its clients' connections.
-    }
-
-    /// What the client sends at this moment: a heartbeat on the schedule of
-    /// `sessions/session/tasks.rs` (every `beat_interval`, at most `MAX_BEATS_IN_FLIGHT`
-    /// waiting, or at once to catch up when the deadline is less than `floor` ahead and a
-    /// heartbeat can move the proof), and the transport's ping after a third of the session
-    /// timeout without a send (`wire`'s connection).
-    fn client_sends(&self, s: &mut State) {
-        let (timeout, tick) = (self.timeout(), self.client_tick());
-        let now = ms_(s.now);
-        let interval = lifeline_math::beat_interval(timeout, tick);
-        let mut beat = s.last_beat.map_or(true, |b| now >= ms_(b) + interval);
-        if !beat
-            && s.beats_in_flight == 0
-            && ms_(self.deadline_ms(s)) < now + lifeline_math::floor(timeout, tick)
-        {
-            beat = s.chain.catch_up_at(now, lifeline_math::gap(tick)) <= now;
-        }
-        if beat {
-            s.last_beat = Some(s.now);
-            if u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT {
-                s.beats_in_flight += 1;
-                self.send(s, true);
-            }
-        }
-        // The transport pings on its own, whatever the heartbeats do.
-        if s.pings_in_flight == 0 && s.now >= s.last_send + self.timeout_ms / 3 {
-            s.pings_in_flight += 1;
-            self.send(s, false);
-        }
-    }
-
-    fn send(&self, s: &mut State, sync: bool) {
-        s.last_send = s.now;
-        if !s.is_cut(Link::ClientToMember) {
-            s.to_member.push(Request { sync, sent: s.now });
-        }
-    }
-
-    /// A reads its member's oldest answer, and its lifeline records it.
-    fn client_receives(&self, s: &mut State) {
-        let r = s.to_client.remove(0);
-        if r.sync {
-            s.beats_in_flight -= 1;
-        } else {
-            s.pings_in_flight -= 1;
-        }
-        let (sent, answered) = (ms_(r.sent), ms_(s.now));
-        match self.mutation {
-            Mutation::AnyAnswerProves => {
-                s.chain.reconnected(sent);
-            }
-            _ => {
-                let gap = lifeline_math::gap(self.client_tick());
-                s.chain.record(sent, answered, r.sync, gap);
-            }
-        }
-    }
-
-    /// One line of a trace: the action, then what it left.
-    pub fn describe(&self, s: &State) -> String {
-        let mut out = format!(
-            "t={:>4} ms | A proven {:>4} deadline {:>4} {} | leader touch {:>4} expiry {:>4}{}",
-            s.now,
-            s.chain.proven.as_millis(),
-            self.deadline_ms(s),
-            if self.a_holds(s) { "HELD" } else { "lost" },
-            s.leader_touch,
-            self.expiry_ms(s.leader_touch),
-            if s.expired { " EXPIRED: B holds" } else { "" },
-        );
-        let _ = write!(
-            out,
-            " | to member {:?} to A {:?} up {:?} down {:?}",
-            s.to_member, s.to_client, s.up, s.down
-        );
-        if !s.cut.is_empty() {
-            let _ = write!(out, " | cut {:?}", s.cut);
-        }
-        out
-    }
-
-    /// A counterexample as lines a person can read: each step's action, then the state.
-    pub fn trace(&self, path: &stateright::Path<State, Action>) -> String {
-        let mut out = String::new();
-        for (state, action) in path.clone().into_vec() {
-            let _ = writeln!(out, "  {}", self.describe(&state));
-            if let Some(action) = action {
-                let _ = writeln!(out, "    -> {action:?}");
-            }
-        }
-        out
     }
 }

@@ -1,0 +1,112 @@
+//! Holder A's side: its client's schedule, what its lifeline records, and its farewell.
+
+use crate::{lifeline_math, ms_, LeaseModel, Link, Mutation, Request, State};
+
+impl LeaseModel {
+    /// The farewell of a given-up session (`farewell.rs`, `Farewell::step`): sent once (1) its
+    /// time has come, the first moment the leader could have expired the session on its own by
+    /// the proof (`proven + T`) and at least `margin + tick` after the give-up, and (2) the
+    /// holder let go; skipped if (2) has not come one session timeout after the give-up. It
+    /// goes on a fresh connection to every member, ConnectRequest then CloseSession, which the
+    /// member receiving it closes (`ZooKeeperServer.processConnectRequest` revalidates the
+    /// session, then `closeSession` goes through the leader): the model lets it close the
+    /// session at once, the soonest it could. Under mutation (c) it goes with the give-up.
+    pub(crate) fn farewell_step(&self, s: &mut State) {
+        let Some((given_up, proven)) = s.given_up_at else {
+            return;
+        };
+        if !self.farewell || s.farewell_done {
+            return;
+        }
+        let send = match self.mutation {
+            Mutation::FarewellFirst => true,
+            _ => {
+                let timeout = self.timeout();
+                let keep_back = lifeline_math::margin(timeout) + self.client_tick();
+                let keep_back = u32::try_from(keep_back.as_millis()).unwrap_or(u32::MAX);
+                let due = (proven + self.timeout_ms).max(given_up + keep_back);
+                if self.client_now(s) >= given_up + self.timeout_ms {
+                    s.farewell_done = true;
+                    return;
+                }
+                self.client_now(s) >= due && s.let_go
+            }
+        };
+        if send {
+            s.farewell_done = true;
+            if !s.expired {
+                s.expired = true;
+                s.farewell_closed = true;
+            }
+        }
+    }
+
+    /// What the client sends at this moment: a heartbeat on the schedule of
+    /// `sessions/session/tasks.rs` (every `beat_interval`, at most `MAX_BEATS_IN_FLIGHT`
+    /// waiting, or at once to catch up when the deadline is less than `floor` ahead and a
+    /// heartbeat can move the proof), and the transport's ping after a third of the session
+    /// timeout without a send (`wire`'s connection).
+    pub(crate) fn client_sends(&self, s: &mut State) {
+        let (timeout, tick) = (self.timeout(), self.client_tick());
+        let now = ms_(self.client_now(s));
+        let interval = lifeline_math::beat_interval(timeout, tick);
+        // An idle session sends no heartbeat (`Session::is_active`).
+        let mut beat = s.active && s.last_beat.map_or(true, |b| now >= ms_(b) + interval);
+        if !beat
+            && s.active
+            && s.beats_in_flight == 0
+            && ms_(self.deadline_ms(s)) < now + lifeline_math::floor(timeout, tick)
+        {
+            beat = s.chain.catch_up_at(now, lifeline_math::gap(tick)) <= now;
+        }
+        if beat {
+            s.last_beat = Some(self.client_now(s));
+            if u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT {
+                s.beats_in_flight += 1;
+                // Under mutation (d) a heartbeat is a plain ping, which the member answers alone.
+                let sync = self.mutation != Mutation::PingsAndSyncLimit;
+                self.send(s, sync, true);
+            }
+        }
+        // The transport pings on its own, whatever the heartbeats do.
+        if s.pings_in_flight == 0 && self.client_now(s) >= s.last_send + self.timeout_ms / 3 {
+            s.pings_in_flight += 1;
+            self.send(s, false, false);
+        }
+    }
+
+    pub(crate) fn send(&self, s: &mut State, sync: bool, beat: bool) {
+        s.last_send = self.client_now(s);
+        if !s.is_cut(Link::ClientToMember) {
+            s.to_member.push(Request {
+                sync,
+                beat,
+                sent: self.client_now(s),
+            });
+        }
+    }
+
+    /// A reads its member's oldest answer, and its lifeline records it.
+    pub(crate) fn client_receives(&self, s: &mut State) {
+        let r = s.to_client.remove(0);
+        if r.beat {
+            s.beats_in_flight -= 1;
+        } else {
+            s.pings_in_flight -= 1;
+        }
+        let (sent, answered) = (ms_(r.sent), ms_(self.client_now(s)));
+        match self.mutation {
+            Mutation::AnyAnswerProves => {
+                s.chain.reconnected(sent);
+            }
+            Mutation::PingsAndSyncLimit => {
+                let lag = ms_(self.sync_limit * self.server_tick_ms);
+                s.chain.reconnected(sent.saturating_sub(lag));
+            }
+            _ => {
+                let gap = lifeline_math::gap(self.client_tick());
+                s.chain.record(sent, answered, r.sync, gap);
+            }
+        }
+    }
+}
