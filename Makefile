@@ -27,6 +27,7 @@ lint:
 	scripts/check-sizes.py
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p zklock --no-deps
 
 # monitoring/ (issue 51, part 4): the alert rules are valid and their unit tests pass (each
 # alert fires on series made to fire it, not on the one beside it), and the dashboard parses

@@ -328,6 +328,7 @@ impl Client {
         self.inner.listeners().remove(id)
     }
 
+    /// Whether [`Client::close`] was called on this client (or a clone).
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
