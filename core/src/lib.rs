@@ -61,7 +61,7 @@ pub use leases::guarded::{Guarded, Write, Written};
 pub use leases::lease::Lease;
 pub use leases::node::{BROKEN, MAX_HOLD};
 pub use leases::position::{QueuePosition, QueuePositions};
-pub use ops::metrics::OVERFLOW_PATH;
+pub use ops::metric_families::{MetricFamily, Sample, OVERFLOW_PATH};
 pub use ops::path_stats::{LossReason, PathStats, PathStatsSnapshot};
 pub use ops::runtime::CallbackQueue;
 pub use ops::stats::{Percentiles, Stats};
