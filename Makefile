@@ -28,10 +28,11 @@ lint:
 	scripts/check-sizes.py
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p zklock --no-deps
 
 # monitoring/ (issue 51, part 4): the alert rules are valid and their unit tests pass (each
 # alert fires on series made to fire it, not on the one beside it), and the dashboard parses
-# and names only metrics core/src/ops/metrics.rs renders. No promtool is a failure, not a skip
+# and names only metrics core/src/ops/metric_families.rs decides. No promtool is a failure, not a skip
 # (scripts/install-deps.sh installs Debian's prometheus package for it).
 test-monitoring:
 	@command -v promtool >/dev/null 2>&1 || { echo "$@: promtool is missing (Debian package prometheus; scripts/install-deps.sh installs it)" >&2; exit 1; }

@@ -106,6 +106,18 @@ else
   faces+=(--skip "c=bindings-c not ready when measured (not built)")
 fi
 
+# The Python collector's row (issue 51, part 4): ZklockCollector.collect() and one scrape at
+# 1,000 paths, against the goal (collect <= 20 ms, scrape <= 200 KB); bench/README.md.
+if [ -f "$build/py.stamp" ]; then
+  if "$build/py-venv/bin/pip" install -q "prometheus_client>=0.17" >>"$build/pip.log" 2>&1 \
+      && cargo build --quiet -p zklock-testkit --bin zk-harness; then
+    "$build/py-venv/bin/python" "$here/python_collect.py" --out "$here/results/python-collect.json" \
+      || echo "bench: python-collect failed" >&2
+  else
+    echo "bench: python-collect skipped: prometheus_client or zk-harness did not install" >&2
+  fi
+fi
+
 exec "$build/zkbench" orchestrate \
   --secs "${BENCH_SECS:-2}" \
   --out "$here/results/results.json" \

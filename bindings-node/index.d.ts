@@ -362,9 +362,11 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
    */
   revoke(path: string, options?: RevokeOptions): Promise<string[]>
   /**
-   * A shared counter on `path`: `width` 'int32' (the default: Curator's SharedCount) or
-   * 'int64' (DistributedAtomicLong), so a Curator process shares the node.
+   * A shared counter on `path`: `width` 'int32' (the default: Curator's SharedCount; numbers) or
+   * 'int64' (DistributedAtomicLong; bigints, exact past 2^53), so Curator shares the node.
    */
+  counter(path: string, options?: CounterOptions<'int32'>): Counter<'int32'>
+  counter(path: string, options: CounterOptions<'int64'>): Counter<'int64'>
   counter(path: string, options?: CounterOptions): Counter
   /**
    * Breaks a stuck lock: deletes `node` (its name or full path), checked against the version
@@ -476,33 +478,32 @@ export interface LeaseEvents {
   revokeRequested: []
 }
 
+/** A counter's width: 'int32' (Curator's SharedCount) or 'int64' (DistributedAtomicLong). */
+export type CounterWidth = 'int32' | 'int64'
+/** A count's value: a number for 'int32', a bigint for 'int64' (exact over 64 bits). */
+export type CountValue<W extends CounterWidth = CounterWidth> = W extends 'int32' ? number : bigint
+/** `width`: 'int32' (the default) or 'int64'. */
+export interface CounterOptions<W extends CounterWidth = CounterWidth> { width?: W }
+
+/** A count and the data version it was read at (version -1: the node does not exist yet). */
+export interface Count<W extends CounterWidth = CounterWidth> { value: CountValue<W>; version: number }
+
+/** A shared counter on Curator's layouts (`client.counter(path)`); arguments take a safe integer or a bigint. */
+export declare class Counter<W extends CounterWidth = CounterWidth> {
+  private constructor()
+  readonly path: string
+  readonly width: W
+  /** The count and its version (`{ value: 0, version: -1 }` while the node does not exist). */
+  get(): Promise<Count<W>>
+  /** Sets `value` if the count is still at `seen.version`: the new count, or null when it moved. */
+  compareAndSet(seen: Count<W>, value: number | bigint): Promise<Count<W> | null>
+}
+
 /**
  * A held lock. It stays held until released, lost, its client closed or the process exits;
  * garbage collection never releases it (a held lease no longer referenced emits a
  * 'ZklockWarning' process warning).
  */
-export interface CounterOptions {
-  /** 'int32' (Curator's SharedCount, the default) or 'int64' (DistributedAtomicLong). */
-  width?: 'int32' | 'int64'
-}
-
-/** A count and the data version it was read at (version -1: the node does not exist yet). */
-export interface Count {
-  value: number
-  version: number
-}
-
-/** A shared counter on Curator's layouts (`client.counter(path)`). Counts are exact up to 2^53 - 1. */
-export declare class Counter {
-  private constructor()
-  readonly path: string
-  readonly width: 'int32' | 'int64'
-  /** The count and its version (`{ value: 0, version: -1 }` while the node does not exist). */
-  get(): Promise<Count>
-  /** Sets `value` if the count is still at `seen.version`: the new count, or null when it moved. */
-  compareAndSet(seen: Count, value: number): Promise<Count | null>
-}
-
 export declare class Lease extends EventEmitter implements AsyncDisposable {
   protected constructor()
   /** The fencing token: strictly increases from one holder of the lock to the next. */
@@ -537,10 +538,10 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   guardedWrite(writes: readonly GuardedWrite[], options?: TimeoutOptions): Promise<GuardedWritten[]>
   /**
    * Adds `by` (default 1) to `counter` only while this lease holds its lock (one multi with the
-   * lock node's check, at the version just read). Rejects with ZKLOCK_LOST after a loss
+   * lock node's check, at the version just read): the new count. ZKLOCK_LOST after a loss
    * (nothing written), ZKLOCK_INVALID_ARGUMENT past the counter's width.
    */
-  guardedIncrement(counter: Counter, by?: number): Promise<Count>
+  guardedIncrement<W extends CounterWidth>(counter: Counter<W>, by?: number | bigint): Promise<Count<W>>
   /**
    * Moves the end of the maximum hold (`maxHoldMs`) to `byMs` from now, same token; returns the
    * new end on Date.now()'s clock. Throws ZKLOCK_LOST after a loss, ZKLOCK_INVALID_ARGUMENT

@@ -5,7 +5,7 @@
   queries) names only zklock metrics that exist;
 - so do the rules' expressions in alerts.yml and the input series of alerts_test.yml.
 
-"Exist" means: a family that core/src/ops/metrics.rs renders as OpenMetrics text (a string
+"Exist" means: a family that core/src/ops/metric_families.rs decides (the families the OpenMetrics text renders; a string
 literal `"zklock_..."` in its non-test code), with the sample name's suffix (`_total`,
 `_count`, `_sum` or none) that core/src/ops/metrics_export.rs hands to the `metrics` facade
 under the same name, so both exports must carry it. Label names are not checked (the caller's
@@ -26,7 +26,7 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
-METRICS_RS = ROOT / "core/src/ops/metrics.rs"
+METRICS_RS = ROOT / "core/src/ops/metric_families.rs"
 EXPORT_RS = ROOT / "core/src/ops/metrics_export.rs"
 NAME = re.compile(r"\bzklock_[A-Za-z0-9_:]*")
 SUFFIXES = ("", "_total", "_count", "_sum")

@@ -295,8 +295,8 @@ class Client extends EventEmitter {
    * A shared counter on `path`: `{ width: 'int32' }` (the default, Curator's SharedCount: a
    * 4-byte big-endian int) or `'int64'` (DistributedAtomicLong: 8 bytes), so a Curator process
    * shares the node. `get()`, `compareAndSet(seen, value)`, and `lease.guardedIncrement(counter,
-   * by)`, which moves it only while the lease holds its lock. Counts are numbers: exact up to
-   * 2^53 - 1.
+   * by)`, which moves it only while the lease holds its lock. An 'int32' counter's values are
+   * numbers, an 'int64' counter's bigints (exact over 64 bits).
    */
   counter(path, options) {
     checkString(path, 'path')

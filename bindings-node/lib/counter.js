@@ -8,17 +8,36 @@ const { describe, internalOnly } = require('./args')
 
 const kNativeCounter = Symbol('zklock.nativeCounter')
 
-/** A count argument: a JS number counts exactly up to 2^53 - 1. */
+const I64_MIN = -(2n ** 63n)
+const I64_MAX = 2n ** 63n - 1n
+
+/**
+ * A count argument, as the bigint the native side takes: a safe integer number, or a bigint
+ * within 64 bits (an int64 counter's values are bigints, issue 51). The counter's width is the
+ * core's to check.
+ */
 function checkCount(value, what) {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
-    throw invalid(`${what} must be a safe integer number, got ${describe(value)}`)
+  if (typeof value === 'bigint') {
+    if (value < I64_MIN || value > I64_MAX) {
+      throw invalid(`${what} must fit in 64 bits, got ${value}`)
+    }
+    return value
   }
-  return value
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+    throw invalid(`${what} must be a safe integer number or a bigint, got ${describe(value)}`)
+  }
+  return BigInt(value)
 }
 
-/** A count read back: `{ value, version }` (version -1: the node does not exist yet). */
-function countOf(native) {
-  return native === null || native === undefined ? null : { value: native.value, version: native.version }
+/**
+ * A count read back: `{ value, version }` (version -1: the node does not exist yet). The value
+ * comes as a bigint; an int32 counter's is given as a number (it always fits), an int64
+ * counter's stays a bigint, so that 2^53 + 1 reads as itself and not as 2^53 (issue 51).
+ */
+function countOf(native, width) {
+  if (native === null || native === undefined) return null
+  const value = width === 'int32' ? Number(native.value) : native.value
+  return { value, version: native.version }
 }
 
 class Counter {
@@ -39,10 +58,13 @@ class Counter {
     return this.#native.width
   }
 
-  /** The count and its version (`{ value: 0, version: -1 }` while the node does not exist). */
+  /**
+   * The count and its version (`{ value: 0, version: -1 }` while the node does not exist): the
+   * value a number for an 'int32' counter, a bigint for an 'int64' one (exact past 2^53).
+   */
   async get() {
     try {
-      return countOf(await this.#native.get())
+      return countOf(await this.#native.get(), this.width)
     } catch (e) {
       throw translate(e)
     }
@@ -57,10 +79,12 @@ class Counter {
       throw invalid(`seen must be a count from counter.get(), got ${describe(seen)}`)
     }
     const seenValue = checkCount(seen.value, 'seen.value')
-    const seenVersion = checkCount(seen.version, 'seen.version')
-    checkCount(value, 'value')
+    if (!Number.isSafeInteger(seen.version)) {
+      throw invalid(`seen.version must be a safe integer number, got ${describe(seen.version)}`)
+    }
+    const v = checkCount(value, 'value')
     try {
-      return countOf(await this.#native.compareAndSet(seenValue, seenVersion, value))
+      return countOf(await this.#native.compareAndSet(seenValue, seen.version, v), this.width)
     } catch (e) {
       throw translate(e)
     }

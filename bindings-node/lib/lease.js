@@ -360,9 +360,9 @@ class Lease extends EventEmitter {
     if (!(counter instanceof Counter)) {
       throw invalid(`counter must be a Counter (client.counter(path)), got ${describe(counter)}`)
     }
-    checkCount(by, 'by')
+    const step = checkCount(by, 'by')
     try {
-      return countOf(await this.#core.native.guardedIncrement(counter[kNativeCounter](), by))
+      return countOf(await this.#core.native.guardedIncrement(counter[kNativeCounter](), step), counter.width)
     } catch (e) {
       throw translate(e)
     }

@@ -185,8 +185,9 @@ impl NativeLease {
         &self,
         env: &'env Env,
         counter: &NativeCounter,
-        by: i64,
+        by: BigInt,
     ) -> napi::Result<Object<'env>> {
+        let by = crate::counter::count_arg(&by, "by");
         let guarded = self.lease().as_ref().map(zklock::Lease::guarded);
         let (path, counter) = (self.path.clone(), counter.counter.clone());
         settle_from_core(env, async move {
@@ -198,7 +199,10 @@ impl NativeLease {
                     ),
                 ));
             };
-            guarded.increment(&counter, by).await.map(NativeCount::from)
+            guarded
+                .increment(&counter, by?)
+                .await
+                .map(NativeCount::from)
         })
     }
 

@@ -363,6 +363,35 @@ impl PyClient {
         self.client.openmetrics(&pairs)
     }
 
+    /// The core's statistics as metric families ([`zklock::Client::metric_families`]), for
+    /// `zklock.metrics.ZklockCollector`: a list of `(name, kind, help, unit, samples)`, each
+    /// sample `(name, labels dict, value)`. No text is rendered or parsed (issue 51).
+    #[pyo3(signature = (labels=None))]
+    fn metric_families<'py>(
+        &self,
+        py: Python<'py>,
+        labels: Option<Vec<(String, String)>>,
+    ) -> PyResult<Vec<FamilyTuple<'py>>> {
+        let labels = labels.unwrap_or_default();
+        let pairs: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut out = Vec::new();
+        for f in self.client.metric_families(&pairs) {
+            let mut samples = Vec::with_capacity(f.samples.len());
+            for s in f.samples {
+                let dict = PyDict::new(py);
+                for (k, v) in &s.labels {
+                    dict.set_item(k, v)?;
+                }
+                samples.push((format!("{}{}", f.name, s.suffix), dict, s.value));
+            }
+            out.push((f.name, f.kind, f.help, f.unit.unwrap_or(""), samples));
+        }
+        Ok(out)
+    }
+
     /// The core's statistics of this client, as a dict of numbers (times in seconds; `wait` and
     /// `hold` are dicts of `count`, `p50`, `p90`, `p99`, `max`). `zklock.Client.stats()` makes
     /// them a frozen dataclass.
@@ -450,3 +479,12 @@ impl PyClient {
         )
     }
 }
+
+/// One family for Python: name, kind, help, unit ("" when none), samples.
+type FamilyTuple<'py> = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Vec<(String, Bound<'py, PyDict>, f64)>,
+);

@@ -324,8 +324,9 @@ def test_run_does_not_kill_fn_when_the_leadership_is_lost_and_raises_lock_lost_o
             lead.guarded_write([("create", path + "-x", b"")])
         return "finished"
 
-    # fn ran to its end; leaving run after the loss is loud, as every scoped hold (issue 33).
-    with pytest.raises(zklock.LockLost):
+    # fn ran to its end; leaving run after the loss is loud, as every scoped hold (issue 33),
+    # and names what was held: the leadership, not a lock (issue 51).
+    with pytest.raises(zklock.LockLost, match=r"^the leadership on .* was lost before"):
         election.run(fn)
     assert states == ["lost"]
 

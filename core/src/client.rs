@@ -275,6 +275,17 @@ impl Client {
         self.stats().to_openmetrics_with(Some(&paths), &all)
     }
 
+    /// [`Client::stats`] and [`Client::path_stats`] as metric families, labelled as
+    /// [`Client::openmetrics`] labels them: what a face's registry adapter builds its families
+    /// from, without parsing text.
+    pub fn metric_families(&self, labels: &[(&str, &str)]) -> Vec<crate::MetricFamily> {
+        let id = self.id().to_string();
+        let mut all = vec![("client", id.as_str())];
+        all.extend_from_slice(labels);
+        let paths = self.path_stats();
+        self.stats().metric_families(Some(&paths), &all)
+    }
+
     /// Hands [`Client::stats`] and [`Client::path_stats`] to the `metrics` facade's current
     /// recorder (cargo feature `metrics`): every counter set to its total, every gauge to its
     /// value, under the names of [`Client::openmetrics`], labelled `client="<id>"` and with
@@ -328,6 +339,7 @@ impl Client {
         self.inner.listeners().remove(id)
     }
 
+    /// Whether [`Client::close`] was called on this client (or a clone).
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }

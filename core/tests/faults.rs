@@ -288,7 +288,8 @@ async fn a_release_leaves_no_watch_on_the_server() {
 /// lock. The lease is lost; the next acquire must not get a token (a czxid) an earlier lease of
 /// the client had: the server is refused, with an error that says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_server_whose_history_went_backwards_is_refused_so_tokens_never_repeat() {
+async fn a_server_whose_history_went_backwards_is_refused_so_tokens_never_repeat_and_the_refusal_is_remembered(
+) {
     let mut zk = ZooKeeper::standalone().expect("ZooKeeper must start");
     let servers = zk.connect_string();
     let path = unique_path("history");
@@ -326,5 +327,42 @@ async fn a_server_whose_history_went_backwards_is_refused_so_tokens_never_repeat
             );
         }
     }
+    refusals_after_the_first_write_nothing_on_the_server(&zk, &mutex).await;
     client.close().await;
+}
+
+/// Issue 51: telling a wiped server from one going down takes a probe session (a createSession
+/// and a closeSession: two writes). The refusal is remembered, so that further acquires of the
+/// same client are refused from memory: the server's zxid does not move.
+async fn refusals_after_the_first_write_nothing_on_the_server(
+    zk: &ZooKeeper,
+    mutex: &zklock::Lock,
+) {
+    let zxid = || {
+        let srvr = zk.four_letter(0, "srvr").expect("srvr");
+        let hex = srvr
+            .lines()
+            .find_map(|l| l.strip_prefix("Zxid: 0x"))
+            .expect("srvr names the zxid");
+        i64::from_str_radix(hex.trim(), 16).expect("a hex zxid")
+    };
+    let before = tokio::task::block_in_place(zxid);
+    for _ in 0..5 {
+        let err = mutex
+            .acquire_timeout(Duration::from_secs(15))
+            .await
+            .expect_err("still refused");
+        assert!(
+            err.message()
+                .contains("older history than this client has seen"),
+            "{err}"
+        );
+    }
+    let after = tokio::task::block_in_place(zxid);
+    assert_eq!(
+        after,
+        before,
+        "5 refused acquires wrote {} transactions (a probe session is 2)",
+        after - before
+    );
 }

@@ -133,6 +133,28 @@ async fn a_lease_lost_before_its_release_ends_lost_with_its_reason_and_its_scope
         .expect("a held lease leaves quietly");
 }
 
+/// Issue 51: a leader whose leadership was lost inside a scope is told of "the leadership on
+/// PATH", not of a lock it never took; every face's scoped hold gets this message from here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaving_a_scope_after_a_leadership_was_lost_names_the_leadership_not_a_lock() {
+    let a = client().await;
+    let path = unique_path("ended-leadership");
+    let election = a
+        .election(&path, ElectionStyle::Selector, Some("leader"))
+        .unwrap();
+    let lead = election.lead().await.unwrap();
+    a.close().await;
+    let err = lead.ended().leave_scope("the block").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost);
+    assert!(
+        err.message().starts_with(&format!(
+            "the leadership on \"{path}\" was lost before the block ended"
+        )),
+        "{err}"
+    );
+    assert!(!err.message().contains("lock on"), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_election_object_refuses_another_participants_leadership_which_keeps_leading() {
     let (a, b) = (client().await, client().await);

@@ -8,6 +8,7 @@ import {
   isZkLockError,
   logChannel,
   Semaphore,
+  type Count,
   type Election,
   type ElectionParticipant,
   type ElectionStyle,
@@ -66,6 +67,14 @@ export async function main(servers: string): Promise<void> {
     return 42
   }, { timeoutMs: 1_000 })
   console.log(total)
+
+  // Issue 51: an int64 counter's values are bigints (exact past 2^53), an int32 one's numbers.
+  const big = client.counter('/counters/big', { width: 'int64' })
+  const bigCount: bigint = (await big.get()).value
+  const small = client.counter('/counters/small')
+  const smallCount: number = (await small.get()).value
+  const moved: Count<'int64'> | null = await big.compareAndSet(await big.get(), bigCount + 1n)
+  console.log(smallCount, moved?.value)
 
   const semaphore = client.mutex('/locks/jobs', { reentrant: false })
   const queue: Participant[] = await semaphore.participants()

@@ -29,6 +29,7 @@ impl std::fmt::Debug for CancelToken {
 }
 
 impl CancelToken {
+    /// A token not cancelled yet.
     pub fn new() -> CancelToken {
         CancelToken::default()
     }
@@ -38,6 +39,7 @@ impl CancelToken {
         self.state.set(1);
     }
 
+    /// Whether [`CancelToken::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
         self.state.get() == 1
     }

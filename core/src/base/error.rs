@@ -153,6 +153,8 @@ impl PartialEq for Error {
 impl Eq for Error {}
 
 impl Error {
+    /// An error of `kind` with `message` (what a face or a test builds; zklock's own come with
+    /// their cause).
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
         Error {
             kind,
@@ -162,10 +164,12 @@ impl Error {
         }
     }
 
+    /// What kind of failure this is: what a caller matches on.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
+    /// The message for people: what failed and why, inputs quoted and shortened.
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -292,6 +296,7 @@ impl Error {
     }
 }
 
+/// zklock's result: an [`Error`] on failure.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Errors that say nothing about the data, only that the connection broke under the request

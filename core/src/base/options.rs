@@ -150,38 +150,47 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Sets [`Options::session_timeout`].
     pub fn session_timeout(mut self, d: Duration) -> Self {
         self.session_timeout = d;
         self
     }
+    /// Sets [`Options::connect_timeout`].
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
         self
     }
+    /// Sets [`Options::auth`]: digest credentials `user:password`.
     pub fn auth(mut self, user_password: impl Into<String>) -> Self {
         self.auth = Some(user_password.into());
         self
     }
+    /// Sets [`Options::acl`].
     pub fn acl(mut self, acl: AclPolicy) -> Self {
         self.acl = acl;
         self
     }
+    /// Sets [`Options::identity`].
     pub fn identity(mut self, identity: impl Into<String>) -> Self {
         self.identity = Some(identity.into());
         self
     }
+    /// Sets [`Options::tls`].
     pub fn tls(mut self, tls: Tls) -> Self {
         self.tls = Some(tls);
         self
     }
+    /// Sets [`Options::server_tick`]: the ensemble's `tickTime`.
     pub fn server_tick(mut self, tick: Duration) -> Self {
         self.server_tick = Some(tick);
         self
     }
+    /// Sets [`Options::path_stats_limit`] (0 turns per-path statistics off).
     pub fn path_stats_limit(mut self, limit: usize) -> Self {
         self.path_stats_limit = limit;
         self
     }
+    /// Sets [`Options::sasl`]: SASL DIGEST-MD5 credentials.
     pub fn sasl(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.sasl = Some(Sasl {
             user: user.into(),
@@ -384,11 +393,17 @@ pub fn duration_from_millis_i64(ms: i64, what: &str) -> Result<Duration> {
 /// here by [`SecureParts::apply`].
 #[derive(Default, Clone)]
 pub struct SecureParts {
+    /// The CA certificates that sign the servers' certificates (PEM file path or text).
     pub tls_ca: Option<String>,
+    /// The client's own certificate, for servers that ask for one (PEM).
     pub tls_cert: Option<String>,
+    /// The private key of `tls_cert` (PEM).
     pub tls_key: Option<String>,
+    /// Whether a server's certificate must name the host dialled (default on).
     pub tls_verify_hostname: Option<bool>,
+    /// The SASL DIGEST-MD5 user; needs `sasl_password`.
     pub sasl_user: Option<String>,
+    /// The SASL DIGEST-MD5 password; needs `sasl_user`.
     pub sasl_password: Option<String>,
 }
 

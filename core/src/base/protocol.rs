@@ -49,10 +49,15 @@ impl NodeKind {
 /// Which library wrote a lock node, judged by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Library {
+    /// zklock's own node (Curator's layout, with zklock's data).
     Zklock,
+    /// Apache Curator's recipes (Java).
     Curator,
+    /// kazoo's recipes (Python).
     Kazoo,
+    /// go-zookeeper's lock (its `_c_<guid>-lock-` names).
     GoZookeeper,
+    /// A name no known library writes.
     Unknown,
 }
 
@@ -180,6 +185,9 @@ pub(crate) fn shown(value: &str) -> String {
     }
 }
 
+/// Checks a lock path before any I/O: absolute, not the root nor under `/zookeeper`, within
+/// ZooKeeper's length, no trailing `/`, no empty, `.` or `..` segment, no character ZooKeeper
+/// refuses (`PathUtils.validatePath`); `InvalidArgument` naming the path and the rule otherwise.
 pub fn validate_path(path: &str) -> Result<()> {
     let bad = |why: &str| {
         Err(Error::invalid(format!(

@@ -22,7 +22,9 @@ use crate::base::error::{Error, Result};
 /// PEM text: a file (read when connecting) or the bytes themselves.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Pem {
+    /// A PEM file, read when connecting.
     File(PathBuf),
+    /// PEM text itself.
     Bytes(Vec<u8>),
 }
 
@@ -114,6 +116,7 @@ pub struct Tls {
 }
 
 impl Tls {
+    /// TLS trusting the certificates of `ca`, with no client certificate and the host name checked.
     pub fn new(ca: Pem) -> Tls {
         Tls {
             ca,
@@ -128,7 +131,9 @@ impl Tls {
 /// DIGEST-MD5 only (a GSSAPI client needs the system's Kerberos libraries).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Sasl {
+    /// The SASL user name.
     pub user: String,
+    /// The user's password (never shown: `Debug` redacts it).
     pub password: String,
 }
 

@@ -23,6 +23,7 @@ crate::base::names::names!(LeaseState, "lease state" {
 });
 
 impl LeaseState {
+    /// Whether nothing follows this state (`Lost` or `Released`).
     pub fn is_final(self) -> bool {
         matches!(self, LeaseState::Lost | LeaseState::Released)
     }

@@ -26,22 +26,39 @@ use crate::ops::runtime::{self, in_runtime};
 pub enum Write {
     /// Creates a persistent node with `data` (its parent must exist), with the client's ACL
     /// policy.
-    Create { path: String, data: Vec<u8> },
+    Create {
+        /// The node to create.
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+    },
     /// Replaces the data of an existing node, whatever its version.
-    SetData { path: String, data: Vec<u8> },
+    SetData {
+        /// The node.
+        path: String,
+        /// Its new data.
+        data: Vec<u8>,
+    },
     /// Deletes a node that has no children, whatever its version.
-    Delete { path: String },
+    Delete {
+        /// The node to delete.
+        path: String,
+    },
     /// Replaces the data of a node whose data version is `version` (a compare-and-set: a node
     /// changed meanwhile fails the batch with ZooKeeper's `BadVersion`). The fenced counter's
     /// write; the faces build their batches from the three ops above.
     SetDataAt {
+        /// The node.
         path: String,
+        /// Its new data.
         data: Vec<u8>,
+        /// The data version the node must still be at.
         version: i32,
     },
 }
 
 impl Write {
+    /// A [`Write::Create`] of `path` with `data`.
     pub fn create(path: impl Into<String>, data: impl Into<Vec<u8>>) -> Write {
         Write::Create {
             path: path.into(),
@@ -49,6 +66,7 @@ impl Write {
         }
     }
 
+    /// A [`Write::SetData`] of `path` to `data`.
     pub fn set_data(path: impl Into<String>, data: impl Into<Vec<u8>>) -> Write {
         Write::SetData {
             path: path.into(),
@@ -56,6 +74,7 @@ impl Write {
         }
     }
 
+    /// A [`Write::Delete`] of `path`.
     pub fn delete(path: impl Into<String>) -> Write {
         Write::Delete { path: path.into() }
     }
@@ -108,7 +127,10 @@ pub enum Written {
     /// The node was created (its path).
     Created(String),
     /// The data was set; the node's new data version.
-    Set { version: i32 },
+    Set {
+        /// The node's data version after the write.
+        version: i32,
+    },
     /// The node was deleted.
     Deleted,
 }

@@ -267,6 +267,12 @@ impl Lease {
         });
     }
 
+    /// Whether this lease is an election's leadership (its messages say "leadership").
+    pub(crate) fn is_leadership(&self) -> bool {
+        let parts = self.shared_parts();
+        !parts.is_empty() && parts.iter().all(|p| p.is_leadership())
+    }
+
     pub(crate) fn shared_parts(&self) -> Vec<Arc<LeaseShared>> {
         self.parts.iter().map(|p| p.shared.to_arc()).collect()
     }

@@ -58,6 +58,9 @@ struct Rare {
     hold_ceiling: Option<std::time::Instant>,
     /// The lock path on which a clean release writes its marker (a lock with a lock-delay).
     release_marker_on: Option<String>,
+    /// Set on an election's node once it leads (`Leaderships::record`): what the holder holds
+    /// is a leadership, and the messages a person reads say so (issue 51).
+    leadership: bool,
 }
 
 /// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
@@ -200,6 +203,24 @@ impl LeaseShared {
             .get_or_insert_with(|| format!("lease on {} lost: {why}", self.node));
         self.set_state(LeaseState::Lost);
         self.stop_watching();
+    }
+
+    /// Marks this node as an election's leadership (see `Rare::leadership`).
+    pub(crate) fn mark_leadership(&self) {
+        self.rare
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Box::default)
+            .leadership = true;
+    }
+
+    /// Whether this node is an election's leadership.
+    pub(crate) fn is_leadership(&self) -> bool {
+        self.rare
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|r| r.leadership)
     }
 
     pub(crate) fn lost_reason(&self) -> Option<String> {

@@ -39,6 +39,7 @@ impl std::fmt::Debug for QueuePosition {
 }
 
 impl QueuePosition {
+    /// A position not known yet (no acquire reported one).
     pub fn new() -> QueuePosition {
         QueuePosition::default()
     }
@@ -115,6 +116,7 @@ impl std::fmt::Debug for QueuePositions {
 }
 
 impl QueuePositions {
+    /// An empty set of positions.
     pub fn new() -> QueuePositions {
         QueuePositions::default()
     }

@@ -16,9 +16,13 @@ use std::sync::{Arc, RwLock};
 /// The level of a record, from the most to the least severe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Level {
+    /// A failure the application should hear of.
     Error = 1,
+    /// Something that may need attention (a lease lost, a lock broken).
     Warn = 2,
+    /// The course of things (acquires, releases, sessions).
     Info = 3,
+    /// Details for debugging.
     Debug = 4,
 }
 
@@ -34,13 +38,17 @@ crate::base::names::names!(Level, "log level" {
 /// `outcome`, `wait_ms`, `node`, `state`, `session`, `reason`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
+    /// How severe the record is.
     pub level: Level,
     /// The id of the client whose acquire, lease or session this is ([`crate::Client::id`]).
     /// The sink is one per process; a face that serves several owners in one process (Node's
     /// main thread and worker threads) routes each record to its client's owner by it.
     pub client: u64,
+    /// What the record is about: `acquire`, `state`, `session`, `break`, ...
     pub event: &'static str,
+    /// The message for people.
     pub message: String,
+    /// The record's fields by name (`path`, `kind`, `outcome`, `wait_ms`, `node`, ...).
     pub fields: Vec<(&'static str, String)>,
 }
 

@@ -1,17 +1,16 @@
 //! A client's statistics as OpenMetrics text (the Prometheus exposition format's successor,
-//! which Prometheus reads): what issue 37's "metrics per lock" asks of every face, rendered once
-//! here so that every face serves the same names. Counters end in `_total`, the wait and hold
-//! times are summaries in seconds (the quantiles the core keeps: 0.5, 0.9, 0.99, and `_count`),
-//! and every sample carries the labels the caller gives (a client id, a service name).
+//! which Prometheus reads): the families of `metric_families`, where the names are decided,
+//! rendered once here so that every face serves the same text.
 
 use std::fmt::Write as _;
 
-use crate::ops::path_stats::{PathStats, PathStatsSnapshot};
-use crate::ops::stats::{Percentiles, Stats};
+use crate::ops::metric_families::MetricFamily;
+use crate::ops::stats::Stats;
 
-/// The `path` label of the overflow series, where the acquires on paths past the client's
-/// `path_stats_limit` are counted (no lock path looks like it: they all start with `/`).
-pub const OVERFLOW_PATH: &str = "(overflow)";
+#[cfg(test)]
+use crate::ops::path_stats::{PathStats, PathStatsSnapshot};
+#[cfg(test)]
+use crate::ops::stats::Percentiles;
 
 impl Stats {
     /// These statistics as OpenMetrics text, ending with `# EOF`, each sample labelled with
@@ -25,218 +24,40 @@ impl Stats {
     /// `path` label each; the overflow series as `path="(overflow)"`).
     pub fn to_openmetrics_with(
         &self,
-        paths: Option<&PathStatsSnapshot>,
+        paths: Option<&crate::PathStatsSnapshot>,
         labels: &[(&str, &str)],
     ) -> String {
-        let base = label_text(labels);
-        let mut out = String::with_capacity(2048);
-        counter(
-            &mut out,
-            "zklock_acquires",
-            "Acquires that went to ZooKeeper, by how they settled.",
-        );
-        for (outcome, n) in [
-            ("acquired", self.acquired),
-            ("timed_out", self.timed_out),
-            ("cancelled", self.cancelled),
-            ("failed", self.failed),
-        ] {
-            let labels = join(&base, &format!("outcome=\"{outcome}\""));
-            let _ = writeln!(out, "zklock_acquires_total{labels} {n}");
-        }
-        summary(
-            &mut out,
-            "zklock_wait_seconds",
-            "How long acquired locks were waited for.",
-            &base,
-            &self.wait,
-        );
-        summary(
-            &mut out,
-            "zklock_hold_seconds",
-            "How long leases were held, until released or lost.",
-            &base,
-            &self.hold,
-        );
-        for (name, help, value) in [
-            ("zklock_held", "Leases held now.", self.held),
-            ("zklock_waiting", "Acquires waiting now.", self.waiting),
-        ] {
-            let _ = writeln!(out, "# TYPE {name} gauge\n# HELP {name} {help}");
-            let _ = writeln!(out, "{name}{} {value}", braces(&base));
-        }
-        for (name, help, value) in [
-            (
-                "zklock_lease_suspensions",
-                "Times a held lease turned suspended.",
-                self.suspended,
-            ),
-            (
-                "zklock_leases_lost",
-                "Times a lease turned lost.",
-                self.lost,
-            ),
-            (
-                "zklock_reconnects",
-                "Times the connection came back to the same session.",
-                self.reconnects,
-            ),
-            (
-                "zklock_session_expiries",
-                "Sessions that expired.",
-                self.session_expiries,
-            ),
-        ] {
-            counter(&mut out, name, help);
-            let _ = writeln!(out, "{name}_total{} {value}", braces(&base));
-        }
-        if let Some(paths) = paths.filter(|p| p.limit > 0) {
-            render_paths(&mut out, &base, paths);
-        }
-        out.push_str("# EOF\n");
-        out
+        render(&self.metric_families(paths, labels))
     }
 }
 
-/// The per-path families: each family's samples together, one `path` label per series. An
-/// outcome or a loss reason that never happened on a path has no series (issue 51: at the
-/// default limit a scrape carried 12 samples a path, most of them zeros, 1.4 MB at 1,000
-/// paths); it appears with its first count. `increase()` does not count a series' first sample,
-/// so a rule on a first loss looks for new series too (monitoring/alerts.yml, `ZklockLeaseLost`).
-/// The wait sum and count, `held` and the oldest hold are always there.
-fn render_paths(out: &mut String, base: &str, snapshot: &PathStatsSnapshot) {
-    let series: Vec<(String, &PathStats)> = snapshot
-        .paths
-        .iter()
-        .chain(snapshot.overflow.as_ref())
-        .map(|p| {
-            let path = escape(p.path.as_deref().unwrap_or(OVERFLOW_PATH));
-            let labels = match base.is_empty() {
-                true => format!("path=\"{path}\""),
-                false => format!("{base},path=\"{path}\""),
-            };
-            (labels, p)
-        })
-        .collect();
-    counter(
-        out,
-        "zklock_path_acquires",
-        "Acquires on a lock path that went to ZooKeeper, by how they settled.",
-    );
-    for (labels, p) in &series {
-        for (outcome, n) in [
-            ("acquired", p.acquired),
-            ("timed_out", p.timed_out),
-            ("cancelled", p.cancelled),
-            ("failed", p.failed),
-        ] {
-            if n > 0 {
-                let _ = writeln!(
-                    out,
-                    "zklock_path_acquires_total{{{labels},outcome=\"{outcome}\"}} {n}"
-                );
+/// OpenMetrics text of `families`, ending with `# EOF`.
+pub(crate) fn render(families: &[MetricFamily]) -> String {
+    let mut out = String::with_capacity(2048);
+    for f in families {
+        let name = f.name;
+        let _ = writeln!(out, "# TYPE {name} {}\n# HELP {name} {}", f.kind, f.help);
+        if let Some(unit) = f.unit {
+            let _ = writeln!(out, "# UNIT {name} {unit}");
+        }
+        for s in &f.samples {
+            out.push_str(name);
+            out.push_str(s.suffix);
+            if !s.labels.is_empty() {
+                out.push('{');
+                for (i, (k, v)) in s.labels.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    let _ = write!(out, "{k}=\"{}\"", escape(v));
+                }
+                out.push('}');
             }
+            let _ = writeln!(out, " {}", s.value);
         }
     }
-    let name = "zklock_path_wait_seconds";
-    let _ = writeln!(
-        out,
-        "# TYPE {name} summary\n# HELP {name} How long acquired locks on a path were waited \
-         for.\n# UNIT {name} seconds"
-    );
-    for (labels, p) in &series {
-        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", p.wait_sum.as_secs_f64());
-        let _ = writeln!(out, "{name}_count{{{labels}}} {}", p.acquired);
-    }
-    counter(
-        out,
-        "zklock_path_leases_lost",
-        "Leases on a lock path that turned lost, by reason.",
-    );
-    for (labels, p) in &series {
-        for (reason, n) in p.lost.into_iter().filter(|(_, n)| *n > 0) {
-            let reason = reason.as_str();
-            let _ = writeln!(
-                out,
-                "zklock_path_leases_lost_total{{{labels},reason=\"{reason}\"}} {n}"
-            );
-        }
-    }
-    let name = "zklock_path_held";
-    let _ = writeln!(
-        out,
-        "# TYPE {name} gauge\n# HELP {name} Leases held now on a lock path."
-    );
-    for (labels, p) in &series {
-        let _ = writeln!(out, "{name}{{{labels}}} {}", p.held);
-    }
-    let name = "zklock_path_oldest_hold_seconds";
-    let _ = writeln!(
-        out,
-        "# TYPE {name} gauge\n# HELP {name} How long the oldest lease held now on a lock path \
-         has been held (0 when none is).\n# UNIT {name} seconds"
-    );
-    for (labels, p) in &series {
-        let _ = writeln!(out, "{name}{{{labels}}} {}", p.oldest_hold.as_secs_f64());
-    }
-    let name = "zklock_path_stats_folded";
-    counter(
-        out,
-        name,
-        "Acquires on paths past the client's path_stats_limit, counted in the path=\"(overflow)\" series.",
-    );
-    let _ = writeln!(out, "{name}_total{} {}", braces(base), snapshot.folded);
-}
-
-fn counter(out: &mut String, name: &str, help: &str) {
-    let _ = writeln!(out, "# TYPE {name} counter\n# HELP {name} {help}");
-}
-
-fn summary(out: &mut String, name: &str, help: &str, base: &str, p: &Percentiles) {
-    let _ = writeln!(
-        out,
-        "# TYPE {name} summary\n# HELP {name} {help}\n# UNIT {name} seconds"
-    );
-    for (q, d) in [("0.5", p.p50), ("0.9", p.p90), ("0.99", p.p99)] {
-        let labels = join(base, &format!("quantile=\"{q}\""));
-        let _ = writeln!(out, "{name}{labels} {}", d.as_secs_f64());
-    }
-    let _ = writeln!(out, "{name}_count{} {}", braces(base), p.count);
-}
-
-/// `a="1",b="2"` from the caller's labels, valid names only, values escaped.
-fn label_text(labels: &[(&str, &str)]) -> String {
-    labels
-        .iter()
-        .filter(|(name, _)| valid_name(name))
-        .map(|(name, value)| format!("{name}=\"{}\"", escape(value)))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn join(base: &str, more: &str) -> String {
-    if base.is_empty() {
-        format!("{{{more}}}")
-    } else {
-        format!("{{{base},{more}}}")
-    }
-}
-
-fn braces(base: &str) -> String {
-    if base.is_empty() {
-        String::new()
-    } else {
-        format!("{{{base}}}")
-    }
-}
-
-fn valid_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with("__")
+    out.push_str("# EOF\n");
+    out
 }
 
 fn escape(value: &str) -> String {

@@ -8,7 +8,7 @@
 
 use metrics::{counter, gauge, Label};
 
-use crate::ops::metrics::OVERFLOW_PATH;
+use crate::ops::metric_families::OVERFLOW_PATH;
 use crate::ops::path_stats::PathStatsSnapshot;
 use crate::ops::stats::{Percentiles, Stats};
 

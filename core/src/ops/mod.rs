@@ -3,6 +3,7 @@
 
 pub(crate) mod bounds;
 pub(crate) mod logs;
+pub(crate) mod metric_families;
 pub(crate) mod metrics;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics_export;

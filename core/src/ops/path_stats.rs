@@ -26,13 +26,18 @@ use crate::ops::outcome::Outcome;
 /// expired or was closed, or our node was gone after a reconnect).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LossReason {
+    /// The node was deleted by someone else (`zklock break`, an operator).
     Broken,
+    /// The lock's maximum hold ended the lease.
     MaxHold,
+    /// A node of another library's layout appeared beside ours.
     Conflict,
+    /// The session expired or was closed, or our node was gone after a reconnect.
     Session,
 }
 
 impl LossReason {
+    /// Every reason, in the order statistics list them.
     pub const ALL: [LossReason; 4] = [
         LossReason::Broken,
         LossReason::MaxHold,
@@ -260,10 +265,13 @@ pub struct PathStats {
     /// The lock or election path; `None` for the overflow series, where the acquires on the
     /// paths past the limit are counted.
     pub path: Option<String>,
+    /// Acquires that got the lock.
     pub acquired: u64,
     /// Acquires whose deadline passed (a try that found the lock taken included).
     pub timed_out: u64,
+    /// Acquires cancelled before they got the lock.
     pub cancelled: u64,
+    /// Acquires that failed otherwise (connection, permission, ...).
     pub failed: u64,
     /// The sum of the waits of the acquired ones (`acquired` is their count).
     pub wait_sum: Duration,
@@ -280,6 +288,7 @@ pub struct PathStats {
 pub struct PathStatsSnapshot {
     /// The client's `path_stats_limit` (0: off, nothing is kept).
     pub limit: usize,
+    /// The paths with statistics of their own, sorted by path.
     pub paths: Vec<PathStats>,
     /// The overflow series, once an acquire or a hold on a path past the limit went to it.
     pub overflow: Option<PathStats>,

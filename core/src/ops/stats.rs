@@ -238,9 +238,13 @@ impl Counters {
 pub struct Percentiles {
     /// How many durations were recorded.
     pub count: u64,
+    /// The median.
     pub p50: Duration,
+    /// The 90th percentile.
     pub p90: Duration,
+    /// The 99th percentile.
     pub p99: Duration,
+    /// The longest, exact.
     pub max: Duration,
 }
 

@@ -120,7 +120,9 @@ fn looks_like_kazoo_counter(data: &[u8]) -> bool {
 /// A count and the data version it was read at (`-1`: the node does not exist yet, count 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Count {
+    /// The count.
     pub value: i64,
+    /// The node's data version the count was read at (`-1`: no node yet).
     pub version: i32,
 }
 
@@ -151,10 +153,13 @@ impl Counter {
         })
     }
 
+    /// The counter's node.
     pub fn path(&self) -> &str {
         &self.path
     }
 
+    /// How the count is stored: Curator's `SharedCount` (`Int32`) or `DistributedAtomicLong`
+    /// (`Int64`).
     pub fn width(&self) -> CounterWidth {
         self.width
     }

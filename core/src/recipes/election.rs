@@ -363,6 +363,7 @@ impl LeaderWatch {
         })
     }
 
+    /// The election's path.
     pub fn path(&self) -> &str {
         &self.path
     }

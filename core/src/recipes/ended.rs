@@ -18,6 +18,9 @@ pub struct Ended {
     /// The lease's lost reason when it was lost before the release.
     lost_reason: Option<String>,
     path: String,
+    /// What the holder held, as its messages name it: "lock", or "leadership" for an
+    /// election's lease (issue 51: a leader told of "the lock on ..." looked for a lock).
+    what: &'static str,
 }
 
 impl Ended {
@@ -45,7 +48,8 @@ impl Ended {
     }
 
     /// Leaving a scoped hold of this lease, named `scope` in the message (`"the with block"`):
-    /// `LockLost` when the lease was lost before it was released, else fine.
+    /// `LockLost` when the lease was lost before it was released, else fine. The message names
+    /// what was held: "the lock on PATH", or "the leadership on PATH" for an election's lease.
     pub fn leave_scope(&self, scope: &str) -> crate::Result<()> {
         match &self.lost_reason {
             None => Ok(()),
@@ -58,7 +62,8 @@ impl Ended {
                 Err(Error::new(
                     ErrorKind::LockLost,
                     format!(
-                        "the lock on {} was lost before {scope} ended: {why}",
+                        "the {} on {} was lost before {scope} ended: {why}",
+                        self.what,
                         protocol::shown(lock_path(&self.path))
                     ),
                 ))
@@ -80,6 +85,11 @@ impl Lease {
                     .unwrap_or_else(|| format!("lease on {} lost", self.path()))
             }),
             path: self.path().to_owned(),
+            what: if self.is_leadership() {
+                "leadership"
+            } else {
+                "lock"
+            },
         }
     }
 }

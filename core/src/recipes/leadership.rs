@@ -14,11 +14,16 @@ use crate::leases::node::LeaseShared;
 pub(crate) struct Leaderships(Mutex<Vec<Weak<LeaseShared>>>);
 
 impl Leaderships {
-    /// Remembers a leadership this object took.
+    /// Remembers a leadership this object took, and marks its node as one, so that the
+    /// messages about it name a leadership, not a lock (`Ended::leave_scope`).
     pub(crate) fn record(&self, leadership: &Lease) {
         let mut taken = self.0.lock().unwrap();
         taken.retain(|w| w.strong_count() > 0);
-        taken.extend(leadership.shared_parts().iter().map(Arc::downgrade));
+        let parts = leadership.shared_parts();
+        for part in &parts {
+            part.mark_leadership();
+        }
+        taken.extend(parts.iter().map(Arc::downgrade));
     }
 
     /// True when `lease` is one this object took (whatever its state now).

@@ -131,31 +131,38 @@ impl MultiLock {
         self.max_hold.map(|limit| (limit, self.hold_ceiling))
     }
 
+    /// The member paths, in the order they are acquired (sorted).
     pub fn paths(&self) -> Vec<&str> {
         self.members.iter().map(|m| m.path.as_str()).collect()
     }
 
+    /// Waits until every member is held: one lease of them all. On failure no member stays held.
     pub async fn acquire(&self) -> Result<Lease> {
         self.acquire_until_instant(None).await
     }
 
+    /// As [`MultiLock::acquire`], `Timeout` once `timeout` passed (nothing held).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
         self.acquire_until_instant(bounds::deadline_after(timeout))
             .await
     }
 
+    /// One attempt: the lease, or `None` when a member is taken (nothing held).
     pub async fn try_acquire(&self) -> Result<Option<Lease>> {
         none_on_timeout(self.acquire_until_instant(Some(Instant::now())).await)
     }
 
+    /// Blocking twin of [`MultiLock::acquire`] (from a thread that is not the runtime's).
     pub fn blocking_acquire(&self) -> Result<Lease> {
         runtime::block_on(self.acquire_until(None))
     }
 
+    /// Blocking twin of [`MultiLock::acquire_timeout`].
     pub fn blocking_acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
         runtime::block_on(self.acquire_until_instant(bounds::deadline_after(timeout)))
     }
 
+    /// Blocking twin of [`MultiLock::try_acquire`].
     pub fn blocking_try_acquire(&self) -> Result<Option<Lease>> {
         none_on_timeout(runtime::block_on(
             self.acquire_until(Some(std::time::Instant::now())),

@@ -28,8 +28,8 @@ use crate::recipes::mutex_holds::{LockInner, Owner};
 use crate::recipes::mutex_queue::{participants, with_max, within, Participant};
 use crate::sessions::connection::Connection;
 
-/// A lock on one path: a mutex, one side of a [`RwLock`], or a semaphore. Re-entrant per caller
-/// by default ([`Owner::current`]): while a task (or, outside a task, a thread) holds the lock
+/// A lock on one path: a mutex, one side of a [`RwLock`](crate::RwLock), or a semaphore.
+/// Re-entrant per caller by default ([`Owner::current`]): while a task (or, outside a task, a thread) holds the lock
 /// through this value, its acquiring it again only counts up, and other tasks sharing the value
 /// (an `Arc<Lock>` in an app state) wait their turn like other clients. `acquire_as(owner, ..)`
 /// picks the owner: [`Owner::SHARED`] for one hold shared by every caller of the value. A
@@ -254,10 +254,12 @@ impl Lock {
 }
 
 impl Lock {
+    /// The lock's path.
     pub fn path(&self) -> &str {
         &self.inner.path
     }
 
+    /// Whether a second acquire by the same owner re-enters (counts up) instead of queueing.
     pub fn is_reentrant(&self) -> bool {
         self.inner.reentrant
     }

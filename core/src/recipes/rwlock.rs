@@ -65,18 +65,22 @@ impl RwLock {
         )
     }
 
+    /// The read side: shared among readers, excluded by a writer.
     pub fn read(&self) -> &Lock {
         &self.read
     }
 
+    /// The write side: exclusive.
     pub fn write(&self) -> &Lock {
         &self.write
     }
 
+    /// The lock's path.
     pub fn path(&self) -> &str {
         self.read.path()
     }
 
+    /// Everyone queued on either side, holders first.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
         self.read.participants().await
     }

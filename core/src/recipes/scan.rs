@@ -40,7 +40,9 @@ impl Default for ScanLimits {
 /// [`crate::Lock::participants`] lists it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockQueue {
+    /// The lock or election path.
     pub path: String,
+    /// Its queue, holder(s) first.
     pub participants: Vec<Participant>,
 }
 

@@ -14,6 +14,7 @@ use crate::base::protocol;
 use crate::base::state::ConnectionState;
 use crate::ops::runtime;
 use crate::ops::stats::Counters;
+use crate::sessions::history::History;
 use crate::sessions::listeners::ConnectionListeners;
 use crate::sessions::session::Session;
 
@@ -33,6 +34,9 @@ pub(crate) struct Connection {
     /// The largest zxid any session of this client saw: a later session refuses a server
     /// whose history is older (tokens never repeat within a client's life).
     zxid_seen: Arc<AtomicI64>,
+    /// A refusal of a server behind `zxid_seen`, remembered so that the next refused
+    /// acquire needs no probe session (issue 51; `history`).
+    history: History,
 }
 
 impl Connection {
@@ -43,8 +47,11 @@ impl Connection {
         let counters = Arc::new(Counters::new(options.path_stats_limit));
         let listeners = Arc::new(ConnectionListeners::default());
         let zxid_seen = Arc::new(AtomicI64::new(0));
-        let session =
-            Session::open(&hosts, &options, &counters, &listeners, None, &zxid_seen).await?;
+        let history = History::default();
+        let session = Session::open(
+            &hosts, &options, &counters, &listeners, None, &zxid_seen, &history,
+        )
+        .await?;
         Ok(Connection {
             counters,
             listeners,
@@ -56,6 +63,7 @@ impl Connection {
             reconnect: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
             zxid_seen,
+            history,
         })
     }
 
@@ -144,6 +152,7 @@ impl Connection {
             &self.listeners,
             deadline,
             &self.zxid_seen,
+            &self.history,
         ))
         .await?;
         *self.current.lock().unwrap() = fresh.clone();

@@ -3,6 +3,7 @@
 
 pub(crate) mod connection;
 pub(crate) mod farewell;
+pub(crate) mod history;
 pub(crate) mod lifeline;
 pub(crate) mod lifeline_math;
 pub(crate) mod listeners;

@@ -24,6 +24,7 @@ use crate::base::state::{ConnectionState, LeaseState};
 use crate::ops::observe;
 use crate::ops::stats::Counters;
 use crate::sessions::farewell;
+use crate::sessions::history::{self, History};
 use crate::sessions::lifeline::{self, Lifeline};
 use crate::sessions::listeners::ConnectionListeners;
 use crate::sessions::own_watch;
@@ -132,38 +133,6 @@ async fn sasl_in_effect(
     }
 }
 
-/// Whether the servers of `hosts` have a history older than `options.last_zxid_seen` (a data
-/// directory wiped, or restored from a backup): the message saying so, or `None`. Connects as a
-/// new client would (lastZxidSeen 0), reads the zxid of the server's first reply (a read's
-/// reply header carries its last processed zxid, `FinalRequestProcessor`) and closes that
-/// session at once.
-async fn history_behind(
-    hosts: &str,
-    options: &zk::ClientOptions,
-    secure: Option<zk::Secure>,
-) -> Option<String> {
-    let seen = options.last_zxid_seen;
-    let probe_options = zk::ClientOptions {
-        last_zxid_seen: 0,
-        ..options.clone()
-    };
-    let probe = zk::Client::connect(hosts, probe_options, secure)
-        .await
-        .ok()?;
-    let answered = probe.check_stat("/").await;
-    let theirs = probe.last_zxid();
-    probe.close();
-    answered.ok()?;
-    (theirs < seen).then(|| {
-        format!(
-            "ZooKeeper at {hosts} has an older history than this client has seen (its last \
-             zxid 0x{theirs:x}, this client saw 0x{seen:x}): its data was wiped or restored \
-             from a backup. Refused: the fencing tokens it would hand out could repeat tokens \
-             this client's earlier leases had (docs/safety.md, \"History that goes backwards\")"
-        )
-    })
-}
-
 impl Session {
     /// Opens a session, retrying unreachable servers until `connect_timeout`, or until `until`
     /// when that comes first (the deadline of the acquire that needs the session: a deadline
@@ -175,6 +144,7 @@ impl Session {
         listeners: &Arc<ConnectionListeners>,
         until: Option<Instant>,
         zxid_seen: &Arc<AtomicI64>,
+        history: &History,
     ) -> Result<Arc<Session>> {
         // A connect timeout beyond what an instant holds means: keep trying.
         let far = Duration::from_secs(100 * 365 * 86_400);
@@ -230,8 +200,13 @@ impl Session {
                         && !history_checked
                     {
                         history_checked = true;
-                        let probe = history_behind(hosts, &client_options, secure.clone());
+                        let seen = client_options.last_zxid_seen;
+                        if let Some(why) = history.refused(seen) {
+                            return Err(Error::new(ErrorKind::Connection, why));
+                        }
+                        let probe = history::behind(hosts, &client_options, secure.clone());
                         if let Ok(Some(why)) = tokio::time::timeout_at(deadline, probe).await {
+                            history.remember(seen, &why);
                             return Err(Error::new(ErrorKind::Connection, why));
                         }
                     }
