@@ -1,4 +1,8 @@
 //! Finds the ZooKeeper server's jars that Debian's `zookeeper` package installs.
+//!
+//! One list for `zklock server` and the test harness: this file belongs to the CLI (a published
+//! crate cannot depend on the unpublished `zklock-testkit`, issue 55), and the harness compiles
+//! the same file with `#[path]` (tests/harness/src/lib.rs).
 
 use std::path::Path;
 
@@ -25,7 +29,7 @@ const JARS: &[&str] = &[
 ];
 
 /// The server's class path, or a message naming the missing package.
-pub fn classpath() -> crate::Result<String> {
+pub fn classpath() -> Result<String, String> {
     let dir = std::env::var("ZKLOCK_JAR_DIR").unwrap_or_else(|_| JAR_DIR.into());
     let mut parts = Vec::new();
     for jar in JARS {
