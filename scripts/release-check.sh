@@ -100,7 +100,7 @@ import json, sys
 meta = json.load(open(sys.argv[1]))
 pkgs = {p["id"]: p for p in meta["packages"]}
 nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
-ver = lambda s: tuple(int(x) for x in (s or "0").split("."))
+ver = lambda s: tuple(int(x) for x in ((s or "0") + ".0.0").split(".")[:3])  # 1.89 == 1.89.0
 bad = 0
 for name in ["zklock-wire", "zklock", "zklock-cli"]:
     root = next(i for i, p in pkgs.items() if p["name"] == name and p["source"] is None)
@@ -110,7 +110,8 @@ for name in ["zklock-wire", "zklock", "zklock-cli"]:
         for d in nodes[i]["deps"]:
             if any(k["kind"] in (None, "build") for k in d["dep_kinds"]) and d["pkg"] not in seen:
                 seen.add(d["pkg"]); todo.append(d["pkg"])
-    top = max(seen, key=lambda i: ver(pkgs[i].get("rust_version")))
+    # The registry's crates (the workspace's own say theirs, checked as roots themselves).
+    top = max((i for i in seen if pkgs[i]["source"] is not None), key=lambda i: ver(pkgs[i].get("rust_version")))
     need, have = pkgs[top].get("rust_version"), pkgs[root].get("rust_version")
     ok = ver(have) >= ver(need)
     print(f"  {name}: rust-version {have}; its dependencies need {need} ({pkgs[top]['name']} {pkgs[top]['version']}){'' if ok else ' -- TOO LOW'}")
@@ -129,7 +130,9 @@ publish_crates() {
   # The packaged LICENSE is the root's, byte for byte.
   local c f bad=0
   for c in zklock-wire zklock zklock-cli; do
-    f="$target_dir/package/$c-$version.crate"
+    # (cargo publish leaves the .crate files in package/tmp-crate, cargo package in package/)
+    f="$(ls "$target_dir/package/tmp-crate/$c-$version.crate" "$target_dir/package/$c-$version.crate" 2>/dev/null | head -n1)"
+    [ -n "$f" ] || { echo "  no $c-$version.crate"; bad=1; continue; }
     tar -xzOf "$f" "$c-$version/LICENSE" | cmp -s - LICENSE || { echo "  $f: LICENSE differs from the root's"; bad=1; }
   done
   return $bad
