@@ -4,7 +4,7 @@ CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
 .PHONY: test-servers test-server-smoke test-server-3.4
-.PHONY: test deps old-userland lint test-monitoring test-rust test-model test-python test-node test-c test-cli test-interop test-dist dist check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long bench-s9-long model-long
+.PHONY: test deps old-userland lint test-monitoring test-rust test-model test-python test-node test-c test-cli test-interop test-dist dist release-check check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long bench-s9-long model-long
 
 test: deps old-userland lint test-monitoring test-rust test-server-smoke test-model test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
@@ -81,9 +81,11 @@ test-cli:
 	$(call suite,cli/ci-test.sh)
 test-interop:
 	$(call suite,tests/ci-test.sh)
-# The packages of `make dist` installed and run where no Rust toolchain is (docs/packaging.md).
+# The packages of `make dist` installed and run where no Rust toolchain is (docs/packaging.md);
+# then installed by name from local registries, Verdaccio and pypiserver (issue 55, about 40 s).
 test-dist: dist
 	$(call suite,tests/dist/test-dist.sh)
+	$(call suite,tests/dist/test-registries.sh)
 
 # dist/: the abi3 wheel and sdist, the npm tarball with the prebuilt addon, the C tarball, the
 # .deb and SHA256SUMS, all of the workspace's version (cargo profile `dist`, in target/), for
@@ -96,6 +98,14 @@ test-dist: dist
 # Without a Linux target, test-dist runs only the Windows and macOS checks.
 dist:
 	scripts/dist.sh
+
+# Not part of `make test` (issue 55): every registry's own check of what a release publishes,
+# never an upload: cargo publish --dry-run for zklock-wire, zklock and zklock-cli in dependency
+# order, the sdist built and installed from source, twine check on the wheels and the sdist,
+# npm publish --dry-run for the main package and each platform package (docs/packaging.md,
+# Publishing).
+release-check: dist
+	scripts/release-check.sh
 
 # Opt-in, not part of `make test`: the shipped crates type-check (cargo check, nothing linked)
 # for Windows and macOS, each with a standard library built from Debian's rust-web-src

@@ -4,7 +4,8 @@
 #   pyzklock-<v>-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 #                                                 Python >= 3.9 (abi3), checked with auditwheel
 #   pyzklock-<v>.tar.gz                             Python sdist (builds from source with cargo)
-#   zklock-<v>.tgz                                npm package, prebuilds/linux-x64-gnu/zklock.node
+#   zklock-<v>.tgz                                npm package: JavaScript and types, optionalDependencies
+#   zklock-linux-x64-gnu-<v>.tgz                  npm platform package: zklock.node (os, cpu, libc)
 #   libzklock-<v>-linux-x86_64.tar.gz             C: lib/ include/ lib/pkgconfig/ bin/zklock
 #   zklock_<v>_amd64.deb                          the same files under /usr
 #   SHA256SUMS
@@ -20,32 +21,32 @@
 # time). maturin, auditwheel, ziglang and cargo-zigbuild come from PyPI into target/dist-venv.
 # Prints each artifact's size and each step's time.
 #
-# DIST_TARGETS (default linux-x64-gnu): the platforms to build for, in the npm prebuilds' names.
+# DIST_TARGETS (default linux-x64-gnu): the platforms to build for, in the npm platform packages' names (zklock-<key>).
 #   linux-x64-gnu     x86_64, glibc >= 2.17: the files above
 #   linux-arm64-gnu   aarch64, glibc >= 2.17: the wheel ..._manylinux2014_aarch64..., the C tarball
 #                     libzklock-<v>-linux-aarch64.tar.gz, zklock_<v>_arm64.deb, and the addon in
-#                     the one npm package's prebuilds/linux-arm64-gnu/. Its Rust standard library
+#                     the npm package zklock-linux-arm64-gnu. Its Rust standard library
 #                     is rustup's if the toolchain has the target, else Debian's (rustc-web and
 #                     libstd-rust-web-dev:arm64, which scripts/install-deps.sh installs).
 #   linux-x64-musl    x86_64, musl >= 1.2: the wheel ..._musllinux_1_2_x86_64.whl, the C tarball
 #                     libzklock-<v>-linux-x86_64-musl.tar.gz (a static bin/zklock), no .deb, and
-#                     prebuilds/linux-x64-musl/. Its standard library is rustup's if the toolchain
+#                     zklock-linux-x64-musl. Its standard library is rustup's if the toolchain
 #                     has the target, else compiled from Debian's rust-web-src by Debian's
 #                     rustc-web (cargo -Zbuild-std, RUSTC_BOOTSTRAP=1).
 #   linux-arm64-musl  aarch64, musl >= 1.2: as linux-x64-musl, for aarch64 (..._musllinux_1_2_aarch64.whl,
-#                     libzklock-<v>-linux-aarch64-musl.tar.gz, prebuilds/linux-arm64-musl/).
+#                     libzklock-<v>-linux-aarch64-musl.tar.gz, zklock-linux-arm64-musl).
 #   windows-x64-gnu   Windows 10+ x86_64, the mingw (UCRT) ABI (issue 36): the wheel
 #                     ..._win_amd64.whl, the C zip libzklock-<v>-windows-x86_64.zip (bin/zklock.dll,
 #                     bin/zklock.exe, lib/libzklock.dll.a and lib/zklock.lib: the DLL's import
 #                     libraries for mingw and MSVC, lib/zklock.def, lib/libzklock.a for mingw only),
-#                     and prebuilds/win32-x64/ (the Node loader's key). Its standard library is
+#                     and zklock-win32-x64 (the Node loader's key). Its standard library is
 #                     compiled from Debian's rust-web-src as for musl; zig links against its own
 #                     mingw-w64 UCRT import libraries; rustc asks binutils-mingw-w64's dlltool for
 #                     the raw-dylib imports (windows-link, pyo3's python3.dll).
 #   macos-arm64       macOS 11+ on Apple silicon (issue 36): the wheel ..._macosx_11_0_arm64.whl,
 #                     the C tarball libzklock-<v>-macos-arm64.tar.gz (lib/libzklock.0.dylib, its
 #                     install name @rpath/libzklock.0.dylib, bin/zklock, lib/libzklock.a), and
-#                     prebuilds/darwin-arm64/. Standard library from rust-web-src as for musl;
+#                     zklock-darwin-arm64. Standard library from rust-web-src as for musl;
 #                     zig links against its own libSystem.tbd (no Apple SDK), for the macOS
 #                     version MACOSX_DEPLOYMENT_TARGET names (zig takes it in its target triple,
 #                     aarch64-macos.11.0; it ignores -mmacosx-version-min). Every Mach-O file is
@@ -53,7 +54,7 @@
 #                     into target/tools): arm64 macOS runs no unsigned code, and a strip after
 #                     zig's own signature breaks it (scripts/dist-macos.sh).
 #   macos-x64         macOS 10.12+ on x86_64 (Rust's own minimum): ..._macosx_10_12_x86_64.whl,
-#                     libzklock-<v>-macos-x86_64.tar.gz, prebuilds/darwin-x64/; as macos-arm64.
+#                     libzklock-<v>-macos-x86_64.tar.gz, zklock-darwin-x64; as macos-arm64.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -82,7 +83,7 @@ target_vars() {
     macos-x64) triple=x86_64-apple-darwin arch=x86_64 deb_arch="" npm_cpu=x64 strip_tool=llvm-strip-22 macos_min=10.12 ;;
     *) echo "dist: unknown target $1 (DIST_TARGETS: linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl windows-x64-gnu macos-arm64 macos-x64)" >&2; return 1 ;;
   esac
-  # npm_key: the prebuilds/ folder the Node loader looks in (lib/native.js: platform-arch, plus
+  # npm_key: the platform package zklock-<key> the Node loader looks for (lib/native.js: platform-arch, plus
   # -gnu or -musl on Linux); npm_os: the package.json `os` it adds.
   case "$1" in
     linux-*) npm_key="$1" npm_os=linux ;;
@@ -276,39 +277,65 @@ timed "Python sdist (maturin sdist)" "$venv/bin/maturin" sdist -m bindings-pytho
 
 # --- Node -----------------------------------------------------------------------------------
 node_package() {
-  local pkg="$stage/npm" t cpus=() oses=()
+  # napi-rs' layout (issue 55): the main package `zklock` is JavaScript and types only, with an
+  # optional dependency on one package per platform, `zklock-<key>` (key as the loader's:
+  # linux-x64-gnu, linux-arm64-musl, win32-x64, darwin-arm64...), which carries that platform's
+  # addon and says where it runs (`os`, `cpu`, and `libc` on Linux). npm installs the one that
+  # fits and skips the others; installing a platform package elsewhere is refused (EBADPLATFORM).
+  local pkg="$stage/npm" t keys=()
+  for t in "${targets[@]}"; do
+    target_vars "$t"
+    local pp="$stage/npm-$npm_key" libc=""
+    mkdir -p "$pp"
+    if [[ "$t" == windows-* ]]; then
+      cp "$out/zklock_node.dll" "$pp/zklock.node"
+    elif [[ "$t" == macos-* ]]; then
+      macho_sign "$out/libzklock_node.dylib" "$pp/zklock.node" zklock.node
+    else
+      cp "$out/libzklock_node.so" "$pp/zklock.node"
+    fi
+    case "$t" in *-gnu) [ "$npm_os" = linux ] && libc=glibc ;; *-musl) libc=musl ;; esac
+    cp LICENSE "$pp/"
+    printf '# zklock-%s\n\nThe native addon of [zklock](https://www.npmjs.com/package/zklock) for %s. Install `zklock`, not this package: npm picks the addon for the platform it runs on.\n' "$npm_key" "$npm_key" >"$pp/README.md"
+    node - "$root/bindings-node/package.json" "$pp/package.json" "$version" "$npm_key" "$npm_os" "$npm_cpu" "$libc" <<'JS'
+const fs = require('node:fs')
+const [src, dest, version, key, os, cpu, libc] = process.argv.slice(2)
+const main = JSON.parse(fs.readFileSync(src, 'utf8'))
+const pkg = {
+  name: `zklock-${key}`,
+  version,
+  description: `zklock's native addon for ${key} (install zklock, which depends on it)`,
+  license: main.license,
+  repository: main.repository,
+  homepage: main.homepage,
+  main: 'zklock.node',
+  files: ['zklock.node', 'LICENSE', 'README.md'],
+  os: [os],
+  cpu: [cpu],
+  ...(libc ? { libc: [libc] } : {}),
+  engines: main.engines,
+}
+fs.writeFileSync(dest, JSON.stringify(pkg, null, 2) + '\n')
+JS
+    (cd "$pp" && npm pack --silent --pack-destination "$dist" >/dev/null)
+    [ -f "$dist/zklock-$npm_key-$version.tgz" ] || return 1
+    keys+=("$npm_key")
+  done
   mkdir -p "$pkg"
   cp bindings-node/index.js bindings-node/index.d.ts bindings-node/README.md LICENSE "$pkg/"
   cp -r bindings-node/lib "$pkg/"
-  for t in "${targets[@]}"; do
-    target_vars "$t"
-    mkdir -p "$pkg/prebuilds/$npm_key"
-    if [[ "$t" == windows-* ]]; then
-      cp "$out/zklock_node.dll" "$pkg/prebuilds/$npm_key/zklock.node"
-    elif [[ "$t" == macos-* ]]; then
-      macho_sign "$out/libzklock_node.dylib" "$pkg/prebuilds/$npm_key/zklock.node" zklock.node
-    else
-      cp "$out/libzklock_node.so" "$pkg/prebuilds/$npm_key/zklock.node"
-    fi
-    case " ${cpus[*]} " in *" $npm_cpu "*) ;; *) cpus+=("$npm_cpu") ;; esac
-    case " ${oses[*]} " in *" $npm_os "*) ;; *) oses+=("$npm_os") ;; esac
-  done
   # The checkout's package.json builds the addon at install (scripts.install); the packaged one
-  # carries it prebuilt: no scripts, no dev dependencies, the workspace's version.
-  node - "$root/bindings-node/package.json" "$pkg/package.json" "$version" "${oses[*]}" "${cpus[@]}" <<'JS'
+  # has no scripts, no dev dependencies, the workspace's version, and depends on the platform
+  # packages of this dist, at the same version.
+  node - "$root/bindings-node/package.json" "$pkg/package.json" "$version" "${keys[@]}" <<'JS'
 const fs = require('node:fs')
-const [src, dest, version, oses, ...cpus] = process.argv.slice(2)
+const [src, dest, version, ...keys] = process.argv.slice(2)
 const pkg = JSON.parse(fs.readFileSync(src, 'utf8'))
 pkg.version = version
 delete pkg.scripts
 delete pkg.devDependencies
-pkg.files = ['index.js', 'lib/', 'index.d.ts', 'prebuilds/', 'LICENSE']
-// The addons inside are built for these systems (linux, win32, darwin) and CPUs only: npm refuses the
-// package elsewhere (EBADPLATFORM at install) rather than installing it to fail at require().
-// The checkout's package.json has no such fields: it builds the addon from source, wherever
-// cargo can.
-pkg.os = oses.split(' ')
-pkg.cpu = cpus
+pkg.files = ['index.js', 'lib/', 'index.d.ts', 'LICENSE']
+pkg.optionalDependencies = Object.fromEntries(keys.map((k) => [`zklock-${k}`, version]))
 fs.writeFileSync(dest, JSON.stringify(pkg, null, 2) + '\n')
 JS
   (cd "$pkg" && npm pack --silent --pack-destination "$dist" >/dev/null)
@@ -432,7 +459,7 @@ for cur in "${targets[@]}"; do
   timed "C ${ctar} (tarball or zip)" c_tarball
   [ -z "$deb_arch" ] || timed "Debian package zklock_${version}_$deb_arch.deb" deb
 done
-timed "npm package with the prebuilt addons (${targets[*]})" node_package
+timed "npm packages: zklock and one per platform (${targets[*]})" node_package
 
 (cd "$dist" && sha256sum -- * >SHA256SUMS)
 echo "== dist: $dist (version $version)"

@@ -1,5 +1,6 @@
-// The native addon: ./zklock.node when built from a source checkout, else the prebuilt one
-// for this platform under prebuilds/. The bottom of the package: every other file asks it.
+// The native addon: ./zklock.node when built from a source checkout, else the one of this
+// platform's package `zklock-<key>` (an optional dependency of a packaged zklock: npm installs
+// the one whose os, cpu and libc fit). The bottom of the package: every other file asks it.
 'use strict'
 
 const path = require('node:path')
@@ -9,25 +10,41 @@ const native = loadNative()
 
 /**
  * The addon: ./zklock.node when built from a source checkout (its npm install builds it), else
- * the prebuilt one a packaged zklock (make dist) carries in prebuilds/<platform key>/.
+ * `zklock-<platform key>/zklock.node`, the platform package a packaged zklock (make dist) names
+ * in its optionalDependencies.
  */
 function loadNative() {
   const fs = require('node:fs')
   const built = path.join(__dirname, '..', 'zklock.node')
-  const key = fs.existsSync(built) ? null : platformKey()
-  const file = key === null ? built : path.join(__dirname, '..', 'prebuilds', key, 'zklock.node')
   const fromSource = 'build it from a zklock source checkout with Rust (https://rustup.rs) ' +
     'installed: `npm install <checkout>/bindings-node`'
-  if (key !== null && !fs.existsSync(file)) {
-    let have = []
-    try { have = fs.readdirSync(path.join(__dirname, '..', 'prebuilds')) } catch {}
-    const carried = have.length ? `prebuilt addons for ${have.join(', ')} only` : 'no prebuilt addon'
-    const err = new Error(
-      `zklock: no native addon for this platform (${key}); this package carries ${carried}. ` +
-        `To use zklock here, ${fromSource}`,
-    )
-    err.code = 'ZKLOCK_NATIVE_MISSING'
-    throw err
+  let file = built
+  if (!fs.existsSync(built)) {
+    const key = platformKey()
+    const name = `zklock-${key}`
+    try {
+      file = require.resolve(`${name}/zklock.node`)
+    } catch {
+      /** @type {string[]} */
+      let have = []
+      try {
+        const own = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'))
+        have = Object.keys(own.optionalDependencies ?? {})
+      } catch {}
+      const keys = have.map((n) => n.slice('zklock-'.length))
+      const why = keys.includes(key)
+        ? 'npm installs it with zklock unless told to omit optional dependencies (--omit=optional) ' +
+          'or to install for another --os, --cpu or --libc: install zklock again without those'
+        : keys.length
+          ? `this zklock has native addons for ${keys.join(', ')} only`
+          : 'this zklock names no native addon package (a source checkout not yet built)'
+      const err = new Error(
+        `zklock: no native addon for this platform (${key}): the package ${name} is not installed; ` +
+          `${why}. To use zklock here, ${fromSource}`,
+      )
+      err.code = 'ZKLOCK_NATIVE_MISSING'
+      throw err
+    }
   }
   try {
     return require(file)
@@ -39,7 +56,7 @@ function loadNative() {
   }
 }
 
-/** `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`...: the prebuilds/ folder for this process. */
+/** `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`...: the platform package's key for this process. */
 function platformKey() {
   let key = `${process.platform}-${process.arch}`
   if (process.platform === 'linux') {

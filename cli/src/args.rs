@@ -15,6 +15,8 @@ use crate::status::{self, one_line, Failure, EXIT_STATUS_HELP};
 pub struct Connection {
     /// ZooKeeper connect string (host:port[,host:port...][/chroot]). Default: $ZKLOCK_SERVERS,
     /// else the local server that `zklock server start` runs. An empty value is an error.
+    // The text is clap's help as well: `[/chroot]` stays as the user reads it, not a doc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "HOSTS")]
     pub servers: Option<String>,
 

@@ -3,7 +3,7 @@
 //!
 //! - Linux: `prctl(PR_SET_PDEATHSIG, SIGTERM)`, the kernel's own parent-death signal.
 //! - macOS (and any other Unix): no such call, so a watcher process holds the read end of a
-//!   pipe whose write end only zklock holds ([`lifeline`]). When zklock dies, however it dies,
+//!   pipe whose write end only zklock holds (the `lifeline` module, below). When zklock dies, however it dies,
 //!   the kernel closes its end, the watcher reads end-of-file and sends the command SIGTERM:
 //!   the same signal at the same moment as Linux's. No polling (`getppid` every so often) and
 //!   no pid to outlive (a kqueue `NOTE_EXIT` on zklock's pid would need the watcher all the
@@ -195,7 +195,7 @@ mod unix {
     pub struct Child {
         child: tokio::process::Child,
         signaller: Signaller,
-        /// Not on Linux: zklock's end of the watcher's pipe (see [`super::lifeline`]).
+        /// Not on Linux: zklock's end of the watcher's pipe (see the `lifeline` module).
         #[allow(dead_code)]
         lifeline: Option<OwnedFd>,
         /// The watchdog that stops the command at the lease's deadline even while zklock is

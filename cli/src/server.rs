@@ -10,6 +10,8 @@
 
 #[cfg(target_os = "linux")]
 mod debian;
+#[cfg(target_os = "linux")]
+mod jars;
 
 #[cfg(target_os = "linux")]
 pub use debian::{local_servers, run};

@@ -20,7 +20,8 @@
 #     says (`rcodesign verify` fails every ad-hoc signature); arm64 macOS runs nothing unsigned;
 # and the packages: pip accepts the wheel for its platform tag on CPython 3.9 and 3.13 (and
 # refuses it for an older macOS); npm installs the package for darwin and the loader
-# (lib/native.js) picks prebuilds/darwin-<arch>/ when process.platform and arch say macOS.
+# (lib/native.js) picks zklock-darwin-<arch> (the platform package) when process.platform and
+# arch say macOS.
 #
 # The last line is `dist: N passed, M failed`.
 # No pipefail: `producer | grep -q` must not fail when grep stops reading early (SIGPIPE).
@@ -121,17 +122,17 @@ target_vars() {
   whl="$dist/pyzklock-$version-cp39-abi3-$tag.whl"
   ctar="libzklock-$version-macos-$arch"
   d="$tmp/$1"
-  module="$d/whl/zklock/_zklock.abi3.so" addon="$d/npm/package/prebuilds/darwin-$npm_cpu/zklock.node"
+  module="$d/whl/zklock/_zklock.abi3.so" addon="$d/npm/package/zklock.node" npm_platform="$dist/zklock-darwin-$npm_cpu-$version.tgz"
   dylib="$d/$ctar/lib/libzklock.0.dylib" cli="$d/$ctar/bin/zklock"
 }
 
 unpack() { # the target's Mach-O files into $d
   local f
-  for f in "$whl" "$dist/$ctar.tar.gz" "$npm_tgz"; do
+  for f in "$whl" "$dist/$ctar.tar.gz" "$npm_tgz" "$npm_platform"; do
     [ -f "$f" ] || { echo "$f is missing: run make dist DIST_TARGETS='${targets[*]}' first"; return 1; }
   done
   mkdir -p "$d/whl" "$d/npm" && (cd "$d/whl" && unzip -q "$whl") && tar -C "$d" -xzf "$dist/$ctar.tar.gz" &&
-    tar -C "$d/npm" -xzf "$npm_tgz" || return 1
+    tar -C "$d/npm" -xzf "$npm_platform" || return 1
   for f in "$module" "$addon" "$dylib" "$cli"; do [ -f "$f" ] || { echo "no ${f#"$d"/}"; return 1; }; done
 }
 
@@ -240,19 +241,19 @@ JS
   # npm installs the package offline (its platform check, EBADPLATFORM, sees darwin/<cpu>: the
   # package's os and cpu fields must allow it; --os/--cpu only steer optional dependencies).
   mkdir -p "$tmp/app-$1" && (cd "$tmp/app-$1" && npm init -y >/dev/null &&
-    NODE_OPTIONS="--require $fake" npm install --silent --offline --no-audit --no-fund "$npm_tgz") ||
+    NODE_OPTIONS="--require $fake" npm install --silent --offline --no-audit --no-fund "$npm_tgz" "$npm_platform") ||
     { echo "npm, as on darwin/$npm_cpu, refuses the package"; return 1; }
   local picked
   picked="$(cd "$tmp/app-$1" && node --require "$fake" -e "console.log(require('./node_modules/zklock/lib/native.js').native.file)")" || return 1
-  local want="$tmp/app-$1/node_modules/zklock/prebuilds/darwin-$npm_cpu/zklock.node"
-  [ "$picked" = "$want" ] || { echo "the loader picked ${picked:-nothing}, not prebuilds/darwin-$npm_cpu/zklock.node"; return 1; }
-  echo "   npm installs it for darwin/$npm_cpu; lib/native.js loads prebuilds/darwin-$npm_cpu/zklock.node"
+  local want="$tmp/app-$1/node_modules/zklock-darwin-$npm_cpu/zklock.node"
+  [ "$picked" = "$want" ] || { echo "the loader picked ${picked:-nothing}, not zklock-darwin-$npm_cpu/zklock.node"; return 1; }
+  echo "   npm installs zklock and zklock-darwin-$npm_cpu for darwin/$npm_cpu; lib/native.js loads zklock-darwin-$npm_cpu/zklock.node"
 }
 
 sizes() {
   target_vars "$1" || return 1
   local f limit kib over=0
-  for f in "whl:$whl:$LIMIT_WHEEL" "addon:$d/npm/package/prebuilds/darwin-$npm_cpu/zklock.node:$LIMIT_ADDON" \
+  for f in "whl:$whl:$LIMIT_WHEEL" "addon:$d/npm/package/zklock.node:$LIMIT_ADDON" \
     "dylib:$d/$ctar/lib/libzklock.0.dylib:$LIMIT_DYLIB" "cli:$d/$ctar/bin/zklock:$LIMIT_CLI" "ctar:$dist/$ctar.tar.gz:$LIMIT_CTAR"; do
     IFS=: read -r _ f limit <<<"$f"
     kib=$(($(stat -c %s "$f") / 1024))
@@ -267,7 +268,7 @@ for t in "${mac_targets[@]}"; do
   check "$t exports: libzklock.0.dylib zklock.h's functions only (install name @rpath/libzklock.0.dylib), the module PyInit__zklock only, the addon Node's entry only" exports "$t"
   check "$t imports: each in libSystem.tbd, the official macOS Node's N-API, or Python's" imports "$t"
   check "$t wheel: tag cp39-abi3-macosx, abi3audit, pip --platform accepts it (CPython 3.9, 3.13) and refuses an older macOS" wheel "$t"
-  check "$t npm: npm installs it for darwin, the loader picks prebuilds/darwin-<cpu>" loader "$t"
+  check "$t npm: npm installs zklock and zklock-darwin-<cpu> for darwin, the loader picks the platform package" loader "$t"
   check "$t sizes" sizes "$t"
 done
 finish

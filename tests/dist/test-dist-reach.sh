@@ -204,19 +204,20 @@ node_wine() {
   # sees win32/x64 and checks the package's os and cpu as it would on Windows.
   local npm_cli; npm_cli="$(dirname "$(readlink -f "$(command -v npm)")")/npm-cli.js"
   mkdir -p "$app" && echo '{ "name": "app", "private": true }' >"$app/package.json" &&
-    cp "$npm_tgz" "$app/zklock.tgz" && cp docs/tour/tour.mjs tests/dist/windows/hold.mjs "$app/" || return 1
+    cp "$npm_tgz" "$app/zklock.tgz" && cp "$dist/zklock-win32-x64-$version.tgz" "$app/zklock-win32-x64.tgz" &&
+    cp docs/tour/tour.mjs tests/dist/windows/hold.mjs "$app/" || return 1
   (cd "$app" && timeout 600 wine "$node_exe" "Z:${npm_cli//\//\\}" install --offline --no-audit --no-fund \
-    --cache npm-cache ./zklock.tgz >npm.log 2>&1) || { cat "$app/npm.log"; return 1; }
-  [ -f "$app/node_modules/zklock/prebuilds/win32-x64/zklock.node" ] || return 1
-  is_pe64 "$app/node_modules/zklock/prebuilds/win32-x64/zklock.node" || return 1
+    --cache npm-cache ./zklock.tgz ./zklock-win32-x64.tgz >npm.log 2>&1) || { cat "$app/npm.log"; return 1; }
+  [ -f "$app/node_modules/zklock-win32-x64/zklock.node" ] || return 1
+  is_pe64 "$app/node_modules/zklock-win32-x64/zklock.node" || return 1
   # dyn-symbols: the addon imports nothing from node.exe; it exports napi's module entry only.
-  only_system "$app/node_modules/zklock/prebuilds/win32-x64/zklock.node" || return 1
+  only_system "$app/node_modules/zklock-win32-x64/zklock.node" || return 1
   (cd "$app" && timeout 300 wine "$node_exe" tour.mjs >tour.out 2>&1)
   local rc=$?
   sed 's/^/   /' "$app/tour.out"
   [ $rc -eq 0 ] && grep -qE '^node holds the lock, fencing token [0-9]+n held' "$app/tour.out"
 }
-check "Windows under Wine: npm (on the Windows node.exe) installs the npm tarball offline; docs/tour/tour.mjs takes the lock and prints its token" node_wine
+check "Windows under Wine: npm (on the Windows node.exe) installs the npm tarballs (zklock, zklock-win32-x64) offline; docs/tour/tour.mjs takes the lock and prints its token" node_wine
 
 c_wine() {
   # The mingw import library, explicitly: -lzklock would also find the static libzklock.a.
@@ -286,7 +287,7 @@ $whl 4096
 $czip 12288
 $c/bin/zklock.dll 7168
 $c/bin/zklock.exe 9728
-$app/node_modules/zklock/prebuilds/win32-x64/zklock.node 9216
+$app/node_modules/zklock-win32-x64/zklock.node 9216
 LIMITS
   [ "$bad" -eq 0 ]
 }

@@ -24,7 +24,7 @@
 # tags, then tour.py on a musl CPython that scripts/musl-python.sh builds from Debian's source),
 # the C tour built with zig cc for musl and run with Debian's musl loader, the static musl
 # bin/zklock running tour.sh (aarch64: all under qemu-aarch64-static), and the Node loader
-# choosing prebuilds/linux-<cpu>-musl.
+# choosing zklock-linux-<cpu>-musl.
 # Always: the x86_64 artifacts installed and run in a Debian 11 root (glibc 2.31).
 #
 # Knobs: ZKLOCK_DIST_PYTHONS (interpreters to test, default: pyenv's newest 3.9 and newest 3.x).
@@ -37,6 +37,9 @@ version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Car
 ctar="libzklock-$version-linux-x86_64"
 deb="$dist/zklock_${version}_amd64.deb"
 npm_tgz="$dist/zklock-$version.tgz"
+# The platform package of a loader key (linux-x64-gnu, win32-x64...): zklock-<key>-<v>.tgz, the
+# optional dependency of zklock that carries that platform's addon (issue 55).
+npm_platform_tgz() { echo "$dist/zklock-$1-$version.tgz"; }
 sdist="$dist/pyzklock-$version.tar.gz"
 read -r -a targets <<<"${DIST_TARGETS:-linux-x64-gnu}"
 # Windows and macOS (issue 36): tests/dist/test-dist-reach.sh (Windows, run under Wine) and
@@ -96,7 +99,7 @@ NPM_OSES="linux$([ "${#reach_targets[@]}" -eq 0 ] || echo ',win32')$([ "${#mac_t
 # provider: aws-lc-rs, which the previous transport's TLS linked, was about 4 MB of every one).
 LIMIT_WHEEL=3072 LIMIT_NPM=3072 LIMIT_ADDON=6656 LIMIT_SO=5120 LIMIT_A=38912 LIMIT_CLI=6656
 LIMIT_CTAR=15360 LIMIT_DEB=15360
-# The npm package carries one addon per target: its limit is LIMIT_NPM per addon.
+# Each npm platform package carries one addon: LIMIT_NPM each.
 # aarch64: libzklock.a is 25 % larger (36.9 MB against 29.5 MB: aarch64 code, and Debian's
 # standard library objects), so are its C tarball and .deb (16.4 MB, 16.3 MB).
 LIMIT_A_ARM64=46080 LIMIT_CTAR_ARM64=20480 LIMIT_DEB_ARM64=20480
@@ -169,10 +172,14 @@ check "SHA256SUMS covers and matches every artifact" sums
 GLIBC_MAX=2.17
 glibc_floor() {
   local w="$tmp/glibc" bad=0 f v
+  local k
+  for k in "${targets[@]}"; do
+    case "$k" in linux-*-gnu) mkdir -p "$w/npm/$k" && tar -C "$w/npm/$k" -xzf "$(npm_platform_tgz "$k")" || return 1 ;; esac
+  done
   mkdir -p "$w/whl" "$w/npm" "$w/c" "$w/deb" &&
-    python3 -m zipfile -e "$whl" "$w/whl" && tar -C "$w/npm" -xzf "$npm_tgz" &&
+    python3 -m zipfile -e "$whl" "$w/whl" &&
     tar -C "$w/c" -xzf "$dist/$ctar.tar.gz" && dpkg-deb -x "$deb" "$w/deb" || return 1
-  local bins=("$w"/whl/zklock/_zklock.abi3.so "$w"/npm/package/prebuilds/*-gnu/zklock.node
+  local bins=("$w"/whl/zklock/_zklock.abi3.so "$w"/npm/*-gnu/package/zklock.node
     "$w/c/$ctar/lib/libzklock.so.$version" "$w/c/$ctar/bin/zklock"
     "$w/deb/usr/lib/libzklock.so.$version" "$w/deb/usr/bin/zklock")
   if [ -n "$arm64" ]; then
@@ -184,7 +191,7 @@ glibc_floor() {
     local t m
     for t in "${targets[@]}"; do
       case "$t" in linux-x64-*) m='X86-64' ;; linux-arm64-*) m='AArch64' ;; esac
-      readelf -h "$w/npm/package/prebuilds/$t/zklock.node" | grep -q "Machine:.*$m" || { echo "  prebuilds/$t is not $m"; bad=1; }
+      readelf -h "$w/npm/$t/package/zklock.node" | grep -q "Machine:.*$m" || { echo "  zklock-$t is not $m"; bad=1; }
     done
     for f in "$w"/whl-arm64/zklock/_zklock.abi3.so "$w/c/$ctar_arm64/lib/libzklock.so.$version" "$w/deb-arm64/usr/bin/zklock"; do
       readelf -h "$f" | grep -q 'Machine: *AArch64' || { echo "  ${f#"$w"/} is not AArch64"; bad=1; }
@@ -230,8 +237,8 @@ musl_linkage() { # musl_linkage TARGET
   musl_vars "$1" || return 1
   local w="$tmp/musl-$1" f bad=0
   mkdir -p "$w/whl" "$w/npm" && python3 -m zipfile -e "$m_whl" "$w/whl" && tar -C "$w" -xzf "$dist/$m_ctar.tar.gz" &&
-    tar -C "$w/npm" -xzf "$npm_tgz" || return 1
-  for f in "$w"/whl/zklock/_zklock.abi3.so "$w/npm/package/prebuilds/$1/zklock.node" "$w/$m_ctar/lib/libzklock.so.$version"; do
+    tar -C "$w/npm" -xzf "$(npm_platform_tgz "$1")" || return 1
+  for f in "$w"/whl/zklock/_zklock.abi3.so "$w/npm/package/zklock.node" "$w/$m_ctar/lib/libzklock.so.$version"; do
     local needed; needed="$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')"
     printf '  %-60s NEEDED %s\n' "${f#"$w"/}" "$needed"
     [ "$needed" = libc.so ] && ! objdump -T "$f" | grep -q GLIBC_ && readelf -h "$f" | grep -q "Machine:.*$m_machine" ||
@@ -328,20 +335,32 @@ for py in "${pythons[@]}"; do
   check "Python $pyver: pip install the wheel into a fresh virtualenv, run docs/tour/tour.py" python_face
 done
 
-# Node: the tarball, offline, with an empty npm cache; install scripts are allowed to run (the
-# package must have none: if it had one that builds, it would fail here).
+# Node: the tarballs (zklock and its linux-x64-gnu platform package), offline, with an empty npm
+# cache; install scripts are allowed to run (the packages must have none: if one had one that
+# builds, it would fail here). The install by name from a registry is tests/dist/test-registries.sh.
+# The other Linux targets' platform packages npm refuses on this machine (EBADPLATFORM: their
+# cpu or libc): they are unpacked where npm puts them on their platform, for the qemu and musl
+# checks below.
 app="$tmp/node-app"
 node_face() {
   mkdir -p "$app" && echo '{ "name": "app", "private": true }' >"$app/package.json" &&
-    timed "npm install" bash -c "cd '$app' && npm install --offline --no-audit --no-fund --cache '$tmp/npm-cache' '$npm_tgz' >/dev/null" &&
-    [ -f "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" ] &&
+    timed "npm install" bash -c "cd '$app' && npm install --offline --no-audit --no-fund --cache '$tmp/npm-cache' '$npm_tgz' '$(npm_platform_tgz linux-x64-gnu)' >/dev/null" &&
+    [ -f "$app/node_modules/zklock-linux-x64-gnu/zklock.node" ] || return 1
+  local k
+  for k in "${targets[@]}"; do
+    case "$k" in linux-x64-gnu | windows-* | macos-*) ;; *)
+      mkdir -p "$app/node_modules/zklock-$k" && tar -C "$app/node_modules/zklock-$k" --strip-components=1 -xzf "$(npm_platform_tgz "$k")" || return 1 ;;
+    esac
+  done
+  node -e 'const s = require(process.argv[1]).scripts || {}; for (const k of ["preinstall", "install", "postinstall"]) if (s[k]) { console.error("install script:", k); process.exit(1) }' \
+      "$app/node_modules/zklock-linux-x64-gnu/package.json" &&
     node -e 'const s = require(process.argv[1]).scripts || {}; for (const k of ["preinstall", "install", "postinstall"]) if (s[k]) { console.error("install script:", k); process.exit(1) }' \
       "$app/node_modules/zklock/package.json" &&
     versions["Node package version"]="$(cd "$app" && node -p "require('zklock/package.json').version")" &&
     cp docs/tour/tour.mjs "$app/" && (cd "$app" && timeout 120 node tour.mjs) | tee "$tmp/node.out" &&
     grep -q '^node holds the lock, fencing token [0-9]' "$tmp/node.out"
 }
-check "Node: npm install the tarball offline into a fresh project (no install script), run docs/tour/tour.mjs" node_face
+check "Node: npm install the tarballs (zklock, zklock-linux-x64-gnu) offline into a fresh project (no install script), run docs/tour/tour.mjs" node_face
 # Another platform: the loader says what to do instead of failing to find a file.
 native_missing() {
   echo "Object.defineProperty(process, 'arch', { value: 'riscv64' })" >"$app/fake-riscv64.cjs"
@@ -405,7 +424,7 @@ abi() {
   # The Python and Node modules export their entry point only.
   local py_so; py_so="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so | head -n1)"
   [ "$(nm -D --defined-only "$py_so" | awk '{print $3}')" = PyInit__zklock ] &&
-    [ "$(nm -D --defined-only "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" | awk '{print $3}')" = napi_register_module_v1 ]
+    [ "$(nm -D --defined-only "$app/node_modules/zklock-linux-x64-gnu/zklock.node" | awk '{print $3}')" = napi_register_module_v1 ]
 }
 check "libzklock.so.$version: soname libzklock.so.0, links .so.0 and .so, exports zklock_* only; the Python and Node modules their entry point only" abi
 
@@ -451,7 +470,7 @@ old_setup() {
   # npm only copies the package's files (it has no install script): this machine's npm puts it
   # into the root's project, where Node 20 loads it.
   echo '{ "name": "app", "private": true }' >"$old/tmp/zklock/app/package.json" &&
-    (cd "$old/tmp/zklock/app" && npm install --offline --no-audit --no-fund --cache "$tmp/npm-cache" "$npm_tgz" >/dev/null) || return 1
+    (cd "$old/tmp/zklock/app" && npm install --offline --no-audit --no-fund --cache "$tmp/npm-cache" "$npm_tgz" "$(npm_platform_tgz linux-x64-gnu)" >/dev/null) || return 1
   in_old 'echo "$(. /etc/os-release; echo "$PRETTY_NAME"), $(ldd --version | head -n1), $(python3 --version), Node $(node --version)"' |
     tee "$tmp/old.out" && grep -q 'Debian GNU/Linux 11.*GLIBC 2\.31' "$tmp/old.out"
 }
@@ -538,7 +557,7 @@ if [ -n "$arm64" ]; then
   }
   check "aarch64 Python: pip takes the wheel for manylinux_2_17_aarch64 CPython 3.11; docs/tour/tour.py on Debian's arm64 CPython under qemu" arm64_python
   arm64_node() {
-    # The same installed package as above; Node on arm64 loads prebuilds/linux-arm64-gnu.
+    # The same project as above; Node on arm64 loads zklock-linux-arm64-gnu (unpacked there).
     local node64=("${qemu[@]}" "$arm64_root/usr/bin/node")
     versions["Node package version (aarch64 Node 18, qemu)"]="$(cd "$app" && "${node64[@]}" -e "
       if (process.arch !== 'arm64') throw new Error(process.arch)
@@ -596,7 +615,7 @@ musl_python() { # musl_python TARGET
     grep -q '^python holds the lock, fencing token [0-9]' "$tmp/py-$1.out"
 }
 musl_node() { # musl_node TARGET
-  # Node's report names no glibc under musl: the loader then takes prebuilds/linux-<cpu>-musl,
+  # Node's report names no glibc under musl: the loader then takes zklock-linux-<cpu>-musl,
   # which this glibc Node cannot load (its libc.so is musl's; aarch64: and another machine):
   # the error names that file.
   musl_vars "$1" || return 1
@@ -605,13 +624,13 @@ musl_node() { # musl_node TARGET
   local out
   out="$(cd "$app" && node -r "./fake-$1.cjs" -e "try { require('zklock'); console.log('loaded') } catch (e) { console.log(e.code); console.log(e.message) }")"
   echo "$out" | cut -c1-240
-  [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q "prebuilds/$1/zklock.node" <<<"$out"
+  [ "$(head -n1 <<<"$out")" = ZKLOCK_NATIVE_MISSING ] && grep -q "zklock-$1/zklock.node" <<<"$out"
 }
 for t in "${musl_targets[@]}"; do
   check "$t command line: the tarball's static bin/zklock runs docs/tour/tour.sh" musl_cli "$t"
   check "$t C: docs/tour/tour.c built with zig cc against the tarball, shared (musl's loader) and static, run" musl_c "$t"
   check "$t Python: pip takes the wheel for musllinux_1_2 CPython 3.11; docs/tour/tour.py on a musl CPython (scripts/musl-python.sh)" musl_python "$t"
-  check "$t Node: the loader takes prebuilds/$t/zklock.node when Node runs on musl (faked; no musl Node here)" musl_node "$t"
+  check "$t Node: the loader takes zklock-$t/zklock.node when Node runs on musl (faked; no musl Node here)" musl_node "$t"
 done
 
 # --- versions, debug info, sizes ------------------------------------------------------------
@@ -634,10 +653,10 @@ check "versions line up: Python (both), Node, zklock_version(), zklock --version
 no_debug_info() {
   local f bad=0
   local so_py; so_py="$(ls "$tmp"/venv-*/lib/python*/site-packages/zklock/_zklock.abi3.so 2>/dev/null | head -n1)"
-  for f in "$so_py" "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" \
-    "$c/lib/libzklock.so.$version" "$c/lib/libzklock.a" "$c/bin/zklock" ${arm64:+"$app/node_modules/zklock/prebuilds/linux-arm64-gnu/zklock.node"} \
+  for f in "$so_py" "$app/node_modules/zklock-linux-x64-gnu/zklock.node" \
+    "$c/lib/libzklock.so.$version" "$c/lib/libzklock.a" "$c/bin/zklock" ${arm64:+"$app/node_modules/zklock-linux-arm64-gnu/zklock.node"} \
     ${arm64:+"$tmp/site-arm64/zklock/_zklock.abi3.so" "$c64/lib/libzklock.so.$version" "$c64/lib/libzklock.a" "$c64/bin/zklock"} \
-    $(for t in "${musl_targets[@]}"; do musl_vars "$t" && echo "$m_site/zklock/_zklock.abi3.so $app/node_modules/zklock/prebuilds/$t/zklock.node $m_c/lib/libzklock.so.$version $m_c/lib/libzklock.a $m_c/bin/zklock"; done); do
+    $(for t in "${musl_targets[@]}"; do musl_vars "$t" && echo "$m_site/zklock/_zklock.abi3.so $app/node_modules/zklock-$t/zklock.node $m_c/lib/libzklock.so.$version $m_c/lib/libzklock.a $m_c/bin/zklock"; done); do
     # Stripped: no .debug_* sections, and no symbol table (an archive's objects keep theirs:
     # the linker needs them).
     [ -f "$f" ] || { echo "missing: $f"; bad=1; continue; }
@@ -658,8 +677,14 @@ sizes() {
     [ "$k" -le "$3" ] || { echo "  $1 is over its limit"; bad=1; }
   }
   size_ok "wheel" "$whl" "$LIMIT_WHEEL"
-  size_ok "npm tarball (${#targets[@]} addons)" "$npm_tgz" "$((LIMIT_NPM * ${#targets[@]}))"
-  size_ok "Node addon (unpacked)" "$app/node_modules/zklock/prebuilds/linux-x64-gnu/zklock.node" "$LIMIT_ADDON"
+  # The main package is JavaScript and types only (issue 55): 100 KiB, the addons in their own.
+  size_ok "npm tarball zklock (no addon)" "$npm_tgz" 100
+  local k
+  for k in "${targets[@]}"; do
+    k="${k/windows-x64-gnu/win32-x64}" k="${k/macos-/darwin-}"
+    size_ok "npm tarball zklock-$k" "$(npm_platform_tgz "$k")" "$LIMIT_NPM"
+  done
+  size_ok "Node addon (unpacked)" "$app/node_modules/zklock-linux-x64-gnu/zklock.node" "$LIMIT_ADDON"
   size_ok "libzklock.so" "$c/lib/libzklock.so.$version" "$LIMIT_SO"
   size_ok "libzklock.a" "$c/lib/libzklock.a" "$LIMIT_A"
   size_ok "bin/zklock" "$c/bin/zklock" "$LIMIT_CLI"
@@ -667,9 +692,9 @@ sizes() {
   size_ok "Debian package" "$deb" "$LIMIT_DEB"
   if [ -n "$arm64" ]; then
     local a="$tmp/size-arm64"
-    mkdir -p "$a" && tar -C "$a" -xzf "$dist/$ctar_arm64.tar.gz" && tar -C "$a" -xzf "$npm_tgz" || bad=1
+    mkdir -p "$a" && tar -C "$a" -xzf "$dist/$ctar_arm64.tar.gz" && tar -C "$a" -xzf "$(npm_platform_tgz linux-arm64-gnu)" || bad=1
     size_ok "wheel (aarch64)" "$whl_arm64" "$LIMIT_WHEEL"
-    size_ok "Node addon (aarch64, unpacked)" "$a/package/prebuilds/linux-arm64-gnu/zklock.node" "$LIMIT_ADDON"
+    size_ok "Node addon (aarch64, unpacked)" "$a/package/zklock.node" "$LIMIT_ADDON"
     size_ok "libzklock.so (aarch64)" "$a/$ctar_arm64/lib/libzklock.so.$version" "$LIMIT_SO"
     size_ok "libzklock.a (aarch64)" "$a/$ctar_arm64/lib/libzklock.a" "$LIMIT_A_ARM64"
     size_ok "bin/zklock (aarch64)" "$a/$ctar_arm64/bin/zklock" "$LIMIT_CLI"
@@ -679,7 +704,7 @@ sizes() {
   for t in "${musl_targets[@]}"; do
     musl_vars "$t" || { bad=1; continue; }
     size_ok "wheel ($t)" "$m_whl" "$LIMIT_WHEEL"
-    size_ok "Node addon ($t, unpacked)" "$app/node_modules/zklock/prebuilds/$t/zklock.node" "$LIMIT_ADDON"
+    size_ok "Node addon ($t, unpacked)" "$app/node_modules/zklock-$t/zklock.node" "$LIMIT_ADDON"
     size_ok "libzklock.so ($t)" "$m_c/lib/libzklock.so.$version" "$LIMIT_SO"
     size_ok "libzklock.a ($t)" "$m_c/lib/libzklock.a" "$m_limit_a"
     size_ok "bin/zklock ($t, static)" "$m_c/bin/zklock" "$LIMIT_CLI"
@@ -693,10 +718,12 @@ check "artifact sizes within their limits (docs/packaging.md)" sizes
 # name (Apache-2.0), byte for byte the repository's LICENSE: the wheel in its .dist-info (and
 # License-File in METADATA), the sdist and the C tarball at their top, the npm tarball in
 # package/, the .deb as /usr/share/doc/zklock/copyright in Debian's machine-readable format.
-# The npm package also says which platforms its prebuilt addon runs on (os, cpu).
+# Each npm platform package says where its addon runs (os, cpu, and libc on Linux); the main
+# package, JavaScript only, names them as optional dependencies (issue 55).
 licence() {
   local extra=()
   [ -z "$arm64" ] || extra=("$dist/$ctar_arm64.tar.gz" "$ctar_arm64" "$deb_arm64")
+  ZKLOCK_NPM_PLATFORMS="$(for t in "${targets[@]}"; do t="${t/windows-x64-gnu/win32-x64}"; npm_platform_tgz "${t/macos-/darwin-}"; done | paste -sd,)" \
   python3 - "$root/LICENSE" "$whl" "$sdist" "$npm_tgz" "$dist/$ctar.tar.gz" "$deb" "$version" "$ctar" "$npm_cpus" "${extra[@]}" <<'PY'
 import io, json, os, re, subprocess, sys, tarfile, zipfile
 licence_path, whl, sdist, npm, ctar_gz, deb, version, ctar, cpus = sys.argv[1:10]
@@ -739,9 +766,24 @@ same(f"sdist pyzklock-{version}/LICENSE", member(sdist, f"pyzklock-{version}/LIC
 same("npm package/LICENSE", member(npm, "package/LICENSE"))
 same(f"C tarball {ctar}/LICENSE", member(ctar_gz, f"{ctar}/LICENSE"))
 pkg = json.loads(member(npm, "package/package.json"))
-print(f"  npm package.json: license {pkg.get('license')}, os {pkg.get('os')}, cpu {pkg.get('cpu')}")
-if pkg.get("license") != "Apache-2.0" or pkg.get("os") != os.environ["NPM_OSES"].split(",") or pkg.get("cpu") != cpus.split(","):
-    bad.append("npm package.json: license/os/cpu")
+platforms = os.environ["ZKLOCK_NPM_PLATFORMS"].split(",")
+print(f"  npm zklock package.json: license {pkg.get('license')}, optionalDependencies {pkg.get('optionalDependencies')}")
+if pkg.get("license") != "Apache-2.0" or len(pkg.get("optionalDependencies", {})) != len(platforms):
+    bad.append("npm zklock package.json: license/optionalDependencies")
+seen_os, seen_cpu = [], []
+for f in platforms:
+    p = json.loads(member(f, "package/package.json"))
+    key = p.get("name", "")[len("zklock-"):]
+    same(f"npm {p.get('name')} package/LICENSE", member(f, "package/LICENSE"))
+    libc = {"gnu": ["glibc"], "musl": ["musl"]}.get(key.split("-")[2] if key.count("-") == 2 else "")
+    print(f"  npm {p.get('name')}: os {p.get('os')}, cpu {p.get('cpu')}, libc {p.get('libc')}")
+    if p.get("license") != "Apache-2.0" or p.get("os") != [key.split("-")[0]] or p.get("cpu") != [key.split("-")[1]] or p.get("libc") != libc \
+            or pkg.get("optionalDependencies", {}).get(p.get("name")) != version:
+        bad.append(f"npm {p.get('name')} package.json: license/os/cpu/libc/version")
+    seen_os += [o for o in p.get("os", []) if o not in seen_os]
+    seen_cpu += [c for c in p.get("cpu", []) if c not in seen_cpu]
+if seen_os != os.environ["NPM_OSES"].split(",") or sorted(seen_cpu) != sorted(cpus.split(",")):
+    bad.append(f"npm platform packages cover os {seen_os}, cpu {seen_cpu}")
 fs = subprocess.run(["dpkg-deb", "--fsys-tarfile", deb], check=True, capture_output=True).stdout
 with tarfile.open(fileobj=io.BytesIO(fs)) as t:
     try:
@@ -770,7 +812,7 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 }
-check "every artifact carries the Apache-2.0 LICENSE (.deb: copyright, machine-readable); npm os/cpu" licence
+check "every artifact carries the Apache-2.0 LICENSE (.deb: copyright, machine-readable); npm platform packages' os/cpu/libc" licence
 
 other_platforms
 echo "install times (s):"

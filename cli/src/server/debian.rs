@@ -167,9 +167,9 @@ impl DirLock {
 }
 
 /// The server's class path: the same jar list as the test harness (one list in the project,
-/// `zklock_testkit::classpath`), or why it cannot be made.
+/// `jars.rs`, which the harness compiles too), or why it cannot be made.
 fn classpath() -> Result<String, String> {
-    zklock_testkit::classpath()
+    super::jars::classpath()
 }
 
 fn java() -> Option<PathBuf> {

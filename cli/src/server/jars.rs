@@ -1,4 +1,8 @@
 //! Finds the ZooKeeper server's jars that Debian's `zookeeper` package installs.
+//!
+//! One list for `zklock server` and the test harness: this file belongs to the CLI (a published
+//! crate cannot depend on the unpublished `zklock-testkit`, issue 55), and the harness compiles
+//! the same file with `#[path]` (tests/harness/src/lib.rs).
 
 use std::path::Path;
 
@@ -27,7 +31,7 @@ const JARS: &[&str] = &[
 /// The server's class path, or a message naming the missing package. `ZKLOCK_ZK_CLASSPATH`, when
 /// set, is taken as it is: another server version's jars, which `scripts/zk-versions.sh` fetches
 /// from Debian's archive for `make test-servers` (docs/interop.md, Server versions).
-pub fn classpath() -> crate::Result<String> {
+pub fn classpath() -> Result<String, String> {
     if let Ok(cp) = std::env::var("ZKLOCK_ZK_CLASSPATH") {
         if !cp.is_empty() {
             return Ok(cp);
