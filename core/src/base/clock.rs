@@ -95,11 +95,14 @@ impl Sub<BootInstant> for BootInstant {
     }
 }
 
-/// How far the boot clock ran ahead of `Instant` since a fixed start: grows by every suspend.
-/// Two reads that differ by more than a little tell that the machine was suspended in between.
+/// Both clocks read once, at the first call of `skew`.
+static SKEW_START: std::sync::OnceLock<(std::time::Instant, Duration)> = std::sync::OnceLock::new();
+
+/// How far the boot clock ran ahead of `Instant` since its first call: grows by every suspend
+/// (the clocks' rates are the same otherwise). Two reads that differ by more than a little tell
+/// that the machine was suspended in between.
 pub(crate) fn skew() -> Duration {
-    static START: std::sync::OnceLock<(std::time::Instant, Duration)> = std::sync::OnceLock::new();
-    let (mono, boot) = *START.get_or_init(|| (std::time::Instant::now(), read()));
+    let (mono, boot) = *SKEW_START.get_or_init(|| (std::time::Instant::now(), read()));
     let boot_now = read();
     let mono_now = std::time::Instant::now();
     (boot_now.saturating_sub(boot)).saturating_sub(mono_now.duration_since(mono))

@@ -84,7 +84,7 @@ pub(super) async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher
 pub(super) async fn keep_alive(session: Weak<Session>) {
     let in_flight = Arc::new(AtomicU64::new(0));
     let mut last_beat: Option<Instant> = None;
-    let mut pings_skew = PingsSkew::default();
+    let mut pings_skew = PingsSkew::now();
     loop {
         let Some(s) = session.upgrade() else { return };
         if s.is_dead() {
@@ -146,23 +146,17 @@ pub(super) async fn keep_alive(session: Weak<Session>) {
 /// Gives the lifeline the transport's latest answered pings: each can be j of a proof. The
 /// transport stamps them on `std::time::Instant`, which does not count a suspend, so they are
 /// converted to the boot clock with the clocks' offset read now, which is right only if no
-/// suspend came between a ping's send and now: only pings sent after the previous look are
-/// taken, and none when the offset moved since (a suspend in between; the heartbeats, stamped
-/// on the boot clock, still prove).
+/// suspend came between a ping's send and now: only pings sent since the offset last moved
+/// are taken (the heartbeats, stamped on the boot clock, prove regardless).
 fn note_pings(session: &Session, seen: &mut PingsSkew) {
     let skew = clock::skew();
-    let looked = std::time::Instant::now();
-    let previous = std::mem::replace(
-        seen,
-        PingsSkew {
-            skew,
-            looked: Some(looked),
-        },
-    );
-    let Some(since) = previous.looked else { return };
-    if skew.saturating_sub(previous.skew) > SKEW_TOLERANCE {
-        return;
+    let moved = skew
+        .saturating_sub(seen.skew)
+        .max(seen.skew.saturating_sub(skew));
+    if moved > SKEW_TOLERANCE {
+        *seen = PingsSkew::now();
     }
+    let since = seen.since;
     let Ok(zk) = session.zk() else { return };
     let Some(stats) = zk.link_stats() else { return };
     for (sent, answered) in stats.pings_answered.into_iter().flatten() {
@@ -176,11 +170,21 @@ fn note_pings(session: &Session, seen: &mut PingsSkew) {
     }
 }
 
-/// The clocks' offset at the previous look for pings, and when that was (`note_pings`).
-#[derive(Default)]
+/// The clocks' offset as last seen (`clock::skew`), and since when it has not moved: pings sent
+/// since then convert to the boot clock exactly (`note_pings`).
 struct PingsSkew {
     skew: std::time::Duration,
-    looked: Option<std::time::Instant>,
+    since: std::time::Instant,
+}
+
+impl PingsSkew {
+    /// From now on (the lifeline task starts with its session, before any of its pings).
+    fn now() -> PingsSkew {
+        PingsSkew {
+            skew: clock::skew(),
+            since: std::time::Instant::now(),
+        }
+    }
 }
 
 /// How much the offset between the boot clock and `Instant` may move between two reads without
