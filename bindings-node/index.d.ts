@@ -551,11 +551,12 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   /** Calls `callback(msLeft)` once the maximum hold is `beforeMs` from its end (again after each extension). */
   onExpiring(beforeMs: number, callback: (msLeft: number) => void): void
   /**
-   * Until when no one else can hold this lock (Chubby's local lease): milliseconds on
-   * `Date.now()`'s clock, computed at the call; null once released or lost. Check the time left
-   * before a side effect; a pause after the check is what fencing tokens are for.
+   * Until when no one else can hold this lock: ms on `Date.now()`'s clock at the call (null once
+   * released or lost), wrong once kept across a clock step; timeLeft() (ms, counts a suspend) is not.
    */
   validUntil(): number | null
+  /** Ms left until validUntil(), on a clock that counts a suspend (0 once passed); null once released or lost. */
+  timeLeft(): number | null
   /**
    * A held lease keeps the event loop (and the process) alive until released or lost, as a
    * pending timer does; `unref()` lets the process end while it is held, `ref()` undoes that.

@@ -961,10 +961,12 @@ const char *zklock_lease_lost_reason(const struct zklock_lease *lease);
  * Writes into `*out_ms` how many whole milliseconds remain until the lease's `valid_until`
  * (Chubby's local lease: until then no one else can hold the lock, given a clock-rate drift
  * within the core's margin); it moves forward with every answered heartbeat, and stays put
- * while suspended. `ZKLOCK_LOST` (the reason in `zklock_last_error()`) once the lease is lost,
- * `ZKLOCK_NOT_HELD` when there is no such instant (nothing proven yet); `*out_ms` is then
- * left alone. Check it before a side effect; a pause after the check is what the fencing token
- * is for.
+ * while the connection is suspended. Measured at the call on a clock that counts the time the
+ * machine was suspended (CLOCK_BOOTTIME on Linux; docs/contract.md, "The clock"): after a
+ * machine's suspend it is 0 or `ZKLOCK_LOST`, never the time left before it. `ZKLOCK_LOST`
+ * (the reason in `zklock_last_error()`) once the lease is lost, `ZKLOCK_NOT_HELD` when there is
+ * no such instant (nothing proven yet); `*out_ms` is then left alone. Check it before a side
+ * effect; a pause after the check is what the fencing token is for.
  */
 enum zklock_status zklock_lease_valid_for_ms(const struct zklock_lease *lease, int64_t *out_ms);
 

@@ -405,10 +405,12 @@ pub unsafe extern "C" fn zklock_lease_lost_reason(lease: *const zklock_lease) ->
 /// Writes into `*out_ms` how many whole milliseconds remain until the lease's `valid_until`
 /// (Chubby's local lease: until then no one else can hold the lock, given a clock-rate drift
 /// within the core's margin); it moves forward with every answered heartbeat, and stays put
-/// while suspended. `ZKLOCK_LOST` (the reason in `zklock_last_error()`) once the lease is lost,
-/// `ZKLOCK_NOT_HELD` when there is no such instant (nothing proven yet); `*out_ms` is then
-/// left alone. Check it before a side effect; a pause after the check is what the fencing token
-/// is for.
+/// while the connection is suspended. Measured at the call on a clock that counts the time the
+/// machine was suspended (CLOCK_BOOTTIME on Linux; docs/contract.md, "The clock"): after a
+/// machine's suspend it is 0 or `ZKLOCK_LOST`, never the time left before it. `ZKLOCK_LOST`
+/// (the reason in `zklock_last_error()`) once the lease is lost, `ZKLOCK_NOT_HELD` when there is
+/// no such instant (nothing proven yet); `*out_ms` is then left alone. Check it before a side
+/// effect; a pause after the check is what the fencing token is for.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lease_valid_for_ms(
     lease: *const zklock_lease,
@@ -426,9 +428,8 @@ pub unsafe extern "C" fn zklock_lease_valid_for_ms(
                 "the lease was released",
             ));
         };
-        match core.valid_until() {
-            Some(until) => {
-                let left = until.saturating_duration_since(std::time::Instant::now());
+        match core.time_left() {
+            Some(left) => {
                 out_ms.write(i64::try_from(left.as_millis()).unwrap_or(i64::MAX));
                 Ok(())
             }

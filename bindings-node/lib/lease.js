@@ -373,10 +373,20 @@ class Lease extends EventEmitter {
    * on Date.now()'s clock, computed at the call; null once released or lost. While held it is
    * ahead of now and moves forward with every answered heartbeat; while suspended it stays
    * where the last proof put it. Check the time left before a side effect (a pause after the
-   * check is what fencing tokens are for).
+   * check is what fencing tokens are for). A wall clock: a value kept is wrong by any step of
+   * it (NTP, a suspend); timeLeft() cannot be misread.
    */
   validUntil() {
     return this.#core.native.validUntil() ?? null
+  }
+
+  /**
+   * Milliseconds left until validUntil(), measured at the call on a clock that counts the time
+   * the machine was suspended (CLOCK_BOOTTIME on Linux; docs/contract.md, "The clock"): 0 once
+   * it passed, also after a suspend that outlasted it; null once released or lost.
+   */
+  timeLeft() {
+    return this.#core.native.timeLeft() ?? null
   }
 
   /**

@@ -246,13 +246,25 @@ impl NativeLease {
     }
 
     /// Until when no one else can hold this lease's lock ([`zklock::Lease::valid_until`]), in
-    /// milliseconds on `Date.now()`'s clock, computed now; `null` once released or lost.
+    /// milliseconds on `Date.now()`'s clock, computed now; `null` once released or lost. A wall
+    /// clock: a value kept is wrong by any step of that clock; `timeLeft()` cannot be misread.
     #[napi(catch_unwind)]
     pub fn valid_until(&self) -> Option<f64> {
         self.lease()
             .as_ref()
             .and_then(zklock::Lease::valid_until)
             .map(epoch_ms_of)
+    }
+
+    /// Milliseconds left until `validUntil()` ([`zklock::Lease::time_left`]), measured now on a
+    /// clock that counts the time the machine was suspended (CLOCK_BOOTTIME on Linux): 0 once
+    /// it passed, also after a suspend that outlasted it; `null` once released or lost.
+    #[napi(catch_unwind)]
+    pub fn time_left(&self) -> Option<f64> {
+        self.lease()
+            .as_ref()
+            .and_then(zklock::Lease::time_left)
+            .map(|left| left.as_secs_f64() * 1000.0)
     }
 
     /// Leaving a scoped hold (`using()`, `await using`) after this handle was released: the

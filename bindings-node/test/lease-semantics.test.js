@@ -33,9 +33,12 @@ for (const kind of ['mutex', 'semaphoreMutex', 'election']) {
     const until = lease.validUntil()
     assert.ok(until !== null && until > Date.now(), 'ahead while held')
     assert.ok(until <= acquired + MAX_HOLD_MS + 10, `valid until ${until - acquired} ms after the acquire`)
+    const left = lease.timeLeft()
+    assert.ok(left !== null && left > 0 && left <= MAX_HOLD_MS, `timeLeft ${left} ms, within the maximum hold`)
     await new Promise((resolve) => lease.once('lost', resolve))
     assert.ok(Date.now() >= until - 1, 'lost no earlier than validUntil said (1 ms of Date.now rounding)')
     assert.equal(lease.validUntil(), null)
+    assert.equal(lease.timeLeft(), null)
     await lease.release()
   })
 }

@@ -375,7 +375,8 @@ impl PyLease {
     /// on `time.monotonic()`'s clock, or None once released or lost. Later than now while held
     /// (it moves forward with every answered heartbeat); while suspended it stays where the
     /// last proof put it. Check it before a side effect; a pause after the check is what the
-    /// fencing token is for.
+    /// fencing token is for. `time.monotonic()` stands still while the machine is suspended,
+    /// so a value kept across a suspend reads later than it is: `time_left()` cannot be misread.
     fn valid_until(&self, py: Python<'_>) -> PyResult<Option<f64>> {
         self.check_process(py)?;
         let until = lock(&self.lease).as_ref().and_then(|l| l.valid_until());
@@ -399,14 +400,12 @@ impl PyLease {
     }
 
     /// Seconds left until `valid_until()` (0.0 once it passed, while suspended), or None once
-    /// released or lost.
+    /// released or lost; measured at the call on a clock that counts the time the machine was
+    /// suspended (`zklock::Lease::time_left`), so a suspend cannot make it look longer.
     fn time_left(&self, py: Python<'_>) -> PyResult<Option<f64>> {
         self.check_process(py)?;
-        let until = lock(&self.lease).as_ref().and_then(|l| l.valid_until());
-        Ok(until.map(|u| {
-            u.saturating_duration_since(std::time::Instant::now())
-                .as_secs_f64()
-        }))
+        let left = lock(&self.lease).as_ref().and_then(|l| l.time_left());
+        Ok(left.map(|l| l.as_secs_f64()))
     }
 
     /// A lease is a context manager: `with election.lead() as lead:` releases (resigns) it on

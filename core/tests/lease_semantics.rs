@@ -1,5 +1,5 @@
-//! Issue 33's lease semantics against a real ZooKeeper: `valid_until` never outlasts a
-//! maximum hold (no other holder before it, whatever the lock kind), lost stays lost once
+//! Issue 33's lease semantics against a real ZooKeeper: `valid_until` (and `time_left`) never
+//! outlasts a maximum hold (no other holder before it, whatever the lock kind), lost stays lost once
 //! released (`Lease::ended`), and an election object resigns only its own leadership and
 //! refuses a second lead while it leads.
 
@@ -23,6 +23,12 @@ async fn valid_until_is_the_max_holds_end(
 ) {
     let until = lease.valid_until().expect("held");
     assert!(until > Instant::now(), "{what}: ahead of now");
+    // The time left, on the clock that counts a suspend, is at most the maximum hold too.
+    let left = lease.time_left().expect("held");
+    assert!(
+        left > Duration::ZERO && left <= LIMIT,
+        "{what}: time_left {left:?}"
+    );
     assert!(
         until <= acquired + LIMIT,
         "{what}: valid_until {:?} after the acquire, past the maximum hold of {LIMIT:?}",
@@ -33,6 +39,7 @@ async fn valid_until_is_the_max_holds_end(
         .unwrap_or_else(|_| panic!("{what}: the maximum hold ends the lease"));
     assert!(Instant::now() >= until, "{what}: lost before valid_until");
     assert_eq!(lease.valid_until(), None, "{what}: none once lost");
+    assert_eq!(lease.time_left(), None, "{what}: no time left once lost");
     let taken = next.await.expect("the next holder gets it");
     assert!(
         Instant::now() >= until,

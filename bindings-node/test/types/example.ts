@@ -175,6 +175,8 @@ async function elect(client: Client): Promise<void> {
   {
     await using lead: Leadership = await election.lead({ timeoutMs: 5_000, signal: AbortSignal.timeout(10_000) })
     const left: number | null = lead.validUntil()
+    const remaining: number | null = lead.timeLeft()
+    void remaining
     if (left !== null && left - Date.now() > 100) await writeWithFence('row', lead.token, lead.signal)
     await election.proclaim(lead, 'worker-1 at host:8080')
     const ok: boolean = await client.check('/app/leader', lead.token)

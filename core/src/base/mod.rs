@@ -2,6 +2,7 @@
 //! timeouts, cancel tokens, signals, text. May use: each other, and the transport's types.
 
 pub(crate) mod cancel;
+pub(crate) mod clock;
 pub(crate) mod error;
 pub(crate) mod names;
 pub(crate) mod options;

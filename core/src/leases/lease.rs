@@ -111,6 +111,11 @@ impl Lease {
     /// hold's end); while suspended it stays where the last proof put it; `None` once released
     /// or lost. Check the time left before a side effect; a pause after the check is what
     /// fencing tokens are for.
+    ///
+    /// The deadline runs on a clock that counts a suspended machine's time (CLOCK_BOOTTIME on
+    /// Linux; docs/contract.md, "The clock") and is converted to an `Instant` at this call.
+    /// `Instant` stands still while the machine is suspended, so a value kept across a suspend
+    /// reads later than it is: read [`Lease::time_left`] (or this again) right before acting.
     pub fn valid_until(&self) -> Option<std::time::Instant> {
         if self.state().is_final() {
             return None;
@@ -120,6 +125,22 @@ impl Lease {
             .map(|p| p.shared.valid_until())
             .try_fold(None, |min: Option<std::time::Instant>, until| {
                 until.map(|u| Some(min.map_or(u, |m| m.min(u))))
+            })
+            .flatten()
+    }
+
+    /// The time left until [`Lease::valid_until`], measured at this call on the clock that counts
+    /// a suspended machine's time: zero once it passed (also when a suspend outlasted it), `None`
+    /// once released or lost. The form that cannot be misread after a suspend.
+    pub fn time_left(&self) -> Option<std::time::Duration> {
+        if self.state().is_final() {
+            return None;
+        }
+        self.parts
+            .iter()
+            .map(|p| p.shared.time_left())
+            .try_fold(None, |min: Option<std::time::Duration>, left| {
+                left.map(|l| Some(min.map_or(l, |m| m.min(l))))
             })
             .flatten()
     }

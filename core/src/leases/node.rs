@@ -271,8 +271,19 @@ impl LeaseShared {
     /// Until when no one else can hold this node: the session's proof of life, cut at the end
     /// of the maximum hold (after which the node is deleted and the next holder may proceed).
     pub(crate) fn valid_until(&self) -> Option<std::time::Instant> {
-        let proof = self.session.valid_until()?.into_std();
+        // Converted from the boot clock at this read: right until the next suspend.
+        let proof = self.session.valid_until()?.to_std();
         Some(self.hold_end().map_or(proof, |end| end.min(proof)))
+    }
+
+    /// The time left until `valid_until`, measured on the boot clock (`base::clock`) for the
+    /// proof: what a suspend cannot make look longer than it is.
+    pub(crate) fn time_left(&self) -> Option<std::time::Duration> {
+        let proof = self.session.valid_until()?.remaining();
+        Some(self.hold_end().map_or(proof, |end| {
+            end.saturating_duration_since(std::time::Instant::now())
+                .min(proof)
+        }))
     }
 
     /// A clean release of this node writes its marker on the lock path `dir`, in the same

@@ -48,8 +48,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
+// Every time of the proof is on the boot clock, which counts a suspended machine's time as the
+// leader does (`base::clock`, issue 50 part 3): callers read `BootInstant::now()`.
+use crate::base::clock::BootInstant as Instant;
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::sessions::lifeline_math::Chain;
 #[cfg(test)]

@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zklock_wire::client as zk;
 
+use crate::base::clock::BootInstant;
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::base::options::AclPolicy;
 use crate::base::options::Options;
@@ -177,7 +178,7 @@ impl Session {
         let mut history_checked = false;
         let secure = tls.as_ref().map(secure::LoadedTls::connector);
         let (client, sent) = loop {
-            let sent = Instant::now();
+            let sent = BootInstant::now();
             let connecting = zk::Client::connect(hosts, client_options.clone(), secure.clone());
             match tokio::time::timeout_at(deadline, connecting).await {
                 Ok(Ok(client)) => break (client, sent),
@@ -367,6 +368,8 @@ impl Session {
         if self.is_dead() {
             return true;
         }
+        // `is_past` reads the boot clock: a holder resumed from a suspend reads `lost` here at
+        // once, before the lifeline's timer (late by the suspend, up to `MAX_SLEEP`) wakes.
         if self.is_armed() && self.lifeline.is_past() && self.rearm(Instant::now()) {
             self.give_up();
             return true;
@@ -377,7 +380,8 @@ impl Session {
     /// Until when no one else can hold what this session holds (the lifeline's deadline, see
     /// `Lease::valid_until`); `None` once the session is lost, or while its deadline does not
     /// bind (no lease exists then: an acquire arms it first, `proven`).
-    pub(crate) fn valid_until(&self) -> Option<Instant> {
+    /// On the boot clock (`base::clock`), which counts a suspend.
+    pub(crate) fn valid_until(&self) -> Option<BootInstant> {
         (self.is_armed() && !self.is_lost_now()).then(|| self.lifeline.lost_at())
     }
 
@@ -394,7 +398,7 @@ impl Session {
             .as_ref()
             .map(|zk| (zk.session_id(), zk.session_password()));
         let proven = self.lifeline.proven();
-        let now = Instant::now();
+        let now = BootInstant::now();
         let since = now.saturating_duration_since(proven);
         let lost = self.end(Error::new(
             ErrorKind::SessionExpired,
@@ -420,8 +424,8 @@ impl Session {
             password.to_vec(),
             self.timeout,
             self.lifeline.tick(),
-            proven.into_std(),
-            now.into_std(),
+            proven.to_std(),
+            now.to_std(),
             leases,
         );
         farewell.start();

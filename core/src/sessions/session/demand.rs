@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use super::Session;
+use crate::base::clock::BootInstant;
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::sessions::lifeline;
 
@@ -95,8 +96,10 @@ impl Session {
             self.armed.store(false, Ordering::Release);
             return false;
         }
+        // The deadline is on the boot clock (`base::clock`); `now` only times the demand.
+        let boot = BootInstant::now();
         if self.is_armed() {
-            if demand.leases > 0 || now < self.lifeline.lost_at() {
+            if demand.leases > 0 || boot < self.lifeline.lost_at() {
                 return true;
             }
             // Only waiting: the lapse loses nothing. The next lock waits for a fresh proof.
@@ -108,7 +111,7 @@ impl Session {
             );
         }
         let floor = lifeline::floor(self.timeout, self.lifeline.tick());
-        let fresh = demand.count > 0 && self.lifeline.lost_at() >= now + floor;
+        let fresh = demand.count > 0 && self.lifeline.lost_at() >= boot + floor;
         if fresh {
             self.armed.store(true, Ordering::Release);
         }

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use zklock_wire::client as zk;
 
 use super::{Session, CONNECTED, DISCONNECTED};
+use crate::base::clock::{self, BootInstant};
 use crate::base::error::{Error, ErrorKind};
 use crate::base::state::LeaseState;
 use crate::sessions::lifeline;
@@ -89,6 +90,7 @@ pub(super) async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher
 pub(super) async fn keep_alive(session: Weak<Session>) {
     let in_flight = Arc::new(AtomicU64::new(0));
     let mut last_beat: Option<Instant> = None;
+    let mut pings_skew = PingsSkew::now();
     loop {
         let Some(s) = session.upgrade() else { return };
         if s.is_dead() {
@@ -96,28 +98,34 @@ pub(super) async fn keep_alive(session: Weak<Session>) {
         }
         let now = Instant::now();
         let armed = s.rearm(now);
+        // The deadline and the proof are on the boot clock (`base::clock`); the beats' pacing
+        // on tokio's. A wake-up for the deadline is converted when going to sleep and capped,
+        // so that after a suspend (which tokio's clock does not count) the loop looks again
+        // within `clock::MAX_SLEEP` and fires the lost signal.
+        let boot = BootInstant::now();
         let lost_at = s.lifeline.lost_at();
-        if armed && now >= lost_at {
+        if armed && boot >= lost_at {
             s.give_up();
             return;
         }
-        let mut wake = armed.then_some(lost_at);
+        let mut wake = armed.then(|| lost_at.to_tokio().min(now + clock::MAX_SLEEP));
         if s.is_active(now) {
-            note_pings(&s);
+            note_pings(&s, &mut pings_skew);
             let tick = s.lifeline.tick();
             let interval = lifeline::beat_interval(s.timeout, tick);
             let floor = lifeline::floor(s.timeout, tick);
             let relinked = s.relinked.swap(false, Ordering::AcqRel);
             let mut beat = relinked || last_beat.is_none_or(|b| now >= b + interval);
-            if now + floor < lost_at {
+            if boot + floor < lost_at {
                 // The catch-up begins when the deadline comes within `floor`, not at the next
                 // wake that happens to come after that: after a stop or a reconnect the next
                 // regular heartbeat can be too late for the proof it starts (issue 50).
-                let at = lost_at - floor;
+                let at = (lost_at - floor).to_tokio();
                 wake = Some(wake.map_or(at, |w| w.min(at)));
             } else if !beat && in_flight.load(Ordering::Relaxed) == 0 {
-                let at = s.lifeline.catch_up_at(now);
-                beat = at <= now;
+                let at = s.lifeline.catch_up_at(boot);
+                beat = at <= boot;
+                let at = at.to_tokio();
                 wake = Some(wake.map_or(at, |w| w.min(at)));
             }
             if beat {
@@ -146,16 +154,53 @@ pub(super) async fn keep_alive(session: Weak<Session>) {
     }
 }
 
-/// Gives the lifeline the transport's latest answered pings: each can be j of a proof.
-fn note_pings(session: &Session) {
+/// Gives the lifeline the transport's latest answered pings: each can be j of a proof. The
+/// transport stamps them on `std::time::Instant`, which does not count a suspend, so they are
+/// converted to the boot clock with the clocks' offset read now, which is right only if no
+/// suspend came between a ping's send and now: only pings sent since the offset last moved
+/// are taken (the heartbeats, stamped on the boot clock, prove regardless).
+fn note_pings(session: &Session, seen: &mut PingsSkew) {
+    let skew = clock::skew();
+    let moved = skew
+        .saturating_sub(seen.skew)
+        .max(seen.skew.saturating_sub(skew));
+    if moved > SKEW_TOLERANCE {
+        *seen = PingsSkew::now();
+    }
+    let since = seen.since;
     let Ok(zk) = session.zk() else { return };
     let Some(stats) = zk.link_stats() else { return };
     for (sent, answered) in stats.pings_answered.into_iter().flatten() {
-        session
-            .lifeline
-            .server_answered(Instant::from_std(sent), Instant::from_std(answered));
+        if sent < since {
+            continue;
+        }
+        session.lifeline.server_answered(
+            BootInstant::from_past(sent),
+            BootInstant::from_past(answered),
+        );
     }
 }
+
+/// The clocks' offset as last seen (`clock::skew`), and since when it has not moved: pings sent
+/// since then convert to the boot clock exactly (`note_pings`).
+struct PingsSkew {
+    skew: std::time::Duration,
+    since: std::time::Instant,
+}
+
+impl PingsSkew {
+    /// From now on (the lifeline task starts with its session, before any of its pings).
+    fn now() -> PingsSkew {
+        PingsSkew {
+            skew: clock::skew(),
+            since: std::time::Instant::now(),
+        }
+    }
+}
+
+/// How much the offset between the boot clock and `Instant` may move between two reads without
+/// a suspend: reads of two clocks are not simultaneous.
+const SKEW_TOLERANCE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Heartbeats sent by every session of this process (`zklock::support::heartbeats`: tests
 /// count them).
@@ -178,14 +223,14 @@ fn heartbeat(session: &Arc<Session>, in_flight: &Arc<AtomicU64>) {
     in_flight.fetch_add(1, Ordering::Relaxed);
     HEARTBEATS.fetch_add(1, Ordering::Relaxed);
     let (weak, timeout, in_flight) = (Arc::downgrade(session), session.timeout, in_flight.clone());
-    let sent = Instant::now();
+    let sent = BootInstant::now();
     tokio::spawn(async move {
         let reply = zk.sync("/");
         let answered = tokio::time::timeout(timeout, reply).await;
         in_flight.fetch_sub(1, Ordering::Relaxed);
         let Some(s) = weak.upgrade() else { return };
         if let Ok(Ok(_)) = answered {
-            s.lifeline.answered(sent, Instant::now());
+            s.lifeline.answered(sent, BootInstant::now());
             s.rearm(Instant::now());
             s.proof_moved.notify_waiters();
         }
