@@ -550,10 +550,7 @@ export declare class Lease extends EventEmitter implements AsyncDisposable {
   extend(byMs: number): number
   /** Calls `callback(msLeft)` once the maximum hold is `beforeMs` from its end (again after each extension). */
   onExpiring(beforeMs: number, callback: (msLeft: number) => void): void
-  /**
-   * Until when no one else can hold this lock: ms on `Date.now()`'s clock at the call (null once
-   * released or lost), wrong once kept across a clock step; timeLeft() (ms, counts a suspend) is not.
-   */
+  /** Until when no one else holds: ms on Date.now() (null once final); a kept value misleads: use timeLeft(). */
   validUntil(): number | null
   /** Ms left until validUntil(), on a clock that counts a suspend (0 once passed); null once released or lost. */
   timeLeft(): number | null
