@@ -51,7 +51,7 @@ impl LeaseModel {
         let now = ms_(self.client_now(s));
         let interval = lifeline_math::beat_interval(timeout, tick);
         // An idle session sends no heartbeat (`Session::is_active`).
-        let mut beat = s.active && s.last_beat.map_or(true, |b| now >= ms_(b) + interval);
+        let mut beat = s.active && s.last_beat.is_none_or(|b| now >= ms_(b) + interval);
         if !beat
             && s.active
             && s.beats_in_flight == 0
