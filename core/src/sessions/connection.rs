@@ -15,6 +15,7 @@ use crate::base::state::ConnectionState;
 use crate::ops::runtime;
 use crate::ops::stats::Counters;
 use crate::sessions::listeners::ConnectionListeners;
+use crate::sessions::server_facts;
 use crate::sessions::session::Session;
 
 pub(crate) struct Connection {
@@ -33,6 +34,9 @@ pub(crate) struct Connection {
     /// The largest zxid any session of this client saw: a later session refuses a server
     /// whose history is older (tokens never repeat within a client's life).
     zxid_seen: Arc<AtomicI64>,
+    /// The servers' tick and version class, learned by the first session (a probe costs the
+    /// servers a session: once per client).
+    learned: server_facts::Learned,
 }
 
 impl Connection {
@@ -43,8 +47,11 @@ impl Connection {
         let counters = Arc::new(Counters::new(options.path_stats_limit));
         let listeners = Arc::new(ConnectionListeners::default());
         let zxid_seen = Arc::new(AtomicI64::new(0));
-        let session =
-            Session::open(&hosts, &options, &counters, &listeners, None, &zxid_seen).await?;
+        let learned = server_facts::Learned::default();
+        let session = Session::open(
+            &hosts, &options, &counters, &listeners, None, &zxid_seen, &learned,
+        )
+        .await?;
         Ok(Connection {
             counters,
             listeners,
@@ -56,6 +63,7 @@ impl Connection {
             reconnect: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
             zxid_seen,
+            learned,
         })
     }
 
@@ -144,6 +152,7 @@ impl Connection {
             &self.listeners,
             deadline,
             &self.zxid_seen,
+            &self.learned,
         ))
         .await?;
         *self.current.lock().unwrap() = fresh.clone();
