@@ -316,6 +316,12 @@ export interface ClientEvents {
   state: [state: ConnectionState]
 }
 
+/** What `Client.serverFeatures()` says: the version class (`'3.5'`, `'3.6'`, `'3.7+'`) and the requests it lacks. */
+export interface ServerFeatures {
+  version: string
+  lacks: string[]
+}
+
 export declare class Client extends EventEmitter implements AsyncDisposable {
   private constructor()
   /** Connects to `hosts` (`host:port,host:port/optional/chroot`). */
@@ -323,6 +329,13 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
   readonly hosts: string
   readonly sessionId: bigint
   readonly closed: boolean
+  /**
+   * The tick the lease proof runs on, in ms: the larger of `serverTickMs` and the tick learned
+   * from the servers at connect (half the shortest session they grant).
+   */
+  readonly serverTick: number
+  /** Which ZooKeeper version class answered at connect: `{ version: '3.7+', lacks: [] }`. */
+  serverFeatures(): ServerFeatures
   /** The connection now. */
   readonly state: ConnectionState
   on<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this

@@ -144,6 +144,41 @@ pub unsafe extern "C" fn zklock_client_connection_state(
     })
 }
 
+/// The tick the lease proof runs on, in milliseconds: the larger of `server_tick_ms` and the
+/// tick learned from the servers at connect (half the shortest session they grant: their
+/// `tickTime`, or more when the operator raised `minSessionTimeout`). -1 when `client` is NULL
+/// or not a live client (with the last error set).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_server_tick_ms(client: *const zklock_client) -> i64 {
+    guard_value(-1, || {
+        let tick = handles::get(client, Kind::Client, "client")?
+            .client
+            .server_tick();
+        Ok(i64::try_from(tick.as_millis()).unwrap_or(i64::MAX))
+    })
+}
+
+/// Which ZooKeeper version class answered at connect: "3.5", "3.6" or "3.7+" (a static
+/// string; docs/interop.md says what each lacks). NULL when `client` is NULL or not a live
+/// client (with the last error set).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_server_version(
+    client: *const zklock_client,
+) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        let class = handles::get(client, Kind::Client, "client")?
+            .client
+            .server_features()
+            .version_class();
+        Ok(match class {
+            "3.4" => c"3.4".as_ptr(),
+            "3.5" => c"3.5".as_ptr(),
+            "3.6" => c"3.6".as_ptr(),
+            _ => c"3.7+".as_ptr(),
+        })
+    })
+}
+
 /// The name of a `zklock_connection_state` ("connected", "suspended", "lost": the core's
 /// names, as every face shows them); "unknown" for another value. A static string.
 #[no_mangle]

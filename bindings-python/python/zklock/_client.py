@@ -156,6 +156,20 @@ class Client:
         return self._native.session_timeout
 
     @property
+    def server_tick(self) -> float:
+        """The tick the lease proof runs on, in seconds: the larger of ``server_tick=`` and the
+        tick learned from the servers at connect (half the shortest session they grant:
+        their ``tickTime``, or more when the operator raised ``minSessionTimeout``)."""
+        return self._native.server_tick
+
+    def server_features(self) -> Dict[str, Any]:
+        """Which ZooKeeper version class answered at connect: ``{"version": "3.7+", "lacks":
+        []}``; ``version`` is ``"3.5"``, ``"3.6"`` or ``"3.7+"`` and ``lacks`` names the requests
+        that class lacks (docs/interop.md, "Server versions")."""
+        version, lacks = self._native.server_features()
+        return {"version": version, "lacks": list(lacks)}
+
+    @property
     def closed(self) -> bool:
         return self._native.closed
 
