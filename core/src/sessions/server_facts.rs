@@ -191,9 +191,9 @@ pub(crate) fn adopt(
         return Err(Error::new(
             ErrorKind::ZooKeeper,
             format!(
-                "ZooKeeper at {hosts} is version 3.4 (it answered UNIMPLEMENTED to checkWatches, \
-                 a 3.5 request): zklock's locks need create2 and container nodes, which ZooKeeper \
-                 has from 3.5 on (docs/interop.md, \"Server versions\")"
+                "ZooKeeper at {hosts} is 3.4 (UNIMPLEMENTED to checkWatches, a 3.5 request): \
+                 zklock's locks need create2 and container nodes, ZooKeeper 3.5+ \
+                 (docs/interop.md, \"Server versions\")"
             ),
         ));
     }
@@ -203,11 +203,11 @@ pub(crate) fn adopt(
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             format!(
-                "the session timeout ZooKeeper at {hosts} granted, {}, is shorter than four of \
-                 its ticks (server_tick named: {named}; learned from the server: at most {}, \
-                 half its shortest session; zklock runs on the larger): zklock could not know of \
-                 a loss before the server; ask for a session timeout of at least {}",
+                "session timeout {} (granted by ZooKeeper at {hosts}) is under four ticks of \
+                 {} (server_tick named: {named}; learned from the server: at most {}): zklock \
+                 could not know of a loss in time; use a session of at least {}",
                 duration(granted),
+                duration(tick),
                 duration(facts.tick_bound),
                 duration(tick * 4)
             ),
