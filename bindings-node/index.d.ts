@@ -305,21 +305,12 @@ export interface CloseOnSignalsOptions {
  */
 export declare function closeOnSignals(options?: CloseOnSignalsOptions): () => void
 
-/**
- * Where a client's connection stands: 'suspended' when it broke (the session may live, its
- * leases are suspended), 'lost' when the session ended or the client was closed.
- */
+/** A connection: 'suspended' when it broke (the session may live, its leases are suspended), 'lost' when the session ended or the client was closed. */
 export type ConnectionState = 'connected' | 'suspended' | 'lost'
 
 export interface ClientEvents {
   /** The connection changed (kazoo's add_listener); 'lost' once per session. */
   state: [state: ConnectionState]
-}
-
-/** What `Client.serverFeatures()` says: the version class (`'3.5'`, `'3.6'`, `'3.7+'`) and the requests it lacks. */
-export interface ServerFeatures {
-  version: string
-  lacks: string[]
 }
 
 export declare class Client extends EventEmitter implements AsyncDisposable {
@@ -329,13 +320,10 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
   readonly hosts: string
   readonly sessionId: bigint
   readonly closed: boolean
-  /**
-   * The tick the lease proof runs on, in ms: the larger of `serverTickMs` and the tick learned
-   * from the servers at connect (half the shortest session they grant).
-   */
+  /** The tick the lease proof runs on, in ms: `serverTickMs` or the servers', learned at connect, whichever is larger. */
   readonly serverTick: number
-  /** Which ZooKeeper version class answered at connect: `{ version: '3.7+', lacks: [] }`. */
-  serverFeatures(): ServerFeatures
+  /** The ZooKeeper version class that answered at connect ('3.5', '3.6', '3.7+') and the requests it lacks. */
+  serverFeatures(): { version: string; lacks: string[] }
   /** The connection now. */
   readonly state: ConnectionState
   on<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this

@@ -173,6 +173,15 @@ impl Client {
         StateWatcher(self.shared().state.subscribe())
     }
 
+    /// The address (`host:port`) of the member the last connection attempt went to: the
+    /// current connection's while connected.
+    pub fn connected_host(&self) -> String {
+        let shared = self.shared();
+        let next = *shared.next_host.lock().unwrap();
+        let (host, port) = &shared.hosts[(next + shared.hosts.len() - 1) % shared.hosts.len()];
+        options::address(host, *port)
+    }
+
     /// What the current connection knows of its link (`None` while disconnected).
     pub fn link_stats(&self) -> Option<conn::Stats> {
         self.shared()
@@ -246,7 +255,8 @@ impl Client {
     }
 }
 
-/// The session timeout the first reachable server of `connect_string` grants a session that
+/// The session timeout the first reachable server of `connect_string` (zklock gives it one:
+/// the member its session is on) grants a session that
 /// asks for 1 ms, and that session closed at once. ZooKeeper clamps a requested timeout to
 /// `[minSessionTimeout, maxSessionTimeout]` (`ZooKeeperServer.processConnectRequest`), whose
 /// bounds are 2 and 20 ticks unless the operator set them (`ZooKeeperServer

@@ -123,7 +123,9 @@ pub(crate) async fn learn(
     if let Some(facts) = *learned.lock().unwrap() {
         return Ok(facts);
     }
-    let granted = zk::shortest_session(hosts, options, secure)
+    // The member the session is on: members of one ensemble share their tickTime, and a test
+    // that tells a client's member by its open connections sees only that one.
+    let granted = zk::shortest_session(&session.connected_host(), options, secure)
         .await
         .map_err(|e| {
             Error::new(
