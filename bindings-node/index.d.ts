@@ -41,8 +41,8 @@ export interface ConnectOptions {
   /** How long `connect` keeps trying before ZKLOCK_CONNECTION. Default 15 000. */
   connectTimeoutMs?: number
   /** The ensemble's tickTime: the lost signal's deadline depends on it (docs/safety.md).
-   * Default: ZooKeeper's sample 2000, or a fifth of the session timeout when shorter. A session
-   * shorter than four ticks rejects with ZKLOCK_INVALID_ARGUMENT. */
+   * Learned from the servers at connect (`serverTick`); this can raise it, never lower it. A
+   * session shorter than four ticks rejects with ZKLOCK_INVALID_ARGUMENT. */
   serverTickMs?: number
   /** How many lock paths get statistics of their own (`pathStats()`, `openmetrics()`); the
    * acquires on later paths are counted together in one overflow series. 0 turns them off.

@@ -325,9 +325,9 @@ typedef struct zklock_client_options {
     const char *sasl_user;
     const char *sasl_password;
     /**
-     * The ensemble's tickTime in milliseconds (0: ZooKeeper's sample 2000, or a fifth of the
-     * session timeout when shorter); the lost signal's deadline depends on it. A session
-     * shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
+     * The ensemble's tickTime in milliseconds (0: the tick learned from the servers at connect;
+     * a value here can raise it, never lower it); the lost signal's deadline depends on it. A
+     * session shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
      */
     int64_t server_tick_ms;
     /**

@@ -242,9 +242,9 @@ pub struct zklock_client_options {
     /// SASL DIGEST-MD5 user and password, or NULL (a wrong password is `ZKLOCK_PERMISSION`).
     pub sasl_user: *const c_char,
     pub sasl_password: *const c_char,
-    /// The ensemble's tickTime in milliseconds (0: ZooKeeper's sample 2000, or a fifth of the
-    /// session timeout when shorter); the lost signal's deadline depends on it. A session
-    /// shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
+    /// The ensemble's tickTime in milliseconds (0: the tick learned from the servers at connect;
+    /// a value here can raise it, never lower it); the lost signal's deadline depends on it. A
+    /// session shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
     pub server_tick_ms: i64,
     /// How many lock paths get statistics of their own (per-path series in
     /// `zklock_client_openmetrics`); the acquires on later paths are counted together in one

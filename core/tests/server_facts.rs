@@ -108,3 +108,26 @@ async fn a_min_session_timeout_that_hides_the_tick_makes_the_client_run_on_the_u
         .expect_err("a 3 s session on a tick of up to 1 s is refused");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
 }
+
+/// What the tick's probe costs, printed (no timed assertion): a session opened and closed on
+/// one member, two transactions through the leader. The version-class probe adds one read on
+/// the client's own session (3.7+ answers the first request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_costs_one_short_session_per_client() {
+    let zk = start(Config::default());
+    let options = zklock_wire::client::ClientOptions::default();
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        let granted = zklock_wire::client::shortest_session(&zk.connect_string(), &options, None)
+            .await
+            .unwrap();
+        took.push(started.elapsed());
+        assert_eq!(granted, Duration::from_millis(400));
+    }
+    took.sort();
+    println!(
+        "the tick's probe (connect, handshake, closeSession answered): min {:?}, median {:?}, max {:?}",
+        took[0], took[2], took[4]
+    );
+}

@@ -58,8 +58,9 @@ class Client:
     DIGEST-MD5 (a wrong password raises :class:`PermissionDenied`).
 
     ``server_tick`` (seconds) is the ensemble's ``tickTime``; the lost signal's deadline depends on
-    it (docs/safety.md). Default: ZooKeeper's sample 2 s, or a fifth of the session timeout when
-    that is shorter. A session shorter than four ticks raises :class:`InvalidArgument`.
+    it (docs/safety.md). The client learns it from the servers at connect (``server_tick`` the
+    property); a ``server_tick`` given here can raise it, never lower it. A session shorter than
+    four ticks raises :class:`InvalidArgument`.
 
     ``path_stats_limit`` is how many lock paths get statistics of their own (``path_stats()``,
     ``openmetrics()``); acquires on later paths are counted together in one overflow series.
