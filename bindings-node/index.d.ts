@@ -41,8 +41,8 @@ export interface ConnectOptions {
   /** How long `connect` keeps trying before ZKLOCK_CONNECTION. Default 15 000. */
   connectTimeoutMs?: number
   /** The ensemble's tickTime: the lost signal's deadline depends on it (docs/safety.md).
-   * Default: ZooKeeper's sample 2000, or a fifth of the session timeout when shorter. A session
-   * shorter than four ticks rejects with ZKLOCK_INVALID_ARGUMENT. */
+   * Learned from the servers at connect (`serverTick`); this can raise it, never lower it. A
+   * session shorter than four ticks rejects with ZKLOCK_INVALID_ARGUMENT. */
   serverTickMs?: number
   /** How many lock paths get statistics of their own (`pathStats()`, `openmetrics()`); the
    * acquires on later paths are counted together in one overflow series. 0 turns them off.
@@ -305,10 +305,7 @@ export interface CloseOnSignalsOptions {
  */
 export declare function closeOnSignals(options?: CloseOnSignalsOptions): () => void
 
-/**
- * Where a client's connection stands: 'suspended' when it broke (the session may live, its
- * leases are suspended), 'lost' when the session ended or the client was closed.
- */
+/** A connection: 'suspended' when it broke (the session may live, its leases are suspended), 'lost' when the session ended or the client was closed. */
 export type ConnectionState = 'connected' | 'suspended' | 'lost'
 
 export interface ClientEvents {
@@ -323,6 +320,10 @@ export declare class Client extends EventEmitter implements AsyncDisposable {
   readonly hosts: string
   readonly sessionId: bigint
   readonly closed: boolean
+  /** The tick the lease proof runs on, in ms: `serverTickMs` or the servers', learned at connect, whichever is larger. */
+  readonly serverTick: number
+  /** The ZooKeeper version class that answered at connect ('3.5', '3.6', '3.7+') and the requests it lacks. */
+  serverFeatures(): { version: string; lacks: string[] }
   /** The connection now. */
   readonly state: ConnectionState
   on<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this

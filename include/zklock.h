@@ -325,9 +325,9 @@ typedef struct zklock_client_options {
     const char *sasl_user;
     const char *sasl_password;
     /**
-     * The ensemble's tickTime in milliseconds (0: ZooKeeper's sample 2000, or a fifth of the
-     * session timeout when shorter); the lost signal's deadline depends on it. A session
-     * shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
+     * The ensemble's tickTime in milliseconds (0: the tick learned from the servers at connect;
+     * a value here can raise it, never lower it); the lost signal's deadline depends on it. A
+     * session shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
      */
     int64_t server_tick_ms;
     /**
@@ -586,6 +586,21 @@ enum zklock_status zklock_client_on_connection(struct zklock_client *client,
  * client (with the last error set).
  */
 enum zklock_connection_state zklock_client_connection_state(const struct zklock_client *client);
+
+/**
+ * The tick the lease proof runs on, in milliseconds: the larger of `server_tick_ms` and the
+ * tick learned from the servers at connect (half the shortest session they grant: their
+ * `tickTime`, or more when the operator raised `minSessionTimeout`). -1 when `client` is NULL
+ * or not a live client (with the last error set).
+ */
+int64_t zklock_client_server_tick_ms(const struct zklock_client *client);
+
+/**
+ * Which ZooKeeper version class answered at connect: "3.5", "3.6" or "3.7+" (a static
+ * string; docs/interop.md says what each lacks). NULL when `client` is NULL or not a live
+ * client (with the last error set).
+ */
+const char *zklock_client_server_version(const struct zklock_client *client);
 
 /**
  * The name of a `zklock_connection_state` ("connected", "suspended", "lost": the core's

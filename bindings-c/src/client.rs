@@ -144,6 +144,41 @@ pub unsafe extern "C" fn zklock_client_connection_state(
     })
 }
 
+/// The tick the lease proof runs on, in milliseconds: the larger of `server_tick_ms` and the
+/// tick learned from the servers at connect (half the shortest session they grant: their
+/// `tickTime`, or more when the operator raised `minSessionTimeout`). -1 when `client` is NULL
+/// or not a live client (with the last error set).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_server_tick_ms(client: *const zklock_client) -> i64 {
+    guard_value(-1, || {
+        let tick = handles::get(client, Kind::Client, "client")?
+            .client
+            .server_tick();
+        Ok(i64::try_from(tick.as_millis()).unwrap_or(i64::MAX))
+    })
+}
+
+/// Which ZooKeeper version class answered at connect: "3.5", "3.6" or "3.7+" (a static
+/// string; docs/interop.md says what each lacks). NULL when `client` is NULL or not a live
+/// client (with the last error set).
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_server_version(
+    client: *const zklock_client,
+) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        let class = handles::get(client, Kind::Client, "client")?
+            .client
+            .server_features()
+            .version_class();
+        Ok(match class {
+            "3.4" => c"3.4".as_ptr(),
+            "3.5" => c"3.5".as_ptr(),
+            "3.6" => c"3.6".as_ptr(),
+            _ => c"3.7+".as_ptr(),
+        })
+    })
+}
+
 /// The name of a `zklock_connection_state` ("connected", "suspended", "lost": the core's
 /// names, as every face shows them); "unknown" for another value. A static string.
 #[no_mangle]
@@ -207,9 +242,9 @@ pub struct zklock_client_options {
     /// SASL DIGEST-MD5 user and password, or NULL (a wrong password is `ZKLOCK_PERMISSION`).
     pub sasl_user: *const c_char,
     pub sasl_password: *const c_char,
-    /// The ensemble's tickTime in milliseconds (0: ZooKeeper's sample 2000, or a fifth of the
-    /// session timeout when shorter); the lost signal's deadline depends on it. A session
-    /// shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
+    /// The ensemble's tickTime in milliseconds (0: the tick learned from the servers at connect;
+    /// a value here can raise it, never lower it); the lost signal's deadline depends on it. A
+    /// session shorter than four ticks is `ZKLOCK_INVALID_ARGUMENT` at connect.
     pub server_tick_ms: i64,
     /// How many lock paths get statistics of their own (per-path series in
     /// `zklock_client_openmetrics`); the acquires on later paths are counted together in one

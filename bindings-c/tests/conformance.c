@@ -311,6 +311,52 @@ static void op_server_tick(struct outcome *o, const struct bytes *in) {
     op_connect(o, servers, &opts);
 }
 
+/* The tick the client runs on (zklock_client_server_tick_ms), in ms, with a 4 s session and the
+ * input (seconds, or empty for none) as server_tick_ms. */
+static void op_learned_tick(struct outcome *o, const struct bytes *in) {
+    static char shown[32];
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.session_timeout_ms = 4000;
+    opts.connect_timeout_ms = 5000;
+    if (in->p[0] != '\0') {
+        double secs;
+        int64_t ms;
+        if (!parse_seconds(in->p, &secs)) {
+            snprintf(o->problem, sizeof o->problem, "the input %.40s is not a number of seconds", in->p);
+            return;
+        }
+        if (!to_millis(secs, &ms, &o->na)) return;
+        opts.server_tick_ms = ms;
+    }
+    zklock_client *c = NULL;
+    zklock_status st = connect_with(o, servers, &opts, &c);
+    if (st != ZKLOCK_OK) {
+        o->word = kind_of(st);
+    } else {
+        snprintf(shown, sizeof shown, "%lld", (long long)zklock_client_server_tick_ms(c));
+        o->word = shown;
+    }
+    zklock_client_free(c);
+}
+
+/* The version class that answered (zklock_client_server_version), on a default client. */
+static void op_server_features(struct outcome *o, const struct bytes *in) {
+    (void)in;
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.connect_timeout_ms = 5000;
+    zklock_client *c = NULL;
+    zklock_status st = connect_with(o, servers, &opts, &c);
+    if (st != ZKLOCK_OK) {
+        o->word = kind_of(st);
+    } else {
+        const char *version = zklock_client_server_version(c);
+        o->word = version ? version : "NULL";
+    }
+    zklock_client_free(c);
+}
+
 static void op_identity(struct outcome *o, const struct bytes *in) {
     if (has_nul(in)) {
         o->na = "a C string ends at its first NUL: an identity with NUL inside cannot be passed";
@@ -1579,6 +1625,8 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "hosts") == 0) op_hosts(&o, &in);
         else if (strcmp(op, "session_timeout") == 0) op_session_timeout(&o, &in);
         else if (strcmp(op, "server_tick") == 0) op_server_tick(&o, &in);
+        else if (strcmp(op, "learned_tick") == 0) op_learned_tick(&o, &in);
+        else if (strcmp(op, "server_features") == 0) op_server_features(&o, &in);
         else if (strcmp(op, "identity") == 0) op_identity(&o, &in);
         else if (strcmp(op, "path_stats_limit") == 0) op_path_stats_limit(&o, &in);
         else if (strcmp(op, "acl") == 0) op_acl(&o, &in);

@@ -203,6 +203,19 @@ class Client extends EventEmitter {
   }
 
   /**
+   * The tick the lease proof runs on, in ms: the larger of `serverTickMs` and the tick learned
+   * from the servers at connect (half the shortest session they grant).
+   */
+  get serverTick() {
+    return this.#native.serverTickMs
+  }
+
+  /** Which ZooKeeper version class answered at connect: `{ version: '3.7+', lacks: [] }`. */
+  serverFeatures() {
+    return this.#native.serverFeatures()
+  }
+
+  /**
    * This client's lock statistics, counted by the core since it connected: acquires by outcome
    * (`acquired`, `timedOut`, `cancelled`, `failed`), `wait` and `hold` times (`{ count, p50,
    * p90, p99, max }` in milliseconds), leases `held` and acquires `waiting` now, `suspended`

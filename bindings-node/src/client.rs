@@ -94,6 +94,15 @@ fn options(o: Option<NativeConnectOptions>) -> Result<zklock::Options, zklock::E
 }
 
 /// One path's statistics ([`zklock::PathStats`]; times in milliseconds; `lost` by reason word).
+/// Which ZooKeeper version class answered at connect ([`zklock::ServerFeatures`]).
+#[napi(object)]
+pub struct NativeServerFeatures {
+    /// `"3.5"`, `"3.6"` or `"3.7+"`.
+    pub version: String,
+    /// The requests that class lacks.
+    pub lacks: Vec<String>,
+}
+
 #[napi(object)]
 pub struct NativePathStats {
     pub path: Option<String>,
@@ -188,6 +197,22 @@ impl NativeClient {
     #[napi(getter)]
     pub fn closed(&self) -> bool {
         self.inner.is_closed()
+    }
+
+    /// The tick the lifeline runs on, in ms ([`zklock::Client::server_tick`]).
+    #[napi(getter)]
+    pub fn server_tick_ms(&self) -> f64 {
+        self.inner.server_tick().as_secs_f64() * 1e3
+    }
+
+    /// [`zklock::Client::server_features`].
+    #[napi]
+    pub fn server_features(&self) -> NativeServerFeatures {
+        let f = self.inner.server_features();
+        NativeServerFeatures {
+            version: f.version_class().to_owned(),
+            lacks: f.lacks().into_iter().map(str::to_owned).collect(),
+        }
     }
 
     /// An exclusive lock on `path` (re-entrant for this object unless `reentrant` is false).

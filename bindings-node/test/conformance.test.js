@@ -253,6 +253,26 @@ const ops = {
     })
   },
 
+  async learned_tick(input) {
+    return outcome(async () => {
+      const options = { sessionTimeoutMs: 4000 }
+      if (input !== '') options.serverTickMs = Math.round(seconds(input) * 1000)
+      const c = await Client.connect(zk.servers, options)
+      const tick = c.serverTick
+      await c.close()
+      return String(Math.round(tick))
+    })
+  },
+
+  async server_features(input) {
+    return outcome(async () => {
+      const c = await Client.connect(zk.servers)
+      const { version } = c.serverFeatures()
+      await c.close()
+      return version
+    })
+  },
+
   async path_stats_limit(input) {
     return outcome(async () => {
       const c = await Client.connect(zk.servers, { pathStatsLimit: Number(input) })

@@ -144,6 +144,19 @@ impl PyClient {
         self.client.session_timeout().as_secs_f64()
     }
 
+    /// The tick the lifeline runs on, in seconds ([`zklock::Client::server_tick`]).
+    #[getter]
+    fn server_tick(&self) -> f64 {
+        self.client.server_tick().as_secs_f64()
+    }
+
+    /// The ZooKeeper version class that answered at connect and the requests it lacks
+    /// ([`zklock::Client::server_features`]).
+    fn server_features(&self) -> (&'static str, Vec<&'static str>) {
+        let f = self.client.server_features();
+        (f.version_class(), f.lacks())
+    }
+
     /// A mutex on `path`; `max_hold` (seconds, None: no limit) ends every lease of it after
     /// that long (lost, reason `max-hold`); `hold_ceiling` (seconds, None: none) bounds its
     /// extensions; `lock_delay` (seconds, None: none) is Chubby's lock-delay

@@ -249,6 +249,23 @@ def op_server_tick(ctx: Ctx, text: str) -> str:
     return "ok"
 
 
+def op_learned_tick(ctx: Ctx, text: str) -> str:
+    named = None if text == "" else float(text)
+    client = zklock.Client(ctx.servers, session_timeout=4.0, connect_timeout=5.0, server_tick=named)
+    try:
+        return str(round(client.server_tick * 1000))
+    finally:
+        client.close()
+
+
+def op_server_features(ctx: Ctx, text: str) -> str:
+    client = zklock.Client(ctx.servers, connect_timeout=5.0)
+    try:
+        return str(client.server_features()["version"])
+    finally:
+        client.close()
+
+
 def op_session_timeout(ctx: Ctx, text: str) -> str:
     zklock.Client(ctx.servers, session_timeout=float(text), connect_timeout=5.0).close()
     return "ok"
@@ -985,6 +1002,8 @@ OPS: Dict[str, Callable[[Ctx, str], str]] = {
     "hosts": op_hosts,
     "session_timeout": op_session_timeout,
     "server_tick": op_server_tick,
+    "learned_tick": op_learned_tick,
+    "server_features": op_server_features,
     "identity": op_identity,
     "path_stats_limit": op_path_stats_limit,
     "acl": op_acl,

@@ -92,7 +92,7 @@ pub struct Holding {
     pub session_timeout: Option<Duration>,
 
     /// The ensemble's tickTime: the lost signal's deadline depends on it (docs/safety.md).
-    /// Default: ZooKeeper's sample 2s, or a fifth of the session timeout when shorter. A session
+    /// Learned from the servers at connect; this can raise it, never lower it. A session
     /// shorter than four ticks is refused.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub server_tick: Option<Duration>,

@@ -29,12 +29,16 @@ fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
     Some(payload)
 }
 
-/// ZooKeeper's ConnectResponse: protocol 0, 10 s, session 0x42, a 16-byte password, not
-/// read-only.
-fn connect_response() -> Vec<u8> {
+/// ZooKeeper's ConnectResponse to `hello` (a ConnectRequest): protocol 0, the timeout asked for
+/// within [400 ms, 60 s] (a 200 ms tick: a client learns its server's tick from the shortest
+/// session it grants, issue 53), session 0x42, a 16-byte password, not read-only.
+fn connect_response(hello: &[u8]) -> Vec<u8> {
+    let asked = hello
+        .get(12..16)
+        .map_or(10_000, |b| i32::from_be_bytes(b.try_into().unwrap()));
     let mut body = Vec::new();
     body.extend(0i32.to_be_bytes());
-    body.extend(10_000i32.to_be_bytes());
+    body.extend(asked.clamp(400, 60_000).to_be_bytes());
     body.extend(0x42i64.to_be_bytes());
     body.extend(16i32.to_be_bytes());
     body.extend([7u8; 16]);
@@ -47,12 +51,36 @@ fn connect_response() -> Vec<u8> {
 #[test]
 fn a_2_gb_frame_length_after_the_handshake_is_a_connection_failure_not_a_usage_error() {
     let addr = server(|mut s| {
-        if read_frame(&mut s).is_none() || s.write_all(&connect_response()).is_err() {
+        let Some(hello) = read_frame(&mut s) else {
+            return;
+        };
+        if s.write_all(&connect_response(&hello)).is_err() {
             return;
         }
-        // The first request is answered with a length no server may send.
-        if read_frame(&mut s).is_some() {
-            let _ = s.write_all(&0x7fff_fff0i32.to_be_bytes());
+        // whoAmI (op 107, what a new client asks to learn the server's version) is answered
+        // with no identities, CloseSession (op -11, the tick probe's) with OK; the first other
+        // request with a length no server may send.
+        while let Some(req) = read_frame(&mut s) {
+            let op = req
+                .get(4..8)
+                .map(|b| i32::from_be_bytes(b.try_into().unwrap()));
+            let reply_body: &[u8] = match op {
+                Some(107) => &[0, 0, 0, 0],
+                Some(-11) => &[],
+                _ => {
+                    let _ = s.write_all(&0x7fff_fff0i32.to_be_bytes());
+                    break;
+                }
+            };
+            let mut reply = req[..4].to_vec();
+            reply.extend(1i64.to_be_bytes());
+            reply.extend(0i32.to_be_bytes());
+            reply.extend(reply_body);
+            let mut out = (reply.len() as i32).to_be_bytes().to_vec();
+            out.extend(reply);
+            if s.write_all(&out).is_err() {
+                return;
+            }
         }
         let mut sink = [0u8; 1024];
         while matches!(s.read(&mut sink), Ok(n) if n > 0) {}

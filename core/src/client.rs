@@ -258,6 +258,18 @@ impl Client {
         self.inner.current().timeout
     }
 
+    /// The tick the lifeline runs on (docs/safety.md): the larger of `Options::server_tick` and
+    /// the bound learned from the servers at connect, half the shortest session they grant
+    /// (their `tickTime`, or more when the operator raised `minSessionTimeout`).
+    pub fn server_tick(&self) -> std::time::Duration {
+        self.inner.current().tick()
+    }
+
+    /// Which ZooKeeper version class answered at connect, and what it lacks (docs/interop.md).
+    pub fn server_features(&self) -> crate::ServerFeatures {
+        self.inner.current().features
+    }
+
     /// A snapshot of this client's lock statistics since it was made: acquires by outcome, wait
     /// and hold times, leases held and acquires waiting now, lease state events, reconnects and
     /// session expiries (see [`Stats`]). A few atomic reads; works after close too.

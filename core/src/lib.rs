@@ -76,6 +76,7 @@ pub use recipes::mutex_queue::Participant;
 pub use recipes::rwlock::RwLock;
 pub use recipes::scan::{LockQueue, ScanLimits};
 pub use recipes::semaphore::{invalid_max_leases, MAX_LEASES};
+pub use sessions::server_facts::{ServerClass, ServerFeatures};
 
 /// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
 /// drives (spawn, block_on, callback queues), the round-trip counter the benchmarks read, and the

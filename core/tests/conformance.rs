@@ -109,6 +109,28 @@ impl Runner {
                     .server_tick(Duration::from_secs_f64(secs));
                 self.connect_and_close(options).await
             }
+            "learned_tick" => {
+                let mut options = Options::default().session_timeout(Duration::from_secs(4));
+                if !input.is_empty() {
+                    options = options.server_tick(Duration::from_secs_f64(input.parse().unwrap()));
+                }
+                match self.connect(options).await {
+                    Ok(c) => {
+                        let tick = c.server_tick();
+                        c.close().await;
+                        word(&tick.as_millis().to_string())
+                    }
+                    Err(e) => error_word(&e),
+                }
+            }
+            "server_features" => match self.connect(Options::default()).await {
+                Ok(c) => {
+                    let class = c.server_features().version_class();
+                    c.close().await;
+                    word(class)
+                }
+                Err(e) => error_word(&e),
+            },
             "path_stats_limit" => {
                 match zklock::support::path_stats_limit_from_i64(input.parse().unwrap()) {
                     Err(e) => error_word(&e),

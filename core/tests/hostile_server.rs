@@ -25,8 +25,9 @@ fn framed(payload: &[u8]) -> Vec<u8> {
 }
 
 /// A relay to the shared ZooKeeper that passes each connection's handshake (so the session is
-/// real) and answers its first request with a frame length of 2 GB: every connection breaks
-/// right after it is made.
+/// real) and the whoAmI a new client asks to learn its server's version (issue 53), and answers
+/// its first other request with a frame length of 2 GB: every connection breaks as soon as it is
+/// used.
 async fn corrupting_relay() -> String {
     let target = servers().split(['/', ',']).next().unwrap().to_owned();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -50,7 +51,21 @@ async fn corrupting_relay() -> String {
                 if s.write_all(&framed(&resp)).await.is_err() {
                     return;
                 }
-                let _ = read_frame(&mut s).await;
+                // whoAmI (op 107) passes; the first other request breaks the connection.
+                while let Some(req) = read_frame(&mut s).await {
+                    if req.len() < 8 || req[4..8] != 107i32.to_be_bytes() {
+                        break;
+                    }
+                    if up.write_all(&framed(&req)).await.is_err() {
+                        return;
+                    }
+                    let Some(resp) = read_frame(&mut up).await else {
+                        return;
+                    };
+                    if s.write_all(&framed(&resp)).await.is_err() {
+                        return;
+                    }
+                }
                 let _ = s.write_all(&0x7fff_fff0i32.to_be_bytes()).await;
                 let mut sink = [0u8; 1024];
                 while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}

@@ -173,6 +173,15 @@ impl Client {
         StateWatcher(self.shared().state.subscribe())
     }
 
+    /// The address (`host:port`) of the member the last connection attempt went to: the
+    /// current connection's while connected.
+    pub fn connected_host(&self) -> String {
+        let shared = self.shared();
+        let next = *shared.next_host.lock().unwrap();
+        let (host, port) = &shared.hosts[(next + shared.hosts.len() - 1) % shared.hosts.len()];
+        options::address(host, *port)
+    }
+
     /// What the current connection knows of its link (`None` while disconnected).
     pub fn link_stats(&self) -> Option<conn::Stats> {
         self.shared()
@@ -212,6 +221,22 @@ impl Client {
         conn.who_am_i().await.map_err(op_error)
     }
 
+    /// Whether the server knows request `op`, asked with `body` (its record, encoded): a server
+    /// too old for an op answers it with UNIMPLEMENTED and keeps the connection
+    /// (`ZooKeeperServer.submitRequest`: `Request.isValid` false, `UnimplementedRequestProcessor`,
+    /// the same in 3.4 to 3.9). Any other answer, an error included, means it knows the op. For
+    /// harmless ops only (a read, or a check of this session's own watches): see [`op`].
+    pub async fn knows_op(&self, op: i32, body: Vec<u8>) -> Result<bool, Error> {
+        let conn = self.shared().connection()?;
+        match conn.call(&conn::Request::Probe(op, body)).await {
+            Ok(reply) => match reply.result {
+                Err(code::UNIMPLEMENTED) => Ok(false),
+                _ => Ok(true),
+            },
+            Err(e) => Err(op_error(conn::OpError::Connection(e))),
+        }
+    }
+
     /// Closes the session: CloseSession is sent (the servers delete its ephemeral nodes) and
     /// the state becomes `Closed` once the server answered or the connection ended.
     pub fn close(&self) {
@@ -228,4 +253,56 @@ impl Client {
         shared.abandoned.store(true, Ordering::Release);
         shared.request_close();
     }
+}
+
+/// The session timeout the first reachable server of `connect_string` (zklock gives it one:
+/// the member its session is on) grants a session that
+/// asks for 1 ms, and that session closed at once. ZooKeeper clamps a requested timeout to
+/// `[minSessionTimeout, maxSessionTimeout]` (`ZooKeeperServer.processConnectRequest`), whose
+/// bounds are 2 and 20 ticks unless the operator set them (`ZooKeeperServer
+/// .getMinSessionTimeout`: `minSessionTimeout == -1 ? tickTime * 2`; `QuorumPeerConfig.parse`
+/// the same), so the answer is two ticks, or the operator's larger minimum. One connection, no
+/// credentials (the handshake needs none), no retry: the caller decides. The close is sent and
+/// awaited for at most the granted timeout; a server that refuses it (one that requires
+/// authentication first) expires the probe session after that timeout anyway.
+pub async fn shortest_session(
+    connect_string: &str,
+    options: &ClientOptions,
+    secure: Option<Secure>,
+) -> Result<Duration, ConnectError> {
+    let parsed = ConnectString::parse(connect_string)?;
+    let mut last = None;
+    for (host, port) in &parsed.hosts {
+        let tls = match secure.as_ref().map(|s| s(host)).transpose() {
+            Ok(tls) => tls,
+            Err(e) => {
+                last = Some(e);
+                continue;
+            }
+        };
+        let opts = conn::ConnectOptions {
+            session_timeout: Duration::from_millis(1),
+            session_id: 0,
+            passwd: Vec::new(),
+            last_zxid_seen: 0,
+            connect_timeout: options.connect_timeout,
+            max_packet: options.max_packet,
+            tls,
+            // The connection's own limit (two thirds of the granted timeout), not one derived
+            // from the 1 ms asked for.
+            read_timeout: None,
+        };
+        match conn::connect(&options::address(host, *port), &opts).await {
+            Ok((conn, _events)) => {
+                let granted = conn.session().timeout;
+                let closing = conn.call(&conn::Request::CloseSession);
+                let _ = tokio::time::timeout(granted, closing).await;
+                return Ok(granted);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(ConnectError::Unreachable(
+        last.unwrap_or(conn::Error::Closed),
+    ))
 }

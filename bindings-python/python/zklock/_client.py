@@ -58,8 +58,9 @@ class Client:
     DIGEST-MD5 (a wrong password raises :class:`PermissionDenied`).
 
     ``server_tick`` (seconds) is the ensemble's ``tickTime``; the lost signal's deadline depends on
-    it (docs/safety.md). Default: ZooKeeper's sample 2 s, or a fifth of the session timeout when
-    that is shorter. A session shorter than four ticks raises :class:`InvalidArgument`.
+    it (docs/safety.md). The client learns it from the servers at connect (``server_tick`` the
+    property); a ``server_tick`` given here can raise it, never lower it. A session shorter than
+    four ticks raises :class:`InvalidArgument`.
 
     ``path_stats_limit`` is how many lock paths get statistics of their own (``path_stats()``,
     ``openmetrics()``); acquires on later paths are counted together in one overflow series.
@@ -154,6 +155,20 @@ class Client:
     def session_timeout(self) -> float:
         """The session timeout the server granted, in seconds."""
         return self._native.session_timeout
+
+    @property
+    def server_tick(self) -> float:
+        """The tick the lease proof runs on, in seconds: the larger of ``server_tick=`` and the
+        tick learned from the servers at connect (half the shortest session they grant:
+        their ``tickTime``, or more when the operator raised ``minSessionTimeout``)."""
+        return self._native.server_tick
+
+    def server_features(self) -> Dict[str, Any]:
+        """Which ZooKeeper version class answered at connect: ``{"version": "3.7+", "lacks":
+        []}``; ``version`` is ``"3.5"``, ``"3.6"`` or ``"3.7+"`` and ``lacks`` names the requests
+        that class lacks (docs/interop.md, "Server versions")."""
+        version, lacks = self._native.server_features()
+        return {"version": version, "lacks": list(lacks)}
 
     @property
     def closed(self) -> bool:

@@ -107,9 +107,10 @@ pub struct Options {
     /// SASL DIGEST-MD5 credentials (the server's JAAS `Server` section).
     pub sasl: Option<Sasl>,
     /// The ensemble's `tickTime`. The lifeline gives a lease up one tick earlier than the
-    /// session's own margin, and spaces its heartbeats by half a tick (docs/safety.md). `None`:
-    /// ZooKeeper's sample tick, 2 s, or a fifth of the session timeout when that is shorter.
-    /// A session shorter than four ticks is refused at connect (`InvalidArgument`).
+    /// session's own margin, and spaces its heartbeats by half a tick (docs/safety.md). The
+    /// client learns the tick from the servers at connect ([`crate::Client::server_tick`]); this
+    /// can raise it, never lower it. A session shorter than four ticks is refused at connect
+    /// (`InvalidArgument`).
     pub server_tick: Option<Duration>,
     /// How many lock paths get statistics of their own ([`crate::Client::path_stats`]); the
     /// acquires on later paths are counted together in one overflow series. 0 turns per-path

@@ -263,6 +263,27 @@ pub(crate) fn explained_timeout(counters: &Counters, message: &str) {
     }
 }
 
+/// What a client learned of its servers at connect (`sessions::server_facts`), at info level:
+/// the tick bound the lifeline will not go under and the version class.
+pub(crate) fn server_facts(counters: &Counters, hosts: &str, tick: Duration, class: &str) {
+    let shown = crate::base::text::duration(tick);
+    tracing::info!(
+        hosts,
+        tick = shown.as_str(),
+        class,
+        "zookeeper server facts"
+    );
+    if logs::wanted(Level::Info) {
+        logs::emit(
+            Level::Info,
+            counters.client(),
+            "server",
+            format!("ZooKeeper at {hosts}: tick at most {shown} (half its shortest session), version {class}"),
+            vec![("tick", shown), ("class", class.to_owned())],
+        );
+    }
+}
+
 /// What happened to a session (by its id): `opened`, `disconnected`, `reconnected`, `expired`,
 /// `closed`.
 pub(crate) fn session_event(counters: &Counters, session: i64, what: &'static str, reason: &str) {

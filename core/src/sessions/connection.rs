@@ -16,6 +16,7 @@ use crate::ops::runtime;
 use crate::ops::stats::Counters;
 use crate::sessions::history::History;
 use crate::sessions::listeners::ConnectionListeners;
+use crate::sessions::server_facts;
 use crate::sessions::session::Session;
 
 pub(crate) struct Connection {
@@ -37,6 +38,9 @@ pub(crate) struct Connection {
     /// A refusal of a server behind `zxid_seen`, remembered so that the next refused
     /// acquire needs no probe session (issue 51; `history`).
     history: History,
+    /// The servers' tick and version class, learned by the first session (a probe costs the
+    /// servers a session: once per client).
+    learned: server_facts::Learned,
 }
 
 impl Connection {
@@ -48,8 +52,9 @@ impl Connection {
         let listeners = Arc::new(ConnectionListeners::default());
         let zxid_seen = Arc::new(AtomicI64::new(0));
         let history = History::default();
+        let learned = server_facts::Learned::default();
         let session = Session::open(
-            &hosts, &options, &counters, &listeners, None, &zxid_seen, &history,
+            &hosts, &options, &counters, &listeners, None, &zxid_seen, &history, &learned,
         )
         .await?;
         Ok(Connection {
@@ -64,6 +69,7 @@ impl Connection {
             closed: AtomicBool::new(false),
             zxid_seen,
             history,
+            learned,
         })
     }
 
@@ -153,6 +159,7 @@ impl Connection {
             deadline,
             &self.zxid_seen,
             &self.history,
+            &self.learned,
         ))
         .await?;
         *self.current.lock().unwrap() = fresh.clone();

@@ -58,7 +58,7 @@ use crate::sessions::lifeline_math::{keep, SAMPLE_TICK};
 // The formulas live in `lifeline_math` (pure, so that the model in `model/` runs them too);
 // the rest of the crate names them here.
 pub(crate) use crate::sessions::lifeline_math::{
-    beat_interval, floor, gap, margin, tick, warm, MAX_BEATS_IN_FLIGHT,
+    beat_interval, floor, gap, margin, warm, MAX_BEATS_IN_FLIGHT,
 };
 
 /// Refuses a session too short for its server's tick: the lost deadline would come before the
@@ -188,14 +188,6 @@ mod tests {
         assert_eq!(margin(Duration::from_secs(2)), ms(240));
         assert_eq!(margin(Duration::from_secs(10)), ms(400));
         assert_eq!(margin(ms(400)), ms(100));
-    }
-
-    #[test]
-    fn the_assumed_tick_is_the_sample_tick_or_a_fifth_of_the_session_timeout() {
-        assert_eq!(tick(None, Duration::from_secs(60)), SAMPLE_TICK);
-        assert_eq!(tick(None, Duration::from_secs(10)), SAMPLE_TICK);
-        assert_eq!(tick(None, Duration::from_secs(4)), ms(800));
-        assert_eq!(tick(Some(ms(500)), Duration::from_secs(4)), ms(500));
     }
 
     #[test]

@@ -11,20 +11,14 @@ use std::collections::VecDeque;
 use std::ops::Add;
 use std::time::Duration;
 
-/// ZooKeeper's sample configuration's `tickTime` (conf/zoo_sample.cfg), the tick assumed when
-/// the user does not name one and the session timeout allows it.
+/// ZooKeeper's sample configuration's `tickTime` (conf/zoo_sample.cfg): the tests' usual tick.
+/// The client no longer assumes it: it learns the servers' tick at connect (`server_facts`).
+#[cfg(test)]
 pub(crate) const SAMPLE_TICK: Duration = Duration::from_secs(2);
 
 /// How many answered heartbeats the proof looks back over; on a link slow enough to need more,
 /// the proof falls behind and the session is given up, which is what such a link deserves.
 pub(crate) const HISTORY: usize = 32;
-
-/// The tick the lifeline works with: the user's (`Options::server_tick`), or ZooKeeper's sample
-/// tick, at most a fifth of the session timeout (a server with ZooKeeper's default bounds grants
-/// no session shorter than two ticks, and an operator who runs short sessions shortens the tick).
-pub(crate) fn tick(named: Option<Duration>, timeout: Duration) -> Duration {
-    named.unwrap_or_else(|| SAMPLE_TICK.min(timeout / 5))
-}
 
 /// Whether a session is long enough for its server's tick: four ticks at least, else the lost
 /// deadline would come before the next heartbeats could be answered.

@@ -9,4 +9,5 @@ pub(crate) mod lifeline_math;
 pub(crate) mod listeners;
 pub(crate) mod member;
 pub(crate) mod own_watch;
+pub(crate) mod server_facts;
 pub(crate) mod session;

@@ -29,6 +29,7 @@ use crate::sessions::history::{self, History};
 use crate::sessions::lifeline::{self, Lifeline};
 use crate::sessions::listeners::ConnectionListeners;
 use crate::sessions::own_watch;
+use crate::sessions::server_facts::{self, ServerFeatures};
 
 pub(crate) use crate::sessions::member::Member;
 
@@ -87,6 +88,8 @@ pub(crate) struct Session {
     farewell: Mutex<Option<Arc<farewell::Farewell>>>,
     /// The largest zxid the client has seen, over all its sessions (see `history_behind`).
     zxid_seen: Arc<AtomicI64>,
+    /// What the client learned of its servers at its first connect (`server_facts`).
+    pub(crate) features: ServerFeatures,
 }
 
 impl Drop for Session {
@@ -146,6 +149,7 @@ impl Session {
         until: Option<Instant>,
         zxid_seen: &Arc<AtomicI64>,
         history: &History,
+        learned: &server_facts::Learned,
     ) -> Result<Arc<Session>> {
         // A connect timeout beyond what an instant holds means: keep trying.
         let far = Duration::from_secs(100 * 365 * 86_400);
@@ -269,8 +273,25 @@ impl Session {
             sasl_in_effect(&client, hosts, sasl, deadline).await?;
         }
         let granted = client.session_timeout();
-        let tick = lifeline::tick(options.server_tick, granted);
+        // The servers' tick and version class, once per client (issue 53); within the
+        // connect's deadline, with time for a round trip or two when it is nearly used up.
         // Dropping the client closes the session it opened.
+        let by = deadline.max(Instant::now() + Duration::from_secs(2));
+        let learning = server_facts::learn(
+            learned,
+            hosts,
+            &client_options,
+            secure.clone(),
+            &client,
+            counters,
+        );
+        let facts = tokio::time::timeout_at(by, learning).await.map_err(|_| {
+            Error::new(
+                ErrorKind::Connection,
+                format!("ZooKeeper at {hosts} did not answer the probe of its tick in time"),
+            )
+        })??;
+        let tick = server_facts::adopt(options.server_tick, &facts, granted, hosts)?;
         lifeline::check_timing(granted, tick)?;
         let states = client.state_watcher();
         let session = Arc::new(Session {
@@ -299,6 +320,7 @@ impl Session {
             plain: tls.is_none(),
             farewell: Mutex::new(None),
             zxid_seen: zxid_seen.clone(),
+            features: facts.features,
         });
         session.event("opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
@@ -322,6 +344,11 @@ impl Session {
             Some(i) if &self.hosts[i..] != "/" => self.hosts.len() - i,
             _ => 0,
         }
+    }
+
+    /// The tick its lifeline runs on (`server_facts::adopt`).
+    pub(crate) fn tick(&self) -> Duration {
+        self.lifeline.tick()
     }
 
     /// A handle for requests, or the reason the session is gone.

@@ -49,6 +49,12 @@ pub struct Config {
     pub sync_limit: u32,
     /// Route every member's links to its peers through fault proxies (see `isolate`).
     pub peer_proxies: bool,
+    /// Whether zoo.cfg has a `tickTime` line; without one ZooKeeper runs on its built-in
+    /// `ZooKeeperServer.DEFAULT_TICK_TIME`, 3 s (`tick_ms` is then unused).
+    pub tick_line: bool,
+    /// `minSessionTimeout` in ms (ZooKeeper's default: two ticks); a larger one hides the tick
+    /// from a client's probe (issue 53).
+    pub min_session_timeout_ms: Option<u32>,
 }
 
 /// How `ZooKeeper::isolate` cuts a member off from its peers.
@@ -81,6 +87,8 @@ impl Default for Config {
             secure: false,
             sync_limit: 10,
             peer_proxies: false,
+            tick_line: true,
+            min_session_timeout_ms: None,
         }
     }
 }
@@ -247,15 +255,21 @@ impl ZooKeeper {
             std::fs::create_dir_all(dir.join("data"))
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             let mut cfg = format!(
-                "tickTime={}\ndataDir={}\nclientPort={client_port}\nclientPortAddress=127.0.0.1\n\
+                "{}dataDir={}\nclientPort={client_port}\nclientPortAddress=127.0.0.1\n\
                  admin.enableServer=false\n4lw.commands.whitelist=*\nforceSync={}\n\
                  maxSessionTimeout=60000\ninitLimit=20\nsyncLimit={}\nmaxClientCnxns=0\n\
                  autopurge.purgeInterval=0\nreconfigEnabled=false\nstandaloneEnabled=true\n",
-                config.tick_ms,
+                match config.tick_line {
+                    true => format!("tickTime={}\n", config.tick_ms),
+                    false => String::new(),
+                },
                 dir.join("data").display(),
                 if config.force_sync { "yes" } else { "no" },
                 config.sync_limit,
             );
+            if let Some(min) = config.min_session_timeout_ms {
+                cfg.push_str(&format!("minSessionTimeout={min}\n"));
+            }
             if let Some(sec) = &secured {
                 cfg.push_str(&sec.zoo_cfg);
                 jvm_args = sec.jvm_args.clone();

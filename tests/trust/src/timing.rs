@@ -25,6 +25,17 @@ pub const SAMPLE: Timing = Timing {
     session: Duration::from_secs(10),
 };
 
+/// ZooKeeper's built-in tick (a zoo.cfg without `tickTime`: `ZooKeeperServer.DEFAULT_TICK_TIME`,
+/// 3 s), the sample's syncLimit, and a 15 s session: five ticks, as the sample timing has (zklock
+/// refuses a session shorter than four of the server's ticks, so its default 10 s is refused
+/// here). The rounds at this timing name no tick: the servers have no `tickTime` line and the
+/// clients learn the tick at connect (issue 53).
+pub const BUILT_IN: Timing = Timing {
+    tick: Duration::from_secs(3),
+    sync_limit: 5,
+    session: Duration::from_secs(15),
+};
+
 /// The session timeout of the rounds' zklock waiters, whose own sessions must outlive what a
 /// round does to the machine: a waiter holds nothing until the holder's lock comes to it, but
 /// its lifeline still gives its session up when it cannot prove it alive within the session

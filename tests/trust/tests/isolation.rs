@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zklock::{ElectionStyle, LeaseState, Options, Owner, Wait};
 use zklock_testkit::{unique_path, Config, Isolation, Proxy, ZooKeeper};
-use zklock_trust::timing::{Timing, FAST, SAMPLE, WAITER_SESSION};
+use zklock_trust::timing::{Timing, BUILT_IN, FAST, SAMPLE, WAITER_SESSION};
 
 /// Holder/waiter pairs per round, all on the isolated member.
 const PAIRS: usize = 3;
@@ -30,11 +30,26 @@ fn rounds() -> usize {
         .unwrap_or(3)
 }
 
+/// At `BUILT_IN` the members' zoo.cfg has no `tickTime` and the clients name no tick: they learn
+/// it at connect (issue 53).
+fn learned(timing: Timing) -> bool {
+    timing.tick == BUILT_IN.tick
+}
+
+/// Rounds at `BUILT_IN`, whose rounds are long: 2 unless `ZKLOCK_ISOLATION_ROUNDS` says.
+fn built_in_rounds() -> usize {
+    std::env::var("ZKLOCK_ISOLATION_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
+}
+
 fn ensemble(timing: Timing) -> ZooKeeper {
     ZooKeeper::start(
         3,
         &Config {
             tick_ms: timing.tick.as_millis() as u32,
+            tick_line: !learned(timing),
             sync_limit: timing.sync_limit,
             peer_proxies: true,
             ..Config::default()
@@ -44,18 +59,22 @@ fn ensemble(timing: Timing) -> ZooKeeper {
 }
 
 fn holder_options(timing: Timing) -> Options {
-    Options::default()
-        .session_timeout(timing.session)
-        .server_tick(timing.tick)
+    let options = Options::default().session_timeout(timing.session);
+    match learned(timing) {
+        true => options,
+        false => options.server_tick(timing.tick),
+    }
 }
 
 /// Waiters keep a longer session (`timing::WAITER_SESSION`), so that their own sessions ride out
 /// an election: a waiter connected to one member only is re-established when that member serves
 /// again, and its lifeline gives it up if that takes longer than its session allows.
 fn waiter_options(timing: Timing) -> Options {
-    Options::default()
-        .session_timeout(WAITER_SESSION.max(timing.session * 3))
-        .server_tick(timing.tick)
+    let options = Options::default().session_timeout(WAITER_SESSION.max(timing.session * 3));
+    match learned(timing) {
+        true => options,
+        false => options.server_tick(timing.tick),
+    }
 }
 
 /// Waits until all three members serve under one leader, and returns the leader.
@@ -104,6 +123,8 @@ async fn one_round(
         let holder = zklock::Client::connect(&zk.address(holder_at), holder_options(timing))
             .await
             .expect("holder connects to its member");
+        // The lifeline runs on the servers' tick, named or learned.
+        assert_eq!(holder.server_tick(), timing.tick);
         let waiter = zklock::Client::connect(&zk.address(waiter_at), waiter_options(timing))
             .await
             .expect("waiter connects to its member");
@@ -209,7 +230,12 @@ fn report_and_check(what: &str, timing: Timing, seen: &[Seen]) {
 async fn follower_black_holed(timing: Timing) {
     let zk = ensemble(timing);
     let mut seen = Vec::new();
-    for _ in 0..rounds() {
+    let count = if learned(timing) {
+        built_in_rounds()
+    } else {
+        rounds()
+    };
+    for _ in 0..count {
         let leader = settled(&zk).await;
         let follower = (leader + 1) % 3;
         seen.extend(one_round(&zk, timing, follower, leader, Isolation::BlackHole, None).await);
@@ -225,6 +251,13 @@ async fn a_holder_on_a_follower_black_holed_from_its_peers_knows_first_at_tick_5
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_on_a_follower_black_holed_from_its_peers_knows_first_at_the_sample_timing() {
     follower_black_holed(SAMPLE).await;
+}
+
+/// Members without a `tickTime` line (ZooKeeper's built-in 3 s) and holders that name no tick:
+/// they learn 3 s at connect and keep the margin (issue 53).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_on_a_follower_black_holed_from_its_peers_knows_first_at_the_built_in_3_s_tick() {
+    follower_black_holed(BUILT_IN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use zklock_testkit::{unique_path, ZooKeeper};
+use zklock_testkit::{unique_path, Config, ZooKeeper};
 use zklock_trust::margin::{self, Holder, Round, RoundOptions};
 
 /// The margin the issue asks for, in milliseconds.
@@ -36,8 +36,17 @@ fn rounds() -> usize {
 /// Runs the rounds with holders from `start_holder`, prints each and checks every margin.
 fn run(what: &str, session: Duration, start_holder: impl Fn(&str, &str) -> Result<Holder, String>) {
     let zk = ZooKeeper::standalone().expect("ZooKeeper must start (scripts/install-deps.sh)");
+    run_on(&zk, rounds(), what, session, start_holder);
+}
+
+fn run_on(
+    zk: &ZooKeeper,
+    count: usize,
+    what: &str,
+    session: Duration,
+    start_holder: impl Fn(&str, &str) -> Result<Holder, String>,
+) {
     let server = zk.connect_string();
-    let count = rounds();
     let mut rounds: Vec<Round> = Vec::new();
     for n in 0..count {
         let path = unique_path("one-way");
@@ -78,6 +87,31 @@ fn a_rust_holder_that_hears_nothing_back_stops_before_the_next_holder_starts() {
             margin::zklock_stopping_holder(servers, path, session)
         });
     }
+}
+
+/// A server without a `tickTime` line (ZooKeeper's built-in 3 s) and a holder that names no
+/// tick, with a 15 s session (the default 10 s is refused on a 3 s tick): the holder learns
+/// 3 s at connect and keeps the margin (issue 53). Two rounds unless `ZKLOCK_ISOLATION_ROUNDS`
+/// says (each takes about half a minute).
+#[test]
+fn a_rust_holder_that_hears_nothing_back_stops_first_at_the_built_in_3_s_tick() {
+    let config = Config {
+        tick_line: false,
+        ..Config::default()
+    };
+    let zk = ZooKeeper::start(1, &config).expect("ZooKeeper must start");
+    let count = std::env::var("ZKLOCK_ISOLATION_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let session = Duration::from_secs(15);
+    run_on(
+        &zk,
+        count,
+        "zklock (Rust), 3 s tick",
+        session,
+        |servers, path| margin::zklock_stopping_holder(servers, path, session),
+    );
 }
 
 /// The Python that has the Python face installed: `ZKLOCK_PYTHON`.

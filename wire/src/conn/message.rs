@@ -25,6 +25,10 @@ pub enum Request {
     Sasl(GetSASLRequest),
     /// WhoAmI (op 107), no record.
     WhoAmI,
+    /// A request sent only to learn whether the server knows its op (see
+    /// `client::Client::knows_op`): the op and its record, already encoded. Its reply's record
+    /// is not read.
+    Probe(i32, Vec<u8>),
     CloseSession,
 }
 
@@ -43,6 +47,7 @@ impl Request {
             Request::Sync(_) => op::SYNC,
             Request::Sasl(_) => op::SASL,
             Request::WhoAmI => op::WHO_AM_I,
+            Request::Probe(op, _) => *op,
             Request::CloseSession => op::CLOSE_SESSION,
         }
     }
@@ -59,6 +64,7 @@ impl Request {
             Request::Multi(r) => r.encode(out),
             Request::Sync(r) => r.encode(out),
             Request::Sasl(r) => r.encode(out),
+            Request::Probe(_, body) => out.extend_from_slice(body),
             Request::CloseSession | Request::WhoAmI => {}
         }
     }
@@ -81,6 +87,8 @@ pub enum Response {
     Sync(SyncResponse),
     Sasl(SetSASLResponse),
     WhoAmI(WhoAmIResponse),
+    /// The answer to a [`Request::Probe`]: the op is known (its record is not read).
+    Probed,
     CloseSession,
 }
 
@@ -110,6 +118,7 @@ pub fn decode_reply_body(
         op::SASL => Response::Sasl(SetSASLResponse::decode_all(body)?),
         op::WHO_AM_I => Response::WhoAmI(WhoAmIResponse::decode_all(body)?),
         op::CLOSE_SESSION => Reader::new(body).finish().map(|_| Response::CloseSession)?,
+        op::CHECK_WATCHES | op::GET_EPHEMERALS => Response::Probed,
         other => return Err(JuteError::UnknownOp(other)),
     };
     Ok(Ok(r))

@@ -36,12 +36,16 @@ pub mod op {
     pub const CHECK: i32 = 13;
     pub const MULTI: i32 = 14;
     pub const CREATE2: i32 = 15;
+    /// ZooKeeper 3.5+ (ZOOKEEPER-442): asked only to learn whether a server has it.
+    pub const CHECK_WATCHES: i32 = 17;
     pub const CREATE_CONTAINER: i32 = 19;
     pub const AUTH: i32 = 100;
     pub const SET_WATCHES: i32 = 101;
     pub const CLOSE_SESSION: i32 = -11;
     pub const ERROR: i32 = -1;
     pub const SASL: i32 = 102;
+    /// ZooKeeper 3.6+ (ZOOKEEPER-2847): asked only to learn whether a server has it.
+    pub const GET_EPHEMERALS: i32 = 103;
     pub const WHO_AM_I: i32 = 107;
 }
 

@@ -1,4 +1,5 @@
-//! `zk-harness [--nodes N] [--force-sync] [--proxy] [--secure]`: starts a real ZooKeeper
+//! `zk-harness [--nodes N] [--force-sync] [--proxy] [--secure] [--tick-ms MS] [--no-tick-line]
+//! [--min-session-timeout-ms MS]`: starts a real ZooKeeper
 //! (standalone, or an ensemble of N) for test suites in any language. Prints `servers=<connect
 //! string>` on stdout once it serves (and with --proxy, `proxy=<addr>`: a fault proxy in front
 //! of server 1; with --secure, a standalone server with a TLS port and SASL users, the lines of
@@ -32,6 +33,21 @@ fn main() {
                     .unwrap_or_else(|| usage())
             }
             "--force-sync" => config.force_sync = true,
+            "--tick-ms" => {
+                config.tick_ms = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| usage())
+            }
+            // ZooKeeper's built-in tick, 3 s (issue 53).
+            "--no-tick-line" => config.tick_line = false,
+            "--min-session-timeout-ms" => {
+                config.min_session_timeout_ms = Some(
+                    it.next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| usage()),
+                )
+            }
             "--proxy" => with_proxy = true,
             "--secure" => config.secure = true,
             "-h" | "--help" => usage(),
@@ -136,6 +152,6 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: zk-harness [--nodes N] [--force-sync] [--proxy] [--secure]  (stdin: stop|restart|pause|resume I, restart-all, leader, mntr I, blackhole, heal, cut, refuse, delay MS, drop-next-reply, count, quit)");
+    eprintln!("usage: zk-harness [--nodes N] [--force-sync] [--proxy] [--secure] [--tick-ms MS] [--no-tick-line] [--min-session-timeout-ms MS]  (stdin: stop|restart|pause|resume I, restart-all, leader, mntr I, blackhole, heal, cut, refuse, delay MS, drop-next-reply, count, quit)");
     std::process::exit(2);
 }
