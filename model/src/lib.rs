@@ -34,11 +34,12 @@ pub const KEPT: &str = "A's lease is kept past its session's first possible expi
 /// (`LeaseModel::step_ms`, this unless a check says otherwise).
 pub const STEP_MS: u32 = 100;
 
-/// The tick the client assumes for a session timeout when the user names none
-/// (`lifeline_math::tick`: ZooKeeper's sample 2 s, or T/5 when that is shorter).
+/// The tick the client assumed for a session timeout when the user named none, before it
+/// learned the servers' tick at connect (issue 53): ZooKeeper's sample 2 s, or T/5 when that is
+/// shorter. Mutation (b) puts that rule back.
 pub fn default_tick_ms(timeout_ms: u32) -> u32 {
-    let tick = lifeline_math::tick(None, ms_(timeout_ms));
-    u32::try_from(tick.as_millis()).unwrap_or(u32::MAX)
+    const SAMPLE_TICK_MS: u32 = 2_000;
+    SAMPLE_TICK_MS.min(timeout_ms / 5)
 }
 
 /// Whether the client accepts a session timeout for a tick (`lifeline_math::timing_fits`:

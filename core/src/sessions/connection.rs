@@ -3,7 +3,7 @@
 //! timeout) the next acquire opens a fresh one. The recipes hold this, not the public `Client`,
 //! which is built on top of them.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
@@ -32,11 +32,10 @@ pub(crate) struct Connection {
     counters: Arc<Counters>,
     /// The client's connection-state listeners, shared with its sessions.
     listeners: Arc<ConnectionListeners>,
-    /// The largest zxid any session of this client saw: a later session refuses a server
-    /// whose history is older (tokens never repeat within a client's life).
-    zxid_seen: Arc<AtomicI64>,
-    /// A refusal of a server behind `zxid_seen`, remembered so that the next refused
-    /// acquire needs no probe session (issue 51; `history`).
+    /// The largest zxid any session of this client saw (a later session refuses a server whose
+    /// history is older: tokens never repeat within a client's life), and a refusal of a
+    /// server behind it, remembered so that the next refused acquire needs no probe session
+    /// (issue 51; `history`).
     history: History,
     /// The servers' tick and version class, learned by the first session (a probe costs the
     /// servers a session: once per client).
@@ -50,11 +49,10 @@ impl Connection {
         options.validate()?;
         let counters = Arc::new(Counters::new(options.path_stats_limit));
         let listeners = Arc::new(ConnectionListeners::default());
-        let zxid_seen = Arc::new(AtomicI64::new(0));
         let history = History::default();
         let learned = server_facts::Learned::default();
         let session = Session::open(
-            &hosts, &options, &counters, &listeners, None, &zxid_seen, &history, &learned,
+            &hosts, &options, &counters, &listeners, None, &history, &learned,
         )
         .await?;
         Ok(Connection {
@@ -67,7 +65,6 @@ impl Connection {
             current: Mutex::new(session),
             reconnect: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
-            zxid_seen,
             history,
             learned,
         })
@@ -157,7 +154,6 @@ impl Connection {
             &self.counters,
             &self.listeners,
             deadline,
-            &self.zxid_seen,
             &self.history,
             &self.learned,
         ))

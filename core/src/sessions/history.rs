@@ -10,18 +10,28 @@
 //! later refusals of the same history answer from memory (the connect attempt itself still
 //! goes out, so a server that caught up is used again at once).
 
-use std::sync::Mutex;
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex};
 
 use zklock_wire::client as zk;
 
-/// The refusal a client remembers: the zxid it had seen when a probe showed the server behind
-/// it, and the message that said so.
+/// What a client knows of its servers' history over all its sessions: the largest zxid any of
+/// them saw (a later session refuses a server whose history is older, so tokens never repeat
+/// within a client's life), and the refusal it remembers: the zxid it had seen when a probe
+/// showed the server behind it, and the message that said so.
 #[derive(Default)]
 pub(crate) struct History {
+    seen: Arc<AtomicI64>,
     refused: Mutex<Option<(i64, String)>>,
 }
 
 impl History {
+    /// The largest zxid the client's sessions saw, shared with each session, which raises it
+    /// when it ends.
+    pub(crate) fn seen(&self) -> &Arc<AtomicI64> {
+        &self.seen
+    }
+
     /// The remembered refusal's message, when it was for a client that had seen `seen`: the
     /// same closed connection from the same history needs no second probe.
     pub(crate) fn refused(&self, seen: i64) -> Option<String> {

@@ -147,7 +147,6 @@ impl Session {
         counters: &Arc<Counters>,
         listeners: &Arc<ConnectionListeners>,
         until: Option<Instant>,
-        zxid_seen: &Arc<AtomicI64>,
         history: &History,
         learned: &server_facts::Learned,
     ) -> Result<Arc<Session>> {
@@ -177,7 +176,7 @@ impl Session {
             max_packet: crate::base::protocol::MAX_PACKET_BYTES,
             // A server whose history is older than what an earlier session of this client saw
             // refuses the session, so no token (a czxid) it hands out can repeat an earlier one.
-            last_zxid_seen: zxid_seen.load(Ordering::Acquire),
+            last_zxid_seen: history.seen().load(Ordering::Acquire),
         };
         let mut history_checked = false;
         let secure = tls.as_ref().map(secure::LoadedTls::connector);
@@ -319,7 +318,7 @@ impl Session {
             hosts: hosts.to_owned(),
             plain: tls.is_none(),
             farewell: Mutex::new(None),
-            zxid_seen: zxid_seen.clone(),
+            zxid_seen: history.seen().clone(),
             features: facts.features,
         });
         session.event("opened", "");
