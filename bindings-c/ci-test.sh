@@ -88,7 +88,7 @@ build_lib() {
     cp "$target_dir/debug/libzklock_c.so" "$out/libzklock.so.0" &&
     ln -s libzklock.so.0 "$out/libzklock.so" &&
     cp "$target_dir/debug/libzklock_c.a" "$out/libzklock.a" &&
-    readelf -d "$out/libzklock.so" | grep -q 'SONAME.*\[libzklock.so.0\]'
+    readelf -d "$out/libzklock.so" | grep 'SONAME.*\[libzklock.so.0\]' >/dev/null
 }
 step "build libzklock.so and libzklock.a" build_lib || true
 [ -f "$out/libzklock.so" ] || { echo "ci-test: no library, stopping"; finish; }
@@ -104,8 +104,10 @@ build_tests() {
       -o "$tmp/test_shared" &&
     "$CC" "${cflags[@]}" bindings-c/tests/test_zklock.c "$out/libzklock.a" -lpthread -ldl -lm -lrt \
       -o "$tmp/test_static" &&
-    ldd "$tmp/test_shared" | grep -q "$out/libzklock.so" &&
-    ! ldd "$tmp/test_static" | grep -q libzklock &&
+    # grep reads all of ldd's output (no -q): under pipefail, a grep that quits at its first
+    # match can end ldd by SIGPIPE and fail the pipeline on a loaded machine.
+    ldd "$tmp/test_shared" | grep "$out/libzklock.so" >/dev/null &&
+    ! ldd "$tmp/test_static" | grep libzklock >/dev/null &&
     "$CC" "${cflags[@]}" bindings-c/tests/test_semaphore.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
       -o "$tmp/test_semaphore" &&
     "$CC" "${cflags[@]}" -Ibindings-c/tests bindings-c/tests/test_election.c -L"$out" -lzklock -Wl,-rpath,"$out" -lpthread \
