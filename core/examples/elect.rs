@@ -11,7 +11,7 @@ async fn main() -> zklock::Result<()> {
     let lead = election.lead().await?; // a Lease: token, state, lost signal, guarded writes
     let leader = watch.next(zklock::Wait::Forever).await?.map(|p| p.identity);
     println!("leading as {leader:?} with token {}", lead.token());
-    let left = lead.valid_until().map(|t| t - std::time::Instant::now());
+    let left = lead.time_left(); // measured on a clock that counts a suspend
     println!("nobody else can lead for at least {left:?}"); // the lost signal comes before that
     tokio::select! {
         _ = lead.lost() => println!("lost: stop acting as leader"),
