@@ -49,7 +49,9 @@ impl BootInstant {
     }
 
     /// This moment as a tokio `Instant` for a timer, read now: right until the next suspend,
-    /// after which the timer fires late by the suspend (hence `MAX_SLEEP`).
+    /// after which the timer fires late by the suspend (hence `MAX_SLEEP`). `Instant` is read
+    /// first, so the result errs early by the time between the two reads, never late: a
+    /// `valid_until` converted here is never after the boot-clock deadline.
     pub(crate) fn to_tokio(self) -> tokio::time::Instant {
         let now = tokio::time::Instant::now();
         let boot = BootInstant::now();
@@ -71,6 +73,26 @@ impl BootInstant {
     pub(crate) fn from_past(at: std::time::Instant) -> BootInstant {
         let ago = at.elapsed();
         BootInstant(read().saturating_sub(ago))
+    }
+}
+
+/// Sleeps until `at` on the boot clock, looking at that clock again at least every `step`: a
+/// suspend makes the wake-up late by at most `step` after the machine resumes (tokio's timers
+/// stand still with `Instant` while it is suspended).
+pub(crate) async fn sleep_until(at: BootInstant, step: Duration) {
+    loop {
+        let left = at.remaining();
+        if left.is_zero() {
+            return;
+        }
+        tokio::time::sleep(left.min(step)).await;
+    }
+}
+
+impl BootInstant {
+    /// `self + d`, or `None` past what the clock holds.
+    pub(crate) fn checked_add(self, d: Duration) -> Option<BootInstant> {
+        self.0.checked_add(d).map(BootInstant)
     }
 }
 

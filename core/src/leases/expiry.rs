@@ -6,10 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::base::clock::{self, BootInstant};
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::base::state::LeaseState;
 use crate::leases::lease::Lease;
-use crate::leases::node::LeaseShared;
+use crate::leases::node::{LeaseShared, HOLD_STEP};
 use crate::ops::runtime;
 
 impl Lease {
@@ -37,18 +38,26 @@ impl Lease {
             }
             _ => {}
         }
-        let to = Instant::now()
-            .checked_add(by)
-            .ok_or_else(|| Error::invalid("an extension beyond what the clock holds"))?;
+        // The end runs on the boot clock (a suspend cannot stretch it, issue 50); the end
+        // returned is an `Instant`, converted at this call. The boot clock is read first, so the
+        // conversion errs late by the nanoseconds between the reads: the returned end is never
+        // before `by` from a moment the caller read before the call, and `valid_until` (which
+        // errs early) never after it.
+        let beyond = || Error::invalid("an extension beyond what the clock holds");
+        let boot_now = BootInstant::now();
+        let now = Instant::now();
+        let to = boot_now.checked_add(by).ok_or_else(beyond)?;
         // All members or none: check each against its ceiling first.
         let mut ends = Vec::with_capacity(parts.len());
         for p in &parts {
             ends.push(p.extend_hold_checked(to).map_err(Error::invalid)?);
         }
+        let end = ends.into_iter().min().unwrap_or(to);
+        let end = now.checked_add(end - boot_now).ok_or_else(beyond)?;
         for p in &parts {
             p.extend_hold(to).map_err(Error::invalid)?;
         }
-        Ok(ends.into_iter().min().unwrap_or(to))
+        Ok(end)
     }
 
     /// Calls `callback` with the time left once the maximum hold is `before` from its end (at
@@ -74,25 +83,24 @@ impl Lease {
             self.shared_parts().iter().map(Arc::downgrade).collect();
         let callback = Arc::new(callback);
         runtime::spawn(async move {
-            let mut warned_for: Option<Instant> = None;
+            let mut warned_for: Option<BootInstant> = None;
             loop {
                 let Some(end) = hold_end(&parts) else {
                     return;
                 };
                 if warned_for == Some(end) {
                     // Warned for this end: wait for it to pass or move.
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
+                    clock::sleep_until(end, HOLD_STEP).await;
                     if hold_end(&parts) == Some(end) {
                         return;
                     }
                     continue;
                 }
-                let warn_at = end.checked_sub(before).unwrap_or(end);
-                tokio::time::sleep_until(tokio::time::Instant::from_std(warn_at)).await;
+                clock::sleep_until(end - before, HOLD_STEP).await;
                 if hold_end(&parts) != Some(end) {
                     continue; // moved while we slept
                 }
-                let left = end.saturating_duration_since(Instant::now());
+                let left = end.remaining();
                 let cb = callback.clone();
                 queue.run(move || cb(left));
                 warned_for = Some(end);
@@ -106,7 +114,7 @@ impl Lease {
     /// members are ours): `limit` from now, extensions up to `ceiling` from now (never less
     /// than `limit`). A member whose hold already ends earlier keeps its end.
     pub(crate) fn limit_hold(&self, limit: Duration, ceiling: Option<Duration>) {
-        let now = Instant::now();
+        let now = BootInstant::now();
         let end = now + limit;
         let ceiling = ceiling.map(|c| now + c.max(limit));
         for p in self.shared_parts() {
@@ -116,8 +124,8 @@ impl Lease {
 }
 
 /// The earliest end of the members' maximum holds, while every member is held or suspended.
-fn hold_end(parts: &[std::sync::Weak<LeaseShared>]) -> Option<Instant> {
-    let mut end: Option<Instant> = None;
+fn hold_end(parts: &[std::sync::Weak<LeaseShared>]) -> Option<BootInstant> {
+    let mut end: Option<BootInstant> = None;
     for p in parts {
         let p = p.upgrade()?;
         if p.state().is_final() {

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use crate::base::clock::{self, BootInstant};
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::base::signal::Signal;
 use crate::base::state::{LeaseState, Released};
@@ -52,10 +53,11 @@ struct Rare {
     /// Set on a read lease taken while our own write lease was held (a downgrade).
     downgrade_of: Option<String>,
     /// When a maximum hold ends the lease (`limit_hold`): `valid_until` is never later.
-    /// `Lease::extend` moves it, up to `hold_ceiling`.
-    hold_end: Option<std::time::Instant>,
+    /// `Lease::extend` moves it, up to `hold_ceiling`. On the boot clock (`base::clock`), so a
+    /// suspend cannot stretch it (issue 50, part 3).
+    hold_end: Option<BootInstant>,
     /// The latest `hold_end` an extension may reach (the lock's `hold_ceiling`), if any.
-    hold_ceiling: Option<std::time::Instant>,
+    hold_ceiling: Option<BootInstant>,
     /// The lock path on which a clean release writes its marker (a lock with a lock-delay).
     release_marker_on: Option<String>,
     /// Set on an election's node once it leads (`Leaderships::record`): what the holder holds
@@ -66,6 +68,12 @@ struct Rare {
 /// The data that asks a holder to let go (Curator's `LockInternals.REVOKE_MESSAGE`, written by
 /// its `Revoker.attemptRevoke` and by `zklock revoke`).
 pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
+/// How long a maximum hold's timer (and its warning's) sleeps at most before it looks at the
+/// boot clock again: how late, after a suspend, the node of an ended hold goes. Longer than the
+/// lifeline's `MAX_SLEEP` because nobody else can hold before the node goes, and a state read
+/// says lost at once; a timer per held lock wakes only once a second.
+pub(crate) const HOLD_STEP: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl LeaseShared {
     /// `lock_path`: the lock (or election, or semaphore) path whose statistics count the hold.
@@ -131,7 +139,15 @@ impl LeaseShared {
     /// its task has not woken up yet (a holder resumed after a pause must not read `held`).
     pub(crate) fn current_state(&self) -> LeaseState {
         let state = self.state();
-        if state.is_final() || !self.session.is_lost_now() {
+        if state.is_final() {
+            return state;
+        }
+        if let Some(end) = self.hold_end().filter(|e| e.remaining().is_zero()) {
+            // The maximum hold ended and its timer has not woken yet (a resumed holder).
+            self.end_max_hold(end);
+            return self.state();
+        }
+        if !self.session.is_lost_now() {
             return state;
         }
         if !self.state().is_final() {
@@ -229,25 +245,47 @@ impl LeaseShared {
     }
 
     /// When the maximum hold ends this lease, if it has one.
-    pub(crate) fn hold_end(&self) -> Option<std::time::Instant> {
+    pub(crate) fn hold_end(&self) -> Option<BootInstant> {
         self.rare.lock().unwrap().as_ref().and_then(|r| r.hold_end)
+    }
+
+    /// When the node became ours, on the boot clock (converted now: right unless the machine
+    /// was suspended since, which only the durations in messages would show).
+    fn since_boot(&self) -> BootInstant {
+        BootInstant::from_past(self.since)
+    }
+
+    /// Ends a maximum hold that ended at `end`, unless the lease ended before: lost first
+    /// (reason `max-hold`), then the node is deleted, so the next holder can only get the lock
+    /// after the signal. A failed delete leaves an ephemeral node that goes with the session, as
+    /// after any loss. The timer and a state read may both get here: the second delete finds
+    /// no node.
+    fn end_max_hold(&self, end: BootInstant) {
+        if self.state().is_final() {
+            return;
+        }
+        self.lose(&format!(
+            "{MAX_HOLD}: held for its maximum of {}",
+            crate::base::text::duration(end - self.since_boot())
+        ));
+        let (session, node) = (self.session.clone(), self.node.clone());
+        runtime::spawn(async move {
+            let _ = delete_node(&session, &node).await;
+        });
     }
 
     /// Moves the end of the maximum hold to `to` (never earlier than it is), within the
     /// ceiling: the new end, or what refused it (no maximum hold, past the ceiling).
-    pub(crate) fn extend_hold(&self, to: std::time::Instant) -> Result<std::time::Instant, String> {
+    pub(crate) fn extend_hold(&self, to: BootInstant) -> Result<BootInstant, String> {
         self.move_hold(to, true)
     }
 
     /// What [`LeaseShared::extend_hold`] would do, without doing it.
-    pub(crate) fn extend_hold_checked(
-        &self,
-        to: std::time::Instant,
-    ) -> Result<std::time::Instant, String> {
+    pub(crate) fn extend_hold_checked(&self, to: BootInstant) -> Result<BootInstant, String> {
         self.move_hold(to, false)
     }
 
-    fn move_hold(&self, to: std::time::Instant, apply: bool) -> Result<std::time::Instant, String> {
+    fn move_hold(&self, to: BootInstant, apply: bool) -> Result<BootInstant, String> {
         let mut rare = self.rare.lock().unwrap();
         let Some(rare) = rare.as_mut().filter(|r| r.hold_end.is_some()) else {
             return Err(
@@ -256,10 +294,11 @@ impl LeaseShared {
         };
         let end = rare.hold_end.expect("filtered").max(to);
         if let Some(ceiling) = rare.hold_ceiling.filter(|c| end > *c) {
+            let since = self.since_boot();
             return Err(format!(
                 "an extension to {} after the acquire is past the lock's hold ceiling of {}",
-                crate::base::text::duration(end - self.since),
-                crate::base::text::duration(ceiling - self.since)
+                crate::base::text::duration(end - since),
+                crate::base::text::duration(ceiling - since)
             ));
         }
         if apply {
@@ -272,18 +311,19 @@ impl LeaseShared {
     /// of the maximum hold (after which the node is deleted and the next holder may proceed).
     pub(crate) fn valid_until(&self) -> Option<std::time::Instant> {
         // Converted from the boot clock at this read: right until the next suspend.
-        let proof = self.session.valid_until()?.to_std();
-        Some(self.hold_end().map_or(proof, |end| end.min(proof)))
+        let proof = self.session.valid_until()?;
+        Some(self.hold_end().map_or(proof, |end| end.min(proof)).to_std())
     }
 
     /// The time left until `valid_until`, measured on the boot clock (`base::clock`) for the
     /// proof: what a suspend cannot make look longer than it is.
     pub(crate) fn time_left(&self) -> Option<std::time::Duration> {
-        let proof = self.session.valid_until()?.remaining();
-        Some(self.hold_end().map_or(proof, |end| {
-            end.saturating_duration_since(std::time::Instant::now())
-                .min(proof)
-        }))
+        let proof = self.session.valid_until()?;
+        Some(
+            self.hold_end()
+                .map_or(proof, |end| end.min(proof))
+                .remaining(),
+        )
     }
 
     /// A clean release of this node writes its marker on the lock path `dir`, in the same
@@ -377,8 +417,9 @@ impl LeaseShared {
     ) {
         // One end for the timer and for `valid_until`, counted from when the node became ours:
         // the lease reads valid no later than the moment the timer takes it away.
-        let end = self.since + limit;
-        let ceiling = ceiling.map(|c| self.since + c.max(limit));
+        let since = self.since_boot();
+        let end = since + limit;
+        let ceiling = ceiling.map(|c| since + c.max(limit));
         self.limit_hold_until(end, ceiling);
     }
 
@@ -388,8 +429,8 @@ impl LeaseShared {
     /// earlier of the two).
     pub(crate) fn limit_hold_until(
         self: &Arc<Self>,
-        end: std::time::Instant,
-        ceiling: Option<std::time::Instant>,
+        end: BootInstant,
+        ceiling: Option<BootInstant>,
     ) {
         {
             let mut rare = self.rare.lock().unwrap();
@@ -408,7 +449,10 @@ impl LeaseShared {
         runtime::spawn(async move {
             let mut end = end;
             let lease = loop {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
+                // Awake at least every `HOLD_STEP` to look at the boot clock: after a suspend
+                // the node goes within that step (the lease already reads lost, see
+                // `current_state`).
+                clock::sleep_until(end, HOLD_STEP).await;
                 let Some(lease) = lease.upgrade() else {
                     return;
                 };
@@ -421,13 +465,7 @@ impl LeaseShared {
                     _ => break lease,
                 }
             };
-            lease.lose(&format!(
-                "{MAX_HOLD}: held for its maximum of {}",
-                crate::base::text::duration(end - lease.since)
-            ));
-            // Lost was logged with its reason; a failed delete leaves an ephemeral node that
-            // goes with the session, as after any loss.
-            let _ = delete_node(&lease.session, &lease.node).await;
+            lease.end_max_hold(end);
         });
     }
 }

@@ -622,9 +622,10 @@ impl Session {
             .collect()
     }
 
-    fn set_connected(&self, connected: bool) {
+    /// True if the link changed (a live session's connection broke or came back).
+    fn set_connected(&self, connected: bool) -> bool {
         let link = if connected { CONNECTED } else { DISCONNECTED };
-        self.link.update(|l| (l != DEAD).then_some(link));
+        self.link.update(|l| (l != DEAD).then_some(link))
     }
 
     /// After a reconnect to the same session: a lease is held again only if its node still exists

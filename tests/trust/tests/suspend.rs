@@ -13,6 +13,12 @@
 //! also prints how long after the resume the holder read another state; the lease must then
 //! turn `lost`. Rounds resume the holder at once, 300 ms or 1 s after the next holder acquired.
 //! `ZKLOCK_ISOLATION_ROUNDS` sets the rounds (default 2; `make trust-long` runs 10).
+//!
+//! A maximum hold is a promised time too (`valid_until`, `time_left`): a holder with a 2 s
+//! maximum hold and a session that outlives the stop (T = 10 s) is suspended for 3.5 s right
+//! after it acquired. Its first read after the resume must say lost (reason `max-hold`), though
+//! its monotonic clock says it held for moments; the next holder gets the lock only after that,
+//! once the resumed holder's timer deleted the node.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -87,18 +93,40 @@ struct Round {
     stop_ms: f64,
 }
 
-async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, resume_after: Duration) -> Round {
+/// How a round suspends its holder.
+#[derive(Clone, Copy)]
+enum Plan {
+    /// Session timeout `SESSION_MS`, no maximum hold; resumed this long after the next holder
+    /// acquired (which it can once the stopped holder's session expired).
+    PastTheSession(Duration),
+    /// Session timeout `LONG_SESSION_MS`, a maximum hold of `MAX_HOLD_MS`; suspended for
+    /// `HOLD_STOP_MS` (past the hold's end, well within the session), then the next holder
+    /// waits for the node to go.
+    PastTheMaxHold,
+}
+
+const LONG_SESSION_MS: u64 = 10_000;
+const MAX_HOLD_MS: u64 = 2_000;
+const HOLD_STOP_MS: u64 = 3_500;
+
+async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, plan: Plan) -> Round {
     let servers = zk.connect_string();
     let path = unique_path(&format!("suspend{n}"));
     let offset = dir.join(format!("offset{n}"));
     std::fs::write(&offset, 0i64.to_ne_bytes()).unwrap();
+    let mut args = vec![servers.clone(), path.clone()];
+    match plan {
+        Plan::PastTheSession(_) => args.push(SESSION_MS.to_string()),
+        Plan::PastTheMaxHold => {
+            args.push(LONG_SESSION_MS.to_string());
+        }
+    }
+    args.push(TICK_MS.to_string());
+    if let Plan::PastTheMaxHold = plan {
+        args.push(MAX_HOLD_MS.to_string());
+    }
     let mut holder = Command::new(env!("CARGO_BIN_EXE_trust-suspend-holder"))
-        .args([
-            &servers,
-            &path,
-            &SESSION_MS.to_string(),
-            &TICK_MS.to_string(),
-        ])
+        .args(&args)
         .env("LD_PRELOAD", shim)
         .env("ZKLOCK_SUSPEND_OFFSET_FILE", &offset)
         .stdout(Stdio::piped())
@@ -118,6 +146,27 @@ async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, resume_after: 
             .take_while(|l| l != "done")
             .collect::<Vec<String>>()
     });
+    // Past its maximum hold: suspended at once, so that the hold ends during the suspend (the
+    // next holder queues meanwhile). Past its session: once the next holder queued.
+    let mut stopped = 0;
+    if let Plan::PastTheMaxHold = plan {
+        // Into its reading loop first: a stop that lands between a read and its stamp would
+        // stamp a read from before the suspend as one after it.
+        std::thread::sleep(Duration::from_millis(50));
+        stopped = boot_ns();
+        signal(pid, libc::SIGSTOP);
+        let acquired_at: i64 = first
+            .split_whitespace()
+            .nth(3)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("the holder's first line names its acquire time: {first}"));
+        assert!(
+            stopped - acquired_at < (MAX_HOLD_MS * 1_000_000) as i64,
+            "the holder was stopped {} ms after its acquire, past its maximum hold: the round \
+             tests nothing (a machine this slow needs a longer MAX_HOLD_MS)",
+            (stopped - acquired_at) / 1_000_000
+        );
+    }
 
     let client = zklock::Client::connect(&servers, Options::default())
         .await
@@ -128,17 +177,48 @@ async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, resume_after: 
         (boot_ns(), lease)
     });
     wait_for_children(&servers, &path, 2, Duration::from_secs(30)).await;
-    let stopped = boot_ns();
-    signal(pid, libc::SIGSTOP);
-    let (acquired, lease) = waiting.await.unwrap();
-    let lease = lease.expect("the next holder acquires once the stopped holder's session expired");
-    tokio::time::sleep(resume_after).await;
+    if let Plan::PastTheSession(_) = plan {
+        stopped = boot_ns();
+        signal(pid, libc::SIGSTOP);
+    }
     // The suspend ends: the holder's monotonic clocks resume where they stood.
-    let resumed = boot_ns();
-    set_offset(&offset, resumed - stopped);
-    signal(pid, libc::SIGCONT);
+    let resume = || {
+        let resumed = boot_ns();
+        set_offset(&offset, resumed - stopped);
+        signal(pid, libc::SIGCONT);
+        resumed
+    };
+    let (resumed, acquired, lease) = match plan {
+        Plan::PastTheSession(resume_after) => {
+            let (acquired, lease) = waiting.await.unwrap();
+            let lease =
+                lease.expect("the next holder acquires once the stopped holder's session expired");
+            tokio::time::sleep(resume_after).await;
+            (resume(), acquired, lease)
+        }
+        Plan::PastTheMaxHold => {
+            let left = HOLD_STOP_MS.saturating_sub(((boot_ns() - stopped) / 1_000_000) as u64);
+            tokio::time::sleep(Duration::from_millis(left)).await;
+            let resumed = resume();
+            let (acquired, lease) = waiting.await.unwrap();
+            let lease =
+                lease.expect("the next holder acquires once the resumed holder's node went");
+            // The resumed holder deleted its node: the session, which outlived the stop, would
+            // have taken it away only `LONG_SESSION_MS` after the stop.
+            assert!(
+                acquired - stopped < (LONG_SESSION_MS * 1_000_000) as i64,
+                "the next holder acquired only {} ms after the stop, when the session expired: \
+                 the resumed holder did not delete its node",
+                (acquired - stopped) / 1_000_000
+            );
+            (resumed, acquired, lease)
+        }
+    };
 
     let report = reader.await.unwrap();
+    // A holder past its maximum hold stays alive (as a service would) until its node went;
+    // it is killed here, after the next holder acquired.
+    signal(pid, libc::SIGKILL);
     let _ = holder.wait();
     drop(lease);
     let line = report
@@ -162,8 +242,18 @@ async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, resume_after: 
     // The lease's clock, not the connection's news, decides: the first read after the resume
     // already says lost (a monotonic deadline would still say held, or suspended at best).
     assert_eq!(f[4], "lost", "the first read after the resume: {report:?}");
+    if let Plan::PastTheMaxHold = plan {
+        let reason = report
+            .iter()
+            .find_map(|l| l.strip_prefix("reason "))
+            .unwrap_or_default();
+        assert!(
+            reason.contains("max-hold"),
+            "the session outlives the stop: the maximum hold ends the lease, not {reason:?}"
+        );
+    }
     println!(
-        "suspend round {n}: stopped {:.0} ms, resumed {:.0} ms after the next holder acquired; \
+        "suspend round {n}: stopped {:.0} ms, resumed {:+.0} ms from the next holder's acquire; \
          margin (last held read - next acquire) {:+.1} ms; first {} read {:.1} ms and lost \
          signal {:.1} ms after resume",
         ms(resumed - stopped),
@@ -190,9 +280,30 @@ async fn a_holder_resumed_from_a_suspend_never_reads_held_after_the_next_holder_
     let mut results = Vec::new();
     for n in 0..rounds() {
         let after = Duration::from_millis(delays[n % delays.len()]);
-        results.push(round(&zk, &shim, &dir, n, after).await);
+        results.push(round(&zk, &shim, &dir, n, Plan::PastTheSession(after)).await);
     }
     let _ = std::fs::remove_dir_all(&dir);
+    check(&results);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_resumed_past_its_maximum_hold_reads_lost_at_once_before_the_next_holder_acquires()
+{
+    let zk = ZooKeeper::standalone().expect("ZooKeeper must start (scripts/install-deps.sh)");
+    let dir = std::env::temp_dir().join(format!("zklock-suspend-hold-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shim = build_shim(&dir);
+    let mut results = Vec::new();
+    for n in 0..rounds() {
+        results.push(round(&zk, &shim, &dir, n, Plan::PastTheMaxHold).await);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    check(&results);
+}
+
+/// Prints the worst of the rounds and checks that no round read `held` after the next holder
+/// acquired.
+fn check(results: &[Round]) {
     let worst = results.iter().map(|r| r.margin_ms).fold(f64::MIN, f64::max);
     let slowest = results
         .iter()

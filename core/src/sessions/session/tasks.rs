@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use tokio::time::Instant;
 use zklock_wire::client as zk;
 
-use super::{Session, CONNECTED, DISCONNECTED};
+use super::Session;
 use crate::base::clock::{self, BootInstant};
 use crate::base::error::{Error, ErrorKind};
 use crate::base::state::LeaseState;
@@ -28,10 +28,11 @@ pub(super) async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher
         match state {
             zk::SessionState::Disconnected => {
                 answered_before_disconnect.get_or_insert_with(|| s.lifeline.latest_answered());
-                if s.link.get() == CONNECTED {
+                // The state changes before the listeners hear of it, so a listener that reads
+                // `connection_state()` on hearing `suspended` reads `suspended` too.
+                if s.set_connected(false) {
                     s.event("disconnected", "");
                 }
-                s.set_connected(false);
                 for lease in s.live_leases() {
                     lease.set_state(LeaseState::Suspended);
                 }
@@ -46,10 +47,9 @@ pub(super) async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher
                 // `beat_interval` more, and the proof landed after the deadline).
                 s.relinked.store(true, Ordering::Release);
                 s.beat_now.notify_one();
-                if s.link.get() == DISCONNECTED {
+                if s.set_connected(true) {
                     s.event("reconnected", "");
                 }
-                s.set_connected(true);
                 tokio::spawn(s.clone().verify_leases());
             }
             zk::SessionState::Expired => {

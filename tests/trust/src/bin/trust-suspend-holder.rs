@@ -1,10 +1,12 @@
 //! A lock holder for the suspend simulation (tests/suspend.rs):
-//! `trust-suspend-holder SERVERS PATH SESSION_MS TICK_MS`. Acquires the mutex, prints
-//! `token N`, then reads its lease's state about every millisecond. Each read is stamped on
+//! `trust-suspend-holder SERVERS PATH SESSION_MS TICK_MS [MAX_HOLD_MS]`. Acquires the mutex
+//! (with a maximum hold when MAX_HOLD_MS is given), prints
+//! `token N acquired NS`, then reads its lease's state about every millisecond. Each read is stamped on
 //! CLOCK_BOOTTIME, which the simulation leaves alone and which the test reads too, after the
 //! read returned. At the first read that is not `held` it prints
 //! `last-held NS first-other NS STATE`, then, once the lease is lost, `lost NS`, then
-//! `signal NS` (when its lost callback ran, 0 if not within 5 s) and `done`.
+//! `signal NS` (when its lost callback ran, 0 if not within 5 s), `reason TEXT` (the lost
+//! reason) and `done`; with a maximum hold it then stays alive, as a service would, until killed.
 
 use std::io::Write;
 use std::time::Duration;
@@ -29,17 +31,23 @@ fn main() {
     let options = zklock::Options::default()
         .session_timeout(Duration::from_millis(session_ms))
         .server_tick(Duration::from_millis(tick_ms));
+    let max_hold = args
+        .get(4)
+        .map(|ms| Duration::from_millis(ms.parse().expect("MAX_HOLD_MS")));
     let client = zklock::Client::blocking_connect(servers, options).expect("connect");
     let lease = client
         .mutex(path)
         .unwrap()
+        .max_hold(max_hold)
+        .expect("a valid maximum hold")
         .blocking_acquire()
         .expect("acquire");
+    let acquired = boot_ns();
     let fired = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
     let f = fired.clone();
     lease.on_lost(move || f.store(boot_ns(), std::sync::atomic::Ordering::SeqCst));
     let mut out = std::io::stdout();
-    writeln!(out, "token {}", lease.token()).ok();
+    writeln!(out, "token {} acquired {acquired}", lease.token()).ok();
     out.flush().ok();
     let mut last_held = boot_ns();
     let mut reported = false;
@@ -71,8 +79,13 @@ fn main() {
                 fired.load(std::sync::atomic::Ordering::SeqCst)
             )
             .ok();
+            writeln!(out, "reason {}", lease.lost_reason().unwrap_or_default()).ok();
             writeln!(out, "done").ok();
             out.flush().ok();
+            if max_hold.is_some() {
+                // A service goes on running: its timer deletes the node (the test kills it).
+                std::thread::sleep(Duration::from_secs(60));
+            }
             return;
         }
         std::thread::sleep(Duration::from_millis(1));
