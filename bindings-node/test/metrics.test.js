@@ -83,10 +83,15 @@ test('registerMetrics fills a prom-client registry at each scrape, in both forma
       text,
     )
     assert.match(text, /# TYPE zklock_wait_seconds summary/)
-    assert.match(text, /zklock_path_wait_seconds_count\{[^}]*\} 1/)
+    assert.match(text, /# TYPE zklock_path_wait_seconds_total counter/)
+    assert.match(text, /^zklock_path_wait_seconds_total\{[^}]*\} [0-9.e-]+$/m)
     await lease.release()
-    const after = (await registry.getMetricsAsJSON()).find((m) => m.name === 'zklock_path_held')
-    assert.equal(after.values.find((v) => v.labels.path === lockPath).value, 0)
+    // Released: the path has no held or oldest-hold series (absent, not 0).
+    const after = await registry.getMetricsAsJSON()
+    for (const name of ['zklock_path_held', 'zklock_path_oldest_hold_seconds']) {
+      const family = after.find((m) => m.name === name)
+      assert.equal(family.values.find((v) => v.labels.path === lockPath), undefined, name)
+    }
 
     const open = new promClient.Registry(promClient.Registry.OPENMETRICS_CONTENT_TYPE)
     client.registerMetrics(open)

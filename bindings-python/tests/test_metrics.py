@@ -51,7 +51,11 @@ def test_the_per_path_text_parses_with_prometheus_clients_openmetrics_parser(ser
     assert [(s.value, s.labels["service"]) for s in acquired] == [(1.0, 'x"y')]
     held = [s for s in families["zklock_path_held"].samples if s.labels["path"] == odd]
     assert [s.value for s in held] == [1.0]
-    assert families["zklock_path_wait_seconds"].unit == "seconds"
+    wait = families["zklock_path_wait_seconds"]
+    assert (wait.type, wait.unit) == ("counter", "seconds")
+    assert [s.name for s in wait.samples if s.labels["path"] == odd] == [
+        "zklock_path_wait_seconds_total"
+    ]
     assert families["zklock_path_stats_folded"].samples[0].value == 0.0
 
 
@@ -64,7 +68,11 @@ def test_the_collector_fills_a_registry_at_each_scrape(servers, path):
             assert registry.get_sample_value("zklock_path_held", ids) == 1.0
             exposed = generate_latest(registry).decode()
             assert f'client="{second.id}"' in exposed
-        assert registry.get_sample_value("zklock_path_held", ids) == 0.0
+        # Released: the path has no held or oldest-hold series (absent, not 0), its acquired
+        # count and wait seconds stay.
+        assert registry.get_sample_value("zklock_path_held", ids) is None
+        assert registry.get_sample_value("zklock_path_oldest_hold_seconds", ids) is None
+        assert registry.get_sample_value("zklock_path_wait_seconds_total", ids) >= 0.0
         assert registry.get_sample_value(
             "zklock_path_acquires_total", {**ids, "outcome": "acquired"}
         ) == 1.0

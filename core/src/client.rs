@@ -302,6 +302,9 @@ impl Client {
     /// recorder (cargo feature `metrics`): every counter set to its total, every gauge to its
     /// value, under the names of [`Client::openmetrics`], labelled `client="<id>"` and with
     /// `labels`. Call it before each scrape (or on a timer); nothing is recorded in between.
+    /// Unlike the text, every path's series are recorded, zeros included: a recorder cannot
+    /// drop a series, so a path no longer held reads `zklock_path_held` 0 here (absent in the
+    /// text), and its wait seconds are a gauge (the facade's counters are integers).
     #[cfg(feature = "metrics")]
     pub fn record_metrics(&self, labels: &[(&str, &str)]) {
         let id = self.id().to_string();

@@ -108,9 +108,12 @@ async fn record_metrics_hands_the_totals_and_each_paths_series_to_the_recorder()
         0.0
     );
     assert_eq!(at("zklock_path_stats_folded_total", ""), 0.0);
+    assert!(at("zklock_path_wait_seconds_total", &own) >= 0.0);
 
     held.release().await.unwrap();
     metrics::with_local_recorder(&seen, || client.record_metrics(&[("service", "jobs")]));
+    // The facade cannot drop a series: a path no longer held reads 0 (the text leaves it out).
     assert_eq!(at("zklock_path_held", &own), 0.0);
+    assert_eq!(at("zklock_path_oldest_hold_seconds", &own), 0.0);
     client.close().await;
 }

@@ -72,6 +72,17 @@ async fn each_path_counts_its_acquires_timeouts_holds_and_a_broken_loss() {
         client.id()
     );
     assert!(text.contains(&line), "{line} not in\n{text}");
+    // `a`, held by none of ours now, has no `held` or oldest hold series; `b`, held, has both.
+    for (name, path, present) in [
+        ("zklock_path_held", &a, false),
+        ("zklock_path_oldest_hold_seconds", &a, false),
+        ("zklock_path_held", &b, true),
+        ("zklock_path_oldest_hold_seconds", &b, true),
+    ] {
+        let start = format!("{name}{{client=\"{}\",path=\"{path}\"}} ", client.id());
+        let found = text.lines().any(|l| l.starts_with(&start));
+        assert_eq!(found, present, "{start} in\n{text}");
+    }
     lease_b.release().await.unwrap();
     client.close().await;
     other.close().await;
@@ -81,9 +92,10 @@ async fn each_path_counts_its_acquires_timeouts_holds_and_a_broken_loss() {
 async fn paths_past_the_limit_fold_into_one_series_and_the_kept_paths_never_exceed_it() {
     let client = client_with(Options::default().path_stats_limit(3)).await;
     let base = unique_path("path-stats-many");
+    // One wait counter per series that acquired (the idle paths have no `held` series).
     let series = |text: &str| {
         text.lines()
-            .filter(|l| l.starts_with("zklock_path_held{"))
+            .filter(|l| l.starts_with("zklock_path_wait_seconds_total{"))
             .count()
     };
     let mut sizes = Vec::new();

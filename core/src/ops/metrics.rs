@@ -141,7 +141,7 @@ mod tests {
         let esc = r#"path="/a\"b\\c\nd""#;
         for line in [
             format!("zklock_path_acquires_total{{client=\"1\",{esc},outcome=\"acquired\"}} 2"),
-            format!("zklock_path_wait_seconds_sum{{client=\"1\",{esc}}} 0.25"),
+            format!("zklock_path_wait_seconds_total{{client=\"1\",{esc}}} 0.25"),
             format!("zklock_path_leases_lost_total{{client=\"1\",{esc},reason=\"broken\"}} 1"),
             format!("zklock_path_held{{client=\"1\",{esc}}} 1"),
             format!("zklock_path_oldest_hold_seconds{{client=\"1\",{esc}}} 2"),
@@ -152,8 +152,59 @@ mod tests {
             assert!(text.contains(&format!("{line}\n")), "{line} not in\n{text}");
         }
         assert!(text.ends_with("# EOF\n"));
+        assert!(text.contains("# TYPE zklock_path_wait_seconds counter\n"));
         let off = PathStatsSnapshot::default();
         let text = Stats::default().to_openmetrics_with(Some(&off), &[]);
         assert!(!text.contains("zklock_path_"), "{text}");
+    }
+
+    #[test]
+    fn a_path_acquired_and_released_costs_two_samples_and_one_never_acquired_none_of_waits() {
+        use crate::ops::path_stats::LossReason;
+        let path = |p: &str, acquired, timed_out, held| PathStats {
+            path: Some(p.to_owned()),
+            acquired,
+            timed_out,
+            cancelled: 0,
+            failed: 0,
+            wait_sum: Duration::from_millis(1500),
+            lost: LossReason::ALL.map(|r| (r, 0)),
+            held,
+            oldest_hold: Duration::from_secs(u64::from(held > 0) * 3),
+        };
+        let snapshot = PathStatsSnapshot {
+            limit: 10,
+            paths: vec![
+                path("/idle", 4, 0, 0),
+                path("/held", 1, 0, 1),
+                path("/refused", 0, 2, 0),
+            ],
+            overflow: None,
+            folded: 0,
+        };
+        let text = Stats::default().to_openmetrics_with(Some(&snapshot), &[]);
+        let of = |p: &str| {
+            let label = format!("path=\"{p}\"");
+            let lines: Vec<&str> = text.lines().filter(|l| l.contains(&label)).collect();
+            lines
+        };
+        assert_eq!(
+            of("/idle"),
+            [
+                "zklock_path_acquires_total{path=\"/idle\",outcome=\"acquired\"} 4",
+                "zklock_path_wait_seconds_total{path=\"/idle\"} 1.5",
+            ],
+            "no held, no oldest hold, no zero outcome while idle:\n{text}"
+        );
+        assert_eq!(of("/held").len(), 4, "{text}");
+        assert!(text.contains("zklock_path_held{path=\"/held\"} 1\n"));
+        assert!(text.contains("zklock_path_oldest_hold_seconds{path=\"/held\"} 3\n"));
+        assert_eq!(
+            of("/refused"),
+            ["zklock_path_acquires_total{path=\"/refused\",outcome=\"timed_out\"} 2"],
+            "no wait counter without an acquired count to divide it by:\n{text}"
+        );
+        // The families stay declared when no path has a series of theirs.
+        assert!(text.contains("# TYPE zklock_path_held gauge\n"));
     }
 }

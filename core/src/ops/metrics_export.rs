@@ -5,6 +5,11 @@
 //! path: the facade is called only when a snapshot is exported (at a scrape, or on a timer of
 //! the application's), so the feature costs nothing between exports. The summaries' quantiles
 //! are gauges (`zklock_wait_seconds{quantile="0.5"}`), their counts counters.
+//!
+//! A path's series are recorded whole, zeros included, unlike the text's (issue 51): the facade
+//! has no way to remove a series once recorded, so a path's `zklock_path_held` and oldest hold
+//! read 0 when it is no longer held (left alone, they would keep their last, held, values), and
+//! an exporter keeps them until its own idle timeout, if it has one.
 
 use metrics::{counter, gauge, Label};
 
@@ -71,9 +76,10 @@ pub(crate) fn record(stats: &Stats, paths: &PathStatsSnapshot, labels: &[(&str, 
             let labels = with(&[("path", path), ("outcome", outcome)]);
             counter!("zklock_path_acquires_total", labels).absolute(n);
         }
-        gauge!("zklock_path_wait_seconds_sum", with(&[("path", path)]))
+        // A counter of seconds in the text; the facade's counters count whole numbers, so a
+        // gauge of the same name carries it here (`rate()` reads either).
+        gauge!("zklock_path_wait_seconds_total", with(&[("path", path)]))
             .set(p.wait_sum.as_secs_f64());
-        counter!("zklock_path_wait_seconds_count", with(&[("path", path)])).absolute(p.acquired);
         for (reason, n) in p.lost {
             let labels = with(&[("path", path), ("reason", reason.as_str())]);
             counter!("zklock_path_leases_lost_total", labels).absolute(n);
