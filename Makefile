@@ -50,7 +50,8 @@ test-rust:
 # /var/cache/zklock, never installed. test-servers runs the Rust conformance runner and the
 # isolation and one-way trust rounds (SERVER_ROUNDS each) against each and prints a pass/fail
 # table; test-server-smoke (in make test) runs a few conformance cases against the newest 3.9;
-# test-server-3.4 records what connect and a first acquire do against 3.4.13 (not judged).
+# test-server-3.4 checks that 3.4.13 is refused at connect within a round trip, naming create2,
+# and never retried (core/tests/old_server.rs, its ignored case).
 SERVER_VERSIONS ?= 3.8.0 3.9.3 3.9.6
 SERVER_ROUNDS ?= 1
 test-servers: deps

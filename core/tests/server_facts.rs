@@ -109,25 +109,46 @@ async fn a_min_session_timeout_that_hides_the_tick_makes_the_client_run_on_the_u
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
 }
 
-/// What the tick's probe costs, printed (no timed assertion): a session opened and closed on
-/// one member, two transactions through the leader. The version-class probe adds one read on
-/// the client's own session (3.7+ answers the first request).
+/// What the probe costs, printed (no timed assertion): a session opened and closed on one
+/// member, two transactions through the leader, and the three class probes on it (a 3.7+ server
+/// knows them all).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_costs_one_short_session_per_client() {
+    use zklock_wire::client::{probe_session, ClientOptions, ProbeAnswer};
+    use zklock_wire::jute::{op, Writer};
     let zk = start(Config::default());
-    let options = zklock_wire::client::ClientOptions::default();
+    let options = ClientOptions::default();
+    let mut root = Vec::new();
+    root.write_string("/");
+    let mut check = root.clone();
+    check.write_int(3);
+    let probes = [
+        (op::CHECK_WATCHES, check),
+        (op::GET_EPHEMERALS, root),
+        (op::WHO_AM_I, Vec::new()),
+    ];
     let mut took = Vec::new();
     for _ in 0..5 {
         let started = std::time::Instant::now();
-        let granted = zklock_wire::client::shortest_session(&zk.connect_string(), &options, None)
+        let probed = probe_session(&zk.connect_string(), &options, None, &probes)
             .await
             .unwrap();
         took.push(started.elapsed());
-        assert_eq!(granted, Duration::from_millis(400));
+        assert_eq!(probed.granted, Duration::from_millis(400));
+        assert_eq!(probed.answers.len(), 3);
+        assert!(
+            !probed.answers.contains(&ProbeAnswer::Lost)
+                && !probed.answers.contains(&ProbeAnswer::Answered(
+                    zklock_wire::jute::code::UNIMPLEMENTED
+                )),
+            "{:?}",
+            probed.answers
+        );
     }
     took.sort();
     println!(
-        "the tick's probe (connect, handshake, closeSession answered): min {:?}, median {:?}, max {:?}",
+        "the probe (connect, handshake, three class probes, closeSession answered): min {:?}, \
+         median {:?}, max {:?}",
         took[0], took[2], took[4]
     );
 }

@@ -221,22 +221,6 @@ impl Client {
         conn.who_am_i().await.map_err(op_error)
     }
 
-    /// Whether the server knows request `op`, asked with `body` (its record, encoded): a server
-    /// too old for an op answers it with UNIMPLEMENTED and keeps the connection
-    /// (`ZooKeeperServer.submitRequest`: `Request.isValid` false, `UnimplementedRequestProcessor`,
-    /// the same in 3.4 to 3.9). Any other answer, an error included, means it knows the op. For
-    /// harmless ops only (a read, or a check of this session's own watches): see [`op`].
-    pub async fn knows_op(&self, op: i32, body: Vec<u8>) -> Result<bool, Error> {
-        let conn = self.shared().connection()?;
-        match conn.call(&conn::Request::Probe(op, body)).await {
-            Ok(reply) => match reply.result {
-                Err(code::UNIMPLEMENTED) => Ok(false),
-                _ => Ok(true),
-            },
-            Err(e) => Err(op_error(conn::OpError::Connection(e))),
-        }
-    }
-
     /// Closes the session: CloseSession is sent (the servers delete its ephemeral nodes) and
     /// the state becomes `Closed` once the server answered or the connection ended.
     pub fn close(&self) {
@@ -255,21 +239,56 @@ impl Client {
     }
 }
 
-/// The session timeout the first reachable server of `connect_string` (zklock gives it one:
-/// the member its session is on) grants a session that
-/// asks for 1 ms, and that session closed at once. ZooKeeper clamps a requested timeout to
-/// `[minSessionTimeout, maxSessionTimeout]` (`ZooKeeperServer.processConnectRequest`), whose
-/// bounds are 2 and 20 ticks unless the operator set them (`ZooKeeperServer
-/// .getMinSessionTimeout`: `minSessionTimeout == -1 ? tickTime * 2`; `QuorumPeerConfig.parse`
-/// the same), so the answer is two ticks, or the operator's larger minimum. One connection, no
-/// credentials (the handshake needs none), no retry: the caller decides. The close is sent and
-/// awaited for at most the granted timeout; a server that refuses it (one that requires
-/// authentication first) expires the probe session after that timeout anyway.
-pub async fn shortest_session(
+/// What a probe session learned ([`probe_session`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probed {
+    /// The session timeout the server granted a session that asked for 1 ms.
+    pub granted: Duration,
+    /// One answer per probe sent, in the order asked: the probes after the first the server
+    /// did not know (or after the connection ended) are not sent.
+    pub answers: Vec<ProbeAnswer>,
+}
+
+/// How the server answered one probe request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeAnswer {
+    /// A reply: its error code (`code::OK` for success). `code::UNIMPLEMENTED`: the server does
+    /// not know the op.
+    Answered(i32),
+    /// No reply: the connection ended first.
+    Lost,
+}
+
+/// A short session on the first reachable server of `connect_string` (zklock gives it one: the
+/// member its session is on), which asks for 1 ms and sends `probes` (op and encoded record;
+/// harmless requests only: reads, or a check of the probe session's own watches), then ends.
+///
+/// **The granted timeout.** ZooKeeper clamps a requested timeout to `[minSessionTimeout,
+/// maxSessionTimeout]` (`ZooKeeperServer.processConnectRequest`), whose bounds are 2 and 20
+/// ticks unless the operator set them (`ZooKeeperServer.getMinSessionTimeout`:
+/// `minSessionTimeout == -1 ? tickTime * 2`; `QuorumPeerConfig.parse` the same), so the answer
+/// is two ticks, or the operator's larger minimum.
+///
+/// **The probes.** A server answers an op it does not know with UNIMPLEMENTED and then *closes
+/// the connection*: `ZooKeeperServer.submitRequest` hands a request whose `Request.isValid` is
+/// false to `UnimplementedRequestProcessor`, which sends the reply and `sendCloseSession()`
+/// (apache/zookeeper release-3.4.13 `src/java/main/org/apache/zookeeper/server/
+/// UnimplementedRequestProcessor.java`, unchanged through 3.9). That is why the probes run here
+/// and never on a client's own session: the connection they may cost is this one's. They go
+/// one at a time, each after the last was answered, and stop at the first the server did not
+/// know or the connection's end: so the server closes with nothing unread, which TCP would
+/// answer with a reset that can drop the reply still in flight.
+///
+/// One connection, no credentials (the handshake needs none), no retry and no reconnect: the
+/// caller decides. While the connection lives, CloseSession is sent and awaited for at most the
+/// granted timeout; when the server closed it, the probe session is abandoned and expires after
+/// that timeout (two ticks), as it does on a server that refuses the close.
+pub async fn probe_session(
     connect_string: &str,
     options: &ClientOptions,
     secure: Option<Secure>,
-) -> Result<Duration, ConnectError> {
+    probes: &[(i32, Vec<u8>)],
+) -> Result<Probed, ConnectError> {
     let parsed = ConnectString::parse(connect_string)?;
     let mut last = None;
     for (host, port) in &parsed.hosts {
@@ -295,9 +314,28 @@ pub async fn shortest_session(
         match conn::connect(&options::address(host, *port), &opts).await {
             Ok((conn, _events)) => {
                 let granted = conn.session().timeout;
-                let closing = conn.call(&conn::Request::CloseSession);
-                let _ = tokio::time::timeout(granted, closing).await;
-                return Ok(granted);
+                let mut answers = Vec::with_capacity(probes.len());
+                for (op, body) in probes {
+                    // Bounded as the close is: a server that holds a reply longer than the
+                    // session it granted has lost the probe anyway.
+                    let probe = conn::Request::Probe(*op, body.clone());
+                    let answer = match tokio::time::timeout(granted, conn.call(&probe)).await {
+                        Ok(Ok(reply)) => ProbeAnswer::Answered(reply.result.err().unwrap_or(0)),
+                        _ => ProbeAnswer::Lost,
+                    };
+                    answers.push(answer);
+                    if answer == ProbeAnswer::Answered(code::UNIMPLEMENTED)
+                        || answer == ProbeAnswer::Lost
+                        || conn.closed().is_some()
+                    {
+                        break;
+                    }
+                }
+                if conn.closed().is_none() {
+                    let closing = conn.call(&conn::Request::CloseSession);
+                    let _ = tokio::time::timeout(granted, closing).await;
+                }
+                return Ok(Probed { granted, answers });
             }
             Err(e) => last = Some(e),
         }

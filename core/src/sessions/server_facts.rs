@@ -16,17 +16,30 @@
 //! `FourLetterCommands.java`), and it needs a plain TCP port: the probe works on every server,
 //! TLS included.
 //!
-//! **The version class.** A server answers an op it does not know with UNIMPLEMENTED and keeps
-//! the connection (`ZooKeeperServer.submitRequest`, `UnimplementedRequestProcessor`). Three
-//! harmless requests, newest first, tell the classes apart: whoAmI (op 107, 3.7+), getEphemerals
-//! of `/` (op 103, 3.6+: this session's own ephemeral nodes) and checkWatches of `/` (op 17,
-//! 3.5+: whether this session watches `/`). A 3.7+ server answers the first: one round trip.
+//! **The version class.** A server answers an op it does not know with UNIMPLEMENTED and then
+//! closes the connection: `ZooKeeperServer.submitRequest` gives a request `Request.isValid`
+//! refuses to `UnimplementedRequestProcessor`, which sends the reply and `sendCloseSession()`
+//! (apache/zookeeper release-3.4.13, `src/java/main/org/apache/zookeeper/server/
+//! UnimplementedRequestProcessor.java` and `ZooKeeperServer.java`; the same through 3.9). So the
+//! requests that tell the classes apart go on the tick's probe session, never on the client's
+//! own, and oldest first: checkWatches of `/` (op 17, 3.5+: whether this session watches `/`),
+//! getEphemerals of `/` (op 103, 3.6+: this session's own ephemeral nodes), whoAmI (op 107,
+//! 3.7+), one at a time (`zk::probe_session`); the first the server does not know, answered
+//! UNIMPLEMENTED or with the connection closed before its answer, names the class below it.
+//! A 3.4 server is known after one round trip on the probe session and refused (`adopt`), the
+//! probe session left to expire in its two ticks; nothing is retried. A 3.7+ server costs three
+//! round trips on the probe session, once per client.
+//!
+//! A server that requires SASL before any request (`zookeeper.sessionRequireClientSASLAuth`,
+//! 3.5.x and later) answers the probe session, which carries no credentials, with
+//! SESSIONCLOSEDREQUIRESASLAUTH: the class is then taken as 3.5, the lowest such a server can
+//! be, so nothing of 3.6+ is used on it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zklock_wire::client as zk;
-use zklock_wire::jute::{op, Writer};
+use zklock_wire::jute::{code, op, Writer};
 
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::base::text::duration;
@@ -125,7 +138,7 @@ pub(crate) async fn learn(
     }
     // The member the session is on: members of one ensemble share their tickTime, and a test
     // that tells a client's member by its open connections sees only that one.
-    let granted = zk::shortest_session(&session.connected_host(), options, secure)
+    let probed = zk::probe_session(&session.connected_host(), options, secure, &probes())
         .await
         .map_err(|e| {
             Error::new(
@@ -133,10 +146,11 @@ pub(crate) async fn learn(
                 format!("cannot learn the tick of ZooKeeper at {hosts}: {e}"),
             )
         })?;
-    let class = class_of(session, hosts).await?;
     let facts = ServerFacts {
-        tick_bound: granted / 2,
-        features: ServerFeatures { class },
+        tick_bound: probed.granted / 2,
+        features: ServerFeatures {
+            class: class_of(&probed.answers),
+        },
     };
     crate::ops::observe::server_facts(
         counters,
@@ -144,40 +158,43 @@ pub(crate) async fn learn(
         facts.tick_bound,
         facts.features.version_class(),
     );
-    *learned.lock().unwrap() = Some(facts);
+    // A 3.4 verdict is not kept: the client is refused, and a connect retried later (after an
+    // upgrade, or a blip that cut the probe) probes again.
+    if facts.features.create2() {
+        *learned.lock().unwrap() = Some(facts);
+    }
     Ok(facts)
 }
 
-async fn class_of(session: &zk::Client, hosts: &str) -> Result<ServerClass> {
-    let asked = |what: &str, e: zk::Error| {
-        Error::from_zk(e, &format!("ask ZooKeeper at {hosts} for {what}"))
-    };
-    if session
-        .knows_op(op::WHO_AM_I, Vec::new())
-        .await
-        .map_err(|e| asked("whoAmI", e))?
-    {
-        return Ok(ServerClass::V3_7);
-    }
+/// The classes [`probes`] tell, in its order: each probe is a request its class was first to
+/// know (see the module's header).
+const PROBED: [ServerClass; 3] = [ServerClass::V3_5, ServerClass::V3_6, ServerClass::V3_7];
+
+fn probes() -> Vec<(i32, Vec<u8>)> {
     let mut root = Vec::new();
     root.write_string("/");
-    if session
-        .knows_op(op::GET_EPHEMERALS, root.clone())
-        .await
-        .map_err(|e| asked("getEphemerals", e))?
-    {
-        return Ok(ServerClass::V3_6);
-    }
-    let mut check = root;
+    let mut check = root.clone();
     check.write_int(3); // `Watcher.WatcherType.Any`
-    if session
-        .knows_op(op::CHECK_WATCHES, check)
-        .await
-        .map_err(|e| asked("checkWatches", e))?
-    {
-        return Ok(ServerClass::V3_5);
+    vec![
+        (op::CHECK_WATCHES, check),
+        (op::GET_EPHEMERALS, root),
+        (op::WHO_AM_I, Vec::new()),
+    ]
+}
+
+/// The newest class whose probe, and every older one's, the server knew.
+fn class_of(answers: &[zk::ProbeAnswer]) -> ServerClass {
+    let mut class = ServerClass::V3_4;
+    for (newer, answer) in PROBED.iter().zip(answers) {
+        match answer {
+            zk::ProbeAnswer::Answered(code::SESSION_CLOSED_REQUIRE_SASL_AUTH) => {
+                return class.max(ServerClass::V3_5)
+            }
+            zk::ProbeAnswer::Answered(code::UNIMPLEMENTED) | zk::ProbeAnswer::Lost => return class,
+            zk::ProbeAnswer::Answered(_) => class = *newer,
+        }
     }
-    Ok(ServerClass::V3_4)
+    class
 }
 
 /// The tick the lifeline runs on: the larger of the user's and the learned bound (a smaller one
@@ -193,8 +210,9 @@ pub(crate) fn adopt(
         return Err(Error::new(
             ErrorKind::ZooKeeper,
             format!(
-                "ZooKeeper at {hosts} is 3.4 (UNIMPLEMENTED to checkWatches, a 3.5 request): \
-                 zklock's locks need create2 and container nodes, ZooKeeper 3.5+ \
+                "ZooKeeper at {hosts} is older than 3.5 (it does not know checkWatches, a 3.5 \
+                 request: it answered UNIMPLEMENTED or closed the connection): zklock's locks \
+                 need create2 and container nodes, ZooKeeper 3.5 or later \
                  (docs/interop.md, \"Server versions\")"
             ),
         ));
@@ -282,6 +300,30 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::ZooKeeper);
         assert!(err.message().contains("create2"), "{err}");
+    }
+
+    #[test]
+    fn the_first_probe_the_server_does_not_know_names_the_class_below_it() {
+        use zk::ProbeAnswer::{Answered, Lost};
+        let nowatcher = -121;
+        let unimplemented = code::UNIMPLEMENTED;
+        assert_eq!(class_of(&[Answered(unimplemented)]), ServerClass::V3_4);
+        // The real 3.4 answers and closes; a reply lost to the close means the same.
+        assert_eq!(class_of(&[Lost]), ServerClass::V3_4);
+        assert_eq!(
+            class_of(&[Answered(nowatcher), Answered(unimplemented)]),
+            ServerClass::V3_5
+        );
+        assert_eq!(
+            class_of(&[Answered(nowatcher), Answered(0), Lost]),
+            ServerClass::V3_6
+        );
+        assert_eq!(
+            class_of(&[Answered(nowatcher), Answered(0), Answered(0)]),
+            ServerClass::V3_7
+        );
+        let sasl_first = Answered(code::SESSION_CLOSED_REQUIRE_SASL_AUTH);
+        assert_eq!(class_of(&[sasl_first]), ServerClass::V3_5);
     }
 
     #[test]

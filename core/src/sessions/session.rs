@@ -105,7 +105,8 @@ impl Drop for Session {
 /// no `sasl` identity is added (`cnxn.addAuthInfo` runs only when the exchange completes). The
 /// credentials would be silently unused, and the first create with a creator ACL would fail with
 /// "invalid ACL". `whoami` (ZooKeeper 3.7+, ZOOKEEPER-3969: the session's identities) tells; a
-/// server too old for it is given the benefit of the doubt.
+/// server too old for it (known from `server_facts`, as asking would cost the connection) is
+/// given the benefit of the doubt.
 async fn sasl_in_effect(
     client: &zk::Client,
     hosts: &str,
@@ -267,10 +268,6 @@ impl Session {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
-        if let Some(sasl) = &options.sasl {
-            // Dropping the client closes the session it opened.
-            sasl_in_effect(&client, hosts, sasl, deadline).await?;
-        }
         let granted = client.session_timeout();
         // The servers' tick and version class, once per client (issue 53); within the
         // connect's deadline, with time for a round trip or two when it is nearly used up.
@@ -291,6 +288,12 @@ impl Session {
             )
         })??;
         let tick = server_facts::adopt(options.server_tick, &facts, granted, hosts)?;
+        // whoAmI only where the server knows it: an op a server does not know costs the
+        // connection (`server_facts`), here the client's own. Dropping the client closes the
+        // session it opened.
+        if let (Some(sasl), true) = (&options.sasl, facts.features.who_am_i()) {
+            sasl_in_effect(&client, hosts, sasl, deadline).await?;
+        }
         lifeline::check_timing(granted, tick)?;
         let states = client.state_watcher();
         let session = Arc::new(Session {

@@ -26,7 +26,7 @@ pub enum Request {
     /// WhoAmI (op 107), no record.
     WhoAmI,
     /// A request sent only to learn whether the server knows its op (see
-    /// `client::Client::knows_op`): the op and its record, already encoded. Its reply's record
+    /// `client::probe_session`): the op and its record, already encoded. Its reply's record
     /// is not read.
     Probe(i32, Vec<u8>),
     CloseSession,

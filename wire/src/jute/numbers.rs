@@ -83,6 +83,9 @@ pub mod code {
     pub const NOT_READ_ONLY: i32 = -119;
     pub const EPHEMERAL_ON_LOCAL_SESSION: i32 = -120;
     pub const REQUEST_TIMEOUT: i32 = -122;
+    /// The server requires SASL before any request (`zookeeper.sessionRequireClientSASLAuth`,
+    /// 3.5.x and later) and closes the connection after this answer.
+    pub const SESSION_CLOSED_REQUIRE_SASL_AUTH: i32 = -124;
     pub const QUOTA_EXCEEDED: i32 = -125;
     pub const THROTTLED_OP: i32 = -127;
 
