@@ -24,8 +24,8 @@
 //! requests that tell the classes apart go on the tick's probe session, never on the client's
 //! own, and oldest first: checkWatches of `/` (op 17, 3.5+: whether this session watches `/`),
 //! getEphemerals of `/` (op 103, 3.6+: this session's own ephemeral nodes), whoAmI (op 107,
-//! 3.7+), one at a time (`zk::probe_session`); the first the server does not know, answered
-//! UNIMPLEMENTED or with the connection closed before its answer, names the class below it.
+//! 3.7+), one at a time (`zk::probe_session`); the first the server answers UNIMPLEMENTED names
+//! the class below it. An answer lost to a broken connection tells nothing (`class_of`).
 //! A 3.4 server is known after one round trip on the probe session and refused (`adopt`), the
 //! probe session left to expire in its two ticks; nothing is retried. A 3.7+ server costs three
 //! round trips on the probe session, once per client.
@@ -159,8 +159,9 @@ pub(crate) async fn learn(
         facts.features.version_class(),
     );
     // A 3.4 verdict is not kept: the client is refused, and a connect retried later (after an
-    // upgrade, or a blip that cut the probe) probes again.
-    if facts.features.create2() {
+    // upgrade) probes again. Nor is a class that rests on a lost answer (see `class_of`).
+    let lost = probed.answers.contains(&zk::ProbeAnswer::Lost);
+    if facts.features.create2() && !lost {
         *learned.lock().unwrap() = Some(facts);
     }
     Ok(facts)
@@ -182,7 +183,12 @@ fn probes() -> Vec<(i32, Vec<u8>)> {
     ]
 }
 
-/// The newest class whose probe, and every older one's, the server knew.
+/// The newest class whose probe, and every older one's, the server knew. An answer lost (the
+/// connection broke or timed out before it) tells nothing: the real server answers an unknown
+/// op before it closes, and the probes go one at a time, so that answer is never cut off by the
+/// close. Then the class is the newest one known so far, and at least 3.5: a blip on the probe
+/// must not refuse a good server, and on a 3.4 the first acquire's `create2` fails at once with
+/// UNIMPLEMENTED anyway; nothing of 3.6+ is used on such a guess, and it is not kept.
 fn class_of(answers: &[zk::ProbeAnswer]) -> ServerClass {
     let mut class = ServerClass::V3_4;
     for (newer, answer) in PROBED.iter().zip(answers) {
@@ -190,7 +196,8 @@ fn class_of(answers: &[zk::ProbeAnswer]) -> ServerClass {
             zk::ProbeAnswer::Answered(code::SESSION_CLOSED_REQUIRE_SASL_AUTH) => {
                 return class.max(ServerClass::V3_5)
             }
-            zk::ProbeAnswer::Answered(code::UNIMPLEMENTED) | zk::ProbeAnswer::Lost => return class,
+            zk::ProbeAnswer::Answered(code::UNIMPLEMENTED) => return class,
+            zk::ProbeAnswer::Lost => return class.max(ServerClass::V3_5),
             zk::ProbeAnswer::Answered(_) => class = *newer,
         }
     }
@@ -211,7 +218,7 @@ pub(crate) fn adopt(
             ErrorKind::ZooKeeper,
             format!(
                 "ZooKeeper at {hosts} is older than 3.5 (it does not know checkWatches, a 3.5 \
-                 request: it answered UNIMPLEMENTED or closed the connection): zklock's locks \
+                 request: it answered UNIMPLEMENTED): zklock's locks \
                  need create2 and container nodes, ZooKeeper 3.5 or later \
                  (docs/interop.md, \"Server versions\")"
             ),
@@ -308,8 +315,9 @@ mod tests {
         let nowatcher = -121;
         let unimplemented = code::UNIMPLEMENTED;
         assert_eq!(class_of(&[Answered(unimplemented)]), ServerClass::V3_4);
-        // The real 3.4 answers and closes; a reply lost to the close means the same.
-        assert_eq!(class_of(&[Lost]), ServerClass::V3_4);
+        // The real 3.4 answers and then closes; an answer lost tells nothing (a blip): the
+        // class is the newest confirmed, and at least 3.5.
+        assert_eq!(class_of(&[Lost]), ServerClass::V3_5);
         assert_eq!(
             class_of(&[Answered(nowatcher), Answered(unimplemented)]),
             ServerClass::V3_5
