@@ -307,20 +307,20 @@ pub async fn supervise(
                 } else {
                     String::new()
                 };
-                eprintln!(
+                say(&format!(
                     "zklock: lost {what} (token {}): {reason}; its watchdog sent the command SIGTERM at the lease's deadline{kill}",
                     lease.token()
-                );
+                ));
                 return Ok(Ended::Lost { reason });
             }
             Ok(Ended::Exited { status, signalled })
         }
         None => {
             let reason = lost_reason(lease);
-            eprintln!(
+            say(&format!(
                 "zklock: lost {what} (token {}): {reason}; sending SIGTERM to the command",
                 lease.token()
-            );
+            ));
             child.stop();
             let stopped = tokio::time::timeout(kill_after, async {
                 loop {
@@ -411,4 +411,15 @@ async fn busy(lock: &Lock, path: &str) -> Failure {
 pub async fn close(client: &zklock::Client) {
     client.close().await;
     tokio::time::sleep(Duration::from_millis(20)).await;
+}
+
+/// Writes one line to stderr in one write. The command shares the stream, and `eprintln!`
+/// writes its pieces one by one: a shell's "Terminated", printed as the watchdog's SIGTERM met
+/// zklock's own notice, landed inside "zklock: lost … the leadership of …" (a loaded run of
+/// `cli/tests/elect.rs`). A line under `PIPE_BUF` (4096 bytes) written at once is never split.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(format!("{line}\n").as_bytes());
 }
