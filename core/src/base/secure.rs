@@ -332,7 +332,12 @@ pub(crate) async fn diagnose(hosts: &str, tls: Option<&LoadedTls>) -> Option<Str
     }
 }
 
-const PROBE_LIMIT: Duration = Duration::from_secs(1);
+/// How long the diagnosing handshake waits for each step. A JVM's TLS handshake took more than
+/// a second on a loaded 2-core machine (`make test` beside `stress-ng --cpu 2`: the probe gave
+/// up and `a_plaintext_client_on_the_tls_port_fails_fast_saying_the_port_speaks_tls` got the
+/// bare "connection closed" after the whole connect timeout); the probe runs once, after a
+/// failed connect, within the connect's deadline.
+const PROBE_LIMIT: Duration = Duration::from_secs(3);
 
 enum Probe {
     Certificate(rustls::CertificateError),
