@@ -416,6 +416,17 @@ static int lease_scenario(struct outcome *o, const char *name) {
         if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, LEASE_MAX_HOLD_MS));
         if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
         o->word = st == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(st);
+    } else if (strcmp(name, "time-left-max-hold-short-session") == 0) {
+        /* C's valid_until is already the time left (zklock_lease_valid_for_ms). */
+        zklock_client_options opts;
+        zklock_client_options_init(&opts);
+        opts.session_timeout_ms = LEASE_IDLE_SESSION_MS;
+        opts.server_tick_ms = LEASE_IDLE_TICK_MS;
+        st = connect_with(o, servers, &opts, &own);
+        if (st == ZKLOCK_OK) st = seen(o, zklock_mutex_new(own, case_path, NULL, &l));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_lock_set_max_hold(l, LEASE_MAX_HOLD_MS));
+        if (st == ZKLOCK_OK) st = seen(o, zklock_acquire(l, 10000, &a));
+        o->word = st == ZKLOCK_OK ? against_max_hold(o, a) : kind_of(st);
     } else if (strcmp(name, "lost-stays-lost") == 0) {
         o->na = "zklock_lease_release frees the lease handle, so nothing is left to read after it; "
                 "its status after a loss is ZKLOCK_LOST";

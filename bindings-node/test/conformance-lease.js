@@ -64,6 +64,24 @@ function leaseScenarios({ client, outcome, ownClient, kindOf }) {
         IDLE_OPTIONS,
       ),
 
+    'time-left-max-hold-short-session': (p) =>
+      ownClient(
+        async (c) =>
+          outcome(async () => {
+            const lease = await c.mutex(p, { maxHoldMs: MAX_HOLD_MS }).acquire()
+            try {
+              const left = lease.timeLeft()
+              if (left === null) return 'none'
+              if (left <= 0) return 'past'
+              if (left > MAX_HOLD_MS + ROUNDING_MS) return 'beyond-max-hold'
+              return 'within-max-hold'
+            } finally {
+              await lease.release()
+            }
+          }),
+        IDLE_OPTIONS,
+      ),
+
     'counter-width-unknown': (p) => outcome(async () => (client().counter(`${p}/n`, { width: 'int16' }), 'ok')),
 
     'counter-guarded': (p) =>

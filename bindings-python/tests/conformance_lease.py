@@ -62,6 +62,22 @@ def sc_valid_until_max_hold_from_idle(ctx: Ctx) -> str:
         own.close()
 
 
+def sc_time_left_max_hold_short_session(ctx: Ctx) -> str:
+    own = zklock.Client(ctx.servers, session_timeout=IDLE_SESSION, server_tick=IDLE_TICK)
+    try:
+        with own.lock(ctx.path, max_hold=MAX_HOLD).hold(WAIT) as lease:
+            left: Optional[float] = lease.time_left()
+            if left is None:
+                return "none"
+            if left <= 0:
+                return "past"
+            if left > MAX_HOLD + ROUNDING:
+                return "beyond-max-hold"
+            return "within-max-hold"
+    finally:
+        own.close()
+
+
 def sc_lost_stays_lost(ctx: Ctx) -> str:
     own = zklock.Client(ctx.servers)
     lock = own.lock(ctx.path)
@@ -313,6 +329,7 @@ LEASE_SCENARIOS: Dict[str, Callable[[Ctx], str]] = {
     "valid-until-max-hold": sc_valid_until_max_hold,
     "valid-until-max-hold-election": sc_valid_until_max_hold_election,
     "valid-until-max-hold-from-idle": sc_valid_until_max_hold_from_idle,
+    "time-left-max-hold-short-session": sc_time_left_max_hold_short_session,
     "lost-stays-lost": sc_lost_stays_lost,
     "scope-end-after-loss": sc_scope_end_after_loss,
     "resign-foreign-leadership": sc_resign_foreign_leadership,

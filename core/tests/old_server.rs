@@ -43,6 +43,9 @@ struct Counts {
 /// The ops the scripted server knows besides ping and CloseSession, with their answer.
 type Knows = fn(i32) -> Option<i32>;
 
+/// An "answer" that is no answer: the connection is closed before the reply (a blip).
+const DROP: i32 = i32::MIN;
+
 /// 3.4: none of the probes.
 fn v3_4(_: i32) -> Option<i32> {
     None
@@ -51,6 +54,16 @@ fn v3_4(_: i32) -> Option<i32> {
 /// 3.5: checkWatches (no watch on `/`: NOWATCHER, -121), not getEphemerals nor whoAmI.
 fn v3_5(kind: i32) -> Option<i32> {
     (kind == op::CHECK_WATCHES).then_some(-121)
+}
+
+/// 3.9 on a link that breaks under the first probe (checkWatches): the probe session's
+/// connection is closed without its answer, as a network blip would close it.
+fn v3_9_blip(kind: i32) -> Option<i32> {
+    Some(if kind == op::CHECK_WATCHES {
+        DROP
+    } else {
+        code::OK
+    })
 }
 
 /// One connection as an old server would serve it: the handshake (timeouts clamped to [400 ms,
@@ -86,6 +99,9 @@ async fn serve(mut s: TcpStream, counts: Arc<Counts>, knows: Knows) {
                 knows(kind)
             }
         };
+        if err == Some(DROP) {
+            return;
+        }
         let mut body = Vec::new();
         ReplyHeader {
             xid,
@@ -157,6 +173,29 @@ async fn a_3_5_server_is_told_apart_on_the_probe_session_and_its_client_keeps_it
     assert_eq!(counts.unknown_on_first.load(Ordering::SeqCst), 0);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(counts.connections.load(Ordering::SeqCst), 2);
+    client.close().await;
+}
+
+/// A probe whose answer a broken connection took away tells nothing of the version (the real
+/// server answers an unknown op before it closes): the client connects, on the class it could
+/// confirm and at least 3.5, so nothing of 3.6+ is used on the guess. A lost answer taken for
+/// 3.4 refused every good server behind a breaking link (`hostile_server.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_answer_lost_to_a_broken_connection_never_refuses_the_server() {
+    let (addr, counts) = old_server(v3_9_blip).await;
+    let client = zklock::Client::connect(&addr, Options::default())
+        .await
+        .expect("a blip on the probe is not an old server");
+    let features = client.server_features();
+    assert_eq!(
+        features.version_class(),
+        "3.5",
+        "the floor, not a guess upward"
+    );
+    assert!(features.create2());
+    assert!(features.lacks().contains(&"getEphemerals"));
+    // One probe sent (checkWatches), its connection dropped, nothing more asked.
+    assert_eq!(counts.requests.load(Ordering::SeqCst), 1);
     client.close().await;
 }
 

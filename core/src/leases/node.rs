@@ -58,6 +58,9 @@ struct Rare {
     hold_end: Option<BootInstant>,
     /// The latest `hold_end` an extension may reach (the lock's `hold_ceiling`), if any.
     hold_ceiling: Option<BootInstant>,
+    /// When the node became ours on the boot clock, taken when the maximum hold was set (right
+    /// after the acquire): the durations in its messages count a later suspend.
+    hold_start: Option<BootInstant>,
     /// The lock path on which a clean release writes its marker (a lock with a lock-delay).
     release_marker_on: Option<String>,
     /// Set on an election's node once it leads (`Leaderships::record`): what the holder holds
@@ -249,10 +252,21 @@ impl LeaseShared {
         self.rare.lock().unwrap().as_ref().and_then(|r| r.hold_end)
     }
 
-    /// When the node became ours, on the boot clock (converted now: right unless the machine
-    /// was suspended since, which only the durations in messages would show).
+    /// When the node became ours, on the boot clock (converted now from `since`: right unless
+    /// the machine was suspended since, so kept as `hold_start` when a maximum hold is set).
     fn since_boot(&self) -> BootInstant {
         BootInstant::from_past(self.since)
+    }
+
+    /// `hold_start`, or `since_boot` for a lease without a maximum hold.
+    fn hold_start(&self) -> BootInstant {
+        let kept = self
+            .rare
+            .lock()
+            .unwrap()
+            .as_ref()
+            .and_then(|r| r.hold_start);
+        kept.unwrap_or_else(|| self.since_boot())
     }
 
     /// Ends a maximum hold that ended at `end`, unless the lease ended before: lost first
@@ -266,7 +280,7 @@ impl LeaseShared {
         }
         self.lose(&format!(
             "{MAX_HOLD}: held for its maximum of {}",
-            crate::base::text::duration(end - self.since_boot())
+            crate::base::text::duration(end - self.hold_start())
         ));
         let (session, node) = (self.session.clone(), self.node.clone());
         runtime::spawn(async move {
@@ -294,7 +308,7 @@ impl LeaseShared {
         };
         let end = rare.hold_end.expect("filtered").max(to);
         if let Some(ceiling) = rare.hold_ceiling.filter(|c| end > *c) {
-            let since = self.since_boot();
+            let since = rare.hold_start.unwrap_or_else(|| self.since_boot());
             return Err(format!(
                 "an extension to {} after the acquire is past the lock's hold ceiling of {}",
                 crate::base::text::duration(end - since),
@@ -435,6 +449,7 @@ impl LeaseShared {
         {
             let mut rare = self.rare.lock().unwrap();
             let rare = rare.get_or_insert_with(Box::default);
+            rare.hold_start.get_or_insert_with(|| self.since_boot());
             rare.hold_ceiling = match (rare.hold_ceiling, ceiling) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),

@@ -31,6 +31,16 @@ pub(crate) fn against_max_hold(lease: &Lease, acquired: Instant) -> &'static str
     }
 }
 
+/// Where the time left stands against the maximum hold (`time-left-max-hold-short-session`).
+fn left_against_max_hold(left: Option<Duration>) -> &'static str {
+    match left {
+        None => "none",
+        Some(l) if l.is_zero() => "past",
+        Some(l) if l > MAX_HOLD + ROUNDING => "beyond-max-hold",
+        Some(_) => "within-max-hold",
+    }
+}
+
 /// One of this block's scenarios, `None` for a name that is not one of them.
 pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
     let path = runner.case_path.as_str();
@@ -63,6 +73,18 @@ pub(crate) async fn scenario(runner: &Runner, name: &str) -> Option<Outcome> {
             let lock = own.mutex(path).unwrap().max_hold(Some(MAX_HOLD));
             let lease = lock.unwrap().acquire().await.unwrap();
             let outcome = against_max_hold(&lease, Instant::now());
+            lease.release().await.unwrap();
+            own.close().await;
+            word(outcome)
+        }
+        "time-left-max-hold-short-session" => {
+            let options = Options::default()
+                .session_timeout(IDLE_SESSION)
+                .server_tick(IDLE_TICK);
+            let own = runner.connect(options).await.unwrap();
+            let lock = own.mutex(path).unwrap().max_hold(Some(MAX_HOLD));
+            let lease = lock.unwrap().acquire().await.unwrap();
+            let outcome = left_against_max_hold(lease.time_left());
             lease.release().await.unwrap();
             own.close().await;
             word(outcome)

@@ -14,9 +14,9 @@
 //! turn `lost`. Rounds resume the holder at once, 300 ms or 1 s after the next holder acquired.
 //! `ZKLOCK_ISOLATION_ROUNDS` sets the rounds (default 2; `make trust-long` runs 10).
 //!
-//! A maximum hold is a promised time too (`valid_until`, `time_left`): a holder with a 2 s
-//! maximum hold and a session that outlives the stop (T = 10 s) is suspended for 3.5 s right
-//! after it acquired. Its first read after the resume must say lost (reason `max-hold`), though
+//! A maximum hold is a promised time too (`valid_until`, `time_left`): a holder with a 4 s
+//! maximum hold and a session that outlives the stop (T = 30 s) is suspended for 6 s right
+//! after its first read. Its first read after the resume must say lost (reason `max-hold`), though
 //! its monotonic clock says it held for moments; the next holder gets the lock only after that,
 //! once the resumed holder's timer deleted the node.
 
@@ -105,9 +105,13 @@ enum Plan {
     PastTheMaxHold,
 }
 
-const LONG_SESSION_MS: u64 = 10_000;
-const MAX_HOLD_MS: u64 = 2_000;
-const HOLD_STOP_MS: u64 = 3_500;
+// A maximum hold long enough that the stop comes before its end however slow the machine (the
+// stop follows the holder's first read), a stop well past it, and a session whose deadline
+// outlasts the stop by far (its lead is at least a third of it), so that the maximum hold, not
+// the lifeline, ends the lease.
+const LONG_SESSION_MS: u64 = 30_000;
+const MAX_HOLD_MS: u64 = 4_000;
+const HOLD_STOP_MS: u64 = 6_000;
 
 async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, plan: Plan) -> Round {
     let servers = zk.connect_string();
@@ -140,6 +144,8 @@ async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, plan: Plan) ->
         first.starts_with("token "),
         "the holder did not acquire: {first}"
     );
+    let reading = lines.next().expect("the holder's second line").unwrap();
+    assert_eq!(reading, "reading", "the holder's reads did not begin");
     let reader = tokio::task::spawn_blocking(move || {
         lines
             .map_while(Result::ok)
@@ -150,9 +156,6 @@ async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, plan: Plan) ->
     // next holder queues meanwhile). Past its session: once the next holder queued.
     let mut stopped = 0;
     if let Plan::PastTheMaxHold = plan {
-        // Into its reading loop first: a stop that lands between a read and its stamp would
-        // stamp a read from before the suspend as one after it.
-        std::thread::sleep(Duration::from_millis(50));
         stopped = boot_ns();
         signal(pid, libc::SIGSTOP);
         let acquired_at: i64 = first
@@ -243,6 +246,16 @@ async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, plan: Plan) ->
     // already says lost (a monotonic deadline would still say held, or suspended at best).
     assert_eq!(f[4], "lost", "the first read after the resume: {report:?}");
     if let Plan::PastTheMaxHold = plan {
+        // No read begun after the resume says held: the hold ended during the suspend. (The
+        // start of the read, not its end: a stop between a read and its stamp would stamp a
+        // read from before the suspend as one after it.)
+        let last_held_began: i64 = f[6].parse().unwrap();
+        assert!(
+            last_held_began < resumed,
+            "the resumed holder read held {:.1} ms after the resume, past its maximum hold: \
+             {report:?}",
+            (last_held_began - resumed) as f64 / 1e6
+        );
         let reason = report
             .iter()
             .find_map(|l| l.strip_prefix("reason "))
@@ -250,6 +263,12 @@ async fn round(zk: &ZooKeeper, shim: &Path, dir: &Path, n: usize, plan: Plan) ->
         assert!(
             reason.contains("max-hold"),
             "the session outlives the stop: the maximum hold ends the lease, not {reason:?}"
+        );
+        // The hold it names is the one it had, not shortened by the suspend.
+        let limit = zklock::support::duration_text(Duration::from_millis(MAX_HOLD_MS));
+        assert!(
+            reason.contains(&format!("maximum of {limit}")),
+            "the reason names the {limit} hold: {reason:?}"
         );
     }
     println!(

@@ -1,10 +1,11 @@
 //! A lock holder for the suspend simulation (tests/suspend.rs):
 //! `trust-suspend-holder SERVERS PATH SESSION_MS TICK_MS [MAX_HOLD_MS]`. Acquires the mutex
 //! (with a maximum hold when MAX_HOLD_MS is given), prints
-//! `token N acquired NS`, then reads its lease's state about every millisecond. Each read is stamped on
+//! `token N acquired NS`, then `reading` after its first read, then reads its lease's state about every millisecond. Each read is stamped on
 //! CLOCK_BOOTTIME, which the simulation leaves alone and which the test reads too, after the
 //! read returned. At the first read that is not `held` it prints
-//! `last-held NS first-other NS STATE`, then, once the lease is lost, `lost NS`, then
+//! `last-held NS first-other NS STATE began NS` (the last `held` read's end and start, the first
+//! other read's end), then, once the lease is lost, `lost NS`, then
 //! `signal NS` (when its lost callback ran, 0 if not within 5 s), `reason TEXT` (the lost
 //! reason) and `done`; with a maximum hold it then stays alive, as a service would, until killed.
 
@@ -50,17 +51,27 @@ fn main() {
     writeln!(out, "token {} acquired {acquired}", lease.token()).ok();
     out.flush().ok();
     let mut last_held = boot_ns();
+    let mut last_held_began = last_held;
     let mut reported = false;
+    let mut reading = false;
     loop {
+        let began = boot_ns();
         let state = lease.state();
         let at = boot_ns();
+        if !reading {
+            // In the loop: a stop from now on lands in a read or (mostly) in the sleep.
+            writeln!(out, "reading").ok();
+            out.flush().ok();
+            reading = true;
+        }
         if state == LeaseState::Held {
             assert!(!reported, "held again after {}", state.as_str());
             last_held = at;
+            last_held_began = began;
         } else if !reported {
             writeln!(
                 out,
-                "last-held {last_held} first-other {at} {}",
+                "last-held {last_held} first-other {at} {} began {last_held_began}",
                 state.as_str()
             )
             .ok();
