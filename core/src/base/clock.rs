@@ -43,6 +43,11 @@ impl BootInstant {
         self.0.saturating_sub(earlier.0)
     }
 
+    /// `self + d`, or `None` past what the clock holds.
+    pub(crate) fn checked_add(self, d: Duration) -> Option<BootInstant> {
+        self.0.checked_add(d).map(BootInstant)
+    }
+
     /// The time from now until this moment, zero once it passed.
     pub fn remaining(self) -> Duration {
         self.saturating_duration_since(BootInstant::now())
@@ -86,13 +91,6 @@ pub(crate) async fn sleep_until(at: BootInstant, step: Duration) {
             return;
         }
         tokio::time::sleep(left.min(step)).await;
-    }
-}
-
-impl BootInstant {
-    /// `self + d`, or `None` past what the clock holds.
-    pub(crate) fn checked_add(self, d: Duration) -> Option<BootInstant> {
-        self.0.checked_add(d).map(BootInstant)
     }
 }
 
