@@ -123,3 +123,44 @@ async fn the_expiring_warning_comes_before_the_maximum_hold_ends_and_again_after
     let reason = lease.lost_reason().unwrap();
     assert!(reason.contains(zklock::MAX_HOLD), "{reason}");
 }
+
+/// A maximum hold or ceiling longer than the clocks can count is refused where it is set, for
+/// a lock and a multi-lock alike, instead of overflowing when an acquire counts its end.
+#[tokio::test]
+async fn a_maximum_hold_or_ceiling_past_what_the_clock_holds_is_refused_where_it_is_set() {
+    let c = client().await;
+    let path = zklock_testkit::unique_path("extend-past-clock");
+    let huge = Some(Duration::MAX);
+    let err = c.mutex(&path).unwrap().max_hold(huge).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(
+        err.message().contains("beyond what the clock holds"),
+        "{err}"
+    );
+    let err = c.mutex(&path).unwrap().hold_ceiling(huge).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    let multi = || {
+        c.multi_lock([format!("{path}/a"), format!("{path}/b")])
+            .unwrap()
+    };
+    assert_eq!(
+        multi().max_hold(huge).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        multi().hold_ceiling(huge).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    // A long one the clocks can count is a limit like any other.
+    let lease = c
+        .mutex(&path)
+        .unwrap()
+        .max_hold(Some(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    assert!(lease.time_left().is_some_and(|l| !l.is_zero()));
+    assert!(lease.valid_until().is_some());
+    lease.release().await.unwrap();
+}

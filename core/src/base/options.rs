@@ -336,6 +336,29 @@ pub fn duration_from_millis_f64(ms: f64, what: &str) -> Result<Duration> {
     })
 }
 
+/// A maximum hold or a hold ceiling as the recipes take it (`what`: its name; `unset`: what
+/// leaving it unset means): longer than zero, and short enough that the clocks can hold its end
+/// (twice over, for the time that passes before an acquire counts it and for extensions): a
+/// longer one is no limit, and would overflow `Instant` when the lease converts its end.
+pub(crate) fn check_hold_limit(limit: Option<Duration>, what: &str, unset: &str) -> Result<()> {
+    let Some(limit) = limit else { return Ok(()) };
+    if limit.is_zero() {
+        return Err(Error::invalid(format!(
+            "{what} must be longer than zero (leave it unset for {unset})"
+        )));
+    }
+    let end = limit
+        .checked_mul(2)
+        .and_then(|twice| std::time::Instant::now().checked_add(twice));
+    if end.is_none() {
+        return Err(Error::invalid(format!(
+            "{what} of {} s is beyond what the clock holds (leave it unset for {unset})",
+            limit.as_secs()
+        )));
+    }
+    Ok(())
+}
+
 /// A face's maximum hold (`max_hold`) in seconds (Python): absent is no limit; negative, NaN
 /// and infinite are `InvalidArgument` here, zero where it is set ([`crate::Lock::max_hold`]).
 pub fn max_hold_from_secs(secs: Option<f64>) -> Result<Option<Duration>> {

@@ -94,11 +94,7 @@ impl MultiLock {
 
     /// [`MultiLock::max_hold`] in place (refused, it leaves the value as it was).
     pub fn set_max_hold(&mut self, limit: Option<Duration>) -> Result<()> {
-        if limit.is_some_and(|l| l.is_zero()) {
-            return Err(Error::invalid(
-                "max_hold must be longer than zero (leave it unset for no limit)",
-            ));
-        }
+        crate::base::options::check_hold_limit(limit, "max_hold", "no limit")?;
         self.max_hold = limit;
         Ok(())
     }
@@ -118,11 +114,7 @@ impl MultiLock {
 
     /// [`MultiLock::hold_ceiling`] in place (refused, it leaves the value as it was).
     pub fn set_hold_ceiling(&mut self, ceiling: Option<Duration>) -> Result<()> {
-        if ceiling.is_some_and(|c| c.is_zero()) {
-            return Err(Error::invalid(
-                "hold_ceiling must be longer than zero (leave it unset for no ceiling)",
-            ));
-        }
+        crate::base::options::check_hold_limit(ceiling, "hold_ceiling", "no ceiling")?;
         self.hold_ceiling = ceiling;
         Ok(())
     }

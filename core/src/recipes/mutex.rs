@@ -170,11 +170,7 @@ impl Lock {
     /// [`Lock::max_hold`] in place, for a face that keeps the value behind a handle: refused,
     /// it leaves the value as it was.
     pub fn set_max_hold(&mut self, limit: Option<Duration>) -> Result<()> {
-        if limit.is_some_and(|l| l.is_zero()) {
-            return Err(Error::invalid(
-                "max_hold must be longer than zero (leave it unset for no limit)",
-            ));
-        }
+        crate::base::options::check_hold_limit(limit, "max_hold", "no limit")?;
         self.change(|inner| inner.max_hold = limit);
         Ok(())
     }
@@ -194,11 +190,7 @@ impl Lock {
 
     /// [`Lock::hold_ceiling`] in place (refused, it leaves the value as it was).
     pub fn set_hold_ceiling(&mut self, ceiling: Option<Duration>) -> Result<()> {
-        if ceiling.is_some_and(|c| c.is_zero()) {
-            return Err(Error::invalid(
-                "hold_ceiling must be longer than zero (leave it unset for no ceiling)",
-            ));
-        }
+        crate::base::options::check_hold_limit(ceiling, "hold_ceiling", "no ceiling")?;
         self.change(|inner| inner.hold_ceiling = ceiling);
         Ok(())
     }
