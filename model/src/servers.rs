@@ -1,0 +1,159 @@
+//! The servers' side: the leader's expiry, its pings and its drop of a silent follower, the
+//! follower's touch table and its learner stream, and what each member does with A's requests.
+//! Each behaviour names the ZooKeeper 3.8 source it comes from (model/README.md has the table).
+
+use crate::{LeaseModel, Link, Request, State};
+
+/// From a follower to its leader, on one stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Up {
+    /// The reply to a leader PING, with whether A's session was touched since the last one
+    /// (`LearnerSessionTracker`'s touch table).
+    PingReply { touched: bool },
+    /// A's `sync`, forwarded (`FollowerRequestProcessor`).
+    Sync(Request),
+}
+
+/// From the leader to a follower, on one stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Down {
+    Ping,
+    /// The leader's answer to a forwarded `sync` (`Leader.processSync`).
+    SyncDone(Request),
+    /// The leader dropped the follower (`LearnerHandler.run`: nothing read for `syncLimit`
+    /// ticks, `shutdown`): its connection closes after what it sent.
+    Closed,
+}
+
+impl LeaseModel {
+    /// When the leader expires a session last touched at `touch`: T later, rounded up to the
+    /// next tick (`ExpiryQueue.roundToNextInterval`: `(time / interval + 1) * interval`).
+    pub fn expiry_ms(&self, touch: u32) -> u32 {
+        ((touch + self.timeout_ms) / self.server_tick_ms + 1) * self.server_tick_ms
+    }
+
+    /// A leader that lost its quorum at `d` notices at most `syncLimit + 1` ticks later (its
+    /// check runs on the tick, `LearnerHandler.synced`, `Leader.lead`).
+    pub(crate) fn deposed_notices_at(&self, d: u32) -> u32 {
+        d + (self.sync_limit + 1) * self.server_tick_ms
+    }
+
+    /// Its followers stopped hearing it at the earliest half a tick before `d`, and elect a
+    /// new leader `syncLimit` ticks later (the election itself only adds to our side).
+    pub(crate) fn new_leader_at(&self, d: u32) -> u32 {
+        (d + self.sync_limit * self.server_tick_ms).saturating_sub(self.server_tick_ms / 2)
+    }
+
+    /// The follower dropped its clients: it read that its leader closed its connection, or
+    /// heard nothing for `syncLimit` ticks (`Learner`'s socket timeout), unless its JVM resumed
+    /// this very step from a pause and its client threads ran before its learner thread.
+    fn follower_lost_leader(&self, state: &State) -> bool {
+        state.follower_closed
+            || (!state.resumed
+                && state.now >= state.follower_heard + self.sync_limit * self.server_tick_ms)
+    }
+
+    /// What the servers do as time moves one step, before anything is delivered.
+    pub(crate) fn servers_step(&self, s: &mut State) {
+        // The leader drops a follower it read nothing from for `syncLimit` ticks: its
+        // `LearnerHandler.run` reads with `sock.setSoTimeout(syncTimeout())`, and a
+        // timeout ends in `shutdown`, which closes the socket. The follower reads the
+        // close after what was sent before it.
+        if self.on_follower
+            && !s.follower_dropped
+            && s.now >= s.leader_heard + self.sync_limit * self.server_tick_ms
+        {
+            s.follower_dropped = true;
+            s.up.clear();
+            if !s.is_cut(Link::LeaderToFollower) {
+                s.down.push(Down::Closed);
+            }
+        }
+        match s.deposed {
+            None => {
+                if !s.expired && s.now >= self.expiry_ms(s.leader_touch) {
+                    s.expired = true;
+                }
+            }
+            // A deposed leader commits nothing; the new one started every session's
+            // clock afresh when it started, and A's requests never reach it.
+            Some(d) => {
+                let started = self.new_leader_at(d);
+                if s.now >= started && s.now >= self.expiry_ms(started) {
+                    s.expired = true;
+                }
+            }
+        }
+        // The leader pings every learner every half tick (`Leader.lead`).
+        while s.now >= s.next_ping {
+            s.next_ping += self.server_tick_ms / 2;
+            if self.on_follower && !s.follower_dropped && !s.is_cut(Link::LeaderToFollower) {
+                s.down.push(Down::Ping);
+            }
+        }
+    }
+
+    /// A's member reads A's oldest request.
+    pub(crate) fn member_receives(&self, s: &mut State) {
+        let r = s.to_member.remove(0);
+        if !self.on_follower {
+            if s.deposed
+                .is_some_and(|d| s.now >= self.deposed_notices_at(d))
+            {
+                // The deposed leader noticed and closed its clients' connections.
+                return;
+            }
+            // The leader touches on receipt and answers in order.
+            if !s.expired {
+                s.leader_touch = s.now;
+            }
+            s.push_to_client(r);
+        } else if !self.follower_lost_leader(s) {
+            // Every request touches the session where it is received
+            // (`ZooKeeperServer.submitRequestNow`); a sync goes on to the leader.
+            s.follower_touched = true;
+            if !r.sync {
+                s.push_to_client(r);
+            } else if !s.is_cut(Link::FollowerToLeader) && !s.follower_dropped {
+                s.up.push(Up::Sync(r));
+            }
+        }
+        // A follower that lost its leader has closed its clients' connections.
+    }
+}
+
+/// The leader reads the follower's oldest message.
+pub(crate) fn leader_receives(s: &mut State) {
+    s.leader_heard = s.now;
+    match s.up.remove(0) {
+        Up::PingReply { touched } => {
+            if touched && !s.expired {
+                s.leader_touch = s.now;
+            }
+        }
+        Up::Sync(r) => {
+            if !s.is_cut(Link::LeaderToFollower) {
+                s.down.push(Down::SyncDone(r));
+            }
+        }
+    }
+}
+
+/// The follower reads the leader's oldest message.
+pub(crate) fn follower_receives(s: &mut State) {
+    s.follower_heard = s.now;
+    match s.down.remove(0) {
+        Down::Ping => {
+            let touched = std::mem::take(&mut s.follower_touched);
+            if !s.is_cut(Link::FollowerToLeader) && !s.follower_dropped {
+                s.up.push(Up::PingReply { touched });
+            }
+        }
+        Down::SyncDone(r) => s.push_to_client(r),
+        Down::Closed => {
+            s.follower_closed = true;
+            // It drops its clients: what it had not answered is lost.
+            s.to_member.clear();
+        }
+    }
+}
