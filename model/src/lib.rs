@@ -71,6 +71,10 @@ pub enum Mutation {
     /// session `syncLimit` ticks before it was sent (the member heard its leader that recently,
     /// and a leader drops a follower whose ping replies stop for `syncLimit` ticks).
     PingsAndSyncLimit,
+    /// (e) The margin without its share for the clocks' rates (`lifeline_math::margin`: 200 ms
+    /// plus 2% of T) and without the 200 ms for the lost signal, which the model does not
+    /// spend: no margin, against a clock of A's that runs slow (`client_rate_permille`).
+    NoClockRateShare,
 }
 
 /// Which of the client's links to its member, and of the member's to the leader, a fault cut.
@@ -174,7 +178,14 @@ impl LeaseModel {
 
     /// A's lease turns lost at this moment (ms), as `Lifeline::lost_at` computes it.
     pub fn deadline_ms(&self, state: &State) -> u32 {
-        let at = lifeline_math::deadline(state.chain.proven, self.timeout(), self.client_tick());
+        let (proven, timeout, tick) = (state.chain.proven, self.timeout(), self.client_tick());
+        let at = match self.mutation {
+            // The margin's other share, 200 ms, is for the lost signal to reach the holder,
+            // which the model does not need (a lease reads `lost` at its deadline): without
+            // the rate share nothing is left.
+            Mutation::NoClockRateShare => (proven + timeout).saturating_sub(tick),
+            _ => lifeline_math::deadline(proven, timeout, tick),
+        };
         u32::try_from(at.as_millis()).unwrap_or(u32::MAX)
     }
 
