@@ -20,10 +20,11 @@ mod lifeline_math;
 use lifeline_math::Chain;
 
 mod client;
+mod moves;
 mod servers;
 mod trace;
 
-use servers::{follower_receives, leader_receives};
+use servers::leader_receives;
 pub use servers::{Down, Up};
 
 /// The property: whenever A's lease reads `held`, nobody else holds.
@@ -33,6 +34,9 @@ pub const ONE_HOLDER: &str = "one holder: A reads held only while B cannot hold"
 pub const LET_GO_FIRST: &str = "the farewell hands the lock on only after A's holder let go";
 /// The example that shows the model is not vacuous.
 pub const KEPT: &str = "A's lease is kept past its session's first possible expiry";
+/// The example that shows a reconnect is checked (`LeaseModel::reconnect`).
+pub const MOVED: &str =
+    "A's lease is kept past its first possible expiry after A moved to the leader";
 
 /// The clock's step: every action happens at a step's moment, and time moves one step at once
 /// (`LeaseModel::step_ms`, this unless a check says otherwise).
@@ -137,6 +141,10 @@ pub struct LeaseModel {
     /// How fast A's clock runs against the servers' (‰): below 1000 it runs slow, so its
     /// deadline comes late; the margin's 2% of T is for that.
     pub client_rate_permille: u32,
+    /// A, on the follower, reconnects once, to the leader, with the same session, when its
+    /// connection breaks: the follower closed it (it dropped its clients), or A read nothing on
+    /// it for the transport's read timeout (src/moves.rs).
+    pub reconnect: bool,
     pub mutation: Mutation,
 }
 
@@ -160,6 +168,7 @@ impl LeaseModel {
             follower_pause_ms: 0,
             from_idle: false,
             client_rate_permille: 1000,
+            reconnect: false,
             mutation: Mutation::None,
         }
     }
@@ -215,12 +224,29 @@ fn ms_(ms: u32) -> Duration {
 
 /// A request of A's: a `sync` heartbeat (answered through the leader when A is on a follower)
 /// or a request the member answers by itself (the transport's ping, a read).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Request {
     pub sync: bool,
     /// A heartbeat (else the transport's ping or a read).
     pub beat: bool,
+    /// A ConnectRequest with A's session (a reconnect, src/moves.rs); answered `refused` when
+    /// the member found the session expired.
+    pub connect: bool,
+    pub refused: bool,
     pub sent: u32,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match (self.connect, self.refused, self.sync, self.beat) {
+            (true, true, _, _) => "connect refused",
+            (true, false, _, _) => "connect",
+            (_, _, true, _) => "sync",
+            (_, _, false, true) => "ping beat",
+            _ => "ping",
+        };
+        write!(f, "{kind} of {}", self.sent)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -273,6 +299,21 @@ pub struct State {
     pub active: bool,
     /// A's deadline binds: its lease was granted on it (a fresh session is armed at once).
     pub armed: bool,
+    /// How many link directions were cut (a cut of A's old connection stays counted after A
+    /// reconnected; `cut` holds the directions cut now).
+    pub cuts: u8,
+    /// A reconnected to the leader (`LeaseModel::reconnect`): its connection is to the leader.
+    pub moved: bool,
+    /// The follower closed A's connection: A reads the close after what came before it.
+    pub closed_by_member: bool,
+    /// A saw its connection break and its ConnectRequest is out: the send time (A's clock)
+    /// of the latest request answered before (`Lifeline::latest_answered`, read by the
+    /// session's monitor), which the reconnect proves once answered.
+    pub reconnecting: Option<u32>,
+    /// When A last read anything on its connection (A's clock; kept only when A may reconnect).
+    pub last_recv: u32,
+    /// A's connection came back: its next heartbeat goes at once (`Session::relinked`).
+    pub relinked: bool,
 }
 
 /// The four streams, as bits of what a [`Disturb`] holds.
@@ -331,15 +372,25 @@ pub enum Action {
     Acquire,
 }
 
-/// The streams a disturbance holds for one step.
-fn hold_of(disturb: Disturb) -> u8 {
+/// The streams a disturbance holds for one step (a paused follower holds A's requests only
+/// while A is connected to it).
+fn hold_of(disturb: Disturb, a_on_follower: bool) -> u8 {
     match disturb {
         Disturb::None => 0,
         Disturb::ClientLinkSlow => HOLD_TO_MEMBER | HOLD_TO_CLIENT,
         Disturb::ClientPaused => HOLD_TO_CLIENT,
-        Disturb::FollowerPaused => HOLD_TO_MEMBER | HOLD_DOWN,
+        Disturb::FollowerPaused => follower_hold(a_on_follower),
         Disturb::LeaderSlow => HOLD_UP,
         Disturb::FollowerReadsLeaderFirst => 0,
+    }
+}
+
+/// What a paused follower does not read.
+fn follower_hold(a_on_follower: bool) -> u8 {
+    if a_on_follower {
+        HOLD_TO_MEMBER | HOLD_DOWN
+    } else {
+        HOLD_DOWN
     }
 }
 
@@ -394,13 +445,19 @@ impl Model for LeaseModel {
             resumed: false,
             active: !self.from_idle,
             armed: !self.from_idle,
+            cuts: 0,
+            moved: false,
+            closed_by_member: false,
+            reconnecting: None,
+            last_recv: 0,
+            relinked: false,
         }]
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
         if s.now + self.step_ms <= self.horizon_ms {
             for disturb in DISTURBS {
-                let hold = hold_of(disturb);
+                let hold = hold_of(disturb, self.a_on_follower(s));
                 let lens = [
                     s.to_member.len(),
                     s.to_client.len(),
@@ -422,7 +479,11 @@ impl Model for LeaseModel {
                 }
             }
         }
-        if s.reads < self.max_reads && s.pings_in_flight == 0 && s.last_send < self.client_now(s) {
+        if s.reads < self.max_reads
+            && s.pings_in_flight == 0
+            && s.last_send < self.client_now(s)
+            && s.reconnecting.is_none()
+        {
             actions.push(Action::Read);
         }
         if self.depose && !self.on_follower && s.deposed.is_none() {
@@ -437,7 +498,7 @@ impl Model for LeaseModel {
         if self.farewell && s.given_up && !s.let_go {
             actions.push(Action::LetGo);
         }
-        if s.cut.len() < usize::from(self.max_cuts) {
+        if s.cuts < self.max_cuts {
             for link in LINKS {
                 let member_link = matches!(link, Link::FollowerToLeader | Link::LeaderToFollower);
                 if !s.is_cut(link) && (self.on_follower || !member_link) {
@@ -451,19 +512,28 @@ impl Model for LeaseModel {
         let mut s = last.clone();
         match action {
             Action::Step(disturb) => {
-                let mut hold = hold_of(disturb);
                 if disturb != Disturb::None {
                     s.disturbed += 1;
                 }
                 s.now += self.step_ms;
                 s.resumed = false;
+                let mut paused = false;
                 if let Some(until) = s.paused_until {
                     if s.now < until {
-                        hold |= HOLD_TO_MEMBER | HOLD_DOWN;
+                        paused = true;
                     } else if s.now < until + self.step_ms {
                         s.resumed = true;
                     }
                 }
+                let hold_in = |s: &State| {
+                    let on_follower = self.a_on_follower(s);
+                    hold_of(disturb, on_follower)
+                        | if paused {
+                            follower_hold(on_follower)
+                        } else {
+                            0
+                        }
+                };
                 self.servers_step(&mut s);
                 // Read on every step whatever A does: a paused holder's lease is lost at its
                 // deadline, and it reads so when it resumes.
@@ -480,11 +550,14 @@ impl Model for LeaseModel {
                 }
                 self.farewell_step(&mut s);
                 if disturb != Disturb::ClientPaused {
+                    self.notice_disconnect(&mut s);
                     self.client_sends(&mut s);
                 }
+                // What is held this step (A may have moved to the leader just now).
+                let hold = hold_in(&s);
                 if disturb == Disturb::FollowerReadsLeaderFirst {
                     while !s.down.is_empty() {
-                        follower_receives(&mut s);
+                        self.follower_receives(&mut s);
                     }
                 }
                 loop {
@@ -498,7 +571,7 @@ impl Model for LeaseModel {
                         moved = true;
                     }
                     if hold & HOLD_DOWN == 0 && !s.down.is_empty() {
-                        follower_receives(&mut s);
+                        self.follower_receives(&mut s);
                         moved = true;
                     }
                     if hold & HOLD_TO_CLIENT == 0 && !s.to_client.is_empty() {
@@ -509,6 +582,7 @@ impl Model for LeaseModel {
                         break;
                     }
                 }
+                self.follower_closes_clients(&mut s);
             }
             Action::Depose => s.deposed = Some(s.now),
             Action::Acquire => s.active = true,
@@ -523,10 +597,14 @@ impl Model for LeaseModel {
                 self.send(&mut s, false, false);
             }
             Action::Cut(link) => {
+                s.cuts += 1;
                 s.cut.push(link);
                 match link {
                     Link::ClientToMember => s.to_member.clear(),
-                    Link::MemberToClient => s.to_client.clear(),
+                    Link::MemberToClient => {
+                        s.to_client.clear();
+                        s.closed_by_member = false;
+                    }
                     Link::FollowerToLeader => s.up.clear(),
                     Link::LeaderToFollower => s.down.clear(),
                 }
@@ -547,6 +625,12 @@ impl Model for LeaseModel {
             // could first expire.
             Property::sometimes(KEPT, |model: &LeaseModel, s: &State| {
                 model.a_holds(s) && s.now > model.expiry_ms(0)
+            }),
+            Property::sometimes(MOVED, |model: &LeaseModel, s: &State| {
+                s.moved
+                    && s.reconnecting.is_none()
+                    && model.a_holds(s)
+                    && s.now > model.expiry_ms(0)
             }),
         ]
     }

@@ -96,11 +96,23 @@ impl LeaseModel {
     /// A's member reads A's oldest request.
     pub(crate) fn member_receives(&self, s: &mut State) {
         let r = s.to_member.remove(0);
-        if !self.on_follower {
+        if !self.a_on_follower(s) {
             if s.deposed
                 .is_some_and(|d| s.now >= self.deposed_notices_at(d))
             {
                 // The deposed leader noticed and closed its clients' connections.
+                return;
+            }
+            if r.connect {
+                // A reconnect: `ZooKeeperServer.processConnectRequest` → `reopenSession` →
+                // `revalidateSession` (`LeaderZooKeeperServer` calls its super's), which
+                // touches the session (`SessionTrackerImpl.touchSession`), or finds it gone
+                // and refuses (`finishSessionInit(cnxn, false)`: the client reads expired).
+                let refused = s.expired;
+                if !refused {
+                    s.leader_touch = s.now;
+                }
+                s.push_to_client(Request { refused, ..r });
                 return;
             }
             // The leader touches on receipt and answers in order.
@@ -139,21 +151,49 @@ pub(crate) fn leader_receives(s: &mut State) {
     }
 }
 
-/// The follower reads the leader's oldest message.
-pub(crate) fn follower_receives(s: &mut State) {
-    s.follower_heard = s.now;
-    match s.down.remove(0) {
-        Down::Ping => {
-            let touched = std::mem::take(&mut s.follower_touched);
-            if !s.is_cut(Link::FollowerToLeader) && !s.follower_dropped {
-                s.up.push(Up::PingReply { touched });
-            }
+impl LeaseModel {
+    /// Whether A's connection is to the follower (it starts there and has not moved).
+    pub(crate) fn a_on_follower(&self, s: &State) -> bool {
+        self.on_follower && !s.moved
+    }
+
+    /// A follower that lost its leader closes its clients' connections (`Learner.shutdown`:
+    /// `self.closeAllConnections()`), once its JVM runs; A reads the close after what the
+    /// follower sent before it, unless that direction is cut (then only A's read timeout
+    /// tells it). Kept only when A may reconnect: without, A's requests are simply lost.
+    pub(crate) fn follower_closes_clients(&self, s: &mut State) {
+        let paused = s.paused_until.is_some_and(|until| s.now < until);
+        if self.reconnect
+            && self.a_on_follower(s)
+            && !s.closed_by_member
+            && !paused
+            && !s.is_cut(Link::MemberToClient)
+            && self.follower_lost_leader(s)
+        {
+            s.closed_by_member = true;
         }
-        Down::SyncDone(r) => s.push_to_client(r),
-        Down::Closed => {
-            s.follower_closed = true;
-            // It drops its clients: what it had not answered is lost.
-            s.to_member.clear();
+    }
+
+    /// The follower reads the leader's oldest message.
+    pub(crate) fn follower_receives(&self, s: &mut State) {
+        s.follower_heard = s.now;
+        match s.down.remove(0) {
+            Down::Ping => {
+                let touched = std::mem::take(&mut s.follower_touched);
+                if !s.is_cut(Link::FollowerToLeader) && !s.follower_dropped {
+                    s.up.push(Up::PingReply { touched });
+                }
+            }
+            // An answer to A's old connection after A moved is lost with that connection.
+            Down::SyncDone(r) if self.a_on_follower(s) => s.push_to_client(r),
+            Down::SyncDone(_) => {}
+            Down::Closed => {
+                s.follower_closed = true;
+                // It drops its clients: what it had not answered is lost.
+                if self.a_on_follower(s) {
+                    s.to_member.clear();
+                }
+            }
         }
     }
 }

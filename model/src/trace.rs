@@ -76,6 +76,16 @@ impl LeaseModel {
                 let _ = write!(out, " | {name} {text}");
             }
         }
+        match s.reconnecting {
+            Some(latest) => {
+                let _ = write!(out, " | A reconnecting to the leader (will prove {latest})");
+            }
+            None if s.moved => out.push_str(" | A moved to the leader"),
+            None => {}
+        }
+        if s.closed_by_member {
+            out.push_str(" | the follower closed A's connection");
+        }
         if !s.cut.is_empty() {
             let _ = write!(out, " | cut {:?}", s.cut);
         }

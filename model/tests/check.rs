@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use stateright::{Checker, Model};
-use zklock_model::{LeaseModel, KEPT, LET_GO_FIRST, ONE_HOLDER};
+use zklock_model::{LeaseModel, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER};
 
 fn long() -> bool {
     std::env::var_os("ZKLOCK_MODEL_LONG").is_some()
@@ -35,6 +35,12 @@ fn check(name: &str, model: LeaseModel) {
         "model {name}: not vacuous, `{KEPT}`: {}",
         model.describe(kept.last_state())
     );
+    if model.reconnect {
+        let moved = checker
+            .discovery(MOVED)
+            .unwrap_or_else(|| panic!("model {name}: no lease outlives a move"));
+        println!("model {name}: `{MOVED}`:\n{}", model.trace(&moved));
+    }
 }
 
 #[test]
@@ -130,4 +136,44 @@ fn a_lease_acquired_from_an_idle_session_on_a_deposed_leader_never_reads_held_wh
     model.max_cuts = 0;
     model.max_disturbed = if long() { 2 } else { 1 };
     check("lease from an idle session on a deposed leader", model);
+}
+
+/// A's connection to the follower breaks, and A reconnects to the leader with the same session
+/// (`wire`'s reconnect, the lifeline's `reconnected`): the follower closes it when it loses its
+/// leader (after a cut of a member link, or when its leader drops it), or A reads nothing on it
+/// for the transport's read timeout (T/2; after a cut of A's link). The leader touches the
+/// session on the ConnectRequest (`reopenSession` → `revalidateSession`), and the lifeline
+/// takes the reconnect as proof of the latest answer before the break. T = 4 s (at 2 s a
+/// lease cannot outlive a move: the break is seen a second after the last answer, and the
+/// deadline is 1.26 s after the proof), syncLimit 2, so that the follower drops its clients
+/// within the horizon; with the farewell. A second cut may cut the new connection too.
+#[test]
+fn a_holder_that_moves_from_its_follower_to_the_leader_never_reads_held_while_another_can_hold() {
+    let mut model = moving_model();
+    model.max_cuts = 2;
+    model.max_disturbed = if long() { 4 } else { 2 };
+    check("holder that moves from its follower to the leader", model);
+}
+
+/// The follower's JVM pauses 3 s, past A's read timeout (2 s at T = 4 s) and past `syncLimit ×
+/// tick`: A reconnects to the leader meanwhile, while the requests it sent wait in the paused
+/// follower, which answers them on resuming, to a connection A has left, and reports their
+/// touches to a leader that may have dropped it.
+#[test]
+fn a_holder_that_leaves_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold() {
+    let mut model = moving_model();
+    model.follower_pause_ms = 3000;
+    model.max_cuts = 0;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    check("holder that leaves a follower whose JVM pauses 3 s", model);
+}
+
+fn moving_model() -> LeaseModel {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = 4000;
+    model.horizon_ms = 5000;
+    model.sync_limit = 2;
+    model.reconnect = true;
+    model.farewell = true;
+    model
 }
