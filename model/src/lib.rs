@@ -555,7 +555,8 @@ impl Model for LeaseModel {
                 }
                 // What is held this step (A may have moved to the leader just now).
                 let hold = hold_in(&s);
-                if disturb == Disturb::FollowerReadsLeaderFirst {
+                // (Not while the follower's JVM is paused: it reads nothing then.)
+                if disturb == Disturb::FollowerReadsLeaderFirst && hold & HOLD_DOWN == 0 {
                     while !s.down.is_empty() {
                         self.follower_receives(&mut s);
                     }
