@@ -20,10 +20,12 @@ mod lifeline_math;
 use lifeline_math::Chain;
 
 mod client;
+mod crashes;
 mod moves;
 mod servers;
 mod trace;
 
+pub use crashes::Member;
 use servers::leader_receives;
 pub use servers::{Down, Up};
 
@@ -145,6 +147,9 @@ pub struct LeaseModel {
     /// connection breaks: the follower closed it (it dropped its clients), or A read nothing on
     /// it for the transport's read timeout (src/moves.rs).
     pub reconnect: bool,
+    /// A member may crash once, at any moment: the follower (when there is one) or the leader
+    /// (src/crashes.rs).
+    pub crash: bool,
     pub mutation: Mutation,
 }
 
@@ -169,6 +174,7 @@ impl LeaseModel {
             from_idle: false,
             client_rate_permille: 1000,
             reconnect: false,
+            crash: false,
             mutation: Mutation::None,
         }
     }
@@ -314,6 +320,8 @@ pub struct State {
     pub last_recv: u32,
     /// A's connection came back: its next heartbeat goes at once (`Session::relinked`).
     pub relinked: bool,
+    /// Which member crashed, and when (ms).
+    pub crashed: Option<(Member, u32)>,
 }
 
 /// The four streams, as bits of what a [`Disturb`] holds.
@@ -370,6 +378,8 @@ pub enum Action {
     PauseFollower,
     /// A's program begins its acquire (`LeaseModel::from_idle`).
     Acquire,
+    /// A member crashes (`LeaseModel::crash`).
+    Crash(Member),
 }
 
 /// The streams a disturbance holds for one step (a paused follower holds A's requests only
@@ -451,6 +461,7 @@ impl Model for LeaseModel {
             reconnecting: None,
             last_recv: 0,
             relinked: false,
+            crashed: None,
         }]
     }
 
@@ -486,7 +497,13 @@ impl Model for LeaseModel {
         {
             actions.push(Action::Read);
         }
-        if self.depose && !self.on_follower && s.deposed.is_none() {
+        if self.crash && s.crashed.is_none() && s.deposed.is_none() {
+            actions.push(Action::Crash(Member::Leader));
+            if self.on_follower {
+                actions.push(Action::Crash(Member::Follower));
+            }
+        }
+        if self.depose && !self.on_follower && s.deposed.is_none() && s.crashed.is_none() {
             actions.push(Action::Depose);
         }
         if self.from_idle && !s.active {
@@ -587,6 +604,7 @@ impl Model for LeaseModel {
             }
             Action::Depose => s.deposed = Some(s.now),
             Action::Acquire => s.active = true,
+            Action::Crash(member) => self.crash_member(&mut s, member),
             Action::PauseFollower => s.paused_until = Some(s.now + self.follower_pause_ms),
             Action::LetGo => {
                 s.let_go = true;

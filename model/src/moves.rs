@@ -18,24 +18,34 @@ impl LeaseModel {
         self.timeout_ms / 2
     }
 
-    /// A sees its connection to the follower break: the follower closed it and A read what
-    /// came before the close, or A read nothing for the read timeout. Its requests in flight
+    /// A sees its connection break: its member closed it (the follower on losing its leader, a
+    /// crashed member) and A read what came before the close, or, on the follower, A read
+    /// nothing for the read timeout. Its requests in flight
     /// fail (`conn/driver.rs` fails what is pending before it reports the close), what the old
     /// connection still held is lost (the follower would only have touched the session more),
     /// and a ConnectRequest with the session goes to the leader at once (a connection that
-    /// served a second is redialled without a pause). Once only.
+    /// served a second is redialled without a pause). Once, and once more if a crash of the
+    /// leader closes the new connection (or the ConnectRequest's).
     pub(crate) fn notice_disconnect(&self, s: &mut State) {
         // A given-up session is closed (`Session::give_up`): it reconnects no more.
-        if !self.reconnect || s.moved || !self.on_follower || s.given_up {
+        if !self.reconnect || s.given_up {
             return;
         }
         let closed = s.closed_by_member && s.to_client.is_empty();
-        let silent = self.client_now(s) >= s.last_recv + self.read_timeout_ms();
+        if s.reconnecting.is_some() && !closed {
+            return;
+        }
+        // On the leader A moves only when a crash closes its connection (to the new leader, so
+        // a second move after one from the follower; a reconnect to the same member is not
+        // modelled).
+        let silent =
+            self.a_on_follower(s) && self.client_now(s) >= s.last_recv + self.read_timeout_ms();
         if !closed && !silent {
             return;
         }
+        // The monitor keeps what it read at the first disconnect until it sees a connection.
         let latest = u32::try_from(s.chain.latest.as_millis()).unwrap_or(u32::MAX);
-        s.reconnecting = Some(latest);
+        s.reconnecting = Some(s.reconnecting.unwrap_or(latest));
         s.moved = true;
         s.closed_by_member = false;
         s.to_member.clear();

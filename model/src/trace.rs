@@ -84,7 +84,16 @@ impl LeaseModel {
             None => {}
         }
         if s.closed_by_member {
-            out.push_str(" | the follower closed A's connection");
+            out.push_str(" | A's member closed A's connection");
+        }
+        match s.crashed {
+            Some((crate::Member::Follower, at)) => {
+                let _ = write!(out, " | the follower crashed at {at}");
+            }
+            Some((crate::Member::Leader, at)) => {
+                let _ = write!(out, " | the leader crashed at {at}, a new one started then");
+            }
+            None => {}
         }
         if !s.cut.is_empty() {
             let _ = write!(out, " | cut {:?}", s.cut);

@@ -177,3 +177,28 @@ fn moving_model() -> LeaseModel {
     model.farewell = true;
     model
 }
+
+/// A member crashes at any moment: the follower A is on (A reads the close and moves to the
+/// leader; the follower's unreported touches are lost, and its leader stops pinging it), or
+/// the leader (the follower drops A, A moves to the new leader, which started every session's
+/// clock afresh at the crash, the soonest). The bounds of check 7 with one cut.
+#[test]
+fn a_holder_on_a_follower_never_reads_held_while_another_can_hold_when_a_member_crashes() {
+    let mut model = moving_model();
+    model.crash = true;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 3 } else { 1 };
+    check("holder on a follower, a member crashing", model);
+}
+
+/// The leader A is on crashes at any moment: A reads the close and reconnects to the new
+/// leader, which started every session's clock afresh at the crash (the soonest).
+#[test]
+fn a_holder_on_the_leader_never_reads_held_while_another_can_hold_when_the_leader_crashes() {
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.crash = true;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    check("holder on the leader, the leader crashing", model);
+}
