@@ -37,8 +37,7 @@ pub const LET_GO_FIRST: &str = "the farewell hands the lock on only after A's ho
 /// The example that shows the model is not vacuous.
 pub const KEPT: &str = "A's lease is kept past its session's first possible expiry";
 /// The example that shows a reconnect is checked (`LeaseModel::reconnect`).
-pub const MOVED: &str =
-    "A's lease is kept past its first possible expiry after A moved to the leader";
+pub const MOVED: &str = "A's lease is kept past its first possible expiry after A moved";
 
 /// The clock's step: every action happens at a step's moment, and time moves one step at once
 /// (`LeaseModel::step_ms`, this unless a check says otherwise).
@@ -143,10 +142,13 @@ pub struct LeaseModel {
     /// How fast A's clock runs against the servers' (‰): below 1000 it runs slow, so its
     /// deadline comes late; the margin's 2% of T is for that.
     pub client_rate_permille: u32,
-    /// A, on the follower, reconnects once, to the leader, with the same session, when its
-    /// connection breaks: the follower closed it (it dropped its clients), or A read nothing on
-    /// it for the transport's read timeout (src/moves.rs).
+    /// A reconnects to the other member with the same session when its connection breaks: its
+    /// member closed it (a follower that dropped its clients, a crashed member: every time), or
+    /// A read nothing on it for the transport's read timeout (once; src/moves.rs).
     pub reconnect: bool,
+    /// A starts on the leader, and there is a follower (`on_follower` false): with `reconnect`,
+    /// A moves to it when its connection to the leader is silent for the read timeout.
+    pub with_follower: bool,
     /// A member may crash once, at any moment: the follower (when there is one) or the leader
     /// (src/crashes.rs).
     pub crash: bool,
@@ -174,6 +176,7 @@ impl LeaseModel {
             from_idle: false,
             client_rate_permille: 1000,
             reconnect: false,
+            with_follower: false,
             crash: false,
             mutation: Mutation::None,
         }
@@ -308,7 +311,8 @@ pub struct State {
     /// How many link directions were cut (a cut of A's old connection stays counted after A
     /// reconnected; `cut` holds the directions cut now).
     pub cuts: u8,
-    /// A reconnected to the leader (`LeaseModel::reconnect`): its connection is to the leader.
+    /// The member A's connection is to, and whether A reconnected (`LeaseModel::reconnect`).
+    pub a_on: Member,
     pub moved: bool,
     /// The follower closed A's connection: A reads the close after what came before it.
     pub closed_by_member: bool,
@@ -456,6 +460,11 @@ impl Model for LeaseModel {
             active: !self.from_idle,
             armed: !self.from_idle,
             cuts: 0,
+            a_on: if self.on_follower {
+                Member::Follower
+            } else {
+                Member::Leader
+            },
             moved: false,
             closed_by_member: false,
             reconnecting: None,
@@ -477,7 +486,7 @@ impl Model for LeaseModel {
                 ];
                 // A stream may lag at most `max_queue` messages: pauses are bounded.
                 let too_long = (0..4).any(|i| hold & (1 << i) != 0 && lens[i] >= self.max_queue);
-                let useless = !self.on_follower
+                let useless = !self.has_follower()
                     && matches!(
                         disturb,
                         Disturb::FollowerPaused
@@ -499,17 +508,17 @@ impl Model for LeaseModel {
         }
         if self.crash && s.crashed.is_none() && s.deposed.is_none() {
             actions.push(Action::Crash(Member::Leader));
-            if self.on_follower {
+            if self.has_follower() {
                 actions.push(Action::Crash(Member::Follower));
             }
         }
-        if self.depose && !self.on_follower && s.deposed.is_none() && s.crashed.is_none() {
+        if self.depose && !self.has_follower() && s.deposed.is_none() && s.crashed.is_none() {
             actions.push(Action::Depose);
         }
         if self.from_idle && !s.active {
             actions.push(Action::Acquire);
         }
-        if self.follower_pause_ms > 0 && self.on_follower && s.paused_until.is_none() {
+        if self.follower_pause_ms > 0 && self.has_follower() && s.paused_until.is_none() {
             actions.push(Action::PauseFollower);
         }
         if self.farewell && s.given_up && !s.let_go {
@@ -518,7 +527,7 @@ impl Model for LeaseModel {
         if s.cuts < self.max_cuts {
             for link in LINKS {
                 let member_link = matches!(link, Link::FollowerToLeader | Link::LeaderToFollower);
-                if !s.is_cut(link) && (self.on_follower || !member_link) {
+                if !s.is_cut(link) && (self.has_follower() || !member_link) {
                     actions.push(Action::Cut(link));
                 }
             }

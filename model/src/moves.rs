@@ -8,7 +8,7 @@
 //! and sends the next heartbeat at once. Everything else of the lifeline (its answers, its
 //! proof, its schedule) carries over.
 
-use crate::{ms_, LeaseModel, Link, Request, State};
+use crate::{ms_, LeaseModel, Link, Member, Request, State};
 
 impl LeaseModel {
     /// The transport's read timeout (A's clock, ms): half the session timeout, the client's
@@ -35,17 +35,24 @@ impl LeaseModel {
         if s.reconnecting.is_some() && !closed {
             return;
         }
-        // On the leader A moves only when a crash closes its connection (to the new leader, so
-        // a second move after one from the follower; a reconnect to the same member is not
-        // modelled).
-        let silent =
-            self.a_on_follower(s) && self.client_now(s) >= s.last_recv + self.read_timeout_ms();
+        // A silent connection is given up once, for the other member (`with_follower`: from
+        // the leader to the follower); a closed one every time, for the leader (a follower's
+        // close: A moves to the leader; a crashed leader's: to the new one). A reconnect to
+        // the same member is not modelled.
+        let silent = !s.moved
+            && (self.a_on_follower(s) || self.with_follower)
+            && self.client_now(s) >= s.last_recv + self.read_timeout_ms();
         if !closed && !silent {
             return;
         }
         // The monitor keeps what it read at the first disconnect until it sees a connection.
         let latest = u32::try_from(s.chain.latest.as_millis()).unwrap_or(u32::MAX);
         s.reconnecting = Some(s.reconnecting.unwrap_or(latest));
+        s.a_on = if closed || self.a_on_follower(s) {
+            Member::Leader
+        } else {
+            Member::Follower
+        };
         s.moved = true;
         s.closed_by_member = false;
         s.to_member.clear();

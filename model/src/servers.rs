@@ -2,7 +2,7 @@
 //! follower's touch table and its learner stream, and what each member does with A's requests.
 //! Each behaviour names the ZooKeeper 3.8 source it comes from (model/README.md has the table).
 
-use crate::{LeaseModel, Link, Request, State};
+use crate::{LeaseModel, Link, Member, Request, State};
 
 /// From a follower to its leader, on one stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -12,6 +12,9 @@ pub enum Up {
     PingReply { touched: bool },
     /// A's `sync`, forwarded (`FollowerRequestProcessor`).
     Sync(Request),
+    /// A's ConnectRequest reached the follower, which asks the leader to revalidate the
+    /// session (`LearnerZooKeeperServer.revalidateSession` → `Learner.validateSession`).
+    Revalidate(Request),
 }
 
 /// From the leader to a follower, on one stream.
@@ -20,6 +23,8 @@ pub enum Down {
     Ping,
     /// The leader's answer to a forwarded `sync` (`Leader.processSync`).
     SyncDone(Request),
+    /// The leader's answer to a `REVALIDATE` (`Leader.revalidateSession`).
+    Revalidated(Request),
     /// The leader dropped the follower (`LearnerHandler.run`: nothing read for `syncLimit`
     /// ticks, `shutdown`): its connection closes after what it sent.
     Closed,
@@ -59,7 +64,7 @@ impl LeaseModel {
         // `LearnerHandler.run` reads with `sock.setSoTimeout(syncTimeout())`, and a
         // timeout ends in `shutdown`, which closes the socket. The follower reads the
         // close after what was sent before it.
-        if self.on_follower
+        if self.has_follower()
             && !s.follower_dropped
             && s.now >= s.leader_heard + self.sync_limit * self.server_tick_ms
         {
@@ -87,7 +92,7 @@ impl LeaseModel {
         // The leader pings every learner every half tick (`Leader.lead`).
         while s.now >= s.next_ping {
             s.next_ping += self.server_tick_ms / 2;
-            if self.on_follower && !s.follower_dropped && !s.is_cut(Link::LeaderToFollower) {
+            if self.has_follower() && !s.follower_dropped && !s.is_cut(Link::LeaderToFollower) {
                 s.down.push(Down::Ping);
             }
         }
@@ -120,6 +125,15 @@ impl LeaseModel {
                 s.leader_touch = s.now;
             }
             s.push_to_client(r);
+        } else if r.connect {
+            // A reconnect on a follower: the leader revalidates (and touches) the session; the
+            // follower touches nothing itself.
+            if !self.follower_lost_leader(s)
+                && !s.is_cut(Link::FollowerToLeader)
+                && !s.follower_dropped
+            {
+                s.up.push(Up::Revalidate(r));
+            }
         } else if !self.follower_lost_leader(s) {
             // Every request touches the session where it is received
             // (`ZooKeeperServer.submitRequestNow`); a sync goes on to the leader.
@@ -148,13 +162,29 @@ pub(crate) fn leader_receives(s: &mut State) {
                 s.down.push(Down::SyncDone(r));
             }
         }
+        // `LearnerHandler.run` (`case Leader.REVALIDATE`) → `Leader.revalidateSession` →
+        // `LeaderZooKeeperServer.checkIfValidGlobalSession` → `touchSession`.
+        Up::Revalidate(r) => {
+            let refused = s.expired;
+            if !refused {
+                s.leader_touch = s.now;
+            }
+            if !s.is_cut(Link::LeaderToFollower) {
+                s.down.push(Down::Revalidated(Request { refused, ..r }));
+            }
+        }
     }
 }
 
 impl LeaseModel {
     /// Whether A's connection is to the follower (it starts there and has not moved).
     pub(crate) fn a_on_follower(&self, s: &State) -> bool {
-        self.on_follower && !s.moved
+        s.a_on == Member::Follower
+    }
+
+    /// Whether there is a follower: A starts on it, or may move to it.
+    pub(crate) fn has_follower(&self) -> bool {
+        self.on_follower || self.with_follower
     }
 
     /// A follower that lost its leader closes its clients' connections (`Learner.shutdown`:
@@ -187,6 +217,9 @@ impl LeaseModel {
             // An answer to A's old connection after A moved is lost with that connection.
             Down::SyncDone(r) if self.a_on_follower(s) => s.push_to_client(r),
             Down::SyncDone(_) => {}
+            // `Learner.revalidate` → `finishSessionInit`: the ConnectResponse.
+            Down::Revalidated(r) if self.a_on_follower(s) => s.push_to_client(r),
+            Down::Revalidated(_) => {}
             Down::Closed => {
                 s.follower_closed = true;
                 // It drops its clients: what it had not answered is lost.

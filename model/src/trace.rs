@@ -78,9 +78,12 @@ impl LeaseModel {
         }
         match s.reconnecting {
             Some(latest) => {
-                let _ = write!(out, " | A reconnecting to the leader (will prove {latest})");
+                let to = member_name(s.a_on);
+                let _ = write!(out, " | A reconnecting to the {to} (will prove {latest})");
             }
-            None if s.moved => out.push_str(" | A moved to the leader"),
+            None if s.moved => {
+                let _ = write!(out, " | A moved to the {}", member_name(s.a_on));
+            }
             None => {}
         }
         if s.closed_by_member {
@@ -156,5 +159,12 @@ impl LeaseModel {
             action_in = action;
         }
         out
+    }
+}
+
+fn member_name(member: crate::Member) -> &'static str {
+    match member {
+        crate::Member::Leader => "leader",
+        crate::Member::Follower => "follower",
     }
 }

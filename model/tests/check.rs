@@ -202,3 +202,18 @@ fn a_holder_on_the_leader_never_reads_held_while_another_can_hold_when_the_leade
     model.max_disturbed = if long() { 3 } else { 2 };
     check("holder on the leader, the leader crashing", model);
 }
+
+/// A on the leader, with a follower there: when nothing comes on A's connection for the read
+/// timeout (a cut of A's link), A moves to the follower, which asks the leader to revalidate
+/// the session (`REVALIDATE` on the learner stream, behind the ping replies; the leader
+/// touches the session on reading it and answers on the stream of the pings), and from there,
+/// if the follower loses its leader and closes A's connection, back to the leader.
+#[test]
+fn a_holder_that_moves_from_the_leader_to_a_follower_never_reads_held_while_another_can_hold() {
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.with_follower = true;
+    model.max_cuts = 2;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    check("holder that moves from the leader to a follower", model);
+}
