@@ -326,6 +326,9 @@ pub struct State {
     pub relinked: bool,
     /// Which member crashed, and when (ms).
     pub crashed: Option<(Member, u32)>,
+    /// When the new leader last touched A's session, after A reconnected to it from a deposed
+    /// leader (ms).
+    pub new_leader_touch: Option<u32>,
 }
 
 /// The four streams, as bits of what a [`Disturb`] holds.
@@ -471,6 +474,7 @@ impl Model for LeaseModel {
             last_recv: 0,
             relinked: false,
             crashed: None,
+            new_leader_touch: None,
         }]
     }
 

@@ -49,6 +49,13 @@ impl LeaseModel {
         (d + self.sync_limit * self.server_tick_ms).saturating_sub(self.server_tick_ms / 2)
     }
 
+    /// When the new leader expires A's session: T after it started, or after its last touch of
+    /// the session once A reconnected to it.
+    pub(crate) fn new_leader_expiry_ms(&self, s: &State, d: u32) -> u32 {
+        let started = self.new_leader_at(d);
+        self.expiry_ms(s.new_leader_touch.map_or(started, |t| t.max(started)))
+    }
+
     /// The follower dropped its clients: it read that its leader closed its connection, or
     /// heard nothing for `syncLimit` ticks (`Learner`'s socket timeout), unless its JVM resumed
     /// this very step from a pause and its client threads ran before its learner thread.
@@ -81,11 +88,21 @@ impl LeaseModel {
                 }
             }
             // A deposed leader commits nothing; the new one started every session's
-            // clock afresh when it started, and A's requests never reach it.
+            // clock afresh when it started, and A's requests reach it only once A
+            // reconnected to it.
             Some(d) => {
                 let started = self.new_leader_at(d);
-                if s.now >= started && s.now >= self.expiry_ms(started) {
+                if s.now >= started && s.now >= self.new_leader_expiry_ms(s, d) {
                     s.expired = true;
+                }
+                // On noticing, it closes its clients' connections (`Leader.lead` ends in
+                // `shutdown`, `QuorumPeer.run`): A reads the close after what came before.
+                if self.reconnect
+                    && !s.moved
+                    && s.now >= self.deposed_notices_at(d)
+                    && !s.is_cut(Link::MemberToClient)
+                {
+                    s.closed_by_member = true;
                 }
             }
         }
@@ -102,6 +119,16 @@ impl LeaseModel {
     pub(crate) fn member_receives(&self, s: &mut State) {
         let r = s.to_member.remove(0);
         if !self.a_on_follower(s) {
+            if s.deposed.is_some() && s.moved {
+                // A reconnected from the deposed leader to the new one, which touches the
+                // session on the ConnectRequest and every request after it.
+                let refused = s.expired;
+                if !refused {
+                    s.new_leader_touch = Some(s.now);
+                }
+                s.push_to_client(Request { refused, ..r });
+                return;
+            }
             if s.deposed
                 .is_some_and(|d| s.now >= self.deposed_notices_at(d))
             {

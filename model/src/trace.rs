@@ -50,7 +50,7 @@ impl LeaseModel {
                     " | old leader deposed at {d}, answers A until {}; new leader from {started}, \
                      expiry {}",
                     self.deposed_notices_at(d),
-                    self.expiry_ms(started)
+                    self.new_leader_expiry_ms(s, d)
                 );
             }
         }

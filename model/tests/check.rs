@@ -217,3 +217,23 @@ fn a_holder_that_moves_from_the_leader_to_a_follower_never_reads_held_while_anot
     model.max_disturbed = if long() { 3 } else { 2 };
     check("holder that moves from the leader to a follower", model);
 }
+
+/// A on a leader that loses its quorum at any moment: it answers A alone until it notices, then
+/// closes A's connection, and A reconnects to the new leader (started `syncLimit` ticks after
+/// its followers last heard the old one, with every session's clock afresh), which touches the
+/// session on the ConnectRequest: the lifeline takes the reconnect for the latest answer of
+/// the deposed leader. T = 4 s, syncLimit 2, no farewell, one cut, three disturbed steps.
+#[test]
+fn a_holder_on_a_deposed_leader_that_moves_to_the_new_leader_never_reads_held_while_another_can_hold(
+) {
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.depose = true;
+    model.farewell = false;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 4 } else { 3 };
+    check(
+        "holder on a deposed leader that moves to the new leader",
+        model,
+    );
+}
