@@ -21,11 +21,14 @@ use lifeline_math::Chain;
 
 mod client;
 mod crashes;
+mod disturb;
 mod moves;
 mod servers;
 mod trace;
 
 pub use crashes::Member;
+use disturb::{follower_hold, hold_of, DISTURBS};
+pub use disturb::{Disturb, HOLD_DOWN, HOLD_TO_CLIENT, HOLD_TO_MEMBER, HOLD_UP};
 use servers::leader_receives;
 pub use servers::{Down, Up};
 
@@ -331,39 +334,6 @@ pub struct State {
     pub new_leader_touch: Option<u32>,
 }
 
-/// The four streams, as bits of what a [`Disturb`] holds.
-pub const HOLD_TO_MEMBER: u8 = 1;
-pub const HOLD_TO_CLIENT: u8 = 2;
-pub const HOLD_UP: u8 = 4;
-pub const HOLD_DOWN: u8 = 8;
-
-/// What slows down during one step (each disturbed step counts against
-/// `LeaseModel::max_disturbed`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Disturb {
-    None,
-    /// A's link delivers nothing either way.
-    ClientLinkSlow,
-    /// A's process is paused: it neither sends nor reads.
-    ClientPaused,
-    /// The follower is paused: it reads neither A's requests nor its leader's messages.
-    FollowerPaused,
-    /// The leader reads nothing from the follower.
-    LeaderSlow,
-    /// The follower reads what its leader sent before A's requests of the same step (else a
-    /// step's requests come first).
-    FollowerReadsLeaderFirst,
-}
-
-const DISTURBS: [Disturb; 6] = [
-    Disturb::None,
-    Disturb::ClientLinkSlow,
-    Disturb::ClientPaused,
-    Disturb::FollowerPaused,
-    Disturb::LeaderSlow,
-    Disturb::FollowerReadsLeaderFirst,
-];
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
     /// Time moves one step. The leader expires what is due and pings; A, unless `pause`d, sends
@@ -387,28 +357,6 @@ pub enum Action {
     Acquire,
     /// A member crashes (`LeaseModel::crash`).
     Crash(Member),
-}
-
-/// The streams a disturbance holds for one step (a paused follower holds A's requests only
-/// while A is connected to it).
-fn hold_of(disturb: Disturb, a_on_follower: bool) -> u8 {
-    match disturb {
-        Disturb::None => 0,
-        Disturb::ClientLinkSlow => HOLD_TO_MEMBER | HOLD_TO_CLIENT,
-        Disturb::ClientPaused => HOLD_TO_CLIENT,
-        Disturb::FollowerPaused => follower_hold(a_on_follower),
-        Disturb::LeaderSlow => HOLD_UP,
-        Disturb::FollowerReadsLeaderFirst => 0,
-    }
-}
-
-/// What a paused follower does not read.
-fn follower_hold(a_on_follower: bool) -> u8 {
-    if a_on_follower {
-        HOLD_TO_MEMBER | HOLD_DOWN
-    } else {
-        HOLD_DOWN
-    }
 }
 
 impl State {
