@@ -18,14 +18,14 @@ impl LeaseModel {
         self.timeout_ms / 2
     }
 
-    /// A sees its connection break: its member closed it (the follower on losing its leader, a
-    /// crashed member) and A read what came before the close, or, on the follower, A read
-    /// nothing for the read timeout. Its requests in flight
-    /// fail (`conn/driver.rs` fails what is pending before it reports the close), what the old
-    /// connection still held is lost (the follower would only have touched the session more),
-    /// and a ConnectRequest with the session goes to the leader at once (a connection that
-    /// served a second is redialled without a pause). Once, and once more if a crash of the
-    /// leader closes the new connection (or the ConnectRequest's).
+    /// A sees its connection break: its member closed it (a follower on losing its leader, a
+    /// deposed leader on noticing, a crashed member) and A read what came before the close, or
+    /// A read nothing on it for the read timeout (from the follower, or from the leader when
+    /// there is a follower). Its requests in flight fail (`conn/driver.rs` fails what is
+    /// pending before it reports the close), what the old connection still held is lost (its
+    /// member would only have touched the session more), and a ConnectRequest with the session
+    /// goes to the other member at once (a connection that served a second is redialled
+    /// without a pause).
     pub(crate) fn notice_disconnect(&self, s: &mut State) {
         // A given-up session is closed (`Session::give_up`): it reconnects no more.
         if !self.reconnect || s.given_up {
@@ -75,8 +75,8 @@ impl LeaseModel {
         }
     }
 
-    /// The leader answered A's ConnectRequest: the session is connected again, and the
-    /// lifeline records the reconnect; or the session had expired, and it is lost.
+    /// A's ConnectRequest was answered: the session is connected again, and the lifeline
+    /// records the reconnect; or the session had expired, and it is lost.
     pub(crate) fn reconnect_answered(&self, s: &mut State, r: Request) {
         let Some(latest) = s.reconnecting.take() else {
             return;
