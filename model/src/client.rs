@@ -50,8 +50,11 @@ impl LeaseModel {
         let (timeout, tick) = (self.timeout(), self.client_tick());
         let now = ms_(self.client_now(s));
         let interval = lifeline_math::beat_interval(timeout, tick);
-        // An idle session sends no heartbeat (`Session::is_active`).
-        let mut beat = s.active && s.last_beat.is_none_or(|b| now >= ms_(b) + interval);
+        // An idle session sends no heartbeat (`Session::is_active`); after a reconnect the
+        // next goes at once (`relinked`, taken only by an active session).
+        let relinked = s.active && std::mem::take(&mut s.relinked);
+        let mut beat =
+            s.active && (relinked || s.last_beat.is_none_or(|b| now >= ms_(b) + interval));
         if !beat
             && s.active
             && s.beats_in_flight == 0
@@ -61,7 +64,10 @@ impl LeaseModel {
         }
         if beat {
             s.last_beat = Some(self.client_now(s));
-            if u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT {
+            // Without a connection (a reconnect under way) the `sync` fails at once.
+            if s.reconnecting.is_none()
+                && u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT
+            {
                 s.beats_in_flight += 1;
                 // Under mutation (d) a heartbeat is a plain ping, which the member answers alone.
                 let sync = self.mutation != Mutation::PingsAndSyncLimit;
@@ -69,7 +75,10 @@ impl LeaseModel {
             }
         }
         // The transport pings on its own, whatever the heartbeats do.
-        if s.pings_in_flight == 0 && self.client_now(s) >= s.last_send + self.timeout_ms / 3 {
+        if s.pings_in_flight == 0
+            && s.reconnecting.is_none()
+            && self.client_now(s) >= s.last_send + self.timeout_ms / 3
+        {
             s.pings_in_flight += 1;
             self.send(s, false, false);
         }
@@ -81,6 +90,8 @@ impl LeaseModel {
             s.to_member.push(Request {
                 sync,
                 beat,
+                connect: false,
+                refused: false,
                 sent: self.client_now(s),
             });
         }
@@ -89,6 +100,13 @@ impl LeaseModel {
     /// A reads its member's oldest answer, and its lifeline records it.
     pub(crate) fn client_receives(&self, s: &mut State) {
         let r = s.to_client.remove(0);
+        if self.reconnect {
+            s.last_recv = self.client_now(s);
+        }
+        if r.connect {
+            self.reconnect_answered(s, r);
+            return;
+        }
         if r.beat {
             s.beats_in_flight -= 1;
         } else {

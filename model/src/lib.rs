@@ -20,7 +20,17 @@ mod lifeline_math;
 use lifeline_math::Chain;
 
 mod client;
+mod crashes;
+mod disturb;
+mod moves;
+mod servers;
 mod trace;
+
+pub use crashes::Member;
+use disturb::{follower_hold, hold_of, DISTURBS};
+pub use disturb::{Disturb, HOLD_DOWN, HOLD_TO_CLIENT, HOLD_TO_MEMBER, HOLD_UP};
+use servers::leader_receives;
+pub use servers::{Down, Up};
 
 /// The property: whenever A's lease reads `held`, nobody else holds.
 pub const ONE_HOLDER: &str = "one holder: A reads held only while B cannot hold";
@@ -29,6 +39,8 @@ pub const ONE_HOLDER: &str = "one holder: A reads held only while B cannot hold"
 pub const LET_GO_FIRST: &str = "the farewell hands the lock on only after A's holder let go";
 /// The example that shows the model is not vacuous.
 pub const KEPT: &str = "A's lease is kept past its session's first possible expiry";
+/// The example that shows a reconnect is checked (`LeaseModel::reconnect`).
+pub const MOVED: &str = "A's lease is kept past its first possible expiry after A moved";
 
 /// The clock's step: every action happens at a step's moment, and time moves one step at once
 /// (`LeaseModel::step_ms`, this unless a check says otherwise).
@@ -67,6 +79,10 @@ pub enum Mutation {
     /// session `syncLimit` ticks before it was sent (the member heard its leader that recently,
     /// and a leader drops a follower whose ping replies stop for `syncLimit` ticks).
     PingsAndSyncLimit,
+    /// (e) The margin without its share for the clocks' rates (`lifeline_math::margin`: 200 ms
+    /// plus 2% of T) and without the 200 ms for the lost signal, which the model does not
+    /// spend: no margin, against a clock of A's that runs slow (`client_rate_permille`).
+    NoClockRateShare,
 }
 
 /// Which of the client's links to its member, and of the member's to the leader, a fault cut.
@@ -129,6 +145,16 @@ pub struct LeaseModel {
     /// How fast A's clock runs against the servers' (‰): below 1000 it runs slow, so its
     /// deadline comes late; the margin's 2% of T is for that.
     pub client_rate_permille: u32,
+    /// A reconnects to the other member with the same session when its connection breaks: its
+    /// member closed it (a follower that dropped its clients, a crashed member: every time), or
+    /// A read nothing on it for the transport's read timeout (once; src/moves.rs).
+    pub reconnect: bool,
+    /// A starts on the leader, and there is a follower (`on_follower` false): with `reconnect`,
+    /// A moves to it when its connection to the leader is silent for the read timeout.
+    pub with_follower: bool,
+    /// A member may crash once, at any moment: the follower (when there is one) or the leader
+    /// (src/crashes.rs).
+    pub crash: bool,
     pub mutation: Mutation,
 }
 
@@ -152,6 +178,9 @@ impl LeaseModel {
             follower_pause_ms: 0,
             from_idle: false,
             client_rate_permille: 1000,
+            reconnect: false,
+            with_follower: false,
+            crash: false,
             mutation: Mutation::None,
         }
     }
@@ -170,7 +199,14 @@ impl LeaseModel {
 
     /// A's lease turns lost at this moment (ms), as `Lifeline::lost_at` computes it.
     pub fn deadline_ms(&self, state: &State) -> u32 {
-        let at = lifeline_math::deadline(state.chain.proven, self.timeout(), self.client_tick());
+        let (proven, timeout, tick) = (state.chain.proven, self.timeout(), self.client_tick());
+        let at = match self.mutation {
+            // The margin's other share, 200 ms, is for the lost signal to reach the holder,
+            // which the model does not need (a lease reads `lost` at its deadline): without
+            // the rate share nothing is left.
+            Mutation::NoClockRateShare => (proven + timeout).saturating_sub(tick),
+            _ => lifeline_math::deadline(proven, timeout, tick),
+        };
         u32::try_from(at.as_millis()).unwrap_or(u32::MAX)
     }
 
@@ -192,33 +228,6 @@ impl LeaseModel {
     pub fn b_holds(&self, state: &State) -> bool {
         state.expired
     }
-
-    /// When the leader expires a session last touched at `touch`: T later, rounded up to the
-    /// next tick (`ExpiryQueue.roundToNextInterval`: `(time / interval + 1) * interval`).
-    pub fn expiry_ms(&self, touch: u32) -> u32 {
-        ((touch + self.timeout_ms) / self.server_tick_ms + 1) * self.server_tick_ms
-    }
-
-    /// A leader that lost its quorum at `d` notices at most `syncLimit + 1` ticks later (its
-    /// check runs on the tick, `LearnerHandler.synced`, `Leader.lead`).
-    fn deposed_notices_at(&self, d: u32) -> u32 {
-        d + (self.sync_limit + 1) * self.server_tick_ms
-    }
-
-    /// Its followers stopped hearing it at the earliest half a tick before `d`, and elect a
-    /// new leader `syncLimit` ticks later (the election itself only adds to our side).
-    fn new_leader_at(&self, d: u32) -> u32 {
-        (d + self.sync_limit * self.server_tick_ms).saturating_sub(self.server_tick_ms / 2)
-    }
-
-    /// The follower dropped its clients: it read that its leader closed its connection, or
-    /// heard nothing for `syncLimit` ticks (`Learner`'s socket timeout), unless its JVM resumed
-    /// this very step from a pause and its client threads ran before its learner thread.
-    fn follower_lost_leader(&self, state: &State) -> bool {
-        state.follower_closed
-            || (!state.resumed
-                && state.now >= state.follower_heard + self.sync_limit * self.server_tick_ms)
-    }
 }
 
 fn ms_(ms: u32) -> Duration {
@@ -227,33 +236,29 @@ fn ms_(ms: u32) -> Duration {
 
 /// A request of A's: a `sync` heartbeat (answered through the leader when A is on a follower)
 /// or a request the member answers by itself (the transport's ping, a read).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Request {
     pub sync: bool,
     /// A heartbeat (else the transport's ping or a read).
     pub beat: bool,
+    /// A ConnectRequest with A's session (a reconnect, src/moves.rs); answered `refused` when
+    /// the member found the session expired.
+    pub connect: bool,
+    pub refused: bool,
     pub sent: u32,
 }
 
-/// From a follower to its leader, on one stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Up {
-    /// The reply to a leader PING, with whether A's session was touched since the last one
-    /// (`LearnerSessionTracker`'s touch table).
-    PingReply { touched: bool },
-    /// A's `sync`, forwarded (`FollowerRequestProcessor`).
-    Sync(Request),
-}
-
-/// From the leader to a follower, on one stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Down {
-    Ping,
-    /// The leader's answer to a forwarded `sync` (`Leader.processSync`).
-    SyncDone(Request),
-    /// The leader dropped the follower (`LearnerHandler.run`: nothing read for `syncLimit`
-    /// ticks, `shutdown`): its connection closes after what it sent.
-    Closed,
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match (self.connect, self.refused, self.sync, self.beat) {
+            (true, true, _, _) => "connect refused",
+            (true, false, _, _) => "connect",
+            (_, _, true, _) => "sync",
+            (_, _, false, true) => "ping beat",
+            _ => "ping",
+        };
+        write!(f, "{kind} of {}", self.sent)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -306,40 +311,28 @@ pub struct State {
     pub active: bool,
     /// A's deadline binds: its lease was granted on it (a fresh session is armed at once).
     pub armed: bool,
+    /// How many link directions were cut (a cut of A's old connection stays counted after A
+    /// reconnected; `cut` holds the directions cut now).
+    pub cuts: u8,
+    /// The member A's connection is to, and whether A reconnected (`LeaseModel::reconnect`).
+    pub a_on: Member,
+    pub moved: bool,
+    /// The follower closed A's connection: A reads the close after what came before it.
+    pub closed_by_member: bool,
+    /// A saw its connection break and its ConnectRequest is out: the send time (A's clock)
+    /// of the latest request answered before (`Lifeline::latest_answered`, read by the
+    /// session's monitor), which the reconnect proves once answered.
+    pub reconnecting: Option<u32>,
+    /// When A last read anything on its connection (A's clock; kept only when A may reconnect).
+    pub last_recv: u32,
+    /// A's connection came back: its next heartbeat goes at once (`Session::relinked`).
+    pub relinked: bool,
+    /// Which member crashed, and when (ms).
+    pub crashed: Option<(Member, u32)>,
+    /// When the new leader last touched A's session, after A reconnected to it from a deposed
+    /// leader (ms).
+    pub new_leader_touch: Option<u32>,
 }
-
-/// The four streams, as bits of what a [`Disturb`] holds.
-pub const HOLD_TO_MEMBER: u8 = 1;
-pub const HOLD_TO_CLIENT: u8 = 2;
-pub const HOLD_UP: u8 = 4;
-pub const HOLD_DOWN: u8 = 8;
-
-/// What slows down during one step (each disturbed step counts against
-/// `LeaseModel::max_disturbed`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Disturb {
-    None,
-    /// A's link delivers nothing either way.
-    ClientLinkSlow,
-    /// A's process is paused: it neither sends nor reads.
-    ClientPaused,
-    /// The follower is paused: it reads neither A's requests nor its leader's messages.
-    FollowerPaused,
-    /// The leader reads nothing from the follower.
-    LeaderSlow,
-    /// The follower reads what its leader sent before A's requests of the same step (else a
-    /// step's requests come first).
-    FollowerReadsLeaderFirst,
-}
-
-const DISTURBS: [Disturb; 6] = [
-    Disturb::None,
-    Disturb::ClientLinkSlow,
-    Disturb::ClientPaused,
-    Disturb::FollowerPaused,
-    Disturb::LeaderSlow,
-    Disturb::FollowerReadsLeaderFirst,
-];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -362,54 +355,8 @@ pub enum Action {
     PauseFollower,
     /// A's program begins its acquire (`LeaseModel::from_idle`).
     Acquire,
-}
-
-/// The streams a disturbance holds for one step.
-fn hold_of(disturb: Disturb) -> u8 {
-    match disturb {
-        Disturb::None => 0,
-        Disturb::ClientLinkSlow => HOLD_TO_MEMBER | HOLD_TO_CLIENT,
-        Disturb::ClientPaused => HOLD_TO_CLIENT,
-        Disturb::FollowerPaused => HOLD_TO_MEMBER | HOLD_DOWN,
-        Disturb::LeaderSlow => HOLD_UP,
-        Disturb::FollowerReadsLeaderFirst => 0,
-    }
-}
-
-/// The leader reads the follower's oldest message.
-fn leader_receives(s: &mut State) {
-    s.leader_heard = s.now;
-    match s.up.remove(0) {
-        Up::PingReply { touched } => {
-            if touched && !s.expired {
-                s.leader_touch = s.now;
-            }
-        }
-        Up::Sync(r) => {
-            if !s.is_cut(Link::LeaderToFollower) {
-                s.down.push(Down::SyncDone(r));
-            }
-        }
-    }
-}
-
-/// The follower reads the leader's oldest message.
-fn follower_receives(s: &mut State) {
-    s.follower_heard = s.now;
-    match s.down.remove(0) {
-        Down::Ping => {
-            let touched = std::mem::take(&mut s.follower_touched);
-            if !s.is_cut(Link::FollowerToLeader) && !s.follower_dropped {
-                s.up.push(Up::PingReply { touched });
-            }
-        }
-        Down::SyncDone(r) => s.push_to_client(r),
-        Down::Closed => {
-            s.follower_closed = true;
-            // It drops its clients: what it had not answered is lost.
-            s.to_member.clear();
-        }
-    }
+    /// A member crashes (`LeaseModel::crash`).
+    Crash(Member),
 }
 
 impl State {
@@ -463,13 +410,26 @@ impl Model for LeaseModel {
             resumed: false,
             active: !self.from_idle,
             armed: !self.from_idle,
+            cuts: 0,
+            a_on: if self.on_follower {
+                Member::Follower
+            } else {
+                Member::Leader
+            },
+            moved: false,
+            closed_by_member: false,
+            reconnecting: None,
+            last_recv: 0,
+            relinked: false,
+            crashed: None,
+            new_leader_touch: None,
         }]
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
         if s.now + self.step_ms <= self.horizon_ms {
             for disturb in DISTURBS {
-                let hold = hold_of(disturb);
+                let hold = hold_of(disturb, self.a_on_follower(s));
                 let lens = [
                     s.to_member.len(),
                     s.to_client.len(),
@@ -478,7 +438,7 @@ impl Model for LeaseModel {
                 ];
                 // A stream may lag at most `max_queue` messages: pauses are bounded.
                 let too_long = (0..4).any(|i| hold & (1 << i) != 0 && lens[i] >= self.max_queue);
-                let useless = !self.on_follower
+                let useless = !self.has_follower()
                     && matches!(
                         disturb,
                         Disturb::FollowerPaused
@@ -491,25 +451,35 @@ impl Model for LeaseModel {
                 }
             }
         }
-        if s.reads < self.max_reads && s.pings_in_flight == 0 && s.last_send < self.client_now(s) {
+        if s.reads < self.max_reads
+            && s.pings_in_flight == 0
+            && s.last_send < self.client_now(s)
+            && s.reconnecting.is_none()
+        {
             actions.push(Action::Read);
         }
-        if self.depose && !self.on_follower && s.deposed.is_none() {
+        if self.crash && s.crashed.is_none() && s.deposed.is_none() {
+            actions.push(Action::Crash(Member::Leader));
+            if self.has_follower() {
+                actions.push(Action::Crash(Member::Follower));
+            }
+        }
+        if self.depose && !self.has_follower() && s.deposed.is_none() && s.crashed.is_none() {
             actions.push(Action::Depose);
         }
         if self.from_idle && !s.active {
             actions.push(Action::Acquire);
         }
-        if self.follower_pause_ms > 0 && self.on_follower && s.paused_until.is_none() {
+        if self.follower_pause_ms > 0 && self.has_follower() && s.paused_until.is_none() {
             actions.push(Action::PauseFollower);
         }
         if self.farewell && s.given_up && !s.let_go {
             actions.push(Action::LetGo);
         }
-        if s.cut.len() < usize::from(self.max_cuts) {
+        if s.cuts < self.max_cuts {
             for link in LINKS {
                 let member_link = matches!(link, Link::FollowerToLeader | Link::LeaderToFollower);
-                if !s.is_cut(link) && (self.on_follower || !member_link) {
+                if !s.is_cut(link) && (self.has_follower() || !member_link) {
                     actions.push(Action::Cut(link));
                 }
             }
@@ -520,56 +490,29 @@ impl Model for LeaseModel {
         let mut s = last.clone();
         match action {
             Action::Step(disturb) => {
-                let mut hold = hold_of(disturb);
                 if disturb != Disturb::None {
                     s.disturbed += 1;
                 }
                 s.now += self.step_ms;
                 s.resumed = false;
+                let mut paused = false;
                 if let Some(until) = s.paused_until {
                     if s.now < until {
-                        hold |= HOLD_TO_MEMBER | HOLD_DOWN;
+                        paused = true;
                     } else if s.now < until + self.step_ms {
                         s.resumed = true;
                     }
                 }
-                // The leader drops a follower it read nothing from for `syncLimit` ticks: its
-                // `LearnerHandler.run` reads with `sock.setSoTimeout(syncTimeout())`, and a
-                // timeout ends in `shutdown`, which closes the socket. The follower reads the
-                // close after what was sent before it.
-                if self.on_follower
-                    && !s.follower_dropped
-                    && s.now >= s.leader_heard + self.sync_limit * self.server_tick_ms
-                {
-                    s.follower_dropped = true;
-                    s.up.clear();
-                    if !s.is_cut(Link::LeaderToFollower) {
-                        s.down.push(Down::Closed);
-                    }
-                }
-                match s.deposed {
-                    None => {
-                        if !s.expired && s.now >= self.expiry_ms(s.leader_touch) {
-                            s.expired = true;
+                let hold_in = |s: &State| {
+                    let on_follower = self.a_on_follower(s);
+                    hold_of(disturb, on_follower)
+                        | if paused {
+                            follower_hold(on_follower)
+                        } else {
+                            0
                         }
-                    }
-                    // A deposed leader commits nothing; the new one started every session's
-                    // clock afresh when it started, and A's requests never reach it.
-                    Some(d) => {
-                        let started = self.new_leader_at(d);
-                        if s.now >= started && s.now >= self.expiry_ms(started) {
-                            s.expired = true;
-                        }
-                    }
-                }
-                // The leader pings every learner every half tick (`Leader.lead`).
-                while s.now >= s.next_ping {
-                    s.next_ping += self.server_tick_ms / 2;
-                    if self.on_follower && !s.follower_dropped && !s.is_cut(Link::LeaderToFollower)
-                    {
-                        s.down.push(Down::Ping);
-                    }
-                }
+                };
+                self.servers_step(&mut s);
                 // Read on every step whatever A does: a paused holder's lease is lost at its
                 // deadline, and it reads so when it resumes.
                 // An acquire is granted once the deadline is `floor` ahead (`Session::rearm`).
@@ -585,11 +528,15 @@ impl Model for LeaseModel {
                 }
                 self.farewell_step(&mut s);
                 if disturb != Disturb::ClientPaused {
+                    self.notice_disconnect(&mut s);
                     self.client_sends(&mut s);
                 }
-                if disturb == Disturb::FollowerReadsLeaderFirst {
+                // What is held this step (A may have moved to the leader just now).
+                let hold = hold_in(&s);
+                // (Not while the follower's JVM is paused: it reads nothing then.)
+                if disturb == Disturb::FollowerReadsLeaderFirst && hold & HOLD_DOWN == 0 {
                     while !s.down.is_empty() {
-                        follower_receives(&mut s);
+                        self.follower_receives(&mut s);
                     }
                 }
                 loop {
@@ -603,7 +550,7 @@ impl Model for LeaseModel {
                         moved = true;
                     }
                     if hold & HOLD_DOWN == 0 && !s.down.is_empty() {
-                        follower_receives(&mut s);
+                        self.follower_receives(&mut s);
                         moved = true;
                     }
                     if hold & HOLD_TO_CLIENT == 0 && !s.to_client.is_empty() {
@@ -614,9 +561,11 @@ impl Model for LeaseModel {
                         break;
                     }
                 }
+                self.follower_closes_clients(&mut s);
             }
             Action::Depose => s.deposed = Some(s.now),
             Action::Acquire => s.active = true,
+            Action::Crash(member) => self.crash_member(&mut s, member),
             Action::PauseFollower => s.paused_until = Some(s.now + self.follower_pause_ms),
             Action::LetGo => {
                 s.let_go = true;
@@ -628,10 +577,14 @@ impl Model for LeaseModel {
                 self.send(&mut s, false, false);
             }
             Action::Cut(link) => {
+                s.cuts += 1;
                 s.cut.push(link);
                 match link {
                     Link::ClientToMember => s.to_member.clear(),
-                    Link::MemberToClient => s.to_client.clear(),
+                    Link::MemberToClient => {
+                        s.to_client.clear();
+                        s.closed_by_member = false;
+                    }
                     Link::FollowerToLeader => s.up.clear(),
                     Link::LeaderToFollower => s.down.clear(),
                 }
@@ -653,36 +606,12 @@ impl Model for LeaseModel {
             Property::sometimes(KEPT, |model: &LeaseModel, s: &State| {
                 model.a_holds(s) && s.now > model.expiry_ms(0)
             }),
+            Property::sometimes(MOVED, |model: &LeaseModel, s: &State| {
+                s.moved
+                    && s.reconnecting.is_none()
+                    && model.a_holds(s)
+                    && s.now > model.expiry_ms(0)
+            }),
         ]
-    }
-}
-
-impl LeaseModel {
-    /// A's member reads A's oldest request.
-    fn member_receives(&self, s: &mut State) {
-        let r = s.to_member.remove(0);
-        if !self.on_follower {
-            if s.deposed
-                .is_some_and(|d| s.now >= self.deposed_notices_at(d))
-            {
-                // The deposed leader noticed and closed its clients' connections.
-                return;
-            }
-            // The leader touches on receipt and answers in order.
-            if !s.expired {
-                s.leader_touch = s.now;
-            }
-            s.push_to_client(r);
-        } else if !self.follower_lost_leader(s) {
-            // Every request touches the session where it is received
-            // (`ZooKeeperServer.submitRequestNow`); a sync goes on to the leader.
-            s.follower_touched = true;
-            if !r.sync {
-                s.push_to_client(r);
-            } else if !s.is_cut(Link::FollowerToLeader) && !s.follower_dropped {
-                s.up.push(Up::Sync(r));
-            }
-        }
-        // A follower that lost its leader has closed its clients' connections.
     }
 }

@@ -50,7 +50,7 @@ impl LeaseModel {
                     " | old leader deposed at {d}, answers A until {}; new leader from {started}, \
                      expiry {}",
                     self.deposed_notices_at(d),
-                    self.expiry_ms(started)
+                    self.new_leader_expiry_ms(s, d)
                 );
             }
         }
@@ -75,6 +75,28 @@ impl LeaseModel {
             if len > 0 {
                 let _ = write!(out, " | {name} {text}");
             }
+        }
+        match s.reconnecting {
+            Some(latest) => {
+                let to = member_name(s.a_on);
+                let _ = write!(out, " | A reconnecting to the {to} (will prove {latest})");
+            }
+            None if s.moved => {
+                let _ = write!(out, " | A moved to the {}", member_name(s.a_on));
+            }
+            None => {}
+        }
+        if s.closed_by_member {
+            out.push_str(" | A's member closed A's connection");
+        }
+        match s.crashed {
+            Some((crate::Member::Follower, at)) => {
+                let _ = write!(out, " | the follower crashed at {at}");
+            }
+            Some((crate::Member::Leader, at)) => {
+                let _ = write!(out, " | the leader crashed at {at}, a new one started then");
+            }
+            None => {}
         }
         if !s.cut.is_empty() {
             let _ = write!(out, " | cut {:?}", s.cut);
@@ -137,5 +159,12 @@ impl LeaseModel {
             action_in = action;
         }
         out
+    }
+}
+
+fn member_name(member: crate::Member) -> &'static str {
+    match member {
+        crate::Member::Leader => "leader",
+        crate::Member::Follower => "follower",
     }
 }

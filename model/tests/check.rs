@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use stateright::{Checker, Model};
-use zklock_model::{LeaseModel, KEPT, LET_GO_FIRST, ONE_HOLDER};
+use zklock_model::{LeaseModel, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER};
 
 fn long() -> bool {
     std::env::var_os("ZKLOCK_MODEL_LONG").is_some()
@@ -35,6 +35,12 @@ fn check(name: &str, model: LeaseModel) {
         "model {name}: not vacuous, `{KEPT}`: {}",
         model.describe(kept.last_state())
     );
+    if model.reconnect {
+        let moved = checker
+            .discovery(MOVED)
+            .unwrap_or_else(|| panic!("model {name}: no lease outlives a move"));
+        println!("model {name}: `{MOVED}`:\n{}", model.trace(&moved));
+    }
 }
 
 #[test]
@@ -80,8 +86,8 @@ fn a_holder_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
 
 /// The follower's JVM pauses for 3 s, past `syncLimit × tick` (1 s): its leader drops it, and on
 /// resuming it answers what waited before it reads so. The sync heartbeats it forwarded never
-/// come back, so no proof moves. T = 4 s, syncLimit 2 (mutation (d)'s bounds, plus a disturbed
-/// step).
+/// come back, so no proof moves. T = 4 s, syncLimit 2 (mutation (d)'s bounds, plus two
+/// disturbed steps).
 #[test]
 fn a_holder_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold() {
     let mut model = LeaseModel::small();
@@ -90,7 +96,7 @@ fn a_holder_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_ho
     model.follower_pause_ms = 3000;
     model.farewell = true;
     model.max_cuts = 0;
-    model.max_disturbed = if long() { 2 } else { 1 };
+    model.max_disturbed = if long() { 3 } else { 2 };
     model.horizon_ms = 5000;
     check("holder on a follower whose JVM pauses 3 s", model);
 }
@@ -130,4 +136,104 @@ fn a_lease_acquired_from_an_idle_session_on_a_deposed_leader_never_reads_held_wh
     model.max_cuts = 0;
     model.max_disturbed = if long() { 2 } else { 1 };
     check("lease from an idle session on a deposed leader", model);
+}
+
+/// A's connection to the follower breaks, and A reconnects to the leader with the same session
+/// (`wire`'s reconnect, the lifeline's `reconnected`): the follower closes it when it loses its
+/// leader (after a cut of a member link, or when its leader drops it), or A reads nothing on it
+/// for the transport's read timeout (T/2; after a cut of A's link). The leader touches the
+/// session on the ConnectRequest (`reopenSession` → `revalidateSession`), and the lifeline
+/// takes the reconnect as proof of the latest answer before the break. T = 4 s (at 2 s a
+/// lease cannot outlive a move: the break is seen a second after the last answer, and the
+/// deadline is 1.26 s after the proof), syncLimit 2, so that the follower drops its clients
+/// within the horizon; with the farewell. A second cut may cut the new connection too.
+#[test]
+fn a_holder_that_moves_from_its_follower_to_the_leader_never_reads_held_while_another_can_hold() {
+    let mut model = moving_model();
+    model.max_cuts = 2;
+    model.max_disturbed = if long() { 4 } else { 2 };
+    check("holder that moves from its follower to the leader", model);
+}
+
+/// The follower's JVM pauses 3 s, past A's read timeout (2 s at T = 4 s) and past `syncLimit ×
+/// tick`: A reconnects to the leader meanwhile, while the requests it sent wait in the paused
+/// follower, which answers them on resuming, to a connection A has left, and reports their
+/// touches to a leader that may have dropped it.
+#[test]
+fn a_holder_that_leaves_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold() {
+    let mut model = moving_model();
+    model.follower_pause_ms = 3000;
+    model.max_cuts = 0;
+    model.max_disturbed = if long() { 4 } else { 3 };
+    check("holder that leaves a follower whose JVM pauses 3 s", model);
+}
+
+fn moving_model() -> LeaseModel {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = 4000;
+    model.horizon_ms = 5000;
+    model.sync_limit = 2;
+    model.reconnect = true;
+    model.farewell = true;
+    model
+}
+
+/// A member crashes at any moment: the follower A is on (A reads the close and moves to the
+/// leader; the follower's unreported touches are lost, and its leader stops pinging it), or
+/// the leader (the follower drops A, A moves to the new leader, which started every session's
+/// clock afresh at the crash, the soonest). The bounds of check 7 with one cut.
+#[test]
+fn a_holder_on_a_follower_never_reads_held_while_another_can_hold_when_a_member_crashes() {
+    let mut model = moving_model();
+    model.crash = true;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 3 } else { 1 };
+    check("holder on a follower, a member crashing", model);
+}
+
+/// The leader A is on crashes at any moment: A reads the close and reconnects to the new
+/// leader, which started every session's clock afresh at the crash (the soonest).
+#[test]
+fn a_holder_on_the_leader_never_reads_held_while_another_can_hold_when_the_leader_crashes() {
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.crash = true;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    check("holder on the leader, the leader crashing", model);
+}
+
+/// A on the leader, with a follower there: when nothing comes on A's connection for the read
+/// timeout (a cut of A's link), A moves to the follower, which asks the leader to revalidate
+/// the session (`REVALIDATE` on the learner stream, behind the ping replies; the leader
+/// touches the session on reading it and answers on the stream of the pings), and from there,
+/// if the follower loses its leader and closes A's connection, back to the leader.
+#[test]
+fn a_holder_that_moves_from_the_leader_to_a_follower_never_reads_held_while_another_can_hold() {
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.with_follower = true;
+    model.max_cuts = 2;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    check("holder that moves from the leader to a follower", model);
+}
+
+/// A on a leader that loses its quorum at any moment: it answers A alone until it notices, then
+/// closes A's connection, and A reconnects to the new leader (started `syncLimit` ticks after
+/// its followers last heard the old one, with every session's clock afresh), which touches the
+/// session on the ConnectRequest: the lifeline takes the reconnect for the latest answer of
+/// the deposed leader. T = 4 s, syncLimit 2, no farewell, one cut, three disturbed steps.
+#[test]
+fn a_holder_on_a_deposed_leader_that_moves_to_the_new_leader_never_reads_held_while_another_can_hold(
+) {
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.depose = true;
+    model.farewell = false;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 4 } else { 3 };
+    check(
+        "holder on a deposed leader that moves to the new leader",
+        model,
+    );
 }
