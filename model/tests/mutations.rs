@@ -113,15 +113,8 @@ fn pause_model() -> LeaseModel {
 #[test]
 #[ignore = "a minute of search: make model-long"]
 fn assuming_the_sample_tick_on_servers_that_run_3_s_lets_two_clients_hold_after_an_idle_spell() {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 12_000;
+    let mut model = idle_on_a_deposed_leader(12_000);
     model.server_tick_ms = 3000;
-    model.sync_limit = 2;
-    model.on_follower = false;
-    model.depose = true;
-    model.from_idle = true;
-    model.max_cuts = 0;
-    model.max_disturbed = 0;
     model.max_reads = 1;
     model.step_ms = 250;
     model.horizon_ms = 19_000;
@@ -148,14 +141,7 @@ fn assuming_the_sample_tick_on_servers_that_run_3_s_lets_two_clients_hold_after_
 #[test]
 fn without_any_margin_a_clock_running_2_percent_slow_is_still_covered_at_t_10_s_by_the_models_step_gap_and_rounding(
 ) {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 10_000;
-    model.sync_limit = 2;
-    model.on_follower = false;
-    model.depose = true;
-    model.from_idle = true;
-    model.max_cuts = 0;
-    model.max_disturbed = 0;
+    let mut model = idle_on_a_deposed_leader(10_000);
     model.client_rate_permille = 980;
     model.horizon_ms = 18_000;
     model.mutation = Mutation::NoClockRateShare;
@@ -173,4 +159,19 @@ fn without_any_margin_a_clock_running_2_percent_slow_is_still_covered_at_t_10_s_
             model.trace(&path)
         );
     }
+}
+
+/// The path where j comes closest to the last answer, shared by the idle-spell (b) and (e): a
+/// lease from an idle session on a leader that may be deposed, syncLimit 2, no cut and no
+/// disturbed step.
+fn idle_on_a_deposed_leader(timeout_ms: u32) -> LeaseModel {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = timeout_ms;
+    model.sync_limit = 2;
+    model.on_follower = false;
+    model.depose = true;
+    model.from_idle = true;
+    model.max_cuts = 0;
+    model.max_disturbed = 0;
+    model
 }
