@@ -2,12 +2,16 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
+# Disk (Cargo.toml, Disk): a fresh clone's `make test` builds everything once, where cargo's
+# incremental caches (5 GB of target/ with them) buy nothing. `CARGO_INCREMENTAL=1 make …` keeps them.
+export CARGO_INCREMENTAL ?= 0
 
 .PHONY: test-servers test-server-smoke test-server-3.4
 .PHONY: test deps old-userland lint test-monitoring test-rust test-model test-python test-node test-c test-cli test-interop test-dist dist release-check check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long bench-s9-long model-long
 
 test: deps old-userland lint test-monitoring test-rust test-server-smoke test-model test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
+	@scripts/disk-use.sh
 
 deps:
 	@scripts/install-deps.sh
