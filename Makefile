@@ -7,11 +7,15 @@ export CARGO_TERM_COLOR ?= never
 export CARGO_INCREMENTAL ?= 0
 
 .PHONY: test-servers test-server-smoke test-server-3.4
-.PHONY: test deps old-userland lint test-monitoring test-rust test-model test-python test-node test-c test-cli test-interop test-dist dist release-check check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long bench-s9-long model-long
+.PHONY: test disk deps old-userland lint test-monitoring test-rust test-model test-python test-node test-c test-cli test-interop test-dist dist release-check check-reach demo bench soak soak-10k trust-long test-faults install fuzz-wire test-exit-long bench-s9-long model-long
 
-test: deps old-userland lint test-monitoring test-rust test-server-smoke test-model test-python test-node test-c test-cli test-interop test-dist
+test: disk deps old-userland lint test-monitoring test-rust test-server-smoke test-model test-python test-node test-c test-cli test-interop test-dist
 	@echo "make test: every suite passed"
 	@scripts/disk-use.sh
+
+# Fails first, with the numbers, where the disk cannot hold a run (scripts/disk-use.sh).
+disk:
+	@scripts/disk-use.sh --before
 
 deps:
 	@scripts/install-deps.sh
