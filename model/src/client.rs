@@ -69,10 +69,13 @@ impl LeaseModel {
                 && u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT
             {
                 s.beats_in_flight += 1;
-                // Under mutation (d) a heartbeat is a plain ping, which the member answers alone.
-                let sync = self.mutation != Mutation::PingsAndSyncLimit;
+                // Under mutation (d) a heartbeat is a plain ping, which the member answers alone;
+                // so it is while A shares a carrier's chain or skips the chain on the leader.
+                let sync = self.mutation != Mutation::PingsAndSyncLimit && self.a_sends_syncs(s);
                 self.send(s, sync, true);
             }
+            // The carrier's sync goes with A's ping (C's own connection, its own limit).
+            self.carrier_sends(s);
         }
         // The transport pings on its own, whatever the heartbeats do.
         if s.pings_in_flight == 0
@@ -92,6 +95,7 @@ impl LeaseModel {
                 beat,
                 connect: false,
                 refused: false,
+                carrier: false,
                 sent: self.client_now(s),
             });
         }
@@ -120,6 +124,10 @@ impl LeaseModel {
             Mutation::PingsAndSyncLimit => {
                 let lag = ms_(self.sync_limit * self.server_tick_ms);
                 s.chain.reconnected(sent.saturating_sub(lag));
+            }
+            // The leader skip: an answer proves the send time itself (the proof only moves up).
+            _ if self.skips_chain(s) => {
+                s.chain.reconnected(sent);
             }
             _ => {
                 let gap = lifeline_math::gap(self.client_tick());

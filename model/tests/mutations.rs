@@ -175,3 +175,28 @@ fn idle_on_a_deposed_leader(timeout_ms: u32) -> LeaseModel {
     model.max_disturbed = 0;
     model
 }
+
+/// Mutation (f): the shared chain's carrier on the leader while A is on a follower. C's syncs
+/// never pass the follower's learner stream, so their answers say nothing of whether the
+/// follower reported A's touches: once the follower→leader link is cut, the follower still
+/// answers A's pings (it hears its leader's pings), C's syncs are answered by the leader, and
+/// A's proof moves while the leader never touches A's session.
+#[test]
+fn a_carrier_on_another_member_than_the_holders_lets_two_clients_hold() {
+    let mut model = LeaseModel::small();
+    model.shared = true;
+    model.max_disturbed = 0;
+    model.mutation = Mutation::CarrierElsewhere;
+    counterexample("(f) the carrier on the leader, A on a follower", model);
+}
+
+/// Mutation (g): the leader skip (any answered request proves its send time) for a session on
+/// a follower, which answers A's pings alone whether or not its leader hears of the touches.
+#[test]
+fn the_leader_skip_on_a_follower_lets_two_clients_hold() {
+    let mut model = LeaseModel::small();
+    model.leader_skip = true;
+    model.max_disturbed = 0;
+    model.mutation = Mutation::SkipOnFollower;
+    counterexample("(g) the leader skip on a follower", model);
+}
