@@ -129,7 +129,11 @@ impl LeaseModel {
         c.last_recv = now;
         let gap = lifeline_math::gap(self.client_tick());
         // k or m, never j: C's sync touched C's session, not A's (`Chain::record_carried`).
-        s.chain.record_carried(ms_(r.sent), ms_(now), gap);
+        if self.mutation == crate::Mutation::CarriedAsOwn {
+            s.chain.record(ms_(r.sent), ms_(now), true, gap);
+        } else {
+            s.chain.record_carried(ms_(r.sent), ms_(now), gap);
+        }
     }
 
     /// C sees its connection break (its member closed it, and C read what came before; or it

@@ -97,6 +97,9 @@ pub enum Mutation {
     /// (g) The leader skip (any answered request proves its send time) for a session that is
     /// on a follower.
     SkipOnFollower,
+    /// (h) The carrier's answered syncs recorded as A's own heartbeats (`Chain::record`), so
+    /// that one can be j as well as k or m, though it touched C's session, not A's.
+    CarriedAsOwn,
 }
 
 /// Which of the client's links to its member, and of the member's to the leader, a fault cut.

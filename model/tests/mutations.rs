@@ -178,9 +178,9 @@ fn idle_on_a_deposed_leader(timeout_ms: u32) -> LeaseModel {
 
 /// Mutation (f): the shared chain's carrier on the leader while A is on a follower. C's syncs
 /// never pass the follower's learner stream, so their answers say nothing of whether the
-/// follower reported A's touches: once the follower→leader link is cut, the follower still
-/// answers A's pings (it hears its leader's pings), C's syncs are answered by the leader, and
-/// A's proof moves while the leader never touches A's session.
+/// follower reported A's touches: once the leader→follower link is cut, the follower sends no
+/// ping replies but answers A's pings until `syncLimit` ticks pass, C's syncs are answered by
+/// the leader, and A's proof moves while the leader never touches A's session.
 #[test]
 fn a_carrier_on_another_member_than_the_holders_lets_two_clients_hold() {
     let mut model = LeaseModel::small();
@@ -199,4 +199,16 @@ fn the_leader_skip_on_a_follower_lets_two_clients_hold() {
     model.max_disturbed = 0;
     model.mutation = Mutation::SkipOnFollower;
     counterexample("(g) the leader skip on a follower", model);
+}
+
+/// Mutation (h): the carrier's answered syncs taken for A's own heartbeats, so that one can be
+/// j: with A's link to its follower cut, C's syncs alone move A's proof while nothing touches
+/// A's session (found by check 13 before `Chain::record_carried` existed).
+#[test]
+fn taking_a_carriers_answer_for_the_holders_own_lets_two_clients_hold() {
+    let mut model = LeaseModel::small();
+    model.shared = true;
+    model.max_disturbed = 0;
+    model.mutation = Mutation::CarriedAsOwn;
+    counterexample("(h) the carrier's answers as A's own", model);
 }
