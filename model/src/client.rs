@@ -125,9 +125,17 @@ impl LeaseModel {
                 let lag = ms_(self.sync_limit * self.server_tick_ms);
                 s.chain.reconnected(sent.saturating_sub(lag));
             }
-            // The leader skip: an answer proves the send time itself (the proof only moves up).
+            // The leader skip (`Chain::record_on_leader`): an answer proves a touch a gap
+            // before its send time. A chain's j lies a gap before its k, and that gap is what
+            // covers the half tick by which a deposed leader's answers outlast the new leader's
+            // start beyond the deadline's tick (`new_leader_at`, `deposed_notices_at`); the
+            // skip has no k, so it takes the gap off itself. Mutation (i) does not.
             _ if self.skips_chain(s) => {
-                s.chain.reconnected(sent);
+                let gap = match self.mutation {
+                    Mutation::SkipWithoutGap => std::time::Duration::ZERO,
+                    _ => lifeline_math::gap(self.client_tick()),
+                };
+                s.chain.record_on_leader(sent, gap);
             }
             _ => {
                 let gap = lifeline_math::gap(self.client_tick());

@@ -100,6 +100,9 @@ pub enum Mutation {
     /// (h) The carrier's answered syncs recorded as A's own heartbeats (`Chain::record`), so
     /// that one can be j as well as k or m, though it touched C's session, not A's.
     CarriedAsOwn,
+    /// (i) The leader skip proving the answered request's send time itself, as issue 54 first
+    /// had it, instead of a gap before it.
+    SkipWithoutGap,
 }
 
 /// Which of the client's links to its member, and of the member's to the leader, a fault cut.

@@ -324,13 +324,35 @@ fn a_holder_that_skips_the_chain_on_a_deposed_leader_never_reads_held_while_anot
     model.leader_skip = true;
     model.max_disturbed = if long() { 5 } else { 3 };
     check("holder skipping the chain on a deposed leader", model);
+    check(
+        "holder skipping the chain on a deposed leader, tick a quarter of T",
+        skip_on_a_deposed_leader_tick_quarter_of_t(),
+    );
+}
+
+/// T = 4 s and a 1 s tick (a quarter of T, the longest zklock accepts), where half a tick
+/// outgrows the margin (280 ms) by more than the model's step: mutation (i) fails here. One
+/// cut, two disturbed steps (three in `make model-long`), up to 7 s.
+fn skip_on_a_deposed_leader_tick_quarter_of_t() -> LeaseModel {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = 4000;
+    model.server_tick_ms = 1000;
+    model.on_follower = false;
+    model.depose = true;
+    model.sync_limit = 2;
+    model.leader_skip = true;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    model.horizon_ms = 7000;
+    model
 }
 
 /// The leader skip against the leader crashing at any moment (A reads the close and moves to
 /// the new leader, which started every session's clock afresh at the crash; A's member is
-/// unknown then, so it runs its own chain) and against a leader deposed at any moment that
-/// closes A's connection when it notices (A moves to the new leader): check 10's and check
-/// 12's bounds.
+/// unknown then, so it runs its own chain), against a leader deposed at any moment that
+/// closes A's connection when it notices (A moves to the new leader), and against a cut that
+/// moves A to a follower (which revalidates the session with the leader): check 10's, 12's
+/// and 11's bounds.
 #[test]
 fn a_holder_that_skips_the_chain_on_the_leader_never_reads_held_while_another_can_hold_when_it_moves(
 ) {
@@ -353,6 +375,16 @@ fn a_holder_that_skips_the_chain_on_the_leader_never_reads_held_while_another_ca
     model.max_disturbed = if long() { 4 } else { 3 };
     check(
         "holder skipping the chain on a deposed leader, moving to the new leader",
+        model,
+    );
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.with_follower = true;
+    model.leader_skip = true;
+    model.max_cuts = 2;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    check(
+        "holder skipping the chain on the leader, moving to a follower",
         model,
     );
 }

@@ -212,3 +212,26 @@ fn taking_a_carriers_answer_for_the_holders_own_lets_two_clients_hold() {
     model.mutation = Mutation::CarriedAsOwn;
     counterexample("(h) the carrier's answers as A's own", model);
 }
+
+/// Mutation (i): the leader skip proving the send time itself, with the chain's deadline
+/// `t_j + T − margin − tick`. A deposed leader answers A alone for `syncLimit + 1` ticks after it
+/// lost its quorum, while the new leader started A's clock `syncLimit` ticks after the
+/// followers last heard it, half a tick before the loss at the earliest: its answers outlast
+/// that start by a tick and a half. The deadline's tick covers one; a chain's j lies a gap
+/// before its k, which covers the half; the skip has no k. T = 4 s, tick 1 s (a quarter of T),
+/// syncLimit 2, no other fault.
+#[test]
+fn the_leader_skip_without_a_gap_off_its_proof_lets_two_clients_hold_on_a_deposed_leader() {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = 4000;
+    model.server_tick_ms = 1000;
+    model.on_follower = false;
+    model.depose = true;
+    model.sync_limit = 2;
+    model.leader_skip = true;
+    model.max_cuts = 0;
+    model.max_disturbed = 0;
+    model.horizon_ms = 7000;
+    model.mutation = Mutation::SkipWithoutGap;
+    counterexample("(i) the leader skip without the gap, deposed leader", model);
+}
