@@ -220,6 +220,8 @@ impl LeaseModel {
     /// tells it). Kept only when A may reconnect: without, A's requests are simply lost.
     pub(crate) fn follower_closes_clients(&self, s: &mut State) {
         let paused = s.paused_until.is_some_and(|until| s.now < until);
+        // The carrier's connection closes whether or not A may reconnect: A must learn that its
+        // carrier is gone, and falls back to its own chain.
         if !paused && self.follower_lost_leader(s) {
             self.close_carrier_on(s, Member::Follower);
         }

@@ -274,7 +274,8 @@ fn a_holder_that_shares_its_carriers_chain_never_reads_held_while_another_can_ho
     model.shared = true;
     model.crash = true;
     model.max_cuts = 1;
-    model.max_disturbed = if long() { 3 } else { 1 };
+    // Three disturbed steps outgrew 15 GB of memory (check 9's took 4.8 GB): two.
+    model.max_disturbed = if long() { 2 } else { 1 };
     check("holder sharing a carrier's chain, a member crashing", model);
 }
 
