@@ -1,7 +1,9 @@
 //! The shared chain (issue 54, point 1): a carrier session C of A's process, connected to A's
-//! member, sends the `sync` heartbeats on its own connection, and its answers feed A's chain as
-//! k and m (`leader: true`); A sends plain pings only, on the heartbeats' schedule, whose
-//! answers are j candidates (`leader: false`). The member is known from the session id: the
+//! member, sends the `sync` heartbeats on its own connection (every `beat_interval`, and
+//! whenever A's schedule calls for a heartbeat), and its answers feed A's chain as k and m,
+//! never j (`Chain::record_carried`: they touched C's session, not A's); A sends plain pings
+//! only, on the heartbeats' schedule, whose answers are A's j candidates (`Chain::record`,
+//! `leader: false`). The member is known from the session id: the
 //! server that creates a session puts its own id in the id's top byte
 //! (`SessionTrackerImpl.initializeNextSessionId`; a follower's `LearnerSessionTracker` seeds it
 //! with its `serverId`), and a TCP connection never changes its backend. So A shares from its
@@ -28,6 +30,8 @@ pub struct Carrier {
     pub in_flight: u8,
     /// When C last read anything, or sent with nothing in flight (A's clock, ms).
     pub last_recv: u32,
+    /// When C last sent a sync (A's clock, ms).
+    pub last_beat: Option<u32>,
     /// C's member closed C's connection: C reads the close after what came before it.
     pub closed: bool,
 }
@@ -40,6 +44,7 @@ impl Carrier {
             to_client: Vec::new(),
             in_flight: 0,
             last_recv: 0,
+            last_beat: None,
             closed: false,
         }
     }
@@ -55,14 +60,21 @@ impl LeaseModel {
         }
     }
 
-    /// C sends a `sync` heartbeat for A (A's schedule called for one; at most
-    /// `MAX_BEATS_IN_FLIGHT` of C's wait).
-    pub(crate) fn carrier_sends(&self, s: &mut State) {
+    /// C sends a `sync` heartbeat every `beat_interval` on its own, whether or not A is idle
+    /// (the process's other sessions may need it), and whenever A's schedule calls for a
+    /// heartbeat (`asked`: a catch-up among them); at most `MAX_BEATS_IN_FLIGHT` of C's wait.
+    pub(crate) fn carrier_sends(&self, s: &mut State, asked: bool) {
         let now = self.client_now(s);
         let cut = s.is_cut(Link::CarrierToMember);
+        let interval = lifeline_math::beat_interval(self.timeout(), self.client_tick());
         let Some(c) = s.carrier.as_mut() else {
             return;
         };
+        let due = asked || c.last_beat.is_none_or(|b| ms_(now) >= ms_(b) + interval);
+        if !due {
+            return;
+        }
+        c.last_beat = Some(now);
         if u64::from(c.in_flight) >= lifeline_math::MAX_BEATS_IN_FLIGHT {
             return;
         }

@@ -74,9 +74,10 @@ impl LeaseModel {
                 let sync = self.mutation != Mutation::PingsAndSyncLimit && self.a_sends_syncs(s);
                 self.send(s, sync, true);
             }
-            // The carrier's sync goes with A's ping (C's own connection, its own limit).
-            self.carrier_sends(s);
         }
+        // The carrier's sync goes with A's ping, and on its own schedule (C's own connection,
+        // its own limit).
+        self.carrier_sends(s, beat);
         // The transport pings on its own, whatever the heartbeats do.
         if s.pings_in_flight == 0
             && s.reconnecting.is_none()

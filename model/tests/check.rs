@@ -389,3 +389,23 @@ fn a_holder_that_skips_the_chain_on_the_leader_never_reads_held_while_another_ca
         model,
     );
 }
+
+/// The shared chain's catch-up path: A's session starts idle (only the transport's pings, and
+/// one read of its program: its j's) while C sends its syncs on its own schedule, for the
+/// process's other sessions; the acquire comes at any moment, and the lease is granted once a
+/// proof of A's own j by C's k and m puts the deadline `floor` ahead. Check 1's bounds with no
+/// disturbed step; one in `make model-long` (6.1 million states and 21 s, too much for `make
+/// test`'s budget).
+#[test]
+fn a_lease_acquired_from_an_idle_session_that_shares_its_carriers_chain_never_reads_held_while_another_can_hold(
+) {
+    let mut model = LeaseModel::small();
+    model.shared = true;
+    model.from_idle = true;
+    model.max_reads = 1;
+    model.max_disturbed = if long() { 1 } else { 0 };
+    check(
+        "lease from an idle session sharing a carrier's chain",
+        model,
+    );
+}
