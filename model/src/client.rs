@@ -69,11 +69,15 @@ impl LeaseModel {
                 && u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT
             {
                 s.beats_in_flight += 1;
-                // Under mutation (d) a heartbeat is a plain ping, which the member answers alone.
-                let sync = self.mutation != Mutation::PingsAndSyncLimit;
+                // Under mutation (d) a heartbeat is a plain ping, which the member answers alone;
+                // so it is while A shares a carrier's chain or skips the chain on the leader.
+                let sync = self.mutation != Mutation::PingsAndSyncLimit && self.a_sends_syncs(s);
                 self.send(s, sync, true);
             }
         }
+        // The carrier's sync goes with A's ping, and on its own schedule (C's own connection,
+        // its own limit).
+        self.carrier_sends(s, beat);
         // The transport pings on its own, whatever the heartbeats do.
         if s.pings_in_flight == 0
             && s.reconnecting.is_none()
@@ -92,6 +96,7 @@ impl LeaseModel {
                 beat,
                 connect: false,
                 refused: false,
+                carrier: false,
                 sent: self.client_now(s),
             });
         }
@@ -120,6 +125,18 @@ impl LeaseModel {
             Mutation::PingsAndSyncLimit => {
                 let lag = ms_(self.sync_limit * self.server_tick_ms);
                 s.chain.reconnected(sent.saturating_sub(lag));
+            }
+            // The leader skip (`Chain::record_on_leader`): an answer proves a touch a gap
+            // before its send time. A chain's j lies a gap before its k, and that gap is what
+            // covers the half tick by which a deposed leader's answers outlast the new leader's
+            // start beyond the deadline's tick (`new_leader_at`, `deposed_notices_at`); the
+            // skip has no k, so it takes the gap off itself. Mutation (i) does not.
+            _ if self.skips_chain(s) => {
+                let gap = match self.mutation {
+                    Mutation::SkipWithoutGap => std::time::Duration::ZERO,
+                    _ => lifeline_math::gap(self.client_tick()),
+                };
+                s.chain.record_on_leader(sent, gap);
             }
             _ => {
                 let gap = lifeline_math::gap(self.client_tick());

@@ -52,6 +52,12 @@ impl LeaseModel {
             // A follower that loses its leader drops its clients too.
             Member::Leader => true,
         };
+        // The carrier's connection ends the same way (a follower that loses its leader drops
+        // every client).
+        self.close_carrier_on(s, member);
+        if member == Member::Leader {
+            self.close_carrier_on(s, Member::Follower);
+        }
         if a_on_crashed {
             s.to_member.clear();
             if !s.is_cut(Link::MemberToClient) {

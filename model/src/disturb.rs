@@ -1,11 +1,16 @@
 //! What may slow down during one step of the clock (`Action::Step`), and which streams that
 //! holds back.
 
+use crate::{LeaseModel, Member, State};
+
 /// The four streams, as bits of what a [`Disturb`] holds.
 pub const HOLD_TO_MEMBER: u8 = 1;
 pub const HOLD_TO_CLIENT: u8 = 2;
 pub const HOLD_UP: u8 = 4;
 pub const HOLD_DOWN: u8 = 8;
+/// The carrier's two streams (`LeaseModel::shared`).
+pub const HOLD_C_TO_MEMBER: u8 = 16;
+pub const HOLD_C_TO_CLIENT: u8 = 32;
 
 /// What slows down during one step (each disturbed step counts against
 /// `LeaseModel::max_disturbed`).
@@ -14,7 +19,8 @@ pub enum Disturb {
     None,
     /// A's link delivers nothing either way.
     ClientLinkSlow,
-    /// A's process is paused: it neither sends nor reads.
+    /// A's process is paused: it neither sends nor reads (nor does its carrier, the same
+    /// process).
     ClientPaused,
     /// The follower is paused: it reads neither A's requests nor its leader's messages.
     FollowerPaused,
@@ -23,15 +29,18 @@ pub enum Disturb {
     /// The follower reads what its leader sent before A's requests of the same step (else a
     /// step's requests come first).
     FollowerReadsLeaderFirst,
+    /// The carrier's link delivers nothing either way (A's does).
+    CarrierLinkSlow,
 }
 
-pub(crate) const DISTURBS: [Disturb; 6] = [
+pub(crate) const DISTURBS: [Disturb; 7] = [
     Disturb::None,
     Disturb::ClientLinkSlow,
     Disturb::ClientPaused,
     Disturb::FollowerPaused,
     Disturb::LeaderSlow,
     Disturb::FollowerReadsLeaderFirst,
+    Disturb::CarrierLinkSlow,
 ];
 
 /// The streams a disturbance holds for one step (a paused follower holds A's requests only
@@ -40,10 +49,11 @@ pub(crate) fn hold_of(disturb: Disturb, a_on_follower: bool) -> u8 {
     match disturb {
         Disturb::None => 0,
         Disturb::ClientLinkSlow => HOLD_TO_MEMBER | HOLD_TO_CLIENT,
-        Disturb::ClientPaused => HOLD_TO_CLIENT,
+        Disturb::ClientPaused => HOLD_TO_CLIENT | HOLD_C_TO_CLIENT,
         Disturb::FollowerPaused => follower_hold(a_on_follower),
         Disturb::LeaderSlow => HOLD_UP,
         Disturb::FollowerReadsLeaderFirst => 0,
+        Disturb::CarrierLinkSlow => HOLD_C_TO_MEMBER | HOLD_C_TO_CLIENT,
     }
 }
 
@@ -53,5 +63,27 @@ pub(crate) fn follower_hold(a_on_follower: bool) -> u8 {
         HOLD_TO_MEMBER | HOLD_DOWN
     } else {
         HOLD_DOWN
+    }
+}
+
+impl LeaseModel {
+    /// What is held during a step with `disturb`, the follower's JVM `paused` or not: A's and
+    /// the carrier's requests wait in a paused follower only while they are connected to it.
+    pub(crate) fn hold(&self, s: &State, disturb: Disturb, paused: bool) -> u8 {
+        let a_on_follower = self.a_on_follower(s);
+        let c_on_follower = s.carrier.as_ref().is_some_and(|c| c.on == Member::Follower);
+        let follower_paused = disturb == Disturb::FollowerPaused || paused;
+        let carrier = if follower_paused && c_on_follower {
+            HOLD_C_TO_MEMBER
+        } else {
+            0
+        };
+        hold_of(disturb, a_on_follower)
+            | if paused {
+                follower_hold(a_on_follower)
+            } else {
+                0
+            }
+            | carrier
     }
 }

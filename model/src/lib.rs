@@ -19,6 +19,7 @@ mod lifeline_math;
 
 use lifeline_math::Chain;
 
+mod carrier;
 mod client;
 mod crashes;
 mod disturb;
@@ -26,9 +27,12 @@ mod moves;
 mod servers;
 mod trace;
 
+pub use carrier::Carrier;
 pub use crashes::Member;
-use disturb::{follower_hold, hold_of, DISTURBS};
-pub use disturb::{Disturb, HOLD_DOWN, HOLD_TO_CLIENT, HOLD_TO_MEMBER, HOLD_UP};
+use disturb::DISTURBS;
+pub use disturb::{
+    Disturb, HOLD_C_TO_CLIENT, HOLD_C_TO_MEMBER, HOLD_DOWN, HOLD_TO_CLIENT, HOLD_TO_MEMBER, HOLD_UP,
+};
 use servers::leader_receives;
 pub use servers::{Down, Up};
 
@@ -41,6 +45,10 @@ pub const LET_GO_FIRST: &str = "the farewell hands the lock on only after A's ho
 pub const KEPT: &str = "A's lease is kept past its session's first possible expiry";
 /// The example that shows a reconnect is checked (`LeaseModel::reconnect`).
 pub const MOVED: &str = "A's lease is kept past its first possible expiry after A moved";
+/// The example that shows the shared chain or the leader skip is checked (issue 54): A's lease
+/// is kept by it past the session's first possible expiry.
+pub const UNCHAINED: &str =
+    "A's lease is kept past its first possible expiry on a carrier's chain or the leader skip";
 
 /// The clock's step: every action happens at a step's moment, and time moves one step at once
 /// (`LeaseModel::step_ms`, this unless a check says otherwise).
@@ -83,6 +91,18 @@ pub enum Mutation {
     /// plus 2% of T) and without the 200 ms for the lost signal, which the model does not
     /// spend: no margin, against a clock of A's that runs slow (`client_rate_permille`).
     NoClockRateShare,
+    /// (f) The shared chain's carrier on the other member than A's (A on a follower, C on the
+    /// leader): C's syncs never pass A's member's learner stream.
+    CarrierElsewhere,
+    /// (g) The leader skip (any answered request proves its send time) for a session that is
+    /// on a follower.
+    SkipOnFollower,
+    /// (h) The carrier's answered syncs recorded as A's own heartbeats (`Chain::record`), so
+    /// that one can be j as well as k or m, though it touched C's session, not A's.
+    CarriedAsOwn,
+    /// (i) The leader skip proving the answered request's send time itself, as issue 54 first
+    /// had it, instead of a gap before it.
+    SkipWithoutGap,
 }
 
 /// Which of the client's links to its member, and of the member's to the leader, a fault cut.
@@ -94,7 +114,12 @@ pub enum Link {
     MemberToClient,
     FollowerToLeader,
     LeaderToFollower,
+    /// The carrier's connection (`LeaseModel::shared`), each way.
+    CarrierToMember,
+    MemberToCarrier,
 }
+
+const CARRIER_LINKS: [Link; 2] = [Link::CarrierToMember, Link::MemberToCarrier];
 
 const LINKS: [Link; 4] = [
     Link::ClientToMember,
@@ -155,6 +180,12 @@ pub struct LeaseModel {
     /// A member may crash once, at any moment: the follower (when there is one) or the leader
     /// (src/crashes.rs).
     pub crash: bool,
+    /// The shared chain (src/carrier.rs): a carrier session of A's process on A's member sends
+    /// the syncs; A sends plain pings until its or C's connection breaks.
+    pub shared: bool,
+    /// The leader skip (src/carrier.rs): A, on the leader and never moved, takes any answered
+    /// request as proof of its send time, and sends plain pings as heartbeats.
+    pub leader_skip: bool,
     pub mutation: Mutation,
 }
 
@@ -181,6 +212,8 @@ impl LeaseModel {
             reconnect: false,
             with_follower: false,
             crash: false,
+            shared: false,
+            leader_skip: false,
             mutation: Mutation::None,
         }
     }
@@ -245,11 +278,16 @@ pub struct Request {
     /// the member found the session expired.
     pub connect: bool,
     pub refused: bool,
+    /// Sent by the carrier C on its own connection (`LeaseModel::shared`).
+    pub carrier: bool,
     pub sent: u32,
 }
 
 impl std::fmt::Debug for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.carrier {
+            return write!(f, "C's sync of {}", self.sent);
+        }
         let kind = match (self.connect, self.refused, self.sync, self.beat) {
             (true, true, _, _) => "connect refused",
             (true, false, _, _) => "connect",
@@ -332,6 +370,8 @@ pub struct State {
     /// When the new leader last touched A's session, after A reconnected to it from a deposed
     /// leader (ms).
     pub new_leader_touch: Option<u32>,
+    /// The carrier whose syncs A's chain records, while A shares it.
+    pub carrier: Option<Carrier>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -378,6 +418,11 @@ impl Model for LeaseModel {
     fn init_states(&self) -> Vec<State> {
         // A's session was opened at 0 (the leader touched it then), A's node is the lowest and
         // its lease is held; B's node comes next.
+        let a_on = if self.on_follower {
+            Member::Follower
+        } else {
+            Member::Leader
+        };
         vec![State {
             now: 0,
             chain: Chain::new(Duration::ZERO),
@@ -411,11 +456,7 @@ impl Model for LeaseModel {
             active: !self.from_idle,
             armed: !self.from_idle,
             cuts: 0,
-            a_on: if self.on_follower {
-                Member::Follower
-            } else {
-                Member::Leader
-            },
+            a_on,
             moved: false,
             closed_by_member: false,
             reconnecting: None,
@@ -423,28 +464,33 @@ impl Model for LeaseModel {
             relinked: false,
             crashed: None,
             new_leader_touch: None,
+            carrier: self.shared.then(|| Carrier::new(self.carrier_member(a_on))),
         }]
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
         if s.now + self.step_ms <= self.horizon_ms {
             for disturb in DISTURBS {
-                let hold = hold_of(disturb, self.a_on_follower(s));
+                let hold = self.hold(s, disturb, false);
+                let c = s.carrier.as_ref();
                 let lens = [
                     s.to_member.len(),
                     s.to_client.len(),
                     s.up.len(),
                     s.down.len(),
+                    c.map_or(0, |c| c.to_member.len()),
+                    c.map_or(0, |c| c.to_client.len()),
                 ];
                 // A stream may lag at most `max_queue` messages: pauses are bounded.
-                let too_long = (0..4).any(|i| hold & (1 << i) != 0 && lens[i] >= self.max_queue);
-                let useless = !self.has_follower()
+                let too_long = (0..6).any(|i| hold & (1 << i) != 0 && lens[i] >= self.max_queue);
+                let useless = (!self.has_follower()
                     && matches!(
                         disturb,
                         Disturb::FollowerPaused
                             | Disturb::LeaderSlow
                             | Disturb::FollowerReadsLeaderFirst
-                    );
+                    ))
+                    || (s.carrier.is_none() && disturb == Disturb::CarrierLinkSlow);
                 let allowed = disturb == Disturb::None || s.disturbed < self.max_disturbed;
                 if allowed && !too_long && !useless {
                     actions.push(Action::Step(disturb));
@@ -483,6 +529,13 @@ impl Model for LeaseModel {
                     actions.push(Action::Cut(link));
                 }
             }
+            if s.carrier.is_some() {
+                for link in CARRIER_LINKS {
+                    if !s.is_cut(link) {
+                        actions.push(Action::Cut(link));
+                    }
+                }
+            }
         }
     }
 
@@ -503,15 +556,6 @@ impl Model for LeaseModel {
                         s.resumed = true;
                     }
                 }
-                let hold_in = |s: &State| {
-                    let on_follower = self.a_on_follower(s);
-                    hold_of(disturb, on_follower)
-                        | if paused {
-                            follower_hold(on_follower)
-                        } else {
-                            0
-                        }
-                };
                 self.servers_step(&mut s);
                 // Read on every step whatever A does: a paused holder's lease is lost at its
                 // deadline, and it reads so when it resumes.
@@ -529,10 +573,11 @@ impl Model for LeaseModel {
                 self.farewell_step(&mut s);
                 if disturb != Disturb::ClientPaused {
                     self.notice_disconnect(&mut s);
+                    self.carrier_notices_break(&mut s);
                     self.client_sends(&mut s);
                 }
                 // What is held this step (A may have moved to the leader just now).
-                let hold = hold_in(&s);
+                let hold = self.hold(&s, disturb, paused);
                 // (Not while the follower's JVM is paused: it reads nothing then.)
                 if disturb == Disturb::FollowerReadsLeaderFirst && hold & HOLD_DOWN == 0 {
                     while !s.down.is_empty() {
@@ -545,6 +590,12 @@ impl Model for LeaseModel {
                         self.member_receives(&mut s);
                         moved = true;
                     }
+                    if hold & HOLD_C_TO_MEMBER == 0
+                        && s.carrier.as_ref().is_some_and(|c| !c.to_member.is_empty())
+                    {
+                        self.carrier_member_receives(&mut s);
+                        moved = true;
+                    }
                     if hold & HOLD_UP == 0 && !s.up.is_empty() {
                         leader_receives(&mut s);
                         moved = true;
@@ -555,6 +606,12 @@ impl Model for LeaseModel {
                     }
                     if hold & HOLD_TO_CLIENT == 0 && !s.to_client.is_empty() {
                         self.client_receives(&mut s);
+                        moved = true;
+                    }
+                    if hold & HOLD_C_TO_CLIENT == 0
+                        && s.carrier.as_ref().is_some_and(|c| !c.to_client.is_empty())
+                    {
+                        self.carrier_receives(&mut s);
                         moved = true;
                     }
                     if !moved {
@@ -587,6 +644,17 @@ impl Model for LeaseModel {
                     }
                     Link::FollowerToLeader => s.up.clear(),
                     Link::LeaderToFollower => s.down.clear(),
+                    Link::CarrierToMember => {
+                        if let Some(c) = s.carrier.as_mut() {
+                            c.to_member.clear();
+                        }
+                    }
+                    Link::MemberToCarrier => {
+                        if let Some(c) = s.carrier.as_mut() {
+                            c.to_client.clear();
+                            c.closed = false;
+                        }
+                    }
                 }
             }
         }
@@ -605,6 +673,11 @@ impl Model for LeaseModel {
             // could first expire.
             Property::sometimes(KEPT, |model: &LeaseModel, s: &State| {
                 model.a_holds(s) && s.now > model.expiry_ms(0)
+            }),
+            Property::sometimes(UNCHAINED, |model: &LeaseModel, s: &State| {
+                (s.carrier.is_some() || model.skips_chain(s))
+                    && model.a_holds(s)
+                    && s.now > model.expiry_ms(0)
             }),
             Property::sometimes(MOVED, |model: &LeaseModel, s: &State| {
                 s.moved

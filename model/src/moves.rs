@@ -54,6 +54,8 @@ impl LeaseModel {
             Member::Follower
         };
         s.moved = true;
+        // Its member is unknown now: it runs its own chain.
+        self.stop_sharing(s);
         s.closed_by_member = false;
         s.to_member.clear();
         s.to_client.clear();
@@ -70,6 +72,7 @@ impl LeaseModel {
                 beat: false,
                 connect: true,
                 refused: false,
+                carrier: false,
                 sent: self.client_now(s),
             });
         }

@@ -59,7 +59,7 @@ impl LeaseModel {
     /// The follower dropped its clients: it read that its leader closed its connection, or
     /// heard nothing for `syncLimit` ticks (`Learner`'s socket timeout), unless its JVM resumed
     /// this very step from a pause and its client threads ran before its learner thread.
-    fn follower_lost_leader(&self, state: &State) -> bool {
+    pub(crate) fn follower_lost_leader(&self, state: &State) -> bool {
         state.follower_closed
             || (!state.resumed
                 && state.now >= state.follower_heard + self.sync_limit * self.server_tick_ms)
@@ -220,6 +220,11 @@ impl LeaseModel {
     /// tells it). Kept only when A may reconnect: without, A's requests are simply lost.
     pub(crate) fn follower_closes_clients(&self, s: &mut State) {
         let paused = s.paused_until.is_some_and(|until| s.now < until);
+        // The carrier's connection closes whether or not A may reconnect: A must learn that its
+        // carrier is gone, and falls back to its own chain.
+        if !paused && self.follower_lost_leader(s) {
+            self.close_carrier_on(s, Member::Follower);
+        }
         if self.reconnect
             && self.a_on_follower(s)
             && !s.closed_by_member
@@ -241,6 +246,7 @@ impl LeaseModel {
                     s.up.push(Up::PingReply { touched });
                 }
             }
+            Down::SyncDone(r) if r.carrier => self.carrier_answer_from_leader(s, r),
             // An answer to A's old connection after A moved is lost with that connection.
             Down::SyncDone(r) if self.a_on_follower(s) => s.push_to_client(r),
             Down::SyncDone(_) => {}
@@ -252,6 +258,9 @@ impl LeaseModel {
                 // It drops its clients: what it had not answered is lost.
                 if self.a_on_follower(s) {
                     s.to_member.clear();
+                }
+                if let Some(c) = s.carrier.as_mut().filter(|c| c.on == Member::Follower) {
+                    c.to_member.clear();
                 }
             }
         }

@@ -76,6 +76,20 @@ impl LeaseModel {
                 let _ = write!(out, " | {name} {text}");
             }
         }
+        if let Some(c) = &s.carrier {
+            let _ = write!(out, " | C on the {}", member_name(c.on));
+            if !c.to_member.is_empty() {
+                let _ = write!(out, ", to C's member {:?}", c.to_member);
+            }
+            if !c.to_client.is_empty() {
+                let _ = write!(out, ", to C {:?}", c.to_client);
+            }
+            if c.closed {
+                out.push_str(", closed");
+            }
+        } else if self.shared {
+            out.push_str(" | A runs its own chain");
+        }
         match s.reconnecting {
             Some(latest) => {
                 let to = member_name(s.a_on);

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use stateright::{Checker, Model};
-use zklock_model::{LeaseModel, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER};
+use zklock_model::{LeaseModel, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER, UNCHAINED};
 
 fn long() -> bool {
     std::env::var_os("ZKLOCK_MODEL_LONG").is_some()
@@ -35,6 +35,15 @@ fn check(name: &str, model: LeaseModel) {
         "model {name}: not vacuous, `{KEPT}`: {}",
         model.describe(kept.last_state())
     );
+    if model.shared || model.leader_skip {
+        let unchained = checker.discovery(UNCHAINED).unwrap_or_else(|| {
+            panic!("model {name}: no lease is kept by the shared chain or skip")
+        });
+        println!(
+            "model {name}: `{UNCHAINED}`: {}",
+            model.describe(unchained.last_state())
+        );
+    }
     if model.reconnect {
         let moved = checker
             .discovery(MOVED)
@@ -234,6 +243,169 @@ fn a_holder_on_a_deposed_leader_that_moves_to_the_new_leader_never_reads_held_wh
     model.max_disturbed = if long() { 4 } else { 3 };
     check(
         "holder on a deposed leader that moves to the new leader",
+        model,
+    );
+}
+
+/// The shared chain (issue 54): a carrier session C of A's process, on A's follower, sends the
+/// sync heartbeats on its own connection, and A only plain pings on the heartbeats' schedule;
+/// A's chain takes its own answers for j and C's for k and m. Faults: one cut among A's link,
+/// C's link (each way) and the member links (the follower then loses its leader, or its leader
+/// drops it, and it closes A's and C's connections), and disturbed steps, C's link slow among
+/// them. Check 1's bounds otherwise.
+#[test]
+fn a_holder_on_a_follower_that_shares_its_carriers_chain_never_reads_held_while_another_can_hold() {
+    let mut model = LeaseModel::small();
+    model.shared = true;
+    model.max_disturbed = if long() { 4 } else { 3 };
+    check("holder on a follower, sharing a carrier's chain", model);
+}
+
+/// The shared chain when connections break: A's link cut (A reads nothing for the read
+/// timeout and moves to the leader: its member is unknown then, so it runs its own chain), C's
+/// link cut (C's read timeout: A falls back to its own chain, keeping C's answers), a member
+/// link cut (the follower loses its leader or is dropped, and closes both connections), or a
+/// member crashing at any moment (the follower: both connections close; the leader: the
+/// follower drops its clients). Check 9's bounds.
+#[test]
+fn a_holder_that_shares_its_carriers_chain_never_reads_held_while_another_can_hold_when_a_connection_breaks_or_a_member_crashes(
+) {
+    let mut model = moving_model();
+    model.shared = true;
+    model.crash = true;
+    model.max_cuts = 1;
+    // Three disturbed steps outgrew 15 GB of memory (check 9's took 4.8 GB): two.
+    model.max_disturbed = if long() { 2 } else { 1 };
+    check("holder sharing a carrier's chain, a member crashing", model);
+}
+
+/// The shared chain on a follower whose JVM pauses 3 s once, at any moment, past `syncLimit ×
+/// tick`: its leader drops it, and on resuming it answers A's pings that waited (new j's) before
+/// it reads that it was dropped, while C's syncs it forwarded, or that waited in it, never come
+/// back. Check 4's bounds (A stays), then check 8's (A's read timeout passes first and it moves
+/// to the leader).
+#[test]
+fn a_holder_that_shares_its_carriers_chain_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold(
+) {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = 4000;
+    model.sync_limit = 2;
+    model.follower_pause_ms = 3000;
+    model.farewell = true;
+    model.max_cuts = 0;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    model.horizon_ms = 5000;
+    model.shared = true;
+    check(
+        "holder sharing a carrier's chain, its follower's JVM pausing 3 s",
+        model,
+    );
+    let mut model = moving_model();
+    model.follower_pause_ms = 3000;
+    model.max_cuts = 0;
+    model.max_disturbed = if long() { 4 } else { 3 };
+    model.shared = true;
+    check(
+        "holder sharing a carrier's chain, leaving its follower whose JVM pauses 3 s",
+        model,
+    );
+}
+
+/// The leader skip (issue 54): A's session was created on the leader and has not moved, so the
+/// leader touches it on receipt of every request: A sends plain pings on the heartbeats'
+/// schedule and takes any answered request as proof of its send time, with no chain. Against
+/// the leader that loses its quorum at any moment and answers A alone until it notices
+/// (`syncLimit + 1` ticks), which the deadline's tick is for: check 3's bounds.
+#[test]
+fn a_holder_that_skips_the_chain_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
+    let mut model = LeaseModel::small();
+    model.on_follower = false;
+    model.depose = true;
+    model.sync_limit = 2;
+    model.leader_skip = true;
+    model.max_disturbed = if long() { 5 } else { 3 };
+    check("holder skipping the chain on a deposed leader", model);
+    check(
+        "holder skipping the chain on a deposed leader, tick a quarter of T",
+        skip_on_a_deposed_leader_tick_quarter_of_t(),
+    );
+}
+
+/// T = 4 s and a 1 s tick (a quarter of T, the longest zklock accepts), where half a tick
+/// outgrows the margin (280 ms) by more than the model's step: mutation (i) fails here. One
+/// cut, two disturbed steps (three in `make model-long`), up to 7 s.
+fn skip_on_a_deposed_leader_tick_quarter_of_t() -> LeaseModel {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = 4000;
+    model.server_tick_ms = 1000;
+    model.on_follower = false;
+    model.depose = true;
+    model.sync_limit = 2;
+    model.leader_skip = true;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    model.horizon_ms = 7000;
+    model
+}
+
+/// The leader skip against the leader crashing at any moment (A reads the close and moves to
+/// the new leader, which started every session's clock afresh at the crash; A's member is
+/// unknown then, so it runs its own chain), against a leader deposed at any moment that
+/// closes A's connection when it notices (A moves to the new leader), and against a cut that
+/// moves A to a follower (which revalidates the session with the leader): check 10's, 12's
+/// and 11's bounds.
+#[test]
+fn a_holder_that_skips_the_chain_on_the_leader_never_reads_held_while_another_can_hold_when_it_moves(
+) {
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.leader_skip = true;
+    model.crash = true;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    check(
+        "holder skipping the chain on the leader, the leader crashing",
+        model,
+    );
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.leader_skip = true;
+    model.depose = true;
+    model.farewell = false;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 4 } else { 3 };
+    check(
+        "holder skipping the chain on a deposed leader, moving to the new leader",
+        model,
+    );
+    let mut model = moving_model();
+    model.on_follower = false;
+    model.with_follower = true;
+    model.leader_skip = true;
+    model.max_cuts = 2;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    check(
+        "holder skipping the chain on the leader, moving to a follower",
+        model,
+    );
+}
+
+/// The shared chain's catch-up path: A's session starts idle (only the transport's pings, and
+/// one read of its program: its j's) while C sends its syncs on its own schedule, for the
+/// process's other sessions; the acquire comes at any moment, and the lease is granted once a
+/// proof of A's own j by C's k and m puts the deadline `floor` ahead. Check 1's bounds with no
+/// disturbed step; one in `make model-long` (6.1 million states and 21 s, too much for `make
+/// test`'s budget).
+#[test]
+fn a_lease_acquired_from_an_idle_session_that_shares_its_carriers_chain_never_reads_held_while_another_can_hold(
+) {
+    let mut model = LeaseModel::small();
+    model.shared = true;
+    model.from_idle = true;
+    model.max_reads = 1;
+    model.max_disturbed = if long() { 1 } else { 0 };
+    check(
+        "lease from an idle session sharing a carrier's chain",
         model,
     );
 }

@@ -175,3 +175,63 @@ fn idle_on_a_deposed_leader(timeout_ms: u32) -> LeaseModel {
     model.max_disturbed = 0;
     model
 }
+
+/// Mutation (f): the shared chain's carrier on the leader while A is on a follower. C's syncs
+/// never pass the follower's learner stream, so their answers say nothing of whether the
+/// follower reported A's touches: once the leader→follower link is cut, the follower sends no
+/// ping replies but answers A's pings until `syncLimit` ticks pass, C's syncs are answered by
+/// the leader, and A's proof moves while the leader never touches A's session.
+#[test]
+fn a_carrier_on_another_member_than_the_holders_lets_two_clients_hold() {
+    let mut model = LeaseModel::small();
+    model.shared = true;
+    model.max_disturbed = 0;
+    model.mutation = Mutation::CarrierElsewhere;
+    counterexample("(f) the carrier on the leader, A on a follower", model);
+}
+
+/// Mutation (g): the leader skip (any answered request proves its send time) for a session on
+/// a follower, which answers A's pings alone whether or not its leader hears of the touches.
+#[test]
+fn the_leader_skip_on_a_follower_lets_two_clients_hold() {
+    let mut model = LeaseModel::small();
+    model.leader_skip = true;
+    model.max_disturbed = 0;
+    model.mutation = Mutation::SkipOnFollower;
+    counterexample("(g) the leader skip on a follower", model);
+}
+
+/// Mutation (h): the carrier's answered syncs taken for A's own heartbeats, so that one can be
+/// j: with A's link to its follower cut, C's syncs alone move A's proof while nothing touches
+/// A's session (found by check 13 before `Chain::record_carried` existed).
+#[test]
+fn taking_a_carriers_answer_for_the_holders_own_lets_two_clients_hold() {
+    let mut model = LeaseModel::small();
+    model.shared = true;
+    model.max_disturbed = 0;
+    model.mutation = Mutation::CarriedAsOwn;
+    counterexample("(h) the carrier's answers as A's own", model);
+}
+
+/// Mutation (i): the leader skip proving the send time itself, with the chain's deadline
+/// `t_j + T − margin − tick`. A deposed leader answers A alone for `syncLimit + 1` ticks after it
+/// lost its quorum, while the new leader started A's clock `syncLimit` ticks after the
+/// followers last heard it, half a tick before the loss at the earliest: its answers outlast
+/// that start by a tick and a half. The deadline's tick covers one; a chain's j lies a gap
+/// before its k, which covers the half; the skip has no k. T = 4 s, tick 1 s (a quarter of T),
+/// syncLimit 2, no other fault.
+#[test]
+fn the_leader_skip_without_a_gap_off_its_proof_lets_two_clients_hold_on_a_deposed_leader() {
+    let mut model = LeaseModel::small();
+    model.timeout_ms = 4000;
+    model.server_tick_ms = 1000;
+    model.on_follower = false;
+    model.depose = true;
+    model.sync_limit = 2;
+    model.leader_skip = true;
+    model.max_cuts = 0;
+    model.max_disturbed = 0;
+    model.horizon_ms = 7000;
+    model.mutation = Mutation::SkipWithoutGap;
+    counterexample("(i) the leader skip without the gap, deposed leader", model);
+}

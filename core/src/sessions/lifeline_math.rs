@@ -8,7 +8,7 @@
 //! client, a `Duration` since the start in the model.
 
 use std::collections::VecDeque;
-use std::ops::Add;
+use std::ops::{Add, Sub};
 use std::time::Duration;
 
 /// ZooKeeper's sample configuration's `tickTime` (conf/zoo_sample.cfg): the tests' usual tick.
@@ -110,6 +110,10 @@ struct Answer<I> {
     answered: I,
     /// A heartbeat (`sync`), which reached the leader: it can be k or m, not only j.
     leader: bool,
+    /// A request of this session, which touched it where it was received: only such an answer
+    /// can be j. A shared chain's carrier (issue 54) answers for k and m, and touched its own
+    /// session, not this one.
+    own: bool,
 }
 
 impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
@@ -123,8 +127,8 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
     }
 
     /// The touch a heartbeat m sent at `t_m` proves once answered: the newest heartbeat k
-    /// answered before m was sent, then the newest answered request j answered a gap before k
-    /// was sent.
+    /// answered before m was sent, then the newest answered request of this session's own, j,
+    /// answered a gap before k was sent.
     fn proves(&self, t_m: I, gap: Duration) -> Option<I> {
         let k = self
             .answered
@@ -134,7 +138,7 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
         self.answered
             .iter()
             .rev()
-            .find(|a| a.answered + gap <= k.sent)
+            .find(|a| a.own && a.answered + gap <= k.sent)
             .map(|j| j.sent)
     }
 
@@ -147,11 +151,31 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
         leader: bool,
         gap: Duration,
     ) -> Option<I> {
+        self.insert(sent, answered, leader, true, gap)
+    }
+
+    /// A `sync` that a carrier session on this session's member sent at `sent` was answered
+    /// at `answered` (issue 54's shared chain): it can be k or m of this session's proof, never
+    /// j. The core takes it up in issue 54 point 2/3; the model (`model/src/carrier.rs`) checks
+    /// it now.
+    #[allow(dead_code)]
+    pub(crate) fn record_carried(&mut self, sent: I, answered: I, gap: Duration) -> Option<I> {
+        self.insert(sent, answered, true, false, gap)
+    }
+
+    fn insert(
+        &mut self,
+        sent: I,
+        answered: I,
+        leader: bool,
+        own: bool,
+        gap: Duration,
+    ) -> Option<I> {
         if sent <= self.proven
             || self
                 .answered
                 .iter()
-                .any(|a| a.sent == sent && a.leader == leader)
+                .any(|a| a.sent == sent && a.leader == leader && a.own == own)
         {
             // Proves nothing newer, or known already.
             return None;
@@ -164,6 +188,7 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
                 sent,
                 answered,
                 leader,
+                own,
             },
         );
         if self.answered.len() > HISTORY {
@@ -181,23 +206,46 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
 
     /// When a heartbeat sent now or later can move the proof: now when a heartbeat sent now
     /// would be m of a newer proof, or k of one (a request answered a gap ago is newer than the
-    /// proof); else a gap after the latest answer (k then has it for j).
+    /// proof); else a gap after the latest answer of this session's own (k then has it for j).
     pub(crate) fn catch_up_at(&self, now: I, gap: Duration) -> I {
         let as_m = self.proves(now, gap).is_some_and(|t| t > self.proven);
         let as_k = self
             .answered
             .iter()
             .rev()
-            .find(|a| a.answered + gap <= now)
+            .find(|a| a.own && a.answered + gap <= now)
             .is_some_and(|a| a.sent > self.proven);
         if as_m || as_k {
             return now;
         }
         self.answered
             .iter()
+            .filter(|a| a.own)
             .map(|a| a.answered + gap)
             .max()
             .map_or(now, |at| at.max(now))
+    }
+
+    /// A request sent at `sent` by a session on the leader was answered (issue 54's leader
+    /// skip: the session was created on the leader, its id says so, and has not moved since).
+    /// The leader touched the session on receipt, after `sent`, so no chain is needed; but a
+    /// deposed leader answers alone half a tick longer past the new leader's start than the
+    /// deadline's tick covers, which a chain's j covers by lying a gap before its k. So the
+    /// proof is a gap before `sent`. Returns the newly proven touch when it moved. The core
+    /// takes it up in issue 54 point 2/3; the model (`model/src/client.rs`) checks it now.
+    #[allow(dead_code)]
+    pub(crate) fn record_on_leader(&mut self, sent: I, gap: Duration) -> Option<I>
+    where
+        I: Sub<Duration, Output = I>,
+    {
+        // Not before `proven + gap`: then `sent - gap` is at least `proven`, never below the
+        // clock's start.
+        if sent <= self.proven + gap {
+            return None;
+        }
+        self.latest = self.latest.max(sent);
+        self.proven = sent - gap;
+        Some(self.proven)
     }
 
     /// The session was re-established by a connect request sent after `sent_after` (see
