@@ -125,6 +125,8 @@ target_vars() {
       lib_env+=(RUSTFLAGS="-C link-self-contained=no -C target-feature=-crt-static")
       cli_env+=(RUSTFLAGS="-C link-self-contained=no") ;;
   esac
+  # The first pass only checks the names: what a target needs is installed after it.
+  [ -z "${names_only:-}" ] || return 0
   build_std=()
   rustc=rustc
   if [ -d "$(rustc --print sysroot)/lib/rustlib/$triple/lib" ]; then
@@ -149,7 +151,10 @@ target_vars() {
   fi
   [ "$rustc" = rustc ] || { lib_env+=(RUSTC="$rustc"); cli_env+=(RUSTC="$rustc"); }
 }
-for t in "${targets[@]}"; do target_vars "$t"; done
+# Every name first (a typo fails at once), then what the targets need is installed (Debian's
+# rust-web-src for a standard library built here, zig, mingw's tools: install-deps.sh, as
+# `make test` installs its own needs), then each target's settings are read for real.
+for t in "${targets[@]}"; do names_only=1 target_vars "$t"; done
 if [ "${targets[*]}" != linux-x64-gnu ]; then
   DIST_TARGETS="${targets[*]}" scripts/install-deps.sh
   for t in "${targets[@]}"; do target_vars "$t"; done

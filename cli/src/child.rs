@@ -14,27 +14,19 @@
 //! dies nor runs, so on every Unix the command also has a watchdog process that stops it when
 //! the lease's `valid_until` passes, whether or not zklock runs ([`crate::watchdog`], issue 50).
 //!
-//! - Windows: not supported yet; `exec` and `elect CMD` exit 64 before connecting ([`supported`]).
-//!   A job object (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`, `TerminateJobObject` on a lost lease)
-//!   is the plan, once it can be run under Wine (issue 36).
+//! - Windows: a job object (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`, `TerminateJobObject` on a
+//!   lost lease, status 143 as on Linux): the `windows` module, below. No watchdog process
+//!   there: a zklock suspended as a whole leaves the command running until it resumes.
 
 use std::ffi::OsString;
 
 use crate::status::{self, Failure};
 
-/// Ok where `exec` and `elect CMD` can run a command; on Windows the usage error that says why
-/// not, before anything connects.
-pub fn supported() -> Result<(), Failure> {
-    if cfg!(windows) {
-        return Err(Failure::new(
-            status::USAGE,
-            "running a command under a lock (exec, elect CMD) is not supported on Windows yet: \
-             zklock cannot yet stop the command when the lock is lost (ls, check, revoke, \
-             check-log and elect --listen work)",
-        ));
-    }
-    Ok(())
-}
+/// What zklock does to the command when the lease is lost, as its message says it.
+#[cfg(unix)]
+pub const STOPPING: &str = "sending SIGTERM to the command";
+#[cfg(windows)]
+pub const STOPPING: &str = "ending the command's job (TerminateJobObject, status 143)";
 
 #[cfg(unix)]
 pub use unix::{Child, Signals, SIGKILL};
@@ -430,9 +422,33 @@ mod lifeline {
 
 #[cfg(windows)]
 mod windows {
-    use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, CtrlBreak, CtrlC, CtrlClose};
+    //! The command runs in a job object of its own (issue 55). The job is made with
+    //! `JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE` and only zklock holds its handle, so when zklock
+    //! exits, however it exits, Windows closes the handle and ends every process in the job: the
+    //! parent-death signal of Linux. A lost lease ends the job (`TerminateJobObject`): the
+    //! command and whatever it started, at once, with status 143 (128 + SIGTERM, as on Linux).
+    //! The command is created suspended and resumed only once it is in the job, so nothing it
+    //! starts can escape the job. Windows has no SIGTERM to ask a command to stop, so
+    //! `--kill-after` has nothing to wait for there.
 
-    use crate::status::Failure;
+    use std::process::ExitStatus;
+    use std::time::{Duration, Instant};
+
+    use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, CtrlBreak, CtrlC, CtrlClose};
+    use windows_sys::Win32::Foundation::{CloseHandle, HANDLE, INVALID_HANDLE_VALUE};
+    use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+        CreateToolhelp32Snapshot, Thread32First, Thread32Next, TH32CS_SNAPTHREAD, THREADENTRY32,
+    };
+    use windows_sys::Win32::System::JobObjects::{
+        AssignProcessToJobObject, CreateJobObjectW, JobObjectExtendedLimitInformation,
+        SetInformationJobObject, TerminateJobObject, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+        JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    };
+    use windows_sys::Win32::System::Threading::{
+        OpenThread, ResumeThread, CREATE_SUSPENDED, THREAD_SUSPEND_RESUME,
+    };
+
+    use crate::status::{self, Failure};
 
     /// The C runtime's numbers, for the 128+N statuses: Ctrl-C is SIGINT, Ctrl-Break SIGBREAK.
     const SIGINT: i32 = 2;
@@ -466,48 +482,165 @@ mod windows {
         }
     }
 
-    /// No command runs on Windows yet ([`super::supported`]): these types have no values.
-    #[derive(Clone, Copy)]
-    pub enum Signaller {}
+    /// A job handle that closes itself; closing it ends what is left in the job.
+    struct Job(HANDLE);
 
-    impl Signaller {
-        pub fn pass_on(self, _sig: i32) {
-            match self {}
-        }
-        pub fn send(self, _sig: i32) {
-            match self {}
+    // SAFETY: a job handle is a kernel handle, usable from any thread.
+    unsafe impl Send for Job {}
+    unsafe impl Sync for Job {}
+
+    impl Drop for Job {
+        fn drop(&mut self) {
+            // SAFETY: our own handle, closed once.
+            unsafe { CloseHandle(self.0) };
         }
     }
 
-    pub enum Child {}
+    impl Job {
+        /// A new job whose processes end when its last handle closes.
+        fn new() -> std::io::Result<Job> {
+            // SAFETY: no attributes, no name; the info struct is ours and of the size given.
+            unsafe {
+                let handle = CreateJobObjectW(std::ptr::null(), std::ptr::null());
+                if handle.is_null() {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let job = Job(handle);
+                let mut info: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = std::mem::zeroed();
+                info.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+                let set = SetInformationJobObject(
+                    job.0,
+                    JobObjectExtendedLimitInformation,
+                    (&info as *const JOBOBJECT_EXTENDED_LIMIT_INFORMATION).cast(),
+                    std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                );
+                if set == 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(job)
+            }
+        }
+    }
+
+    /// Resumes the threads of a process created suspended (its one main thread): std gives no
+    /// handle to it, so it is found in a snapshot of the system's threads.
+    fn resume(pid: u32) -> std::io::Result<()> {
+        // SAFETY: a snapshot we own and close; the entry struct is ours with its size set.
+        unsafe {
+            let snapshot = CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0);
+            if snapshot == INVALID_HANDLE_VALUE {
+                return Err(std::io::Error::last_os_error());
+            }
+            let mut entry: THREADENTRY32 = std::mem::zeroed();
+            entry.dwSize = std::mem::size_of::<THREADENTRY32>() as u32;
+            let mut resumed = 0;
+            let mut more = Thread32First(snapshot, &mut entry) != 0;
+            while more {
+                if entry.th32OwnerProcessID == pid {
+                    let thread = OpenThread(THREAD_SUSPEND_RESUME, 0, entry.th32ThreadID);
+                    if !thread.is_null() {
+                        if ResumeThread(thread) != u32::MAX {
+                            resumed += 1;
+                        }
+                        CloseHandle(thread);
+                    }
+                }
+                more = Thread32Next(snapshot, &mut entry) != 0;
+            }
+            CloseHandle(snapshot);
+            if resumed == 0 {
+                return Err(std::io::Error::other(
+                    "the command was created suspended and its thread could not be resumed",
+                ));
+            }
+            Ok(())
+        }
+    }
+
+    fn exit_code(status: ExitStatus) -> i32 {
+        status.code().unwrap_or(status::SOFTWARE)
+    }
+
+    /// Ends a running command's job (a copy, usable while its [`Child`] is awaited).
+    #[derive(Clone, Copy)]
+    pub struct Signaller {
+        /// The job's handle as a number (owned by the [`Child`], which outlives every use).
+        job: usize,
+    }
+
+    impl Signaller {
+        /// Ctrl-C, Ctrl-Break and the console's closing reach every process attached to the
+        /// console, the command's included: nothing to pass on.
+        pub fn pass_on(self, _sig: i32) {}
+
+        /// Ends the command's job, with status 128 + `sig` (Windows has no signals to send).
+        pub fn send(self, sig: i32) {
+            // SAFETY: the Child's live job handle.
+            unsafe { TerminateJobObject(self.job as HANDLE, (128 + sig) as u32) };
+        }
+    }
+
+    pub struct Child {
+        child: tokio::process::Child,
+        /// Dropped after the command was waited for: what it left running in the job ends then,
+        /// before zklock gives the lease back.
+        job: Job,
+    }
 
     impl Child {
-        pub(super) fn start(_command: tokio::process::Command) -> std::io::Result<Child> {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "not supported on Windows yet",
-            ))
+        pub(super) fn start(mut command: tokio::process::Command) -> std::io::Result<Child> {
+            let job = Job::new()?;
+            command.creation_flags(CREATE_SUSPENDED);
+            let child = command.spawn()?;
+            let handle = child.raw_handle().map(|h| h as HANDLE);
+            let pid = child.id();
+            // SAFETY: our job's handle and our own child's process handle.
+            let placed = match (handle, pid) {
+                (Some(process), Some(pid)) => {
+                    if unsafe { AssignProcessToJobObject(job.0, process) } == 0 {
+                        Err(std::io::Error::last_os_error())
+                    } else {
+                        resume(pid)
+                    }
+                }
+                _ => Err(std::io::Error::other("the command exited before it ran")),
+            };
+            if let Err(e) = placed {
+                // It never ran: it must not run outside the job either.
+                let mut child = child;
+                let _ = child.start_kill();
+                return Err(e);
+            }
+            Ok(Child { child, job })
         }
+
         pub fn signaller(&self) -> Signaller {
-            match *self {}
+            Signaller {
+                job: self.job.0 as usize,
+            }
         }
-        pub async fn wait(&mut self) -> std::io::Result<i32> {
-            match *self {}
-        }
-        pub fn guard(&mut self, _grace: std::time::Duration) {
-            match *self {}
-        }
-        pub fn feed(&mut self, _valid_until: std::time::Instant) {
-            match *self {}
-        }
+
+        /// No watchdog process on Windows (issue 50's is Unix's): the job ends with zklock.
+        pub fn guard(&mut self, _grace: Duration) {}
+
+        pub fn feed(&mut self, _valid_until: Instant) {}
+
+        /// Stops the command (the lease is lost): its job ends, status 143.
         pub fn stop(&mut self) {
-            match *self {}
+            self.signaller().send(SIGTERM);
         }
+
         pub fn stopped_by_watchdog(&self) -> bool {
-            match *self {}
+            false
         }
+
         pub fn killed_by_watchdog(&self) -> bool {
-            match *self {}
+            false
+        }
+
+        /// Waits for the command to exit: its exit code.
+        pub async fn wait(&mut self) -> std::io::Result<i32> {
+            Ok(exit_code(self.child.wait().await?))
         }
     }
 }

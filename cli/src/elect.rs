@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 use zklock::{ElectionStyle, Participant, Released, Wait};
 
-use crate::child::{self, Signals};
+use crate::child::Signals;
 use crate::exec::{self, Ended};
 use crate::settings::Settings;
 use crate::status::{self, Failure};
@@ -48,7 +48,6 @@ fn lead_failure(e: zklock::Error, path: &str, timeout: Option<Duration>) -> Fail
 }
 
 pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
-    child::supported()?;
     let path = args.path;
     let mut signals = Signals::new()?;
     let started = std::time::Instant::now();

@@ -51,7 +51,6 @@ fn print_stats(client: &zklock::Client, path: &str) {
 }
 
 pub async fn run(cli: &Settings, args: Args<'_>) -> Result<i32, Failure> {
-    child::supported()?;
     let path = args.path;
     crate::settings::announce_lock_delay(args.lock_delay);
     let mut signals = Signals::new()?;
@@ -247,9 +246,6 @@ pub enum Ended {
 /// suspended / back states are reported on stderr (`what` names the lease: "the lock /x"),
 /// and when the lease is lost the command gets SIGTERM, then SIGKILL after `kill_after`.
 /// Does not release the lease. A command that cannot start is a failure (126 or 127).
-// Windows runs no command yet (child::supported), and child's types have no values there:
-// everything after the spawn is unreachable, so its variables go unused.
-#[cfg_attr(windows, allow(unused_variables, unused_mut, unreachable_code))]
 pub async fn supervise(
     lease: &Lease,
     signals: &mut Signals,
@@ -318,8 +314,9 @@ pub async fn supervise(
         None => {
             let reason = lost_reason(lease);
             say(&format!(
-                "zklock: lost {what} (token {}): {reason}; sending SIGTERM to the command",
-                lease.token()
+                "zklock: lost {what} (token {}): {reason}; {}",
+                lease.token(),
+                child::STOPPING
             ));
             child.stop();
             let stopped = tokio::time::timeout(kill_after, async {

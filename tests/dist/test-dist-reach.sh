@@ -12,8 +12,9 @@
 #   - docs/tour/tour.c, compiled for Windows with zig cc against the zip's zklock.dll (its mingw
 #     import library), runs;
 #   - the zip's zklock.exe: --version, ls (sees the Node holder), check (its token is current,
-#     another is not), elect --listen (none leads); exec is refused with exit 64 (cli/README.md,
-#     Platforms).
+#     another is not), elect --listen (none leads); exec runs a command (its output, its status,
+#     75 when busy), and a command it runs (the Windows Node ticking) is ended with its job
+#     object when ZooKeeper is stopped past the session, zklock.exe exiting 76 (lost).
 # And statically (no Windows CPython is reachable from here: not on PyPI, Debian or npm): the
 # wheel's tag, its module's exports (PyInit__zklock only) and imports (python3.dll, the abi3 one,
 # and Windows' own DLLs), pip's --platform win_amd64 accepting it; every PE file's machine, and
@@ -44,10 +45,11 @@ finish() {
 }
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/zklock-dist-reach.XXXXXX")"
-harness_pid="" hold_pid=""
+harness_pid="" hold_pid="" exec_pid=""
 export WINEPREFIX="$target_dir/reach/wineprefix" WINEDEBUG=-all
 cleanup() {
   [ -z "$hold_pid" ] || kill "$hold_pid" 2>/dev/null
+  [ -z "$exec_pid" ] || kill "$exec_pid" 2>/dev/null
   if [ -n "$harness_pid" ]; then
     exec 3>&- 2>/dev/null || true
     for _ in $(seq 1 100); do kill -0 "$harness_pid" 2>/dev/null || break; sleep 0.1; done
@@ -255,11 +257,31 @@ cli_wine() {
   zk elect --listen /zklock-dist/windows-election --count 1 && grep -qx none "$tmp/cli.out" ||
     { echo "elect --listen:"; cat "$tmp/cli.out"; return 1; }
   echo "   zklock elect --listen --count 1 (nobody runs): $(cat "$tmp/cli.out")"
-  zk exec /zklock-dist/windows-exec -- cmd /c echo hi
-  [ $? -eq 64 ] && grep -q 'not supported on Windows' "$tmp/cli.out" || { echo "exec:"; cat "$tmp/cli.out"; return 1; }
-  echo "   zklock exec: 64, $(cat "$tmp/cli.out")"
+  # exec runs the command in a job object (cli/src/child.rs): its output and its status are
+  # the command's, and a lock held elsewhere is busy (75), as on Linux.
+  zk exec /zklock-dist/windows-exec -- cmd /c echo hi && grep -q '^hi' "$tmp/cli.out" ||
+    { echo "exec cmd /c echo hi:"; cat "$tmp/cli.out"; return 1; }
+  echo "   zklock exec -- cmd /c echo hi: 0, $(head -n1 "$tmp/cli.out")"
+  zk exec /zklock-dist/windows-exec -- cmd /c exit 3
+  [ $? -eq 3 ] || { echo "exec cmd /c exit 3: not 3"; cat "$tmp/cli.out"; return 1; }
+  echo "   zklock exec -- cmd /c exit 3: 3"
+  zk exec --try /zklock-dist/windows -- cmd /c echo never
+  [ $? -eq 75 ] && ! grep -q never "$tmp/cli.out" || { echo "exec --try on the held lock: not 75"; cat "$tmp/cli.out"; return 1; }
+  echo "   zklock exec --try (the Node holds it): 75, $(head -n1 "$tmp/cli.out")"
 }
-check "Windows under Wine: zklock.exe --version, ls (sees the Windows Node's lease), check (0 for its token, 1 for another), elect --listen; exec refused with 64" cli_wine
+check "Windows under Wine: zklock.exe --version, ls (sees the Windows Node's lease), check (0 for its token, 1 for another), elect --listen; exec runs a command (its output, its status; 75 when busy)" cli_wine
+
+# zklock.exe exec holds /zklock-dist/windows-exec while the Windows Node ticks (tick.mjs): when
+# ZooKeeper is stopped (lost_wine, next), the lease is lost and zklock ends the command's job.
+exec_start_wine() {
+  cp tests/dist/windows/tick.mjs "$app/" && : >"$app/tick.out" || return 1
+  (cd "$app" && exec timeout 300 wine "$c/bin/zklock.exe" exec --session-timeout 4s /zklock-dist/windows-exec \
+    -- "Z:${node_exe//\//\\}" tick.mjs tick.out >exec.out 2>&1) &
+  exec_pid=$!
+  wait_for "$app/tick.out" '^tick$' 120 || { echo "the command did not start:"; cat "$app/exec.out" "$app/tick.out"; return 1; }
+  echo "   tick.mjs under zklock.exe exec: $(head -n1 "$app/tick.out")"
+}
+check "Windows under Wine: zklock.exe exec --session-timeout 4s runs the Windows Node (tick.mjs) holding the lock" exec_start_wine
 
 lost_wine() {
   [ -n "$hold_pid" ] && kill -0 "$hold_pid" 2>/dev/null || { echo "no holder running"; return 1; }
@@ -273,6 +295,25 @@ lost_wine() {
   [ $ok -eq 0 ] && grep -qE '^lost lost ZKLOCK_LOST \(signal aborted: true\)$' "$app/hold.out"
 }
 check "Windows under Wine: the lease's lost event and signal fire when ZooKeeper is stopped past the session" lost_wine
+
+exec_lost_wine() {
+  [ -n "$exec_pid" ] || { echo "no exec running"; return 1; }
+  local i rc
+  for ((i = 0; i < 1200; i++)); do kill -0 "$exec_pid" 2>/dev/null || break; sleep 0.1; done
+  wait "$exec_pid"; rc=$?
+  exec_pid=""
+  sed 's/^/   /' "$app/exec.out"
+  [ "$rc" -eq 76 ] || { echo "zklock.exe exec ended with $rc, not 76 (lost)"; return 1; }
+  grep -q "ending the command's job" "$app/exec.out" || { echo "no word of the job being ended"; return 1; }
+  # Ended, not left running: no tick comes after zklock.exe exited (one would every 100 ms).
+  local before after
+  before="$(grep -c '^tick$' "$app/tick.out")"
+  sleep 1
+  after="$(grep -c '^tick$' "$app/tick.out")"
+  echo "   tick.mjs wrote $before ticks, none after zklock.exe exited"
+  [ "$before" -eq "$after" ] || { echo "the command still ran: $before ticks, then $after"; return 1; }
+}
+check "Windows under Wine: zklock.exe exec exits 76 (lost) when ZooKeeper is stopped past the session, and its command (the job) is ended" exec_lost_wine
 
 # Sizes in KiB, with about 30 % room as docs/packaging.md's limits have. The Windows files are
 # larger than Linux's (measured: docs/packaging.md, Windows x86_64).
