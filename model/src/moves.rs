@@ -61,9 +61,14 @@ impl LeaseModel {
         s.to_client.clear();
         s.beats_in_flight = 0;
         s.pings_in_flight = 0;
-        // The new connection is another TCP stream: the old one's cuts do not apply to it.
-        s.cut
-            .retain(|l| matches!(l, Link::FollowerToLeader | Link::LeaderToFollower));
+        // The new connection is another TCP stream: the old one's cuts do not apply to it (the
+        // member links' and B's stay).
+        s.cut.retain(|l| {
+            matches!(
+                l,
+                Link::FollowerToLeader | Link::LeaderToFollower | Link::MemberToB
+            )
+        });
         s.last_send = self.client_now(s);
         s.last_recv = self.client_now(s);
         if !s.is_cut(Link::ClientToMember) {
@@ -91,6 +96,7 @@ impl LeaseModel {
             if s.given_up_at.is_none() {
                 let proven = u32::try_from(s.chain.proven.as_millis()).unwrap_or(u32::MAX);
                 s.given_up_at = Some((self.client_now(s), proven));
+                s.lost_at = Some(s.now);
             }
             return;
         }

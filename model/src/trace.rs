@@ -55,9 +55,27 @@ impl LeaseModel {
             }
         }
         if s.farewell_closed {
-            out.push_str(" CLOSED by the farewell: B holds");
+            out.push_str(" CLOSED by the farewell");
         } else if s.expired {
-            out.push_str(" EXPIRED: B holds");
+            out.push_str(" EXPIRED");
+        }
+        if s.released {
+            out.push_str(" | A released cleanly");
+        }
+        match s.b_heard {
+            _ if self.b_holds(s) => out.push_str(" | B HOLDS"),
+            Some(at) => {
+                let _ = write!(
+                    out,
+                    " | B heard A's node deleted at {at}, waits the lock-delay"
+                );
+            }
+            None if s.to_b => out.push_str(" | B's watch event on its link"),
+            None if s.fired => out.push_str(" | B's watch fired, its event lost"),
+            None => {}
+        }
+        if let Some(lost) = s.lost_at.filter(|_| self.lock_delay_ms > 0) {
+            let _ = write!(out, " | A lost at {lost}");
         }
         if let Some((at, _)) = s.given_up_at {
             let _ = write!(
@@ -129,7 +147,7 @@ impl LeaseModel {
 
     /// Whether a state breaks one of the `always` properties.
     pub fn violates(&self, s: &State) -> bool {
-        (self.a_holds(s) && self.b_holds(s)) || (s.farewell_closed && !s.let_go)
+        (self.a_holds(s) && self.b_holds(s)) || (s.farewell_closed && !s.let_go) || self.too_soon(s)
     }
 
     /// How many actions lead to the first state of `path` that breaks a property (the checker

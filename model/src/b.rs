@@ -1,0 +1,97 @@
+//! B, the next in the lock's queue, as a client of its own (issue 52): its ephemeral sequential
+//! node comes after A's, and it waits on a data watch on A's node (zklock's acquire:
+//! `core/src/engine/internals.rs`, `watch_node` → `get_and_watch_data`). B holds once it heard
+//! that watch's `NodeDeleted` event (`EventWait::poll` takes only that type for its turn), and,
+//! with a lock-delay, only that long later unless A released cleanly
+//! (`core/src/recipes/mutex_queue.rs`, `settle`: `released_cleanly`, the marker a clean release
+//! writes in the multi of its delete).
+//!
+//! ZooKeeper deletes A's node when it closes A's session (the leader's expiry, or A's farewell's
+//! CloseSession): `SessionTrackerImpl` → `ZooKeeperServer.expire` → `close` → the closeSession
+//! transaction, committed and applied by `DataTree.killSession` → `deleteNode`, which fires
+//! `dataWatches.triggerWatch(path, NodeDeleted)` (`WatchManager.triggerWatch`: a watch fires
+//! once and is removed). The model fires it at that moment, on the member that deletes first
+//! (B's connection is to the leader that expires A's session: the soonest B could hear; a
+//! follower applies the same commit later), and the event goes to B on B's own link, which
+//! may be slow (`Disturb::BLinkSlow`) or cut (`Link::MemberToB`: the event is lost with the
+//! connection). B's session stays alive (B's own lifeline is not modelled).
+//!
+//! A cut is seen by B at some later moment (its read timeout; the model lets it come at any
+//! moment, `Action::BReconnects`): B reconnects and its client sends `SetWatches` with the
+//! watch, and `DataTree.setWatches` fires `NodeDeleted` at once for a data watch on a node that
+//! is gone, else sets the watch again.
+
+use crate::{LeaseModel, Link, Mutation, State};
+
+impl LeaseModel {
+    /// Whether B holds: it heard A's node deleted, and waited the lock-delay unless A released
+    /// cleanly (mutation (k) never waits).
+    pub fn b_holds(&self, s: &State) -> bool {
+        let Some(heard) = s.b_heard else {
+            return false;
+        };
+        let delay = match self.mutation {
+            Mutation::SkipLockDelay => 0,
+            _ if s.released => 0,
+            _ => self.lock_delay_ms,
+        };
+        s.now >= heard + delay
+    }
+
+    /// Whether B holds too soon after A's lease turned `lost` (`DELAYED`): A's node went without
+    /// a clean release and the lock-delay since A's `lost` has not passed. A lease never
+    /// granted (`armed`) has no holder to protect.
+    pub fn too_soon(&self, s: &State) -> bool {
+        self.lock_delay_ms > 0
+            && s.armed
+            && !s.released
+            && self.b_holds(s)
+            && s.lost_at
+                .is_none_or(|lost| s.now < lost + self.lock_delay_ms)
+    }
+
+    /// ZooKeeper deleted A's node (its session closed, or A released it): B's watch fires, and
+    /// its `NodeDeleted` event goes out on B's link unless that is cut.
+    pub(crate) fn node_deleted(&self, s: &mut State) {
+        if s.fired || !(s.expired || s.released) {
+            return;
+        }
+        s.fired = true;
+        s.to_b = !s.is_cut(Link::MemberToB);
+    }
+
+    /// A's holder releases its lease (`Lease::release`): the lease stops reading `held` before
+    /// the delete goes out, and the delete with its marker is committed at once (the soonest).
+    /// The session goes on (no farewell: the lease was not lost).
+    pub(crate) fn release_cleanly(&self, s: &mut State) {
+        s.released = true;
+        s.farewell_done = true;
+        self.node_deleted(s);
+        if s.to_b {
+            b_receives(s);
+        }
+    }
+
+    /// B sees its cut connection break and reconnects (a new TCP stream, uncut): `SetWatches`
+    /// fires `NodeDeleted` at once if A's node is gone, else the watch is set again. Under
+    /// mutation (j) the connection's loss itself is taken for B's turn.
+    pub(crate) fn b_reconnects(&self, s: &mut State) {
+        s.cut.retain(|&l| l != Link::MemberToB);
+        if self.mutation == Mutation::BTurnOnAnyEvent {
+            s.b_heard = Some(s.now);
+            return;
+        }
+        if s.fired {
+            s.to_b = true;
+            b_receives(s);
+        }
+    }
+}
+
+/// B reads its watch's `NodeDeleted` event.
+pub(crate) fn b_receives(s: &mut State) {
+    s.to_b = false;
+    if s.b_heard.is_none() {
+        s.b_heard = Some(s.now);
+    }
+}
