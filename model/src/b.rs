@@ -68,7 +68,7 @@ impl LeaseModel {
         s.farewell_done = true;
         self.node_deleted(s);
         if s.to_b {
-            b_receives(s);
+            b_receives(self, s);
         }
     }
 
@@ -83,15 +83,16 @@ impl LeaseModel {
         }
         if s.fired {
             s.to_b = true;
-            b_receives(s);
+            b_receives(self, s);
         }
     }
 }
 
-/// B reads its watch's `NodeDeleted` event.
-pub(crate) fn b_receives(s: &mut State) {
+/// B reads its watch's `NodeDeleted` event. When it heard it matters only to a lock-delay:
+/// without one the moment is not kept (two runs that differ only there are one state).
+pub(crate) fn b_receives(model: &LeaseModel, s: &mut State) {
     s.to_b = false;
     if s.b_heard.is_none() {
-        s.b_heard = Some(s.now);
+        s.b_heard = Some(if model.lock_delay_ms > 0 { s.now } else { 0 });
     }
 }

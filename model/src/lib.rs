@@ -56,6 +56,9 @@ pub const B_HELD: &str = "B holds after A's node went without a clean release";
 pub const KEPT: &str = "A's lease is kept past its session's first possible expiry";
 /// The example that shows a reconnect is checked (`LeaseModel::reconnect`).
 pub const MOVED: &str = "A's lease is kept past its first possible expiry after A moved";
+/// The example that shows a restarted follower serves A again (`LeaseModel::restart`).
+pub const BACK: &str =
+    "A's lease is kept past its first possible expiry on the follower that restarted";
 /// The example that shows the shared chain or the leader skip is checked (issue 54): A's lease
 /// is kept by it past the session's first possible expiry.
 pub const UNCHAINED: &str =
@@ -211,6 +214,9 @@ pub struct LeaseModel {
     /// Chubby's lock-delay (ms; 0: none): B, told A's node is gone, holds only this long after
     /// unless A released cleanly (its release marker; `core/src/recipes/mutex_queue.rs`).
     pub lock_delay_ms: u32,
+    /// A crashed follower restarts once, at any moment after its crash (src/crashes.rs), and A
+    /// may dial it again when its connection to the leader goes silent.
+    pub restart: bool,
     /// A's holder may release its lease cleanly at any moment while it reads `held`: the
     /// delete and the marker in one multi (`Lease::release`).
     pub release: bool,
@@ -242,6 +248,7 @@ impl LeaseModel {
             crash: false,
             shared: false,
             leader_skip: false,
+            restart: false,
             b_faults: false,
             lock_delay_ms: 0,
             release: false,
@@ -400,6 +407,9 @@ pub struct State {
     pub new_leader_touch: Option<u32>,
     /// The carrier whose syncs A's chain records, while A shares it.
     pub carrier: Option<Carrier>,
+    /// The crashed follower restarted (`LeaseModel::restart`), and A moved back to it.
+    pub restarted: bool,
+    pub back: bool,
     /// When A's lease turned `lost` (the servers' clock, ms): the lock-delay's measure.
     pub lost_at: Option<u32>,
     /// A's holder released its lease cleanly (its node deleted with the release marker).
@@ -434,6 +444,8 @@ pub enum Action {
     Acquire,
     /// A member crashes (`LeaseModel::crash`).
     Crash(Member),
+    /// The crashed follower restarts (`LeaseModel::restart`).
+    Restart,
     /// A's holder releases its lease cleanly (`LeaseModel::release`).
     Release,
     /// B sees its cut connection break and reconnects (src/b.rs).
@@ -506,6 +518,8 @@ impl Model for LeaseModel {
             crashed: None,
             new_leader_touch: None,
             carrier: self.shared.then(|| Carrier::new(self.carrier_member(a_on))),
+            restarted: false,
+            back: false,
             lost_at: None,
             released: false,
             fired: false,
@@ -567,6 +581,9 @@ impl Model for LeaseModel {
             if self.has_follower() {
                 actions.push(Action::Crash(Member::Follower));
             }
+        }
+        if self.restart && matches!(s.crashed, Some((Member::Follower, _))) && !s.restarted {
+            actions.push(Action::Restart);
         }
         if self.depose && !self.has_follower() && s.deposed.is_none() && s.crashed.is_none() {
             actions.push(Action::Depose);
@@ -637,7 +654,8 @@ impl Model for LeaseModel {
                     s.given_up = true;
                     let proven = u32::try_from(s.chain.proven.as_millis()).unwrap_or(u32::MAX);
                     s.given_up_at = Some((now, proven));
-                    s.lost_at = Some(s.now);
+                    // Kept only for the lock-delay's property (else it splits states for naught).
+                    s.lost_at = (self.lock_delay_ms > 0).then_some(s.now);
                 }
                 self.farewell_step(&mut s);
                 self.node_deleted(&mut s);
@@ -685,7 +703,7 @@ impl Model for LeaseModel {
                         moved = true;
                     }
                     if hold & HOLD_TO_B == 0 && s.to_b {
-                        b_receives(&mut s);
+                        b_receives(self, &mut s);
                         moved = true;
                     }
                     if !moved {
@@ -697,13 +715,14 @@ impl Model for LeaseModel {
             Action::Depose => s.deposed = Some(s.now),
             Action::Acquire => s.active = true,
             Action::Crash(member) => self.crash_member(&mut s, member),
+            Action::Restart => self.restart_follower(&mut s),
             Action::PauseFollower => s.paused_until = Some(s.now + self.follower_pause_ms),
             Action::LetGo => {
                 s.let_go = true;
                 self.farewell_step(&mut s);
                 self.node_deleted(&mut s);
                 if s.to_b {
-                    b_receives(&mut s);
+                    b_receives(self, &mut s);
                 }
             }
             Action::Release => self.release_cleanly(&mut s),
@@ -763,6 +782,9 @@ impl Model for LeaseModel {
                 (s.carrier.is_some() || model.skips_chain(s))
                     && model.a_holds(s)
                     && s.now > model.expiry_ms(0)
+            }),
+            Property::sometimes(BACK, |model: &LeaseModel, s: &State| {
+                s.back && s.reconnecting.is_none() && model.a_holds(s) && s.now > model.expiry_ms(0)
             }),
             Property::sometimes(MOVED, |model: &LeaseModel, s: &State| {
                 s.moved

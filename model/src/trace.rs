@@ -124,6 +124,12 @@ impl LeaseModel {
         match s.crashed {
             Some((crate::Member::Follower, at)) => {
                 let _ = write!(out, " | the follower crashed at {at}");
+                if s.restarted {
+                    out.push_str(", restarted");
+                }
+                if s.back {
+                    out.push_str(", A back on it");
+                }
             }
             Some((crate::Member::Leader, at)) => {
                 let _ = write!(out, " | the leader crashed at {at}, a new one started then");

@@ -5,7 +5,9 @@
 use std::time::Instant;
 
 use stateright::{Checker, Model};
-use zklock_model::{LeaseModel, B_HELD, DELAYED, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER, UNCHAINED};
+use zklock_model::{
+    LeaseModel, BACK, B_HELD, DELAYED, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER, UNCHAINED,
+};
 
 fn long() -> bool {
     std::env::var_os("ZKLOCK_MODEL_LONG").is_some()
@@ -49,6 +51,12 @@ fn check(name: &str, model: LeaseModel) {
             .discovery(B_HELD)
             .unwrap_or_else(|| panic!("model {name}: B never holds"));
         println!("model {name}: `{B_HELD}`:\n{}", model.trace(&b_held));
+    }
+    if model.restart {
+        let back = checker
+            .discovery(BACK)
+            .unwrap_or_else(|| panic!("model {name}: no lease is kept on the restarted follower"));
+        println!("model {name}: `{BACK}`:\n{}", model.trace(&back));
     }
     if model.reconnect {
         let moved = checker
@@ -440,4 +448,20 @@ fn b_model() -> LeaseModel {
     model.horizon_ms = 4000;
     model.max_disturbed = if long() { 3 } else { 2 };
     model
+}
+
+/// A crashed follower restarts once, at any moment after its crash (issue 52): it rejoins its
+/// leader on a new connection with an empty touch table, the leader pings it again, and A,
+/// which moved to the leader at the crash, dials it again when its connection to the leader
+/// goes silent for the read timeout (after a cut of A's link): the follower revalidates the
+/// session with the leader, and A's syncs pass its new learner stream. Check 9's bounds (the
+/// crash of either member at any moment, one cut, one disturbed step).
+#[test]
+fn a_holder_that_returns_to_its_restarted_follower_never_reads_held_while_another_can_hold() {
+    let mut model = moving_model();
+    model.crash = true;
+    model.restart = true;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 2 } else { 1 };
+    check("holder returning to its restarted follower", model);
 }
