@@ -21,7 +21,7 @@
 //! watch, and `DataTree.setWatches` fires `NodeDeleted` at once for a data watch on a node that
 //! is gone, else sets the watch again.
 
-use crate::{LeaseModel, Link, Mutation, State};
+use crate::{Down, LeaseModel, Link, Member, Mutation, State};
 
 impl LeaseModel {
     /// Whether B holds: it heard A's node deleted, and waited the lock-delay unless A released
@@ -51,13 +51,44 @@ impl LeaseModel {
     }
 
     /// ZooKeeper deleted A's node (its session closed, or A released it): B's watch fires, and
-    /// its `NodeDeleted` event goes out on B's link unless that is cut.
+    /// its `NodeDeleted` event goes out on B's link unless that is cut or closed. On a follower
+    /// the watch fires only when the follower applies the commit, which comes down its learner
+    /// stream after what the leader sent before (lost with that stream).
     pub(crate) fn node_deleted(&self, s: &mut State) {
         if s.fired || !(s.expired || s.released) {
             return;
         }
         s.fired = true;
-        s.to_b = !s.is_cut(Link::MemberToB);
+        if s.b_on == Member::Follower {
+            let crashed = matches!(s.crashed, Some((Member::Follower, _))) && !s.restarted;
+            if !s.follower_dropped && !crashed && !s.is_cut(Link::LeaderToFollower) {
+                s.down.push(Down::Commit);
+            }
+            return;
+        }
+        s.to_b = !s.is_cut(Link::MemberToB) && !s.b_closed;
+    }
+
+    /// The follower applied the commit that deleted A's node: B's watch fires there.
+    pub(crate) fn b_watch_fires_on_follower(&self, s: &mut State) {
+        if s.b_on == Member::Follower && !s.b_closed {
+            s.to_b = !s.is_cut(Link::MemberToB);
+        }
+    }
+
+    /// The follower B is on closes B's connection (it lost its leader, or crashed), after what
+    /// it sent before. B on the leader is on the member that deletes A's node first, the new
+    /// leader after a crash (which the model starts at the crash): nothing closes it.
+    pub(crate) fn close_b_on(&self, s: &mut State, member: Member) {
+        if member == Member::Follower && s.b_on == member && s.b_heard.is_none() {
+            s.b_closed = true;
+        }
+    }
+
+    /// B's connection is broken and B has yet to see it: cut, or closed by its member and read
+    /// to the close.
+    pub(crate) fn b_broken(&self, s: &State) -> bool {
+        s.b_heard.is_none() && (s.is_cut(Link::MemberToB) || (s.b_closed && !s.to_b))
     }
 
     /// A's holder releases its lease (`Lease::release`): the lease stops reading `held` before
@@ -72,11 +103,13 @@ impl LeaseModel {
         }
     }
 
-    /// B sees its cut connection break and reconnects (a new TCP stream, uncut): `SetWatches`
-    /// fires `NodeDeleted` at once if A's node is gone, else the watch is set again. Under
-    /// mutation (j) the connection's loss itself is taken for B's turn.
+    /// B sees its connection break and reconnects (a new TCP stream, uncut), to the leader:
+    /// `SetWatches` fires `NodeDeleted` at once if A's node is gone, else the watch is set
+    /// again. Under mutation (j) the connection's loss itself is taken for B's turn.
     pub(crate) fn b_reconnects(&self, s: &mut State) {
         s.cut.retain(|&l| l != Link::MemberToB);
+        s.b_closed = false;
+        s.b_on = Member::Leader;
         if self.mutation == Mutation::BTurnOnAnyEvent {
             s.b_heard = Some(s.now);
             return;

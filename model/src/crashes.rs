@@ -75,8 +75,10 @@ impl LeaseModel {
         // The carrier's connection ends the same way (a follower that loses its leader drops
         // every client).
         self.close_carrier_on(s, member);
+        self.close_b_on(s, member);
         if member == Member::Leader {
             self.close_carrier_on(s, Member::Follower);
+            self.close_b_on(s, Member::Follower);
         }
         if a_on_crashed {
             s.to_member.clear();

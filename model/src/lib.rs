@@ -214,6 +214,9 @@ pub struct LeaseModel {
     /// Chubby's lock-delay (ms; 0: none): B, told A's node is gone, holds only this long after
     /// unless A released cleanly (its release marker; `core/src/recipes/mutex_queue.rs`).
     pub lock_delay_ms: u32,
+    /// B's connection is to the follower (else to the member that deletes A's node first): the
+    /// follower fires B's watch when it applies the commit it reads from its leader (src/b.rs).
+    pub b_on_follower: bool,
     /// A crashed follower restarts once, at any moment after its crash (src/crashes.rs), and A
     /// may dial it again when its connection to the leader goes silent.
     pub restart: bool,
@@ -249,6 +252,7 @@ impl LeaseModel {
             shared: false,
             leader_skip: false,
             restart: false,
+            b_on_follower: false,
             b_faults: false,
             lock_delay_ms: 0,
             release: false,
@@ -419,6 +423,10 @@ pub struct State {
     pub fired: bool,
     pub to_b: bool,
     pub b_heard: Option<u32>,
+    /// The member B's connection is to, and whether that member closed it (B reads the close
+    /// after the event, if one was sent before it).
+    pub b_on: Member,
+    pub b_closed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -525,6 +533,12 @@ impl Model for LeaseModel {
             fired: false,
             to_b: false,
             b_heard: None,
+            b_on: if self.b_on_follower {
+                Member::Follower
+            } else {
+                Member::Leader
+            },
+            b_closed: false,
         }]
     }
 
@@ -616,7 +630,7 @@ impl Model for LeaseModel {
                 actions.push(Action::Cut(Link::MemberToB));
             }
         }
-        if s.is_cut(Link::MemberToB) && s.b_heard.is_none() {
+        if self.b_broken(s) {
             actions.push(Action::BReconnects);
         }
         if self.release && self.a_holds(s) {

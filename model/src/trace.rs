@@ -74,6 +74,12 @@ impl LeaseModel {
             None if s.fired => out.push_str(" | B's watch fired, its event lost"),
             None => {}
         }
+        if s.b_on == crate::Member::Follower {
+            out.push_str(" | B on the follower");
+        }
+        if s.b_closed {
+            out.push_str(", B's connection closed");
+        }
         if let Some(lost) = s.lost_at.filter(|_| self.lock_delay_ms > 0) {
             let _ = write!(out, " | A lost at {lost}");
         }

@@ -465,3 +465,15 @@ fn a_holder_that_returns_to_its_restarted_follower_never_reads_held_while_anothe
     model.max_disturbed = if long() { 2 } else { 1 };
     check("holder returning to its restarted follower", model);
 }
+
+/// B on A's follower (issue 52): the follower fires B's watch only when it applies the commit
+/// of A's session's close, which comes down its learner stream behind the leader's pings (a
+/// paused follower, a slow or cut leader→follower link delay or lose it); a follower that
+/// loses its leader closes B's connection, and B reconnects to the leader, where `SetWatches`
+/// fires the event if A's node is gone. Check 19's bounds.
+#[test]
+fn the_next_holder_on_the_holders_follower_takes_its_turn_only_on_its_watch() {
+    let mut model = b_model();
+    model.b_on_follower = true;
+    check("B on A's follower, with a lock-delay", model);
+}

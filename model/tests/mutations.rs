@@ -246,7 +246,17 @@ fn the_next_holder_taking_a_connection_loss_for_its_turn_lets_two_clients_hold()
     model.b_faults = true;
     model.max_disturbed = 0;
     model.mutation = Mutation::BTurnOnAnyEvent;
-    counterexample("(j) B's turn on any event of its watch", model);
+    counterexample("(j) B's turn on any event of its watch", model.clone());
+    // B on A's follower, with no fault of B's link: the follower closes B's connection when it
+    // loses its leader, `syncLimit` ticks after a cut of a member link (2 here: at 5 A's proof
+    // has long run out by then).
+    model.b_on_follower = true;
+    model.b_faults = false;
+    model.sync_limit = 2;
+    counterexample(
+        "(j) B on A's follower, its turn on its connection's close",
+        model,
+    );
 }
 
 /// Mutation (k): B holds at once on its watch's event even when A's node went without a clean
