@@ -10,16 +10,19 @@
 //! CloseSession): `SessionTrackerImpl` → `ZooKeeperServer.expire` → `close` → the closeSession
 //! transaction, committed and applied by `DataTree.killSession` → `deleteNode`, which fires
 //! `dataWatches.triggerWatch(path, NodeDeleted)` (`WatchManager.triggerWatch`: a watch fires
-//! once and is removed). The model fires it at that moment, on the member that deletes first
-//! (B's connection is to the leader that expires A's session: the soonest B could hear; a
-//! follower applies the same commit later), and the event goes to B on B's own link, which
-//! may be slow (`Disturb::BLinkSlow`) or cut (`Link::MemberToB`: the event is lost with the
+//! once and is removed). By default the model fires it at the moment the session closes, on
+//! the member B is connected to, which stands for the member that applies the close first: no
+//! member can apply it sooner, so B hears the soonest it could. With
+//! `LeaseModel::b_on_follower` B is on A's follower, which applies the close when it reads the
+//! leader's commit on its learner stream. The event goes to B on B's own link, which may be
+//! slow (`Disturb::BLinkSlow`) or cut (`Link::MemberToB`: the event is lost with the
 //! connection). B's session stays alive (B's own lifeline is not modelled).
 //!
-//! A cut is seen by B at some later moment (its read timeout; the model lets it come at any
-//! moment, `Action::BReconnects`): B reconnects and its client sends `SetWatches` with the
-//! watch, and `DataTree.setWatches` fires `NodeDeleted` at once for a data watch on a node that
-//! is gone, else sets the watch again.
+//! A broken connection (cut, or closed by a follower that lost its leader) is seen by B at some
+//! later moment (its read timeout; the model lets it come at any moment, `Action::BReconnects`):
+//! B reconnects to the leader and its client sends `SetWatches` with the watch, and
+//! `DataTree.setWatches` fires `NodeDeleted` at once for a data watch on a node that is gone,
+//! else sets the watch again.
 
 use crate::{Down, LeaseModel, Link, Member, Mutation, State};
 
