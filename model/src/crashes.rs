@@ -3,8 +3,10 @@
 //!
 //! - The follower: the leader's `LearnerHandler` for it reads the close and ends (`run`'s read
 //!   fails, `shutdown`), so no more pings and no more of its touches; its clients read the close
-//!   of their connections and reconnect elsewhere. When it restarts it rejoins with a new touch
-//!   table and no client of ours (A moved), which changes nothing here: not modelled.
+//!   of their connections and reconnect elsewhere. With `LeaseModel::restart` it restarts once,
+//!   at any later moment (`restart_follower`): it rejoins its leader on a new connection with an
+//!   empty touch table (`LearnerSessionTracker` is made afresh with the `Learner`), the leader's
+//!   new `LearnerHandler` pings it again, and A may dial it again.
 //! - The leader: its followers read the close, go back to the election (`Learner.shutdown` →
 //!   `closeAllConnections`: their clients are dropped too) and follow the new leader, which
 //!   starts every session's clock afresh (`SessionTrackerImpl`'s constructor gives every session
@@ -22,6 +24,24 @@ pub enum Member {
 }
 
 impl LeaseModel {
+    /// The crashed follower restarts: `QuorumPeer.run` (`FOLLOWING`) makes a new `Follower`,
+    /// which connects to the leader (`Learner.connectToLeader`, a new socket: the old streams'
+    /// cuts do not apply), syncs (`syncWithLeader`) and then serves; the leader's new
+    /// `LearnerHandler` reads it and pings it every half tick. Its touch table starts empty,
+    /// and it has no client until one dials it.
+    pub(crate) fn restart_follower(&self, s: &mut State) {
+        s.restarted = true;
+        s.follower_dropped = false;
+        s.follower_closed = false;
+        s.follower_touched = false;
+        s.up.clear();
+        s.down.clear();
+        s.leader_heard = s.now;
+        s.follower_heard = s.now;
+        s.cut
+            .retain(|l| !matches!(l, Link::FollowerToLeader | Link::LeaderToFollower));
+    }
+
     pub(crate) fn crash_member(&self, s: &mut State, member: Member) {
         s.crashed = Some((member, s.now));
         // The learner stream breaks either way; the follower's unreported touches are lost.
@@ -55,8 +75,10 @@ impl LeaseModel {
         // The carrier's connection ends the same way (a follower that loses its leader drops
         // every client).
         self.close_carrier_on(s, member);
+        self.close_b_on(s, member);
         if member == Member::Leader {
             self.close_carrier_on(s, Member::Follower);
+            self.close_b_on(s, Member::Follower);
         }
         if a_on_crashed {
             s.to_member.clear();

@@ -3,7 +3,7 @@
 
 use crate::{LeaseModel, Member, State};
 
-/// The four streams, as bits of what a [`Disturb`] holds.
+/// The streams, as bits of what a [`Disturb`] holds.
 pub const HOLD_TO_MEMBER: u8 = 1;
 pub const HOLD_TO_CLIENT: u8 = 2;
 pub const HOLD_UP: u8 = 4;
@@ -11,6 +11,8 @@ pub const HOLD_DOWN: u8 = 8;
 /// The carrier's two streams (`LeaseModel::shared`).
 pub const HOLD_C_TO_MEMBER: u8 = 16;
 pub const HOLD_C_TO_CLIENT: u8 = 32;
+/// B's inbound stream, the watch's event (`LeaseModel::b_faults`).
+pub const HOLD_TO_B: u8 = 64;
 
 /// What slows down during one step (each disturbed step counts against
 /// `LeaseModel::max_disturbed`).
@@ -31,9 +33,11 @@ pub enum Disturb {
     FollowerReadsLeaderFirst,
     /// The carrier's link delivers nothing either way (A's does).
     CarrierLinkSlow,
+    /// B's link delivers nothing (the watch's event waits).
+    BLinkSlow,
 }
 
-pub(crate) const DISTURBS: [Disturb; 7] = [
+pub(crate) const DISTURBS: [Disturb; 8] = [
     Disturb::None,
     Disturb::ClientLinkSlow,
     Disturb::ClientPaused,
@@ -41,6 +45,7 @@ pub(crate) const DISTURBS: [Disturb; 7] = [
     Disturb::LeaderSlow,
     Disturb::FollowerReadsLeaderFirst,
     Disturb::CarrierLinkSlow,
+    Disturb::BLinkSlow,
 ];
 
 /// The streams a disturbance holds for one step (a paused follower holds A's requests only
@@ -54,6 +59,7 @@ pub(crate) fn hold_of(disturb: Disturb, a_on_follower: bool) -> u8 {
         Disturb::LeaderSlow => HOLD_UP,
         Disturb::FollowerReadsLeaderFirst => 0,
         Disturb::CarrierLinkSlow => HOLD_C_TO_MEMBER | HOLD_C_TO_CLIENT,
+        Disturb::BLinkSlow => HOLD_TO_B,
     }
 }
 

@@ -19,6 +19,7 @@ mod lifeline_math;
 
 use lifeline_math::Chain;
 
+mod b;
 mod carrier;
 mod client;
 mod crashes;
@@ -27,11 +28,13 @@ mod moves;
 mod servers;
 mod trace;
 
+use b::b_receives;
 pub use carrier::Carrier;
 pub use crashes::Member;
 use disturb::DISTURBS;
 pub use disturb::{
-    Disturb, HOLD_C_TO_CLIENT, HOLD_C_TO_MEMBER, HOLD_DOWN, HOLD_TO_CLIENT, HOLD_TO_MEMBER, HOLD_UP,
+    Disturb, HOLD_C_TO_CLIENT, HOLD_C_TO_MEMBER, HOLD_DOWN, HOLD_TO_B, HOLD_TO_CLIENT,
+    HOLD_TO_MEMBER, HOLD_UP,
 };
 use servers::leader_receives;
 pub use servers::{Down, Up};
@@ -41,10 +44,21 @@ pub const ONE_HOLDER: &str = "one holder: A reads held only while B cannot hold"
 /// The farewell's property: A's farewell closes its session, and so hands the lock to B, only
 /// once A's holder let go of its lost lease.
 pub const LET_GO_FIRST: &str = "the farewell hands the lock on only after A's holder let go";
+/// The lock-delay's property (`LeaseModel::lock_delay_ms`): when A's node went without a clean
+/// release, B holds only a lock-delay after A's lease turned `lost`, so A's holder, told `lost`,
+/// has that long to stop what it does under the lock.
+pub const DELAYED: &str =
+    "after an unclean hand-over B holds only a lock-delay after A's lease turned lost";
+/// The example that shows B's side is not vacuous: B holds after A's node went without a
+/// clean release (after the lock-delay, when there is one).
+pub const B_HELD: &str = "B holds after A's node went without a clean release";
 /// The example that shows the model is not vacuous.
 pub const KEPT: &str = "A's lease is kept past its session's first possible expiry";
 /// The example that shows a reconnect is checked (`LeaseModel::reconnect`).
 pub const MOVED: &str = "A's lease is kept past its first possible expiry after A moved";
+/// The example that shows a restarted follower serves A again (`LeaseModel::restart`).
+pub const BACK: &str =
+    "A's lease is kept past its first possible expiry on the follower that restarted";
 /// The example that shows the shared chain or the leader skip is checked (issue 54): A's lease
 /// is kept by it past the session's first possible expiry.
 pub const UNCHAINED: &str =
@@ -103,6 +117,12 @@ pub enum Mutation {
     /// (i) The leader skip proving the answered request's send time itself, as issue 54 first
     /// had it, instead of a gap before it.
     SkipWithoutGap,
+    /// (j) B takes any event of its watch for its turn, not only `NodeDeleted`: a connection's
+    /// loss, which some clients hand to every registered watcher, becomes B's turn.
+    BTurnOnAnyEvent,
+    /// (k) B holds at once on the watch's event, without the lock-delay, even when A's node
+    /// went without a clean release (no marker).
+    SkipLockDelay,
 }
 
 /// Which of the client's links to its member, and of the member's to the leader, a fault cut.
@@ -117,6 +137,8 @@ pub enum Link {
     /// The carrier's connection (`LeaseModel::shared`), each way.
     CarrierToMember,
     MemberToCarrier,
+    /// B's connection, from B's member to B (`LeaseModel::b_faults`): the watch's event.
+    MemberToB,
 }
 
 const CARRIER_LINKS: [Link; 2] = [Link::CarrierToMember, Link::MemberToCarrier];
@@ -186,6 +208,21 @@ pub struct LeaseModel {
     /// The leader skip (src/carrier.rs): A, on the leader and never moved, takes any answered
     /// request as proof of its send time, and sends plain pings as heartbeats.
     pub leader_skip: bool,
+    /// B's link may be slow (a disturbed step) or its member-to-B direction cut (one of
+    /// `max_cuts`), after which B reconnects at any later moment (src/b.rs).
+    pub b_faults: bool,
+    /// Chubby's lock-delay (ms; 0: none): B, told A's node is gone, holds only this long after
+    /// unless A released cleanly (its release marker; `core/src/recipes/mutex_queue.rs`).
+    pub lock_delay_ms: u32,
+    /// B's connection is to the follower (else to the member that deletes A's node first): the
+    /// follower fires B's watch when it applies the commit it reads from its leader (src/b.rs).
+    pub b_on_follower: bool,
+    /// A crashed follower restarts once, at any moment after its crash (src/crashes.rs), and A
+    /// may dial it again when its connection to the leader goes silent.
+    pub restart: bool,
+    /// A's holder may release its lease cleanly at any moment while it reads `held`: the
+    /// delete and the marker in one multi (`Lease::release`).
+    pub release: bool,
     pub mutation: Mutation,
 }
 
@@ -214,6 +251,11 @@ impl LeaseModel {
             crash: false,
             shared: false,
             leader_skip: false,
+            restart: false,
+            b_on_follower: false,
+            b_faults: false,
+            lock_delay_ms: 0,
+            release: false,
             mutation: Mutation::None,
         }
     }
@@ -246,7 +288,10 @@ impl LeaseModel {
     /// Whether A's lease reads `held`: its deadline is still ahead, and never passed before
     /// (`lost` is final: the lifeline gives the session up when its deadline passes).
     pub fn a_holds(&self, state: &State) -> bool {
-        state.armed && !state.given_up && self.client_now(state) < self.deadline_ms(state)
+        state.armed
+            && !state.given_up
+            && !state.released
+            && self.client_now(state) < self.deadline_ms(state)
     }
 
     /// A's clock (ms), which runs at `client_rate_permille` of the servers' (one clock for the
@@ -254,12 +299,6 @@ impl LeaseModel {
     pub fn client_now(&self, state: &State) -> u32 {
         u32::try_from(u64::from(state.now) * u64::from(self.client_rate_permille) / 1000)
             .unwrap_or(u32::MAX)
-    }
-
-    /// Whether B holds: A's session expired at the leader, so its node (the lowest) is deleted
-    /// and B's, the next, is the lowest; B's session is alive by construction.
-    pub fn b_holds(&self, state: &State) -> bool {
-        state.expired
     }
 }
 
@@ -372,6 +411,22 @@ pub struct State {
     pub new_leader_touch: Option<u32>,
     /// The carrier whose syncs A's chain records, while A shares it.
     pub carrier: Option<Carrier>,
+    /// The crashed follower restarted (`LeaseModel::restart`), and A moved back to it.
+    pub restarted: bool,
+    pub back: bool,
+    /// When A's lease turned `lost` (the servers' clock, ms): the lock-delay's measure.
+    pub lost_at: Option<u32>,
+    /// A's holder released its lease cleanly (its node deleted with the release marker).
+    pub released: bool,
+    /// B (src/b.rs): its watch on A's node fired (ZooKeeper deleted the node), the
+    /// `NodeDeleted` event is on B's link, B heard it (when, ms). A cut of B's link is in `cut`.
+    pub fired: bool,
+    pub to_b: bool,
+    pub b_heard: Option<u32>,
+    /// The member B's connection is to, and whether that member closed it (B reads the close
+    /// after the event, if one was sent before it).
+    pub b_on: Member,
+    pub b_closed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -397,6 +452,12 @@ pub enum Action {
     Acquire,
     /// A member crashes (`LeaseModel::crash`).
     Crash(Member),
+    /// The crashed follower restarts (`LeaseModel::restart`).
+    Restart,
+    /// A's holder releases its lease cleanly (`LeaseModel::release`).
+    Release,
+    /// B sees its cut connection break and reconnects (src/b.rs).
+    BReconnects,
 }
 
 impl State {
@@ -465,10 +526,32 @@ impl Model for LeaseModel {
             crashed: None,
             new_leader_touch: None,
             carrier: self.shared.then(|| Carrier::new(self.carrier_member(a_on))),
+            restarted: false,
+            back: false,
+            lost_at: None,
+            released: false,
+            fired: false,
+            to_b: false,
+            b_heard: None,
+            b_on: if self.b_on_follower {
+                Member::Follower
+            } else {
+                Member::Leader
+            },
+            b_closed: false,
         }]
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        // Once B holds and A's lease is over for good (given up or released), no property can
+        // fail later: A never reads `held` again, the farewell has closed the session or never
+        // will, and a hold too soon only gets later. The checks of B end the run there; the
+        // older ones (B implicit: no B faults, no lock-delay) explore on, as their documented
+        // state counts do.
+        let b_checked = self.b_faults || self.lock_delay_ms > 0;
+        if b_checked && self.b_holds(s) && (s.given_up || s.released) {
+            return;
+        }
         if s.now + self.step_ms <= self.horizon_ms {
             for disturb in DISTURBS {
                 let hold = self.hold(s, disturb, false);
@@ -482,7 +565,9 @@ impl Model for LeaseModel {
                     c.map_or(0, |c| c.to_client.len()),
                 ];
                 // A stream may lag at most `max_queue` messages: pauses are bounded.
-                let too_long = (0..6).any(|i| hold & (1 << i) != 0 && lens[i] >= self.max_queue);
+                let too_long = (0..6).any(|i| hold & (1 << i) != 0 && lens[i] >= self.max_queue)
+                    // B's link holds one event at most: slowing it with none is no new state.
+                    || (hold & HOLD_TO_B != 0 && !s.to_b);
                 let useless = (!self.has_follower()
                     && matches!(
                         disturb,
@@ -490,7 +575,8 @@ impl Model for LeaseModel {
                             | Disturb::LeaderSlow
                             | Disturb::FollowerReadsLeaderFirst
                     ))
-                    || (s.carrier.is_none() && disturb == Disturb::CarrierLinkSlow);
+                    || (s.carrier.is_none() && disturb == Disturb::CarrierLinkSlow)
+                    || (!self.b_faults && disturb == Disturb::BLinkSlow);
                 let allowed = disturb == Disturb::None || s.disturbed < self.max_disturbed;
                 if allowed && !too_long && !useless {
                     actions.push(Action::Step(disturb));
@@ -509,6 +595,9 @@ impl Model for LeaseModel {
             if self.has_follower() {
                 actions.push(Action::Crash(Member::Follower));
             }
+        }
+        if self.restart && matches!(s.crashed, Some((Member::Follower, _))) && !s.restarted {
+            actions.push(Action::Restart);
         }
         if self.depose && !self.has_follower() && s.deposed.is_none() && s.crashed.is_none() {
             actions.push(Action::Depose);
@@ -536,6 +625,16 @@ impl Model for LeaseModel {
                     }
                 }
             }
+            // Only while B waits: once it heard the event, its link carries nothing we model.
+            if self.b_faults && !s.is_cut(Link::MemberToB) && s.b_heard.is_none() {
+                actions.push(Action::Cut(Link::MemberToB));
+            }
+        }
+        if self.b_broken(s) {
+            actions.push(Action::BReconnects);
+        }
+        if self.release && self.a_holds(s) {
+            actions.push(Action::Release);
         }
     }
 
@@ -569,8 +668,11 @@ impl Model for LeaseModel {
                     s.given_up = true;
                     let proven = u32::try_from(s.chain.proven.as_millis()).unwrap_or(u32::MAX);
                     s.given_up_at = Some((now, proven));
+                    // Kept only for the lock-delay's property (else it splits states for naught).
+                    s.lost_at = (self.lock_delay_ms > 0).then_some(s.now);
                 }
                 self.farewell_step(&mut s);
+                self.node_deleted(&mut s);
                 if disturb != Disturb::ClientPaused {
                     self.notice_disconnect(&mut s);
                     self.carrier_notices_break(&mut s);
@@ -614,6 +716,10 @@ impl Model for LeaseModel {
                         self.carrier_receives(&mut s);
                         moved = true;
                     }
+                    if hold & HOLD_TO_B == 0 && s.to_b {
+                        b_receives(self, &mut s);
+                        moved = true;
+                    }
                     if !moved {
                         break;
                     }
@@ -623,11 +729,18 @@ impl Model for LeaseModel {
             Action::Depose => s.deposed = Some(s.now),
             Action::Acquire => s.active = true,
             Action::Crash(member) => self.crash_member(&mut s, member),
+            Action::Restart => self.restart_follower(&mut s),
             Action::PauseFollower => s.paused_until = Some(s.now + self.follower_pause_ms),
             Action::LetGo => {
                 s.let_go = true;
                 self.farewell_step(&mut s);
+                self.node_deleted(&mut s);
+                if s.to_b {
+                    b_receives(self, &mut s);
+                }
             }
+            Action::Release => self.release_cleanly(&mut s),
+            Action::BReconnects => self.b_reconnects(&mut s),
             Action::Read => {
                 s.reads += 1;
                 s.pings_in_flight += 1;
@@ -655,6 +768,7 @@ impl Model for LeaseModel {
                             c.closed = false;
                         }
                     }
+                    Link::MemberToB => s.to_b = false,
                 }
             }
         }
@@ -669,6 +783,10 @@ impl Model for LeaseModel {
             Property::always(LET_GO_FIRST, |_: &LeaseModel, s: &State| {
                 !s.farewell_closed || s.let_go
             }),
+            Property::always(DELAYED, |model: &LeaseModel, s: &State| !model.too_soon(s)),
+            Property::sometimes(B_HELD, |model: &LeaseModel, s: &State| {
+                model.b_holds(s) && !s.released
+            }),
             // Not vacuous: the proof does keep a lease past the moment an unproven session
             // could first expire.
             Property::sometimes(KEPT, |model: &LeaseModel, s: &State| {
@@ -678,6 +796,9 @@ impl Model for LeaseModel {
                 (s.carrier.is_some() || model.skips_chain(s))
                     && model.a_holds(s)
                     && s.now > model.expiry_ms(0)
+            }),
+            Property::sometimes(BACK, |model: &LeaseModel, s: &State| {
+                s.back && s.reconnecting.is_none() && model.a_holds(s) && s.now > model.expiry_ms(0)
             }),
             Property::sometimes(MOVED, |model: &LeaseModel, s: &State| {
                 s.moved

@@ -38,9 +38,10 @@ impl LeaseModel {
         // A silent connection is given up once, for the other member (`with_follower`: from
         // the leader to the follower); a closed one every time, for the leader (a follower's
         // close: A moves to the leader; a crashed leader's: to the new one). A reconnect to
-        // the same member is not modelled.
-        let silent = !s.moved
-            && (self.a_on_follower(s) || self.with_follower)
+        // the same member is not modelled. A follower that restarted after its crash is a
+        // member A may dial again: a silent connection to the leader is given up for it once.
+        let back = s.restarted && !s.back && !self.a_on_follower(s);
+        let silent = (back || (!s.moved && (self.a_on_follower(s) || self.with_follower)))
             && self.client_now(s) >= s.last_recv + self.read_timeout_ms();
         if !closed && !silent {
             return;
@@ -51,6 +52,7 @@ impl LeaseModel {
         s.a_on = if closed || self.a_on_follower(s) {
             Member::Leader
         } else {
+            s.back = s.restarted;
             Member::Follower
         };
         s.moved = true;
@@ -61,9 +63,14 @@ impl LeaseModel {
         s.to_client.clear();
         s.beats_in_flight = 0;
         s.pings_in_flight = 0;
-        // The new connection is another TCP stream: the old one's cuts do not apply to it.
-        s.cut
-            .retain(|l| matches!(l, Link::FollowerToLeader | Link::LeaderToFollower));
+        // The new connection is another TCP stream: the old one's cuts do not apply to it (the
+        // member links' and B's stay).
+        s.cut.retain(|l| {
+            matches!(
+                l,
+                Link::FollowerToLeader | Link::LeaderToFollower | Link::MemberToB
+            )
+        });
         s.last_send = self.client_now(s);
         s.last_recv = self.client_now(s);
         if !s.is_cut(Link::ClientToMember) {
@@ -91,6 +98,7 @@ impl LeaseModel {
             if s.given_up_at.is_none() {
                 let proven = u32::try_from(s.chain.proven.as_millis()).unwrap_or(u32::MAX);
                 s.given_up_at = Some((self.client_now(s), proven));
+                s.lost_at = (self.lock_delay_ms > 0).then_some(s.now);
             }
             return;
         }

@@ -25,6 +25,10 @@ pub enum Down {
     SyncDone(Request),
     /// The leader's answer to a `REVALIDATE` (`Leader.revalidateSession`).
     Revalidated(Request),
+    /// The commit of the closeSession that deleted A's node (`Leader.commit`, after its
+    /// proposal on the same stream): the follower applies it (`FinalRequestProcessor` →
+    /// `DataTree.killSession`) and fires the watches of its own clients (B's, src/b.rs).
+    Commit,
     /// The leader dropped the follower (`LearnerHandler.run`: nothing read for `syncLimit`
     /// ticks, `shutdown`): its connection closes after what it sent.
     Closed,
@@ -224,6 +228,7 @@ impl LeaseModel {
         // carrier is gone, and falls back to its own chain.
         if !paused && self.follower_lost_leader(s) {
             self.close_carrier_on(s, Member::Follower);
+            self.close_b_on(s, Member::Follower);
         }
         if self.reconnect
             && self.a_on_follower(s)
@@ -253,6 +258,7 @@ impl LeaseModel {
             // `Learner.revalidate` → `finishSessionInit`: the ConnectResponse.
             Down::Revalidated(r) if self.a_on_follower(s) => s.push_to_client(r),
             Down::Revalidated(_) => {}
+            Down::Commit => self.b_watch_fires_on_follower(s),
             Down::Closed => {
                 s.follower_closed = true;
                 // It drops its clients: what it had not answered is lost.

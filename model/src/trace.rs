@@ -55,9 +55,33 @@ impl LeaseModel {
             }
         }
         if s.farewell_closed {
-            out.push_str(" CLOSED by the farewell: B holds");
+            out.push_str(" CLOSED by the farewell");
         } else if s.expired {
-            out.push_str(" EXPIRED: B holds");
+            out.push_str(" EXPIRED");
+        }
+        if s.released {
+            out.push_str(" | A released cleanly");
+        }
+        match s.b_heard {
+            _ if self.b_holds(s) => out.push_str(" | B HOLDS"),
+            Some(at) => {
+                let _ = write!(
+                    out,
+                    " | B heard A's node deleted at {at}, waits the lock-delay"
+                );
+            }
+            None if s.to_b => out.push_str(" | B's watch event on its link"),
+            None if s.fired => out.push_str(" | B's watch fired, its event lost"),
+            None => {}
+        }
+        if s.b_on == crate::Member::Follower {
+            out.push_str(" | B on the follower");
+        }
+        if s.b_closed {
+            out.push_str(", B's connection closed");
+        }
+        if let Some(lost) = s.lost_at.filter(|_| self.lock_delay_ms > 0) {
+            let _ = write!(out, " | A lost at {lost}");
         }
         if let Some((at, _)) = s.given_up_at {
             let _ = write!(
@@ -106,6 +130,12 @@ impl LeaseModel {
         match s.crashed {
             Some((crate::Member::Follower, at)) => {
                 let _ = write!(out, " | the follower crashed at {at}");
+                if s.restarted {
+                    out.push_str(", restarted");
+                }
+                if s.back {
+                    out.push_str(", A back on it");
+                }
             }
             Some((crate::Member::Leader, at)) => {
                 let _ = write!(out, " | the leader crashed at {at}, a new one started then");
@@ -129,7 +159,7 @@ impl LeaseModel {
 
     /// Whether a state breaks one of the `always` properties.
     pub fn violates(&self, s: &State) -> bool {
-        (self.a_holds(s) && self.b_holds(s)) || (s.farewell_closed && !s.let_go)
+        (self.a_holds(s) && self.b_holds(s)) || (s.farewell_closed && !s.let_go) || self.too_soon(s)
     }
 
     /// How many actions lead to the first state of `path` that breaks a property (the checker

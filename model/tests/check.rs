@@ -5,7 +5,9 @@
 use std::time::Instant;
 
 use stateright::{Checker, Model};
-use zklock_model::{LeaseModel, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER, UNCHAINED};
+use zklock_model::{
+    LeaseModel, BACK, B_HELD, DELAYED, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER, UNCHAINED,
+};
 
 fn long() -> bool {
     std::env::var_os("ZKLOCK_MODEL_LONG").is_some()
@@ -23,7 +25,7 @@ fn check(name: &str, model: LeaseModel) {
         elapsed.as_secs_f64(),
         model
     );
-    for property in [ONE_HOLDER, LET_GO_FIRST] {
+    for property in [ONE_HOLDER, LET_GO_FIRST, DELAYED] {
         if let Some(path) = checker.discovery(property) {
             panic!("model {name}: `{property}` fails:\n{}", model.trace(&path));
         }
@@ -43,6 +45,18 @@ fn check(name: &str, model: LeaseModel) {
             "model {name}: `{UNCHAINED}`: {}",
             model.describe(unchained.last_state())
         );
+    }
+    if model.b_faults || model.lock_delay_ms > 0 {
+        let b_held = checker
+            .discovery(B_HELD)
+            .unwrap_or_else(|| panic!("model {name}: B never holds"));
+        println!("model {name}: `{B_HELD}`:\n{}", model.trace(&b_held));
+    }
+    if model.restart {
+        let back = checker
+            .discovery(BACK)
+            .unwrap_or_else(|| panic!("model {name}: no lease is kept on the restarted follower"));
+        println!("model {name}: `{BACK}`:\n{}", model.trace(&back));
     }
     if model.reconnect {
         let moved = checker
@@ -408,4 +422,58 @@ fn a_lease_acquired_from_an_idle_session_that_shares_its_carriers_chain_never_re
         "lease from an idle session sharing a carrier's chain",
         model,
     );
+}
+
+/// B as a client of its own (src/b.rs): its watch on A's node fires when ZooKeeper deletes the
+/// node (A's session expired or closed by A's farewell, or A's holder released cleanly), and
+/// its `NodeDeleted` event reaches B over B's own link, which may be slow or cut (the event is
+/// lost; B reconnects at any later moment and `SetWatches` fires it again if the node is gone).
+/// With a lock-delay of T/2 (1 s; the path from A's `lost` to the farewell's close is 740 ms,
+/// margin and tick), B holds only that long after hearing an unclean hand-over, at once after
+/// a clean release. Check 1's bounds with the farewell, A's release at any moment, one cut
+/// among all the links (B's included), two disturbed steps (B's link slow among them), up to
+/// 4 s so that B can hold after the lock-delay.
+#[test]
+fn the_next_holder_takes_its_turn_only_on_its_watch_and_waits_the_lock_delay_after_an_unclean_hand_over(
+) {
+    check("B on its watch, with a lock-delay", b_model());
+}
+
+fn b_model() -> LeaseModel {
+    let mut model = LeaseModel::small();
+    model.farewell = true;
+    model.release = true;
+    model.b_faults = true;
+    model.lock_delay_ms = model.timeout_ms / 2;
+    model.horizon_ms = 4000;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    model
+}
+
+/// A crashed follower restarts once, at any moment after its crash (issue 52): it rejoins its
+/// leader on a new connection with an empty touch table, the leader pings it again, and A,
+/// which moved to the leader at the crash, dials it again when its connection to the leader
+/// goes silent for the read timeout (after a cut of A's link): the follower revalidates the
+/// session with the leader, and A's syncs pass its new learner stream. Check 9's bounds (the
+/// crash of either member at any moment, one cut, one disturbed step).
+#[test]
+fn a_holder_that_returns_to_its_restarted_follower_never_reads_held_while_another_can_hold() {
+    let mut model = moving_model();
+    model.crash = true;
+    model.restart = true;
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 2 } else { 1 };
+    check("holder returning to its restarted follower", model);
+}
+
+/// B on A's follower (issue 52): the follower fires B's watch only when it applies the commit
+/// of A's session's close, which comes down its learner stream behind the leader's pings (a
+/// paused follower, a slow or cut leader→follower link delay or lose it); a follower that
+/// loses its leader closes B's connection, and B reconnects to the leader, where `SetWatches`
+/// fires the event if A's node is gone. Check 19's bounds.
+#[test]
+fn the_next_holder_on_the_holders_follower_takes_its_turn_only_on_its_watch() {
+    let mut model = b_model();
+    model.b_on_follower = true;
+    check("B on A's follower, with a lock-delay", model);
 }

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use stateright::{Checker, HasDiscoveries, Model};
-use zklock_model::{LeaseModel, Mutation, LET_GO_FIRST, ONE_HOLDER};
+use zklock_model::{LeaseModel, Mutation, DELAYED, LET_GO_FIRST, ONE_HOLDER};
 
 fn counterexample(name: &str, model: LeaseModel) -> String {
     counterexample_of(name, model, ONE_HOLDER)
@@ -234,4 +234,45 @@ fn the_leader_skip_without_a_gap_off_its_proof_lets_two_clients_hold_on_a_depose
     model.horizon_ms = 7000;
     model.mutation = Mutation::SkipWithoutGap;
     counterexample("(i) the leader skip without the gap, deposed leader", model);
+}
+
+/// Mutation (j): B takes any event of its watch for its turn, a connection's loss included (the
+/// Java client, for one, hands a `None` event with the connection's state to every registered
+/// watcher). B's link is cut; B sees the break and reconnects, and takes that for its turn
+/// while A's session is alive and its lease reads `held`.
+#[test]
+fn the_next_holder_taking_a_connection_loss_for_its_turn_lets_two_clients_hold() {
+    let mut model = LeaseModel::small();
+    model.b_faults = true;
+    model.max_disturbed = 0;
+    model.mutation = Mutation::BTurnOnAnyEvent;
+    counterexample("(j) B's turn on any event of its watch", model.clone());
+    // B on A's follower, with no fault of B's link: the follower closes B's connection when it
+    // loses its leader, `syncLimit` ticks after a cut of a member link (2 here: at 5 A's proof
+    // has long run out by then).
+    model.b_on_follower = true;
+    model.b_faults = false;
+    model.sync_limit = 2;
+    counterexample(
+        "(j) B on A's follower, its turn on its connection's close",
+        model,
+    );
+}
+
+/// Mutation (k): B holds at once on its watch's event even when A's node went without a clean
+/// release. A's farewell closes A's session 740 ms after A's lease turned `lost` (margin and
+/// tick), so B holds while A's holder is still inside the lock-delay (T/2, 1 s) it was
+/// promised.
+#[test]
+fn skipping_the_lock_delay_after_an_unclean_hand_over_lets_the_next_holder_in_too_soon() {
+    let mut model = LeaseModel::small();
+    model.farewell = true;
+    model.lock_delay_ms = model.timeout_ms / 2;
+    model.max_disturbed = 0;
+    model.mutation = Mutation::SkipLockDelay;
+    counterexample_of(
+        "(k) no lock-delay after an unclean hand-over",
+        model,
+        DELAYED,
+    );
 }
