@@ -45,7 +45,7 @@ finish() {
 }
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/zklock-dist-reach.XXXXXX")"
-harness_pid="" hold_pid="" exec_pid=""
+harness_pid="" hold_pid="" exec_pid="" exec_rc=""
 export WINEPREFIX="$target_dir/reach/wineprefix" WINEDEBUG=-all
 cleanup() {
   [ -z "$hold_pid" ] || kill "$hold_pid" 2>/dev/null
@@ -286,10 +286,19 @@ check "Windows under Wine: zklock.exe exec --session-timeout 4s runs the Windows
 lost_wine() {
   [ -n "$hold_pid" ] && kill -0 "$hold_pid" 2>/dev/null || { echo "no holder running"; return 1; }
   # Stopped past the 4 s session: the core declares the lease lost (no contact for the session
-  # timeout), before ZooKeeper could give the lock to anyone else.
+  # timeout), before ZooKeeper could give the lock to anyone else. ZooKeeper stays stopped until
+  # zklock.exe exec (exec_start_wine) has exited too: a server back before its deadline would
+  # find its session alive (a restarted server starts every session's clock afresh).
   harness "stop 1" || { echo "zk-harness: stop 1 failed"; return 1; }
   wait_for "$app/hold.out" '^lost ' 120
-  local ok=$?
+  local ok=$? i
+  exec_rc=""
+  if [ -n "$exec_pid" ]; then
+    for ((i = 0; i < 1200; i++)); do kill -0 "$exec_pid" 2>/dev/null || break; sleep 0.1; done
+    wait "$exec_pid"
+    exec_rc=$?
+    exec_pid=""
+  fi
   harness "restart 1" || echo "zk-harness: restart 1 failed"
   sed 's/^/   /' "$app/hold.out"
   [ $ok -eq 0 ] && grep -qE '^lost lost ZKLOCK_LOST \(signal aborted: true\)$' "$app/hold.out"
@@ -297,13 +306,9 @@ lost_wine() {
 check "Windows under Wine: the lease's lost event and signal fire when ZooKeeper is stopped past the session" lost_wine
 
 exec_lost_wine() {
-  [ -n "$exec_pid" ] || { echo "no exec running"; return 1; }
-  local i rc
-  for ((i = 0; i < 1200; i++)); do kill -0 "$exec_pid" 2>/dev/null || break; sleep 0.1; done
-  wait "$exec_pid"; rc=$?
-  exec_pid=""
+  [ -n "$exec_rc" ] || { echo "no exec ran"; return 1; }
   sed 's/^/   /' "$app/exec.out"
-  [ "$rc" -eq 76 ] || { echo "zklock.exe exec ended with $rc, not 76 (lost)"; return 1; }
+  [ "$exec_rc" -eq 76 ] || { echo "zklock.exe exec ended with $exec_rc, not 76 (lost)"; return 1; }
   grep -q "ending the command's job" "$app/exec.out" || { echo "no word of the job being ended"; return 1; }
   # Ended, not left running: no tick comes after zklock.exe exited (one would every 100 ms).
   local before after
@@ -314,6 +319,28 @@ exec_lost_wine() {
   [ "$before" -eq "$after" ] || { echo "the command still ran: $before ticks, then $after"; return 1; }
 }
 check "Windows under Wine: zklock.exe exec exits 76 (lost) when ZooKeeper is stopped past the session, and its command (the job) is ended" exec_lost_wine
+
+# zklock.exe killed outright (SIGKILL to its Wine process: no code of its own runs): the job's
+# only handle closes with it, and JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE ends the command.
+exec_killed_wine() {
+  : >"$app/tick2.out"
+  (cd "$app" && exec timeout 300 wine "$c/bin/zklock.exe" exec --session-timeout 4s /zklock-dist/windows-exec-killed \
+    -- "Z:${node_exe//\//\\}" tick.mjs tick2.out >exec2.out 2>&1) &
+  local bg=$! zk_pid i before after
+  wait_for "$app/tick2.out" '^tick$' 120 || { echo "the command did not start:"; cat "$app/exec2.out"; kill "$bg"; return 1; }
+  zk_pid="$(pgrep -f '^/.*zklock\.exe exec .*windows-exec-killed')" || { echo "no zklock.exe process"; kill "$bg"; return 1; }
+  kill -KILL $zk_pid
+  { wait "$bg"; } 2>/dev/null # (its "Killed" notice)
+  # The ticks stop: two counts a second apart agree (within 30 s).
+  for ((i = 0; i < 30; i++)); do
+    before="$(grep -c '^tick$' "$app/tick2.out")"; sleep 1; after="$(grep -c '^tick$' "$app/tick2.out")"
+    [ "$before" -eq "$after" ] && break
+  done
+  echo "   zklock.exe (pid $zk_pid) killed; tick.mjs wrote $after ticks, then none"
+  [ "$before" -eq "$after" ] && ! pgrep -f 'node\.exe tick\.mjs tick2\.out' >/dev/null ||
+    { echo "the command outlived zklock.exe"; return 1; }
+}
+check "Windows under Wine: zklock.exe exec killed (SIGKILL), its command ends with the job's last handle" exec_killed_wine
 
 # Sizes in KiB, with about 30 % room as docs/packaging.md's limits have. The Windows files are
 # larger than Linux's (measured: docs/packaging.md, Windows x86_64).
