@@ -193,8 +193,8 @@ pub enum Command {
     /// the next), ZKLOCK_PATH (the lock path) and ZKLOCK_NODE (our lock node). The lock is
     /// released when the command exits, and zklock exits with the command's status. If the lock
     /// is lost while the command runs (session expired, node deleted, no server contact for the
-    /// session timeout), the command gets SIGTERM, then SIGKILL after --kill-after, and zklock
-    /// exits with status 76. SIGINT, SIGTERM and SIGHUP sent to zklock are passed on to the command
+    /// session timeout), the command gets SIGTERM, then SIGKILL after --kill-after (on Windows
+    /// its job object is ended at once), and zklock exits with status 76. SIGINT, SIGTERM and SIGHUP sent to zklock are passed on to the command
     /// (a Ctrl-C at the terminal reaches it directly); while still waiting for the lock they stop
     /// the wait and leave no node behind.
     Exec {
@@ -245,7 +245,8 @@ pub enum Command {
     /// Waits to lead (Curator's LeaderLatch layout by default), then runs the command with
     /// ZKLOCK_LEADER=1, ZKLOCK_LEADER_ID (our id), ZKLOCK_TOKEN (the fencing token),
     /// ZKLOCK_NODE and ZKLOCK_PATH, as exec does: resigns when it exits and exits with its
-    /// status; if the leadership is lost the command gets SIGTERM (SIGKILL after --kill-after)
+    /// status; if the leadership is lost the command gets SIGTERM (SIGKILL after --kill-after;
+    /// on Windows its job object is ended at once)
     /// and zklock exits 76. With --requeue it runs for leader again after each exit or loss,
     /// until a signal. Exit 78 when the path holds another layout's nodes. With --listen PATH:
     /// print the leader's id (or `none`) now and at every change.

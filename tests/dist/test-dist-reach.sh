@@ -268,8 +268,12 @@ cli_wine() {
   zk exec --try /zklock-dist/windows -- cmd /c echo never
   [ $? -eq 75 ] && ! grep -q never "$tmp/cli.out" || { echo "exec --try on the held lock: not 75"; cat "$tmp/cli.out"; return 1; }
   echo "   zklock exec --try (the Node holds it): 75, $(head -n1 "$tmp/cli.out")"
+  # elect runs its command the same way, with ZKLOCK_LEADER=1 (cmd expands it).
+  zk elect /zklock-dist/windows-election -- cmd /c echo leader=%ZKLOCK_LEADER% && grep -q '^leader=1' "$tmp/cli.out" ||
+    { echo "elect -- cmd /c echo:"; cat "$tmp/cli.out"; return 1; }
+  echo "   zklock elect -- cmd /c echo leader=%ZKLOCK_LEADER%: 0, $(head -n1 "$tmp/cli.out")"
 }
-check "Windows under Wine: zklock.exe --version, ls (sees the Windows Node's lease), check (0 for its token, 1 for another), elect --listen; exec runs a command (its output, its status; 75 when busy)" cli_wine
+check "Windows under Wine: zklock.exe --version, ls (sees the Windows Node's lease), check (0 for its token, 1 for another), elect --listen; exec and elect run a command (its output, its status; 75 when busy)" cli_wine
 
 # zklock.exe exec holds /zklock-dist/windows-exec while the Windows Node ticks (tick.mjs): when
 # ZooKeeper is stopped (lost_wine, next), the lease is lost and zklock ends the command's job.
