@@ -2,8 +2,13 @@
 //! `make model-long` (`ZKLOCK_MODEL_LONG=1`). Each prints the states explored, the depth and the
 //! time, so docs/safety.md can quote them.
 
+mod common;
+
 use std::time::Instant;
 
+use common::{
+    on_a_deposed_leader, on_a_pausing_follower, skipping_on_a_deposed_leader_at_a_quarter_tick,
+};
 use stateright::{Checker, Model};
 use zklock_model::{
     LeaseModel, BACK, B_HELD, DELAYED, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER, UNCHAINED,
@@ -97,10 +102,7 @@ fn a_holder_on_the_leader_never_reads_held_while_another_can_hold() {
 /// last heard the old one, starts A's session clock afresh. syncLimit 2 keeps the horizon small.
 #[test]
 fn a_holder_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
-    let mut model = LeaseModel::small();
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
+    let mut model = on_a_deposed_leader();
     if long() {
         model.horizon_ms = 3500;
     }
@@ -113,14 +115,9 @@ fn a_holder_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
 /// disturbed steps).
 #[test]
 fn a_holder_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold() {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.sync_limit = 2;
-    model.follower_pause_ms = 3000;
+    let mut model = on_a_pausing_follower();
     model.farewell = true;
-    model.max_cuts = 0;
     model.max_disturbed = if long() { 3 } else { 2 };
-    model.horizon_ms = 5000;
     check("holder on a follower whose JVM pauses 3 s", model);
 }
 
@@ -131,12 +128,9 @@ fn a_holder_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_ho
 #[test]
 fn a_holder_on_a_deposed_leader_that_knows_the_servers_3_s_tick_never_reads_held_while_another_can_hold(
 ) {
-    let mut model = LeaseModel::small();
+    let mut model = on_a_deposed_leader();
     model.timeout_ms = 12_000;
     model.server_tick_ms = 3000;
-    model.sync_limit = 2;
-    model.on_follower = false;
-    model.depose = true;
     model.max_cuts = 0;
     model.max_disturbed = if long() { 1 } else { 0 };
     model.horizon_ms = 20_000;
@@ -150,10 +144,7 @@ fn a_holder_on_a_deposed_leader_that_knows_the_servers_3_s_tick_never_reads_held
 #[test]
 fn a_lease_acquired_from_an_idle_session_on_a_deposed_leader_never_reads_held_while_another_can_hold(
 ) {
-    let mut model = LeaseModel::small();
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
+    let mut model = on_a_deposed_leader();
     model.from_idle = true;
     model.max_reads = 1;
     model.max_cuts = 0;
@@ -301,14 +292,9 @@ fn a_holder_that_shares_its_carriers_chain_never_reads_held_while_another_can_ho
 #[test]
 fn a_holder_that_shares_its_carriers_chain_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold(
 ) {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.sync_limit = 2;
-    model.follower_pause_ms = 3000;
+    let mut model = on_a_pausing_follower();
     model.farewell = true;
-    model.max_cuts = 0;
     model.max_disturbed = if long() { 3 } else { 2 };
-    model.horizon_ms = 5000;
     model.shared = true;
     check(
         "holder sharing a carrier's chain, its follower's JVM pausing 3 s",
@@ -332,34 +318,18 @@ fn a_holder_that_shares_its_carriers_chain_on_a_follower_whose_jvm_pauses_never_
 /// (`syncLimit + 1` ticks), which the deadline's tick is for: check 3's bounds.
 #[test]
 fn a_holder_that_skips_the_chain_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
-    let mut model = LeaseModel::small();
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
+    let mut model = on_a_deposed_leader();
     model.leader_skip = true;
     model.max_disturbed = if long() { 5 } else { 3 };
     check("holder skipping the chain on a deposed leader", model);
-    check(
-        "holder skipping the chain on a deposed leader, tick a quarter of T",
-        skip_on_a_deposed_leader_tick_quarter_of_t(),
-    );
-}
-
-/// T = 4 s and a 1 s tick (a quarter of T, the longest zklock accepts), where half a tick
-/// outgrows the margin (280 ms) by more than the model's step: mutation (i) fails here. One
-/// cut, two disturbed steps (three in `make model-long`), up to 7 s.
-fn skip_on_a_deposed_leader_tick_quarter_of_t() -> LeaseModel {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.server_tick_ms = 1000;
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
-    model.leader_skip = true;
+    // Mutation (i)'s bounds with one cut, two disturbed steps (three in `make model-long`).
+    let mut model = skipping_on_a_deposed_leader_at_a_quarter_tick();
     model.max_cuts = 1;
     model.max_disturbed = if long() { 3 } else { 2 };
-    model.horizon_ms = 7000;
-    model
+    check(
+        "holder skipping the chain on a deposed leader, tick a quarter of T",
+        model,
+    );
 }
 
 /// The leader skip against the leader crashing at any moment (A reads the close and moves to

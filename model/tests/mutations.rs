@@ -2,8 +2,13 @@
 //! prints the counterexample, step by step. Mutation (e)'s test is the exception: it records
 //! that the model's bounds do not reach its counterexample (docs/safety.md says why).
 
+mod common;
+
 use std::time::Instant;
 
+use common::{
+    on_a_deposed_leader, on_a_pausing_follower, skipping_on_a_deposed_leader_at_a_quarter_tick,
+};
 use stateright::{Checker, HasDiscoveries, Model};
 use zklock_model::{LeaseModel, Mutation, DELAYED, LET_GO_FIRST, ONE_HOLDER};
 
@@ -56,12 +61,9 @@ fn assuming_zookeepers_sample_tick_on_servers_that_run_their_default_lets_two_cl
     assert_eq!(assumed, 1200, "the client's default tick for T = 6 s");
     assert!(zklock_model::timing_fits(timeout_ms, assumed));
     assert!(!zklock_model::timing_fits(timeout_ms, 3000));
-    let mut model = LeaseModel::small();
+    let mut model = on_a_deposed_leader();
     model.timeout_ms = timeout_ms;
     model.server_tick_ms = 3000;
-    model.sync_limit = 2;
-    model.on_follower = false;
-    model.depose = true;
     model.max_cuts = 0;
     model.max_disturbed = 0;
     model.horizon_ms = 13_000;
@@ -87,21 +89,9 @@ fn sending_the_farewell_before_lost_lets_the_next_holder_in_while_the_holder_sti
 /// before its learner thread reads that it was dropped.
 #[test]
 fn a_proof_from_plain_pings_and_sync_limit_fails_under_a_follower_jvm_pause() {
-    let mut model = pause_model();
+    let mut model = on_a_pausing_follower();
     model.mutation = Mutation::PingsAndSyncLimit;
     counterexample("(d) plain pings and syncLimit, follower paused 3 s", model);
-}
-
-/// The bounds of mutation (d), which `tests/check.rs` checks the client as it is against.
-fn pause_model() -> LeaseModel {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.sync_limit = 2;
-    model.follower_pause_ms = 3000;
-    model.max_cuts = 0;
-    model.max_disturbed = 0;
-    model.horizon_ms = 5000;
-    model
 }
 
 /// Mutation (b) where issue 53 meets it most: T = 12 s, the client assuming ZooKeeper's sample
@@ -165,11 +155,8 @@ fn without_any_margin_a_clock_running_2_percent_slow_is_still_covered_at_t_10_s_
 /// lease from an idle session on a leader that may be deposed, syncLimit 2, no cut and no
 /// disturbed step.
 fn idle_on_a_deposed_leader(timeout_ms: u32) -> LeaseModel {
-    let mut model = LeaseModel::small();
+    let mut model = on_a_deposed_leader();
     model.timeout_ms = timeout_ms;
-    model.sync_limit = 2;
-    model.on_follower = false;
-    model.depose = true;
     model.from_idle = true;
     model.max_cuts = 0;
     model.max_disturbed = 0;
@@ -222,16 +209,9 @@ fn taking_a_carriers_answer_for_the_holders_own_lets_two_clients_hold() {
 /// syncLimit 2, no other fault.
 #[test]
 fn the_leader_skip_without_a_gap_off_its_proof_lets_two_clients_hold_on_a_deposed_leader() {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.server_tick_ms = 1000;
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
-    model.leader_skip = true;
+    let mut model = skipping_on_a_deposed_leader_at_a_quarter_tick();
     model.max_cuts = 0;
     model.max_disturbed = 0;
-    model.horizon_ms = 7000;
     model.mutation = Mutation::SkipWithoutGap;
     counterexample("(i) the leader skip without the gap, deposed leader", model);
 }
