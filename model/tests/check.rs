@@ -115,10 +115,18 @@ fn a_holder_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
 /// disturbed steps).
 #[test]
 fn a_holder_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold() {
+    check(
+        "holder on a follower whose JVM pauses 3 s",
+        pausing_follower(),
+    );
+}
+
+/// Check 4's bounds, which check 15 shares the chain on.
+fn pausing_follower() -> LeaseModel {
     let mut model = on_a_pausing_follower();
     model.farewell = true;
     model.max_disturbed = if long() { 3 } else { 2 };
-    check("holder on a follower whose JVM pauses 3 s", model);
+    model
 }
 
 /// ZooKeeper's default tick, 3 s (`ZooKeeperServer.DEFAULT_TICK_TIME`), known to the client (the
@@ -175,11 +183,19 @@ fn a_holder_that_moves_from_its_follower_to_the_leader_never_reads_held_while_an
 /// touches to a leader that may have dropped it.
 #[test]
 fn a_holder_that_leaves_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold() {
+    check(
+        "holder that leaves a follower whose JVM pauses 3 s",
+        leaving_a_pausing_follower(),
+    );
+}
+
+/// Check 8's bounds, which check 15 shares the chain on.
+fn leaving_a_pausing_follower() -> LeaseModel {
     let mut model = moving_model();
     model.follower_pause_ms = 3000;
     model.max_cuts = 0;
     model.max_disturbed = if long() { 4 } else { 3 };
-    check("holder that leaves a follower whose JVM pauses 3 s", model);
+    model
 }
 
 fn moving_model() -> LeaseModel {
@@ -209,12 +225,20 @@ fn a_holder_on_a_follower_never_reads_held_while_another_can_hold_when_a_member_
 /// leader, which started every session's clock afresh at the crash (the soonest).
 #[test]
 fn a_holder_on_the_leader_never_reads_held_while_another_can_hold_when_the_leader_crashes() {
+    check(
+        "holder on the leader, the leader crashing",
+        on_a_crashing_leader(),
+    );
+}
+
+/// Check 10's bounds, which check 17 skips the chain on.
+fn on_a_crashing_leader() -> LeaseModel {
     let mut model = moving_model();
     model.on_follower = false;
     model.crash = true;
     model.max_cuts = 1;
     model.max_disturbed = if long() { 3 } else { 2 };
-    check("holder on the leader, the leader crashing", model);
+    model
 }
 
 /// A on the leader, with a follower there: when nothing comes on A's connection for the read
@@ -224,12 +248,20 @@ fn a_holder_on_the_leader_never_reads_held_while_another_can_hold_when_the_leade
 /// if the follower loses its leader and closes A's connection, back to the leader.
 #[test]
 fn a_holder_that_moves_from_the_leader_to_a_follower_never_reads_held_while_another_can_hold() {
+    check(
+        "holder that moves from the leader to a follower",
+        from_the_leader_to_a_follower(),
+    );
+}
+
+/// Check 11's bounds, which check 17 skips the chain on.
+fn from_the_leader_to_a_follower() -> LeaseModel {
     let mut model = moving_model();
     model.on_follower = false;
     model.with_follower = true;
     model.max_cuts = 2;
     model.max_disturbed = if long() { 3 } else { 2 };
-    check("holder that moves from the leader to a follower", model);
+    model
 }
 
 /// A on a leader that loses its quorum at any moment: it answers A alone until it notices, then
@@ -240,16 +272,21 @@ fn a_holder_that_moves_from_the_leader_to_a_follower_never_reads_held_while_anot
 #[test]
 fn a_holder_on_a_deposed_leader_that_moves_to_the_new_leader_never_reads_held_while_another_can_hold(
 ) {
+    check(
+        "holder on a deposed leader that moves to the new leader",
+        from_a_deposed_leader_to_the_new_one(),
+    );
+}
+
+/// Check 12's bounds, which check 17 skips the chain on.
+fn from_a_deposed_leader_to_the_new_one() -> LeaseModel {
     let mut model = moving_model();
     model.on_follower = false;
     model.depose = true;
     model.farewell = false;
     model.max_cuts = 1;
     model.max_disturbed = if long() { 4 } else { 3 };
-    check(
-        "holder on a deposed leader that moves to the new leader",
-        model,
-    );
+    model
 }
 
 /// The shared chain (issue 54): a carrier session C of A's process, on A's follower, sends the
@@ -292,23 +329,20 @@ fn a_holder_that_shares_its_carriers_chain_never_reads_held_while_another_can_ho
 #[test]
 fn a_holder_that_shares_its_carriers_chain_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold(
 ) {
-    let mut model = on_a_pausing_follower();
-    model.farewell = true;
-    model.max_disturbed = if long() { 3 } else { 2 };
-    model.shared = true;
     check(
         "holder sharing a carrier's chain, its follower's JVM pausing 3 s",
-        model,
+        sharing(pausing_follower()),
     );
-    let mut model = moving_model();
-    model.follower_pause_ms = 3000;
-    model.max_cuts = 0;
-    model.max_disturbed = if long() { 4 } else { 3 };
-    model.shared = true;
     check(
         "holder sharing a carrier's chain, leaving its follower whose JVM pauses 3 s",
-        model,
+        sharing(leaving_a_pausing_follower()),
     );
+}
+
+/// A's chain shared with a carrier C on A's member, on another check's bounds.
+fn sharing(mut model: LeaseModel) -> LeaseModel {
+    model.shared = true;
+    model
 }
 
 /// The leader skip (issue 54): A's session was created on the leader and has not moved, so the
@@ -318,8 +352,7 @@ fn a_holder_that_shares_its_carriers_chain_on_a_follower_whose_jvm_pauses_never_
 /// (`syncLimit + 1` ticks), which the deadline's tick is for: check 3's bounds.
 #[test]
 fn a_holder_that_skips_the_chain_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
-    let mut model = on_a_deposed_leader();
-    model.leader_skip = true;
+    let mut model = skipping(on_a_deposed_leader());
     model.max_disturbed = if long() { 5 } else { 3 };
     check("holder skipping the chain on a deposed leader", model);
     // Mutation (i)'s bounds with one cut, two disturbed steps (three in `make model-long`).
@@ -332,6 +365,13 @@ fn a_holder_that_skips_the_chain_on_a_deposed_leader_never_reads_held_while_anot
     );
 }
 
+/// The leader skip on another check's bounds: A's session, on the leader and never moved,
+/// takes any answered request as proof of its send time.
+fn skipping(mut model: LeaseModel) -> LeaseModel {
+    model.leader_skip = true;
+    model
+}
+
 /// The leader skip against the leader crashing at any moment (A reads the close and moves to
 /// the new leader, which started every session's clock afresh at the crash; A's member is
 /// unknown then, so it runs its own chain), against a leader deposed at any moment that
@@ -341,36 +381,17 @@ fn a_holder_that_skips_the_chain_on_a_deposed_leader_never_reads_held_while_anot
 #[test]
 fn a_holder_that_skips_the_chain_on_the_leader_never_reads_held_while_another_can_hold_when_it_moves(
 ) {
-    let mut model = moving_model();
-    model.on_follower = false;
-    model.leader_skip = true;
-    model.crash = true;
-    model.max_cuts = 1;
-    model.max_disturbed = if long() { 3 } else { 2 };
     check(
         "holder skipping the chain on the leader, the leader crashing",
-        model,
+        skipping(on_a_crashing_leader()),
     );
-    let mut model = moving_model();
-    model.on_follower = false;
-    model.leader_skip = true;
-    model.depose = true;
-    model.farewell = false;
-    model.max_cuts = 1;
-    model.max_disturbed = if long() { 4 } else { 3 };
     check(
         "holder skipping the chain on a deposed leader, moving to the new leader",
-        model,
+        skipping(from_a_deposed_leader_to_the_new_one()),
     );
-    let mut model = moving_model();
-    model.on_follower = false;
-    model.with_follower = true;
-    model.leader_skip = true;
-    model.max_cuts = 2;
-    model.max_disturbed = if long() { 3 } else { 2 };
     check(
         "holder skipping the chain on the leader, moving to a follower",
-        model,
+        skipping(from_the_leader_to_a_follower()),
     );
 }
 
