@@ -2,8 +2,13 @@
 //! `make model-long` (`ZKLOCK_MODEL_LONG=1`). Each prints the states explored, the depth and the
 //! time, so docs/safety.md can quote them.
 
+mod common;
+
 use std::time::Instant;
 
+use common::{
+    on_a_deposed_leader, on_a_pausing_follower, skipping_on_a_deposed_leader_at_a_quarter_tick,
+};
 use stateright::{Checker, Model};
 use zklock_model::{
     LeaseModel, BACK, B_HELD, DELAYED, KEPT, LET_GO_FIRST, MOVED, ONE_HOLDER, UNCHAINED,
@@ -97,10 +102,7 @@ fn a_holder_on_the_leader_never_reads_held_while_another_can_hold() {
 /// last heard the old one, starts A's session clock afresh. syncLimit 2 keeps the horizon small.
 #[test]
 fn a_holder_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
-    let mut model = LeaseModel::small();
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
+    let mut model = on_a_deposed_leader();
     if long() {
         model.horizon_ms = 3500;
     }
@@ -113,15 +115,18 @@ fn a_holder_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
 /// disturbed steps).
 #[test]
 fn a_holder_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold() {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.sync_limit = 2;
-    model.follower_pause_ms = 3000;
+    check(
+        "holder on a follower whose JVM pauses 3 s",
+        pausing_follower(),
+    );
+}
+
+/// Check 4's bounds, which check 15 shares the chain on.
+fn pausing_follower() -> LeaseModel {
+    let mut model = on_a_pausing_follower();
     model.farewell = true;
-    model.max_cuts = 0;
     model.max_disturbed = if long() { 3 } else { 2 };
-    model.horizon_ms = 5000;
-    check("holder on a follower whose JVM pauses 3 s", model);
+    model
 }
 
 /// ZooKeeper's default tick, 3 s (`ZooKeeperServer.DEFAULT_TICK_TIME`), known to the client (the
@@ -131,12 +136,9 @@ fn a_holder_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_ho
 #[test]
 fn a_holder_on_a_deposed_leader_that_knows_the_servers_3_s_tick_never_reads_held_while_another_can_hold(
 ) {
-    let mut model = LeaseModel::small();
+    let mut model = on_a_deposed_leader();
     model.timeout_ms = 12_000;
     model.server_tick_ms = 3000;
-    model.sync_limit = 2;
-    model.on_follower = false;
-    model.depose = true;
     model.max_cuts = 0;
     model.max_disturbed = if long() { 1 } else { 0 };
     model.horizon_ms = 20_000;
@@ -150,10 +152,7 @@ fn a_holder_on_a_deposed_leader_that_knows_the_servers_3_s_tick_never_reads_held
 #[test]
 fn a_lease_acquired_from_an_idle_session_on_a_deposed_leader_never_reads_held_while_another_can_hold(
 ) {
-    let mut model = LeaseModel::small();
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
+    let mut model = on_a_deposed_leader();
     model.from_idle = true;
     model.max_reads = 1;
     model.max_cuts = 0;
@@ -184,11 +183,19 @@ fn a_holder_that_moves_from_its_follower_to_the_leader_never_reads_held_while_an
 /// touches to a leader that may have dropped it.
 #[test]
 fn a_holder_that_leaves_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold() {
+    check(
+        "holder that leaves a follower whose JVM pauses 3 s",
+        leaving_a_pausing_follower(),
+    );
+}
+
+/// Check 8's bounds, which check 15 shares the chain on.
+fn leaving_a_pausing_follower() -> LeaseModel {
     let mut model = moving_model();
     model.follower_pause_ms = 3000;
     model.max_cuts = 0;
     model.max_disturbed = if long() { 4 } else { 3 };
-    check("holder that leaves a follower whose JVM pauses 3 s", model);
+    model
 }
 
 fn moving_model() -> LeaseModel {
@@ -207,23 +214,39 @@ fn moving_model() -> LeaseModel {
 /// clock afresh at the crash, the soonest). The bounds of check 7 with one cut.
 #[test]
 fn a_holder_on_a_follower_never_reads_held_while_another_can_hold_when_a_member_crashes() {
+    check(
+        "holder on a follower, a member crashing",
+        a_member_crashing(),
+    );
+}
+
+/// Check 9's bounds, which checks 14 and 20 extend.
+fn a_member_crashing() -> LeaseModel {
     let mut model = moving_model();
     model.crash = true;
     model.max_cuts = 1;
     model.max_disturbed = if long() { 3 } else { 1 };
-    check("holder on a follower, a member crashing", model);
+    model
 }
 
 /// The leader A is on crashes at any moment: A reads the close and reconnects to the new
 /// leader, which started every session's clock afresh at the crash (the soonest).
 #[test]
 fn a_holder_on_the_leader_never_reads_held_while_another_can_hold_when_the_leader_crashes() {
+    check(
+        "holder on the leader, the leader crashing",
+        on_a_crashing_leader(),
+    );
+}
+
+/// Check 10's bounds, which check 17 skips the chain on.
+fn on_a_crashing_leader() -> LeaseModel {
     let mut model = moving_model();
     model.on_follower = false;
     model.crash = true;
     model.max_cuts = 1;
     model.max_disturbed = if long() { 3 } else { 2 };
-    check("holder on the leader, the leader crashing", model);
+    model
 }
 
 /// A on the leader, with a follower there: when nothing comes on A's connection for the read
@@ -233,12 +256,20 @@ fn a_holder_on_the_leader_never_reads_held_while_another_can_hold_when_the_leade
 /// if the follower loses its leader and closes A's connection, back to the leader.
 #[test]
 fn a_holder_that_moves_from_the_leader_to_a_follower_never_reads_held_while_another_can_hold() {
+    check(
+        "holder that moves from the leader to a follower",
+        from_the_leader_to_a_follower(),
+    );
+}
+
+/// Check 11's bounds, which check 17 skips the chain on.
+fn from_the_leader_to_a_follower() -> LeaseModel {
     let mut model = moving_model();
     model.on_follower = false;
     model.with_follower = true;
     model.max_cuts = 2;
     model.max_disturbed = if long() { 3 } else { 2 };
-    check("holder that moves from the leader to a follower", model);
+    model
 }
 
 /// A on a leader that loses its quorum at any moment: it answers A alone until it notices, then
@@ -249,16 +280,21 @@ fn a_holder_that_moves_from_the_leader_to_a_follower_never_reads_held_while_anot
 #[test]
 fn a_holder_on_a_deposed_leader_that_moves_to_the_new_leader_never_reads_held_while_another_can_hold(
 ) {
+    check(
+        "holder on a deposed leader that moves to the new leader",
+        from_a_deposed_leader_to_the_new_one(),
+    );
+}
+
+/// Check 12's bounds, which check 17 skips the chain on.
+fn from_a_deposed_leader_to_the_new_one() -> LeaseModel {
     let mut model = moving_model();
     model.on_follower = false;
     model.depose = true;
     model.farewell = false;
     model.max_cuts = 1;
     model.max_disturbed = if long() { 4 } else { 3 };
-    check(
-        "holder on a deposed leader that moves to the new leader",
-        model,
-    );
+    model
 }
 
 /// The shared chain (issue 54): a carrier session C of A's process, on A's follower, sends the
@@ -284,10 +320,7 @@ fn a_holder_on_a_follower_that_shares_its_carriers_chain_never_reads_held_while_
 #[test]
 fn a_holder_that_shares_its_carriers_chain_never_reads_held_while_another_can_hold_when_a_connection_breaks_or_a_member_crashes(
 ) {
-    let mut model = moving_model();
-    model.shared = true;
-    model.crash = true;
-    model.max_cuts = 1;
+    let mut model = sharing(a_member_crashing());
     // Three disturbed steps outgrew 15 GB of memory (check 9's took 4.8 GB): two.
     model.max_disturbed = if long() { 2 } else { 1 };
     check("holder sharing a carrier's chain, a member crashing", model);
@@ -301,28 +334,20 @@ fn a_holder_that_shares_its_carriers_chain_never_reads_held_while_another_can_ho
 #[test]
 fn a_holder_that_shares_its_carriers_chain_on_a_follower_whose_jvm_pauses_never_reads_held_while_another_can_hold(
 ) {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.sync_limit = 2;
-    model.follower_pause_ms = 3000;
-    model.farewell = true;
-    model.max_cuts = 0;
-    model.max_disturbed = if long() { 3 } else { 2 };
-    model.horizon_ms = 5000;
-    model.shared = true;
     check(
         "holder sharing a carrier's chain, its follower's JVM pausing 3 s",
-        model,
+        sharing(pausing_follower()),
     );
-    let mut model = moving_model();
-    model.follower_pause_ms = 3000;
-    model.max_cuts = 0;
-    model.max_disturbed = if long() { 4 } else { 3 };
-    model.shared = true;
     check(
         "holder sharing a carrier's chain, leaving its follower whose JVM pauses 3 s",
-        model,
+        sharing(leaving_a_pausing_follower()),
     );
+}
+
+/// A's chain shared with a carrier C on A's member, on another check's bounds.
+fn sharing(mut model: LeaseModel) -> LeaseModel {
+    model.shared = true;
+    model
 }
 
 /// The leader skip (issue 54): A's session was created on the leader and has not moved, so the
@@ -332,33 +357,23 @@ fn a_holder_that_shares_its_carriers_chain_on_a_follower_whose_jvm_pauses_never_
 /// (`syncLimit + 1` ticks), which the deadline's tick is for: check 3's bounds.
 #[test]
 fn a_holder_that_skips_the_chain_on_a_deposed_leader_never_reads_held_while_another_can_hold() {
-    let mut model = LeaseModel::small();
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
-    model.leader_skip = true;
+    let mut model = skipping(on_a_deposed_leader());
     model.max_disturbed = if long() { 5 } else { 3 };
     check("holder skipping the chain on a deposed leader", model);
+    // Mutation (i)'s bounds with one cut, two disturbed steps (three in `make model-long`).
+    let mut model = skipping_on_a_deposed_leader_at_a_quarter_tick();
+    model.max_cuts = 1;
+    model.max_disturbed = if long() { 3 } else { 2 };
     check(
         "holder skipping the chain on a deposed leader, tick a quarter of T",
-        skip_on_a_deposed_leader_tick_quarter_of_t(),
+        model,
     );
 }
 
-/// T = 4 s and a 1 s tick (a quarter of T, the longest zklock accepts), where half a tick
-/// outgrows the margin (280 ms) by more than the model's step: mutation (i) fails here. One
-/// cut, two disturbed steps (three in `make model-long`), up to 7 s.
-fn skip_on_a_deposed_leader_tick_quarter_of_t() -> LeaseModel {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.server_tick_ms = 1000;
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
+/// The leader skip on another check's bounds: A's session, on the leader and never moved,
+/// takes any answered request as proof of its send time.
+fn skipping(mut model: LeaseModel) -> LeaseModel {
     model.leader_skip = true;
-    model.max_cuts = 1;
-    model.max_disturbed = if long() { 3 } else { 2 };
-    model.horizon_ms = 7000;
     model
 }
 
@@ -371,36 +386,17 @@ fn skip_on_a_deposed_leader_tick_quarter_of_t() -> LeaseModel {
 #[test]
 fn a_holder_that_skips_the_chain_on_the_leader_never_reads_held_while_another_can_hold_when_it_moves(
 ) {
-    let mut model = moving_model();
-    model.on_follower = false;
-    model.leader_skip = true;
-    model.crash = true;
-    model.max_cuts = 1;
-    model.max_disturbed = if long() { 3 } else { 2 };
     check(
         "holder skipping the chain on the leader, the leader crashing",
-        model,
+        skipping(on_a_crashing_leader()),
     );
-    let mut model = moving_model();
-    model.on_follower = false;
-    model.leader_skip = true;
-    model.depose = true;
-    model.farewell = false;
-    model.max_cuts = 1;
-    model.max_disturbed = if long() { 4 } else { 3 };
     check(
         "holder skipping the chain on a deposed leader, moving to the new leader",
-        model,
+        skipping(from_a_deposed_leader_to_the_new_one()),
     );
-    let mut model = moving_model();
-    model.on_follower = false;
-    model.with_follower = true;
-    model.leader_skip = true;
-    model.max_cuts = 2;
-    model.max_disturbed = if long() { 3 } else { 2 };
     check(
         "holder skipping the chain on the leader, moving to a follower",
-        model,
+        skipping(from_the_leader_to_a_follower()),
     );
 }
 
@@ -458,10 +454,10 @@ fn b_model() -> LeaseModel {
 /// crash of either member at any moment, one cut, one disturbed step).
 #[test]
 fn a_holder_that_returns_to_its_restarted_follower_never_reads_held_while_another_can_hold() {
-    let mut model = moving_model();
-    model.crash = true;
+    let mut model = a_member_crashing();
     model.restart = true;
-    model.max_cuts = 1;
+    // Two disturbed steps in `make model-long`, not check 9's three: with two the restart
+    // already takes 12.6 million states (docs/safety.md).
     model.max_disturbed = if long() { 2 } else { 1 };
     check("holder returning to its restarted follower", model);
 }

@@ -2,8 +2,13 @@
 //! prints the counterexample, step by step. Mutation (e)'s test is the exception: it records
 //! that the model's bounds do not reach its counterexample (docs/safety.md says why).
 
+mod common;
+
 use std::time::Instant;
 
+use common::{
+    on_a_deposed_leader, on_a_pausing_follower, skipping_on_a_deposed_leader_at_a_quarter_tick,
+};
 use stateright::{Checker, HasDiscoveries, Model};
 use zklock_model::{LeaseModel, Mutation, DELAYED, LET_GO_FIRST, ONE_HOLDER};
 
@@ -32,6 +37,15 @@ fn counterexample_of(name: &str, model: LeaseModel, property: &'static str) -> S
     trace
 }
 
+/// `LeaseModel::small()` broken by `mutation`, with no disturbed step: the counterexamples
+/// need none, and the search stays short.
+fn mutated(mutation: Mutation) -> LeaseModel {
+    let mut model = LeaseModel::small();
+    model.max_disturbed = 0;
+    model.mutation = mutation;
+    model
+}
+
 #[test]
 fn taking_any_answered_request_as_proof_lets_two_clients_hold() {
     let mut model = LeaseModel::small();
@@ -56,12 +70,9 @@ fn assuming_zookeepers_sample_tick_on_servers_that_run_their_default_lets_two_cl
     assert_eq!(assumed, 1200, "the client's default tick for T = 6 s");
     assert!(zklock_model::timing_fits(timeout_ms, assumed));
     assert!(!zklock_model::timing_fits(timeout_ms, 3000));
-    let mut model = LeaseModel::small();
+    let mut model = on_a_deposed_leader();
     model.timeout_ms = timeout_ms;
     model.server_tick_ms = 3000;
-    model.sync_limit = 2;
-    model.on_follower = false;
-    model.depose = true;
     model.max_cuts = 0;
     model.max_disturbed = 0;
     model.horizon_ms = 13_000;
@@ -87,21 +98,9 @@ fn sending_the_farewell_before_lost_lets_the_next_holder_in_while_the_holder_sti
 /// before its learner thread reads that it was dropped.
 #[test]
 fn a_proof_from_plain_pings_and_sync_limit_fails_under_a_follower_jvm_pause() {
-    let mut model = pause_model();
+    let mut model = on_a_pausing_follower();
     model.mutation = Mutation::PingsAndSyncLimit;
     counterexample("(d) plain pings and syncLimit, follower paused 3 s", model);
-}
-
-/// The bounds of mutation (d), which `tests/check.rs` checks the client as it is against.
-fn pause_model() -> LeaseModel {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.sync_limit = 2;
-    model.follower_pause_ms = 3000;
-    model.max_cuts = 0;
-    model.max_disturbed = 0;
-    model.horizon_ms = 5000;
-    model
 }
 
 /// Mutation (b) where issue 53 meets it most: T = 12 s, the client assuming ZooKeeper's sample
@@ -165,11 +164,8 @@ fn without_any_margin_a_clock_running_2_percent_slow_is_still_covered_at_t_10_s_
 /// lease from an idle session on a leader that may be deposed, syncLimit 2, no cut and no
 /// disturbed step.
 fn idle_on_a_deposed_leader(timeout_ms: u32) -> LeaseModel {
-    let mut model = LeaseModel::small();
+    let mut model = on_a_deposed_leader();
     model.timeout_ms = timeout_ms;
-    model.sync_limit = 2;
-    model.on_follower = false;
-    model.depose = true;
     model.from_idle = true;
     model.max_cuts = 0;
     model.max_disturbed = 0;
@@ -183,10 +179,8 @@ fn idle_on_a_deposed_leader(timeout_ms: u32) -> LeaseModel {
 /// the leader, and A's proof moves while the leader never touches A's session.
 #[test]
 fn a_carrier_on_another_member_than_the_holders_lets_two_clients_hold() {
-    let mut model = LeaseModel::small();
+    let mut model = mutated(Mutation::CarrierElsewhere);
     model.shared = true;
-    model.max_disturbed = 0;
-    model.mutation = Mutation::CarrierElsewhere;
     counterexample("(f) the carrier on the leader, A on a follower", model);
 }
 
@@ -194,10 +188,8 @@ fn a_carrier_on_another_member_than_the_holders_lets_two_clients_hold() {
 /// a follower, which answers A's pings alone whether or not its leader hears of the touches.
 #[test]
 fn the_leader_skip_on_a_follower_lets_two_clients_hold() {
-    let mut model = LeaseModel::small();
+    let mut model = mutated(Mutation::SkipOnFollower);
     model.leader_skip = true;
-    model.max_disturbed = 0;
-    model.mutation = Mutation::SkipOnFollower;
     counterexample("(g) the leader skip on a follower", model);
 }
 
@@ -206,10 +198,8 @@ fn the_leader_skip_on_a_follower_lets_two_clients_hold() {
 /// A's session (found by check 13 before `Chain::record_carried` existed).
 #[test]
 fn taking_a_carriers_answer_for_the_holders_own_lets_two_clients_hold() {
-    let mut model = LeaseModel::small();
+    let mut model = mutated(Mutation::CarriedAsOwn);
     model.shared = true;
-    model.max_disturbed = 0;
-    model.mutation = Mutation::CarriedAsOwn;
     counterexample("(h) the carrier's answers as A's own", model);
 }
 
@@ -222,16 +212,9 @@ fn taking_a_carriers_answer_for_the_holders_own_lets_two_clients_hold() {
 /// syncLimit 2, no other fault.
 #[test]
 fn the_leader_skip_without_a_gap_off_its_proof_lets_two_clients_hold_on_a_deposed_leader() {
-    let mut model = LeaseModel::small();
-    model.timeout_ms = 4000;
-    model.server_tick_ms = 1000;
-    model.on_follower = false;
-    model.depose = true;
-    model.sync_limit = 2;
-    model.leader_skip = true;
+    let mut model = skipping_on_a_deposed_leader_at_a_quarter_tick();
     model.max_cuts = 0;
     model.max_disturbed = 0;
-    model.horizon_ms = 7000;
     model.mutation = Mutation::SkipWithoutGap;
     counterexample("(i) the leader skip without the gap, deposed leader", model);
 }
@@ -242,10 +225,8 @@ fn the_leader_skip_without_a_gap_off_its_proof_lets_two_clients_hold_on_a_depose
 /// while A's session is alive and its lease reads `held`.
 #[test]
 fn the_next_holder_taking_a_connection_loss_for_its_turn_lets_two_clients_hold() {
-    let mut model = LeaseModel::small();
+    let mut model = mutated(Mutation::BTurnOnAnyEvent);
     model.b_faults = true;
-    model.max_disturbed = 0;
-    model.mutation = Mutation::BTurnOnAnyEvent;
     counterexample("(j) B's turn on any event of its watch", model.clone());
     // B on A's follower, with no fault of B's link: the follower closes B's connection when it
     // loses its leader, `syncLimit` ticks after a cut of a member link (2 here: at 5 A's proof
@@ -265,11 +246,9 @@ fn the_next_holder_taking_a_connection_loss_for_its_turn_lets_two_clients_hold()
 /// promised.
 #[test]
 fn skipping_the_lock_delay_after_an_unclean_hand_over_lets_the_next_holder_in_too_soon() {
-    let mut model = LeaseModel::small();
+    let mut model = mutated(Mutation::SkipLockDelay);
     model.farewell = true;
     model.lock_delay_ms = model.timeout_ms / 2;
-    model.max_disturbed = 0;
-    model.mutation = Mutation::SkipLockDelay;
     counterexample_of(
         "(k) no lock-delay after an unclean hand-over",
         model,
