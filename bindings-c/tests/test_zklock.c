@@ -1377,7 +1377,15 @@ static void test_a_black_holed_holder_counts_lost_logs_it_at_warn_and_its_guarde
     zklock_write after[2] = {{"set_data", data, "two", 3, 0}, {"create", data2, NULL, 0, 0}};
     EXPECT(zklock_lease_guarded_write(lease, after, 2) == ZKLOCK_LOST);
     harness("heal");
+    /* The lease reads LOST the moment its state flips; the counters follow on the thread that
+     * flipped it (observe::lease_state, then end_hold), which a loaded machine can stall
+     * between the two: wait for them, as for the log below. */
     zklock_stats st = stats_of(s.a);
+    until = now_ms() + 10000;
+    while (!(st.lost == 1 && st.held == 0) && now_ms() < until) {
+        sleep_ms(20);
+        st = stats_of(s.a);
+    }
     EXPECT(st.lost == 1 && st.held == 0 && st.suspended >= 1 && st.session_expiries == 1);
     (void)zklock_lease_release(lease);
     /* Nothing of the batch applied: "-2" can still be created, and "data" deleted. */
