@@ -147,7 +147,9 @@ bench-s9-long: deps
 # one that hears nothing back, knows (and stops) first, and zklock exec's and elect's command is
 # stopped before the next holder's starts, also while that zklock itself is stopped, and a
 # holder stopped 5 s at T = 10 s keeps its lease in at least 9 rounds of 10 (issue 50, part 4);
-# a holder resumed from a simulated suspend never reads held (issue 50, part 3).
+# a holder resumed from a simulated suspend never reads held (issue 50, part 3); holders behind
+# a round-robin TCP load balancer, and on a follower stopped past syncLimit ticks, know first
+# (issue 54, point 7).
 TRUST_ROUNDS ?= 10
 # The Python face for the one-way-loss rounds (issue 33), as tests/ci-test.sh installs it.
 PY_VENV ?= $(or $(ZKLOCK_PY_VENV),$(or $(CARGO_TARGET_DIR),target)/py-venv)
@@ -161,6 +163,8 @@ trust-long: deps
 	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-cli --test paused -- --nocapture --test-threads=1
 	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-trust --test resumed -- --nocapture
 	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-trust --test suspend -- --nocapture --test-threads=1
+	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-trust --test balancer -- --nocapture
+	ZKLOCK_ISOLATION_ROUNDS=$(TRUST_ROUNDS) $(CARGO) test -p zklock-trust --test stopped_follower -- --nocapture
 
 # Not part of `make test` (issue 57): the exit shapes of bindings-python/tests/test_exit.py at
 # EXIT_RUNS runs each (make test runs 30): thousands of short Python programs that end while

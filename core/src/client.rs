@@ -253,6 +253,12 @@ impl Client {
         self.inner.current().id
     }
 
+    /// The session whose `sync`s carry the current session's proof, `None` while it proves on
+    /// its own chain (today always): `support::proof_carrier`.
+    pub(crate) fn proof_carrier(&self) -> Option<i64> {
+        self.inner.current().proof_carrier()
+    }
+
     /// The session timeout the server granted the current session.
     pub fn session_timeout(&self) -> std::time::Duration {
         self.inner.current().timeout

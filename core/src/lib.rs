@@ -79,8 +79,9 @@ pub use recipes::semaphore::{invalid_max_leases, MAX_LEASES};
 pub use sessions::server_facts::{ServerClass, ServerFeatures};
 
 /// For zklock's own faces, tests and benchmarks, not for applications: the private runtime a face
-/// drives (spawn, block_on, callback queues), the round-trip counter the benchmarks read, and the
-/// conversions of foreign numbers the faces used before `Wait`. No stability promise.
+/// drives (spawn, block_on, callback queues), the round-trip counter the benchmarks read, the
+/// session that carries a client's proof (the trust rounds read it), and the conversions of
+/// foreign numbers the faces used before `Wait`. No stability promise.
 #[doc(hidden)]
 pub mod support {
     pub use crate::base::options::{
@@ -99,6 +100,16 @@ pub mod support {
         spawn, CallbackQueue,
     };
     pub use crate::sessions::session::heartbeats;
+
+    /// The session id of the session whose `sync`s carry `client`'s current proof (its
+    /// lifeline, docs/safety.md), or `None` while the client proves on its own chain. Issue 54
+    /// will share one chain per (process, member), carried by a session the same member created
+    /// (a session id's top byte names that member); today every session proves on its own
+    /// chain and this is always `None`. The trust rounds assert that a named carrier's member
+    /// is the client's own (tests/trust/tests/balancer.rs).
+    pub fn proof_carrier(client: &crate::Client) -> Option<i64> {
+        client.proof_carrier()
+    }
 }
 
 // The Rust face's README (core/README.md): each of its blocks compiled as a doctest, so the

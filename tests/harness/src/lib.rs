@@ -2,8 +2,9 @@
 //! machine's Java, on free 127.0.0.1 ports with temporary data directories. A standalone server
 //! or an ensemble; members can be stopped, restarted, paused (SIGSTOP) and resumed, and with
 //! `Config::peer_proxies` cut off from their peers (`isolate`: a cut, a black hole, or loss in one
-//! direction) while their clients still reach them. Everything is killed and removed on drop,
-//! and the servers die with the test process.
+//! direction) while their clients still reach them; a round-robin TCP load balancer can front
+//! them (`Balancer`). Everything is killed and removed on drop, and the servers die with the
+//! test process.
 //!
 //! It installs nothing: when Java or the jars are missing it fails with a message saying what to
 //! install (`make test` installs them). `ZKLOCK_TEST_SERVERS` points tests at an existing
@@ -17,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+mod balancer;
 pub mod conformance;
 pub mod counting;
 // The CLI's jar list (one list in the project; the published CLI cannot depend on this crate).
@@ -27,6 +29,7 @@ pub mod procstat;
 mod proxy;
 mod secure;
 
+pub use balancer::Balancer;
 pub use counting::Counting;
 pub use jars::classpath;
 pub use proxy::Proxy;

@@ -5,6 +5,7 @@
 pub mod checker;
 pub mod fenced;
 pub mod margin;
+pub mod members;
 pub mod nodes;
 pub mod peers;
 pub mod sessions;
