@@ -1,12 +1,15 @@
 //! The shared chain (issue 54, point 1): a carrier session C of A's process, connected to A's
-//! member, sends the `sync` heartbeats on its own connection (every `beat_interval`, and
-//! whenever A's schedule calls for a heartbeat), and its answers feed A's chain as k and m,
-//! never j (`Chain::record_carried`: they touched C's session, not A's); A sends plain pings
-//! only, on the heartbeats' schedule, whose answers are A's j candidates (`Chain::record`,
-//! `leader: false`). The member is known from the session id: the
-//! server that creates a session puts its own id in the id's top byte
-//! (`SessionTrackerImpl.initializeNextSessionId`; a follower's `LearnerSessionTracker` seeds it
-//! with its `serverId`), and a TCP connection never changes its backend. So A shares from its
+//! member, sends a `sync` every `carrier_interval` on its own connection, whatever A does, and
+//! its answers feed A's chain as k and m, never j (`Chain::record_carried`: they touched C's
+//! session, not A's). A sends no heartbeat of its own while its deadline is `floor` ahead or
+//! more: its own requests are the transport's pings (every T/3) and its program's reads, whose
+//! answers are its j candidates (`Chain::record`, `leader: false`), and `carrier_interval` is
+//! chosen so that these keep it `floor` ahead. Below `floor` it catches up (src/client.rs,
+//! `sharer_catches_up`): it asks C for a sync at once when one would be k or m, and first
+//! sends a ping of its own when it has no answer newer than the proof. The member is known
+//! from the session id: the server that creates a session puts its own id in the id's top
+//! byte (`SessionTrackerImpl.initializeNextSessionId`; a follower's `LearnerSessionTracker`
+//! seeds it with its `serverId`), and a TCP connection never changes its backend. So A shares from its
 //! start until its own connection breaks (it moves: its member is unknown then) or C's
 //! connection breaks (closed by its member, or silent for the read timeout); from then on A
 //! runs its own sync chain, keeping the answers it has (C's among them), and sends its next
@@ -60,13 +63,14 @@ impl LeaseModel {
         }
     }
 
-    /// C sends a `sync` heartbeat every `beat_interval` on its own, whether or not A is idle
-    /// (the process's other sessions may need it), and whenever A's schedule calls for a
-    /// heartbeat (`asked`: a catch-up among them); at most `MAX_BEATS_IN_FLIGHT` of C's wait.
+    /// C sends a `sync` every `carrier_interval` on its own, whatever A does (the process's
+    /// other sessions may need it, and it keeps A's proof `floor` ahead with A's pings alone),
+    /// and at once when A, catching up, asks for one (`asked`; its next then an interval
+    /// later); at most `MAX_BEATS_IN_FLIGHT` of C's wait.
     pub(crate) fn carrier_sends(&self, s: &mut State, asked: bool) {
         let now = self.client_now(s);
         let cut = s.is_cut(Link::CarrierToMember);
-        let interval = lifeline_math::beat_interval(self.timeout(), self.client_tick());
+        let interval = lifeline_math::carrier_interval(self.timeout(), self.client_tick());
         let Some(c) = s.carrier.as_mut() else {
             return;
         };
@@ -183,12 +187,6 @@ impl LeaseModel {
                 }
             }
         }
-    }
-
-    /// Whether A's heartbeats are `sync`s: not while it shares a carrier's chain or skips the
-    /// chain on the leader (then they are plain pings, answered by its member alone).
-    pub(crate) fn a_sends_syncs(&self, s: &State) -> bool {
-        s.carrier.is_none() && !self.skips_chain(s)
     }
 
     /// The leader skip (issue 54): A's session was created on the leader (its id says so) and

@@ -41,18 +41,42 @@ impl LeaseModel {
         }
     }
 
-    /// What the client sends at this moment: a heartbeat on the schedule of
-    /// `sessions/session/tasks.rs` (every `beat_interval`, at most `MAX_BEATS_IN_FLIGHT`
-    /// waiting, or at once to catch up when the deadline is less than `floor` ahead and a
-    /// heartbeat can move the proof), and the transport's ping after a third of the session
-    /// timeout without a send (`wire`'s connection).
+    /// What the client sends at this moment: while A runs its own chain, a heartbeat on the
+    /// schedule of `sessions/session/tasks.rs` (every `beat_interval`, at most
+    /// `MAX_BEATS_IN_FLIGHT` waiting, or at once to catch up when the deadline is less than
+    /// `floor` ahead and a heartbeat can move the proof); while it shares a carrier's chain,
+    /// only what a catch-up needs (`sharer_catches_up`), C's syncs going on their own
+    /// schedule; and the transport's ping after a third of the session timeout without a send
+    /// (`wire`'s connection).
     pub(crate) fn client_sends(&self, s: &mut State) {
+        // After a reconnect, or a fallback from a carrier, the next heartbeat goes at once
+        // (`relinked`, taken only by an active session).
+        let relinked = s.active && std::mem::take(&mut s.relinked);
+        let asked = if s.carrier.is_some() {
+            self.sharer_catches_up(s)
+        } else {
+            self.own_heartbeat(s, relinked);
+            false
+        };
+        // C's sync goes when A asks for one, and on its own schedule (C's own connection, its
+        // own limit).
+        self.carrier_sends(s, asked);
+        // The transport pings on its own, whatever the heartbeats do.
+        if s.pings_in_flight == 0
+            && s.reconnecting.is_none()
+            && self.client_now(s) >= s.last_send + self.timeout_ms / 3
+        {
+            s.pings_in_flight += 1;
+            self.send(s, false, false);
+        }
+    }
+
+    /// A's own chain's heartbeat, when due.
+    fn own_heartbeat(&self, s: &mut State, relinked: bool) {
         let (timeout, tick) = (self.timeout(), self.client_tick());
         let now = ms_(self.client_now(s));
         let interval = lifeline_math::beat_interval(timeout, tick);
-        // An idle session sends no heartbeat (`Session::is_active`); after a reconnect the
-        // next goes at once (`relinked`, taken only by an active session).
-        let relinked = s.active && std::mem::take(&mut s.relinked);
+        // An idle session sends no heartbeat (`Session::is_active`).
         let mut beat =
             s.active && (relinked || s.last_beat.is_none_or(|b| now >= ms_(b) + interval));
         if !beat
@@ -62,30 +86,50 @@ impl LeaseModel {
         {
             beat = s.chain.catch_up_at(now, lifeline_math::gap(tick)) <= now;
         }
-        if beat {
-            s.last_beat = Some(self.client_now(s));
-            // Without a connection (a reconnect under way) the `sync` fails at once.
-            if s.reconnecting.is_none()
-                && u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT
-            {
-                s.beats_in_flight += 1;
-                // Under mutation (d) a heartbeat is a plain ping, which the member answers alone;
-                // so it is while A shares a carrier's chain or skips the chain on the leader.
-                let sync = self.mutation != Mutation::PingsAndSyncLimit && self.a_sends_syncs(s);
-                self.send(s, sync, true);
-            }
+        if !beat {
+            return;
         }
-        // The carrier's sync goes with A's ping, and on its own schedule (C's own connection,
-        // its own limit).
-        self.carrier_sends(s, beat);
-        // The transport pings on its own, whatever the heartbeats do.
-        if s.pings_in_flight == 0
-            && s.reconnecting.is_none()
-            && self.client_now(s) >= s.last_send + self.timeout_ms / 3
+        s.last_beat = Some(self.client_now(s));
+        // Without a connection (a reconnect under way) the `sync` fails at once.
+        if s.reconnecting.is_none()
+            && u64::from(s.beats_in_flight) < lifeline_math::MAX_BEATS_IN_FLIGHT
         {
-            s.pings_in_flight += 1;
-            self.send(s, false, false);
+            s.beats_in_flight += 1;
+            // Under mutation (d) a heartbeat is a plain ping, which the member answers alone;
+            // so it is on the leader skip.
+            let sync = self.mutation != Mutation::PingsAndSyncLimit && !self.skips_chain(s);
+            self.send(s, sync, true);
         }
+    }
+
+    /// A sharing C's chain sends nothing of its own but the transport's pings and its
+    /// program's reads while its deadline is `floor` ahead or more, which C's syncs every
+    /// `carrier_interval` keep it (`lifeline_math::carrier_interval`). Below that (a slow
+    /// spell, an acquire from idle) it catches up: with an answer of its own newer than the
+    /// proof, it asks C for a sync as soon as one would be k or m (`Chain::catch_up_at`), one
+    /// at a time; without one, a carried sync cannot move the proof (it is never j), so A
+    /// first sends a plain ping of its own, and asks C a gap after its answer. Returns whether
+    /// A asks C for a sync now.
+    fn sharer_catches_up(&self, s: &mut State) -> bool {
+        let (timeout, tick) = (self.timeout(), self.client_tick());
+        let now = ms_(self.client_now(s));
+        if !s.active || ms_(self.deadline_ms(s)) >= now + lifeline_math::floor(timeout, tick) {
+            return false;
+        }
+        if !s.chain.has_own_since_proof() {
+            // What is on its way is answered after all A's answers so far (one connection,
+            // in order): it will be the j. Else a ping of A's own, which its member answers.
+            // Not reached in the checks: where sharing fits, the transport's next ping goes
+            // out before a proof of the last one comes within `floor` (T/3 is under
+            // `keep − floor`); a client whose chain records nothing while idle would need it.
+            if s.beats_in_flight == 0 && s.pings_in_flight == 0 {
+                s.beats_in_flight += 1;
+                self.send(s, false, true);
+            }
+            return false;
+        }
+        s.carrier.as_ref().is_some_and(|c| c.in_flight == 0)
+            && s.chain.catch_up_at(now, lifeline_math::gap(tick)) <= now
     }
 
     pub(crate) fn send(&self, s: &mut State, sync: bool, beat: bool) {

@@ -203,7 +203,9 @@ pub struct LeaseModel {
     /// (src/crashes.rs).
     pub crash: bool,
     /// The shared chain (src/carrier.rs): a carrier session of A's process on A's member sends
-    /// the syncs; A sends plain pings until its or C's connection breaks.
+    /// the syncs every `carrier_interval`; A sends only the transport's pings, and what a
+    /// catch-up needs, until its or C's connection breaks. Only where `sharing_fits` (at
+    /// T = 2 s the client runs its own chain, and so does the model).
     pub shared: bool,
     /// The leader skip (src/carrier.rs): A, on the leader and never moved, takes any answered
     /// request as proof of its send time, and sends plain pings as heartbeats.
@@ -258,6 +260,12 @@ impl LeaseModel {
             release: false,
             mutation: Mutation::None,
         }
+    }
+
+    /// Whether A shares a carrier's chain from its start: `shared`, at a timing where the
+    /// client would (`lifeline_math::sharing_fits`).
+    fn sharing(&self) -> bool {
+        self.shared && lifeline_math::sharing_fits(self.timeout(), self.client_tick())
     }
 
     /// The tick the client computes with.
@@ -525,7 +533,9 @@ impl Model for LeaseModel {
             relinked: false,
             crashed: None,
             new_leader_touch: None,
-            carrier: self.shared.then(|| Carrier::new(self.carrier_member(a_on))),
+            carrier: self
+                .sharing()
+                .then(|| Carrier::new(self.carrier_member(a_on))),
             restarted: false,
             back: false,
             lost_at: None,

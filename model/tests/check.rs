@@ -7,7 +7,8 @@ mod common;
 use std::time::Instant;
 
 use common::{
-    on_a_deposed_leader, on_a_pausing_follower, skipping_on_a_deposed_leader_at_a_quarter_tick,
+    on_a_deposed_leader, on_a_pausing_follower, on_t_4_s, sharing,
+    skipping_on_a_deposed_leader_at_a_quarter_tick,
 };
 use stateright::{Checker, Model};
 use zklock_model::{
@@ -297,16 +298,16 @@ fn from_a_deposed_leader_to_the_new_one() -> LeaseModel {
     model
 }
 
-/// The shared chain (issue 54): a carrier session C of A's process, on A's follower, sends the
-/// sync heartbeats on its own connection, and A only plain pings on the heartbeats' schedule;
-/// A's chain takes its own answers for j and C's for k and m. Faults: one cut among A's link,
-/// C's link (each way) and the member links (the follower then loses its leader, or its leader
-/// drops it, and it closes A's and C's connections), and disturbed steps, C's link slow among
-/// them. Check 1's bounds otherwise.
+/// The shared chain (issue 54): a carrier session C of A's process, on A's follower, sends a
+/// sync every `carrier_interval` on its own connection, and A only the transport's pings, and
+/// what a catch-up needs below `floor` (C's sync on demand, its own ping first without a new
+/// j); A's chain takes its own answers for j and C's for k and m. Faults: one cut among A's
+/// link, C's link (each way) and the member links (the follower then loses its leader, or its
+/// leader drops it, and it closes A's and C's connections), and disturbed steps, C's link
+/// slow among them. Check 1's bounds otherwise, at T = 4 s and up to 5 s (`on_t_4_s`).
 #[test]
 fn a_holder_on_a_follower_that_shares_its_carriers_chain_never_reads_held_while_another_can_hold() {
-    let mut model = LeaseModel::small();
-    model.shared = true;
+    let mut model = on_t_4_s(sharing(LeaseModel::small()));
     model.max_disturbed = if long() { 4 } else { 3 };
     check("holder on a follower, sharing a carrier's chain", model);
 }
@@ -342,12 +343,6 @@ fn a_holder_that_shares_its_carriers_chain_on_a_follower_whose_jvm_pauses_never_
         "holder sharing a carrier's chain, leaving its follower whose JVM pauses 3 s",
         sharing(leaving_a_pausing_follower()),
     );
-}
-
-/// A's chain shared with a carrier C on A's member, on another check's bounds.
-fn sharing(mut model: LeaseModel) -> LeaseModel {
-    model.shared = true;
-    model
 }
 
 /// The leader skip (issue 54): A's session was created on the leader and has not moved, so the
@@ -403,19 +398,27 @@ fn a_holder_that_skips_the_chain_on_the_leader_never_reads_held_while_another_ca
 /// The shared chain's catch-up path: A's session starts idle (only the transport's pings, and
 /// one read of its program: its j's) while C sends its syncs on its own schedule, for the
 /// process's other sessions; the acquire comes at any moment, and the lease is granted once a
-/// proof of A's own j by C's k and m puts the deadline `floor` ahead. Check 1's bounds with no
-/// disturbed step; one in `make model-long` (6.1 million states and 21 s, too much for `make
-/// test`'s budget).
+/// proof of A's own j by C's k and m puts the deadline `floor` ahead, at once or after A's
+/// catch-up (C's sync on demand, A's own ping first when it has no j newer than the proof).
+/// Check 13's bounds with no disturbed step (one in `make model-long`); then with no cut and
+/// two disturbed steps, where A's proof lags and the acquire waits for C's syncs on demand
+/// (without a slow step C's own keep the idle session's proof `floor` ahead, and the acquire
+/// is granted at once).
 #[test]
 fn a_lease_acquired_from_an_idle_session_that_shares_its_carriers_chain_never_reads_held_while_another_can_hold(
 ) {
-    let mut model = LeaseModel::small();
-    model.shared = true;
+    let mut model = on_t_4_s(sharing(LeaseModel::small()));
     model.from_idle = true;
     model.max_reads = 1;
     model.max_disturbed = if long() { 1 } else { 0 };
     check(
         "lease from an idle session sharing a carrier's chain",
+        model.clone(),
+    );
+    model.max_cuts = 0;
+    model.max_disturbed = if long() { 3 } else { 2 };
+    check(
+        "lease from an idle session sharing a carrier's chain, slow steps",
         model,
     );
 }

@@ -7,7 +7,8 @@ mod common;
 use std::time::Instant;
 
 use common::{
-    on_a_deposed_leader, on_a_pausing_follower, skipping_on_a_deposed_leader_at_a_quarter_tick,
+    on_a_deposed_leader, on_a_pausing_follower, on_t_4_s, sharing,
+    skipping_on_a_deposed_leader_at_a_quarter_tick,
 };
 use stateright::{Checker, HasDiscoveries, Model};
 use zklock_model::{LeaseModel, Mutation, DELAYED, LET_GO_FIRST, ONE_HOLDER};
@@ -179,8 +180,7 @@ fn idle_on_a_deposed_leader(timeout_ms: u32) -> LeaseModel {
 /// the leader, and A's proof moves while the leader never touches A's session.
 #[test]
 fn a_carrier_on_another_member_than_the_holders_lets_two_clients_hold() {
-    let mut model = mutated(Mutation::CarrierElsewhere);
-    model.shared = true;
+    let model = on_t_4_s(sharing(mutated(Mutation::CarrierElsewhere)));
     counterexample("(f) the carrier on the leader, A on a follower", model);
 }
 
@@ -198,8 +198,7 @@ fn the_leader_skip_on_a_follower_lets_two_clients_hold() {
 /// A's session (found by check 13 before `Chain::record_carried` existed).
 #[test]
 fn taking_a_carriers_answer_for_the_holders_own_lets_two_clients_hold() {
-    let mut model = mutated(Mutation::CarriedAsOwn);
-    model.shared = true;
+    let model = on_t_4_s(sharing(mutated(Mutation::CarriedAsOwn)));
     counterexample("(h) the carrier's answers as A's own", model);
 }
 

@@ -85,6 +85,82 @@ pub(crate) fn floor(timeout: Duration, tick: Duration) -> Duration {
     (keep(timeout, tick) / 4).max(gap(tick) + Duration::from_millis(100))
 }
 
+/// The longest a connection stays silent before the transport pings: a third of the session
+/// timeout. `wire`'s `conn::ping_interval` is `min(T/3, 2/3 × read timeout)`, never longer
+/// (shorter when the connect timeout makes the read timeout short: the core caps it at 5 s, so
+/// from T = 8.4 s on the ping goes every 3.3 s). A sharing session (issue 54) counts on no
+/// more of its own requests than these, so what follows takes the longest.
+#[allow(dead_code)]
+pub(crate) fn ping_interval(timeout: Duration) -> Duration {
+    timeout / 3
+}
+
+/// What `carrier_interval` allows each round trip of a carried proof: the sharer's ping's
+/// and m's. A slower one costs only a catch-up (the deadline dips below `floor`).
+const CARRIED_RTT: Duration = Duration::from_millis(50);
+
+/// The shortest `carrier_interval`: under it twice the interval, all a carried proof has to
+/// spare beyond `floor`, ping, gap and round trips, is under 200 ms, which one slow round trip
+/// of a loaded server spends; the sharer would then fall below `floor` and catch up (its own
+/// ping, then syncs on demand) most of the time, which is what its own chain costs. It also
+/// bounds a carrier at ten `sync`s a second.
+const MIN_CARRIER_INTERVAL: Duration = Duration::from_millis(100);
+
+/// What a carried proof has to spare for two carrier intervals (see `carrier_interval`), or
+/// `None` when the sharer's pings alone leave it nothing.
+fn carried_room(timeout: Duration, tick: Duration) -> Option<Duration> {
+    keep(timeout, tick)
+        .checked_sub(floor(timeout, tick))?
+        .checked_sub(ping_interval(timeout))?
+        .checked_sub(gap(tick))?
+        .checked_sub(CARRIED_RTT * 2)
+}
+
+/// How often a carrier (issue 54's shared chain: one session of a process on a member whose
+/// `sync`s are k and m of the proofs of the process's other sessions there, `record_carried`)
+/// sends its `sync`, on its own, whatever its sharers do; chosen so that a sharer whose only
+/// requests of its own are the transport's pings stays `floor` ahead, and so never catches up
+/// nor costs more than its pings.
+///
+/// The derivation. The sharer's proof is j, its latest answered ping, sent at p (pings go
+/// every `ping_interval`); k, the first carried sync sent a gap after j's answer; m, the first
+/// sent after k's answer. With a carrier interval I and round trips r under I, j is answered
+/// at `p + r`, k goes before `p + r + gap + I`, m an interval later, and m's answer, which
+/// proves p, comes before `p + gap + 2 × I + 2 × r`. Until then the proof is the ping before,
+/// `p − ping_interval`, so the deadline is at the least
+/// `keep − ping_interval − gap − 2 × I − 2 × r` ahead (a program's reads are pings too, and
+/// only move j later). That stays at `floor` or more when
+/// `I = (keep − floor − ping_interval − gap − 2 × 50 ms) / 2`, 50 ms for each round trip:
+/// 608 ms at T = 10 s and tick 2 s (1.6 `sync`s a second for the process's sessions on a
+/// member, against 0.59 for each session's own chain), 341 ms at T = 4 s and tick 500 ms,
+/// 10.65 s at T = 60 s and tick 2 s. A shorter I costs more syncs and proves no sooner than a
+/// round trip allows; a longer one lets the sharer's deadline dip below `floor`, where it
+/// would catch up. Not `gap + 50 ms` at the least, as `beat_interval`: a session's own chain
+/// needs that because its j and k are its own beats, while a carrier's k is any of its syncs
+/// a gap after the sharer's answer.
+///
+/// Never below `MIN_CARRIER_INTERVAL`: where the formula gives less (T = 4 s and tick 1 s,
+/// 28 ms; T = 2 s, nothing), `sharing_fits` is false and the session runs its own chain.
+/// One carrier costs the leader `1 / I` syncs a second whatever the number of its sharers,
+/// each session's own chain `1 / beat_interval`: it saves syncs from `beat_interval / I`
+/// sessions of the process on the member (2.8 at T = 10 s and tick 2 s, 2.1 at T = 4 s and
+/// tick 500 ms); with fewer, the sessions' own chains cost less. The core takes it up in
+/// issue 54 point 2; the model (`model/src/carrier.rs`) runs it now.
+#[allow(dead_code)]
+pub(crate) fn carrier_interval(timeout: Duration, tick: Duration) -> Duration {
+    carried_room(timeout, tick).map_or(MIN_CARRIER_INTERVAL, |room| {
+        (room / 2).max(MIN_CARRIER_INTERVAL)
+    })
+}
+
+/// Whether a session can share a carrier's chain at this timing: the interval
+/// `carrier_interval` derives keeps a sharer that only pings `floor` ahead and is not under
+/// `MIN_CARRIER_INTERVAL`. Else sharing gives nothing and the session runs its own chain.
+#[allow(dead_code)]
+pub(crate) fn sharing_fits(timeout: Duration, tick: Duration) -> bool {
+    carried_room(timeout, tick).is_some_and(|room| room / 2 >= MIN_CARRIER_INTERVAL)
+}
+
 /// How long a session keeps proving after its last lease or acquire ended: one session
 /// timeout. A session that locks at least that often (lock cycles, a worker loop) never waits
 /// for a proof; one that locks less often pays at most `timeout / beat_interval` heartbeats
@@ -226,6 +302,15 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
             .map_or(now, |at| at.max(now))
     }
 
+    /// Whether an answered request of this session's own was sent after the proven touch: a j
+    /// for the next proof. A session sharing a carrier's chain needs one before a carried sync
+    /// can move its proof (a carried sync is never j), so when it must catch up without one it
+    /// sends a request of its own first, and asks for the carried sync at `catch_up_at`.
+    #[allow(dead_code)]
+    pub(crate) fn has_own_since_proof(&self) -> bool {
+        self.answered.iter().any(|a| a.own && a.sent > self.proven)
+    }
+
     /// A request sent at `sent` by a session on the leader was answered (issue 54's leader
     /// skip: the session was created on the leader, its id says so, and has not moved since).
     /// The leader touched the session on receipt, after `sent`, so no chain is needed; but a
@@ -256,5 +341,105 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
             return Some(sent_after);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    /// The timings the project runs: the bench's and the trust rounds' T = 10 s (tick 2 s),
+    /// `make soak-10k`'s T = 4 s (tick 500 ms), the longest tick at T = 4 s, Curator's default
+    /// 60 s, and the shortest T at a 400 ms tick.
+    const TIMINGS: [(u64, u64); 5] = [
+        (10_000, 2_000),
+        (4_000, 500),
+        (4_000, 1_000),
+        (60_000, 2_000),
+        (2_000, 400),
+    ];
+
+    #[test]
+    fn the_carrier_interval_is_what_a_proof_spares_beyond_floor_ping_and_gap_halved_where_sharing_fits(
+    ) {
+        let expected = [
+            Some(ms(7600 - 1900 - 1050 - 100).saturating_sub(ms(10_000) / 3) / 2),
+            Some((ms(3220 - 805 - 300 - 100) - ms(4000) / 3) / 2),
+            None,
+            Some(ms(10_650)),
+            None,
+        ];
+        for ((t, tick), expected) in TIMINGS.into_iter().zip(expected) {
+            let (timeout, tick) = (ms(t), ms(tick));
+            let interval = carrier_interval(timeout, tick);
+            assert_eq!(
+                sharing_fits(timeout, tick),
+                expected.is_some(),
+                "{t} ms/{tick:?}"
+            );
+            assert_eq!(
+                interval,
+                expected.unwrap_or(MIN_CARRIER_INTERVAL),
+                "{t} ms/{tick:?}"
+            );
+        }
+        // The doc comment's 608 ms at T = 10 s and 341 ms (340.8) at T = 4 s.
+        assert_eq!(carrier_interval(ms(10_000), SAMPLE_TICK).as_millis(), 608);
+        assert_eq!(carrier_interval(ms(4_000), ms(500)).as_millis(), 340);
+        // Nor at the model's own T = 2 s and tick 500 ms.
+        assert!(!sharing_fits(ms(2_000), ms(500)));
+    }
+
+    /// The derivation, run on the real chain: a sharer whose only requests of its own are the
+    /// transport's pings, and a carrier syncing every `carrier_interval` from any phase, with
+    /// round trips of 1 ms and of the 50 ms allowed: just before every answer (the deadline
+    /// only moves then) it is still `floor` ahead.
+    #[test]
+    fn a_sharer_that_only_pings_stays_a_floor_ahead_on_its_carriers_syncs() {
+        for (t, tick) in TIMINGS {
+            let (timeout, tick) = (ms(t), ms(tick));
+            if !sharing_fits(timeout, tick) {
+                continue;
+            }
+            let (interval, ping) = (carrier_interval(timeout, tick), ping_interval(timeout));
+            for rtt in [ms(1), CARRIED_RTT] {
+                for phase in 0..10u32 {
+                    let phase = interval * phase / 10;
+                    let horizon = ping * 12;
+                    // (sent, answered, carried), in the order the answers come.
+                    let mut answers = Vec::new();
+                    let mut at = ping;
+                    while at < horizon {
+                        answers.push((at, at + rtt, false));
+                        at += ping;
+                    }
+                    let mut at = phase;
+                    while at < horizon {
+                        answers.push((at, at + rtt, true));
+                        at += interval;
+                    }
+                    answers.sort_by_key(|&(sent, answered, _)| (answered, sent));
+                    let mut chain = Chain::new(Duration::ZERO);
+                    for (sent, answered, carried) in answers {
+                        let lead = deadline(chain.proven, timeout, tick).saturating_sub(answered);
+                        assert!(
+                            lead >= floor(timeout, tick),
+                            "{timeout:?}/{tick:?}, rtt {rtt:?}, phase {phase:?}: \
+                             {lead:?} ahead at {answered:?}"
+                        );
+                        if carried {
+                            chain.record_carried(sent, answered, gap(tick));
+                        } else {
+                            chain.record(sent, answered, false, gap(tick));
+                        }
+                    }
+                    assert!(chain.proven >= horizon - ping * 2, "the proof moves");
+                }
+            }
+        }
     }
 }

@@ -42,3 +42,19 @@ pub fn skipping_on_a_deposed_leader_at_a_quarter_tick() -> LeaseModel {
     model.horizon_ms = 7000;
     model
 }
+
+/// A's chain shared with a carrier C on A's member, on another path's bounds.
+pub fn sharing(mut model: LeaseModel) -> LeaseModel {
+    model.shared = true;
+    model
+}
+
+/// T = 4 s (`make soak-10k`'s timing at the 500 ms tick), up to 5 s: at `small()`'s T = 2 s
+/// a sharer's pings every T/3 cannot keep its proof `floor` ahead whatever the carrier does
+/// (`lifeline_math::sharing_fits`), so the client, and the model, run A's own chain there.
+/// The session could first expire unproven at 4.5 s.
+pub fn on_t_4_s(mut model: LeaseModel) -> LeaseModel {
+    model.timeout_ms = 4000;
+    model.horizon_ms = 5000;
+    model
+}
