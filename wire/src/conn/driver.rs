@@ -24,9 +24,18 @@ use super::queue;
 use crate::frame::{self, FrameDecoder};
 use crate::jute::*;
 
-/// The smallest and largest single read (see `Driver::read`).
-const MIN_READ: usize = 2 * 1024;
-const MAX_READ: usize = 64 * 1024;
+/// A single read (see `Driver::read`), into the thread's scratch buffer.
+const READ: usize = 64 * 1024;
+
+/// What a listing read as it arrives may leave in its connection's buffer between reads (a
+/// name cut by the read) without the buffer being cut down to it.
+const KEEP_BETWEEN_READS: usize = 2 * 1024;
+
+thread_local! {
+    /// Where a connection's reads land on the thread that polls it (see `Driver::read`): at
+    /// most `READ` bytes per thread.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// A reply header's size on the wire: xid, zxid, err.
 const REPLY_HEADER_LEN: usize = 16;
@@ -105,7 +114,6 @@ where
         ping_interval,
         pings_sent: VecDeque::new(),
         read_timeout,
-        read_chunk: MIN_READ,
         last_send: now,
         last_recv: now,
         closing: false,
@@ -160,8 +168,6 @@ struct Driver<S> {
     /// When each ping in flight was queued, oldest first.
     pings_sent: VecDeque<Instant>,
     read_timeout: Duration,
-    /// The size of the next read (see `read`).
-    read_chunk: usize,
     last_send: Instant,
     last_recv: Instant,
     closing: bool,
@@ -275,15 +281,26 @@ where
         }
     }
 
-    /// One read straight into the decoder's buffer, and the frames it completed. The read's
-    /// size follows the traffic: it doubles after a read that filled it (up to 64 KiB) and the
-    /// buffer is given back when idle, so an idle session holds none of it.
+    /// One read, and the frames it completed. The read lands in the thread's scratch buffer
+    /// and only what it brought is copied to the connection's: a read that finds nothing
+    /// (every poll ends with one) holds no buffer of the connection's, and the decoder's
+    /// buffer is given back when idle, so an idle session holds none. Reading into the
+    /// decoder's own buffer, sized by the traffic (2 to 64 KiB), kept that chunk while the
+    /// connection waited for bytes: 34 MB for 3,000 waiters each waiting for the rest of its
+    /// listing (heaptrack, issue 54, point 5). The scratch costs one copy of what was read
+    /// and lets every read be a large one.
     fn read(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
-        let want = self.read_chunk;
-        let mut rb = ReadBuf::new(self.decoder.read_space(want));
-        let polled = Pin::new(&mut self.stream).poll_read(cx, &mut rb);
-        let filled = rb.filled().len();
-        self.decoder.commit(want, filled);
+        let want = READ;
+        let (polled, filled) = SCRATCH.with_borrow_mut(|scratch| {
+            if scratch.len() < want {
+                scratch.resize(want, 0);
+            }
+            let mut rb = ReadBuf::new(&mut scratch[..want]);
+            let polled = Pin::new(&mut self.stream).poll_read(cx, &mut rb);
+            let filled = rb.filled().len();
+            self.decoder.extend(&scratch[..filled]);
+            (polled, filled)
+        });
         let n = match ready!(polled) {
             Ok(()) => filled,
             Err(e) if is_eof(&e) => 0,
@@ -304,25 +321,16 @@ where
                 Error::ServerClosed
             }));
         }
-        if n == want {
-            self.read_chunk = (want * 2).min(MAX_READ);
-        } else if n < want / 4 {
-            self.read_chunk = (want / 2).max(MIN_READ);
-        }
         let decoded = self.on_frames();
-        // Idle again: back to small reads, and a buffer grown for a large reply is freed (a
-        // thousand sessions that each read a long listing once must not keep it).
-        if self.decoder.buffered() == 0 && self.read_chunk > MIN_READ {
-            self.read_chunk = MIN_READ;
-        }
-        // An idle connection keeps no read buffer at all (issue 34, point 3): the next read
-        // allocates its chunk again, one small allocation beside the reply's own.
+        // An idle connection keeps no read buffer at all (issue 34, point 3), and a buffer
+        // grown for a large reply is freed (a thousand sessions that each read a long listing
+        // once must not keep it).
         self.decoder.shrink_when_idle(0);
         // Inside a listing read as it arrives, what is left is at most a name cut by the read:
         // it moves to a buffer of its own size, and the chunk grown for the listing is freed
         // (5,000 connections each reading a long listing at once keep no 64 KB chunk each).
         if self.listing.is_some() {
-            self.decoder.shrink_to_unread(MIN_READ);
+            self.decoder.shrink_to_unread(KEEP_BETWEEN_READS);
         }
         // Nor queue buffers grown by a burst, once no request is outstanding (a ping's reply
         // comes here too, so an idle connection gets to it every third of its timeout).
