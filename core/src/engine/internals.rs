@@ -22,7 +22,7 @@ use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::base::signal::poll_until;
 use crate::engine::nodes::{
     cancelled_error, count_round_trip, find_own, make_parents, parent_error, read_children,
-    recover, remove_attempt, timeout_error, AllNames,
+    recover, remove_attempt, timeout_error,
 };
 use crate::ops::runtime;
 use crate::sessions::session::Session;
@@ -219,7 +219,7 @@ pub(crate) async fn create_listed(
         session,
         req,
         &mut cleanup,
-        AllNames::default(),
+        zk::AllNames::default(),
         None,
     ));
     let proven = session.proven(req.deadline, req.dir);

@@ -223,23 +223,6 @@ impl EachName for FirstWithPrefix {
     }
 }
 
-/// Every name of a listing, in the server's order (the listing's frame is still never held
-/// whole: the names are copied as they arrive).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct AllNames(Vec<String>);
-
-impl EachName for AllNames {
-    type Output = Vec<String>;
-
-    fn name(&mut self, name: &str) {
-        self.0.push(name.to_owned());
-    }
-
-    fn finish(self) -> Vec<String> {
-        self.0
-    }
-}
-
 /// Lists the children of `dir`, waiting out connection loss (until `deadline`, or `cancel`).
 pub(crate) async fn list_children(
     session: &Session,
@@ -247,7 +230,7 @@ pub(crate) async fn list_children(
     deadline: Option<Instant>,
     cancel: Option<&CancelToken>,
 ) -> Result<Vec<String>> {
-    read_children(session, dir, deadline, cancel, AllNames::default()).await
+    read_children(session, dir, deadline, cancel, zk::AllNames::default()).await
 }
 
 /// [`list_children`] whose names `read` reads a name at a time as they arrive, keeping only

@@ -25,6 +25,22 @@ pub trait EachName: Send + 'static {
     fn finish(self) -> Self::Output;
 }
 
+/// Every name of a listing, copied as it arrives ([`Client::list_children`]).
+#[derive(Debug, Clone, Default)]
+pub struct AllNames(Vec<String>);
+
+impl EachName for AllNames {
+    type Output = Vec<String>;
+
+    fn name(&mut self, name: &str) {
+        self.0.push(name.to_owned());
+    }
+
+    fn finish(self) -> Vec<String> {
+        self.0
+    }
+}
+
 /// An [`EachName`] as the connection's [`ChildrenSink`]: its result goes to the request's
 /// caller once the listing was read whole.
 struct SendOnEnd<R: EachName> {
@@ -331,11 +347,13 @@ impl Client {
         }
     }
 
+    /// getChildren2's names, copied as they arrive ([`Client::read_children_each`]): the
+    /// reply's frame is never held whole beside them.
     pub fn list_children(
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Vec<String>, Error>> + Send + 'static {
-        self.read_children(path, |names| names.to_vec())
+        self.read_children_each(path, AllNames::default())
     }
 
     /// getChildren2 whose names `read` reads where the reply is decoded, in the connection's
