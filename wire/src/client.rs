@@ -48,7 +48,7 @@ mod watches;
 use error::op_error;
 pub use error::{Error, MultiError};
 pub use options::{validate_path, ClientOptions, ConnectString, SaslLogin, Secure};
-pub use requests::{CreateMode, Op, OpResult};
+pub use requests::{AllNames, CreateMode, EachName, Op, OpResult};
 use session::{run, shuffle, Attempt, Shared};
 pub use state::{EventType, OneshotWatcher, SessionState, StateWatcher, WatchedEvent};
 

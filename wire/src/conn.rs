@@ -51,7 +51,10 @@ use driver::{Cmd, Shared, Submit};
 use error::{is_eof, tls_error, too_large};
 pub use error::{Error, OpError};
 pub use events::{Event, Events, Stats, EVENT_QUEUE};
-pub use message::{decode_reply_body, read_children_reply, ReadChildren, Reply, Request, Response};
+pub use message::{
+    decode_reply_body, read_children_reply, ChildrenSink, OnReply, ReadChildren, Reply, Request,
+    Response,
+};
 
 /// TLS for [`connect`]: the client configuration (see `tls::client_config`, feature `ring`, or
 /// [`crate::tls::client_config_with_provider`]) and the name the server's certificate is checked
@@ -309,13 +312,14 @@ impl Connection {
         self.submit_reading(req, tag, None)
     }
 
-    /// `submit_tagged`, and for a getChildren2 with `read`, its names go to `read` as the reply
-    /// is decoded ([`ReadChildren`]); the reply is then [`Response::ChildrenRead`].
+    /// `submit_tagged`, and `read` reads the reply as it is decoded ([`OnReply`]): for a
+    /// getChildren2 read by [`OnReply::Names`] or [`OnReply::EachName`], its names go there and
+    /// the reply is then [`Response::ChildrenRead`].
     pub fn submit_reading(
         &self,
         req: &Request,
         tag: u64,
-        read: Option<ReadChildren>,
+        read: Option<OnReply>,
     ) -> Result<ReplyFuture, Error> {
         let mut frame = Vec::new();
         let op = req.op_code();

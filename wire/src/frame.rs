@@ -124,6 +124,51 @@ impl FrameDecoder {
 
     /// The next complete frame's payload, `None` until one is complete.
     pub fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        let Some(len) = self.next_len()? else {
+            return Ok(None);
+        };
+        if self.buffered() < 4 + len {
+            return Ok(None);
+        }
+        let from = self.start + 4;
+        self.start = from + len;
+        Ok(Some(&self.buf[from..from + len]))
+    }
+
+    /// The next frame's payload length and what has arrived of its payload, before the frame
+    /// is complete (`None` until its length has arrived): a frame may be read as it arrives
+    /// ([`FrameDecoder::skip`] past its length prefix and then past what was read of it).
+    pub fn peek_frame(&mut self) -> Result<Option<(usize, &[u8])>, FrameError> {
+        let Some(len) = self.next_len()? else {
+            return Ok(None);
+        };
+        let from = self.start + 4;
+        let to = self.buf.len().min(from + len);
+        Ok(Some((len, &self.buf[from..to])))
+    }
+
+    /// The bytes received and not yet returned in a frame or skipped.
+    pub fn unread(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
+    /// Marks the first `n` unread bytes read (at most all of them).
+    pub fn skip(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.buf.len());
+    }
+
+    /// Moves what is left unread into a buffer of its own size when it is at most `keep` bytes
+    /// and the buffer holds more than twice that: a frame read as it arrives leaves only the
+    /// part of a field cut by a read, and that must not pin a buffer grown for large reads.
+    pub fn shrink_to_unread(&mut self, keep: usize) {
+        if self.buffered() <= keep && self.buf.capacity() > 2 * keep {
+            self.buf = self.buf[self.start..].to_vec();
+            self.start = 0;
+        }
+    }
+
+    /// The next frame's length once its prefix has arrived, checked against the limit.
+    fn next_len(&mut self) -> Result<Option<usize>, FrameError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -146,12 +191,7 @@ impl FrameDecoder {
                 limit: self.limit,
             }));
         }
-        if avail.len() < 4 + len {
-            return Ok(None);
-        }
-        let from = self.start + 4;
-        self.start = from + len;
-        Ok(Some(&self.buf[from..from + len]))
+        Ok(Some(len))
     }
 
     /// The stream ended: an error if it ended inside a frame.
@@ -252,6 +292,27 @@ mod tests {
         d.extend(b"HTTP/1.1 400 Bad Request\r\n");
         assert_eq!(d.next_frame(), Err(FrameError::Http));
         assert!(FrameError::Http.to_string().contains("not ZooKeeper"));
+    }
+
+    #[test]
+    fn a_frame_can_be_read_as_it_arrives_and_leaves_no_large_buffer_behind() {
+        let mut d = FrameDecoder::new(DEFAULT_MAX);
+        assert_eq!(d.peek_frame(), Ok(None));
+        d.extend(&[0, 0, 0, 5, b'a', b'b']);
+        assert_eq!(d.peek_frame(), Ok(Some((5, &b"ab"[..]))));
+        d.skip(4 + 2);
+        assert_eq!(d.unread(), b"");
+        d.extend(&[0; 100_000]);
+        d.skip(100_000 - 3);
+        d.shrink_to_unread(16);
+        assert_eq!(d.unread(), [0; 3]);
+        assert!(d.buf.capacity() < 100, "{}", d.buf.capacity());
+        // Skipping past the end reads what there is.
+        d.skip(9);
+        assert_eq!(d.buffered(), 0);
+        // A bad length is refused by a peek as by `next_frame`.
+        d.extend(&[0xff, 0xff, 0xff, 0xfe]);
+        assert_eq!(d.peek_frame(), Err(FrameError::NegativeLength(-2)));
     }
 
     #[test]

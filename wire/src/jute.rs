@@ -21,7 +21,7 @@ pub use numbers::{code, create_mode, event_type, op, xid};
 
 // A children listing read in place, without a copy of its names.
 mod names;
-pub use names::{ChildrenInPlace, Names, NamesIter};
+pub use names::{ChildrenInPlace, ListingParser, Names, NamesIter};
 
 /// Why bytes did not decode as the record asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -343,3 +343,170 @@ async fn a_connection_runs_over_any_stream_even_one_that_takes_16_bytes_at_a_tim
         "the last handle dropped closes the connection"
     );
 }
+
+/// What a listing's reader saw, in order: `name:…`, `end`; and `created:…` from the create's
+/// note before it.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+struct Sink(Seen);
+
+impl zklock_wire::conn::ChildrenSink for Sink {
+    fn name(&mut self, name: &str) {
+        self.0.lock().unwrap().push(format!("name:{name}"));
+    }
+    fn end(self: Box<Self>) {
+        self.0.lock().unwrap().push("end".into());
+    }
+}
+
+fn listing_request() -> Request {
+    Request::GetChildren2(GetChildren2Request {
+        path: "/q".into(),
+        watch: false,
+    })
+}
+
+/// A listing's reply body: `n` names of 40 bytes, then a Stat.
+fn listing_body(o: &mut Vec<u8>, n: usize) {
+    GetChildren2Response {
+        children: (0..n).map(|i| format!("_c_{i:027}-lock-{i:010}")).collect(),
+        stat: Stat {
+            cversion: n as i32,
+            ..Stat::default()
+        },
+    }
+    .encode(o)
+}
+
+fn read_each(conn: &zklock_wire::Connection, seen: &Seen) -> zklock_wire::conn::ReplyFuture {
+    let sink = zklock_wire::conn::OnReply::EachName(Box::new(Sink(seen.clone())));
+    conn.submit_reading(&listing_request(), 0, Some(sink))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_listing_read_name_by_name_arrives_whole_after_the_create_pipelined_before_it() {
+    // 3,000 names (about 130 KB) through a 1 KB pipe: the frame arrives in many reads, and a
+    // notification and another reply follow it in the stream.
+    let (client, mut server) = tokio::io::duplex(1024);
+    tokio::spawn(async move {
+        ConnectRequest::decode_all(&read_frame(&mut server).await.unwrap()).unwrap();
+        let hello = connect_response(6000, false);
+        server.write_all(&hello).await.unwrap();
+        for _ in 0..3 {
+            read_frame(&mut server).await.unwrap();
+        }
+        let created = reply(1, 0, |o| {
+            Create2Response {
+                path: "/q/_c_x-lock-0000000007".into(),
+                stat: Stat::default(),
+            }
+            .encode(o)
+        });
+        let event = reply(xid::NOTIFICATION, 0, |o| {
+            WatcherEvent {
+                event_type: event_type::NODE_DELETED,
+                state: 3,
+                path: "/q/a".into(),
+            }
+            .encode(o)
+        });
+        let after = reply(3, code::NO_NODE, |_| {});
+        let stream = [
+            created,
+            reply(2, 0, |o| listing_body(o, 3000)),
+            event,
+            after,
+        ];
+        server.write_all(&stream.concat()).await.unwrap();
+        let _ = read_frame(&mut server).await;
+    });
+    let (conn, mut events) = connect_stream(client, &ConnectOptions::default())
+        .await
+        .unwrap();
+    let seen = Seen::default();
+    let noted = seen.clone();
+    let note = zklock_wire::conn::OnReply::Decoded(Box::new(move |r: &Response| {
+        if let Response::Create2(c) = r {
+            noted.lock().unwrap().push(format!("created:{}", c.path));
+        }
+    }));
+    let create = Request::Create2(CreateRequest {
+        path: "/q/_c_x-lock-".into(),
+        data: vec![],
+        acl: vec![],
+        flags: create_mode::EPHEMERAL_SEQUENTIAL,
+    });
+    let created = conn.submit_reading(&create, 0, Some(note)).unwrap();
+    let listed = read_each(&conn, &seen);
+    let after = conn.submit(&exists()).unwrap();
+    assert!(created.await.unwrap().result.is_ok());
+    let listed = listed.await.unwrap();
+    let Ok(Response::ChildrenRead(stat)) = listed.result else {
+        panic!("{listed:?}");
+    };
+    assert_eq!(stat.cversion, 3000);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3002);
+    assert_eq!(seen[0], "created:/q/_c_x-lock-0000000007");
+    assert_eq!(seen[1], format!("name:_c_{:027}-lock-{:010}", 0, 0));
+    assert_eq!(
+        seen[3000],
+        format!("name:_c_{:027}-lock-{:010}", 2999, 2999)
+    );
+    assert_eq!(seen[3001], "end");
+    assert!(matches!(events.recv().await, Some(Event::Watch { .. })));
+    assert_eq!(after.await.unwrap().result, Err(code::NO_NODE));
+}
+
+/// A server that answers the first request (a listing) with `bytes` and then closes.
+async fn listing_answered_with(bytes: Vec<u8>) -> (Result<zklock_wire::Reply, Error>, Vec<String>) {
+    let addr = fake(connect_response(6000, false), |mut s| async move {
+        let _ = read_frame(&mut s).await.unwrap();
+        s.write_all(&bytes).await.unwrap();
+        let _ = read_frame(&mut s).await;
+    })
+    .await;
+    let (conn, _events) = connect(&addr, &ConnectOptions::default()).await.unwrap();
+    let seen = Seen::default();
+    let r = read_each(&conn, &seen).await;
+    let seen = seen.lock().unwrap().clone();
+    (r, seen)
+}
+
+#[tokio::test]
+async fn a_listing_cut_short_fails_its_request_as_a_truncated_frame_and_its_reader_never_ends() {
+    let whole = reply(1, 0, |o| listing_body(o, 10));
+    let (r, seen) = listing_answered_with(whole[..100].to_vec()).await;
+    let want = whole.len();
+    assert!(
+        matches!(r, Err(Error::Frame(FrameError::Truncated { have: 100, want: w })) if w == want),
+        "{r:?}"
+    );
+    assert!(!seen.contains(&"end".to_owned()), "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_malformed_name_in_a_listing_read_name_by_name_is_a_typed_error_not_a_panic() {
+    let bytes = reply(1, 0, |o| {
+        o.extend_from_slice(&[0, 0, 0, 2, 0, 0, 0, 1, b'a', 0, 0, 0, 1, 0xff]);
+        Stat::default().encode(o);
+    });
+    let (r, seen) = listing_answered_with(bytes).await;
+    assert!(
+        matches!(r, Err(Error::Jute(JuteError::InvalidUtf8))),
+        "{r:?}"
+    );
+    assert_eq!(
+        seen,
+        ["name:a"],
+        "the first name is seen, the listing never ends"
+    );
+}
+
+#[tokio::test]
+async fn an_error_answer_to_a_listing_read_name_by_name_is_the_error() {
+    let (r, seen) = listing_answered_with(reply(1, code::NO_NODE, |_| {})).await;
+    assert_eq!(r.unwrap().result, Err(code::NO_NODE));
+    assert!(seen.is_empty());
+}

@@ -375,12 +375,47 @@ fn decode_frame(payload: &[u8], op: i32) {
             let read = Box::new(move |names: Names<'_>| tx.send(names.to_vec()).unwrap());
             let in_place = read_children_reply(h.err, body, read);
             assert_eq!(in_place.is_ok(), decoded.is_ok(), "{payload:?}");
-            if let Ok(Ok(zklock_wire::conn::Response::GetChildren2(r))) = decoded {
-                assert_eq!(rx.try_recv().ok(), Some(r.children), "{payload:?}");
+            if let Ok(Ok(zklock_wire::conn::Response::GetChildren2(r))) = &decoded {
+                assert_eq!(
+                    rx.try_recv().ok().as_ref(),
+                    Some(&r.children),
+                    "{payload:?}"
+                );
+            }
+            // Read as it arrives (a byte at a time, and whole), the same names and the same
+            // error, never a panic.
+            if h.err == 0 {
+                let whole = ChildrenInPlace::decode_all(body).map(|l| l.children.to_vec());
+                for piece in [1, body.len().max(1)] {
+                    assert_eq!(
+                        streamed(body, piece),
+                        whole,
+                        "{payload:?}, pieces of {piece}"
+                    );
+                }
             }
         }
         let _ = WatcherEvent::decode_all(body);
     }
+}
+
+/// A listing's record read by [`ListingParser`] in pieces of `piece` bytes: its names, or its
+/// error. The parser must finish or fail once it has the whole record.
+fn streamed(body: &[u8], piece: usize) -> Result<Vec<String>, JuteError> {
+    let mut parser = ListingParser::new(body.len());
+    let mut names = Vec::new();
+    let mut unread = Vec::new();
+    let pieces: Vec<&[u8]> = match body.is_empty() {
+        true => vec![&[]],
+        false => body.chunks(piece).collect(),
+    };
+    for chunk in pieces {
+        unread.extend_from_slice(chunk);
+        let used = parser.feed(&unread, &mut |n| names.push(n.to_owned()))?;
+        unread.drain(..used);
+    }
+    assert!(parser.stat().is_some(), "waited past the record: {body:?}");
+    Ok(names)
 }
 
 /// Feeds `stream` to a decoder in random chunks; returns the frames and the final error.

@@ -7,6 +7,10 @@
 //! The answer is the one a sorted queue gives (`protocol::queue_of`, then the recipe's rule):
 //! the test below checks both ways agree.
 
+use std::sync::{Arc, OnceLock};
+
+use zklock_wire::client::EachName;
+
 use crate::base::protocol::{read_name, Contender, ElectionStyle, NodeKind};
 
 /// What an attempt needs of a listing.
@@ -76,6 +80,201 @@ where
         own: own.map(|(name, _)| Box::from(name)),
         blocker: nearest.map(|(_, name)| (Box::from(name), blocking - 1)),
         foreign: foreign.map(|(_, contender)| contender),
+    }
+}
+
+/// Our node, as the reader of a listing knows it before the listing's first name.
+#[derive(Debug, Clone)]
+pub(crate) enum Own {
+    /// Its whole name: the node is known.
+    Named(Box<str>),
+    /// The name the create pipelined before the listing got, set where the create's reply is
+    /// decoded (`Client::create_noting`), before the listing's first name is read (the server
+    /// answers in order); unset when that create failed.
+    Created(Arc<OnceLock<Box<str>>>),
+}
+
+/// [`place_of`] read a name at a time as the listing arrives (`Client::read_children_each`),
+/// keeping only the answer's parts: the nearest blocker's name, a count, the first foreign
+/// node. One walk needs our sequence before the first name, so our node's name comes from
+/// [`Own`]; `place_of`'s order by sequence relative to ours is then kept in one pass.
+///
+/// `place_of` takes as ours the first name with our prefix that is a lock node. The prefix is
+/// the attempt's own (a fresh UUID, or the whole name), so that is the node [`Own`] names; if
+/// another node with our prefix came first, the answer is `None` and the caller reads the
+/// listing again with [`Placer::keeping`] (the names kept, `place_of` itself). Without a name
+/// from [`Own`] (or one that is no lock node) the names are kept the same way.
+#[derive(Debug, Clone)]
+pub(crate) struct Placer {
+    own_prefix: Arc<str>,
+    own: Own,
+    kind: NodeKind,
+    style: Option<ElectionStyle>,
+    keep: bool,
+    walk: Option<Walk>,
+}
+
+#[derive(Debug, Clone)]
+enum Walk {
+    OnePass(Box<OnePass>),
+    Kept(Vec<Box<str>>),
+}
+
+#[derive(Debug, Clone)]
+struct OnePass {
+    own: Box<str>,
+    /// Our sequence: the order's reference.
+    reference: i32,
+    /// Whether the first name with our prefix that is a lock node was ours (`None`: none yet).
+    first_own: Option<bool>,
+    /// The first lock node's sequence: the reference when our node is not listed.
+    first_sequence: Option<i32>,
+    blocking: usize,
+    /// The nearest blocker so far: its key's sequence and its name.
+    nearest: Option<(i32, String)>,
+    /// The first foreign node in our order, and in the order without our node.
+    foreign: Option<(i32, Contender)>,
+    foreign_unlisted: Option<(i32, Contender)>,
+}
+
+impl Placer {
+    pub(crate) fn new(
+        own_prefix: &str,
+        own: Own,
+        kind: NodeKind,
+        style: Option<ElectionStyle>,
+    ) -> Placer {
+        Placer {
+            own_prefix: Arc::from(own_prefix),
+            own,
+            kind,
+            style,
+            keep: false,
+            walk: None,
+        }
+    }
+
+    /// The same reader, keeping the names (for a listing one walk could not place).
+    pub(crate) fn keeping(&self) -> Placer {
+        Placer {
+            keep: true,
+            walk: None,
+            ..self.clone()
+        }
+    }
+
+    fn start(&self) -> Walk {
+        let own = match &self.own {
+            Own::Named(name) => Some(name.clone()),
+            Own::Created(cell) => cell.get().cloned(),
+        };
+        let parsed = own.and_then(|own| read_name(&own).map(|parts| (own, parts.sequence)));
+        match parsed {
+            Some((own, reference)) if !self.keep => Walk::OnePass(Box::new(OnePass {
+                own,
+                reference,
+                first_own: None,
+                first_sequence: None,
+                blocking: 0,
+                nearest: None,
+                foreign: None,
+                foreign_unlisted: None,
+            })),
+            _ => Walk::Kept(Vec::new()),
+        }
+    }
+}
+
+/// Keeps `candidate` when it comes before `kept` in the order (`(sequence, name)`).
+fn keep_first(
+    kept: &mut Option<(i32, Contender)>,
+    key: i32,
+    name: &str,
+    candidate: impl Fn() -> Contender,
+) {
+    if kept
+        .as_ref()
+        .is_none_or(|(k, c)| (key, name) < (*k, c.name.as_str()))
+    {
+        *kept = Some((key, candidate()));
+    }
+}
+
+impl EachName for Placer {
+    /// `None`: another node with our prefix came first; read again with [`Placer::keeping`].
+    type Output = Option<Place>;
+
+    fn name(&mut self, name: &str) {
+        let walk = match self.walk.take() {
+            Some(walk) => walk,
+            None => self.start(),
+        };
+        let w = match self.walk.insert(walk) {
+            Walk::Kept(names) => {
+                names.push(Box::from(name));
+                return;
+            }
+            Walk::OnePass(w) => w,
+        };
+        let Some(parts) = read_name(name) else {
+            return;
+        };
+        if w.first_own.is_none() && name.starts_with(&*self.own_prefix) {
+            w.first_own = Some(name == &*w.own);
+        }
+        let first = *w.first_sequence.get_or_insert(parts.sequence);
+        let key = parts.sequence.wrapping_sub(w.reference);
+        if let Some(style) = self.style {
+            if ElectionStyle::of_parts(parts.kind, parts.library) != Some(style) {
+                let unlisted = parts.sequence.wrapping_sub(first);
+                keep_first(&mut w.foreign, key, name, || parts.contender(name));
+                keep_first(&mut w.foreign_unlisted, unlisted, name, || {
+                    parts.contender(name)
+                });
+            }
+        }
+        let before_us = (key, name) < (0, &*w.own);
+        if before_us && (self.kind.is_exclusive() || parts.kind.is_exclusive()) {
+            w.blocking += 1;
+            if w.nearest
+                .as_ref()
+                .is_none_or(|(k, n)| (key, name) > (*k, n.as_str()))
+            {
+                let n = w.nearest.get_or_insert_with(|| (key, String::new()));
+                n.0 = key;
+                n.1.clear();
+                n.1.push_str(name);
+            }
+        }
+    }
+
+    fn finish(self) -> Option<Place> {
+        let walk = match self.walk {
+            Some(walk) => walk,
+            None => self.start(),
+        };
+        let w = match walk {
+            Walk::Kept(names) => {
+                let names = names.iter().map(|n| &**n);
+                return Some(place_of(names, &self.own_prefix, self.kind, self.style));
+            }
+            Walk::OnePass(w) => w,
+        };
+        match w.first_own {
+            Some(false) => None,
+            None => Some(Place {
+                own: None,
+                blocker: None,
+                foreign: w.foreign_unlisted.map(|(_, c)| c),
+            }),
+            Some(true) => Some(Place {
+                blocker: w
+                    .nearest
+                    .map(|(_, name)| (name.into_boxed_str(), w.blocking - 1)),
+                own: Some(w.own),
+                foreign: w.foreign.map(|(_, c)| c),
+            }),
+        }
     }
 }
 
@@ -216,5 +415,139 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `names` read by a [`Placer`] one name at a time, knowing our node as `own`.
+    fn placed_one_by_one(
+        names: &[String],
+        prefix: &str,
+        own: Own,
+        kind: NodeKind,
+        style: Option<ElectionStyle>,
+    ) -> Option<Place> {
+        let mut placer = Placer::new(prefix, own, kind, style);
+        for name in names {
+            placer.name(name);
+        }
+        placer.finish()
+    }
+
+    #[test]
+    fn one_walk_as_the_names_arrive_agrees_with_the_kept_listing_for_every_attempt() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for round in 0..300 {
+            let start = if round % 2 == 0 { i32::MAX - 5 } else { 7 };
+            let len = 1 + next(12) as usize;
+            let mut names: Vec<String> = (0..len)
+                .map(|i| {
+                    let seq = start.wrapping_add((i as i32) * (1 + next(3) as i32));
+                    let digits = if seq < 0 {
+                        format!("-{:010}", seq.unsigned_abs())
+                    } else {
+                        format!("{seq:010}")
+                    };
+                    match next(6) {
+                        0 => format!("n{i}__READ__{digits}"),
+                        1 => format!("n{i}__WRIT__{digits}"),
+                        2 => format!("_c_n{i}-lock-{digits}"),
+                        3 => format!("_c_n{i}-latch-{digits}"),
+                        4 => format!("{:032x}__lock__{digits}", i),
+                        _ => format!("{:032x}__rlock__{digits}", i),
+                    }
+                })
+                .collect();
+            names.push("leases".into());
+            names.sort_by_key(|_| next(1000));
+            let styles = [
+                None,
+                Some(ElectionStyle::Latch),
+                Some(ElectionStyle::Selector),
+                Some(ElectionStyle::Kazoo),
+            ];
+            for name in names.iter().filter(|n| read_name(n).is_some()) {
+                let own = &name[..name.len() - 10];
+                for kind in [NodeKind::Read, NodeKind::Write, NodeKind::Mutex] {
+                    let style = styles[next(4) as usize];
+                    let kept = place_of(names.iter().map(String::as_str), own, kind, style);
+                    // Our node named by the create before the listing, and known by name.
+                    let cell = Arc::new(OnceLock::new());
+                    cell.set(Box::from(name.as_str())).unwrap();
+                    let created = placed_one_by_one(&names, own, Own::Created(cell), kind, style);
+                    assert_eq!(created.as_ref(), Some(&kept), "{names:?}, {own}");
+                    let named = placed_one_by_one(
+                        &names,
+                        name,
+                        Own::Named(name.as_str().into()),
+                        kind,
+                        style,
+                    );
+                    assert_eq!(named.as_ref(), Some(&kept), "{names:?}, {name}");
+                    // Our node gone from the listing: no place, and the foreign node as
+                    // `place_of` finds it without ours.
+                    let without: Vec<String> =
+                        names.iter().filter(|n| *n != name).cloned().collect();
+                    let kept = place_of(without.iter().map(String::as_str), own, kind, style);
+                    let gone = placed_one_by_one(
+                        &without,
+                        own,
+                        Own::Named(name.as_str().into()),
+                        kind,
+                        style,
+                    );
+                    assert_eq!(gone.as_ref(), Some(&kept), "{without:?}, {own}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_listing_one_walk_cannot_place_is_placed_from_its_kept_names() {
+        let names: Vec<String> = [
+            "b-lock-0000000002",
+            "a-lock-0000000001",
+            "b-lock-0000000009",
+        ]
+        .map(String::from)
+        .into();
+        // Another node with our prefix comes before ours: one walk cannot tell.
+        let own = Own::Named("b-lock-0000000009".into());
+        let placer = Placer::new("b-", own, NodeKind::Mutex, None);
+        let mut walked = placer.clone();
+        names.iter().for_each(|n| walked.name(n));
+        assert_eq!(walked.finish(), None);
+        let mut kept = placer.keeping();
+        names.iter().for_each(|n| kept.name(n));
+        let expected = place_of(
+            names.iter().map(String::as_str),
+            "b-",
+            NodeKind::Mutex,
+            None,
+        );
+        assert_eq!(kept.finish(), Some(expected));
+        // Without the create's name (its reply did not come first), the names are kept too.
+        let unset = Own::Created(Arc::new(OnceLock::new()));
+        let mut unknown = Placer::new("a-", unset, NodeKind::Mutex, None);
+        names.iter().for_each(|n| unknown.name(n));
+        let expected = place_of(
+            names.iter().map(String::as_str),
+            "a-",
+            NodeKind::Mutex,
+            None,
+        );
+        assert_eq!(unknown.finish(), Some(expected));
+        // An empty listing (a lock path that does not exist): no place.
+        let none = Placer::new(
+            "a-",
+            Own::Named("a-lock-0000000001".into()),
+            NodeKind::Mutex,
+            None,
+        );
+        assert_eq!(none.finish().map(|p| p.own), Some(None));
     }
 }

@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use tokio::sync::futures::Notified;
@@ -12,12 +12,12 @@ use tokio::time::Sleep;
 
 use tokio::time::Instant;
 use zklock_wire::client as zk;
-use zklock_wire::jute::Names;
+use zklock_wire::client::EachName;
 
 use crate::base::cancel::CancelToken;
 use crate::base::error::{is_transient, Error, Result};
 use crate::base::options::AclPolicy;
-use crate::base::place::{place_of, Place};
+use crate::base::place::{Own, Place, Placer};
 use crate::base::protocol::{self, ElectionStyle, NodeKind};
 use crate::base::signal::poll_until;
 use crate::engine::nodes::{
@@ -173,12 +173,21 @@ impl Blocker {
 pub(crate) async fn enqueue(session: &Arc<Session>, req: &Request<'_>) -> Result<Queued> {
     let mut cleanup = Cleanup::new(session.clone(), req.dir, req.style);
     let placed = async {
-        let placer = placer(req, &cleanup);
-        let (token, place) = Box::pin(create_node(session, req, &mut cleanup, placer)).await?;
+        // The listing pipelined behind the create learns our node's name from the create's
+        // reply, read just before it: one walk over the names then places us.
+        let created = Arc::new(OnceLock::new());
+        let placer = Placer::new(
+            cleanup.prefix(),
+            Own::Created(created.clone()),
+            req.kind,
+            req.style,
+        );
+        let create = create_node(session, req, &mut cleanup, placer, Some(created));
+        let (token, place) = Box::pin(create).await?;
         if req.downgrade_of.is_some() {
             return Ok((token, None));
         }
-        let blocker = Box::pin(watch_blocker(session, req, &cleanup, Some(place))).await?;
+        let blocker = Box::pin(watch_blocker(session, req, &cleanup, place)).await?;
         Ok((token, blocker))
     };
     let proven = session.proven(req.deadline, req.dir);
@@ -206,9 +215,13 @@ pub(crate) async fn create_listed(
     req: &Request<'_>,
 ) -> Result<(Queued, Vec<String>)> {
     let mut cleanup = Cleanup::new(session.clone(), req.dir, req.style);
-    let created = Box::pin(create_node(session, req, &mut cleanup, |n: Names<'_>| {
-        n.to_vec()
-    }));
+    let created = Box::pin(create_node(
+        session,
+        req,
+        &mut cleanup,
+        zk::AllNames::default(),
+        None,
+    ));
     let proven = session.proven(req.deadline, req.dir);
     match tokio::try_join!(created, proven).map(|(created, ())| created) {
         Ok((token, children)) => Ok((
@@ -365,7 +378,7 @@ async fn watch_blocker(
     loop {
         let place = match listed.take() {
             Some(place) => place,
-            None => read_children_for(session, req, placer(req, cleanup)).await?,
+            None => place_in(session, req, cleanup).await?,
         };
         let Some((blocker, others_before)) = next_blocker(req, cleanup, place)? else {
             return Ok(None);
@@ -379,12 +392,18 @@ async fn watch_blocker(
     }
 }
 
-/// What reads our place in a listing as it is decoded ([`place_of`]): the listing itself is
-/// never kept (a thousand waiters queueing at once would each hold every waiter's name).
-fn placer(req: &Request<'_>, cleanup: &Cleanup) -> impl Fn(Names<'_>) -> Place + Clone + 'static {
-    let own = cleanup.prefix().to_owned();
-    let (kind, style) = (req.kind, req.style);
-    move |names| place_of(names.iter(), &own, kind, style)
+/// Lists the children and reads our place in them as they arrive ([`Placer`]): the listing
+/// itself is never kept (a thousand waiters queueing at once would each hold every waiter's
+/// name), unless one walk could not place us (then it is read again, keeping the names).
+async fn place_in(session: &Session, req: &Request<'_>, cleanup: &Cleanup) -> Result<Place> {
+    let own = Own::Named(cleanup.prefix().into());
+    let mut placer = Placer::new(cleanup.prefix(), own, req.kind, req.style);
+    loop {
+        if let Some(place) = read_children_for(session, req, placer.clone()).await? {
+            return Ok(place);
+        }
+        placer = placer.keeping();
+    }
 }
 
 /// The node we must wait for (full path), and how many other nodes before us would still
@@ -431,29 +450,31 @@ fn refuse_foreign(style: ElectionStyle, dir: &str, foreign: &protocol::Contender
 }
 
 /// Creates our node and lists the children in one round trip; returns the node's czxid and
-/// what `read` made of the children. The node's path goes into `cleanup` as soon as it is known.
-async fn create_node<T, F>(
+/// what `read` made of the children. The node's path goes into `cleanup` as soon as it is known,
+/// and its name into `created` (when given) as soon as the create's reply is read.
+async fn create_node<R>(
     session: &Session,
     req: &Request<'_>,
     cleanup: &mut Cleanup,
-    read: F,
-) -> Result<(i64, T)>
+    read: R,
+    created: Option<Arc<OnceLock<Box<str>>>>,
+) -> Result<(i64, R::Output)>
 where
-    T: Send + 'static,
-    F: Fn(Names<'_>) -> T + Clone + Send + 'static,
+    R: EachName + Clone,
 {
     let name_prefix = protocol::attempt_name(cleanup.prefix(), req.kind, req.style);
     let create_path = format!("{}/{}", req.dir, name_prefix);
     loop {
         let zk = session.zk()?;
         // Both requests are sent before either reply is awaited: one round trip.
-        let create = zk.create(
-            &create_path,
-            req.identity,
-            zk::CreateMode::EphemeralSequential,
-            req.acl.acls(),
-        );
-        let list = zk.read_children(req.dir, read.clone());
+        let mode = zk::CreateMode::EphemeralSequential;
+        let note = created.clone();
+        let create = zk.create_noting(&create_path, req.identity, mode, req.acl.acls(), |p| {
+            if let Some(cell) = note {
+                let _ = cell.set(p.rsplit('/').next().unwrap_or_default().into());
+            }
+        });
+        let list = zk.read_children_each(req.dir, read.clone());
         let (created, listed) = (create.await, list.await);
         count_round_trip();
         match created {
@@ -573,10 +594,9 @@ impl Future for EventWait<'_> {
 
 /// Lists the children of the acquire's lock path into what `read` makes of them (a cancel ends
 /// a wait for the reconnect).
-async fn read_children_for<T, F>(session: &Session, req: &Request<'_>, read: F) -> Result<T>
+async fn read_children_for<R>(session: &Session, req: &Request<'_>, read: R) -> Result<R::Output>
 where
-    T: Send + 'static,
-    F: Fn(Names<'_>) -> T + Clone + Send + 'static,
+    R: EachName + Clone,
 {
     read_children(session, req.dir, req.deadline, req.cancel, read).await
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::time::Instant;
 use zklock_wire::client as zk;
-use zklock_wire::jute::Names;
+use zklock_wire::client::EachName;
 
 use crate::base::cancel::CancelToken;
 use crate::base::error::{is_transient, Error, ErrorKind, Result};
@@ -80,14 +80,11 @@ pub(crate) async fn find_own(
 ) -> Result<Option<(String, i64)>> {
     loop {
         let zk = session.zk()?;
-        let ours = prefix.to_owned();
-        let own = move |names: Names<'_>| {
-            names
-                .iter()
-                .find(|c| c.starts_with(&ours))
-                .map(str::to_owned)
+        let own = FirstWithPrefix {
+            prefix: prefix.into(),
+            found: None,
         };
-        let found = match zk.read_children(dir, own).await {
+        let found = match zk.read_children_each(dir, own).await {
             Ok(found) => found,
             Err(zk::Error::NoNode) => return Ok(None),
             Err(e) if is_transient(&e) => {
@@ -206,6 +203,26 @@ pub(crate) async fn parent_error(
     Error::from_zk(err, &format!("create lock parent {dir}"))
 }
 
+/// The first name with a prefix, the only one kept of a listing (`find_own`).
+struct FirstWithPrefix {
+    prefix: Box<str>,
+    found: Option<String>,
+}
+
+impl EachName for FirstWithPrefix {
+    type Output = Option<String>;
+
+    fn name(&mut self, name: &str) {
+        if self.found.is_none() && name.starts_with(&*self.prefix) {
+            self.found = Some(name.to_owned());
+        }
+    }
+
+    fn finish(self) -> Option<String> {
+        self.found
+    }
+}
+
 /// Lists the children of `dir`, waiting out connection loss (until `deadline`, or `cancel`).
 pub(crate) async fn list_children(
     session: &Session,
@@ -213,29 +230,28 @@ pub(crate) async fn list_children(
     deadline: Option<Instant>,
     cancel: Option<&CancelToken>,
 ) -> Result<Vec<String>> {
-    read_children(session, dir, deadline, cancel, |names| names.to_vec()).await
+    read_children(session, dir, deadline, cancel, zk::AllNames::default()).await
 }
 
-/// [`list_children`] whose names `read` reads as the reply is decoded, keeping only what it
-/// makes of them (`Client::read_children`); a missing `dir` reads as no names.
-pub(crate) async fn read_children<T, F>(
+/// [`list_children`] whose names `read` reads a name at a time as they arrive, keeping only
+/// what it makes of them (`Client::read_children_each`); a missing `dir` reads as no names.
+pub(crate) async fn read_children<R>(
     session: &Session,
     dir: &str,
     deadline: Option<Instant>,
     cancel: Option<&CancelToken>,
-    read: F,
-) -> Result<T>
+    read: R,
+) -> Result<R::Output>
 where
-    T: Send + 'static,
-    F: Fn(Names<'_>) -> T + Clone + Send + 'static,
+    R: EachName + Clone,
 {
     loop {
         let zk = session.zk()?;
-        let listed = zk.read_children(dir, read.clone()).await;
+        let listed = zk.read_children_each(dir, read.clone()).await;
         count_round_trip();
         match listed {
             Ok(read) => return Ok(read),
-            Err(zk::Error::NoNode) => return Ok(read(Names::EMPTY)),
+            Err(zk::Error::NoNode) => return Ok(read.finish()),
             Err(e) if is_transient(&e) => recover(session, deadline, cancel, dir).await?,
             Err(e) => return Err(Error::from_zk(e, &format!("list {dir}"))),
         }

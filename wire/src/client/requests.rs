@@ -13,8 +13,50 @@ use super::options::validate_path;
 use super::state::{OneshotWatcher, WatchedEvent};
 use super::watches::{strip_chroot, WatchKind};
 use super::Client;
-use crate::conn::{ReadChildren, Reply, Request, Response};
+use crate::conn::{ChildrenSink, OnReply, Reply, Request, Response};
 use crate::jute::*;
+
+/// What reads a listing a name at a time ([`Client::read_children_each`]).
+pub trait EachName: Send + 'static {
+    type Output: Send + 'static;
+    /// The next name, in the order the server sent them.
+    fn name(&mut self, name: &str);
+    /// Every name was seen: what was made of them.
+    fn finish(self) -> Self::Output;
+}
+
+/// Every name of a listing, copied as it arrives ([`Client::list_children`]).
+#[derive(Debug, Clone, Default)]
+pub struct AllNames(Vec<String>);
+
+impl EachName for AllNames {
+    type Output = Vec<String>;
+
+    fn name(&mut self, name: &str) {
+        self.0.push(name.to_owned());
+    }
+
+    fn finish(self) -> Vec<String> {
+        self.0
+    }
+}
+
+/// An [`EachName`] as the connection's [`ChildrenSink`]: its result goes to the request's
+/// caller once the listing was read whole.
+struct SendOnEnd<R: EachName> {
+    read: R,
+    tx: oneshot::Sender<R::Output>,
+}
+
+impl<R: EachName> ChildrenSink for SendOnEnd<R> {
+    fn name(&mut self, name: &str) {
+        self.read.name(name);
+    }
+
+    fn end(self: Box<Self>) {
+        let _ = self.tx.send(self.read.finish());
+    }
+}
 
 /// How a node is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,13 +133,13 @@ impl Client {
         })
     }
 
-    /// Submits now; the returned future only waits for the reply. A listing's names go to
-    /// `read` when it is given ([`ReadChildren`]).
+    /// Submits now; the returned future only waits for the reply. `read` reads the reply as
+    /// the connection decodes it, when it is given ([`OnReply`]).
     fn call(
         &self,
         req: Result<Request, Error>,
         watch: Option<(WatchKind, String, oneshot::Sender<WatchedEvent>)>,
-        read: Option<ReadChildren>,
+        read: Option<OnReply>,
     ) -> impl Future<Output = Result<Reply, Error>> + Send + 'static {
         let submitted = req.and_then(|req| {
             let shared = self.shared();
@@ -136,6 +178,38 @@ impl Client {
         mode: CreateMode,
         acl: &[Acl],
     ) -> impl Future<Output = Result<(Stat, String), Error>> + Send + 'static {
+        self.create_with(path, data, mode, acl, None)
+    }
+
+    /// [`Client::create`] that also hands the node's path (without the chroot) to `created`
+    /// where the reply is decoded, in the connection's task (quick, no blocking, no panic), before
+    /// any later reply on the connection is read: a listing pipelined behind the create knows
+    /// our node before its first name arrives.
+    pub fn create_noting(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        acl: &[Acl],
+        created: impl FnOnce(&str) + Send + 'static,
+    ) -> impl Future<Output = Result<(Stat, String), Error>> + Send + 'static {
+        let chroot = self.shared().chroot.clone();
+        let note = OnReply::Decoded(Box::new(move |r: &Response| {
+            if let Response::Create2(r) = r {
+                created(&strip_chroot(&r.path, &chroot));
+            }
+        }));
+        self.create_with(path, data, mode, acl, Some(note))
+    }
+
+    fn create_with(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        acl: &[Acl],
+        note: Option<OnReply>,
+    ) -> impl Future<Output = Result<(Stat, String), Error>> + Send + 'static {
         let chroot = self.shared().chroot.clone();
         let req = self.path(path).map(|path| {
             let r = CreateRequest {
@@ -149,9 +223,9 @@ impl Client {
                 _ => Request::Create2(r),
             }
         });
-        let reply = self.expect(req, None);
+        let reply = self.call(req, None, note);
         async move {
-            match reply.await? {
+            match reply.await?.result.map_err(Error::from_code)? {
                 Response::Create2(r) => Ok((r.stat, strip_chroot(&r.path, &chroot))),
                 _ => Err(shape()),
             }
@@ -273,11 +347,13 @@ impl Client {
         }
     }
 
+    /// getChildren2's names, copied as they arrive ([`Client::read_children_each`]): the
+    /// reply's frame is never held whole beside them.
     pub fn list_children(
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Vec<String>, Error>> + Send + 'static {
-        self.read_children(path, |names| names.to_vec())
+        self.read_children_each(path, AllNames::default())
     }
 
     /// getChildren2 whose names `read` reads where the reply is decoded, in the connection's
@@ -292,9 +368,31 @@ impl Client {
         // `read` runs, and sends, before the reply is handed on: its result is there when the
         // reply is.
         let (tx, rx) = oneshot::channel();
-        let reader: ReadChildren = Box::new(move |names| {
+        let reader = OnReply::Names(Box::new(move |names| {
             let _ = tx.send(read(names));
-        });
+        }));
+        let req = self
+            .path(path)
+            .map(|path| Request::GetChildren2(GetChildren2Request { path, watch: false }));
+        let reply = self.call(req, None, Some(reader));
+        async move {
+            match reply.await?.result.map_err(Error::from_code)? {
+                Response::ChildrenRead(_) => rx.await.map_err(|_| shape()),
+                _ => Err(shape()),
+            }
+        }
+    }
+
+    /// getChildren2 whose names `read` reads one at a time as they arrive, in the connection's
+    /// task (quick, no blocking, no panic, as [`Client::read_children`]): neither the names nor
+    /// the reply's frame are ever held whole, so a listing costs what `read` keeps.
+    pub fn read_children_each<R: EachName>(
+        &self,
+        path: &str,
+        read: R,
+    ) -> impl Future<Output = Result<R::Output, Error>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let reader = OnReply::EachName(Box::new(SendOnEnd { read, tx }));
         let req = self
             .path(path)
             .map(|path| Request::GetChildren2(GetChildren2Request { path, watch: false }));

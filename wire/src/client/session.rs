@@ -65,7 +65,7 @@ impl Shared {
         &self,
         req: &Request,
         tag: u64,
-        read: Option<conn::ReadChildren>,
+        read: Option<conn::OnReply>,
     ) -> Result<conn::ReplyFuture, Error> {
         match self.current.lock().unwrap().as_ref() {
             Some(c) => c.submit_reading(req, tag, read).map_err(connection_error),

@@ -17,14 +17,28 @@ use tokio::time::Sleep;
 
 use super::error::{is_eof, Error};
 use super::events::{Event, Events, Stats, EVENT_QUEUE};
-use super::message::{decode_reply_body, read_children_reply, ReadChildren, Reply};
+use super::message::{
+    decode_reply_body, read_children_reply, ChildrenSink, OnReply, Reply, Response,
+};
 use super::queue;
 use crate::frame::{self, FrameDecoder};
 use crate::jute::*;
 
-/// The smallest and largest single read (see `Driver::read`).
-const MIN_READ: usize = 2 * 1024;
-const MAX_READ: usize = 64 * 1024;
+/// A single read (see `Driver::read`), into the thread's scratch buffer.
+const READ: usize = 64 * 1024;
+
+/// What a listing read as it arrives may leave in its connection's buffer between reads (a
+/// name cut by the read) without the buffer being cut down to it.
+const KEEP_BETWEEN_READS: usize = 2 * 1024;
+
+thread_local! {
+    /// Where a connection's reads land on the thread that polls it (see `Driver::read`): at
+    /// most `READ` bytes per thread.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A reply header's size on the wire: xid, zxid, err.
+const REPLY_HEADER_LEN: usize = 16;
 
 /// What the task and the handles share: the link's statistics and, once closed, why.
 pub(super) struct Shared {
@@ -50,8 +64,8 @@ pub(super) struct Submit {
     pub(super) frame: Vec<u8>,
     pub(super) tx: oneshot::Sender<Result<Reply, Error>>,
     pub(super) tag: u64,
-    /// A getChildren2's reader of its names (`Connection::submit_reading`).
-    pub(super) read: Option<ReadChildren>,
+    /// What reads the reply as it is decoded (`Connection::submit_reading`).
+    pub(super) read: Option<OnReply>,
 }
 
 /// Starts the task for a connection whose handshake is done (`decoder` may already hold
@@ -100,10 +114,10 @@ where
         ping_interval,
         pings_sent: VecDeque::new(),
         read_timeout,
-        read_chunk: MIN_READ,
         last_send: now,
         last_recv: now,
         closing: false,
+        listing: None,
         unflushed: false,
     };
     tokio::spawn(driver.run());
@@ -119,7 +133,18 @@ struct Pending {
     tx: oneshot::Sender<Result<Reply, Error>>,
     /// Non-zero: announce the answer on `Events` (see `Event::Answered`).
     tag: u64,
-    read: Option<ReadChildren>,
+    read: Option<OnReply>,
+}
+
+/// A listing being read as it arrives ([`OnReply::EachName`]): its frame's length prefix and
+/// reply header are read; its request is still the oldest pending.
+struct Streamed {
+    parser: ListingParser,
+    sink: Box<dyn ChildrenSink>,
+    /// The whole frame's size, prefix included (for the error when the stream ends in it).
+    frame_len: usize,
+    xid: i32,
+    zxid: i64,
 }
 
 /// The connection's task: owns the stream (plain TCP, TLS, or any other) and is polled by hand
@@ -143,11 +168,11 @@ struct Driver<S> {
     /// When each ping in flight was queued, oldest first.
     pings_sent: VecDeque<Instant>,
     read_timeout: Duration,
-    /// The size of the next read (see `read`).
-    read_chunk: usize,
     last_send: Instant,
     last_recv: Instant,
     closing: bool,
+    /// The listing being read as it arrives, if one is.
+    listing: Option<Streamed>,
     /// Bytes were handed to the stream and it has not yet been flushed: a TLS stream holds
     /// records until flushed (a `TcpStream`'s flush does nothing).
     unflushed: bool,
@@ -256,21 +281,37 @@ where
         }
     }
 
-    /// One read straight into the decoder's buffer, and the frames it completed. The read's
-    /// size follows the traffic: it doubles after a read that filled it (up to 64 KiB) and the
-    /// buffer is given back when idle, so an idle session holds none of it.
+    /// One read, and the frames it completed. The read lands in the thread's scratch buffer
+    /// and only what it brought is copied to the connection's: a read that finds nothing
+    /// (every poll ends with one) holds no buffer of the connection's, and the decoder's
+    /// buffer is given back when idle, so an idle session holds none. Reading into the
+    /// decoder's own buffer, sized by the traffic (2 to 64 KiB), kept that chunk while the
+    /// connection waited for bytes: 34 MB for 3,000 waiters each waiting for the rest of its
+    /// listing (heaptrack, issue 54, point 5). The scratch costs one copy of what was read
+    /// and lets every read be a large one.
     fn read(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
-        let want = self.read_chunk;
-        let mut rb = ReadBuf::new(self.decoder.read_space(want));
-        let polled = Pin::new(&mut self.stream).poll_read(cx, &mut rb);
-        let filled = rb.filled().len();
-        self.decoder.commit(want, filled);
+        let want = READ;
+        let (polled, filled) = SCRATCH.with_borrow_mut(|scratch| {
+            if scratch.len() < want {
+                scratch.resize(want, 0);
+            }
+            let mut rb = ReadBuf::new(&mut scratch[..want]);
+            let polled = Pin::new(&mut self.stream).poll_read(cx, &mut rb);
+            let filled = rb.filled().len();
+            self.decoder.extend(&scratch[..filled]);
+            (polled, filled)
+        });
         let n = match ready!(polled) {
             Ok(()) => filled,
             Err(e) if is_eof(&e) => 0,
             Err(e) => return Poll::Ready(Err(e.into())),
         };
         if n == 0 {
+            if let Some(l) = &self.listing {
+                let have = l.frame_len - l.parser.left() + self.decoder.buffered();
+                let want = l.frame_len;
+                return Poll::Ready(Err(frame::FrameError::Truncated { have, want }.into()));
+            }
             if let Err(e) = self.decoder.finish() {
                 return Poll::Ready(Err(e.into()));
             }
@@ -280,20 +321,17 @@ where
                 Error::ServerClosed
             }));
         }
-        if n == want {
-            self.read_chunk = (want * 2).min(MAX_READ);
-        } else if n < want / 4 {
-            self.read_chunk = (want / 2).max(MIN_READ);
-        }
         let decoded = self.on_frames();
-        // Idle again: back to small reads, and a buffer grown for a large reply is freed (a
-        // thousand sessions that each read a long listing once must not keep it).
-        if self.decoder.buffered() == 0 && self.read_chunk > MIN_READ {
-            self.read_chunk = MIN_READ;
-        }
-        // An idle connection keeps no read buffer at all (issue 34, point 3): the next read
-        // allocates its chunk again, one small allocation beside the reply's own.
+        // An idle connection keeps no read buffer at all (issue 34, point 3), and a buffer
+        // grown for a large reply is freed (a thousand sessions that each read a long listing
+        // once must not keep it).
         self.decoder.shrink_when_idle(0);
+        // Inside a listing read as it arrives, what is left is at most a name cut by the read:
+        // it moves to a buffer of its own size, and the chunk grown for the listing is freed
+        // (5,000 connections each reading a long listing at once keep no 64 KB chunk each).
+        if self.listing.is_some() {
+            self.decoder.shrink_to_unread(KEEP_BETWEEN_READS);
+        }
         // Nor queue buffers grown by a burst, once no request is outstanding (a ping's reply
         // comes here too, so an idle connection gets to it every third of its timeout).
         if self.pending.is_empty() {
@@ -420,7 +458,21 @@ where
     fn on_frames(&mut self) -> Result<(), Error> {
         let now = Instant::now();
         let mut any = false;
-        while let Some(payload) = self.decoder.next_frame()? {
+        loop {
+            if self.listing.is_some() {
+                if !self.read_listing(now)? {
+                    break;
+                }
+                any = true;
+                continue;
+            }
+            if self.start_listing()? {
+                any = true;
+                continue;
+            }
+            let Some(payload) = self.decoder.next_frame()? else {
+                break;
+            };
             any = true;
             let mut r = Reader::new(payload);
             let h = ReplyHeader::decode(&mut r)?;
@@ -449,45 +501,20 @@ where
                 // Nothing to do with the answer: the server re-armed what it could.
                 xid::SET_WATCHES => {}
                 got => {
-                    let Some(p) = self.pending.front_mut() else {
-                        return Err(Error::UnexpectedXid {
-                            got,
-                            expected: None,
-                        });
-                    };
-                    if p.xid != got {
-                        return Err(Error::UnexpectedXid {
-                            got,
-                            expected: Some(p.xid),
-                        });
-                    }
+                    let p = Self::expect(&mut self.pending, got)?;
                     let result = match p.read.take() {
-                        Some(read) if p.op == op::GET_CHILDREN2 => {
+                        Some(OnReply::Names(read)) if p.op == op::GET_CHILDREN2 => {
                             read_children_reply(h.err, body, read)?
                         }
-                        _ => decode_reply_body(p.op, h.err, body)?,
+                        read => {
+                            let result = decode_reply_body(p.op, h.err, body)?;
+                            if let (Some(OnReply::Decoded(note)), Ok(r)) = (read, &result) {
+                                note(r);
+                            }
+                            result
+                        }
                     };
-                    let tag = p.tag;
-                    if tag != 0 {
-                        let err = match &result {
-                            Ok(_) => 0,
-                            Err(e) => *e,
-                        };
-                        // Before the request leaves `pending`, so a flood fails it too.
-                        self.event(Event::Answered { tag, err })?;
-                    }
-                    let p = self.pending.pop_front().expect("front checked above");
-                    if h.zxid > 0 {
-                        let mut s = self.shared.lock().unwrap();
-                        s.stats.last_zxid = s.stats.last_zxid.max(h.zxid);
-                    }
-                    let _ = p.tx.send(Ok(Reply {
-                        xid: got,
-                        zxid: h.zxid,
-                        result,
-                        sent_at: p.sent_at.unwrap_or(now),
-                        received_at: now,
-                    }));
+                    self.answer(got, h.zxid, result, now)?;
                 }
             }
         }
@@ -497,6 +524,111 @@ where
             s.stats.last_recv = now;
             s.stats.outstanding = self.pending.len();
         }
+        Ok(())
+    }
+
+    /// The oldest pending request, which a reply with xid `got` must answer.
+    fn expect(pending: &mut VecDeque<Pending>, got: i32) -> Result<&mut Pending, Error> {
+        let Some(p) = pending.front_mut() else {
+            return Err(Error::UnexpectedXid {
+                got,
+                expected: None,
+            });
+        };
+        if p.xid != got {
+            return Err(Error::UnexpectedXid {
+                got,
+                expected: Some(p.xid),
+            });
+        }
+        Ok(p)
+    }
+
+    /// Starts reading the next frame as it arrives when it is the listing the oldest request
+    /// reads a name at a time ([`OnReply::EachName`]) and not an error: its reply header is
+    /// read and skipped. Any other frame, and a listing whose header has not all arrived, is
+    /// left to the whole-frame path (which also refuses a wrong xid or a short header).
+    fn start_listing(&mut self) -> Result<bool, Error> {
+        let Some(p) = self.pending.front() else {
+            return Ok(false);
+        };
+        if p.op != op::GET_CHILDREN2 || !matches!(p.read, Some(OnReply::EachName(_))) {
+            return Ok(false);
+        }
+        let Some((len, head)) = self.decoder.peek_frame()? else {
+            return Ok(false);
+        };
+        let Some(head) = head.get(..REPLY_HEADER_LEN) else {
+            return Ok(false);
+        };
+        let h = ReplyHeader::decode_all(head)?;
+        if h.xid != p.xid || h.err != 0 {
+            return Ok(false);
+        }
+        let Some(OnReply::EachName(sink)) = self.pending.front_mut().and_then(|p| p.read.take())
+        else {
+            return Ok(false);
+        };
+        self.decoder.skip(4 + REPLY_HEADER_LEN);
+        self.listing = Some(Streamed {
+            parser: ListingParser::new(len - REPLY_HEADER_LEN),
+            sink,
+            frame_len: 4 + len,
+            xid: h.xid,
+            zxid: h.zxid,
+        });
+        Ok(true)
+    }
+
+    /// Reads what has arrived of the listing being read; once it is whole, answers its
+    /// request. Returns whether it progressed.
+    fn read_listing(&mut self, now: Instant) -> Result<bool, Error> {
+        let Some(l) = self.listing.as_mut() else {
+            return Ok(false);
+        };
+        let Streamed { parser, sink, .. } = l;
+        let read = parser.feed(self.decoder.unread(), &mut |name| sink.name(name))?;
+        self.decoder.skip(read);
+        let Some(stat) = parser.stat().cloned() else {
+            return Ok(read > 0);
+        };
+        let Some(l) = self.listing.take() else {
+            return Ok(false);
+        };
+        l.sink.end();
+        self.answer(l.xid, l.zxid, Ok(Response::ChildrenRead(stat)), now)?;
+        Ok(true)
+    }
+
+    /// Completes the oldest pending request (whose xid `got` the reply carried) with `result`.
+    fn answer(
+        &mut self,
+        got: i32,
+        zxid: i64,
+        result: Result<Response, i32>,
+        now: Instant,
+    ) -> Result<(), Error> {
+        let tag = Self::expect(&mut self.pending, got)?.tag;
+        if tag != 0 {
+            let err = match &result {
+                Ok(_) => 0,
+                Err(e) => *e,
+            };
+            // Before the request leaves `pending`, so a flood fails it too.
+            self.event(Event::Answered { tag, err })?;
+        }
+        let p = self.pending.pop_front().expect("checked by expect");
+        if zxid > 0 {
+            let mut s = self.shared.lock().unwrap();
+            s.stats.last_zxid = s.stats.last_zxid.max(zxid);
+        }
+        let _ = p.tx.send(Ok(Reply {
+            xid: got,
+            zxid,
+            result,
+            sent_at: p.sent_at.unwrap_or(now),
+            received_at: now,
+        }));
         Ok(())
     }
 }

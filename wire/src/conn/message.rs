@@ -130,6 +130,40 @@ pub fn decode_reply_body(
 /// names between them (issue 34, s5).
 pub type ReadChildren = Box<dyn FnOnce(Names<'_>) + Send>;
 
+/// Reads a getChildren2 reply's names one at a time as they arrive, in the connection's task:
+/// the reply is never held whole either (its frame is read as it comes, [`ListingParser`]),
+/// so 5,000 waiters listing a 5,000-deep queue at once hold what they keep, not 5,000 frames
+/// of 250 KB (issue 54, point 5). A name may be seen before a later part of the record turns
+/// out malformed: the connection then fails, and `end` is never called.
+pub trait ChildrenSink: Send {
+    /// The next name, in the order the server sent them.
+    fn name(&mut self, name: &str);
+    /// The record was read whole: every name was seen.
+    fn end(self: Box<Self>);
+}
+
+/// What the connection's task does with a reply as it reads it, beside handing it on
+/// (`Connection::submit_reading`).
+pub enum OnReply {
+    /// A getChildren2's names, read in place once its frame is whole.
+    Names(ReadChildren),
+    /// A getChildren2's names, read as they arrive.
+    EachName(Box<dyn ChildrenSink>),
+    /// Any reply's record that decoded, before it is handed on: a create's name is known to a
+    /// listing pipelined behind it (the server answers in order) before its names arrive.
+    Decoded(Box<dyn FnOnce(&Response) + Send>),
+}
+
+impl std::fmt::Debug for OnReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OnReply::Names(_) => "OnReply::Names",
+            OnReply::EachName(_) => "OnReply::EachName",
+            OnReply::Decoded(_) => "OnReply::Decoded",
+        })
+    }
+}
+
 /// [`decode_reply_body`] for a getChildren2 whose names go to `read` ([`Response::ChildrenRead`]).
 /// `read` runs only on a record that decoded whole.
 pub fn read_children_reply(

@@ -363,3 +363,77 @@ fn a_malformed_listing_read_in_place_fails_like_the_decoded_record() {
         assert_eq!(in_place, decoded, "{bad:?}");
     }
 }
+
+/// A listing fed to [`ListingParser`] in pieces of `piece` bytes, the way a connection's reads
+/// arrive: the bytes a call leaves unread wait in front of the next piece.
+fn parsed_in_pieces(bytes: &[u8], piece: usize) -> Result<(Vec<String>, Stat), JuteError> {
+    let mut parser = ListingParser::new(bytes.len());
+    let mut names = Vec::new();
+    let mut unread = Vec::new();
+    // An empty record is read once, with nothing.
+    let pieces: Vec<&[u8]> = match bytes.is_empty() {
+        true => vec![&[]],
+        false => bytes.chunks(piece).collect(),
+    };
+    for chunk in pieces {
+        unread.extend_from_slice(chunk);
+        let used = parser.feed(&unread, &mut |n| names.push(n.to_owned()))?;
+        unread.drain(..used);
+        if let Some(stat) = parser.stat() {
+            assert!(unread.is_empty(), "bytes left after the record");
+            return Ok((names, stat.clone()));
+        }
+    }
+    panic!("the parser waited for bytes past the record's end: {bytes:?}");
+}
+
+#[test]
+fn a_listing_read_as_it_arrives_gives_the_same_names_wherever_the_reads_cut_it() {
+    let mut bytes = vec![
+        0, 0, 0, 3, // three names
+        0, 0, 0, 1, b'a', // "a"
+        0xff, 0xff, 0xff, 0xff, // null: ""
+        0, 0, 0, 3, 0xc3, 0xa9, b'x', // "éx", three bytes
+    ];
+    let stat = Stat {
+        cversion: 7,
+        pzxid: 9,
+        ..Stat::default()
+    };
+    stat.encode(&mut bytes);
+    let whole = ChildrenInPlace::decode_all(&bytes).unwrap();
+    for piece in 1..=bytes.len() {
+        let (names, got) = parsed_in_pieces(&bytes, piece).unwrap();
+        assert_eq!(names, whole.children.to_vec(), "pieces of {piece}");
+        assert_eq!(got, whole.stat);
+    }
+    // No names: the count, then the Stat.
+    let mut empty = vec![0, 0, 0, 0];
+    stat.encode(&mut empty);
+    assert_eq!(parsed_in_pieces(&empty, 5).unwrap(), (vec![], stat));
+}
+
+#[test]
+fn a_malformed_listing_read_as_it_arrives_fails_with_the_error_of_the_whole_record() {
+    let stat = [0u8; 68];
+    let with_stat = |head: &[u8]| [head, &stat[..]].concat();
+    for bad in [
+        with_stat(&[0, 0, 0, 1, 0, 0, 0, 1, 0xff]), // not UTF-8
+        with_stat(&[0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe]), // a length below -1
+        with_stat(&[0xff, 0xff, 0xff, 0xfe]),       // a count below -1
+        vec![0x7f, 0xff, 0xff, 0xff],               // a huge count with nothing behind it
+        vec![0, 0, 0, 2, 0, 0, 0, 1, b'a', 0, 0],   // cut inside the second name's length
+        vec![0, 0, 0, 1, 0, 0, 0, 9, b'a'],         // a name longer than the record
+        with_stat(&[0, 0, 0, 0, 9]),                // a byte left over
+        vec![0, 0, 0, 0, 0, 0],                     // no whole Stat
+        vec![0, 0],                                 // no whole count
+        vec![],                                     // nothing at all
+    ] {
+        let whole = ChildrenInPlace::decode_all(&bad).map(|_| ());
+        assert!(whole.is_err(), "{bad:?}");
+        for piece in 1..=bad.len().max(1) {
+            let streamed = parsed_in_pieces(&bad, piece).map(|_| ());
+            assert_eq!(streamed, whole, "{bad:?} in pieces of {piece}");
+        }
+    }
+}
