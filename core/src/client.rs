@@ -386,3 +386,11 @@ impl Client {
         });
     }
 }
+
+/// The id of the session whose `sync`s prove this client's session now (issue 54's shared
+/// chain, docs/safety.md "Why holding costs more"): another session of this process on the
+/// same member, or `None` while the session proves on its own chain (it carries the member's
+/// chain itself, shares none, or stopped sharing). For tests and diagnostics.
+pub fn proof_carrier(client: &Client) -> Option<i64> {
+    client.inner.current().proof_carrier()
+}

@@ -93,6 +93,7 @@ pub mod support {
     pub use crate::base::protocol::validate_path;
     pub use crate::base::secure::looks_like_key_material;
     pub use crate::base::text::{duration as duration_text, number as number_text};
+    pub use crate::client::proof_carrier;
     pub use crate::engine::nodes::round_trips;
     pub use crate::ops::logs::{set_sink as set_log_sink, Level as LogLevel, Record as LogRecord};
     pub use crate::ops::runtime::{

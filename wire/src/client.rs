@@ -121,6 +121,7 @@ impl Client {
             close_now: Notify::new(),
             next_host: Mutex::new(0),
             last_failure: Mutex::new(None),
+            generation: AtomicU64::new(0),
         });
         let mut last = None;
         for _ in 0..shared.hosts.len() {
@@ -180,6 +181,16 @@ impl Client {
         let next = *shared.next_host.lock().unwrap();
         let (host, port) = &shared.hosts[(next + shared.hosts.len() - 1) % shared.hosts.len()];
         options::address(host, *port)
+    }
+
+    /// Which connection of the session is current: 0 for the one that opened it, raised by
+    /// one before each reconnect's connection is installed. A session's id names the member
+    /// that created it (ZooKeeper's `SessionTrackerImpl.initializeNextSessionId` puts the
+    /// server id in the top byte), and a TCP connection never changes its backend, so while
+    /// this reads 0 the session is on that member; an answer read while it still reads 0
+    /// afterwards came over the first connection.
+    pub fn connection_generation(&self) -> u64 {
+        self.shared().generation.load(Ordering::Acquire)
     }
 
     /// What the current connection knows of its link (`None` while disconnected).

@@ -58,7 +58,7 @@ use crate::sessions::lifeline_math::{keep, SAMPLE_TICK};
 // The formulas live in `lifeline_math` (pure, so that the model in `model/` runs them too);
 // the rest of the crate names them here.
 pub(crate) use crate::sessions::lifeline_math::{
-    beat_interval, floor, gap, margin, warm, MAX_BEATS_IN_FLIGHT,
+    beat_interval, carrier_interval, floor, gap, margin, sharing_fits, warm, MAX_BEATS_IN_FLIGHT,
 };
 
 /// Refuses a session too short for its server's tick: the lost deadline would come before the
@@ -124,6 +124,21 @@ impl Lifeline {
     /// can be j of a proof (see the module's header). Recording the same one twice is harmless.
     pub(crate) fn server_answered(&self, sent: Instant, answered: Instant) {
         self.record(sent, answered, false);
+    }
+
+    /// A `sync` of the carrier this session shares (`sessions::carrier`), sent at `sent` and
+    /// answered at `answered` over the carrier's first connection to this session's member:
+    /// k or m of this session's proof, never j (it touched the carrier's session).
+    pub(crate) fn carried(&self, sent: Instant, answered: Instant) {
+        let mut chain = self.chain.lock().unwrap();
+        if let Some(t_j) = chain.record_carried(sent, answered, gap(self.tick)) {
+            self.publish(t_j);
+        }
+    }
+
+    /// Whether a request of this session's own newer than the proof was answered (a j).
+    pub(crate) fn has_own_since_proof(&self) -> bool {
+        self.chain.lock().unwrap().has_own_since_proof()
     }
 
     fn record(&self, sent: Instant, answered: Instant, leader: bool) {

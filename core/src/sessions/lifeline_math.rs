@@ -90,7 +90,6 @@ pub(crate) fn floor(timeout: Duration, tick: Duration) -> Duration {
 /// (shorter when the connect timeout makes the read timeout short: the core caps it at 5 s, so
 /// from T = 8.4 s on the ping goes every 3.3 s). A sharing session (issue 54) counts on no
 /// more of its own requests than these, so what follows takes the longest.
-#[allow(dead_code)]
 pub(crate) fn ping_interval(timeout: Duration) -> Duration {
     timeout / 3
 }
@@ -144,9 +143,8 @@ fn carried_room(timeout: Duration, tick: Duration) -> Option<Duration> {
 /// One carrier costs the leader `1 / I` syncs a second whatever the number of its sharers,
 /// each session's own chain `1 / beat_interval`: it saves syncs from `beat_interval / I`
 /// sessions of the process on the member (2.8 at T = 10 s and tick 2 s, 2.1 at T = 4 s and
-/// tick 500 ms); with fewer, the sessions' own chains cost less. The core takes it up in
-/// issue 54 point 2; the model (`model/src/carrier.rs`) runs it now.
-#[allow(dead_code)]
+/// tick 500 ms); with fewer, the sessions' own chains cost less. The core's carriers
+/// (`sessions::carrier`) send at it; the model (`model/src/carrier.rs`) runs it.
 pub(crate) fn carrier_interval(timeout: Duration, tick: Duration) -> Duration {
     carried_room(timeout, tick).map_or(MIN_CARRIER_INTERVAL, |room| {
         (room / 2).max(MIN_CARRIER_INTERVAL)
@@ -156,7 +154,6 @@ pub(crate) fn carrier_interval(timeout: Duration, tick: Duration) -> Duration {
 /// Whether a session can share a carrier's chain at this timing: the interval
 /// `carrier_interval` derives keeps a sharer that only pings `floor` ahead and is not under
 /// `MIN_CARRIER_INTERVAL`. Else sharing gives nothing and the session runs its own chain.
-#[allow(dead_code)]
 pub(crate) fn sharing_fits(timeout: Duration, tick: Duration) -> bool {
     carried_room(timeout, tick).is_some_and(|room| room / 2 >= MIN_CARRIER_INTERVAL)
 }
@@ -232,9 +229,8 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
 
     /// A `sync` that a carrier session on this session's member sent at `sent` was answered
     /// at `answered` (issue 54's shared chain): it can be k or m of this session's proof, never
-    /// j. The core takes it up in issue 54 point 2/3; the model (`model/src/carrier.rs`) checks
-    /// it now.
-    #[allow(dead_code)]
+    /// j. The core's carriers (`sessions::carrier`) hand their answers on through it; the model
+    /// (`model/src/carrier.rs`) checks it.
     pub(crate) fn record_carried(&mut self, sent: I, answered: I, gap: Duration) -> Option<I> {
         self.insert(sent, answered, true, false, gap)
     }
@@ -306,7 +302,6 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
     /// for the next proof. A session sharing a carrier's chain needs one before a carried sync
     /// can move its proof (a carried sync is never j), so when it must catch up without one it
     /// sends a request of its own first, and asks for the carried sync at `catch_up_at`.
-    #[allow(dead_code)]
     pub(crate) fn has_own_since_proof(&self) -> bool {
         self.answered.iter().any(|a| a.own && a.sent > self.proven)
     }

@@ -1,6 +1,7 @@
 //! Owns one ZooKeeper session and the connection that replaces a dead one: monitor, lifeline,
 //! farewell, members, listeners, own-node watch. May use: ops, base and the transport (wire).
 
+pub(crate) mod carrier;
 pub(crate) mod connection;
 pub(crate) mod farewell;
 pub(crate) mod history;

@@ -90,11 +90,14 @@ pub(crate) struct Session {
     zxid_seen: Arc<AtomicI64>,
     /// What the client learned of its servers at its first connect (`server_facts`).
     pub(crate) features: ServerFeatures,
+    /// Its part in its member's proof chain in this process (`carrier`, `share`).
+    share: Mutex<share::Share>,
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
         self.own_watches.close();
+        self.leave_chain();
     }
 }
 
@@ -323,7 +326,9 @@ impl Session {
             farewell: Mutex::new(None),
             zxid_seen: history.seen().clone(),
             features: facts.features,
+            share: Mutex::default(),
         });
+        session.join_chain();
         session.event("opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
         tokio::spawn(keep_alive(Arc::downgrade(&session)));
@@ -559,6 +564,7 @@ impl Session {
         self.event(what, reason.message());
         self.link.set(DEAD);
         self.own_watches.close();
+        self.leave_chain();
         let client = self.zk.lock().unwrap().take();
         if let Some(client) = &client {
             self.zxid_seen
@@ -662,5 +668,7 @@ mod tasks;
 pub use tasks::heartbeats;
 // What needs the proof, and when its deadline binds; a child module for the same reasons.
 mod demand;
+// Its part in its member's proof chain (carrier, sharer or its own); the same.
+mod share;
 use demand::Demand;
 use tasks::{keep_alive, monitor};

@@ -41,6 +41,11 @@ pub(super) struct Shared {
     /// Why the last connection broke or the last attempt failed, and when (see
     /// [`Client::last_connection_failure`](super::Client::last_connection_failure)).
     pub(super) last_failure: Mutex<Option<(Instant, conn::Error)>>,
+    /// How many connections replaced the one that opened the session (see
+    /// [`Client::connection_generation`](super::Client::connection_generation)): raised before
+    /// a new connection is installed, so a reader that sees 0 after reading anything of the
+    /// current connection read the first one's.
+    pub(super) generation: AtomicU64,
 }
 
 /// How one connection attempt ended.
@@ -318,6 +323,7 @@ async fn reconnect(
                         let mut s = shared.session.lock().unwrap();
                         s.timeout = conn.session().timeout;
                     }
+                    shared.generation.fetch_add(1, Ordering::AcqRel);
                     *shared.current.lock().unwrap() = Some(conn);
                     shared.state.send_replace(SessionState::SyncConnected);
                     return Ok(events);

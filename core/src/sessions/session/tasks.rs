@@ -11,6 +11,7 @@ use super::Session;
 use crate::base::clock::{self, BootInstant};
 use crate::base::error::{Error, ErrorKind};
 use crate::base::state::LeaseState;
+use crate::sessions::carrier::Relay;
 use crate::sessions::lifeline;
 
 /// Follows the connection states of one session until it ends. Whether a disconnected session
@@ -28,6 +29,8 @@ pub(super) async fn monitor(session: Weak<Session>, mut states: zk::StateWatcher
         match state {
             zk::SessionState::Disconnected => {
                 answered_before_disconnect.get_or_insert_with(|| s.lifeline.latest_answered());
+                // The next connection may reach another member: the sharing ends here.
+                s.leave_chain();
                 // The state changes before the listeners hear of it, so a listener that reads
                 // `connection_state()` on hearing `suspended` reads `suspended` too.
                 if s.set_connected(false) {
@@ -109,32 +112,53 @@ pub(super) async fn keep_alive(session: Weak<Session>) {
             return;
         }
         let mut wake = armed.then(|| lost_at.to_tokio().min(now + clock::MAX_SLEEP));
-        if s.is_active(now) {
+        let carrying = s.carrying();
+        let carries = carrying.as_ref().is_some_and(|relay| relay.needed(now));
+        if s.is_active(now) || carries {
             note_pings(&s, &mut pings_skew);
             let tick = s.lifeline.tick();
-            let interval = lifeline::beat_interval(s.timeout, tick);
             let floor = lifeline::floor(s.timeout, tick);
-            let relinked = s.relinked.swap(false, Ordering::AcqRel);
-            let mut beat = relinked || last_beat.is_none_or(|b| now >= b + interval);
-            if boot + floor < lost_at {
-                // The catch-up begins when the deadline comes within `floor`, not at the next
-                // wake that happens to come after that: after a stop or a reconnect the next
-                // regular heartbeat can be too late for the proof it starts (issue 50).
-                let at = (lost_at - floor).to_tokio();
+            if let Some(relay) = s.sharing() {
+                // A sharer sends no heartbeat of its own: its transport's pings are its j's,
+                // the carrier's syncs its k's and m's (`carrier`).
+                let at = share_catch_up(&s, &relay, &in_flight, boot, lost_at, floor);
                 wake = Some(wake.map_or(at, |w| w.min(at)));
-            } else if !beat && in_flight.load(Ordering::Relaxed) == 0 {
-                let at = s.lifeline.catch_up_at(boot);
-                beat = at <= boot;
-                let at = at.to_tokio();
-                wake = Some(wake.map_or(at, |w| w.min(at)));
-            }
-            if beat {
-                heartbeat(&s, &in_flight);
-                last_beat = Some(now);
-            }
-            if let Some(b) = last_beat {
-                let next = b + interval;
-                wake = Some(wake.map_or(next, |w| w.min(next)));
+            } else {
+                // A carrier beats for its sharers as often as they need (`carrier_interval`).
+                let interval = match carries {
+                    true => lifeline::carrier_interval(s.timeout, tick),
+                    false => lifeline::beat_interval(s.timeout, tick),
+                };
+                let relinked = s.relinked.swap(false, Ordering::AcqRel);
+                let asked = carrying.as_ref().is_some_and(|relay| relay.take_asked());
+                let mut beat = relinked || asked || last_beat.is_none_or(|b| now >= b + interval);
+                if boot + floor < lost_at {
+                    // The catch-up begins when the deadline comes within `floor`, not at the
+                    // next wake that happens to come after that: after a stop or a reconnect
+                    // the next regular heartbeat can be too late for the proof it starts
+                    // (issue 50).
+                    let at = (lost_at - floor).to_tokio();
+                    wake = Some(wake.map_or(at, |w| w.min(at)));
+                } else if !beat && in_flight.load(Ordering::Relaxed) == 0 {
+                    let at = s.lifeline.catch_up_at(boot);
+                    beat = at <= boot;
+                    let at = at.to_tokio();
+                    wake = Some(wake.map_or(at, |w| w.min(at)));
+                }
+                if beat {
+                    let sent = heartbeat(&s, &in_flight, carrying.clone());
+                    if asked && !sent {
+                        // Too many in flight: the ask waits for the next look.
+                        if let Some(relay) = &carrying {
+                            relay.ask();
+                        }
+                    }
+                    last_beat = Some(now);
+                }
+                if let Some(b) = last_beat {
+                    let next = b + interval;
+                    wake = Some(wake.map_or(next, |w| w.min(next)));
+                }
             }
         }
         let beat_now = s.beat_now.clone();
@@ -211,14 +235,72 @@ pub fn heartbeats() -> u64 {
     HEARTBEATS.load(Ordering::Relaxed)
 }
 
+/// A sharer's catch-up (`carrier`), as the model runs it (`model/src/client.rs`): nothing while
+/// its deadline is more than `floor` ahead; within it, a request of the sharer's own goes first
+/// when no answered one is newer than the proof (a carrier's sync is never j), and the carrier
+/// is asked for a sync when `catch_up_at` says one sent now would move the proof (k or m).
+/// Returns when to look again.
+fn share_catch_up(
+    session: &Arc<Session>,
+    relay: &Relay,
+    in_flight: &Arc<AtomicU64>,
+    boot: BootInstant,
+    lost_at: BootInstant,
+    floor: std::time::Duration,
+) -> Instant {
+    if boot + floor < lost_at {
+        return (lost_at - floor).to_tokio();
+    }
+    // Looks again a carrier interval on, should the ask or the request bring nothing.
+    let retry = Instant::now() + lifeline::carrier_interval(session.timeout, session.tick());
+    if in_flight.load(Ordering::Relaxed) > 0 {
+        // Its own request is under way: its answer wakes the task.
+        return retry;
+    }
+    if !session.lifeline.has_own_since_proof() {
+        own_request(session, in_flight);
+        return retry;
+    }
+    let at = session.lifeline.catch_up_at(boot);
+    if at <= boot {
+        relay.ask();
+        return retry;
+    }
+    // A j newer than the proof, answered less than a gap ago: k may go a gap after it.
+    at.to_tokio().min(retry)
+}
+
+/// A sharer's request of its own, for j: the cheapest read its member answers alone (and
+/// touches the session for, as every request: `ZooKeeperServer.submitRequestNow`).
+fn own_request(session: &Arc<Session>, in_flight: &Arc<AtomicU64>) {
+    let Ok(zk) = session.zk() else { return };
+    in_flight.fetch_add(1, Ordering::Relaxed);
+    let (weak, timeout, in_flight) = (Arc::downgrade(session), session.timeout, in_flight.clone());
+    let sent = BootInstant::now();
+    tokio::spawn(async move {
+        let answered = tokio::time::timeout(timeout, zk.check_stat("/")).await;
+        in_flight.fetch_sub(1, Ordering::Relaxed);
+        let Some(s) = weak.upgrade() else { return };
+        if let Ok(Ok(_)) = answered {
+            s.lifeline.server_answered(sent, BootInstant::now());
+        }
+        s.beat_now.notify_one();
+    });
+}
+
 /// Sends one `sync` (forwarded by a follower to the leader; see `lifeline`) and records its send
 /// and answer times, then wakes the lifeline task (an answer may call for the next heartbeat at
-/// once, and arms a waiting acquire's proof). Bounded by the session timeout and by
-/// `lifeline::MAX_BEATS_IN_FLIGHT`.
-fn heartbeat(session: &Arc<Session>, in_flight: &Arc<AtomicU64>) {
-    let Ok(zk) = session.zk() else { return };
+/// once, and arms a waiting acquire's proof). A carrier hands the answer on to its sharers when
+/// it came over the session's first connection (`carrier`). Bounded by the session timeout and
+/// by `lifeline::MAX_BEATS_IN_FLIGHT`; false when that many wait already.
+fn heartbeat(
+    session: &Arc<Session>,
+    in_flight: &Arc<AtomicU64>,
+    relay: Option<Arc<Relay>>,
+) -> bool {
+    let Ok(zk) = session.zk() else { return false };
     if in_flight.load(Ordering::Relaxed) >= lifeline::MAX_BEATS_IN_FLIGHT {
-        return;
+        return false;
     }
     in_flight.fetch_add(1, Ordering::Relaxed);
     HEARTBEATS.fetch_add(1, Ordering::Relaxed);
@@ -230,10 +312,16 @@ fn heartbeat(session: &Arc<Session>, in_flight: &Arc<AtomicU64>) {
         in_flight.fetch_sub(1, Ordering::Relaxed);
         let Some(s) = weak.upgrade() else { return };
         if let Ok(Ok(_)) = answered {
-            s.lifeline.answered(sent, BootInstant::now());
+            let at = BootInstant::now();
+            s.lifeline.answered(sent, at);
+            // Read after the answer: 0 means the answer came over the first connection.
+            if let (Some(relay), 0) = (relay, zk.connection_generation()) {
+                relay.hand_on(sent, at);
+            }
             s.rearm(Instant::now());
             s.proof_moved.notify_waiters();
         }
         s.beat_now.notify_one();
     });
+    true
 }
