@@ -22,8 +22,9 @@
 //! ends for good: the relay is broken (final) and each sharer runs its own chain from then on,
 //! its next heartbeat at once, as the model checks (it does not let a session share again).
 //!
-//! The key is the connect string and the member id: sessions of other connect strings (another
-//! ensemble, a proxy, a chroot) never share.
+//! The key is the process, the connect string and the member id: sessions of other connect
+//! strings (another ensemble, a proxy, a chroot) never share, nor does a child made by fork()
+//! share a carrier of its parent's (whose tasks it does not run).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,6 +53,9 @@ pub(crate) trait Sharer: Send + Sync {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Key {
+    /// The process: a child made by fork() inherits the registry but none of the tasks
+    /// that send the carriers' syncs.
+    pid: u32,
     hosts: String,
     member: u8,
 }
@@ -94,6 +98,7 @@ pub(crate) fn join(
     sharer: Weak<dyn Sharer>,
 ) -> Joined {
     let key = Key {
+        pid: std::process::id(),
         hosts: hosts.to_owned(),
         member: member_of(session_id),
     };
