@@ -254,7 +254,7 @@ impl Client {
     }
 
     /// The session whose `sync`s carry the current session's proof, `None` while it proves on
-    /// its own chain (today always): `support::proof_carrier`.
+    /// its own chain: `support::proof_carrier`.
     pub(crate) fn proof_carrier(&self) -> Option<i64> {
         self.inner.current().proof_carrier()
     }
@@ -385,12 +385,4 @@ impl Client {
             Ok(())
         });
     }
-}
-
-/// The id of the session whose `sync`s prove this client's session now (issue 54's shared
-/// chain, docs/safety.md "Why holding costs more"): another session of this process on the
-/// same member, or `None` while the session proves on its own chain (it carries the member's
-/// chain itself, shares none, or stopped sharing). For tests and diagnostics.
-pub fn proof_carrier(client: &Client) -> Option<i64> {
-    client.inner.current().proof_carrier()
 }

@@ -93,7 +93,6 @@ pub mod support {
     pub use crate::base::protocol::validate_path;
     pub use crate::base::secure::looks_like_key_material;
     pub use crate::base::text::{duration as duration_text, number as number_text};
-    pub use crate::client::proof_carrier;
     pub use crate::engine::nodes::round_trips;
     pub use crate::ops::logs::{set_sink as set_log_sink, Level as LogLevel, Record as LogRecord};
     pub use crate::ops::runtime::{
@@ -103,11 +102,11 @@ pub mod support {
     pub use crate::sessions::session::heartbeats;
 
     /// The session id of the session whose `sync`s carry `client`'s current proof (its
-    /// lifeline, docs/safety.md), or `None` while the client proves on its own chain. Issue 54
-    /// will share one chain per (process, member), carried by a session the same member created
-    /// (a session id's top byte names that member); today every session proves on its own
-    /// chain and this is always `None`. The trust rounds assert that a named carrier's member
-    /// is the client's own (tests/trust/tests/balancer.rs).
+    /// lifeline, docs/safety.md), or `None` while the client proves on its own chain (it
+    /// carries its member's chain itself, shares none, or stopped sharing). Issue 54 shares one
+    /// chain per (process, member), carried by a session the same member created (a session
+    /// id's top byte names that member: `sessions::carrier`). The trust rounds assert that a
+    /// named carrier's member is the client's own (tests/trust/tests/balancer.rs).
     pub fn proof_carrier(client: &crate::Client) -> Option<i64> {
         client.proof_carrier()
     }

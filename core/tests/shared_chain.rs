@@ -28,7 +28,10 @@ async fn hold_and_check(leases: &[zklock::Lease], window: Duration, what: &str) 
         for (i, lease) in leases.iter().enumerate() {
             assert_eq!(lease.state(), LeaseState::Held, "{what}: lease {i}");
             let until = lease.valid_until().expect("a held lease has a deadline");
-            assert!(until > Instant::now(), "{what}: lease {i}'s deadline passed");
+            assert!(
+                until > Instant::now(),
+                "{what}: lease {i}'s deadline passed"
+            );
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -44,7 +47,11 @@ async fn sessions_on_one_member_share_one_chain_and_prove_alone_once_its_carrier
         clients.push(client_with(options.clone()).await);
     }
     let carrier = clients[0].session_id();
-    assert_eq!(proof_carrier(&clients[0]), None, "the first session carries");
+    assert_eq!(
+        proof_carrier(&clients[0]),
+        None,
+        "the first session carries"
+    );
     for c in &clients[1..] {
         assert_eq!(member(c.session_id()), member(carrier));
         assert_eq!(
@@ -70,7 +77,10 @@ async fn sessions_on_one_member_share_one_chain_and_prove_alone_once_its_carrier
     let keep = t - (Duration::from_millis(200) + t / 50).min(t / 4) - tick;
     let own_interval = keep * 2 / 9;
     let own = CLIENTS as u64 * (t * 2).as_millis() as u64 / own_interval.as_millis() as u64;
-    eprintln!("one shared chain: {shared} heartbeats in {:?}; {CLIENTS} own chains: {own}", t * 2);
+    eprintln!(
+        "one shared chain: {shared} heartbeats in {:?}; {CLIENTS} own chains: {own}",
+        t * 2
+    );
     assert!(
         shared * 2 < own,
         "{shared} heartbeats in two session timeouts with one shared chain, where {CLIENTS} \
@@ -83,7 +93,11 @@ async fn sessions_on_one_member_share_one_chain_and_prove_alone_once_its_carrier
     gone_lease.release().await.unwrap();
     gone.close().await;
     for c in &clients {
-        assert_eq!(proof_carrier(c), None, "a sharer whose carrier is gone proves alone");
+        assert_eq!(
+            proof_carrier(c),
+            None,
+            "a sharer whose carrier is gone proves alone"
+        );
     }
     hold_and_check(&leases, t * 2, "after the carrier left").await;
 

@@ -107,14 +107,6 @@ impl Lifeline {
         self.tick
     }
 
-    /// The session whose `sync`s carry this proof, when it is not this session's own: issue 54
-    /// will share one chain per (process, member), carried by a session the same member created
-    /// (its id's top byte, `SessionTrackerImpl.initializeNextSessionId`). Today every session
-    /// proves on its own chain, so there is never a carrier: always `None`.
-    pub(crate) fn carrier(&self) -> Option<i64> {
-        None
-    }
-
     /// A heartbeat (`sync`) sent at `sent` was answered at `answered`.
     pub(crate) fn answered(&self, sent: Instant, answered: Instant) {
         self.record(sent, answered, true);

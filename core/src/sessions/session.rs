@@ -358,12 +358,6 @@ impl Session {
         self.lifeline.tick()
     }
 
-    /// The session whose `sync`s carry this session's proof, `None` while it proves on its own
-    /// chain (today always; `Lifeline::carrier`).
-    pub(crate) fn proof_carrier(&self) -> Option<i64> {
-        self.lifeline.carrier()
-    }
-
     /// A handle for requests, or the reason the session is gone.
     pub(crate) fn zk(&self) -> Result<zk::Client> {
         if let Some(err) = self.dead_reason() {
