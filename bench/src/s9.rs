@@ -32,11 +32,16 @@ type Res<T> = Result<T, String>;
 const TIMINGS: [(u64, u32); 2] = [(10_000, 2_000), (4_000, 500)];
 
 /// Sessions per worker process, by implementation: one JVM per 1,000 Curator sessions (two
-/// threads each), one CPython per 500 kazoo sessions (two threads each, one GIL).
-fn per_process(key: &str) -> usize {
-    match key {
-        "curator" => 1_000,
-        "kazoo" => 500,
+/// threads each), one CPython per 500 kazoo sessions (two threads each, one GIL), and zklock's
+/// all in one process, or `fleet` per process (`--s9-fleet`, issue 54's fleet-shaped row: what
+/// zklock costs the servers depends on how its sessions are spread over processes, since one
+/// process's sessions on a member share one proof chain; a peer's session costs the same in
+/// any process).
+fn per_process(key: &str, fleet: Option<usize>) -> usize {
+    match (key, fleet) {
+        ("curator", _) => 1_000,
+        ("kazoo", _) => 500,
+        (_, Some(per)) => per.max(1),
         _ => usize::MAX,
     }
 }
@@ -84,6 +89,10 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
         .copied()
         .filter(|(t, _)| only.split(',').any(|o| o.trim() == t.to_string()))
         .collect();
+    // `--s9-fleet 10`: zklock's sessions in processes of 10 each (100 processes at 1,000).
+    let fleet = args
+        .opt("s9-fleet")
+        .and_then(|f| f.trim().parse::<usize>().ok());
     let mut rows = Vec::new();
     for &(session_ms, tick_ms) in &timings {
         for &members in &topologies {
@@ -110,7 +119,8 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
             if args.opt("s9-warmup").as_deref() != Some("no") {
                 if let (Some(first), Some(&n)) = (impls.first(), sizes.first()) {
                     let quick = (Duration::ZERO, Duration::from_secs(1));
-                    if let Err(e) = one(&zk, first, n, (session_ms, tick_ms), quick) {
+                    let per = per_process(&first.key, fleet).min(n);
+                    if let Err(e) = one(&zk, first, n, per, (session_ms, tick_ms), quick) {
                         eprintln!("  ! s9 warm-up {}: {e}", first.label);
                     }
                 }
@@ -120,7 +130,8 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
             let baseline = cpu_over(&zk, window);
             for &n in &sizes {
                 for imp in &impls {
-                    let measured = one(&zk, imp, n, (session_ms, tick_ms), (settle, window))
+                    let per = per_process(&imp.key, fleet).min(n);
+                    let measured = one(&zk, imp, n, per, (session_ms, tick_ms), (settle, window))
                         .unwrap_or_else(|e| {
                             eprintln!("  ! s9 {} {n}: {e}", imp.label);
                             json!({ "error": e })
@@ -132,6 +143,7 @@ pub fn run(args: &Args, impls: &[Impl]) -> Res<Value> {
                         "leader": leader,
                         "impl": imp.key,
                         "sessions": n,
+                        "per_process": per,
                         "window_s": window.as_secs_f64(),
                         "baseline_ms_s": baseline,
                         "measured": measured,
@@ -151,11 +163,11 @@ fn one(
     zk: &ZooKeeper,
     imp: &Impl,
     n: usize,
+    per: usize,
     (session_ms, tick_ms): (u64, u32),
     (settle, window): (Duration, Duration),
 ) -> Res<Value> {
     let path = format!("/bench/s9/{}-{n}-{}", imp.key, mono_ns());
-    let per = per_process(&imp.key).min(n);
     let mut procs = Vec::new();
     let mut offset = 0;
     while offset < n {
