@@ -370,38 +370,68 @@ mod tests {
         assert_eq!(place(&names, "_c_1f8fad5b", NodeKind::Mutex).foreign, None);
     }
 
+    /// A small generator (no dependency) for the queue tests: xorshift.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// The shapes of the random queues' nodes: zklock's and Curator's read and write locks,
+    /// Curator's protected mutex and latch nodes, kazoo's lock and read lock nodes.
+    #[derive(Clone, Copy)]
+    enum Form {
+        Read,
+        Write,
+        CuratorLock,
+        CuratorLatch,
+        KazooLock,
+        KazooRlock,
+    }
+
+    /// A queue of mixed kinds and libraries: sequences near the i32 wrap (even rounds) and far
+    /// from it, in any order, with a name that is no lock node.
+    fn random_queue(rng: &mut Rng, round: usize, forms: &[Form]) -> Vec<String> {
+        let start = if round.is_multiple_of(2) {
+            i32::MAX - 5
+        } else {
+            7
+        };
+        let len = 1 + rng.below(12) as usize;
+        let mut names: Vec<String> = (0..len)
+            .map(|i| {
+                let seq = start.wrapping_add((i as i32) * (1 + rng.below(3) as i32));
+                let digits = if seq < 0 {
+                    format!("-{:010}", seq.unsigned_abs())
+                } else {
+                    format!("{seq:010}")
+                };
+                match forms[rng.below(forms.len() as u64) as usize] {
+                    Form::Read => format!("n{i}__READ__{digits}"),
+                    Form::Write => format!("n{i}__WRIT__{digits}"),
+                    Form::CuratorLock => format!("_c_n{i}-lock-{digits}"),
+                    Form::CuratorLatch => format!("_c_n{i}-latch-{digits}"),
+                    Form::KazooLock => format!("{:032x}__lock__{digits}", i),
+                    Form::KazooRlock => format!("{:032x}__rlock__{digits}", i),
+                }
+            })
+            .collect();
+        names.push("leases".into());
+        names.sort_by_key(|_| rng.below(1000));
+        names
+    }
+
     #[test]
     fn one_walk_agrees_with_the_sorted_queue_for_every_attempt_of_many_queues() {
-        // A small generator (no dependency): queues of mixed kinds and libraries, sequences
-        // near the i32 wrap and far from it, in any order, with a name that is no lock node.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let forms = [Form::Read, Form::Write, Form::CuratorLock, Form::KazooRlock];
         for round in 0..300 {
-            let start = if round % 2 == 0 { i32::MAX - 5 } else { 7 };
-            let len = 1 + next(12) as usize;
-            let mut names: Vec<String> = (0..len)
-                .map(|i| {
-                    let seq = start.wrapping_add((i as i32) * (1 + next(3) as i32));
-                    let digits = if seq < 0 {
-                        format!("-{:010}", seq.unsigned_abs())
-                    } else {
-                        format!("{seq:010}")
-                    };
-                    match next(4) {
-                        0 => format!("n{i}__READ__{digits}"),
-                        1 => format!("n{i}__WRIT__{digits}"),
-                        2 => format!("_c_n{i}-lock-{digits}"),
-                        _ => format!("{:032x}__rlock__{digits}", i),
-                    }
-                })
-                .collect();
-            names.push("leases".into());
-            names.sort_by_key(|_| next(1000));
+            let names = random_queue(&mut rng, round, &forms);
             for name in names.iter().filter(|n| read_name(n).is_some()) {
                 let own = &name[..name.len() - 10];
                 for kind in [NodeKind::Read, NodeKind::Write] {
@@ -434,36 +464,18 @@ mod tests {
 
     #[test]
     fn one_walk_as_the_names_arrive_agrees_with_the_kept_listing_for_every_attempt() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let forms = [
+            Form::Read,
+            Form::Write,
+            Form::CuratorLock,
+            Form::CuratorLatch,
+            Form::KazooLock,
+            Form::KazooRlock,
+        ];
         for round in 0..300 {
-            let start = if round % 2 == 0 { i32::MAX - 5 } else { 7 };
-            let len = 1 + next(12) as usize;
-            let mut names: Vec<String> = (0..len)
-                .map(|i| {
-                    let seq = start.wrapping_add((i as i32) * (1 + next(3) as i32));
-                    let digits = if seq < 0 {
-                        format!("-{:010}", seq.unsigned_abs())
-                    } else {
-                        format!("{seq:010}")
-                    };
-                    match next(6) {
-                        0 => format!("n{i}__READ__{digits}"),
-                        1 => format!("n{i}__WRIT__{digits}"),
-                        2 => format!("_c_n{i}-lock-{digits}"),
-                        3 => format!("_c_n{i}-latch-{digits}"),
-                        4 => format!("{:032x}__lock__{digits}", i),
-                        _ => format!("{:032x}__rlock__{digits}", i),
-                    }
-                })
-                .collect();
-            names.push("leases".into());
-            names.sort_by_key(|_| next(1000));
+            let names = random_queue(&mut rng, round, &forms);
+            let mut next = |below| rng.below(below);
             let styles = [
                 None,
                 Some(ElectionStyle::Latch),

@@ -60,24 +60,25 @@ impl Session {
     /// The relay whose carrier proves this session, while it may: ends the sharing (for good)
     /// when the relay broke or this session left its first connection.
     pub(super) fn sharing(&self) -> Option<Arc<Relay>> {
-        let relay = match &*self.share.lock().unwrap() {
-            Share::Shares(relay) => relay.clone(),
-            _ => return None,
-        };
-        if relay.is_broken() || !self.on_first_connection() {
-            self.leave_chain();
-            return None;
-        }
-        Some(relay)
+        self.relay_while_valid(|share| match share {
+            Share::Shares(relay) => Some(relay.clone()),
+            _ => None,
+        })
     }
 
     /// The relay this session carries, while it does: ends it when this session left its first
     /// connection.
     pub(super) fn carrying(&self) -> Option<Arc<Relay>> {
-        let relay = match &*self.share.lock().unwrap() {
-            Share::Carries(relay) => relay.clone(),
-            _ => return None,
-        };
+        self.relay_while_valid(|share| match share {
+            Share::Carries(relay) => Some(relay.clone()),
+            _ => None,
+        })
+    }
+
+    /// The relay `pick` finds in this session's part, unless it broke or this session left its
+    /// first connection: then the part ends here (`leave_chain`).
+    fn relay_while_valid(&self, pick: fn(&Share) -> Option<Arc<Relay>>) -> Option<Arc<Relay>> {
+        let relay = pick(&self.share.lock().unwrap())?;
         if relay.is_broken() || !self.on_first_connection() {
             self.leave_chain();
             return None;
