@@ -328,7 +328,10 @@ impl Session {
             features: facts.features,
             share: Mutex::default(),
         });
-        session.join_chain();
+        // Within the connect's deadline, as the probe above.
+        session
+            .join_chain(by.saturating_duration_since(Instant::now()))
+            .await;
         session.event("opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
         tokio::spawn(keep_alive(Arc::downgrade(&session)));
