@@ -38,10 +38,6 @@ struct Counts {
     /// Ops the server did not know, on the first connection (the client's own session).
     unknown_on_first: AtomicUsize,
     close_sessions: AtomicUsize,
-    /// getData, which every version knows: the client's read of the ensemble's configuration
-    /// (`/zookeeper/config`) on its own session, answered NONODE as 3.4 would (a 3.5+ server
-    /// has the node; either way the session proves on its own chain).
-    config_reads: AtomicUsize,
 }
 
 /// The ops the scripted server knows besides ping and CloseSession, with their answer.
@@ -71,9 +67,8 @@ fn v3_9_blip(kind: i32) -> Option<i32> {
 }
 
 /// One connection as an old server would serve it: the handshake (timeouts clamped to [400 ms,
-/// 60 s], a 200 ms tick), pings and CloseSession answered, getData answered NONODE, the ops
-/// `knows` knows answered as it says, any other answered UNIMPLEMENTED and the connection
-/// closed.
+/// 60 s], a 200 ms tick), pings and CloseSession answered, the ops `knows` knows answered as it
+/// says, any other answered UNIMPLEMENTED and the connection closed.
 async fn serve(mut s: TcpStream, counts: Arc<Counts>, knows: Knows) {
     let Some(hello) = read_frame(&mut s).await else {
         return;
@@ -98,10 +93,6 @@ async fn serve(mut s: TcpStream, counts: Arc<Counts>, knows: Knows) {
             op::CLOSE_SESSION => {
                 counts.close_sessions.fetch_add(1, Ordering::SeqCst);
                 Some(code::OK)
-            }
-            op::GET_DATA => {
-                counts.config_reads.fetch_add(1, Ordering::SeqCst);
-                Some(code::NO_NODE)
             }
             _ => {
                 counts.requests.fetch_add(1, Ordering::SeqCst);
@@ -180,8 +171,6 @@ async fn a_3_5_server_is_told_apart_on_the_probe_session_and_its_client_keeps_it
     // two requests, none on the client's own session, which is still its first connection.
     assert_eq!(counts.requests.load(Ordering::SeqCst), 2);
     assert_eq!(counts.unknown_on_first.load(Ordering::SeqCst), 0);
-    // And the client's own session read the configuration (the shared chain's premise).
-    assert_eq!(counts.config_reads.load(Ordering::SeqCst), 1);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(counts.connections.load(Ordering::SeqCst), 2);
     client.close().await;
