@@ -70,8 +70,7 @@ impl LeaseModel {
     pub(crate) fn carrier_sends(&self, s: &mut State, asked: bool) {
         let now = self.client_now(s);
         let cut = s.is_cut(Link::CarrierToMember);
-        let own = lifeline_math::carrier_interval(self.timeout(), self.client_tick());
-        let interval = self.carrier_pace_ms.map_or(own, |pace| ms_(pace).min(own));
+        let interval = lifeline_math::carrier_interval(self.timeout(), self.client_tick());
         let Some(c) = s.carrier.as_mut() else {
             return;
         };

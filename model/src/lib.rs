@@ -207,10 +207,6 @@ pub struct LeaseModel {
     /// catch-up needs, until its or C's connection breaks. Only where `sharing_fits` (at
     /// T = 2 s the client runs its own chain, and so does the model).
     pub shared: bool,
-    /// C's sync interval when a sharer of C's with a shorter session than A's paces it: the
-    /// core's carrier syncs at the shortest `carrier_interval` its active sharers need, so for
-    /// A the interval is its own or shorter. `None`: A's own.
-    pub carrier_pace_ms: Option<u32>,
     /// The leader skip (src/carrier.rs): A, on the leader and never moved, takes any answered
     /// request as proof of its send time, and sends plain pings as heartbeats.
     pub leader_skip: bool,
@@ -256,7 +252,6 @@ impl LeaseModel {
             with_follower: false,
             crash: false,
             shared: false,
-            carrier_pace_ms: None,
             leader_skip: false,
             restart: false,
             b_on_follower: false,

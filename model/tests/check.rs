@@ -312,22 +312,6 @@ fn a_holder_on_a_follower_that_shares_its_carriers_chain_never_reads_held_while_
     check("holder on a follower, sharing a carrier's chain", model);
 }
 
-/// The shared chain paced by another sharer (issue 54): the core's carrier syncs at the
-/// shortest `carrier_interval` its active sharers need, so a sharer with a shorter session
-/// than A's makes C sync more often than A needs (every 200 ms here, against A's 341 ms, 400 ms
-/// on the model's steps). Check 13's faults and bounds: the proof rule does not depend on how
-/// often the carrier syncs.
-#[test]
-fn a_holder_whose_carrier_is_paced_by_a_shorter_session_never_reads_held_while_another_can_hold() {
-    let mut model = on_t_4_s(sharing(LeaseModel::small()));
-    model.carrier_pace_ms = Some(200);
-    model.max_disturbed = if long() { 4 } else { 3 };
-    check(
-        "holder on a follower, sharing a chain paced by a shorter session",
-        model,
-    );
-}
-
 /// The shared chain when connections break: A's link cut (A reads nothing for the read
 /// timeout and moves to the leader: its member is unknown then, so it runs its own chain), C's
 /// link cut (C's read timeout: A falls back to its own chain, keeping C's answers), a member

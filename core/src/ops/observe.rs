@@ -284,31 +284,6 @@ pub(crate) fn server_facts(counters: &Counters, hosts: &str, tick: Duration, cla
     }
 }
 
-/// A session that runs its own proof chain although the timings let it share its member's
-/// (`sessions::carrier`): the ensemble's configuration did not let its id name one member, or
-/// could not be read. Info level: the session is as safe as ever, it only costs one chain more.
-pub(crate) fn own_chain(counters: &Counters, session: i64, why: &str) {
-    let id = format!("0x{session:x}");
-    tracing::info!(
-        session = id.as_str(),
-        why,
-        "zookeeper session proves on its own chain"
-    );
-    if logs::wanted(Level::Info) {
-        logs::emit(
-            Level::Info,
-            counters.client(),
-            "session",
-            format!("ZooKeeper session {id} proves on its own chain: {why}"),
-            vec![
-                ("session", id.clone()),
-                ("event", "own chain".to_owned()),
-                ("reason", why.to_owned()),
-            ],
-        );
-    }
-}
-
 /// What happened to a session (by its id): `opened`, `disconnected`, `reconnected`, `expired`,
 /// `closed`.
 pub(crate) fn session_event(counters: &Counters, session: i64, what: &'static str, reason: &str) {

@@ -29,7 +29,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -41,47 +40,13 @@ pub(crate) fn member_of(session_id: i64) -> u8 {
     (session_id as u64 >> 56) as u8
 }
 
-/// Whether the ensemble's configuration (`/zookeeper/config`, as `ZKDatabase
-/// .initConfigInZKDatabase` writes it: a `server.<id>=…` line per member) lets the top byte of
-/// a session id name one member, the one named `member`: no two member ids agree modulo 256
-/// (`initializeNextSessionId` shifts the id by 56 bits, so 1 and 257 look alike), and `member`
-/// is one of them. An empty configuration is a standalone server, the only member. The error
-/// says why not, and such a session runs its own chain.
-pub(crate) fn members_apart(config: &[u8], member: u8) -> Result<(), String> {
-    let text = String::from_utf8_lossy(config);
-    let mut seen: HashMap<u8, u64> = HashMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.trim().strip_prefix("server.") else {
-            continue;
-        };
-        let id = rest.split('=').next().unwrap_or_default();
-        let Ok(id) = id.trim().parse::<u64>() else {
-            return Err(format!("a member id that is not a number: {id:?}"));
-        };
-        if let Some(other) = seen.insert(id as u8, id) {
-            if other != id {
-                return Err(format!(
-                    "members {other} and {id} agree modulo 256, so their sessions' ids look alike"
-                ));
-            }
-        }
-    }
-    if !seen.is_empty() && !seen.contains_key(&member) {
-        return Err(format!(
-            "the session's id names member {member}, which the configuration does not list"
-        ));
-    }
-    Ok(())
-}
-
 /// What a carrier needs of a session that shares its chain (`Session` is one).
 pub(crate) trait Sharer: Send + Sync {
     /// A sync of the carrier's, sent and answered over the carrier's first connection. The
     /// sharer takes it only while its own first connection lasts.
     fn carried(&self, sent: BootInstant, answered: BootInstant);
-    /// How often the sharer needs the carrier's syncs now (`lifeline::carrier_interval` of
-    /// its own session timeout and tick), or `None` when it needs no proof.
-    fn needs_proof(&self, now: Instant) -> Option<Duration>;
+    /// Whether the sharer needs its proof now (the carrier sends its syncs while one does).
+    fn needs_proof(&self, now: Instant) -> bool;
     /// The carrier's chain ended: the sharer proves on its own from now on.
     fn carrier_broke(&self);
 }
@@ -172,29 +137,19 @@ impl Relay {
         self.wake.notify_one();
     }
 
-    /// An ask the carrier could not serve yet (as many syncs in flight as it may have): kept
-    /// for its next look, without waking it, which the answer of a sync in flight does. Waking
-    /// it now would only spin its task until then.
-    pub(crate) fn keep_ask(&self) {
-        self.asked.store(true, Ordering::Release);
-    }
-
     /// The carrier takes the sharers' asks (it is about to send a sync).
     pub(crate) fn take_asked(&self) -> bool {
         self.asked.swap(false, Ordering::AcqRel)
     }
 
-    /// How often the sharers that need the proof now need the carrier's syncs: the shortest
-    /// of their intervals (a sharer whose session is shorter than the carrier's would otherwise
-    /// fall below its floor and ask, a sync each time), or `None` when none needs it.
-    pub(crate) fn needed(&self, now: Instant) -> Option<Duration> {
+    /// Whether a sharer needs the proof now.
+    pub(crate) fn needed(&self, now: Instant) -> bool {
         let mut sharers = self.sharers.lock().unwrap();
         sharers.retain(|s| s.strong_count() > 0);
         sharers
             .iter()
             .filter_map(Weak::upgrade)
-            .filter_map(|s| s.needs_proof(now))
-            .min()
+            .any(|s| s.needs_proof(now))
     }
 
     /// The carrier's sync sent at `sent` was answered at `answered` over its first connection:
@@ -247,23 +202,21 @@ impl Drop for Relay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU64, AtomicUsize};
+    use std::sync::atomic::AtomicUsize;
 
     #[derive(Default)]
     struct Probe {
         carried: AtomicUsize,
         broke: AtomicBool,
-        /// The carrier interval it needs, in ms; 0: it needs no proof.
-        needs_ms: AtomicU64,
+        active: AtomicBool,
     }
 
     impl Sharer for Probe {
         fn carried(&self, _: BootInstant, _: BootInstant) {
             self.carried.fetch_add(1, Ordering::Relaxed);
         }
-        fn needs_proof(&self, _: Instant) -> Option<Duration> {
-            let ms = self.needs_ms.load(Ordering::Relaxed);
-            (ms > 0).then(|| Duration::from_millis(ms))
+        fn needs_proof(&self, _: Instant) -> bool {
+            self.active.load(Ordering::Relaxed)
         }
         fn carrier_broke(&self) {
             self.broke.store(true, Ordering::Relaxed);
@@ -364,61 +317,20 @@ mod tests {
     }
 
     #[test]
-    fn the_carrier_is_asked_until_it_takes_the_ask_and_beats_as_often_as_its_neediest_sharer() {
+    fn the_carrier_is_asked_until_it_takes_the_ask_and_beats_while_a_sharer_needs_it() {
         let wake = Arc::new(Notify::new());
-        let (b, c) = (Arc::new(Probe::default()), Arc::new(Probe::default()));
+        let b = Arc::new(Probe::default());
         let hosts = "carrier-test-5:2181";
         let Joined::Carrier(relay) = join(hosts, 0x0100_0000_0000_0001, &wake, sharer(&b)) else {
             panic!("the first session must carry");
         };
         let _b = join(hosts, 0x0100_0000_0000_0002, &wake, sharer(&b));
-        let _c = join(hosts, 0x0100_0000_0000_0003, &wake, sharer(&c));
-        assert_eq!(relay.needed(Instant::now()), None);
-        b.needs_ms.store(600, Ordering::Relaxed);
-        assert_eq!(
-            relay.needed(Instant::now()),
-            Some(Duration::from_millis(600))
-        );
-        c.needs_ms.store(340, Ordering::Relaxed);
-        assert_eq!(
-            relay.needed(Instant::now()),
-            Some(Duration::from_millis(340)),
-            "the shorter session's interval paces the carrier"
-        );
+        assert!(!relay.needed(Instant::now()));
+        b.active.store(true, Ordering::Relaxed);
+        assert!(relay.needed(Instant::now()));
         assert!(!relay.take_asked());
         relay.ask();
         assert!(relay.take_asked());
         assert!(!relay.take_asked(), "one ask, one sync");
-    }
-
-    const ENSEMBLE: &str = "server.1=zk1:2888:3888:participant;0.0.0.0:2181\n\
-                            server.2=zk2:2888:3888:participant;0.0.0.0:2181\n\
-                            server.3=zk3:2888:3888:observer;0.0.0.0:2181\n\
-                            version=100000000";
-
-    #[test]
-    fn a_configuration_of_distinct_member_ids_that_lists_the_sessions_member_lets_it_share() {
-        assert_eq!(members_apart(ENSEMBLE.as_bytes(), 2), Ok(()));
-        assert_eq!(
-            members_apart(ENSEMBLE.as_bytes(), 3),
-            Ok(()),
-            "an observer too"
-        );
-        assert_eq!(
-            members_apart(b"", 1),
-            Ok(()),
-            "a standalone server is the only member"
-        );
-    }
-
-    #[test]
-    fn member_ids_that_agree_modulo_256_or_a_member_not_listed_keep_sessions_on_their_own_chains() {
-        let wrapped = format!("{ENSEMBLE}\nserver.257=zk4:2888:3888:participant;2181");
-        let why = members_apart(wrapped.as_bytes(), 1).unwrap_err();
-        assert!(why.contains("1 and 257"), "{why}");
-        let why = members_apart(ENSEMBLE.as_bytes(), 4).unwrap_err();
-        assert!(why.contains("member 4"), "{why}");
-        let why = members_apart(b"server.x=zk1:2888:3888", 1).unwrap_err();
-        assert!(why.contains("not a number"), "{why}");
     }
 }

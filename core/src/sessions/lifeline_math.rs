@@ -264,21 +264,7 @@ impl<I: Copy + Ord + Add<Duration, Output = I>> Chain<I> {
             },
         );
         if self.answered.len() > HISTORY {
-            // A carrier's syncs come as often as its sharers ask (issue 54): hundreds of
-            // sharers catching up fill the history with them within a gap, and the session's
-            // own answers, its only j's, must not be pushed out by them (1,000 sharers lost
-            // their leases so, in the s9 bench). The oldest carried answer goes first, unless
-            // it is the one just taken. Dropping an answer only ever removes proofs: what the
-            // rest proves, the whole proved.
-            let oldest_carried = self
-                .answered
-                .iter()
-                .enumerate()
-                .position(|(i, a)| !a.own && i != at);
-            match oldest_carried {
-                Some(i) => self.answered.remove(i),
-                None => self.answered.pop_front(),
-            };
+            self.answered.pop_front();
         }
         if !leader {
             return None;
@@ -450,26 +436,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn a_flood_of_carried_syncs_never_pushes_out_the_sessions_own_answer_its_only_j() {
-        let tick = ms(2_000);
-        let mut chain = Chain::new(Duration::ZERO);
-        // The sharer's own read, j, then a carried sync every 5 ms (hundreds of sharers
-        // asking), far more than the history holds before a gap has passed.
-        chain.record(ms(100), ms(101), false, gap(tick));
-        let mut at = ms(105);
-        let mut proven = None;
-        while at < ms(100) + gap(tick) * 2 && proven.is_none() {
-            proven = chain.record_carried(at, at + ms(1), gap(tick));
-            assert!(chain.answered.len() <= HISTORY);
-            at += ms(5);
-        }
-        assert_eq!(
-            proven,
-            Some(ms(100)),
-            "k a gap after j's answer and m after k prove j's send"
-        );
     }
 }

@@ -328,10 +328,7 @@ impl Session {
             features: facts.features,
             share: Mutex::default(),
         });
-        // Within the connect's deadline, as the probe above.
-        session
-            .join_chain(by.saturating_duration_since(Instant::now()))
-            .await;
+        session.join_chain();
         session.event("opened", "");
         tokio::spawn(monitor(Arc::downgrade(&session), states));
         tokio::spawn(keep_alive(Arc::downgrade(&session)));

@@ -58,9 +58,6 @@ pub struct Config {
     /// `minSessionTimeout` in ms (ZooKeeper's default: two ticks); a larger one hides the tick
     /// from a client's probe (issue 53).
     pub min_session_timeout_ms: Option<u32>,
-    /// The members' ids (`myid`, `server.<id>`), in member order; `None`: 1, 2, 3, … A test
-    /// of ids that agree modulo 256 (a session id keeps only the low byte) sets them.
-    pub server_ids: Option<Vec<usize>>,
 }
 
 /// How `ZooKeeper::isolate` cuts a member off from its peers.
@@ -95,7 +92,6 @@ impl Default for Config {
             peer_proxies: false,
             tick_line: true,
             min_session_timeout_ms: None,
-            server_ids: None,
         }
     }
 }
@@ -256,17 +252,8 @@ impl ZooKeeper {
             true => return Err("a secured ZooKeeper is standalone only".to_owned().into()),
             false => None,
         };
-        let ids: Vec<usize> = match &config.server_ids {
-            Some(ids) if ids.len() == n => ids.clone(),
-            Some(ids) => {
-                return Err(
-                    format!("{} server ids given for {n} member(s): {ids:?}", ids.len()).into(),
-                )
-            }
-            None => (1..=n).collect(),
-        };
         for (i, &(client_port, _, _)) in ports.iter().enumerate() {
-            let id = ids[i];
+            let id = i + 1;
             let dir = root.join(format!("server{id}"));
             std::fs::create_dir_all(dir.join("data"))
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -303,7 +290,7 @@ impl ZooKeeper {
                             None if !links.is_empty() => ("0.0.0.0", peer, election),
                             None => ("127.0.0.1", peer, election),
                         };
-                    cfg.push_str(&format!("server.{}={host}:{peer}:{election}\n", ids[j]));
+                    cfg.push_str(&format!("server.{}={host}:{peer}:{election}\n", j + 1));
                 }
                 std::fs::write(dir.join("data/myid"), format!("{id}\n"))
                     .map_err(|e| e.to_string())?;

@@ -16,10 +16,6 @@ use super::Client;
 use crate::conn::{ChildrenSink, OnReply, Reply, Request, Response};
 use crate::jute::*;
 
-/// ZooKeeper's `ZooDefs.CONFIG_NODE`: the ensemble's configuration, readable by anyone
-/// (`DataTree.addConfigNode`).
-const CONFIG_NODE: &str = "/zookeeper/config";
-
 /// What reads a listing a name at a time ([`Client::read_children_each`]).
 pub trait EachName: Send + 'static {
     type Output: Send + 'static;
@@ -289,23 +285,6 @@ impl Client {
         async move {
             match reply.await? {
                 Response::GetData(r) => Ok((r.data, r.stat)),
-                _ => Err(shape()),
-            }
-        }
-    }
-
-    /// The ensemble's configuration (`/zookeeper/config`, 3.5+): its data, as the member this
-    /// connection reached knows it. Like ZooKeeper's `ZooKeeper.getConfig`, which sends
-    /// `ZooDefs.CONFIG_NODE` as it is, the path takes no chroot: the node is the server's own.
-    pub fn get_config(&self) -> impl Future<Output = Result<Vec<u8>, Error>> + Send + 'static {
-        let req = Ok(Request::GetData(GetDataRequest {
-            path: CONFIG_NODE.to_owned(),
-            watch: false,
-        }));
-        let reply = self.expect(req, None);
-        async move {
-            match reply.await? {
-                Response::GetData(r) => Ok(r.data),
                 _ => Err(shape()),
             }
         }

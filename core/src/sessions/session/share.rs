@@ -6,7 +6,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -29,35 +28,14 @@ pub(super) enum Share {
 
 impl Session {
     /// Joins the member's chain in this process, right after the session opened: only where
-    /// the timings let a sharer live on its transport's pings (`lifeline::sharing_fits`), only
-    /// on the connection that created the session (its id names that member), and only where
-    /// the ensemble's configuration, read from that member now, lets an id's top byte name one
-    /// member (`carrier::members_apart`): the premise is read from the server, not assumed.
-    /// Anything else (the read fails, is refused or takes longer than `within`) leaves the
-    /// session on its own chain.
-    pub(super) async fn join_chain(self: &Arc<Self>, within: Duration) {
+    /// the timings let a sharer live on its transport's pings (`lifeline::sharing_fits`), and
+    /// only on the connection that created the session (its id names that member).
+    pub(super) fn join_chain(self: &Arc<Self>) {
         let tick = self.lifeline.tick();
         if !lifeline::sharing_fits(self.timeout, tick) {
             return;
         }
         let Ok(zk) = self.zk() else { return };
-        if zk.connection_generation() != 0 {
-            return;
-        }
-        let why_not = match tokio::time::timeout(within, zk.get_config()).await {
-            Ok(Ok(config)) => carrier::members_apart(&config, carrier::member_of(self.id)).err(),
-            Ok(Err(e)) => Some(format!(
-                "the ensemble's configuration could not be read: {e}"
-            )),
-            Err(_) => Some(format!(
-                "the ensemble's configuration was not read within {within:?}"
-            )),
-        };
-        if let Some(why) = why_not {
-            crate::ops::observe::own_chain(&self.counters, self.id, &why);
-            return;
-        }
-        // The read may have outlived the first connection.
         if zk.connection_generation() != 0 {
             return;
         }
@@ -142,9 +120,8 @@ impl Sharer for Session {
         self.beat_now.notify_one();
     }
 
-    fn needs_proof(&self, now: Instant) -> Option<Duration> {
-        (!self.is_dead() && self.is_active(now))
-            .then(|| lifeline::carrier_interval(self.timeout, self.lifeline.tick()))
+    fn needs_proof(&self, now: Instant) -> bool {
+        !self.is_dead() && self.is_active(now)
     }
 
     fn carrier_broke(&self) {

@@ -113,8 +113,8 @@ pub(super) async fn keep_alive(session: Weak<Session>) {
         }
         let mut wake = armed.then(|| lost_at.to_tokio().min(now + clock::MAX_SLEEP));
         let carrying = s.carrying();
-        let carries = carrying.as_ref().and_then(|relay| relay.needed(now));
-        if s.is_active(now) || carries.is_some() {
+        let carries = carrying.as_ref().is_some_and(|relay| relay.needed(now));
+        if s.is_active(now) || carries {
             note_pings(&s, &mut pings_skew);
             let tick = s.lifeline.tick();
             let floor = lifeline::floor(s.timeout, tick);
@@ -124,11 +124,10 @@ pub(super) async fn keep_alive(session: Weak<Session>) {
                 let at = share_catch_up(&s, &relay, &in_flight, boot, lost_at, floor);
                 wake = Some(wake.map_or(at, |w| w.min(at)));
             } else {
-                // A carrier beats for its sharers as often as the neediest needs
-                // (`carrier_interval` of its timing), and for itself.
+                // A carrier beats for its sharers as often as they need (`carrier_interval`).
                 let interval = match carries {
-                    Some(needed) => needed.min(lifeline::carrier_interval(s.timeout, tick)),
-                    None => lifeline::beat_interval(s.timeout, tick),
+                    true => lifeline::carrier_interval(s.timeout, tick),
+                    false => lifeline::beat_interval(s.timeout, tick),
                 };
                 let relinked = s.relinked.swap(false, Ordering::AcqRel);
                 let asked = carrying.as_ref().is_some_and(|relay| relay.take_asked());
@@ -149,10 +148,9 @@ pub(super) async fn keep_alive(session: Weak<Session>) {
                 if beat {
                     let sent = heartbeat(&s, &in_flight, carrying.clone());
                     if asked && !sent {
-                        // Too many in flight: the ask waits for the next look, which the
-                        // answer of one in flight brings (`heartbeat` wakes the task).
+                        // Too many in flight: the ask waits for the next look.
                         if let Some(relay) = &carrying {
-                            relay.keep_ask();
+                            relay.ask();
                         }
                     }
                     last_beat = Some(now);
